@@ -1,0 +1,281 @@
+// Package bottest has in-memory fakes of the engine's ports for tests: a
+// recording Chat, a fake world with read/write/destructive operations, and a
+// settable clock.
+package bottest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+// Posted is a message as the fake chat holds it.
+type Posted struct {
+	Ref     bot.MessageRef
+	To      bot.Conversation
+	Msg     bot.Message
+	Edits   int
+	History []bot.Message
+}
+
+// Ephemeral is a message shown to one user.
+type Ephemeral struct {
+	User bot.User
+	Text string
+}
+
+// Chat is a recording bot.Chat. FailPosts makes the next N posts fail.
+type Chat struct {
+	mu         sync.Mutex
+	posts      []*Posted
+	ephemerals []Ephemeral
+	FailPosts  int
+	Groups     map[string][]string
+}
+
+var (
+	_ bot.Chat          = (*Chat)(nil)
+	_ bot.GroupResolver = (*Chat)(nil)
+)
+
+// Post implements bot.Chat.
+func (c *Chat) Post(_ context.Context, to bot.Conversation, m bot.Message) (bot.MessageRef, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.FailPosts > 0 {
+		c.FailPosts--
+		return bot.MessageRef{}, errors.New("chat is down")
+	}
+	ref := bot.MessageRef{Platform: to.Platform, Channel: to.Channel, Thread: to.Thread, ID: fmt.Sprintf("m%d", len(c.posts)+1)}
+	c.posts = append(c.posts, &Posted{Ref: ref, To: to, Msg: m, History: []bot.Message{m}})
+	return ref, nil
+}
+
+// Update implements bot.Chat.
+func (c *Chat) Update(_ context.Context, ref bot.MessageRef, m bot.Message) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.posts {
+		if p.Ref.ID == ref.ID {
+			p.Msg = m
+			p.Edits++
+			p.History = append(p.History, m)
+			return nil
+		}
+	}
+	return fmt.Errorf("update: no message %s", ref.ID)
+}
+
+// Ephemeral implements bot.Chat.
+func (c *Chat) Ephemeral(_ context.Context, _ bot.Conversation, u bot.User, m bot.Message) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ephemerals = append(c.ephemerals, Ephemeral{User: u, Text: m.Text})
+	return nil
+}
+
+// GroupMembers implements bot.GroupResolver.
+func (c *Chat) GroupMembers(_ context.Context, group string) ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Groups[group], nil
+}
+
+// Posts returns a snapshot of the posted messages.
+func (c *Chat) Posts() []Posted {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]Posted, len(c.posts))
+	for i, p := range c.posts {
+		out[i] = *p
+	}
+	return out
+}
+
+// Find returns the last message whose current text contains s.
+func (c *Chat) Find(s string) (Posted, bool) {
+	ps := c.Posts()
+	for i := len(ps) - 1; i >= 0; i-- {
+		if strings.Contains(ps[i].Msg.Text, s) {
+			return ps[i], true
+		}
+	}
+	return Posted{}, false
+}
+
+// Ephemerals returns the ephemeral messages shown to user id (all when "").
+func (c *Chat) Ephemerals(user string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, e := range c.ephemerals {
+		if user == "" || e.User.ID == user {
+			out = append(out, e.Text)
+		}
+	}
+	return out
+}
+
+// Transcript renders every message (current text) in order, for debugging.
+func (c *Chat) Transcript() string {
+	var b strings.Builder
+	for _, p := range c.Posts() {
+		fmt.Fprintf(&b, "[%s thread=%s] %s\n", p.Ref.ID, p.To.Thread, p.Msg.Text)
+	}
+	for _, e := range c.Ephemerals("") {
+		fmt.Fprintf(&b, "(to %s) %s\n", "user", e)
+	}
+	return b.String()
+}
+
+// Clock is a settable clock.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock returns a clock at t.
+func NewClock(t time.Time) *Clock { return &Clock{t: t} }
+
+// Now returns the current fake time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Advance moves the clock forward.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// World is a tiny fake CI: workers with states, and call counters.
+type World struct {
+	mu      sync.Mutex
+	Workers map[string]string // name → state
+	Calls   map[string]int    // op name → applies/calls
+	// ApplyHook runs inside Apply before the change (tests crash here).
+	ApplyHook func(op string)
+	// FailApply makes Apply return this error.
+	FailApply error
+}
+
+// NewWorld returns a world with the given workers.
+func NewWorld(workers map[string]string) *World {
+	return &World{Workers: workers, Calls: map[string]int{}}
+}
+
+// Set changes a worker's state (or adds it).
+func (w *World) Set(name, state string) {
+	w.mu.Lock()
+	w.Workers[name] = state
+	w.mu.Unlock()
+}
+
+// State returns a worker's state ("" when gone).
+func (w *World) State(name string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.Workers[name]
+}
+
+// CallCount returns how many times op ran (Apply for destructive ops).
+func (w *World) CallCount(op string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.Calls[op]
+}
+
+// Ops implements bot.Provider: fake.workers (read), fake.touch (write),
+// fake.prune (destructive: prune non-running workers, optionally only `name`).
+func (w *World) Ops() []bot.Op {
+	return []bot.Op{
+		{Name: "fake.workers", Class: bot.ClassRead, Args: []bot.ArgSpec{{Name: "state"}},
+			Do: func(_ context.Context, c bot.Call) (bot.Result, error) {
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				w.Calls["fake.workers"]++
+				var names, stalled []string
+				rows := [][]string{}
+				for n, s := range w.Workers {
+					names = append(names, n)
+					if s != "running" {
+						stalled = append(stalled, n)
+					}
+				}
+				sort.Strings(names)
+				sort.Strings(stalled)
+				all := []any{}
+				for _, n := range names {
+					rows = append(rows, []string{n, w.Workers[n]})
+					all = append(all, map[string]any{"name": n, "state": w.Workers[n]})
+				}
+				st := []any{}
+				for _, s := range stalled {
+					st = append(st, s)
+				}
+				return bot.Result{Summary: fmt.Sprintf("%d workers, %d not running", len(names), len(stalled)),
+					Table: &bot.Table{Columns: []string{"name", "state"}, Rows: rows},
+					Data:  map[string]any{"workers": all, "stalled": st}}, nil
+			}},
+		{Name: "fake.touch", Class: bot.ClassWrite, Args: []bot.ArgSpec{{Name: "name"}},
+			Do: func(_ context.Context, c bot.Call) (bot.Result, error) {
+				if w.ApplyHook != nil {
+					w.ApplyHook("fake.touch")
+				}
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				w.Calls["fake.touch"]++
+				return bot.Result{Summary: "touched " + c.Args.String("name")}, nil
+			}},
+		{Name: "fake.prune", Class: bot.ClassDestructive, Args: []bot.ArgSpec{{Name: "name"}},
+			Plan: func(_ context.Context, c bot.Call) (bot.Plan, error) {
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				only := c.Args.String("name")
+				var p bot.Plan
+				var names []string
+				for n, s := range w.Workers {
+					if s != "running" && (only == "" || only == n) {
+						names = append(names, n)
+					}
+				}
+				sort.Strings(names)
+				for _, n := range names {
+					p.Items = append(p.Items, bot.PlanItem{Kind: "worker", ID: n, Attrs: map[string]string{"state": w.Workers[n]}, Detail: w.Workers[n]})
+				}
+				p.Summary = fmt.Sprintf("prune %d worker%s", len(names), map[bool]string{true: "", false: "s"}[len(names) == 1])
+				return p, nil
+			},
+			Apply: func(_ context.Context, c bot.Call, p bot.Plan) (bot.Result, error) {
+				if w.ApplyHook != nil {
+					w.ApplyHook("fake.prune")
+				}
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				if w.FailApply != nil {
+					return bot.Result{}, w.FailApply
+				}
+				w.Calls["fake.prune"]++
+				var res bot.Result
+				for _, it := range p.Items {
+					if w.Workers[it.ID] == "running" {
+						res.Items = append(res.Items, bot.ItemResult{ID: it.ID, Outcome: bot.OutcomeFailed, Reason: "cannot prune running worker"})
+						continue
+					}
+					delete(w.Workers, it.ID)
+					res.Items = append(res.Items, bot.ItemResult{ID: it.ID, Outcome: bot.OutcomeSucceeded})
+				}
+				res.Summary = fmt.Sprintf("pruned %d worker(s)", len(p.Items))
+				return res, nil
+			}},
+	}
+}

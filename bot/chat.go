@@ -1,0 +1,137 @@
+package bot
+
+import (
+	"context"
+	"time"
+)
+
+// User is a chat user as identified by the platform. ID is the platform's
+// stable id (Slack U…, Mattermost 26-char id, console name); it is what
+// approvals and separation of duties compare. Name is for display only.
+type User struct {
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+}
+
+// Display returns "@name" (or the id when no name is known).
+func (u User) Display() string {
+	if u.Name != "" {
+		return "@" + u.Name
+	}
+	return "@" + u.ID
+}
+
+// Conversation says where a message goes: a channel, and optionally the
+// thread (root message id) inside it.
+type Conversation struct {
+	Platform string `json:"platform,omitempty"`
+	Channel  string `json:"channel"`
+	Thread   string `json:"thread,omitempty"`
+}
+
+// MessageRef identifies a posted message.
+type MessageRef struct {
+	Platform string `json:"platform,omitempty"`
+	Channel  string `json:"channel"`
+	ID       string `json:"id"`
+	Thread   string `json:"thread,omitempty"`
+}
+
+// IsZero reports whether the ref points to nothing.
+func (r MessageRef) IsZero() bool { return r.ID == "" }
+
+// Message is a platform-neutral chat message. Text uses a small Markdown
+// subset every adapter renders: *bold*, `code`, ```blocks```, and lines.
+// Adapters truncate to platform limits and put Detail where the platform
+// allows long content (a thread reply, a collapsed attachment).
+type Message struct {
+	Text string `json:"text"`
+	// Detail is long content (a full table, 300 build ids) shown one tap away.
+	Detail string `json:"detail,omitempty"`
+	// Buttons are interactive actions; adapters that cannot render buttons
+	// tell users to react or type the command instead.
+	Buttons []Button `json:"buttons,omitempty"`
+	// Broadcast asks the adapter to make a thread reply visible in the channel
+	// too (approval needed, run finished).
+	Broadcast bool `json:"broadcast,omitempty"`
+}
+
+// Button is an interactive button. Action is what comes back in a button
+// Event; Value carries opaque data (run id, step id).
+type Button struct {
+	Action string `json:"action"`
+	Label  string `json:"label"`
+	Value  string `json:"value,omitempty"`
+	Style  string `json:"style,omitempty"` // "primary", "danger" or ""
+}
+
+// Chat is the port the engine posts through. Implementations must be safe for
+// concurrent use. Post into a Conversation with a Thread posts a thread reply.
+type Chat interface {
+	// Post posts a message and returns its reference.
+	Post(ctx context.Context, to Conversation, m Message) (MessageRef, error)
+	// Update replaces the content of a posted message in place.
+	Update(ctx context.Context, ref MessageRef, m Message) error
+	// Ephemeral shows a message to one user only (command errors, refusals).
+	// Adapters without ephemeral messages post a normal message.
+	Ephemeral(ctx context.Context, to Conversation, user User, m Message) error
+}
+
+// GroupResolver is implemented by chat adapters that can expand approver
+// groups ("group:ci-oncall") into user ids.
+type GroupResolver interface {
+	GroupMembers(ctx context.Context, group string) ([]string, error)
+}
+
+// ThreadMessage is one message of a thread, read back for incident summaries.
+type ThreadMessage struct {
+	Time   time.Time `json:"time"`
+	Author User      `json:"author"`
+	Text   string    `json:"text"`
+	Bot    bool      `json:"bot,omitempty"`
+}
+
+// ThreadReader is implemented by chat adapters that can read a thread back.
+type ThreadReader interface {
+	ReadThread(ctx context.Context, c Conversation) ([]ThreadMessage, error)
+}
+
+// EventKind is the kind of an inbound chat event.
+type EventKind string
+
+// Inbound event kinds.
+const (
+	EventCommand  EventKind = "command"  // "/runbook …" typed by a user
+	EventReaction EventKind = "reaction" // emoji added to / removed from a message
+	EventButton   EventKind = "button"   // interactive button pressed
+)
+
+// Event is an inbound chat event. Adapters resolve User from the platform's
+// event (never from message text) and have already verified signatures.
+type Event struct {
+	Kind EventKind `json:"kind"`
+	// ID is the platform's event id when it has one; the engine drops an
+	// event whose ID it has already handled (retries, redeliveries).
+	ID           string       `json:"id,omitempty"`
+	User         User         `json:"user"`
+	Conversation Conversation `json:"conversation"`
+	// Text is the command text after the command word ("run worker-stalled target=x").
+	Text string `json:"text,omitempty"`
+	// Message is the message a reaction or a button press refers to.
+	Message MessageRef `json:"message,omitempty"`
+	// Emoji is the reaction's short name without colons ("white_check_mark").
+	Emoji string `json:"emoji,omitempty"`
+	// Removed is true for a removed reaction.
+	Removed bool `json:"removed,omitempty"`
+	// Action and Value come from a pressed Button.
+	Action string    `json:"action,omitempty"`
+	Value  string    `json:"value,omitempty"`
+	Time   time.Time `json:"time,omitempty"`
+}
+
+// Handler receives inbound events. The engine implements it; adapters call
+// it from their receive loops. Handle returns quickly: long work continues
+// in the engine's own goroutines.
+type Handler interface {
+	Handle(ctx context.Context, e Event) error
+}

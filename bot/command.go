@@ -1,0 +1,521 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode"
+
+	"github.com/groundcrew/groundcrew/runbooks"
+)
+
+// Command is a parsed "/runbook …" command.
+type Command struct {
+	Verb   string
+	Name   string            // runbook name or run id
+	Params map[string]string // k=v arguments of run
+	DryRun bool
+	Rest   string // free text (reason, note)
+}
+
+// verbs lists the commands and their one-line usage.
+var verbs = []struct{ name, usage, help string }{
+	{"list", "list", "list the runbooks"},
+	{"show", "show <runbook>", "describe a runbook: parameters and steps"},
+	{"run", "run <runbook> [target=<target>] [key=value …] [--dry-run]", "start a run; --dry-run runs only the read-only steps and shows the plans"},
+	{"status", "status [run]", "show a run, or the active runs"},
+	{"approve", "approve <run> [reason]", "approve the run's open approval request"},
+	{"reject", "reject <run> [reason]", "reject the run's open approval request"},
+	{"done", "done <run> [note]", "mark the run's open manual step done"},
+	{"skip", "skip <run> [note]", "skip the run's open manual step"},
+	{"fail", "fail <run> [note]", "mark the run's open manual step failed"},
+	{"cancel", "cancel <run> [reason]", "stop a run (a call in flight finishes first)"},
+	{"help", "help", "show this help"},
+}
+
+// Parse parses the text after "/runbook". It returns a *UserError for
+// anything a person should fix.
+func Parse(text string) (Command, error) {
+	words, err := splitWords(text)
+	if err != nil {
+		return Command{}, &UserError{Msg: err.Error()}
+	}
+	if len(words) == 0 {
+		return Command{Verb: "help"}, nil
+	}
+	c := Command{Verb: strings.ToLower(words[0])}
+	args := words[1:]
+	known := false
+	for _, v := range verbs {
+		if v.name == c.Verb {
+			known = true
+		}
+	}
+	if !known {
+		names := make([]string, 0, len(verbs))
+		for _, v := range verbs {
+			names = append(names, v.name)
+		}
+		msg := fmt.Sprintf("Unknown command %q.", words[0])
+		if s := closest(c.Verb, names); s != "" {
+			msg += fmt.Sprintf(" Did you mean `%s`?", s)
+		}
+		return c, &UserError{Msg: msg + " Try `/runbook help`."}
+	}
+	usage := func() error {
+		for _, v := range verbs {
+			if v.name == c.Verb {
+				return &UserError{Msg: "Usage: `/runbook " + v.usage + "`"}
+			}
+		}
+		return nil
+	}
+	switch c.Verb {
+	case "list", "help":
+		if len(args) > 0 {
+			return c, usage()
+		}
+	case "show":
+		if len(args) != 1 {
+			return c, usage()
+		}
+		c.Name = args[0]
+	case "status":
+		if len(args) > 1 {
+			return c, usage()
+		}
+		if len(args) == 1 {
+			c.Name = args[0]
+		}
+	case "run":
+		if len(args) == 0 {
+			return c, usage()
+		}
+		c.Name, c.Params = args[0], map[string]string{}
+		for _, a := range args[1:] {
+			if a == "--dry-run" || a == "--dryrun" || a == "-n" {
+				c.DryRun = true
+				continue
+			}
+			k, v, ok := strings.Cut(a, "=")
+			if !ok || k == "" {
+				return c, &UserError{Msg: fmt.Sprintf("Cannot read %q: parameters are key=value (e.g. `target=infra-prd`). Usage: `/runbook %s`", a, verbs[2].usage)}
+			}
+			if _, dup := c.Params[k]; dup {
+				return c, &UserError{Msg: fmt.Sprintf("Parameter %q is given twice.", k)}
+			}
+			c.Params[k] = v
+		}
+	default: // approve, reject, done, skip, fail, cancel
+		if len(args) == 0 {
+			return c, usage()
+		}
+		c.Name, c.Rest = args[0], strings.Join(args[1:], " ")
+	}
+	return c, nil
+}
+
+// splitWords splits on spaces, honouring "double" and 'single' quotes.
+func splitWords(s string) ([]string, error) {
+	var out []string
+	var cur strings.Builder
+	in, quote := false, rune(0)
+	for _, r := range strings.TrimSpace(s) {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			} else {
+				cur.WriteRune(r)
+			}
+		case r == '"' || r == '\'' || r == '“' || r == '”':
+			if r == '“' || r == '”' {
+				r = '”'
+			}
+			quote, in = r, true
+		case unicode.IsSpace(r):
+			if in {
+				out = append(out, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteRune(r)
+			in = true
+		}
+	}
+	if quote != 0 {
+		return nil, errors.New("unclosed quote in the command")
+	}
+	if in {
+		out = append(out, cur.String())
+	}
+	return out, nil
+}
+
+// closest returns the candidate nearest to s (edit distance ≤ 2), or "".
+func closest(s string, candidates []string) string {
+	best, bestD := "", 3
+	for _, c := range candidates {
+		if d := editDistance(s, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur := make([]int, len(rb)+1)
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(rb)]
+}
+
+// Handle implements Handler.
+func (e *Engine) Handle(ctx context.Context, ev Event) error {
+	if ev.ID != "" {
+		seen, err := e.o.Store.SeenEvent(ctx, ev.ID, e.o.Now())
+		if err != nil {
+			return fmt.Errorf("recording event %s: %w", ev.ID, err)
+		}
+		if seen {
+			e.log.Debug("duplicate event ignored", "id", ev.ID)
+			return nil
+		}
+	}
+	switch ev.Kind {
+	case EventCommand:
+		return e.command(ctx, ev)
+	case EventReaction:
+		return e.reaction(ctx, ev)
+	case EventButton:
+		return e.button(ctx, ev)
+	}
+	return fmt.Errorf("unknown event kind %q", ev.Kind)
+}
+
+func (e *Engine) command(ctx context.Context, ev Event) error {
+	c, err := Parse(ev.Text)
+	if err != nil {
+		e.reply(ctx, ev.Conversation, ev.User, "⚠️ "+err.Error())
+		return nil
+	}
+	switch c.Verb {
+	case "help":
+		e.reply(ctx, ev.Conversation, ev.User, e.helpText())
+	case "list":
+		e.reply(ctx, ev.Conversation, ev.User, e.listText())
+	case "show":
+		e.reply(ctx, ev.Conversation, ev.User, e.showText(c.Name))
+	case "status":
+		e.reply(ctx, ev.Conversation, ev.User, e.statusText(ctx, c.Name, ev.Conversation))
+	case "run":
+		if err := e.start(ctx, ev, c); err != nil {
+			var ue *UserError
+			if errors.As(err, &ue) {
+				e.reply(ctx, ev.Conversation, ev.User, "⚠️ "+ue.Msg)
+				return nil
+			}
+			e.reply(ctx, ev.Conversation, ev.User, "❌ Could not start the run: "+userMessage(err))
+			return err
+		}
+	case "approve", "reject":
+		e.vote(ctx, c.Name, MessageRef{}, ev.Conversation, ev.User, c.Verb == "approve", false, "command", c.Rest)
+	case "done":
+		e.manualResponse(ctx, c.Name, MessageRef{}, ev.Conversation, ev.User, StepSucceeded, c.Rest)
+	case "skip":
+		e.manualResponse(ctx, c.Name, MessageRef{}, ev.Conversation, ev.User, StepSkipped, c.Rest)
+	case "fail":
+		e.manualResponse(ctx, c.Name, MessageRef{}, ev.Conversation, ev.User, StepFailed, c.Rest)
+	case "cancel":
+		e.cancel(ctx, c.Name, ev.Conversation, ev.User, c.Rest)
+	}
+	return nil
+}
+
+// start validates and starts a run.
+func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
+	rb, ok := e.o.Library.Get(c.Name)
+	if !ok {
+		var names []string
+		for _, r := range e.o.Library.List() {
+			names = append(names, r.Name)
+		}
+		msg := fmt.Sprintf("There is no runbook %q.", c.Name)
+		if s := closest(c.Name, names); s != "" {
+			msg += fmt.Sprintf(" Did you mean `%s`?", s)
+		}
+		return &UserError{Msg: msg + " See `/runbook list`."}
+	}
+	target := c.Params["target"]
+	delete(c.Params, "target")
+	targets := e.targets()
+	if target == "" {
+		if len(targets) != 1 {
+			return &UserError{Msg: fmt.Sprintf("Which target? Add `target=<name>`; configured targets: %s.", strings.Join(quoteAll(targets), ", "))}
+		}
+		target = targets[0]
+	}
+	ti, ok := e.o.Targets[target]
+	if !ok {
+		msg := fmt.Sprintf("Unknown target %q.", target)
+		if s := closest(target, targets); s != "" {
+			msg += fmt.Sprintf(" Did you mean `%s`?", s)
+		}
+		return &UserError{Msg: msg + " Configured targets: " + strings.Join(quoteAll(targets), ", ") + "."}
+	}
+	params, err := runbooks.ValidateParams(rb, c.Params)
+	if err != nil {
+		return &UserError{Msg: err.Error() + fmt.Sprintf(" See `/runbook show %s`.", rb.Name)}
+	}
+	now := e.o.Now()
+	r := &Run{
+		Runbook: rb.Name, Title: rb.Title, Target: target, Params: params, Vars: ti.Vars,
+		Requester: ev.User, Conversation: ev.Conversation, State: RunRunning, DryRun: c.DryRun,
+		Spec: rb, CreatedAt: now, UpdatedAt: now,
+	}
+	for _, s := range rb.Steps {
+		r.Steps = append(r.Steps, StepState{ID: s.ID, Kind: string(s.Kind), Title: s.Title, Op: s.Op, Status: StepPending})
+	}
+	var b Batch
+	b.Note(JournalEntry{Time: now, Type: JRunStarted, Actor: ev.User.ID, Message: fmt.Sprintf("%s on %s %v", rb.Name, target, params)})
+	b.AuditLog(AuditEntry{Time: now, Actor: ev.User.ID, Action: "run_started", Target: target, Detail: fmt.Sprintf("%s %v dry_run=%v", rb.Name, params, c.DryRun)})
+	for range 20 {
+		r.ID = newRunID()
+		err = e.o.Store.CreateRun(ctx, r, &b)
+		if !errors.Is(err, ErrExists) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("saving the run: %w", err)
+	}
+	for i := range b.Audit {
+		b.Audit[i].RunID = r.ID
+	}
+	ref, err := e.o.Chat.Post(ctx, ev.Conversation, e.renderRoot(r))
+	if err != nil {
+		e.toOutbox(ctx, OutboxItem{To: ev.Conversation, Message: e.renderRoot(r), RunID: r.ID, Role: "root"}, err)
+	} else {
+		e.saveRef(ctx, r.ID, "root", "", ref)
+	}
+	e.kick(r.ID)
+	return nil
+}
+
+func quoteAll(xs []string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = "`" + x + "`"
+	}
+	return out
+}
+
+// Reaction short names, as Slack and Mattermost send them.
+var (
+	emojiYes  = map[string]bool{"white_check_mark": true, "heavy_check_mark": true, "+1": true, "thumbsup": true, "ballot_box_with_check": true, "✅": true}
+	emojiNo   = map[string]bool{"x": true, "no_entry": true, "-1": true, "thumbsdown": true, "negative_squared_cross_mark": true, "no_entry_sign": true, "❌": true}
+	emojiSkip = map[string]bool{"track_next": true, "black_right_pointing_double_triangle_with_vertical_bar": true, "next_track_button": true, "fast_forward": true, "⏭": true}
+)
+
+func (e *Engine) reaction(ctx context.Context, ev Event) error {
+	idx, err := e.o.Store.RunByMessage(ctx, ev.Message)
+	if errors.Is(err, ErrNotFound) {
+		return nil // a reaction on some other message
+	}
+	if err != nil {
+		return err
+	}
+	emoji := strings.Trim(ev.Emoji, ":")
+	yes, no, skip := emojiYes[emoji], emojiNo[emoji], emojiSkip[emoji]
+	if !yes && !no && !skip {
+		return nil
+	}
+	switch idx.Role {
+	case "gate":
+		if skip {
+			return nil
+		}
+		e.vote(ctx, idx.RunID, ev.Message, threadConv(ev), ev.User, yes, ev.Removed, "reaction", "")
+	case "step":
+		if ev.Removed {
+			return nil // a manual step once done stays done
+		}
+		status := StepSucceeded
+		if no {
+			status = StepFailed
+		} else if skip {
+			status = StepSkipped
+		}
+		r, err := e.o.Store.GetRun(ctx, idx.RunID)
+		if err != nil || r.current() == nil || r.current().ID != idx.Step || r.current().Status != StepManual {
+			return nil // reactions on finished steps are just reactions
+		}
+		e.manualResponse(ctx, idx.RunID, ev.Message, threadConv(ev), ev.User, status, "")
+	}
+	return nil
+}
+
+func threadConv(ev Event) Conversation {
+	c := ev.Conversation
+	if c.Channel == "" {
+		c.Channel = ev.Message.Channel
+	}
+	if c.Thread == "" {
+		c.Thread = ev.Message.Thread
+	}
+	return c
+}
+
+func (e *Engine) button(ctx context.Context, ev Event) error {
+	runID, _, _ := strings.Cut(ev.Value, "|")
+	if runID == "" {
+		return nil
+	}
+	switch ev.Action {
+	case "approve", "reject":
+		e.vote(ctx, runID, ev.Message, threadConv(ev), ev.User, ev.Action == "approve", false, "button", "")
+	case "done":
+		e.manualResponse(ctx, runID, ev.Message, threadConv(ev), ev.User, StepSucceeded, "")
+	case "skip":
+		e.manualResponse(ctx, runID, ev.Message, threadConv(ev), ev.User, StepSkipped, "")
+	case "fail":
+		e.manualResponse(ctx, runID, ev.Message, threadConv(ev), ev.User, StepFailed, "")
+	}
+	return nil
+}
+
+func (e *Engine) helpText() string {
+	var b strings.Builder
+	b.WriteString("*groundcrew* runs Concourse runbooks step by step, with approval before anything destructive.\n")
+	for _, v := range verbs {
+		fmt.Fprintf(&b, "• `/runbook %s` — %s\n", v.usage, v.help)
+	}
+	fmt.Fprintf(&b, "Targets: %s. Approve by reacting ✅ (reject ❌) on the request; mark manual steps done with ✅ (⏭ skip, ❌ failed).", strings.Join(quoteAll(e.targets()), ", "))
+	return b.String()
+}
+
+func (e *Engine) listText() string {
+	rbs := e.o.Library.List()
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d runbooks* — `/runbook show <name>` for details\n", len(rbs))
+	for _, rb := range rbs {
+		gated := ""
+		for _, s := range rb.Steps {
+			if op, ok := e.o.Ops.Get(s.Op); ok && op.Class == ClassDestructive {
+				gated = " 🔒"
+				break
+			}
+		}
+		fmt.Fprintf(&b, "• `%s`%s — %s\n", rb.Name, gated, nonEmpty(rb.Title, firstLine(rb.Description)))
+	}
+	b.WriteString("🔒 = has destructive steps (approval required)")
+	return b.String()
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return l
+}
+
+func (e *Engine) showText(name string) string {
+	rb, ok := e.o.Library.Get(name)
+	if !ok {
+		var names []string
+		for _, r := range e.o.Library.List() {
+			names = append(names, r.Name)
+		}
+		msg := fmt.Sprintf("There is no runbook %q.", name)
+		if s := closest(name, names); s != "" {
+			msg += fmt.Sprintf(" Did you mean `%s`?", s)
+		}
+		return msg
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%s* — %s\n%s\n", rb.Name, rb.Title, strings.TrimSpace(rb.Description))
+	if len(rb.Params) > 0 {
+		b.WriteString("*Parameters* (plus `target=`):\n")
+		for _, p := range rb.Params {
+			req := "optional"
+			if p.Required {
+				req = "required"
+			}
+			if p.Default != "" {
+				req += ", default `" + p.Default + "`"
+			}
+			if len(p.Enum) > 0 {
+				req += ", one of " + strings.Join(quoteAll(p.Enum), "/")
+			}
+			fmt.Fprintf(&b, "• `%s` (%s) — %s\n", p.Name, req, p.Description)
+		}
+	}
+	b.WriteString("*Steps*:\n")
+	for i, s := range rb.Steps {
+		mark := ""
+		if op, ok := e.o.Ops.Get(s.Op); ok {
+			mark = " · " + string(op.Class)
+			if op.Class == ClassDestructive {
+				mark += " 🔒 approval required"
+			}
+		}
+		fmt.Fprintf(&b, "%d. %s (%s%s)\n", i+1, nonEmpty(s.Title, s.ID), s.Kind, mark)
+	}
+	fmt.Fprintf(&b, "Source: %s", rb.Source)
+	return b.String()
+}
+
+func (e *Engine) statusText(ctx context.Context, id string, conv Conversation) string {
+	if id == "" {
+		runs, err := e.o.Store.ListRuns(ctx, RunQuery{Active: true})
+		if err != nil {
+			return "Could not list runs: " + userMessage(err)
+		}
+		if len(runs) == 0 {
+			return "No active runs. Start one with `/runbook run <runbook>`."
+		}
+		sort.Slice(runs, func(i, j int) bool { return runs[i].CreatedAt.Before(runs[j].CreatedAt) })
+		var b strings.Builder
+		fmt.Fprintf(&b, "*%d active run%s*\n", len(runs), plural(len(runs)))
+		for _, r := range runs {
+			fmt.Fprintf(&b, "• `%s` %s on `%s` by %s — %s\n", r.ID, r.Runbook, r.Target, r.Requester.Display(), stateLine(r))
+		}
+		return b.String()
+	}
+	r, err := e.o.Store.GetRun(ctx, id)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return fmt.Sprintf("There is no run %q. `/runbook status` lists the active runs.", id)
+		}
+		return "Could not read the run: " + userMessage(err)
+	}
+	var b strings.Builder
+	b.WriteString(e.renderRoot(r).Text + "\n")
+	for i := range r.Steps {
+		st := &r.Steps[i]
+		line := fmt.Sprintf("%d. %s %s", i+1, stepIcon(st), nonEmpty(st.Title, st.ID))
+		if st.Summary != "" {
+			line += " — " + st.Summary
+		}
+		if st.Error != "" {
+			line += " — " + st.Error
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,352 @@
+// Package bot is groundcrew's engine: it parses chat commands, runs
+// runbooks step by step as a durable state machine, forces approval gates on
+// destructive operations, and renders platform-neutral messages.
+//
+// It talks to chat, Concourse, PostgreSQL and the store only through the
+// small interfaces it owns (Chat, Op providers, Store).
+package bot
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/groundcrew/groundcrew/runbooks"
+)
+
+// Library finds runbooks by name.
+type Library interface {
+	Get(name string) (*runbooks.Runbook, bool)
+	List() []*runbooks.Runbook
+}
+
+// TargetInfo is what the engine knows of a Concourse target.
+type TargetInfo struct {
+	// Vars are template variables for manual steps (zone, target kind…).
+	Vars map[string]string
+	// Description is shown in /runbook help.
+	Description string
+}
+
+// ApprovalConfig is the approval policy configuration: a default, and
+// overrides per target, per runbook and per operation, applied in that order.
+type ApprovalConfig struct {
+	Default    Policy            `yaml:"default"`
+	Targets    map[string]Policy `yaml:"targets"`
+	Runbooks   map[string]Policy `yaml:"runbooks"`
+	Operations map[string]Policy `yaml:"operations"`
+}
+
+// Options configure an Engine.
+type Options struct {
+	Store     Store
+	Chat      Chat
+	Ops       *Registry
+	Library   Library
+	Targets   map[string]TargetInfo
+	Approvals ApprovalConfig
+	// Platform names the chat platform ("slack", "mattermost", "console").
+	Platform string
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Logger (default: discard).
+	Logger *slog.Logger
+	// TickInterval is how often timers are checked (default 1s).
+	TickInterval time.Duration
+	// OpTimeout bounds one operation call (default 10m).
+	OpTimeout time.Duration
+	// GroupTTL is how long group memberships are cached (default 5m).
+	GroupTTL time.Duration
+	// BotName is shown in help texts (default "groundcrew").
+	BotName string
+	// Hook, when set, is called at step boundaries with a label such as
+	// "before-apply:prune"; tests use it to simulate crashes.
+	Hook func(point string)
+}
+
+func (o *Options) validate() error {
+	if o.Store == nil {
+		return errors.New("engine: Store is required")
+	}
+	if o.Chat == nil {
+		return errors.New("engine: Chat is required")
+	}
+	if o.Ops == nil {
+		return errors.New("engine: Ops registry is required")
+	}
+	if o.Library == nil {
+		return errors.New("engine: Library is required")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.TickInterval <= 0 {
+		o.TickInterval = time.Second
+	}
+	if o.OpTimeout <= 0 {
+		o.OpTimeout = 10 * time.Minute
+	}
+	if o.GroupTTL <= 0 {
+		o.GroupTTL = 5 * time.Minute
+	}
+	if o.BotName == "" {
+		o.BotName = "groundcrew"
+	}
+	if o.Approvals.Default.Required == 0 && o.Approvals.Default.Expires == 0 && len(o.Approvals.Default.Approvers) == 0 {
+		o.Approvals.Default = DefaultPolicy
+	}
+	return nil
+}
+
+// Engine runs runbooks. It implements Handler. All methods are safe for
+// concurrent use.
+type Engine struct {
+	o   Options
+	log *slog.Logger
+
+	mu      sync.Mutex
+	active  map[string]bool               // runs being advanced
+	again   map[string]bool               // runs to advance once more
+	cancels map[string]context.CancelFunc // in-flight calls per run
+	idle    *sync.Cond
+	busy    int
+	baseCtx context.Context
+
+	groups groupCache
+}
+
+var _ Handler = (*Engine)(nil)
+
+// New returns an engine.
+func New(o Options) (*Engine, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		o:       o,
+		log:     o.Logger,
+		active:  map[string]bool{},
+		again:   map[string]bool{},
+		cancels: map[string]context.CancelFunc{},
+		baseCtx: context.Background(),
+	}
+	e.idle = sync.NewCond(&e.mu)
+	e.groups = groupCache{ttl: o.GroupTTL, now: o.Now, entries: map[string]groupEntry{}}
+	if gr, ok := o.Chat.(GroupResolver); ok {
+		e.groups.resolver = gr
+	}
+	return e, nil
+}
+
+// Run resumes the stored runs, then checks timers (gate expiry, reminders,
+// wait polls, the outbox) until ctx ends. It returns nil on cancellation.
+func (e *Engine) Run(ctx context.Context) error {
+	e.mu.Lock()
+	e.baseCtx = ctx
+	e.mu.Unlock()
+	if err := e.Resume(ctx); err != nil {
+		return err
+	}
+	t := time.NewTicker(e.o.TickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			e.wait()
+			return nil
+		case <-t.C:
+			e.Tick(ctx)
+		}
+	}
+}
+
+// Resume reloads non-terminal runs after a start: reads in flight are
+// redone, write/destructive calls found with intent but no outcome are
+// reconciled, and runs that can proceed are continued.
+func (e *Engine) Resume(ctx context.Context) error {
+	runs, err := e.o.Store.ListRuns(ctx, RunQuery{Active: true})
+	if err != nil {
+		return fmt.Errorf("loading active runs: %w", err)
+	}
+	for _, r := range runs {
+		if r.State == RunRunning || r.State == RunWaiting {
+			if err := e.recover(ctx, r.ID); err != nil {
+				e.log.Error("resuming run", "run", r.ID, "err", err)
+				continue
+			}
+		}
+		e.kick(r.ID)
+	}
+	return nil
+}
+
+// Tick checks every active run's timers once. Run calls it every
+// TickInterval; tests call it with a fake clock.
+func (e *Engine) Tick(ctx context.Context) {
+	runs, err := e.o.Store.ListRuns(ctx, RunQuery{Active: true})
+	if err != nil {
+		e.log.Error("listing active runs", "err", err)
+		return
+	}
+	now := e.o.Now()
+	for _, r := range runs {
+		switch r.State {
+		case RunAwaitingApproval:
+			e.checkGateTimers(ctx, r, now)
+		case RunWaiting:
+			if st := r.current(); st != nil && !st.NextPoll.After(now) {
+				e.kick(r.ID)
+			}
+		case RunAwaitingManual:
+			if st := r.current(); st != nil && !st.Deadline.IsZero() && !now.Before(st.Deadline) {
+				e.manualTimeout(ctx, r.ID, st.ID)
+			}
+		}
+	}
+	e.flushOutbox(ctx)
+}
+
+// WaitIdle blocks until no run is being advanced and no run is in the
+// running state (every run is finished or waits for a person or a timer).
+func (e *Engine) WaitIdle(ctx context.Context) error {
+	for {
+		e.wait()
+		runs, err := e.o.Store.ListRuns(ctx, RunQuery{Active: true})
+		if err != nil {
+			return err
+		}
+		running := false
+		for _, r := range runs {
+			if r.State == RunRunning {
+				running = true
+				e.kick(r.ID)
+			}
+		}
+		if !running {
+			e.wait()
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func (e *Engine) wait() {
+	e.mu.Lock()
+	for e.busy > 0 {
+		e.idle.Wait()
+	}
+	e.mu.Unlock()
+}
+
+// kick advances a run in the background; concurrent kicks of the same run
+// coalesce into one more pass.
+func (e *Engine) kick(id string) {
+	e.mu.Lock()
+	if e.active[id] {
+		e.again[id] = true
+		e.mu.Unlock()
+		return
+	}
+	e.active[id] = true
+	e.busy++
+	ctx := e.baseCtx
+	e.mu.Unlock()
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				e.log.Error("panic while advancing run", "run", id, "panic", p)
+			}
+			e.mu.Lock()
+			delete(e.active, id)
+			e.busy--
+			e.idle.Broadcast()
+			e.mu.Unlock()
+		}()
+		for {
+			e.advance(ctx, id)
+			e.mu.Lock()
+			if !e.again[id] || ctx.Err() != nil {
+				e.mu.Unlock()
+				return
+			}
+			e.again[id] = false
+			e.mu.Unlock()
+		}
+	}()
+}
+
+func (e *Engine) hook(point string) {
+	if e.o.Hook != nil {
+		e.o.Hook(point)
+	}
+}
+
+func newRunID() string {
+	b := make([]byte, 2)
+	_, _ = rand.Read(b)
+	return "r-" + hex.EncodeToString(b)
+}
+
+// current returns the state of the step at the cursor.
+func (r *Run) current() *StepState {
+	if r.Cursor < 0 || r.Cursor >= len(r.Steps) {
+		return nil
+	}
+	return &r.Steps[r.Cursor]
+}
+
+// policyFor returns the configured policy for a gate: default, then target,
+// then runbook, then operation overrides (non-zero fields win).
+func (e *Engine) policyFor(target, runbook, op string) Policy {
+	p := e.o.Approvals.Default
+	over := func(q Policy, ok bool) {
+		if !ok {
+			return
+		}
+		if len(q.Approvers) > 0 {
+			p.Approvers = q.Approvers
+		}
+		if q.Required > 0 {
+			p.Required = q.Required
+		}
+		if q.Expires > 0 {
+			p.Expires = q.Expires
+		}
+		if q.SelfApproval {
+			p.SelfApproval = true
+		}
+	}
+	q, ok := e.o.Approvals.Targets[target]
+	over(q, ok)
+	q, ok = e.o.Approvals.Runbooks[runbook]
+	over(q, ok)
+	if op != "" {
+		q, ok = e.o.Approvals.Operations[op]
+		over(q, ok)
+	}
+	return p.withDefaults()
+}
+
+// targets returns the configured target names, sorted.
+func (e *Engine) targets() []string {
+	out := make([]string, 0, len(e.o.Targets))
+	for t := range e.o.Targets {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,334 @@
+package bot_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/bot/bottest"
+)
+
+func stalledWorld() *bottest.World {
+	return bottest.NewWorld(map[string]string{"w-0": "stalled", "w-1": "running"})
+}
+
+func TestEngine_FullRunWithForcedGate(t *testing.T) {
+	h := newHarness(t, stalledWorld(), nil)
+	h.cmd(alice, "run prune target=infra-prd worker=w-0")
+
+	r := h.onlyRun()
+	assert.Equal(t, bot.RunAwaitingManual, r.State, h.chat.Transcript())
+	m, ok := h.chat.Find("ssh w-0")
+	require.True(t, ok, "manual step shows the rendered command")
+	h.react(bob, m.Ref, "white_check_mark")
+
+	r = h.onlyRun()
+	require.Equal(t, bot.RunAwaitingApproval, r.State, "destructive op is gated although the runbook has no approval step")
+	assert.Equal(t, 0, h.world.CallCount("fake.prune"))
+	gate, ok := h.chat.Find("Approval needed")
+	require.True(t, ok)
+	assert.Contains(t, gate.Msg.Text, "worker `w-0`")
+	assert.Contains(t, gate.Msg.Text, "not @alice (requester)")
+
+	h.react(bob, h.gateRef(), "white_check_mark")
+	r = h.onlyRun()
+	assert.Equal(t, bot.RunSucceeded, r.State, h.chat.Transcript())
+	assert.Equal(t, 1, h.world.CallCount("fake.prune"))
+	assert.Equal(t, "", h.world.State("w-0"))
+	assert.Equal(t, []bot.User{bob}, r.Steps[2].ApprovedBy)
+
+	// The gate message was edited in place to show the decision.
+	g := h.chat.Posts()
+	var gateMsg bottest.Posted
+	for _, p := range g {
+		if p.Ref.ID == r.Steps[2].PlanHash || len(p.History) > 1 && containsAny(p.History, "Approval needed") {
+			gateMsg = p
+		}
+	}
+	assert.Contains(t, gateMsg.Msg.Text, "Approved by @bob")
+
+	// Journal: intent before outcome for the destructive call.
+	j, err := h.db.Journal(h.ctx, r.ID)
+	require.NoError(t, err)
+	intent, outcome := -1, -1
+	for i, e := range j {
+		if e.Step == "prune" && e.Type == bot.JIntent {
+			intent = i
+		}
+		if e.Step == "prune" && e.Type == bot.JOutcome {
+			outcome = i
+		}
+	}
+	require.GreaterOrEqual(t, intent, 0)
+	assert.Greater(t, outcome, intent)
+	final, ok := h.chat.Find("finished after")
+	require.True(t, ok)
+	assert.Contains(t, final.Msg.Text, "approved by @bob")
+}
+
+func containsAny(ms []bot.Message, s string) bool {
+	for _, m := range ms {
+		if len(m.Text) > 0 && contains(m.Text, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(a, b string) bool { return len(a) >= len(b) && (a == b || indexOf(a, b) >= 0) }
+
+func indexOf(a, b string) int {
+	for i := 0; i+len(b) <= len(a); i++ {
+		if a[i:i+len(b)] == b {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestEngine_SelfApprovalRefused(t *testing.T) {
+	h := newHarness(t, stalledWorld(), nil)
+	h.cmd(alice, "run prune target=infra-prd worker=w-0")
+	h.react(bob, h.stepRef("check"), "white_check_mark")
+
+	h.react(alice, h.gateRef(), "white_check_mark")
+	r := h.onlyRun()
+	assert.Equal(t, bot.RunAwaitingApproval, r.State)
+	assert.Empty(t, r.Gate.Votes)
+	require.Len(t, r.Gate.Refusals, 1)
+	assert.Equal(t, alice, r.Gate.Refusals[0].User)
+	assert.Equal(t, 0, h.world.CallCount("fake.prune"))
+	eph := h.chat.Ephemerals(alice.ID)
+	require.NotEmpty(t, eph)
+	assert.Contains(t, eph[len(eph)-1], "you started this run")
+	gate, _ := h.chat.Find("Approval needed")
+	assert.Contains(t, gate.Msg.Text, "@alice — not counted: you started this run")
+
+	// By command too.
+	h.cmd(alice, "approve "+r.ID)
+	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State)
+	assert.Equal(t, 0, h.world.CallCount("fake.prune"))
+}
+
+func TestEngine_ApproverList(t *testing.T) {
+	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
+		o.Approvals.Default = bot.Policy{Approvers: []string{"group:ci-oncall"}, Required: 2}
+		o.Chat.(*bottest.Chat).Groups = map[string][]string{"ci-oncall": {"U3", "U4"}}
+	})
+	h.chat.Groups = map[string][]string{"ci-oncall": {"U3", "U4"}}
+	h.cmd(alice, "run prune target=infra-prd worker=w-0")
+	h.react(bob, h.stepRef("check"), "white_check_mark")
+	h.react(bob, h.gateRef(), "white_check_mark")
+	r := h.onlyRun()
+	require.Len(t, r.Gate.Refusals, 1)
+	assert.Contains(t, r.Gate.Refusals[0].Reason, "not an approver")
+	h.react(carol, h.gateRef(), "white_check_mark")
+	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State, "needs 2 approvals")
+	h.react(carol, h.gateRef(), "heavy_check_mark")
+	assert.Len(t, h.onlyRun().Gate.Votes, 1, "one vote per person")
+	h.react(bot.User{ID: "U4", Name: "dave"}, h.gateRef(), "+1")
+	assert.Equal(t, bot.RunSucceeded, h.onlyRun().State, h.chat.Transcript())
+	assert.Equal(t, 1, h.world.CallCount("fake.prune"))
+}
+
+func TestEngine_RejectStopsTheRun(t *testing.T) {
+	h := newHarness(t, stalledWorld(), nil)
+	h.cmd(alice, "run prune target=infra-prd worker=w-0")
+	h.react(bob, h.stepRef("check"), "white_check_mark")
+	r := h.onlyRun()
+	h.cmd(carol, "reject "+r.ID+" \"worker is being rebuilt\"")
+	r = h.onlyRun()
+	assert.Equal(t, bot.RunFailed, r.State)
+	assert.Contains(t, r.Error, "rejected by @carol: worker is being rebuilt")
+	assert.Equal(t, 0, h.world.CallCount("fake.prune"))
+}
+
+func TestEngine_DriftRequiresNewApproval(t *testing.T) {
+	w := bottest.NewWorld(map[string]string{"w-0": "stalled", "w-1": "running"})
+	h := newHarness(t, w, nil)
+	h.cmd(alice, "run prune target=infra-prd") // all non-running workers
+	h.react(bob, h.stepRef("check"), "white_check_mark")
+	first := h.gateRef()
+	firstHash := h.onlyRun().Gate.PlanHash
+
+	w.Set("w-1", "stalled") // the target changed before execution
+	h.react(bob, first, "white_check_mark")
+
+	r := h.onlyRun()
+	require.Equal(t, bot.RunAwaitingApproval, r.State, h.chat.Transcript())
+	assert.NotEqual(t, firstHash, r.Gate.PlanHash)
+	assert.Contains(t, r.Gate.Reason, "added `w-1`")
+	assert.Equal(t, 0, w.CallCount("fake.prune"), "nothing executed on a stale approval")
+	old, ok := h.chat.Find("Void")
+	require.True(t, ok)
+	assert.Equal(t, first.ID, old.Ref.ID)
+
+	// A vote on the old, void request does not count.
+	h.react(carol, first, "white_check_mark")
+	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State)
+
+	h.react(carol, h.gateRef(), "white_check_mark")
+	assert.Equal(t, bot.RunSucceeded, h.onlyRun().State)
+	assert.Equal(t, 1, w.CallCount("fake.prune"))
+	assert.Equal(t, "", w.State("w-1"))
+}
+
+func TestEngine_NothingToDoSkipsTheGate(t *testing.T) {
+	w := bottest.NewWorld(map[string]string{"w-1": "running"})
+	h := newHarness(t, w, nil)
+	h.cmd(alice, "run prune target=infra-prd")
+	r := h.onlyRun()
+	assert.Equal(t, bot.RunSucceeded, r.State, h.chat.Transcript())
+	assert.Equal(t, bot.StepSkipped, r.Steps[1].Status, "when: false skips the manual step")
+	assert.Contains(t, r.Steps[2].Summary, "nothing to do")
+}
+
+func TestEngine_Expiry(t *testing.T) {
+	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
+		o.Approvals.Default = bot.Policy{Expires: bot.Duration(30 * time.Minute)}
+	})
+	h.cmd(alice, "run prune target=infra-prd worker=w-0")
+	h.react(bob, h.stepRef("check"), "white_check_mark")
+	h.clock.Advance(26 * time.Minute)
+	h.tick()
+	rem, ok := h.chat.Find("⏰ Approval")
+	require.True(t, ok, h.chat.Transcript())
+	assert.True(t, rem.Msg.Broadcast)
+	h.clock.Advance(5 * time.Minute)
+	h.tick()
+	r := h.onlyRun()
+	assert.Equal(t, bot.RunFailed, r.State)
+	assert.Contains(t, r.Error, "approval expired")
+	h.react(bob, h.gateRef(), "white_check_mark")
+	assert.Equal(t, 0, h.world.CallCount("fake.prune"))
+}
+
+func TestEngine_DryRunChangesNothing(t *testing.T) {
+	h := newHarness(t, stalledWorld(), nil)
+	h.cmd(alice, "run prune target=infra-prd --dry-run")
+	r := h.onlyRun()
+	assert.Equal(t, bot.RunSucceeded, r.State, h.chat.Transcript())
+	assert.Contains(t, r.Steps[2].Summary, "dry run: would prune 1 worker")
+	assert.Equal(t, 0, h.world.CallCount("fake.prune"))
+}
+
+func TestEngine_WaitTimesOutToFallback(t *testing.T) {
+	h := newHarness(t, stalledWorld(), nil)
+	h.cmd(alice, "run waiter target=infra-prd worker=w-0")
+	assert.Equal(t, bot.RunWaiting, h.onlyRun().State)
+	for range 21 {
+		h.clock.Advance(time.Minute)
+		h.tick()
+	}
+	r := h.onlyRun()
+	assert.Equal(t, bot.RunAwaitingManual, r.State, h.chat.Transcript())
+	assert.Contains(t, r.Steps[0].Error, "timed out")
+	assert.Equal(t, "fallback", r.Steps[r.Cursor].ID)
+}
+
+func TestEngine_WaitSucceeds(t *testing.T) {
+	w := stalledWorld()
+	h := newHarness(t, w, nil)
+	h.cmd(alice, "run waiter target=infra-prd worker=w-0")
+	w.Set("w-0", "running")
+	h.clock.Advance(time.Minute)
+	h.tick()
+	r := h.onlyRun()
+	assert.Equal(t, bot.RunSucceeded, r.State, h.chat.Transcript())
+	assert.Equal(t, bot.StepPending, r.Steps[2].Status, "goto: end skips the fallback")
+}
+
+func TestEngine_ApprovalStepBindsToTheWriteCall(t *testing.T) {
+	w := stalledWorld()
+	h := newHarness(t, w, nil)
+	h.cmd(alice, "run toucher target=infra-prd")
+	r := h.onlyRun()
+	require.Equal(t, bot.RunAwaitingApproval, r.State, h.chat.Transcript())
+	assert.Equal(t, "touch", r.Gate.StepID, "the approval step is combined with the gate of the action it protects")
+	h.react(bob, h.gateRef(), "white_check_mark")
+	assert.Equal(t, bot.RunSucceeded, h.onlyRun().State)
+	assert.Equal(t, 1, w.CallCount("fake.touch"))
+}
+
+func TestEngine_CommandErrors(t *testing.T) {
+	h := newHarness(t, stalledWorld(), nil)
+	cases := []struct{ text, want string }{
+		{"rnu prune", "Did you mean `run`?"},
+		{"run prnue", "Did you mean `prune`?"},
+		{"run prune target=infra-prod", "Did you mean `infra-prd`?"},
+		{"run prune wroker=w-0", "wroker"},
+		{"run waiter target=infra-prd", "worker"},
+		{"run prune target", "key=value"},
+		{"approve r-zzzz", "There is no run `r-zzzz`"},
+	}
+	for _, c := range cases {
+		t.Run(c.text, func(t *testing.T) {
+			h.cmd(alice, c.text)
+			eph := h.chat.Ephemerals(alice.ID)
+			require.NotEmpty(t, eph)
+			assert.Contains(t, eph[len(eph)-1], c.want)
+		})
+	}
+	runs, err := h.db.ListRuns(h.ctx, bot.RunQuery{})
+	require.NoError(t, err)
+	assert.Empty(t, runs, "bad commands start nothing")
+}
+
+func TestEngine_DuplicateEventsIgnored(t *testing.T) {
+	h := newHarness(t, stalledWorld(), nil)
+	ev := bot.Event{ID: "Ev1", Kind: bot.EventCommand, User: alice, Conversation: chan1, Text: "run prune target=infra-prd"}
+	require.NoError(t, h.eng.Handle(h.ctx, ev))
+	h.idle()
+	h.restart()
+	require.NoError(t, h.eng.Handle(h.ctx, ev))
+	h.idle()
+	runs, err := h.db.ListRuns(h.ctx, bot.RunQuery{})
+	require.NoError(t, err)
+	assert.Len(t, runs, 1)
+}
+
+func TestEngine_ApprovalSurvivesRestart(t *testing.T) {
+	h := newHarness(t, stalledWorld(), func(o *bot.Options) { o.Approvals.Default = bot.Policy{Required: 2} })
+	h.cmd(alice, "run prune target=infra-prd worker=w-0")
+	h.react(bob, h.stepRef("check"), "white_check_mark")
+	h.react(bob, h.gateRef(), "white_check_mark")
+	h.restart()
+	r := h.onlyRun()
+	require.Len(t, r.Gate.Votes, 1)
+	h.react(carol, h.gateRef(), "white_check_mark")
+	assert.Equal(t, bot.RunSucceeded, h.onlyRun().State)
+	assert.Equal(t, 1, h.world.CallCount("fake.prune"))
+}
+
+func TestEngine_FailedPostsGoToTheOutbox(t *testing.T) {
+	h := newHarness(t, stalledWorld(), nil)
+	h.chat.FailPosts = 1 // the root message fails
+	h.cmd(alice, "run prune target=infra-prd worker=w-0")
+	items, err := h.db.ListOutbox(h.ctx)
+	require.NoError(t, err)
+	require.Len(t, items, 1)
+	h.clock.Advance(time.Minute)
+	h.tick()
+	items, err = h.db.ListOutbox(h.ctx)
+	require.NoError(t, err)
+	assert.Empty(t, items)
+	assert.False(t, h.onlyRun().Root.IsZero(), "root ref saved after the retry")
+}
+
+func TestEngine_ApplyErrorFailsTheStep(t *testing.T) {
+	w := stalledWorld()
+	w.FailApply = errors.New("infra-prd: prune worker \"w-0\": 500 boom")
+	h := newHarness(t, w, nil)
+	h.cmd(alice, "run prune target=infra-prd worker=w-0")
+	h.react(bob, h.stepRef("check"), "white_check_mark")
+	h.react(bob, h.gateRef(), "white_check_mark")
+	r := h.onlyRun()
+	assert.Equal(t, bot.RunFailed, r.State)
+	assert.Contains(t, r.Steps[2].Error, "500 boom")
+	_ = context.Background()
+}

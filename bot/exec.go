@@ -1,0 +1,591 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/groundcrew/groundcrew/runbooks"
+)
+
+// errRunOver aborts a run update when the run has ended meanwhile
+// (cancelled while a call was in flight).
+var errRunOver = errors.New("run is over")
+
+// advance works on a run until it waits for a person or a timer, or ends.
+func (e *Engine) advance(ctx context.Context, id string) {
+	for range 10000 {
+		if ctx.Err() != nil {
+			return
+		}
+		r, err := e.o.Store.GetRun(ctx, id)
+		if err != nil {
+			e.log.Error("loading run", "run", id, "err", err)
+			return
+		}
+		switch r.State {
+		case RunRunning:
+		case RunWaiting:
+			st := r.current()
+			if st == nil || st.NextPoll.After(e.o.Now()) {
+				return
+			}
+			e.pollWait(ctx, r)
+			continue
+		default:
+			return
+		}
+		if r.Cursor >= len(r.Steps) {
+			e.finish(ctx, r.ID, RunSucceeded, "")
+			return
+		}
+		st, spec := r.current(), &r.Spec.Steps[r.Cursor]
+		switch st.Status {
+		case StepPending, StepRunning:
+			e.startStep(ctx, r, spec)
+		case StepGated:
+			e.afterGate(ctx, r, spec)
+		case StepExecuting:
+			e.reconcile(ctx, r, spec)
+		default:
+			// A finished step at the cursor: move on.
+			_, _ = e.update(ctx, r.ID, func(r *Run, b *Batch) error {
+				return e.moveOn(r, b, r.current().Status == StepSucceeded || r.current().Status == StepSkipped)
+			})
+		}
+	}
+	e.log.Error("run did not settle; stopping", "run", id)
+}
+
+// update is Store.UpdateRun that also refreshes UpdatedAt.
+func (e *Engine) update(ctx context.Context, id string, fn func(*Run, *Batch) error) (*Run, error) {
+	r, err := e.o.Store.UpdateRun(ctx, id, func(r *Run, b *Batch) error {
+		if err := fn(r, b); err != nil {
+			return err
+		}
+		r.UpdatedAt = e.o.Now()
+		return nil
+	})
+	if err != nil && !errors.Is(err, errRunOver) {
+		e.log.Error("updating run", "run", id, "err", err)
+	}
+	return r, err
+}
+
+// env is what expressions and templates see.
+func (e *Engine) env(r *Run) runbooks.Env {
+	steps := map[string]any{}
+	for _, st := range r.Steps {
+		var res any
+		if len(st.Result) > 0 {
+			_ = json.Unmarshal(st.Result, &res)
+		}
+		by := ""
+		if st.By != nil {
+			by = st.By.Name
+		}
+		steps[st.ID] = map[string]any{"status": string(st.Status), "summary": st.Summary, "result": res, "by": by}
+	}
+	params := map[string]any{}
+	for k, v := range r.Params {
+		params[k] = v
+	}
+	vars := map[string]any{}
+	for k, v := range r.Vars {
+		vars[k] = v
+	}
+	return runbooks.Env{
+		"params": params, "vars": vars, "target": r.Target, "steps": steps,
+		"run": map[string]any{"id": r.ID, "requester": r.Requester.Name, "dry_run": r.DryRun},
+	}
+}
+
+// moveOn sets the cursor after the current step finished (ok = succeeded or
+// skipped), following goto/on_failure, and finishes the run at the end.
+func (e *Engine) moveOn(r *Run, b *Batch, ok bool) error {
+	spec := r.Spec.Steps[r.Cursor]
+	target := ""
+	if ok {
+		target = spec.Goto
+	} else {
+		target = spec.OnFailure
+		if target == "" {
+			target = runbooks.TargetFail
+		}
+	}
+	return e.jump(r, b, target)
+}
+
+// jump moves the cursor to target: "" (next step), a step id, end, fail, continue.
+func (e *Engine) jump(r *Run, b *Batch, target string) error {
+	switch target {
+	case "", runbooks.TargetContinue:
+		r.Cursor++
+	case runbooks.TargetEnd:
+		r.Cursor = len(r.Steps)
+	case runbooks.TargetFail:
+		st := r.current()
+		msg := "step failed"
+		if st != nil {
+			msg = fmt.Sprintf("step %s failed", st.ID)
+			if st.Error != "" {
+				msg += ": " + st.Error
+			}
+		}
+		return e.endRun(r, b, RunFailed, msg)
+	default:
+		i, _ := r.Spec.StepByID(target)
+		if i < 0 {
+			return e.endRun(r, b, RunFailed, fmt.Sprintf("runbook jumps to unknown step %q", target))
+		}
+		r.Cursor = i
+	}
+	if r.State != RunRunning {
+		if err := r.setState(RunRunning); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// endRun moves the run to a terminal state inside a transaction.
+func (e *Engine) endRun(r *Run, b *Batch, to RunState, msg string) error {
+	if r.State.Terminal() {
+		return nil
+	}
+	if err := r.setState(to); err != nil {
+		return err
+	}
+	r.FinishedAt = e.o.Now()
+	if to != RunSucceeded && msg != "" {
+		r.Error = msg
+	}
+	if r.Gate != nil && r.Gate.Decision == GatePending {
+		r.Gate.Decision = GateVoid
+	}
+	b.Note(JournalEntry{Time: r.FinishedAt, Type: JRunFinished, Message: string(to) + optional(msg)})
+	b.AuditLog(AuditEntry{Time: r.FinishedAt, Actor: e.o.BotName, Action: "run_" + string(to), Target: r.Target, Detail: msg})
+	return nil
+}
+
+func optional(s string) string {
+	if s == "" {
+		return ""
+	}
+	return ": " + s
+}
+
+// finish ends a run (if not already) and posts the final message.
+func (e *Engine) finish(ctx context.Context, id string, to RunState, msg string) {
+	r, err := e.update(ctx, id, func(r *Run, b *Batch) error { return e.endRun(r, b, to, msg) })
+	if err != nil {
+		return
+	}
+	e.announceEnd(ctx, r)
+}
+
+// announceEnd posts the final message and refreshes the root message.
+func (e *Engine) announceEnd(ctx context.Context, r *Run) {
+	e.refreshRoot(ctx, r)
+	e.postThread(ctx, r, "final", "", e.renderFinal(r))
+}
+
+// stepFail marks the current step failed and follows on_failure.
+func (e *Engine) stepFail(ctx context.Context, id, stepID string, cause error, set func(st *StepState)) *Run {
+	r, err := e.update(ctx, id, func(r *Run, b *Batch) error {
+		st := r.current()
+		if r.State.Terminal() || st == nil || st.ID != stepID {
+			return errRunOver
+		}
+		st.Status, st.FinishedAt, st.Error = StepFailed, e.o.Now(), userMessage(cause)
+		if set != nil {
+			set(st)
+		}
+		b.Note(JournalEntry{Time: st.FinishedAt, Step: st.ID, Type: JStepFailed, Message: st.Error})
+		return e.moveOn(r, b, false)
+	})
+	if err != nil {
+		return nil
+	}
+	e.postStep(ctx, r, stepID)
+	if r.State.Terminal() {
+		e.announceEnd(ctx, r)
+	}
+	return r
+}
+
+// stepDone marks the current step succeeded (or skipped) and moves on.
+func (e *Engine) stepDone(ctx context.Context, id, stepID string, status StepStatus, set func(st *StepState, b *Batch)) *Run {
+	r, err := e.update(ctx, id, func(r *Run, b *Batch) error {
+		st := r.current()
+		if st == nil || st.ID != stepID {
+			return errRunOver
+		}
+		st.Status, st.FinishedAt = status, e.o.Now()
+		if set != nil {
+			set(st, b)
+		}
+		typ := JStepDone
+		if status == StepSkipped {
+			typ = JStepSkipped
+		}
+		b.Note(JournalEntry{Time: st.FinishedAt, Step: st.ID, Type: typ, Message: st.Summary})
+		if r.State.Terminal() {
+			return nil // outcome recorded on a cancelled run; no moving on
+		}
+		return e.moveOn(r, b, true)
+	})
+	if err != nil {
+		return nil
+	}
+	e.postStep(ctx, r, stepID)
+	if r.State.Terminal() {
+		e.announceEnd(ctx, r)
+	}
+	return r
+}
+
+// startStep begins the step at the cursor.
+func (e *Engine) startStep(ctx context.Context, r *Run, spec *runbooks.Step) {
+	env := e.env(r)
+	if spec.When != "" {
+		ok, err := runbooks.EvalBool(spec.When, env)
+		if err != nil {
+			e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("evaluating when: %w", err), nil)
+			return
+		}
+		if !ok {
+			e.stepDone(ctx, r.ID, spec.ID, StepSkipped, func(st *StepState, _ *Batch) {
+				st.Summary = "skipped: condition not met (" + spec.When + ")"
+			})
+			return
+		}
+	}
+	switch spec.Kind {
+	case runbooks.KindManual:
+		e.startManual(ctx, r, spec, env)
+		return
+	case runbooks.KindApproval:
+		e.startApproval(ctx, r, spec, env)
+		return
+	}
+	op, ok := e.o.Ops.Get(spec.Op)
+	if !ok {
+		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("operation %s is not available (is its provider configured?)", spec.Op), nil)
+		return
+	}
+	args, err := runbooks.RenderArgs(spec.Args, env)
+	if err != nil {
+		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("rendering arguments: %w", err), nil)
+		return
+	}
+	call := Call{Target: r.Target, Args: Args(args), RunID: r.ID, StepID: spec.ID}
+	switch {
+	case spec.Kind == runbooks.KindWait:
+		e.startWait(ctx, r, spec, call)
+	case op.Class == ClassRead:
+		e.runRead(ctx, r, spec, op, call)
+	case op.Class == ClassDestructive || r.PendingApproval != nil:
+		e.openActionGate(ctx, r, spec, op, call, "")
+	default:
+		e.runWrite(ctx, r, spec, op, call, nil)
+	}
+}
+
+// callCtx bounds one operation call and registers it for cancellation.
+func (e *Engine) callCtx(ctx context.Context, runID string, cancellable bool) (context.Context, func()) {
+	cctx, cancel := context.WithTimeout(ctx, e.o.OpTimeout)
+	if cancellable {
+		e.mu.Lock()
+		e.cancels[runID] = cancel
+		e.mu.Unlock()
+	}
+	return cctx, func() {
+		cancel()
+		if cancellable {
+			e.mu.Lock()
+			delete(e.cancels, runID)
+			e.mu.Unlock()
+		}
+	}
+}
+
+// runRead runs a read operation: safe to redo, so no intent is recorded.
+func (e *Engine) runRead(ctx context.Context, r *Run, spec *runbooks.Step, op Op, call Call) {
+	_, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
+		st := r.current()
+		if st.Status != StepRunning {
+			b.Note(JournalEntry{Time: e.o.Now(), Step: st.ID, Type: JStepStarted, Message: op.Name})
+		}
+		st.Status, st.StartedAt, st.Args = StepRunning, e.o.Now(), call.Args
+		return nil
+	})
+	if err != nil {
+		return
+	}
+	cctx, done := e.callCtx(ctx, r.ID, true)
+	res, err := op.Do(cctx, call)
+	done()
+	if err != nil {
+		if ctx.Err() != nil {
+			return // shutting down: the read is redone on restart
+		}
+		e.stepFail(ctx, r.ID, spec.ID, err, nil)
+		return
+	}
+	e.stepDone(ctx, r.ID, spec.ID, StepSucceeded, func(st *StepState, _ *Batch) { setResult(st, res) })
+}
+
+func setResult(st *StepState, res Result) {
+	st.Summary, st.Table, st.Detail, st.Warn, st.Items = res.Summary, res.Table, res.Detail, res.Warn, res.Items
+	if res.Data != nil {
+		if b, err := json.Marshal(res.Data); err == nil {
+			st.Result = b
+		}
+	}
+}
+
+// runWrite records intent, calls a write operation, and records the outcome.
+func (e *Engine) runWrite(ctx context.Context, r *Run, spec *runbooks.Step, op Op, call Call, approvedBy []User) {
+	if r.DryRun {
+		e.stepDone(ctx, r.ID, spec.ID, StepSkipped, func(st *StepState, _ *Batch) {
+			st.Summary = "dry run: would call " + op.Name + " " + formatArgs(call.Args)
+		})
+		return
+	}
+	_, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
+		st := r.current()
+		if r.State.Terminal() || st.ID != spec.ID {
+			return errRunOver
+		}
+		st.Status, st.StartedAt, st.Args, st.ApprovedBy = StepExecuting, e.o.Now(), call.Args, approvedBy
+		b.Note(JournalEntry{Time: e.o.Now(), Step: st.ID, Type: JIntent, Message: op.Name + " " + formatArgs(call.Args)})
+		b.AuditLog(AuditEntry{Time: e.o.Now(), Actor: r.Requester.ID, Action: "call_" + string(op.Class), Step: st.ID, Target: r.Target, Detail: op.Name + " " + formatArgs(call.Args)})
+		return nil
+	})
+	if err != nil {
+		return
+	}
+	e.hook("before-call:" + spec.ID)
+	cctx, done := e.callCtx(context.WithoutCancel(ctx), r.ID, false)
+	res, err := op.Do(cctx, call)
+	done()
+	e.hook("after-call:" + spec.ID)
+	e.recordOutcome(ctx, r.ID, spec.ID, op, "", res, err)
+}
+
+// recordOutcome writes the outcome of a write/destructive call.
+func (e *Engine) recordOutcome(ctx context.Context, runID, stepID string, op Op, planHash string, res Result, callErr error) {
+	failed := res.Failed()
+	if callErr != nil {
+		e.stepFail(ctx, runID, stepID, callErr, func(st *StepState) {
+			setResult(st, res)
+		})
+		e.noteOutcome(ctx, runID, stepID, op, planHash, "failed: "+userMessage(callErr))
+		return
+	}
+	e.noteOutcome(ctx, runID, stepID, op, planHash, res.Summary)
+	if len(failed) > 0 {
+		e.stepFail(ctx, runID, stepID, fmt.Errorf("%d of %d items failed", len(failed), len(res.Items)), func(st *StepState) { setResult(st, res) })
+		return
+	}
+	e.stepDone(ctx, runID, stepID, StepSucceeded, func(st *StepState, _ *Batch) { setResult(st, res) })
+}
+
+// noteOutcome appends the outcome journal/audit entries (even on a run
+// cancelled meanwhile: what happened must be on record).
+func (e *Engine) noteOutcome(ctx context.Context, runID, stepID string, op Op, planHash, msg string) {
+	_, _ = e.o.Store.UpdateRun(ctx, runID, func(r *Run, b *Batch) error {
+		b.Note(JournalEntry{Time: e.o.Now(), Step: stepID, Type: JOutcome, PlanHash: planHash, Message: msg})
+		b.AuditLog(AuditEntry{Time: e.o.Now(), Actor: e.o.BotName, Action: "outcome", Step: stepID, Target: r.Target, PlanHash: planHash, Detail: op.Name + ": " + msg})
+		return nil
+	})
+}
+
+// startManual posts instructions and waits for a person.
+func (e *Engine) startManual(ctx context.Context, r *Run, spec *runbooks.Step, env runbooks.Env) {
+	text, err := runbooks.Render(spec.Text, env)
+	if err != nil {
+		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("rendering instructions: %w", err), nil)
+		return
+	}
+	if r.DryRun {
+		e.stepDone(ctx, r.ID, spec.ID, StepSkipped, func(st *StepState, _ *Batch) {
+			st.Text, st.Summary = text, "dry run: manual step shown, not waited for"
+		})
+		return
+	}
+	r, err = e.update(ctx, r.ID, func(r *Run, b *Batch) error {
+		st := r.current()
+		if st.ID != spec.ID {
+			return errRunOver
+		}
+		st.Status, st.StartedAt, st.Text = StepManual, e.o.Now(), text
+		if spec.Timeout > 0 {
+			st.Deadline = e.o.Now().Add(spec.Timeout)
+		}
+		b.Note(JournalEntry{Time: e.o.Now(), Step: st.ID, Type: JStepStarted, Message: "manual step waiting for a person"})
+		return r.setState(RunAwaitingManual)
+	})
+	if err != nil {
+		return
+	}
+	e.postStep(ctx, r, spec.ID)
+	e.refreshRoot(ctx, r)
+}
+
+// startWait begins polling.
+func (e *Engine) startWait(ctx context.Context, r *Run, spec *runbooks.Step, call Call) {
+	r, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
+		st := r.current()
+		st.Status, st.StartedAt, st.Args = StepWaiting, e.o.Now(), call.Args
+		timeout := spec.Timeout
+		if timeout <= 0 {
+			timeout = 10 * time.Minute
+		}
+		st.Deadline, st.NextPoll = e.o.Now().Add(timeout), e.o.Now()
+		b.Note(JournalEntry{Time: e.o.Now(), Step: st.ID, Type: JStepStarted, Message: fmt.Sprintf("waiting up to %s for %s", timeout, spec.Until)})
+		return r.setState(RunWaiting)
+	})
+	if err != nil {
+		return
+	}
+	e.postStep(ctx, r, spec.ID)
+	e.refreshRoot(ctx, r)
+}
+
+// pollWait polls a wait step once.
+func (e *Engine) pollWait(ctx context.Context, r *Run) {
+	st, spec := r.current(), &r.Spec.Steps[r.Cursor]
+	op, ok := e.o.Ops.Get(spec.Op)
+	if !ok {
+		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("operation %s is not available", spec.Op), nil)
+		return
+	}
+	cctx, done := e.callCtx(ctx, r.ID, true)
+	res, err := op.Do(cctx, Call{Target: r.Target, Args: st.Args, RunID: r.ID, StepID: st.ID})
+	done()
+	if ctx.Err() != nil {
+		return
+	}
+	now := e.o.Now()
+	met := false
+	var evalErr error
+	if err == nil {
+		env := e.env(r)
+		var data any
+		if b, mErr := json.Marshal(res.Data); mErr == nil {
+			_ = json.Unmarshal(b, &data)
+		}
+		env["result"] = data
+		met, evalErr = runbooks.EvalBool(spec.Until, env)
+	}
+	if evalErr != nil {
+		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("evaluating until: %w", evalErr), nil)
+		return
+	}
+	if met || r.DryRun {
+		e.stepDone(ctx, r.ID, spec.ID, StepSucceeded, func(st *StepState, _ *Batch) {
+			setResult(st, res)
+			if r.DryRun && !met {
+				st.Status, st.Summary = StepSkipped, "dry run: condition not met yet, not waited for"
+			}
+		})
+		return
+	}
+	if !now.Before(st.Deadline) {
+		timeout := spec.OnTimeout
+		if timeout == "" {
+			timeout = runbooks.TargetFail
+		}
+		r2, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
+			st := r.current()
+			if st.ID != spec.ID || r.State != RunWaiting {
+				return errRunOver
+			}
+			setResult(st, res)
+			st.Status, st.FinishedAt = StepFailed, now
+			st.Error = fmt.Sprintf("timed out after %s", humanDuration(now.Sub(st.StartedAt)))
+			b.Note(JournalEntry{Time: now, Step: st.ID, Type: JStepFailed, Message: st.Error})
+			if err := r.setState(RunRunning); err != nil {
+				return err
+			}
+			return e.jump(r, b, timeout)
+		})
+		if err != nil {
+			return
+		}
+		e.postStep(ctx, r2, spec.ID)
+		if r2.State.Terminal() {
+			e.announceEnd(ctx, r2)
+		}
+		return
+	}
+	interval := spec.Interval
+	if interval <= 0 {
+		interval = 30 * time.Second
+	}
+	r2, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
+		st := r.current()
+		if st.ID != spec.ID || r.State != RunWaiting {
+			return errRunOver
+		}
+		st.Polls++
+		st.NextPoll = now.Add(interval)
+		if err != nil {
+			st.Note = "last poll failed: " + userMessage(err)
+		} else {
+			st.Note = "last poll: " + res.Summary
+		}
+		return nil
+	})
+	if err == nil {
+		e.postStep(ctx, r2, spec.ID)
+	}
+}
+
+// manualTimeout fails a manual step left open past its timeout.
+func (e *Engine) manualTimeout(ctx context.Context, runID, stepID string) {
+	r, err := e.update(ctx, runID, func(r *Run, b *Batch) error {
+		st := r.current()
+		if r.State != RunAwaitingManual || st == nil || st.ID != stepID {
+			return errRunOver
+		}
+		st.Status, st.FinishedAt, st.Error = StepFailed, e.o.Now(), "nobody marked it done before its timeout"
+		b.Note(JournalEntry{Time: e.o.Now(), Step: stepID, Type: JStepFailed, Message: st.Error})
+		if err := r.setState(RunRunning); err != nil {
+			return err
+		}
+		return e.moveOn(r, b, false)
+	})
+	if err != nil {
+		return
+	}
+	e.postStep(ctx, r, stepID)
+	if r.State.Terminal() {
+		e.announceEnd(ctx, r)
+	} else {
+		e.kick(runID)
+	}
+}
+
+func formatArgs(a Args) string {
+	if len(a) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(a)
+	return string(b)
+}
+
+// userMessage turns an error into a sentence for chat.
+func userMessage(err error) string {
+	if err == nil {
+		return ""
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timed out: " + err.Error()
+	}
+	return err.Error()
+}

@@ -1,0 +1,168 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// threadOf is where a run's replies go.
+func threadOf(r *Run) Conversation {
+	c := r.Conversation
+	if c.Thread == "" {
+		c.Thread = r.Root.ID
+	}
+	return c
+}
+
+// postThread posts a message in the run's thread; a failed post goes to the
+// durable outbox and is retried by Tick.
+func (e *Engine) postThread(ctx context.Context, r *Run, role, step string, m Message) MessageRef {
+	to := threadOf(r)
+	ref, err := e.o.Chat.Post(ctx, to, m)
+	if err != nil {
+		e.toOutbox(ctx, OutboxItem{To: to, Message: m, RunID: r.ID, Step: step, Role: role}, err)
+		return MessageRef{}
+	}
+	return ref
+}
+
+// toOutbox stores a failed post or update for a later retry.
+func (e *Engine) toOutbox(ctx context.Context, it OutboxItem, cause error) {
+	now := e.o.Now()
+	if it.ID == "" {
+		if !it.Update.IsZero() {
+			it.ID = "u|" + it.Update.Channel + "|" + it.Update.ID // a newer update replaces an older one
+		} else {
+			it.ID = fmt.Sprintf("p|%020d", now.UnixNano())
+		}
+	}
+	it.Attempts++
+	it.LastErr = userMessage(cause)
+	backoff := time.Duration(1<<min(it.Attempts, 8)) * time.Second
+	it.NextTry = now.Add(backoff)
+	e.log.Warn("chat post failed; queued for retry", "run", it.RunID, "attempts", it.Attempts, "err", cause)
+	if err := e.o.Store.PutOutbox(ctx, it); err != nil {
+		e.log.Error("saving chat post to the outbox", "run", it.RunID, "err", err)
+	}
+}
+
+// flushOutbox retries queued posts that are due.
+func (e *Engine) flushOutbox(ctx context.Context) {
+	items, err := e.o.Store.ListOutbox(ctx)
+	if err != nil || len(items) == 0 {
+		return
+	}
+	now := e.o.Now()
+	for _, it := range items {
+		if it.NextTry.After(now) {
+			continue
+		}
+		if !it.Update.IsZero() {
+			if err := e.o.Chat.Update(ctx, it.Update, it.Message); err != nil {
+				e.toOutbox(ctx, it, err)
+				continue
+			}
+			_ = e.o.Store.DeleteOutbox(ctx, it.ID)
+			continue
+		}
+		ref, err := e.o.Chat.Post(ctx, it.To, it.Message)
+		if err != nil {
+			e.toOutbox(ctx, it, err)
+			continue
+		}
+		_ = e.o.Store.DeleteOutbox(ctx, it.ID)
+		if it.RunID != "" {
+			e.saveRef(ctx, it.RunID, it.Role, it.Step, ref)
+		}
+	}
+}
+
+// saveRef remembers where a run's message was posted.
+func (e *Engine) saveRef(ctx context.Context, runID, role, step string, ref MessageRef) {
+	if ref.IsZero() {
+		return
+	}
+	_, _ = e.o.Store.UpdateRun(ctx, runID, func(r *Run, b *Batch) error {
+		switch role {
+		case "root":
+			r.Root = ref
+		case "step":
+			if st := r.step(step); st != nil {
+				st.Message = ref
+			}
+		case "gate":
+			if r.Gate != nil && r.Gate.StepID == step && r.Gate.Message.IsZero() {
+				r.Gate.Message = ref
+			}
+		}
+		b.Messages = append(b.Messages, MessageIndex{Ref: ref, RunID: runID, Step: step, Role: role})
+		return nil
+	})
+}
+
+// updateOrPost updates ref in place, or posts when there is no ref yet.
+func (e *Engine) updateOrPost(ctx context.Context, r *Run, ref MessageRef, role, step string, m Message) {
+	if ref.IsZero() {
+		e.saveRef(ctx, r.ID, role, step, e.postThread(ctx, r, role, step, m))
+		return
+	}
+	if err := e.o.Chat.Update(ctx, ref, m); err != nil {
+		e.toOutbox(ctx, OutboxItem{Update: ref, Message: m, RunID: r.ID, Step: step, Role: role}, err)
+	}
+}
+
+// postStep posts or updates the message of one step.
+func (e *Engine) postStep(ctx context.Context, r *Run, stepID string) {
+	st := r.step(stepID)
+	if st == nil {
+		return
+	}
+	e.updateOrPost(ctx, r, st.Message, "step", stepID, e.renderStep(r, st))
+	if st.Detail != "" && st.Status.Done() {
+		e.postThread(ctx, r, "detail", stepID, Message{Text: st.Detail})
+	}
+}
+
+// postGate posts the gate message of the run's open gate.
+func (e *Engine) postGate(ctx context.Context, r *Run) {
+	g := r.Gate
+	if g == nil {
+		return
+	}
+	m := e.renderGate(r, g)
+	m.Broadcast = true
+	ref := e.postThread(ctx, r, "gate", g.StepID, m)
+	e.saveRef(ctx, r.ID, "gate", g.StepID, ref)
+	if g.Plan != nil && len(g.Plan.Items) > planInline {
+		e.postThread(ctx, r, "detail", g.StepID, Message{Text: fmt.Sprintf("Full plan of `%s` (%d items):\n```\n%s\n```", g.ID, len(g.Plan.Items), renderPlanItems(g.Plan, 5000))})
+	}
+}
+
+// updateGateMessage refreshes a gate message in place.
+func (e *Engine) updateGateMessage(ctx context.Context, r *Run, g *Gate) {
+	if g == nil || g.Message.IsZero() {
+		return
+	}
+	if err := e.o.Chat.Update(ctx, g.Message, e.renderGate(r, g)); err != nil {
+		e.toOutbox(ctx, OutboxItem{Update: g.Message, Message: e.renderGate(r, g), RunID: r.ID}, err)
+	}
+}
+
+// refreshRoot updates the run's root message with its current status.
+func (e *Engine) refreshRoot(ctx context.Context, r *Run) {
+	if r.Root.IsZero() {
+		return
+	}
+	m := e.renderRoot(r)
+	if err := e.o.Chat.Update(ctx, r.Root, m); err != nil {
+		e.toOutbox(ctx, OutboxItem{Update: r.Root, Message: m, RunID: r.ID}, err)
+	}
+}
+
+// reply answers a user: ephemerally where the platform allows.
+func (e *Engine) reply(ctx context.Context, to Conversation, user User, text string) {
+	if err := e.o.Chat.Ephemeral(ctx, to, user, Message{Text: text}); err != nil {
+		e.log.Warn("ephemeral reply failed", "user", user.ID, "err", err)
+	}
+}

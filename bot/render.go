@@ -1,0 +1,362 @@
+package bot
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/groundcrew/groundcrew/runbooks"
+)
+
+// How many rows/items are shown inline before the rest goes one tap away.
+const (
+	tableInline = 15
+	planInline  = 10
+)
+
+func stepIcon(st *StepState) string {
+	switch st.Status {
+	case StepSucceeded:
+		if st.Warn {
+			return "⚠️"
+		}
+		return "✅"
+	case StepFailed:
+		return "❌"
+	case StepSkipped:
+		return "⏭"
+	case StepCancelled:
+		return "🚫"
+	case StepManual:
+		return "✋"
+	case StepWaiting:
+		return "⏳"
+	case StepGated:
+		return "🔒"
+	case StepRunning, StepExecuting:
+		return "▶️"
+	}
+	return "•"
+}
+
+func runIcon(s RunState) string {
+	switch s {
+	case RunSucceeded:
+		return "✅"
+	case RunFailed:
+		return "❌"
+	case RunCancelled:
+		return "🚫"
+	}
+	return "🛠"
+}
+
+func (e *Engine) stepTitle(r *Run, st *StepState) string {
+	if st.Title != "" {
+		return st.Title
+	}
+	return st.ID
+}
+
+// stateLine says what a run is doing in a few words.
+func stateLine(r *Run) string {
+	st := r.current()
+	pos := ""
+	if st != nil {
+		pos = fmt.Sprintf(" (step %d/%d: %s)", r.Cursor+1, len(r.Steps), nonEmpty(st.Title, st.ID))
+	}
+	switch r.State {
+	case RunAwaitingApproval:
+		return "🔒 waiting for approval" + pos
+	case RunAwaitingManual:
+		return "✋ waiting for a person" + pos
+	case RunWaiting:
+		return "⏳ waiting" + pos
+	case RunRunning:
+		return "▶️ running" + pos
+	case RunSucceeded:
+		return "✅ succeeded"
+	case RunFailed:
+		return "❌ failed: " + r.Error
+	case RunCancelled:
+		return "🚫 " + r.Error
+	}
+	return string(r.State)
+}
+
+// renderRoot renders the run's root message.
+func (e *Engine) renderRoot(r *Run) Message {
+	dry := ""
+	if r.DryRun {
+		dry = " (dry run)"
+	}
+	text := fmt.Sprintf("%s *%s* on `%s`%s — started by %s · run `%s`\nStatus: %s",
+		runIcon(r.State), r.Runbook, r.Target, dry, r.Requester.Display(), r.ID, stateLine(r))
+	if r.State.Terminal() {
+		text += fmt.Sprintf(" · %s", humanDuration(r.Duration(e.o.Now())))
+	} else {
+		text += "\nThread below."
+	}
+	return Message{Text: text}
+}
+
+// renderStep renders one step's message.
+func (e *Engine) renderStep(r *Run, st *StepState) Message {
+	idx := 0
+	for i := range r.Steps {
+		if r.Steps[i].ID == st.ID {
+			idx = i
+		}
+	}
+	var b strings.Builder
+	head := fmt.Sprintf("%d/%d %s *%s*", idx+1, len(r.Steps), stepIcon(st), e.stepTitle(r, st))
+	b.WriteString(head)
+	var btns []Button
+	switch st.Status {
+	case StepManual:
+		b.WriteString("\n" + strings.TrimSpace(st.Text) + "\n")
+		fmt.Fprintf(&b, "React ✅ when done, ⏭ to skip, ❌ if it failed — or `/runbook done %s`.", r.ID)
+		if !st.Deadline.IsZero() {
+			fmt.Fprintf(&b, " Times out in %s.", humanDuration(st.Deadline.Sub(e.o.Now())))
+		}
+		v := r.ID + "|" + st.ID
+		btns = []Button{{Action: "done", Label: "Done", Value: v, Style: "primary"}, {Action: "skip", Label: "Skip", Value: v}, {Action: "fail", Label: "Failed", Value: v, Style: "danger"}}
+	case StepWaiting:
+		spec := r.Spec.Steps[idx]
+		fmt.Fprintf(&b, " — up to %s, checking every %s", humanDuration(time.Duration(spec.Timeout)), humanDuration(nonZero(spec.Interval, 30*time.Second)))
+		if st.Note != "" {
+			b.WriteString("\n" + st.Note)
+		}
+	case StepRunning:
+		b.WriteString(" …")
+	case StepExecuting:
+		if st.Plan != nil {
+			b.WriteString(" — executing: " + st.Plan.Summary)
+		} else {
+			b.WriteString(" — executing …")
+		}
+	default:
+		if st.Text != "" && st.Kind == string(runbooks.KindManual) {
+			b.WriteString("\n" + strings.TrimSpace(st.Text))
+		}
+		if st.Summary != "" {
+			b.WriteString(" — " + st.Summary)
+		}
+		if st.Error != "" {
+			b.WriteString("\n❗ " + st.Error)
+		}
+		if st.Note != "" && st.Kind == string(runbooks.KindManual) {
+			b.WriteString("\nNote: " + st.Note)
+		}
+		if len(st.ApprovedBy) > 0 {
+			b.WriteString("\nApproved by " + userList(st.ApprovedBy))
+		}
+		if failed := (Result{Items: st.Items}).Failed(); len(failed) > 0 {
+			var ids []string
+			for _, f := range failed {
+				ids = append(ids, fmt.Sprintf("`%s` (%s)", f.ID, f.Reason))
+			}
+			b.WriteString("\nDid not succeed: " + capList(ids, 10))
+		}
+		if st.Table != nil && len(st.Table.Rows) > 0 {
+			b.WriteString("\n```\n" + renderTable(st.Table, tableInline) + "```")
+		}
+	}
+	return Message{Text: b.String(), Buttons: btns}
+}
+
+func nonZero(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// renderGate renders an approval request, with its live state.
+func (e *Engine) renderGate(r *Run, g *Gate) Message {
+	st := r.step(g.StepID)
+	idx := 0
+	for i := range r.Steps {
+		if r.Steps[i].ID == g.StepID {
+			idx = i
+		}
+	}
+	var b strings.Builder
+	title := g.StepID
+	if st != nil {
+		title = e.stepTitle(r, st)
+	}
+	icon, verdict := "🔒", "Approval needed"
+	switch g.Decision {
+	case GateApproved:
+		icon, verdict = "🔓", "Approved by "+userList(voters(g))
+	case GateRejected:
+		icon, verdict = "⛔", "Rejected"
+	case GateExpired:
+		icon, verdict = "⌛", "Expired — nothing was done"
+	case GateVoid:
+		icon, verdict = "🚫", "Void — this request no longer applies"
+	}
+	fmt.Fprintf(&b, "%d/%d %s *%s* — %s", idx+1, len(r.Steps), icon, verdict, title)
+	if g.Reason != "" {
+		b.WriteString("\n⚠️ " + g.Reason)
+	}
+	if g.Plan != nil {
+		fmt.Fprintf(&b, "\nPlan: %s", g.Plan.Summary)
+		if len(g.Plan.Items) > 0 && g.Plan.Op != "approval" {
+			b.WriteString("\n" + renderPlanItems(g.Plan, planInline))
+		}
+		for _, n := range g.Plan.Notes {
+			b.WriteString("\nℹ️ " + n)
+		}
+		fmt.Fprintf(&b, "\nPlan hash `%s` · target `%s`", short(g.PlanHash), r.Target)
+	}
+	var btns []Button
+	if g.Decision == GatePending {
+		left := g.ExpiresAt.Sub(e.o.Now())
+		fmt.Fprintf(&b, "\n%s · expires in %s", g.Policy.Describe(r.Requester), humanDuration(left))
+		fmt.Fprintf(&b, "\nReact ✅ to approve or ❌ to reject — or `/runbook approve %s` / `/runbook reject %s <reason>`", r.ID, r.ID)
+		v := r.ID + "|" + g.ID
+		btns = []Button{{Action: "approve", Label: "Approve", Value: v, Style: "primary"}, {Action: "reject", Label: "Reject", Value: v, Style: "danger"}}
+	}
+	for _, rf := range g.Refusals {
+		fmt.Fprintf(&b, "\n• %s — not counted: %s", rf.User.Display(), rf.Reason)
+	}
+	for _, v := range g.Votes {
+		verb := "✅ approved"
+		if !v.Approve {
+			verb = "❌ rejected"
+		}
+		fmt.Fprintf(&b, "\n• %s %s %s (%s)%s", v.User.Display(), verb, v.At.UTC().Format("15:04"), v.Via, optional(v.Reason))
+	}
+	return Message{Text: b.String(), Buttons: btns}
+}
+
+// renderPlanItems lists plan items, at most n, one per line.
+func renderPlanItems(p *Plan, n int) string {
+	var lines []string
+	for i, it := range p.Items {
+		if i == n {
+			lines = append(lines, fmt.Sprintf("… and %d more (full list in the thread)", len(p.Items)-n))
+			break
+		}
+		line := fmt.Sprintf("• %s `%s`", it.Kind, it.ID)
+		if it.Detail != "" {
+			line += " — " + it.Detail
+		}
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// renderFinal renders the message posted when a run ends.
+func (e *Engine) renderFinal(r *Run) Message {
+	var b strings.Builder
+	verb := map[RunState]string{RunSucceeded: "finished", RunFailed: "failed", RunCancelled: "was cancelled"}[r.State]
+	fmt.Fprintf(&b, "%s *%s* on `%s` %s after %s", runIcon(r.State), r.Runbook, r.Target, verb, humanDuration(r.Duration(e.o.Now())))
+	if changes := changesMade(r); changes != "" {
+		b.WriteString(" — " + changes)
+	}
+	if r.Error != "" && r.State != RunSucceeded {
+		b.WriteString("\n" + r.Error)
+	}
+	fmt.Fprintf(&b, "\nDetails: `/runbook status %s`", r.ID)
+	return Message{Text: b.String(), Broadcast: true}
+}
+
+// changesMade summarises the write/destructive steps that ran.
+func changesMade(r *Run) string {
+	var parts []string
+	for _, st := range r.Steps {
+		if st.Plan == nil && len(st.ApprovedBy) == 0 {
+			continue
+		}
+		if st.Status != StepSucceeded && st.Status != StepFailed {
+			continue
+		}
+		if st.Kind == string(runbooks.KindApproval) {
+			continue
+		}
+		s := st.Summary
+		if s == "" && st.Plan != nil {
+			s = st.Plan.Summary
+		}
+		if len(st.ApprovedBy) > 0 {
+			s += " (approved by " + userList(st.ApprovedBy) + ")"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// renderTable renders a table in fixed-width columns, at most n rows.
+func renderTable(t *Table, n int) string {
+	widths := make([]int, len(t.Columns))
+	for i, c := range t.Columns {
+		widths[i] = utf8.RuneCountInString(c)
+	}
+	rows := t.Rows
+	more := 0
+	if n > 0 && len(rows) > n {
+		more = len(rows) - n
+		rows = rows[:n]
+	}
+	for _, row := range rows {
+		for i, c := range row {
+			if i < len(widths) && utf8.RuneCountInString(c) > widths[i] {
+				widths[i] = utf8.RuneCountInString(c)
+			}
+		}
+	}
+	var b strings.Builder
+	line := func(cells []string) {
+		for i, c := range cells {
+			if i >= len(widths) {
+				break
+			}
+			if i == len(cells)-1 {
+				b.WriteString(c)
+			} else {
+				b.WriteString(c + strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)+2))
+			}
+		}
+		b.WriteString("\n")
+	}
+	line(t.Columns)
+	for _, row := range rows {
+		line(row)
+	}
+	if more > 0 {
+		fmt.Fprintf(&b, "… %d more rows\n", more)
+	}
+	return b.String()
+}
+
+func short(hash string) string {
+	if len(hash) > 12 {
+		return hash[:12]
+	}
+	return hash
+}
+
+// humanDuration renders a duration for people: "45 s", "12 min", "2 h 5 min", "3 d".
+func humanDuration(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d.Minutes()))
+	case d < 48*time.Hour:
+		h := int(d.Hours())
+		m := int(d.Minutes()) - 60*h
+		if m == 0 {
+			return fmt.Sprintf("%d h", h)
+		}
+		return fmt.Sprintf("%d h %d min", h, m)
+	}
+	return fmt.Sprintf("%d d", int(d.Hours()/24))
+}

@@ -1,0 +1,278 @@
+package bot
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/groundcrew/groundcrew/runbooks"
+)
+
+// RunState is the state of a run. Stored as a string.
+type RunState string
+
+// Run states.
+const (
+	RunRunning          RunState = "running"           // the engine is working on it
+	RunAwaitingApproval RunState = "awaiting_approval" // a gate is open
+	RunAwaitingManual   RunState = "awaiting_manual"   // a manual step waits for a person
+	RunWaiting          RunState = "waiting"           // a wait step polls
+	RunSucceeded        RunState = "succeeded"
+	RunFailed           RunState = "failed"
+	RunCancelled        RunState = "cancelled"
+)
+
+// Terminal reports whether the state is final.
+func (s RunState) Terminal() bool {
+	return s == RunSucceeded || s == RunFailed || s == RunCancelled
+}
+
+// transitions lists the legal run state changes.
+var transitions = map[RunState][]RunState{
+	RunRunning:          {RunAwaitingApproval, RunAwaitingManual, RunWaiting, RunSucceeded, RunFailed, RunCancelled, RunRunning},
+	RunAwaitingApproval: {RunRunning, RunFailed, RunCancelled, RunAwaitingApproval},
+	RunAwaitingManual:   {RunRunning, RunFailed, RunCancelled, RunAwaitingManual},
+	RunWaiting:          {RunRunning, RunFailed, RunCancelled, RunWaiting},
+}
+
+// setState moves the run to a new state, refusing illegal transitions.
+func (r *Run) setState(to RunState) error {
+	for _, ok := range transitions[r.State] {
+		if ok == to {
+			r.State = to
+			return nil
+		}
+	}
+	return fmt.Errorf("run %s: %w: %s → %s", r.ID, ErrInvalidTransition, r.State, to)
+}
+
+// StepStatus is the status of one step of a run.
+type StepStatus string
+
+// Step statuses.
+const (
+	StepPending   StepStatus = "pending"
+	StepRunning   StepStatus = "running"   // a read call is in flight (safe to redo)
+	StepExecuting StepStatus = "executing" // intent recorded, write/destructive call in flight
+	StepGated     StepStatus = "awaiting_approval"
+	StepManual    StepStatus = "awaiting_manual"
+	StepWaiting   StepStatus = "waiting"
+	StepSucceeded StepStatus = "succeeded"
+	StepFailed    StepStatus = "failed"
+	StepSkipped   StepStatus = "skipped"
+	StepCancelled StepStatus = "cancelled"
+)
+
+// Done reports whether the step reached a final status.
+func (s StepStatus) Done() bool {
+	return s == StepSucceeded || s == StepFailed || s == StepSkipped || s == StepCancelled
+}
+
+// Run is one execution of a runbook. It is stored whole, as JSON, and
+// changed only inside Store.UpdateRun.
+type Run struct {
+	ID           string            `json:"id"`
+	Runbook      string            `json:"runbook"`
+	Title        string            `json:"title"`
+	Target       string            `json:"target"`
+	Params       map[string]string `json:"params"`
+	Vars         map[string]string `json:"vars,omitempty"`
+	Requester    User              `json:"requester"`
+	Conversation Conversation      `json:"conversation"`
+	// Root is the run's root message, kept up to date with the status.
+	Root   MessageRef  `json:"root"`
+	State  RunState    `json:"state"`
+	Cursor int         `json:"cursor"`
+	DryRun bool        `json:"dry_run,omitempty"`
+	Steps  []StepState `json:"steps"`
+	// Spec is the runbook as it was when the run started, so editing a
+	// runbook never changes a run in flight.
+	Spec *runbooks.Runbook `json:"spec"`
+	// Gate is the open approval gate, if any.
+	Gate *Gate `json:"gate,omitempty"`
+	// PendingApproval carries an explicit approval step's policy to the gate
+	// of the destructive step that follows it.
+	PendingApproval *Policy   `json:"pending_approval,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+	UpdatedAt       time.Time `json:"updated_at"`
+	FinishedAt      time.Time `json:"finished_at,omitzero"`
+	Error           string    `json:"error,omitempty"`
+	// Outcome is a one-line summary of what the run changed.
+	Outcome string `json:"outcome,omitempty"`
+}
+
+// StepState is the state of one step of a run.
+type StepState struct {
+	ID         string       `json:"id"`
+	Kind       string       `json:"kind"`
+	Title      string       `json:"title"`
+	Op         string       `json:"op,omitempty"`
+	Status     StepStatus   `json:"status"`
+	StartedAt  time.Time    `json:"started_at,omitzero"`
+	FinishedAt time.Time    `json:"finished_at,omitzero"`
+	Summary    string       `json:"summary,omitempty"`
+	Result     RawJSON      `json:"result,omitempty"`
+	Table      *Table       `json:"table,omitempty"`
+	Detail     string       `json:"detail,omitempty"`
+	Text       string       `json:"text,omitempty"` // rendered manual instructions
+	Warn       bool         `json:"warn,omitempty"`
+	Items      []ItemResult `json:"items,omitempty"`
+	Error      string       `json:"error,omitempty"`
+	Message    MessageRef   `json:"message,omitzero"`
+	Plan       *Plan        `json:"plan,omitempty"`
+	PlanHash   string       `json:"plan_hash,omitempty"`
+	Args       Args         `json:"args,omitempty"`
+	// NextPoll and Deadline drive wait steps (and manual step timeouts).
+	NextPoll time.Time `json:"next_poll,omitzero"`
+	Deadline time.Time `json:"deadline,omitzero"`
+	Polls    int       `json:"polls,omitempty"`
+	// By is who completed a manual step.
+	By *User `json:"by,omitempty"`
+	// ApprovedBy lists who approved the gate this step executed under.
+	ApprovedBy []User `json:"approved_by,omitempty"`
+	Note       string `json:"note,omitempty"`
+}
+
+// RawJSON is stored JSON that stays JSON across encode/decode.
+type RawJSON = json.RawMessage
+
+// Gate is an open approval request.
+type Gate struct {
+	ID     string `json:"id"` // unique per gate ("r-7f3a/prune/2")
+	StepID string `json:"step_id"`
+	// Plan is nil for an explicit approval step with no destructive action after it.
+	Plan        *Plan        `json:"plan,omitempty"`
+	PlanHash    string       `json:"plan_hash,omitempty"`
+	Policy      Policy       `json:"policy"`
+	Votes       []Vote       `json:"votes,omitempty"`
+	Refusals    []Refusal    `json:"refusals,omitempty"`
+	RequestedAt time.Time    `json:"requested_at"`
+	ExpiresAt   time.Time    `json:"expires_at"`
+	Message     MessageRef   `json:"message,omitzero"`
+	Reason      string       `json:"reason,omitempty"` // why this gate was (re)opened: drift, interrupted
+	Reminded    bool         `json:"reminded,omitempty"`
+	Decision    GateDecision `json:"decision,omitempty"`
+	Kind        string       `json:"kind,omitempty"` // "approve" (default) or "retry" (reconciliation)
+}
+
+// GateDecision is the outcome of a gate.
+type GateDecision string
+
+// Gate decisions.
+const (
+	GatePending  GateDecision = ""
+	GateApproved GateDecision = "approved"
+	GateRejected GateDecision = "rejected"
+	GateExpired  GateDecision = "expired"
+	GateVoid     GateDecision = "void" // the plan changed before execution
+)
+
+// Vote is one approve/reject by one person.
+type Vote struct {
+	User     User      `json:"user"`
+	Approve  bool      `json:"approve"`
+	Reason   string    `json:"reason,omitempty"`
+	At       time.Time `json:"at"`
+	Via      string    `json:"via"` // "reaction", "button", "command"
+	PlanHash string    `json:"plan_hash,omitempty"`
+}
+
+// Refusal is a vote that did not count, with why.
+type Refusal struct {
+	User   User      `json:"user"`
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
+}
+
+// step returns the state of the step with the given id.
+func (r *Run) step(id string) *StepState {
+	for i := range r.Steps {
+		if r.Steps[i].ID == id {
+			return &r.Steps[i]
+		}
+	}
+	return nil
+}
+
+// Duration is how long the run has been going (or went).
+func (r *Run) Duration(now time.Time) time.Duration {
+	end := now
+	if !r.FinishedAt.IsZero() {
+		end = r.FinishedAt
+	}
+	return end.Sub(r.CreatedAt)
+}
+
+// JournalEntry is one line of a run's journal: what the engine intended,
+// did, and saw, in order. Intent is written before every write/destructive
+// call and an outcome after it.
+type JournalEntry struct {
+	RunID    string         `json:"run_id"`
+	Seq      uint64         `json:"seq"`
+	Time     time.Time      `json:"time"`
+	Step     string         `json:"step,omitempty"`
+	Type     string         `json:"type"`
+	Actor    string         `json:"actor,omitempty"`
+	PlanHash string         `json:"plan_hash,omitempty"`
+	Message  string         `json:"message,omitempty"`
+	Data     map[string]any `json:"data,omitempty"`
+}
+
+// Journal entry types.
+const (
+	JRunStarted   = "run_started"
+	JStepStarted  = "step_started"
+	JStepDone     = "step_done"
+	JStepSkipped  = "step_skipped"
+	JStepFailed   = "step_failed"
+	JIntent       = "intent"
+	JOutcome      = "outcome"
+	JGateOpened   = "gate_opened"
+	JVote         = "vote"
+	JVoteRefused  = "vote_refused"
+	JGateDecided  = "gate_decided"
+	JManualDone   = "manual_done"
+	JReconciled   = "reconciled"
+	JRunFinished  = "run_finished"
+	JRunCancelled = "run_cancelled"
+)
+
+// AuditEntry is one line of the append-only, hash-chained audit log.
+type AuditEntry struct {
+	Seq      uint64    `json:"seq"`
+	Time     time.Time `json:"time"`
+	Actor    string    `json:"actor"`
+	Action   string    `json:"action"`
+	RunID    string    `json:"run_id,omitempty"`
+	Step     string    `json:"step,omitempty"`
+	Target   string    `json:"target,omitempty"`
+	PlanHash string    `json:"plan_hash,omitempty"`
+	Detail   string    `json:"detail,omitempty"`
+	Via      string    `json:"via,omitempty"`
+	// Prev is the hash of the previous entry; Hash covers this entry and Prev.
+	Prev string `json:"prev"`
+	Hash string `json:"hash"`
+}
+
+// Batch collects what one run update appends besides the run itself; the
+// store writes all of it in the same transaction as the run.
+type Batch struct {
+	Journal  []JournalEntry
+	Audit    []AuditEntry
+	Messages []MessageIndex
+}
+
+// MessageIndex maps a posted message to the run (and step) it belongs to, so
+// reactions and button presses find their run.
+type MessageIndex struct {
+	Ref   MessageRef `json:"ref"`
+	RunID string     `json:"run_id"`
+	Step  string     `json:"step,omitempty"`
+	Role  string     `json:"role"` // "root", "step", "gate"
+}
+
+// Note appends a journal entry to the batch.
+func (b *Batch) Note(e JournalEntry) { b.Journal = append(b.Journal, e) }
+
+// AuditLog appends an audit entry to the batch.
+func (b *Batch) AuditLog(e AuditEntry) { b.Audit = append(b.Audit, e) }

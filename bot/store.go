@@ -1,0 +1,67 @@
+package bot
+
+import (
+	"context"
+	"time"
+)
+
+// RunQuery selects runs. Zero fields match everything.
+type RunQuery struct {
+	Active bool   // only runs in a non-terminal state
+	Thread string // runs started in this thread (Conversation.Thread or root id)
+	Limit  int    // most recent first; 0 = no limit
+	Since  time.Time
+}
+
+// Runs stores runs. UpdateRun is the only way to change a run: fn runs
+// inside one transaction together with the batch it fills; when fn returns
+// an error nothing is written.
+type Runs interface {
+	CreateRun(ctx context.Context, r *Run, b *Batch) error
+	UpdateRun(ctx context.Context, id string, fn func(r *Run, b *Batch) error) (*Run, error)
+	GetRun(ctx context.Context, id string) (*Run, error)
+	ListRuns(ctx context.Context, q RunQuery) ([]*Run, error)
+	RunByMessage(ctx context.Context, ref MessageRef) (MessageIndex, error)
+}
+
+// Journals reads run journals and the audit log.
+type Journals interface {
+	Journal(ctx context.Context, runID string) ([]JournalEntry, error)
+	AuditEntries(ctx context.Context, runID string) ([]AuditEntry, error)
+	AppendAudit(ctx context.Context, e AuditEntry) error
+}
+
+// Dedupe remembers inbound event ids.
+type Dedupe interface {
+	// SeenEvent records id and reports whether it was already recorded.
+	SeenEvent(ctx context.Context, id string, now time.Time) (bool, error)
+}
+
+// OutboxItem is a chat post that failed and will be retried.
+type OutboxItem struct {
+	ID       string       `json:"id"`
+	To       Conversation `json:"to"`
+	Message  Message      `json:"message"`
+	Update   MessageRef   `json:"update,omitzero"` // set for an update rather than a post
+	RunID    string       `json:"run_id,omitempty"`
+	Step     string       `json:"step,omitempty"`
+	Role     string       `json:"role,omitempty"`
+	Attempts int          `json:"attempts"`
+	NextTry  time.Time    `json:"next_try"`
+	LastErr  string       `json:"last_error,omitempty"`
+}
+
+// Outbox keeps failed chat posts durably until they go through.
+type Outbox interface {
+	PutOutbox(ctx context.Context, it OutboxItem) error
+	ListOutbox(ctx context.Context) ([]OutboxItem, error)
+	DeleteOutbox(ctx context.Context, id string) error
+}
+
+// Store is everything the engine persists.
+type Store interface {
+	Runs
+	Journals
+	Dedupe
+	Outbox
+}
