@@ -1,0 +1,432 @@
+// Package console is a chat adapter for the terminal: it prints the bot's
+// messages as a numbered transcript and reads one command per line from an
+// input stream, with several simulated users. It powers the demo and
+// `groundcrew serve` with `chat: {platform: console}` (useful when chat is
+// down, and for scripting: `printf '/runbook list\n' | groundcrew serve`).
+package console
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+// Config configures the console adapter.
+type Config struct {
+	// User is who types first (default "alice").
+	User string `yaml:"user"`
+	// Users lists the simulated users (default alice, bob, carol).
+	Users []string `yaml:"users"`
+	// Groups maps approver groups to user names, e.g. ci-oncall: [bob, carol].
+	Groups map[string][]string `yaml:"groups"`
+	// Channel is the simulated channel name (default "#ops").
+	Channel string `yaml:"channel"`
+}
+
+// Options are runtime options.
+type Options struct {
+	// Color enables ANSI bold/dim.
+	Color bool
+	// Echo prints each input line as "user> line" (for scripts and demos).
+	Echo bool
+	// AfterLine is called after each handled line; the binary waits for the
+	// engine to settle there so output stays in order.
+	AfterLine func()
+	// Now is the clock for thread transcripts (default time.Now).
+	Now func() time.Time
+	// Extra adds console commands ("/clock") handled by the caller; the
+	// function returns the text to show.
+	Extra map[string]func(args []string) string
+}
+
+// Adapter implements bot.Chat, bot.GroupResolver and bot.ThreadReader.
+type Adapter struct {
+	cfg  Config
+	opts Options
+	out  io.Writer
+	in   io.Reader
+
+	mu      sync.Mutex
+	user    string
+	thread  string // current thread (message number) for typed commands
+	msgs    []*message
+	lastRun string
+}
+
+type message struct {
+	n       int
+	thread  string
+	text    string
+	author  string
+	at      time.Time
+	buttons []bot.Button
+	bot     bool
+}
+
+var (
+	_ bot.Chat          = (*Adapter)(nil)
+	_ bot.GroupResolver = (*Adapter)(nil)
+	_ bot.ThreadReader  = (*Adapter)(nil)
+)
+
+// New returns a console adapter reading commands from in and printing to out.
+func New(cfg Config, in io.Reader, out io.Writer, opts Options) *Adapter {
+	if cfg.User == "" {
+		cfg.User = "alice"
+	}
+	if len(cfg.Users) == 0 {
+		cfg.Users = []string{"alice", "bob", "carol"}
+	}
+	if cfg.Channel == "" {
+		cfg.Channel = "#ops"
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Adapter{cfg: cfg, opts: opts, in: in, out: out, user: cfg.User}
+}
+
+func (a *Adapter) bold(s string) string {
+	if !a.opts.Color {
+		return s
+	}
+	return "\x1b[1m" + s + "\x1b[0m"
+}
+
+func (a *Adapter) dim(s string) string {
+	if !a.opts.Color {
+		return s
+	}
+	return "\x1b[2m" + s + "\x1b[0m"
+}
+
+var boldRe = regexp.MustCompile(`\*([^*\n]+)\*`)
+
+// render turns the engine's Markdown subset into terminal text.
+func (a *Adapter) render(text string) string {
+	return boldRe.ReplaceAllStringFunc(text, func(m string) string { return a.bold(m[1 : len(m)-1]) })
+}
+
+var runIDRe = regexp.MustCompile("run `(r-[0-9a-f]+)`")
+
+// printMessage prints a message with its number, indenting thread replies.
+func (a *Adapter) printMessage(m *message, edited bool) {
+	indent, arrow := "", ""
+	if m.thread != "" {
+		indent, arrow = "    ", "↳ "
+	}
+	tag := fmt.Sprintf("#%d", m.n)
+	if edited {
+		tag += " (edited)"
+	}
+	lines := strings.Split(a.render(m.text), "\n")
+	fmt.Fprintf(a.out, "%s%s %s%s\n", indent, a.dim(tag), arrow, lines[0])
+	pad := indent + strings.Repeat(" ", len(fmt.Sprintf("#%d ", m.n))+len([]rune(arrow)))
+	if edited {
+		pad += strings.Repeat(" ", len(" (edited)"))
+	}
+	for _, l := range lines[1:] {
+		if l == "```" {
+			continue
+		}
+		l = strings.TrimPrefix(l, "```")
+		fmt.Fprintf(a.out, "%s%s\n", pad, l)
+	}
+	if len(m.buttons) > 0 {
+		var bs []string
+		for _, b := range m.buttons {
+			bs = append(bs, "["+b.Label+"]")
+		}
+		fmt.Fprintf(a.out, "%s%s  %s\n", pad, strings.Join(bs, " "), a.dim(fmt.Sprintf("(/press %d %s)", m.n, m.buttons[0].Action)))
+	}
+}
+
+// Post implements bot.Chat.
+func (a *Adapter) Post(_ context.Context, to bot.Conversation, m bot.Message) (bot.MessageRef, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	msg := &message{n: len(a.msgs) + 1, thread: to.Thread, text: m.Text, author: "groundcrew", at: a.opts.Now(), buttons: m.Buttons, bot: true}
+	if msg.thread == "" && strings.Contains(m.Text, "started by") {
+		if id := runIDRe.FindStringSubmatch(m.Text); id != nil {
+			a.lastRun = id[1]
+		}
+	}
+	a.msgs = append(a.msgs, msg)
+	a.printMessage(msg, false)
+	if m.Detail != "" {
+		fmt.Fprintf(a.out, "    %s\n", strings.ReplaceAll(m.Detail, "\n", "\n    "))
+	}
+	return bot.MessageRef{Platform: "console", Channel: to.Channel, Thread: to.Thread, ID: strconv.Itoa(msg.n)}, nil
+}
+
+// Update implements bot.Chat.
+func (a *Adapter) Update(_ context.Context, ref bot.MessageRef, m bot.Message) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n, err := strconv.Atoi(ref.ID)
+	if err != nil || n < 1 || n > len(a.msgs) {
+		return fmt.Errorf("console: no message %q", ref.ID)
+	}
+	msg := a.msgs[n-1]
+	if msg.text == m.Text && len(msg.buttons) == len(m.Buttons) {
+		return nil
+	}
+	msg.text, msg.buttons = m.Text, m.Buttons
+	a.printMessage(msg, true)
+	return nil
+}
+
+// Ephemeral implements bot.Chat.
+func (a *Adapter) Ephemeral(_ context.Context, _ bot.Conversation, u bot.User, m bot.Message) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	lines := strings.Split(a.render(m.Text), "\n")
+	fmt.Fprintf(a.out, "%s %s\n", a.dim("(only @"+u.Name+" sees this)"), lines[0])
+	for _, l := range lines[1:] {
+		fmt.Fprintf(a.out, "  %s\n", l)
+	}
+	return nil
+}
+
+// GroupMembers implements bot.GroupResolver from the configured groups.
+func (a *Adapter) GroupMembers(_ context.Context, group string) ([]string, error) {
+	return a.cfg.Groups[group], nil
+}
+
+// ReadThread implements bot.ThreadReader.
+func (a *Adapter) ReadThread(_ context.Context, c bot.Conversation) ([]bot.ThreadMessage, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []bot.ThreadMessage
+	for _, m := range a.msgs {
+		if strconv.Itoa(m.n) == c.Thread || m.thread == c.Thread {
+			out = append(out, bot.ThreadMessage{Time: m.at, Author: bot.User{ID: m.author, Name: m.author}, Text: m.text, Bot: m.bot})
+		}
+	}
+	return out, nil
+}
+
+// Run implements the adapter's receive loop: one line per command until
+// end of input or ctx ends. It returns nil at end of input.
+func (a *Adapter) Run(ctx context.Context, h bot.Handler) error {
+	lines := make(chan string)
+	errc := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(a.in)
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+		errc <- sc.Err()
+		close(lines)
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case line, ok := <-lines:
+			if !ok {
+				return <-errc
+			}
+			a.handleLine(ctx, h, line)
+			if a.opts.AfterLine != nil {
+				a.opts.AfterLine()
+			}
+		}
+	}
+}
+
+var reactRe = regexp.MustCompile(`^(\+|-)?:([a-z0-9_+\-]+):\s+#?(\S+)$`)
+
+// emojiNames maps the emoji people type in a terminal to short names.
+var emojiNames = map[string]string{"✅": "white_check_mark", "❌": "x", "⏭": "track_next", "👍": "+1", "👎": "-1"}
+
+func (a *Adapter) handleLine(ctx context.Context, h bot.Handler, line string) {
+	line = strings.TrimSpace(line)
+	if line == "" {
+		return
+	}
+	if strings.HasPrefix(line, "# ") || line == "#" {
+		if a.opts.Echo {
+			fmt.Fprintf(a.out, "\n%s\n", a.dim(line))
+		}
+		return
+	}
+	a.mu.Lock()
+	user := a.user
+	line = strings.ReplaceAll(line, "$RUN", a.lastRun)
+	a.mu.Unlock()
+	if a.opts.Echo {
+		fmt.Fprintf(a.out, "\n%s %s\n", a.bold(user+">"), line)
+	}
+	u := bot.User{ID: user, Name: user}
+	conv := bot.Conversation{Platform: "console", Channel: a.cfg.Channel, Thread: a.currentThread()}
+	fields := strings.Fields(line)
+	switch {
+	case fields[0] == "/runbook" || fields[0] == "/rb":
+		text := strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(line, fields[0]), " "))
+		a.handle(ctx, h, bot.Event{Kind: bot.EventCommand, User: u, Conversation: conv, Text: text, Time: a.opts.Now()})
+	case fields[0] == "/as":
+		if len(fields) != 2 {
+			a.say("usage: /as <user>   (users: %s)", strings.Join(a.cfg.Users, ", "))
+			return
+		}
+		a.mu.Lock()
+		a.user = strings.TrimPrefix(fields[1], "@")
+		a.mu.Unlock()
+		a.say("you are now @%s", strings.TrimPrefix(fields[1], "@"))
+	case fields[0] == "/react" || fields[0] == "/unreact":
+		if len(fields) != 3 {
+			a.say("usage: /react <message #|gate|manual> <emoji>   e.g. /react 7 ✅, /react gate :white_check_mark:")
+			return
+		}
+		a.react(ctx, h, u, fields[1], fields[2], fields[0] == "/unreact")
+	case reactRe.MatchString(line):
+		m := reactRe.FindStringSubmatch(line)
+		a.react(ctx, h, u, m[3], m[2], m[1] == "-")
+	case fields[0] == "/press":
+		if len(fields) != 3 {
+			a.say("usage: /press <message #|gate|manual> <action>   e.g. /press 7 approve")
+			return
+		}
+		a.press(ctx, h, u, fields[1], fields[2])
+	case fields[0] == "/thread":
+		a.mu.Lock()
+		if len(fields) == 2 {
+			a.thread = strings.TrimPrefix(fields[1], "#")
+		} else {
+			a.thread = ""
+		}
+		a.mu.Unlock()
+		a.say("now typing in %s", map[bool]string{true: "the channel", false: "thread #" + a.currentThread()}[a.currentThread() == ""])
+	case fields[0] == "/users":
+		a.say("users: %s; groups: %s", strings.Join(a.cfg.Users, ", "), a.groupsText())
+	case a.opts.Extra[fields[0]] != nil:
+		a.say("%s", a.opts.Extra[fields[0]](fields[1:]))
+	case fields[0] == "/help" || fields[0] == "help":
+		a.say("%s", consoleHelp)
+	case strings.HasPrefix(fields[0], "/"):
+		a.say("unknown console command %s — /help lists them; bot commands start with /runbook", fields[0])
+	default:
+		a.mu.Lock()
+		m := &message{n: len(a.msgs) + 1, thread: a.thread, text: line, author: user, at: a.opts.Now()}
+		a.msgs = append(a.msgs, m)
+		a.mu.Unlock()
+	}
+}
+
+const consoleHelp = `console commands:
+  /runbook <command>        talk to the bot (/runbook help)
+  /as <user>                switch user
+  /react <#|gate|manual> ✅  react to a message (✅ approve/done, ❌ reject/failed, ⏭ skip); /unreact removes
+  :white_check_mark: <#>    same, Slack style
+  /press <#|gate|manual> <action>  press a button (approve, reject, done, skip, fail)
+  /thread <#>               type in a message's thread (/thread alone: back to the channel)
+  /users                    list users and groups
+  $RUN                      stands for the latest run id`
+
+func (a *Adapter) groupsText() string {
+	var gs []string
+	for g, us := range a.cfg.Groups {
+		gs = append(gs, g+"="+strings.Join(us, ","))
+	}
+	sort.Strings(gs)
+	if len(gs) == 0 {
+		return "none"
+	}
+	return strings.Join(gs, " ")
+}
+
+func (a *Adapter) say(format string, args ...any) {
+	fmt.Fprintf(a.out, "%s\n", a.dim("  · "+fmt.Sprintf(format, args...)))
+}
+
+func (a *Adapter) currentThread() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.thread
+}
+
+func (a *Adapter) handle(ctx context.Context, h bot.Handler, ev bot.Event) {
+	if err := h.Handle(ctx, ev); err != nil {
+		a.say("error: %v", err)
+	}
+}
+
+// resolve finds a message by number or by role: "gate" is the latest
+// message with an approve button, "manual" the latest with a done button.
+func (a *Adapter) resolve(ref string) (*message, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	want := map[string]string{"gate": "approve", "manual": "done"}[ref]
+	if want != "" {
+		for i := len(a.msgs) - 1; i >= 0; i-- {
+			for _, b := range a.msgs[i].buttons {
+				if b.Action == want {
+					return a.msgs[i], true
+				}
+			}
+		}
+		return nil, false
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(ref, "#"))
+	if err != nil || n < 1 || n > len(a.msgs) {
+		return nil, false
+	}
+	return a.msgs[n-1], true
+}
+
+func (a *Adapter) react(ctx context.Context, h bot.Handler, u bot.User, ref, emoji string, removed bool) {
+	m, ok := a.resolve(ref)
+	if !ok {
+		a.say("no message %s", ref)
+		return
+	}
+	emoji = strings.Trim(emoji, ":")
+	if n, ok := emojiNames[emoji]; ok {
+		emoji = n
+	}
+	verb := "reacted"
+	if removed {
+		verb = "removed"
+	}
+	a.say("@%s %s :%s: on #%d", u.Name, verb, emoji, m.n)
+	a.handle(ctx, h, bot.Event{Kind: bot.EventReaction, User: u, Emoji: emoji, Removed: removed,
+		Conversation: bot.Conversation{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread},
+		Message:      bot.MessageRef{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread, ID: strconv.Itoa(m.n)}, Time: a.opts.Now()})
+}
+
+func (a *Adapter) press(ctx context.Context, h bot.Handler, u bot.User, ref, action string) {
+	m, ok := a.resolve(ref)
+	if !ok {
+		a.say("no message %s", ref)
+		return
+	}
+	var btn *bot.Button
+	for i := range m.buttons {
+		if strings.EqualFold(m.buttons[i].Action, action) || strings.EqualFold(m.buttons[i].Label, action) {
+			btn = &m.buttons[i]
+		}
+	}
+	if btn == nil {
+		a.say("message #%d has no %q button", m.n, action)
+		return
+	}
+	a.say("@%s pressed [%s] on #%d", u.Name, btn.Label, m.n)
+	a.handle(ctx, h, bot.Event{Kind: bot.EventButton, User: u, Action: btn.Action, Value: btn.Value,
+		Conversation: bot.Conversation{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread},
+		Message:      bot.MessageRef{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread, ID: strconv.Itoa(m.n)}, Time: a.opts.Now()})
+}

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
+	"github.com/groundcrew/groundcrew/adapters/console"
+	"github.com/groundcrew/groundcrew/adapters/core"
+	"github.com/groundcrew/groundcrew/adapters/mattermost"
+	"github.com/groundcrew/groundcrew/adapters/postgres"
+	"github.com/groundcrew/groundcrew/adapters/slack"
+	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/config"
+	"github.com/groundcrew/groundcrew/runbooks"
+	"github.com/groundcrew/groundcrew/store"
+)
+
+// chatAdapter is what every chat adapter offers the binary.
+type chatAdapter interface {
+	bot.Chat
+	Run(ctx context.Context, h bot.Handler) error
+}
+
+// app is the wired bot.
+type app struct {
+	cfg     *config.Config
+	log     *slog.Logger
+	db      *store.DB
+	reg     *bot.Registry
+	lib     *runbooks.Library
+	eng     *bot.Engine
+	chat    chatAdapter
+	mux     *http.ServeMux
+	console bool
+	sims    []*concoursesim.Server
+	closers []func()
+}
+
+// appOptions are the parts that differ between serve, demo and tests.
+type appOptions struct {
+	In      io.Reader
+	Out     io.Writer
+	Console console.Options
+	Logger  *slog.Logger
+	// Now overrides the clock (tests).
+	Now func() time.Time
+}
+
+func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(cfg.Log.Level))
+	ho := &slog.HandlerOptions{Level: lvl}
+	if cfg.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, ho))
+	}
+	return slog.New(slog.NewTextHandler(w, ho))
+}
+
+// providers builds the operation registry for the configured targets.
+func (a *app) providers() error {
+	ps := []bot.Provider{core.Provider{}}
+	cc, err := a.concourseProvider()
+	if err != nil {
+		return err
+	}
+	ps = append(ps, cc)
+	dbs := map[string]postgres.DatabaseConfig{}
+	for _, name := range a.cfg.TargetNames() {
+		if d, ok := a.cfg.DatabaseConfig(name); ok {
+			dbs[name] = d
+		}
+	}
+	pg, err := postgres.New(postgres.Options{Databases: dbs, Logger: a.log})
+	if err != nil {
+		return fmt.Errorf("postgres provider: %w", err)
+	}
+	a.closers = append(a.closers, pg.Close)
+	ps = append(ps, pg)
+	reg, err := bot.NewRegistry(ps...)
+	if err != nil {
+		return err
+	}
+	a.reg = reg
+	return nil
+}
+
+// newApp wires store, providers, library, chat and engine from cfg.
+func newApp(cfg *config.Config, o appOptions) (*app, error) {
+	a := &app{cfg: cfg, log: o.Logger, mux: http.NewServeMux()}
+	if a.log == nil {
+		a.log = newLogger(cfg, os.Stderr)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			a.close()
+		}
+	}()
+	if err := a.providers(); err != nil {
+		return nil, err
+	}
+	sources := []runbooks.Source{runbooks.BuiltinSource()}
+	for _, d := range cfg.Runbooks {
+		sources = append(sources, runbooks.DirSource(d))
+	}
+	lib, err := runbooks.NewLibrary(a.reg, sources...)
+	if err != nil {
+		return nil, fmt.Errorf("loading runbooks:\n%w", err)
+	}
+	for _, ov := range lib.Overridden() {
+		a.log.Info("runbook overridden", "runbook", ov.Name, "by", ov.Source, "replaces", ov.Replaced)
+	}
+	a.lib = lib
+
+	db, err := store.Open(cfg.Store, store.Options{})
+	if err != nil {
+		return nil, err
+	}
+	a.db = db
+	a.closers = append(a.closers, func() { _ = db.Close() })
+
+	switch cfg.Chat.Platform {
+	case "console":
+		in, out := o.In, o.Out
+		if in == nil {
+			in = os.Stdin
+		}
+		if out == nil {
+			out = os.Stdout
+		}
+		a.chat = console.New(cfg.Chat.Console, in, out, o.Console)
+		a.console = true
+	case "slack":
+		s, err := slack.New(cfg.Chat.Slack, slack.Options{Logger: a.log})
+		if err != nil {
+			return nil, fmt.Errorf("chat.slack: %w", err)
+		}
+		a.chat = s
+		a.mux.Handle("/slack/", s.HTTPHandler())
+	case "mattermost":
+		m, err := mattermost.New(cfg.Chat.Mattermost, mattermost.Options{Logger: a.log})
+		if err != nil {
+			return nil, fmt.Errorf("chat.mattermost: %w", err)
+		}
+		a.chat = m
+		a.mux.Handle("/mattermost/", m.HTTPHandler())
+	}
+
+	targets := map[string]bot.TargetInfo{}
+	for _, n := range cfg.TargetNames() {
+		t := cfg.Targets[n]
+		targets[n] = bot.TargetInfo{Vars: t.Vars, Description: t.Description}
+	}
+	eng, err := bot.New(bot.Options{Store: db, Chat: a.chat, Ops: a.reg, Library: lib, Targets: targets,
+		Approvals: cfg.Approvals, Platform: cfg.Chat.Platform, Logger: a.log, Now: o.Now})
+	if err != nil {
+		return nil, err
+	}
+	a.eng = eng
+	a.mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	ok = true
+	return a, nil
+}
+
+// close releases everything in reverse order.
+func (a *app) close() {
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		a.closers[i]()
+	}
+	a.closers = nil
+}
+
+// run runs the engine, the chat adapter and (for Slack/Mattermost) the HTTP
+// server until ctx ends. With the console, the end of input ends the run
+// once every run is waiting for a person or finished.
+func (a *app) run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return a.eng.Run(gctx) })
+	if a.console {
+		g.Go(func() error {
+			err := a.chat.Run(gctx, a.eng)
+			if err == nil {
+				wctx, wcancel := context.WithTimeout(gctx, 10*time.Minute)
+				err = a.eng.WaitIdle(wctx)
+				wcancel()
+				if errors.Is(err, context.Canceled) {
+					err = nil
+				}
+			}
+			cancel()
+			return err
+		})
+	} else {
+		g.Go(func() error { return a.chat.Run(gctx, a.eng) })
+		srv := &http.Server{Addr: a.cfg.Server.Listen, Handler: a.mux, ReadHeaderTimeout: 10 * time.Second}
+		ln, err := net.Listen("tcp", a.cfg.Server.Listen)
+		if err != nil {
+			return fmt.Errorf("server.listen %s: %w", a.cfg.Server.Listen, err)
+		}
+		a.log.Info("listening", "addr", ln.Addr().String())
+		g.Go(func() error {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		})
+		g.Go(func() error {
+			<-gctx.Done()
+			sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer scancel()
+			return srv.Shutdown(sctx)
+		})
+	}
+	err := g.Wait()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// emptyConfig is a configuration with no targets, for linting.
+func emptyConfig() *config.Config {
+	return &config.Config{Targets: map[string]*config.Target{}}
+}

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/groundcrew/groundcrew/adapters/console"
+	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/config"
+	"github.com/groundcrew/groundcrew/runbooks"
+	"github.com/groundcrew/groundcrew/store"
+)
+
+func newServe() *cobra.Command {
+	return &cobra.Command{
+		Use:   "serve",
+		Short: "Run the bot with the configured chat platform",
+		Long: `Run the bot. With chat.platform: console it reads one command per line from
+standard input (e.g. printf '/runbook list\n' | groundcrew serve); at the end of
+input it finishes what can run without a person, then exits. Runs waiting for a
+person stay in the store and resume on the next start.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			tty := term.IsTerminal(int(os.Stdout.Fd()))
+			a, err := newApp(cfg, appOptions{Console: console.Options{Color: tty, Echo: !term.IsTerminal(int(os.Stdin.Fd()))}})
+			if err != nil {
+				return err
+			}
+			defer a.close()
+			return a.run(cmd.Context())
+		},
+	}
+}
+
+func newLint() *cobra.Command {
+	return &cobra.Command{
+		Use:   "lint [dir…]",
+		Short: "Validate runbook files (default: the built-in library)",
+		Long:  "Check runbook YAML files: every error is reported with file:line:column.",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			reg, err := catalog()
+			if err != nil {
+				return err
+			}
+			var all runbooks.ErrorList
+			n := 0
+			if len(args) == 0 {
+				rbs, err := runbooks.LoadFS(runbooks.Builtin(), reg)
+				if err != nil {
+					return err
+				}
+				n = len(rbs)
+			}
+			for _, d := range args {
+				if st, err := os.Stat(d); err != nil || !st.IsDir() {
+					return fmt.Errorf("%s is not a directory", d)
+				}
+				errs := runbooks.Lint(os.DirFS(d), reg)
+				for _, e := range errs {
+					if !strings.HasPrefix(e.File, d) {
+						e.File = strings.TrimSuffix(d, "/") + "/" + e.File
+					}
+				}
+				all = append(all, errs...)
+				rbs, _ := runbooks.LoadFS(os.DirFS(d), reg)
+				n += len(rbs)
+			}
+			if len(all) > 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), all.Error())
+				return &exitError{code: 1, err: fmt.Errorf("%d problem(s) found", len(all))}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%d runbook(s) OK\n", n)
+			return nil
+		},
+	}
+}
+
+// catalog is the registry of every operation groundcrew knows, for linting
+// without a configuration.
+func catalog() (*bot.Registry, error) {
+	a := &app{cfg: emptyConfig()}
+	if err := a.providers(); err != nil {
+		return nil, err
+	}
+	a.close()
+	return a.reg, nil
+}
+
+func newConfigCmd() *cobra.Command {
+	c := &cobra.Command{Use: "config", Short: "Work with the configuration file"}
+	c.AddCommand(&cobra.Command{
+		Use:   "check",
+		Short: "Validate the configuration file (secrets are read but never printed)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			a, err := newAppForCheck(cfg)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: %d target(s) (%s), chat %s, %d runbook(s), store %s\n",
+				cfg.Path, len(cfg.Targets), strings.Join(cfg.TargetNames(), ", "), cfg.Chat.Platform, len(a.List()), cfg.Store)
+			return nil
+		},
+	})
+	return c
+}
+
+// newAppForCheck loads the runbook library the configuration asks for.
+func newAppForCheck(c *config.Config) (*runbooks.Library, error) {
+	reg, err := catalog()
+	if err != nil {
+		return nil, err
+	}
+	sources := []runbooks.Source{runbooks.BuiltinSource()}
+	for _, d := range c.Runbooks {
+		sources = append(sources, runbooks.DirSource(d))
+	}
+	lib, err := runbooks.NewLibrary(reg, sources...)
+	if err != nil {
+		return nil, fmt.Errorf("runbooks:\n%w", err)
+	}
+	return lib, nil
+}
+
+func openStore(cmd *cobra.Command) (*store.DB, error) {
+	path, _ := cmd.Flags().GetString("store")
+	if path == "" {
+		cfg, err := loadConfig(cmd)
+		if err != nil {
+			return nil, fmt.Errorf("%w (or pass --store)", err)
+		}
+		path = cfg.Store
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	return store.Open(path, store.Options{})
+}
+
+func newRuns() *cobra.Command {
+	c := &cobra.Command{Use: "runs", Short: "List, show and export runs from the store (for post-mortems)"}
+	c.PersistentFlags().String("store", "", "bbolt store file (default: from the config)")
+	c.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "List runs, most recent first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			db, err := openStore(cmd)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			runs, err := db.ListRuns(cmd.Context(), bot.RunQuery{})
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "RUN\tRUNBOOK\tTARGET\tBY\tSTATE\tSTARTED")
+			for _, r := range runs {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Runbook, r.Target, r.Requester.Display(), r.State, r.CreatedAt.UTC().Format("2006-01-02 15:04"))
+			}
+			return w.Flush()
+		},
+	})
+	show := &cobra.Command{
+		Use:     "show <run>",
+		Aliases: []string{"export"},
+		Short:   "Show a run with its journal (--format markdown|json)",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, err := openStore(cmd)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			r, err := db.GetRun(cmd.Context(), args[0])
+			if err != nil {
+				if errors.Is(err, bot.ErrNotFound) {
+					return fmt.Errorf("no run %q in %s (groundcrew runs list)", args[0], db.Path())
+				}
+				return err
+			}
+			j, err := db.Journal(cmd.Context(), r.ID)
+			if err != nil {
+				return err
+			}
+			audit, err := db.AuditEntries(cmd.Context(), r.ID)
+			if err != nil {
+				return err
+			}
+			format, _ := cmd.Flags().GetString("format")
+			switch format {
+			case "json":
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(map[string]any{"run": r, "journal": j, "audit": audit})
+			case "markdown", "md":
+				fmt.Fprint(cmd.OutOrStdout(), bot.RunMarkdown(r, j))
+				return nil
+			}
+			return fmt.Errorf("--format %q: use markdown or json", format)
+		},
+	}
+	show.Flags().String("format", "markdown", "markdown or json")
+	c.AddCommand(show)
+	return c
+}
+
+func newAudit() *cobra.Command {
+	c := &cobra.Command{Use: "audit", Short: "Verify or export the hash-chained audit log"}
+	c.PersistentFlags().String("store", "", "bbolt store file (default: from the config)")
+	c.AddCommand(&cobra.Command{
+		Use:   "verify",
+		Short: "Check that no audit entry was edited, deleted or reordered",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			db, err := openStore(cmd)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			n, err := db.VerifyAudit(cmd.Context())
+			if err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("audit log NOT intact after %d good entries: %w", n, err)}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "audit log intact: %d entries, chain verified\n", n)
+			return nil
+		},
+	})
+	c.AddCommand(&cobra.Command{
+		Use:   "export",
+		Short: "Write the audit log as JSON lines (for a SIEM)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			db, err := openStore(cmd)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			es, err := db.AuditEntries(cmd.Context(), "")
+			if err != nil {
+				return err
+			}
+			sort.Slice(es, func(i, j int) bool { return es[i].Seq < es[j].Seq })
+			enc := json.NewEncoder(cmd.OutOrStdout())
+			for _, e := range es {
+				if err := enc.Encode(e); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	})
+	return c
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/groundcrew/groundcrew/adapters/console"
+	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/config"
+)
+
+// demoScript is what the demo types, as different users. $RUN is the
+// latest run id; "gate"/"manual" address the latest approval request or
+// manual step.
+var demoScript = []string{
+	"# alice is on call; Concourse infra-prd has a stalled worker. Let's see the runbooks.",
+	"/runbook list",
+	"# She starts the worker-stalled runbook on the (simulated) infra-prd.",
+	"/runbook run worker-stalled target=infra-prd worker=0",
+	"# bob checked the services over ssh as the step says, and marks it done.",
+	"/as bob",
+	"/react manual ✅",
+	"# The worker does not come back within 20 minutes (the demo moves the clock).",
+	"/clock +21m",
+	"# The VM restart in the cloud console did not help either: bob skips it, rebuild is not wanted now.",
+	"/react manual ⏭",
+	"/react manual ⏭",
+	"# alice tries to approve her own prune: refused (separation of duties).",
+	"/as alice",
+	"/react gate ✅",
+	"# carol, on call too, approves.",
+	"/as carol",
+	"/react gate ✅",
+	"/react manual ✅",
+	"/runbook status $RUN",
+}
+
+// offsetClock is the real clock plus an offset the demo can move.
+type offsetClock struct {
+	mu  sync.Mutex
+	off time.Duration
+}
+
+func (c *offsetClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.off)
+}
+
+func (c *offsetClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.off += d
+	c.mu.Unlock()
+}
+
+// scriptReader types the script line by line, waiting for the bot after
+// each line, then continues with stdin when interactive.
+type scriptReader struct {
+	lines []string
+	delay time.Duration
+	then  io.Reader
+	buf   []byte
+}
+
+func (s *scriptReader) Read(p []byte) (int, error) {
+	for len(s.buf) == 0 {
+		if len(s.lines) == 0 {
+			if s.then == nil {
+				return 0, io.EOF
+			}
+			return s.then.Read(p)
+		}
+		time.Sleep(s.delay)
+		s.buf = []byte(s.lines[0] + "\n")
+		s.lines = s.lines[1:]
+	}
+	n := copy(p, s.buf)
+	s.buf = s.buf[n:]
+	return n, nil
+}
+
+func newDemo() *cobra.Command {
+	var interactive, noScript bool
+	var delay time.Duration
+	c := &cobra.Command{
+		Use:   "demo",
+		Short: "Watch a runbook run in the terminal against a simulated Concourse",
+		Long: `Start groundcrew with the console chat, a store in a temporary directory and an
+in-process Concourse simulator (target infra-prd: a stalled worker, 300
+pending builds, image-fetch errors). A script plays a full worker-stalled
+incident as alice, bob and carol: queries, a manual step, a wait, an approval
+gate (with a self-approval refused), the prune and the result.
+
+With -i you get the prompt afterwards (or only the prompt with --no-script):
+type /help for console commands and /runbook help for the bot.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := os.MkdirTemp("", "groundcrew-demo-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+			cfg := &config.Config{
+				Store: filepath.Join(dir, "groundcrew.db"),
+				Chat: config.Chat{Platform: "console", Console: console.Config{
+					Users: []string{"alice", "bob", "carol"}, Groups: map[string][]string{"ci-oncall": {"alice", "bob", "carol"}}}},
+				Targets: map[string]*config.Target{"infra-prd": {
+					Simulator: &config.Simulator{}, Team: "main",
+					Vars:      map[string]string{"zone": "infra-prd", "target": "infra"},
+				}},
+				Approvals: bot.ApprovalConfig{Default: bot.Policy{Approvers: []string{"group:ci-oncall"}, Required: 1, Expires: bot.Duration(30 * time.Minute)}},
+				Log:       config.Log{Level: "warn", Format: "text"},
+			}
+			clock := &offsetClock{}
+			out := cmd.OutOrStdout()
+			tty := term.IsTerminal(int(os.Stdout.Fd()))
+			var in io.Reader = &scriptReader{lines: demoScript, delay: delay}
+			if noScript {
+				in = os.Stdin
+			} else if interactive {
+				in = &scriptReader{lines: demoScript, delay: delay, then: bufio.NewReader(os.Stdin)}
+			}
+			var a *app
+			copts := console.Options{Color: tty, Echo: !noScript, Now: clock.Now,
+				Extra: map[string]func([]string) string{
+					"/clock": func(args []string) string {
+						if len(args) != 1 || !strings.HasPrefix(args[0], "+") {
+							return "usage: /clock +20m   (moves the bot's clock forward)"
+						}
+						d, err := time.ParseDuration(args[0][1:])
+						if err != nil {
+							return "usage: /clock +20m"
+						}
+						clock.advance(d)
+						a.eng.Tick(cmd.Context())
+						return fmt.Sprintf("the clock moved %s forward", d)
+					},
+				},
+				AfterLine: func() { _ = a.eng.WaitIdle(cmd.Context()) },
+			}
+			a, err = newApp(cfg, appOptions{In: in, Out: out, Console: copts, Now: clock.Now, Logger: newLogger(cfg, os.Stderr)})
+			if err != nil {
+				return err
+			}
+			defer a.close()
+			fmt.Fprintf(out, "groundcrew demo — console chat, simulated Concourse %s, store %s\n", cfg.Targets["infra-prd"].URL, cfg.Store)
+			fmt.Fprintln(out, "Users: alice, bob, carol (group ci-oncall). Approvals: 1 from @ci-oncall, never the requester.")
+			return a.run(cmd.Context())
+		},
+	}
+	c.Flags().BoolVarP(&interactive, "interactive", "i", false, "after the script, keep the prompt open (type /help)")
+	c.Flags().BoolVar(&noScript, "no-script", false, "skip the script and start at the prompt")
+	c.Flags().DurationVar(&delay, "delay", 700*time.Millisecond, "pause between scripted lines")
+	return c
+}

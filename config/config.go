@@ -1,0 +1,391 @@
+// Package config reads groundcrew.yaml: strict YAML (unknown keys are
+// errors with their line), secrets inline, as *_file or from the
+// environment (never printed), defaults applied, and cross-references
+// checked, so `groundcrew config check` catches mistakes before a 3 a.m. page.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"gopkg.in/yaml.v3"
+
+	"github.com/groundcrew/groundcrew/adapters/concourse"
+	"github.com/groundcrew/groundcrew/adapters/console"
+	"github.com/groundcrew/groundcrew/adapters/mattermost"
+	"github.com/groundcrew/groundcrew/adapters/postgres"
+	"github.com/groundcrew/groundcrew/adapters/slack"
+	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/internal/secret"
+)
+
+// EnvConfig names the environment variable holding the config path.
+const EnvConfig = "GROUNDCREW_CONFIG"
+
+// Config is the whole configuration file.
+type Config struct {
+	// Store is the bbolt file (default ./groundcrew.db).
+	Store  string `yaml:"store"`
+	Server Server `yaml:"server"`
+	Chat   Chat   `yaml:"chat"`
+	// Targets are the Concourse instances, by name.
+	Targets   map[string]*Target `yaml:"targets"`
+	Approvals bot.ApprovalConfig `yaml:"approvals"`
+	Digests   []Digest           `yaml:"digests"`
+	// Runbooks are directories added to (and overriding) the built-in library.
+	Runbooks []string `yaml:"runbooks"`
+	Log      Log      `yaml:"log"`
+
+	// Path is where the file was read from.
+	Path string `yaml:"-"`
+}
+
+// Server is the bot's HTTP server (Slack/Mattermost callbacks, health).
+type Server struct {
+	Listen string `yaml:"listen"`
+}
+
+// Log configures logging.
+type Log struct {
+	Level  string `yaml:"level"`  // debug, info (default), warn, error
+	Format string `yaml:"format"` // text (default) or json
+}
+
+// Chat selects and configures the chat platform.
+type Chat struct {
+	Platform   string            `yaml:"platform"` // slack | mattermost | console
+	Console    console.Config    `yaml:"console"`
+	Slack      slack.Config      `yaml:"slack"`
+	Mattermost mattermost.Config `yaml:"mattermost"`
+}
+
+// Target is one Concourse instance.
+type Target struct {
+	URL          string            `yaml:"url"`
+	Team         string            `yaml:"team"`
+	Username     string            `yaml:"username"`
+	Password     secret.Secret     `yaml:"password"`
+	PasswordFile string            `yaml:"password_file"`
+	CACert       string            `yaml:"ca_cert"`
+	Insecure     bool              `yaml:"insecure_skip_verify"`
+	TSA          string            `yaml:"tsa"`
+	Vars         map[string]string `yaml:"vars"`
+	Description  string            `yaml:"description"`
+	Database     *Database         `yaml:"database"`
+	// Simulator runs an in-process Concourse simulator for this target
+	// instead of connecting to URL (demo, runbook tests, training).
+	Simulator *Simulator `yaml:"simulator"`
+}
+
+// Database is a target's Concourse PostgreSQL database.
+type Database struct {
+	DSN              secret.Secret `yaml:"dsn"`
+	DSNFile          string        `yaml:"dsn_file"`
+	StatementTimeout time.Duration `yaml:"statement_timeout"`
+	LockTimeout      time.Duration `yaml:"lock_timeout"`
+	ConnectTimeout   time.Duration `yaml:"connect_timeout"`
+}
+
+// Simulator configures an in-process Concourse simulator.
+type Simulator struct {
+	// World is a YAML file describing the initial world; empty means the
+	// demo world (a stalled worker, saturated pending builds, image-fetch
+	// errors).
+	World string `yaml:"world"`
+}
+
+// Digest is a scheduled health digest.
+type Digest struct {
+	Target   string `yaml:"target"`
+	Channel  string `yaml:"channel"`
+	Schedule string `yaml:"schedule"`
+	Timezone string `yaml:"timezone"`
+	// Window is how far back builds are counted (default 24h).
+	Window time.Duration `yaml:"window"`
+	// CatchUp posts a digest missed while the bot was down if it is at most
+	// this late (default: one period).
+	CatchUp time.Duration `yaml:"catch_up"`
+}
+
+// Error is a configuration problem, with the YAML path it concerns.
+type Error struct {
+	File string
+	Path string
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Path == "" {
+		return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s: %s", e.File, e.Path, e.Msg)
+}
+
+// Errors is every problem found.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	var lines []string
+	for _, e := range es {
+		lines = append(lines, e.Error())
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Load reads, resolves and validates the file at path.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes and validates configuration data read from path.
+func Parse(path string, data []byte) (*Config, error) {
+	c := &Config{Path: path}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil && !errors.Is(err, errEOF(err)) {
+		return nil, &Error{File: path, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	c.applyEnv()
+	c.defaults(filepath.Dir(path))
+	if errs := c.validate(); len(errs) > 0 {
+		for _, e := range errs {
+			e.File = path
+		}
+		return c, errs
+	}
+	return c, nil
+}
+
+func errEOF(err error) error {
+	if err != nil && err.Error() == "EOF" {
+		return err
+	}
+	return errors.New("not eof")
+}
+
+var envName = regexp.MustCompile(`[^A-Z0-9]+`)
+
+// EnvKey is the environment variable for a secret of a target:
+// GROUNDCREW_TARGET_INFRA_PRD_PASSWORD.
+func EnvKey(parts ...string) string {
+	return "GROUNDCREW_" + strings.Trim(envName.ReplaceAllString(strings.ToUpper(strings.Join(parts, "_")), "_"), "_")
+}
+
+// applyEnv applies environment overrides of non-secret settings.
+func (c *Config) applyEnv() {
+	if v := os.Getenv("GROUNDCREW_STORE"); v != "" {
+		c.Store = v
+	}
+	if v := os.Getenv("GROUNDCREW_LISTEN"); v != "" {
+		c.Server.Listen = v
+	}
+	if v := os.Getenv("GROUNDCREW_CHAT_PLATFORM"); v != "" {
+		c.Chat.Platform = v
+	}
+}
+
+func (c *Config) defaults(dir string) {
+	if c.Store == "" {
+		c.Store = "groundcrew.db"
+	}
+	if c.Server.Listen == "" {
+		c.Server.Listen = "127.0.0.1:8080"
+	}
+	if c.Chat.Platform == "" {
+		c.Chat.Platform = "console"
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = "text"
+	}
+	rel := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	for i, d := range c.Runbooks {
+		c.Runbooks[i] = rel(d)
+	}
+	for _, t := range c.Targets {
+		if t == nil {
+			continue
+		}
+		if t.Team == "" {
+			t.Team = "main"
+		}
+		t.PasswordFile, t.CACert = rel(t.PasswordFile), rel(t.CACert)
+		if t.Database != nil {
+			t.Database.DSNFile = rel(t.Database.DSNFile)
+		}
+		if t.Simulator != nil {
+			t.Simulator.World = rel(t.Simulator.World)
+		}
+	}
+	for i := range c.Digests {
+		if c.Digests[i].Window == 0 {
+			c.Digests[i].Window = 24 * time.Hour
+		}
+	}
+}
+
+// TargetNames returns the target names, sorted.
+func (c *Config) TargetNames() []string {
+	var out []string
+	for n := range c.Targets {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var targetName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+
+func (c *Config) validate() Errors {
+	var errs Errors
+	add := func(path, format string, args ...any) {
+		errs = append(errs, &Error{Path: path, Msg: fmt.Sprintf(format, args...)})
+	}
+	switch c.Chat.Platform {
+	case "console", "slack", "mattermost":
+	default:
+		add("chat.platform", "%q is not a platform: use slack, mattermost or console", c.Chat.Platform)
+	}
+	if len(c.Targets) == 0 {
+		add("targets", "no Concourse target is configured: add one under targets (see deploy/groundcrew.example.yaml)")
+	}
+	for _, name := range c.TargetNames() {
+		t := c.Targets[name]
+		p := "targets." + name
+		if t == nil {
+			add(p, "is empty")
+			continue
+		}
+		if !targetName.MatchString(name) {
+			add(p, "target names are lowercase letters, digits, '.', '_' and '-' (used as `target=%s`)", name)
+		}
+		if t.Simulator == nil {
+			if t.URL == "" {
+				add(p+".url", "is required (the Concourse web URL, e.g. https://ci.example.com)")
+			} else if u, err := url.Parse(t.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				add(p+".url", "%q is not an http(s) URL", t.URL)
+			}
+		}
+		pw, err := secret.Resolve(p+".password", t.Password, t.PasswordFile, EnvKey("target", name, "password"))
+		if err != nil {
+			add(p+".password", "%v", err)
+		}
+		t.Password, t.PasswordFile = pw, ""
+		if t.Username != "" && !pw.IsSet() && t.Simulator == nil {
+			add(p+".password", "username %q has no password: set password_file (or %s)", t.Username, EnvKey("target", name, "password"))
+		}
+		if t.CACert != "" {
+			if _, err := os.Stat(t.CACert); err != nil {
+				add(p+".ca_cert", "%v", err)
+			}
+		}
+		if t.Database != nil {
+			dsn, err := secret.Resolve(p+".database.dsn", t.Database.DSN, t.Database.DSNFile, EnvKey("target", name, "database", "dsn"))
+			if err != nil {
+				add(p+".database.dsn", "%v", err)
+			} else if !dsn.IsSet() {
+				add(p+".database", "has no dsn: set dsn_file (or %s)", EnvKey("target", name, "database", "dsn"))
+			} else if err := (postgres.DatabaseConfig{DSN: dsn.Value()}).Validate(); err != nil {
+				add(p+".database.dsn", "%v", err)
+			}
+			t.Database.DSN, t.Database.DSNFile = dsn, ""
+		}
+		if t.Simulator != nil && t.Simulator.World != "" {
+			if _, err := os.Stat(t.Simulator.World); err != nil {
+				add(p+".simulator.world", "%v", err)
+			}
+		}
+	}
+	checkPolicy := func(path string, pol bot.Policy) {
+		if pol.Required < 0 {
+			add(path+".required", "must be at least 1")
+		}
+		if pol.Expires < 0 {
+			add(path+".expires", "must be positive")
+		}
+		for _, a := range pol.Approvers {
+			if strings.TrimSpace(a) == "" || a == "group:" {
+				add(path+".approvers", "has an empty entry")
+			}
+		}
+	}
+	checkPolicy("approvals.default", c.Approvals.Default)
+	for n, pol := range c.Approvals.Targets {
+		if _, ok := c.Targets[n]; !ok {
+			add("approvals.targets."+n, "no target %q is configured (targets: %s)", n, strings.Join(c.TargetNames(), ", "))
+		}
+		checkPolicy("approvals.targets."+n, pol)
+	}
+	for n, pol := range c.Approvals.Runbooks {
+		checkPolicy("approvals.runbooks."+n, pol)
+	}
+	for n, pol := range c.Approvals.Operations {
+		checkPolicy("approvals.operations."+n, pol)
+	}
+	parser := cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+	for i, d := range c.Digests {
+		p := fmt.Sprintf("digests[%d]", i)
+		if _, ok := c.Targets[d.Target]; !ok {
+			add(p+".target", "no target %q is configured (targets: %s)", d.Target, strings.Join(c.TargetNames(), ", "))
+		}
+		if d.Channel == "" {
+			add(p+".channel", "is required (e.g. \"#ci-ops\")")
+		}
+		if _, err := parser.Parse(d.Schedule); err != nil {
+			add(p+".schedule", "%q is not a cron schedule (minute hour day month weekday, e.g. \"0 8 * * 1-5\"): %v", d.Schedule, err)
+		}
+		if d.Timezone != "" {
+			if _, err := time.LoadLocation(d.Timezone); err != nil {
+				add(p+".timezone", "%q is not a time zone (e.g. Europe/Paris): %v", d.Timezone, err)
+			}
+		}
+	}
+	for i, d := range c.Runbooks {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			add(fmt.Sprintf("runbooks[%d]", i), "%s is not a directory", d)
+		}
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		add("log.level", "%q: use debug, info, warn or error", c.Log.Level)
+	}
+	return errs
+}
+
+// ConcourseTarget returns the client config of a target (secrets resolved).
+func (c *Config) ConcourseTarget(name string) concourse.TargetConfig {
+	t := c.Targets[name]
+	return concourse.TargetConfig{Name: name, URL: t.URL, Team: t.Team, Username: t.Username, Password: t.Password.Value(),
+		CACert: t.CACert, InsecureSkipVerify: t.Insecure, TSA: t.TSA, Vars: t.Vars}
+}
+
+// DatabaseConfig returns the PostgreSQL config of a target, if any.
+func (c *Config) DatabaseConfig(name string) (postgres.DatabaseConfig, bool) {
+	t := c.Targets[name]
+	if t == nil || t.Database == nil {
+		return postgres.DatabaseConfig{}, false
+	}
+	d := t.Database
+	return postgres.DatabaseConfig{DSN: d.DSN.Value(), StatementTimeout: d.StatementTimeout, LockTimeout: d.LockTimeout, ConnectTimeout: d.ConnectTimeout}, true
+}
