@@ -290,8 +290,13 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 		Requester: ev.User, Conversation: ev.Conversation, State: RunRunning, DryRun: c.DryRun,
 		Spec: rb, CreatedAt: now, UpdatedAt: now,
 	}
+	env := e.env(r)
 	for _, s := range rb.Steps {
-		r.Steps = append(r.Steps, StepState{ID: s.ID, Kind: string(s.Kind), Title: s.Title, Op: s.Op, Status: StepPending})
+		title := s.Title
+		if t, err := runbooks.Render(s.Title, env); err == nil {
+			title = t
+		}
+		r.Steps = append(r.Steps, StepState{ID: s.ID, Kind: string(s.Kind), Title: title, Op: s.Op, Status: StepPending})
 	}
 	var b Batch
 	b.Note(JournalEntry{Time: now, Type: JRunStarted, Actor: ev.User.ID, Message: fmt.Sprintf("%s on %s %v", rb.Name, target, params)})

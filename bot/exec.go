@@ -42,6 +42,7 @@ func (e *Engine) advance(ctx context.Context, id string) {
 			return
 		}
 		st, spec := r.current(), &r.Spec.Steps[r.Cursor]
+		e.hook("step:" + st.ID + ":" + string(st.Status))
 		switch st.Status {
 		case StepPending, StepRunning:
 			e.startStep(ctx, r, spec)
@@ -108,7 +109,10 @@ func (e *Engine) moveOn(r *Run, b *Batch, ok bool) error {
 	spec := r.Spec.Steps[r.Cursor]
 	target := ""
 	if ok {
-		target = spec.Goto
+		// A skipped step goes on to the next step; only a step that ran follows its goto.
+		if r.Steps[r.Cursor].Status == StepSucceeded {
+			target = spec.Goto
+		}
 	} else {
 		target = spec.OnFailure
 		if target == "" {

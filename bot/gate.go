@@ -88,14 +88,10 @@ func (e *Engine) openGate(ctx context.Context, runID string, spec *runbooks.Step
 		if r.State.Terminal() || st == nil || st.ID != spec.ID {
 			return errRunOver
 		}
-		n := 1
-		if r.Gate != nil && r.Gate.StepID == spec.ID {
-			fmt.Sscanf(r.Gate.ID[strings.LastIndex(r.Gate.ID, "/")+1:], "%d", &n)
-			n++
-		}
+		r.GateSeq++
 		hash := plan.Hash()
 		r.Gate = &Gate{
-			ID: fmt.Sprintf("%s/%s/%d", r.ID, spec.ID, n), StepID: spec.ID, Plan: plan, PlanHash: hash,
+			ID: fmt.Sprintf("%s/%s/%d", r.ID, spec.ID, r.GateSeq), StepID: spec.ID, Plan: plan, PlanHash: hash,
 			Policy: p, RequestedAt: now, ExpiresAt: now.Add(time.Duration(p.Expires)), Reason: reason,
 		}
 		r.PendingApproval = nil
@@ -435,6 +431,7 @@ func (e *Engine) vote(ctx context.Context, runID string, ref MessageRef, conv Co
 	if err != nil {
 		return
 	}
+	e.hook("voted:" + user.ID)
 	e.updateGateMessage(ctx, r, r.Gate)
 	if why != "" {
 		e.reply(ctx, conv, user, fmt.Sprintf("🚫 Your %s on `%s` was not counted: %s.", map[bool]string{true: "approval", false: "rejection"}[approve], r.ID, why))

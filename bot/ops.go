@@ -326,6 +326,16 @@ func (r *Registry) List() []Op {
 	return out
 }
 
+// Names returns the operation names, sorted (for "did you mean").
+func (r *Registry) Names() []string {
+	ops := r.List()
+	out := make([]string, len(ops))
+	for i, op := range ops {
+		out[i] = op.Name
+	}
+	return out
+}
+
 // Lookup implements runbooks.Catalog.
 func (r *Registry) Lookup(name string) (runbooks.OpInfo, bool) {
 	op, ok := r.Get(name)

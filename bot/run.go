@@ -90,6 +90,8 @@ type Run struct {
 	Spec *runbooks.Runbook `json:"spec"`
 	// Gate is the open approval gate, if any.
 	Gate *Gate `json:"gate,omitempty"`
+	// GateSeq numbers the gates of the run, so every gate has its own id.
+	GateSeq int `json:"gate_seq,omitempty"`
 	// PendingApproval carries an explicit approval step's policy to the gate
 	// of the destructive step that follows it.
 	PendingApproval *Policy   `json:"pending_approval,omitempty"`

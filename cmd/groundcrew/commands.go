@@ -67,14 +67,13 @@ func newLint() *cobra.Command {
 				if st, err := os.Stat(d); err != nil || !st.IsDir() {
 					return fmt.Errorf("%s is not a directory", d)
 				}
-				errs := runbooks.Lint(os.DirFS(d), reg)
-				for _, e := range errs {
-					if !strings.HasPrefix(e.File, d) {
-						e.File = strings.TrimSuffix(d, "/") + "/" + e.File
-					}
+				rbs, err := runbooks.LoadSource(runbooks.DirSource(strings.TrimSuffix(d, "/")), reg)
+				var errs runbooks.ErrorList
+				if errors.As(err, &errs) {
+					all = append(all, errs...)
+				} else if err != nil {
+					return err
 				}
-				all = append(all, errs...)
-				rbs, _ := runbooks.LoadFS(os.DirFS(d), reg)
 				n += len(rbs)
 			}
 			if len(all) > 0 {

@@ -1,0 +1,34 @@
+package runbooks
+
+import "sort"
+
+// fakeCatalog is the operation catalog the tests load runbooks against.
+type fakeCatalog map[string]OpInfo
+
+func (c fakeCatalog) Lookup(name string) (OpInfo, bool) {
+	op, ok := c[name]
+	return op, ok
+}
+
+// Names implements OpNamer.
+func (c fakeCatalog) Names() []string {
+	out := make([]string, 0, len(c))
+	for n := range c {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// lookupOnly hides Names, for testing catalogs without it.
+type lookupOnly struct{ Catalog }
+
+func testCatalog() fakeCatalog {
+	return fakeCatalog{
+		"core.echo":    {Name: "core.echo", Class: "read", Args: []ArgInfo{{Name: "message", Required: true}}},
+		"core.sleep":   {Name: "core.sleep", Class: "read", Args: []ArgInfo{{Name: "duration", Required: true}}},
+		"fake.status":  {Name: "fake.status", Class: "read", Args: []ArgInfo{{Name: "name"}}},
+		"fake.write":   {Name: "fake.write", Class: "write", Args: []ArgInfo{{Name: "name", Required: true}, {Name: "note"}}},
+		"fake.destroy": {Name: "fake.destroy", Class: "destructive", Args: []ArgInfo{{Name: "name", Required: true}, {Name: "force"}}},
+	}
+}

@@ -1,0 +1,210 @@
+package runbooks
+
+import (
+	"fmt"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// runbook decodes the document root into a rawRunbook. Shape errors
+// (unknown fields, wrong types) are recorded; semantic checks are left to
+// the validator.
+func (d *decoder) runbook(root *yaml.Node) *rawRunbook {
+	r := &rawRunbook{root: root}
+	if !d.isMapping(root, "a runbook") {
+		return nil
+	}
+	r.fields = d.mapping(root, runbookFields, func() string { return "" })
+	r.rb = Runbook{
+		Name:        d.str(r.fields, "name"),
+		Title:       d.str(r.fields, "title"),
+		Description: d.str(r.fields, "description"),
+		Tags:        d.strList(r.fields, "tags"),
+		Source:      d.file,
+	}
+	if f, ok := r.fields["params"]; ok {
+		d.params(r, f.value)
+	}
+	if f, ok := r.fields["steps"]; ok {
+		d.steps(r, f.value)
+	}
+	return r
+}
+
+func (d *decoder) params(r *rawRunbook, n *yaml.Node) {
+	n = resolve(n)
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.errorf(n, "params must be a list of parameters (lines starting with -), not %s", nodeKind(n))
+		return
+	}
+	for i, item := range n.Content {
+		item = resolve(item)
+		if !d.isMapping(item, fmt.Sprintf("param %d", i+1)) {
+			continue
+		}
+		name := peekScalar(item, "name")
+		where := func() string {
+			if name != "" {
+				return fmt.Sprintf(" in param %q", name)
+			}
+			return fmt.Sprintf(" in param %d", i+1)
+		}
+		f := d.mapping(item, paramFields, where)
+		r.rb.Params = append(r.rb.Params, Param{
+			Name:        d.str(f, "name"),
+			Description: d.str(f, "description"),
+			Required:    d.boolean(f, "required"),
+			Default:     d.str(f, "default"),
+			Pattern:     d.str(f, "pattern"),
+			Enum:        d.strList(f, "enum"),
+		})
+		r.params = append(r.params, &rawParam{node: item, fields: f})
+	}
+}
+
+func (d *decoder) steps(r *rawRunbook, n *yaml.Node) {
+	n = resolve(n)
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.errorf(n, "steps must be a list of steps (lines starting with -), not %s", nodeKind(n))
+		return
+	}
+	for i, item := range n.Content {
+		item = resolve(item)
+		if !d.isMapping(item, fmt.Sprintf("step %d", i+1)) {
+			continue
+		}
+		// Peek at the id so every message about this step can name it.
+		id := peekScalar(item, "id")
+		where := func() string {
+			if id != "" {
+				return fmt.Sprintf(" in step %q", id)
+			}
+			return fmt.Sprintf(" in step %d", i+1)
+		}
+		f := d.mapping(item, stepFields, where)
+		s := Step{
+			ID:        d.str(f, "id"),
+			Kind:      Kind(d.str(f, "kind")),
+			Title:     d.str(f, "title"),
+			When:      d.str(f, "when"),
+			Op:        d.str(f, "op"),
+			Text:      d.str(f, "text"),
+			Until:     d.str(f, "until"),
+			Timeout:   d.duration(f, "timeout"),
+			Interval:  d.duration(f, "interval"),
+			OnTimeout: d.str(f, "on_timeout"),
+			Goto:      d.str(f, "goto"),
+			OnFailure: d.str(f, "on_failure"),
+			Line:      item.Line,
+			Column:    item.Column,
+		}
+		rs := &rawStep{node: item, fields: f}
+		if a, ok := f["args"]; ok {
+			s.Args, rs.args = d.args(a.value, where)
+		}
+		if a, ok := f["approval"]; ok {
+			s.Approval, rs.approval = d.approval(a.value, where)
+		}
+		r.rb.Steps = append(r.rb.Steps, s)
+		r.steps = append(r.steps, rs)
+	}
+}
+
+// peekScalar returns the value of key in mapping n without reporting anything.
+func peekScalar(n *yaml.Node, key string) string {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			if v := resolve(n.Content[i+1]); v.Kind == yaml.ScalarNode {
+				return v.Value
+			}
+		}
+	}
+	return ""
+}
+
+// args decodes an args mapping into plain Go values (string, int, float64,
+// bool, nil, []any, map[string]any) and keeps the nodes of each argument.
+func (d *decoder) args(n *yaml.Node, where func() string) (map[string]any, fields) {
+	n = resolve(n)
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil, nil
+	}
+	if !d.isMapping(n, "args"+where()) {
+		return nil, nil
+	}
+	args := map[string]any{}
+	nodes := fields{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := resolve(n.Content[i]), n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			d.errorf(k, "argument names must be plain words%s", where())
+			continue
+		}
+		if prev, dup := nodes[k.Value]; dup {
+			d.errorf(k, "argument %q given twice%s (first at line %d)", k.Value, where(), prev.key.Line)
+			continue
+		}
+		nodes[k.Value] = field{k, resolve(v)}
+		if t := findUnquotedTemplate(v); t != nil {
+			d.errorf(t, "argument %q%s: %s", k.Value, where(), quoteTemplates)
+			args[k.Value] = nil
+			continue
+		}
+		var val any
+		if err := v.Decode(&val); err != nil {
+			d.errorf(v, "argument %q%s: %v", k.Value, where(), err)
+			args[k.Value] = nil
+			continue
+		}
+		args[k.Value] = normalize(val)
+	}
+	return args, nodes
+}
+
+// normalize turns map[any]any (non-string YAML keys) into map[string]any
+// so templates and JSON see one shape.
+func normalize(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			t[k] = normalize(e)
+		}
+		return t
+	case map[any]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[fmt.Sprint(k)] = normalize(e)
+		}
+		return out
+	case []any:
+		for i, e := range t {
+			t[i] = normalize(e)
+		}
+		return t
+	}
+	return v
+}
+
+func (d *decoder) approval(n *yaml.Node, where func() string) (*Approval, fields) {
+	n = resolve(n)
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return &Approval{}, fields{}
+	}
+	if !d.isMapping(n, "approval"+where()) {
+		return nil, nil
+	}
+	aw := func() string { return " in the approval" + strings.Replace(where(), " in ", " of ", 1) }
+	f := d.mapping(n, approvalFields, aw)
+	return &Approval{
+		Approvers: d.strList(f, "approvers"),
+		Required:  d.integer(f, "required"),
+		Expires:   d.duration(f, "expires"),
+	}, f
+}

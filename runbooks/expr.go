@@ -1,0 +1,110 @@
+package runbooks
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/vm"
+)
+
+// Env is what expressions and templates see when the engine evaluates a
+// step. The engine fills it with these keys:
+//
+//	params  map[string]string  validated run parameters (all declared params present)
+//	vars    map[string]string  variables of the run's target ("zone", "team", …)
+//	target  string             the Concourse target the run acts on
+//	steps   map[string]any     per finished step id: {"status", "summary", "result"}
+//	result  any                wait steps only: the latest result of the polled op
+//	run     map[string]any     {"id", "requester"}
+//
+// Step results are JSON-decoded (map[string]any, []any, float64, string,
+// bool, nil), so expressions see the same shape after a restart.
+type Env map[string]any
+
+// Env keys.
+const (
+	EnvParams = "params"
+	EnvVars   = "vars"
+	EnvTarget = "target"
+	EnvSteps  = "steps"
+	EnvResult = "result"
+	EnvRun    = "run"
+)
+
+// programs caches compiled expressions by source text. Compiled programs
+// are safe for concurrent use.
+var programs sync.Map // string -> *vm.Program
+
+// EvalBool evaluates a `when`/`until` expression against env. A result
+// that is not a bool is an error, and so is a runtime error such as
+// reading a field of a step that has not run (use `?.` and `??`).
+func EvalBool(expression string, env Env) (bool, error) {
+	prog, err := program(expression)
+	if err != nil {
+		return false, err
+	}
+	out, err := expr.Run(prog, map[string]any(env))
+	if err != nil {
+		return false, fmt.Errorf("evaluating %q: %w", expression, flatExprError{err})
+	}
+	b, ok := out.(bool)
+	if !ok {
+		return false, fmt.Errorf("evaluating %q: got %s, want true or false", expression, describe(out))
+	}
+	return b, nil
+}
+
+// program returns the cached compiled form of expression.
+func program(expression string) (*vm.Program, error) {
+	if p, ok := programs.Load(expression); ok {
+		return p.(*vm.Program), nil
+	}
+	// Runtime programs are compiled without a typed env: the values the
+	// engine passes are JSON-decoded and their types vary per run. The
+	// load-time check (checkExpr) is the strict one.
+	p, err := expr.Compile(expression, expr.AllowUndefinedVariables(), expr.AsBool())
+	if err != nil {
+		return nil, fmt.Errorf("compiling %q: %w", expression, flatExprError{err})
+	}
+	programs.Store(expression, p)
+	return p, nil
+}
+
+// flatExprError shows an expr error on one line (expr's own message has a
+// source snippet with a caret on extra lines, which reads badly in chat).
+type flatExprError struct{ err error }
+
+func (e flatExprError) Error() string {
+	var fe *file.Error
+	if !errors.As(e.err, &fe) {
+		return e.err.Error()
+	}
+	msg := fmt.Sprintf("%s (at column %d)", fe.Message, fe.Column+1)
+	if strings.HasPrefix(fe.Message, "cannot fetch ") && strings.HasSuffix(fe.Message, "<nil>") {
+		msg += "; a step that has not run, or a missing field, is nil: use ?. and ?? (steps.x?.result?.count ?? 0)"
+	}
+	return msg
+}
+
+func (e flatExprError) Unwrap() error { return e.err }
+
+// describe names a value's type for error messages.
+func describe(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return "nil"
+	case string:
+		return fmt.Sprintf("string %q", t)
+	case float64, int, int64:
+		return fmt.Sprintf("number %v", t)
+	case map[string]any:
+		return "a map"
+	case []any:
+		return "a list"
+	}
+	return fmt.Sprintf("%T %v", v, v)
+}

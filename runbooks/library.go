@@ -1,0 +1,94 @@
+package runbooks
+
+import (
+	"io/fs"
+	"os"
+	"sort"
+)
+
+// Source is a place runbooks are loaded from.
+type Source struct {
+	// Name prefixes the file names in errors and in Runbook.Source:
+	// "builtin" or the configured directory.
+	Name string
+	FS   fs.FS
+}
+
+// BuiltinSource is the embedded library, named "builtin".
+func BuiltinSource() Source { return Source{Name: "builtin", FS: Builtin()} }
+
+// DirSource is a runbook directory on disk. Nothing is read until the
+// source is loaded.
+func DirSource(dir string) Source { return Source{Name: dir, FS: os.DirFS(dir)} }
+
+// Override records a runbook that a later source replaced.
+type Override struct {
+	Name string
+	// Source is the file that is used now; Replaced is the one it hides.
+	Source, Replaced string
+}
+
+// Library is the set of runbooks the bot offers, by name. It is immutable
+// and safe for concurrent use; build a new one to reload.
+type Library struct {
+	byName    map[string]*Runbook
+	overrides []Override
+}
+
+// NewLibrary loads the sources in order; a runbook from a later source
+// replaces an earlier one with the same name (pass BuiltinSource() first
+// so configured directories override built-ins). Two files with the same
+// name inside one source are an error.
+//
+// When some files are invalid, NewLibrary returns the library of the valid
+// runbooks together with an ErrorList of every problem, so the caller can
+// choose between refusing to start and carrying on with a warning.
+func NewLibrary(cat Catalog, sources ...Source) (*Library, error) {
+	l := &Library{byName: map[string]*Runbook{}}
+	var errs ErrorList
+	for _, src := range sources {
+		rbs, err := loadFS(src.FS, src.Name, cat)
+		errs = append(errs, errorsOf(src.Name, err)...)
+		for _, rb := range rbs {
+			if prev, ok := l.byName[rb.Name]; ok {
+				l.overrides = append(l.overrides, Override{Name: rb.Name, Source: rb.Source, Replaced: prev.Source})
+			}
+			l.byName[rb.Name] = rb
+		}
+	}
+	return l, errs.Err()
+}
+
+// Get returns the runbook with the given name.
+func (l *Library) Get(name string) (*Runbook, bool) {
+	rb, ok := l.byName[name]
+	return rb, ok
+}
+
+// List returns the runbooks sorted by name.
+func (l *Library) List() []*Runbook {
+	out := make([]*Runbook, 0, len(l.byName))
+	for _, rb := range l.byName {
+		out = append(out, rb)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Names returns the runbook names, sorted.
+func (l *Library) Names() []string {
+	out := make([]string, 0, len(l.byName))
+	for name := range l.byName {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Overridden lists the runbooks a later source replaced, sorted by name
+// (for `groundcrew lint`, startup logs and /runbook list).
+func (l *Library) Overridden() []Override {
+	out := append([]Override(nil), l.overrides...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

@@ -1,0 +1,137 @@
+package runbooks
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func names(rbs []*Runbook) []string {
+	out := make([]string, len(rbs))
+	for i, rb := range rbs {
+		out[i] = rb.Name
+	}
+	return out
+}
+
+func TestLoadFS_Good(t *testing.T) {
+	rbs, err := LoadFS(os.DirFS(filepath.Join("testdata", "good")), testCatalog())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"echo", "minimal", "worker-stalled"}, names(rbs), "recursive, *.yaml and *.yml, sorted by name")
+	assert.Equal(t, "nested/echo.yml", rbs[0].Source)
+}
+
+func TestLoadFS_CollectsErrorsFromAllFiles(t *testing.T) {
+	rbs, err := LoadFS(os.DirFS(filepath.Join("testdata", "library", "broken")), testCatalog())
+	require.Error(t, err)
+	var list ErrorList
+	require.True(t, errors.As(err, &list))
+	assert.Equal(t, []string{
+		`bad.yaml:4:11: unknown step kind "nope" (kinds: query, action, approval, manual, wait)`,
+		`dup2.yaml:1:7: runbook "extra" is already defined in dup.yaml`,
+	}, errorStrings(list))
+	assert.Equal(t, []string{"extra"}, names(rbs), "valid runbooks are still returned")
+}
+
+func TestLoadFS_SkipsHiddenAndOtherFiles(t *testing.T) {
+	fsys := fstest.MapFS{
+		"a.yaml":         {Data: []byte("name: a\nsteps:\n  - id: x\n    kind: manual\n    text: t\n")},
+		"notes.md":       {Data: []byte("# not a runbook")},
+		".hidden.yaml":   {Data: []byte("garbage: [")},
+		".git/x.yaml":    {Data: []byte("garbage: [")},
+		"sub/b.yml":      {Data: []byte("name: b\nsteps:\n  - id: x\n    kind: manual\n    text: t\n")},
+		"sub/empty.yaml": {Data: []byte("")},
+	}
+	rbs, err := LoadFS(fsys, testCatalog())
+	require.Error(t, err)
+	assert.Equal(t, "sub/empty.yaml:1:1: file is empty; a runbook needs at least name and steps", err.Error())
+	assert.Equal(t, []string{"a", "b"}, names(rbs))
+}
+
+func TestLint(t *testing.T) {
+	assert.Empty(t, Lint(os.DirFS(filepath.Join("testdata", "good")), testCatalog()))
+	list := Lint(os.DirFS(filepath.Join("testdata", "bad")), testCatalog())
+	assert.Greater(t, len(list), 60, "every bad file contributes")
+	for _, e := range list {
+		assert.NotEmpty(t, e.File)
+	}
+}
+
+func errorStrings(list ErrorList) []string {
+	out := make([]string, len(list))
+	for i, e := range list {
+		out[i] = e.Error()
+	}
+	return out
+}
+
+func TestNewLibrary_Override(t *testing.T) {
+	lib, err := NewLibrary(testCatalog(),
+		Source{Name: "builtin", FS: os.DirFS(filepath.Join("testdata", "library", "builtin"))},
+		DirSource(filepath.Join("testdata", "library", "config")),
+	)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"bye", "extra", "hello"}, names(lib.List()))
+	assert.Equal(t, []string{"bye", "extra", "hello"}, lib.Names())
+
+	hello, ok := lib.Get("hello")
+	require.True(t, ok)
+	assert.Equal(t, "Our own hello", hello.Title, "the config directory wins")
+	assert.Equal(t, filepath.Join("testdata", "library", "config")+"/hello.yaml", hello.Source)
+
+	bye, ok := lib.Get("bye")
+	require.True(t, ok)
+	assert.Equal(t, "builtin/bye.yaml", bye.Source)
+
+	_, ok = lib.Get("nope")
+	assert.False(t, ok)
+
+	assert.Equal(t, []Override{{
+		Name:     "hello",
+		Source:   filepath.Join("testdata", "library", "config") + "/hello.yaml",
+		Replaced: "builtin/hello.yaml",
+	}}, lib.Overridden())
+}
+
+func TestNewLibrary_ErrorsKeepValidRunbooks(t *testing.T) {
+	lib, err := NewLibrary(testCatalog(),
+		Source{Name: "builtin", FS: os.DirFS(filepath.Join("testdata", "library", "builtin"))},
+		Source{Name: "/etc/runbooks", FS: os.DirFS(filepath.Join("testdata", "library", "broken"))},
+	)
+	require.Error(t, err)
+	var list ErrorList
+	require.True(t, errors.As(err, &list))
+	assert.Equal(t, []string{
+		`/etc/runbooks/bad.yaml:4:11: unknown step kind "nope" (kinds: query, action, approval, manual, wait)`,
+		`/etc/runbooks/dup2.yaml:1:7: runbook "extra" is already defined in /etc/runbooks/dup.yaml`,
+	}, errorStrings(list))
+	require.NotNil(t, lib)
+	assert.Equal(t, []string{"bye", "extra", "hello"}, lib.Names())
+	assert.Empty(t, lib.Overridden())
+}
+
+func TestBuiltin_Loads(t *testing.T) {
+	lib, err := NewLibrary(testCatalog(), BuiltinSource())
+	require.NoError(t, err)
+	hello, ok := lib.Get("hello")
+	require.True(t, ok)
+	assert.Equal(t, "builtin/hello.yaml", hello.Source)
+	for _, rb := range lib.List() {
+		assert.NotEmpty(t, rb.Title, "built-in %s has a title", rb.Name)
+		assert.NotEmpty(t, rb.Description, "built-in %s has a description", rb.Name)
+	}
+}
+
+func TestLoadSource_PrefixesFileNames(t *testing.T) {
+	_, err := LoadSource(DirSource(filepath.Join("testdata", "library", "broken")), testCatalog())
+	require.Error(t, err)
+	var list ErrorList
+	require.True(t, errors.As(err, &list))
+	require.NotEmpty(t, list)
+	assert.Equal(t, filepath.Join("testdata", "library", "broken")+"/bad.yaml", list[0].File)
+}
