@@ -1,0 +1,97 @@
+package console_test
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/adapters/console"
+	"github.com/groundcrew/groundcrew/adapters/core"
+	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/bot/bottest"
+	"github.com/groundcrew/groundcrew/runbooks"
+	"github.com/groundcrew/groundcrew/store"
+)
+
+const rb = `
+name: prune
+title: Prune stalled workers
+description: test
+steps:
+  - id: list
+    kind: query
+    title: Workers
+    op: fake.workers
+  - id: check
+    kind: manual
+    title: Check the worker
+    text: "ssh {{ .vars.zone }}"
+  - id: prune
+    kind: action
+    title: Prune
+    op: fake.prune
+`
+
+// TestConsole_ScriptedSession drives a whole run through the console as
+// three users, the way the demo and `serve` with piped input do.
+func TestConsole_ScriptedSession(t *testing.T) {
+	world := bottest.NewWorld(map[string]string{"w-0": "stalled", "w-1": "running"})
+	db, err := store.Open(filepath.Join(t.TempDir(), "gc.db"), store.Options{})
+	require.NoError(t, err)
+	defer db.Close()
+	reg, err := bot.NewRegistry(core.Provider{}, world)
+	require.NoError(t, err)
+	lib, err := runbooks.NewLibrary(reg, runbooks.Source{Name: "t", FS: fstest.MapFS{"p.yaml": {Data: []byte(rb)}}})
+	require.NoError(t, err)
+
+	script := strings.Join([]string{
+		"# a comment is narration",
+		"/runbook run prune",
+		"/as bob",
+		"/react manual ✅",
+		"/as alice",
+		"/react gate ✅",
+		"/as carol",
+		":white_check_mark: gate",
+		"/frobnicate",
+		"/runbook lsit",
+	}, "\n")
+	var out bytes.Buffer
+	var eng *bot.Engine
+	c := console.New(console.Config{Groups: map[string][]string{"oncall": {"bob", "carol"}}}, strings.NewReader(script), &out,
+		console.Options{Echo: true, AfterLine: func() { _ = eng.WaitIdle(context.Background()) }})
+	eng, err = bot.New(bot.Options{Store: db, Chat: c, Ops: reg, Library: lib,
+		Targets:   map[string]bot.TargetInfo{"infra-prd": {Vars: map[string]string{"zone": "infra-prd"}}},
+		Approvals: bot.ApprovalConfig{Default: bot.Policy{Approvers: []string{"group:oncall"}}}})
+	require.NoError(t, err)
+	require.NoError(t, c.Run(context.Background(), eng))
+	require.NoError(t, eng.WaitIdle(context.Background()))
+
+	got := out.String()
+	for _, want := range []string{
+		"# a comment is narration",
+		"alice> /runbook run prune",
+		"🛠 prune on `infra-prd` — started by @alice",
+		"1/3 ✅ Workers — 2 workers, 1 not running",
+		"ssh infra-prd",
+		"[Done] [Skip] [Failed]",
+		"@bob reacted :white_check_mark:",
+		"Approval needed",
+		"(only @alice sees this) 🚫 Your approval on",
+		"you started this run",
+		"Approved by @carol",
+		"✅ prune on `infra-prd` finished",
+		"unknown console command /frobnicate",
+		"Did you mean `list`?",
+	} {
+		assert.Contains(t, got, want)
+	}
+	assert.Equal(t, 1, world.CallCount("fake.prune"))
+	assert.Equal(t, "", world.State("w-0"))
+}

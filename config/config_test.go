@@ -1,0 +1,98 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func write(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+	return p
+}
+
+func TestParse_GoodConfigResolvesSecrets(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "pw", "s3cret\n")
+	write(t, dir, "dsn", "postgres://concourse:pw@db:5432/concourse?sslmode=disable\n")
+	p := write(t, dir, "groundcrew.yaml", `
+store: gc.db
+chat: {platform: console}
+targets:
+  infra-prd:
+    url: https://ci.infra-prd.example.com
+    username: groundcrew
+    password_file: pw
+    database: {dsn_file: dsn}
+    vars: {zone: infra-prd, target: infra}
+approvals:
+  default: {approvers: [group:ci-oncall], required: 1, expires: 30m}
+  targets: {infra-prd: {required: 2}}
+digests:
+  - {target: infra-prd, channel: "#ci-ops", schedule: "0 8 * * 1-5", timezone: Europe/Paris}
+`)
+	c, err := Load(p)
+	require.NoError(t, err)
+	assert.Equal(t, "s3cret", c.Targets["infra-prd"].Password.Value())
+	assert.Equal(t, "main", c.Targets["infra-prd"].Team, "default team")
+	assert.Equal(t, 2, c.Approvals.Targets["infra-prd"].Required)
+	db, ok := c.DatabaseConfig("infra-prd")
+	require.True(t, ok)
+	assert.Contains(t, db.DSN, "concourse:pw@db")
+	assert.NotContains(t, fmt.Sprintf("%v %+v", c.Targets["infra-prd"], c), "s3cret", "secrets never print")
+}
+
+func TestParse_EnvOverridesSecret(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("GROUNDCREW_TARGET_INFRA_PRD_PASSWORD", "from-env")
+	p := write(t, dir, "g.yaml", "targets:\n  infra-prd: {url: https://ci.example.com, username: gc}\n")
+	c, err := Load(p)
+	require.NoError(t, err)
+	assert.Equal(t, "from-env", c.Targets["infra-prd"].Password.Value())
+}
+
+func TestParse_Errors(t *testing.T) {
+	cases := []struct{ name, body, want string }{
+		{"unknown key with line", "targets:\n  x: {url: https://a.b, pasword: x}\n", "line 2: field pasword not found"},
+		{"no targets", "chat: {platform: console}\n", "no Concourse target is configured"},
+		{"bad platform", "chat: {platform: teams}\ntargets: {x: {url: https://a.b}}\n", `chat.platform: "teams" is not a platform`},
+		{"bad url", "targets: {x: {url: ci.example.com}}\n", `targets.x.url: "ci.example.com" is not an http(s) URL`},
+		{"missing password", "targets: {x: {url: https://a.b, username: gc}}\n", "username \"gc\" has no password: set password_file"},
+		{"missing password file", "targets: {x: {url: https://a.b, username: gc, password_file: /nope}}\n", "password_file: reading /nope"},
+		{"both inline and file", "targets: {x: {url: https://a.b, password: a, password_file: /nope}}\n", "use either"},
+		{"approvals for unknown target", "targets: {x: {url: https://a.b}}\napprovals: {targets: {y: {required: 2}}}\n", `approvals.targets.y: no target "y"`},
+		{"bad cron", "targets: {x: {url: https://a.b}}\ndigests: [{target: x, channel: '#a', schedule: '0 8 * *'}]\n", "digests[0].schedule"},
+		{"bad timezone", "targets: {x: {url: https://a.b}}\ndigests: [{target: x, channel: '#a', schedule: '0 8 * * *', timezone: Mars/Base}]\n", "digests[0].timezone"},
+		{"bad duration", "targets: {x: {url: https://a.b}}\napprovals: {default: {expires: soon}}\n", "not a duration"},
+		{"runbook dir missing", "targets: {x: {url: https://a.b}}\nrunbooks: [/does/not/exist]\n", "runbooks[0]: /does/not/exist is not a directory"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := write(t, t.TempDir(), "g.yaml", c.body)
+			_, err := Load(p)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), c.want)
+			assert.Contains(t, err.Error(), p, "errors name the file")
+		})
+	}
+}
+
+func TestExampleConfigIsValid(t *testing.T) {
+	data, err := os.ReadFile("../deploy/groundcrew.example.yaml")
+	require.NoError(t, err)
+	_, err = Parse("groundcrew.example.yaml", data)
+	// The example points at secret files that do not exist here; every
+	// other part must be valid.
+	require.Error(t, err)
+	var errs Errors
+	require.ErrorAs(t, err, &errs)
+	for _, e := range errs {
+		assert.Contains(t, e.Msg, "_file", "unexpected problem in the example: %s", e)
+	}
+}
