@@ -26,7 +26,7 @@ var verbs = []struct{ name, usage, help string }{
 	{"show", "show <runbook>", "describe a runbook: parameters and steps"},
 	{"run", "run <runbook> [target=<target>] [key=value …] [--dry-run]", "start a run; --dry-run runs only the read-only steps and shows the plans"},
 	{"status", "status [run]", "show a run, or the active runs"},
-	{"approve", "approve <run> [reason]", "approve the run's open approval request"},
+	{"approve", "approve <run> [reason | --break-glass <reason>]", "approve the run's open approval request"},
 	{"reject", "reject <run> [reason]", "reject the run's open approval request"},
 	{"done", "done <run> [note]", "mark the run's open manual step done"},
 	{"skip", "skip <run> [note]", "skip the run's open manual step"},
@@ -236,6 +236,10 @@ func (e *Engine) command(ctx context.Context, ev Event) error {
 			return err
 		}
 	case "approve", "reject":
+		if reason, ok := strings.CutPrefix(c.Rest, "--break-glass"); ok && c.Verb == "approve" {
+			e.breakGlass(ctx, c.Name, ev.Conversation, ev.User, strings.TrimSpace(reason))
+			return nil
+		}
 		e.vote(ctx, c.Name, MessageRef{}, ev.Conversation, ev.User, c.Verb == "approve", false, "command", c.Rest)
 	case "done":
 		e.manualResponse(ctx, c.Name, MessageRef{}, ev.Conversation, ev.User, StepSucceeded, c.Rest)
@@ -279,6 +283,26 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 			msg += fmt.Sprintf(" Did you mean `%s`?", s)
 		}
 		return &UserError{Msg: msg + " Configured targets: " + strings.Join(quoteAll(targets), ", ") + "."}
+	}
+	changing := false
+	for _, s := range rb.Steps {
+		if op, ok := e.o.Ops.Get(s.Op); ok && op.Class != ClassRead && s.Kind != runbooks.KindWait {
+			changing = true
+		}
+	}
+	if src, list := e.runPolicySource(target, rb.Name, changing); len(list) > 0 {
+		ok, err := InList(ctx, list, ev.User, e.groups.member)
+		if err != nil {
+			return fmt.Errorf("checking who may run %s: %w", rb.Name, err)
+		}
+		if !ok {
+			kind := "read-only runbooks"
+			if changing {
+				kind = "runbooks that change things"
+			}
+			e.audit(ctx, AuditEntry{Actor: ev.User.ID, Action: "run_refused", Target: target, Detail: rb.Name + ": " + src})
+			return &UserError{Msg: fmt.Sprintf("⛔ You may not run `%s` on `%s`: policy `%s` allows only %s to start %s there.", rb.Name, target, src, displayList(list), kind)}
+		}
 	}
 	params, err := runbooks.ValidateParams(rb, c.Params)
 	if err != nil {

@@ -329,6 +329,21 @@ func (e *Engine) policyFor(target, runbook, op string) Policy {
 		if q.SelfApproval {
 			p.SelfApproval = true
 		}
+		if len(q.RequireGroups) > 0 {
+			p.RequireGroups = q.RequireGroups
+		}
+		if q.Reject != "" {
+			p.Reject = q.Reject
+		}
+		if len(q.BreakGlass) > 0 {
+			p.BreakGlass = q.BreakGlass
+		}
+		if len(q.Runners) > 0 {
+			p.Runners = q.Runners
+		}
+		if len(q.ReadOnlyRunners) > 0 {
+			p.ReadOnlyRunners = q.ReadOnlyRunners
+		}
 	}
 	q, ok := e.o.Approvals.Targets[target]
 	over(q, ok)
@@ -339,6 +354,23 @@ func (e *Engine) policyFor(target, runbook, op string) Policy {
 		over(q, ok)
 	}
 	return p.withDefaults()
+}
+
+// runPolicySource names the config key that decides who may start a run,
+// for the refusal message.
+func (e *Engine) runPolicySource(target, runbook string, changing bool) (string, []string) {
+	field := "read_only_runners"
+	get := func(p Policy) []string { return p.ReadOnlyRunners }
+	if changing {
+		field, get = "runners", func(p Policy) []string { return p.Runners }
+	}
+	if p, ok := e.o.Approvals.Runbooks[runbook]; ok && len(get(p)) > 0 {
+		return "approvals.runbooks." + runbook + "." + field, get(p)
+	}
+	if p, ok := e.o.Approvals.Targets[target]; ok && len(get(p)) > 0 {
+		return "approvals.targets." + target + "." + field, get(p)
+	}
+	return "approvals.default." + field, get(e.o.Approvals.Default)
 }
 
 // targets returns the configured target names, sorted.

@@ -332,3 +332,68 @@ func TestEngine_ApplyErrorFailsTheStep(t *testing.T) {
 	assert.Contains(t, r.Steps[2].Error, "500 boom")
 	_ = context.Background()
 }
+
+func TestEngine_RunPolicy(t *testing.T) {
+	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
+		o.Approvals.Targets = map[string]bot.Policy{"infra-prd": {Runners: []string{"group:ci-oncall"}}}
+	})
+	h.chat.Groups = map[string][]string{"ci-oncall": {"U2"}}
+	h.cmd(alice, "run prune target=infra-prd")
+	eph := h.chat.Ephemerals(alice.ID)
+	require.NotEmpty(t, eph)
+	assert.Contains(t, eph[len(eph)-1], "You may not run `prune` on `infra-prd`: policy `approvals.targets.infra-prd.runners` allows only @ci-oncall")
+	runs, _ := h.db.ListRuns(h.ctx, bot.RunQuery{})
+	assert.Empty(t, runs)
+	h.cmd(bob, "run prune target=infra-prd")
+	assert.Equal(t, bot.RunAwaitingManual, h.onlyRun().State)
+}
+
+func TestEngine_BreakGlass(t *testing.T) {
+	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
+		o.Approvals.Default = bot.Policy{Required: 2, BreakGlass: []string{"@alice"}}
+	})
+	h.cmd(alice, "run prune target=infra-prd worker=w-0")
+	h.react(bob, h.stepRef("check"), "white_check_mark")
+	r := h.onlyRun()
+	h.cmd(bob, "approve "+r.ID+" --break-glass no other approver awake")
+	assert.Contains(t, last(h.chat.Ephemerals(bob.ID)), "Only @alice may break glass")
+	h.cmd(alice, "approve "+r.ID+" --break-glass")
+	assert.Contains(t, last(h.chat.Ephemerals(alice.ID)), "needs a reason")
+	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State)
+	h.cmd(alice, "approve "+r.ID+" --break-glass customer outage, prune now")
+	assert.Equal(t, bot.RunSucceeded, h.onlyRun().State, h.chat.Transcript())
+	m, ok := h.chat.Find("Break-glass")
+	require.True(t, ok)
+	assert.True(t, m.Msg.Broadcast)
+	audit, err := h.db.AuditEntries(h.ctx, r.ID)
+	require.NoError(t, err)
+	found := false
+	for _, a := range audit {
+		if a.Action == "break_glass" && a.Actor == alice.ID && a.Detail == "customer outage, prune now" {
+			found = true
+		}
+	}
+	assert.True(t, found, "break-glass is audited")
+}
+
+func TestEngine_RequireGroups(t *testing.T) {
+	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
+		o.Approvals.Default = bot.Policy{Required: 1, RequireGroups: []string{"group:dba"}}
+	})
+	h.chat.Groups = map[string][]string{"dba": {"U3"}}
+	h.cmd(alice, "run prune target=infra-prd worker=w-0")
+	h.react(bob, h.stepRef("check"), "white_check_mark")
+	h.react(bob, h.gateRef(), "white_check_mark")
+	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State)
+	gate, _ := h.chat.Find("Still needed")
+	assert.Contains(t, gate.Msg.Text, "Still needed: one from @dba")
+	h.react(carol, h.gateRef(), "white_check_mark")
+	assert.Equal(t, bot.RunSucceeded, h.onlyRun().State)
+}
+
+func last(xs []string) string {
+	if len(xs) == 0 {
+		return ""
+	}
+	return xs[len(xs)-1]
+}

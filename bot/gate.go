@@ -378,6 +378,10 @@ func (e *Engine) vote(ctx context.Context, runID string, ref MessageRef, conv Co
 		return
 	}
 	why, err := CheckVoter(ctx, g.Policy, r.Requester, user, e.groups.member)
+	var groups []string
+	if err == nil && why == "" {
+		groups, err = voterGroups(ctx, g.Policy, user, e.groups.member)
+	}
 	if err != nil {
 		e.reply(ctx, conv, user, "⚠️ Could not check your approval rights: "+userMessage(err)+". Try again in a minute.")
 		return
@@ -406,7 +410,7 @@ func (e *Engine) vote(ctx context.Context, runID string, ref MessageRef, conv Co
 			b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVote, Actor: user.ID, PlanHash: g.PlanHash, Message: "withdrew " + verb})
 			b.AuditLog(AuditEntry{Time: now, Actor: user.ID, Action: "vote_withdrawn", Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: via})
 		} else {
-			g.castVote(Vote{User: user, Approve: approve, Reason: reason, At: now, Via: via, PlanHash: g.PlanHash})
+			g.castVote(Vote{User: user, Approve: approve, Reason: reason, At: now, Via: via, PlanHash: g.PlanHash, Groups: groups})
 			b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVote, Actor: user.ID, PlanHash: g.PlanHash, Message: verb + optional(reason)})
 			b.AuditLog(AuditEntry{Time: now, Actor: user.ID, Action: verb, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: via, Detail: reason})
 		}
@@ -443,6 +447,63 @@ func (e *Engine) vote(ctx context.Context, runID string, ref MessageRef, conv Co
 		e.kick(runID)
 	case GateRejected:
 		e.announceEnd(ctx, r)
+	}
+}
+
+// breakGlass lets a break-glass user approve a gate alone, with a reason.
+func (e *Engine) breakGlass(ctx context.Context, runID string, conv Conversation, user User, reason string) {
+	r, ok := e.runFor(ctx, runID, conv, user)
+	if !ok {
+		return
+	}
+	g := r.Gate
+	if r.State.Terminal() || g == nil || g.Decision != GatePending {
+		e.reply(ctx, conv, user, fmt.Sprintf("Run `%s` has no open approval request.", r.ID))
+		return
+	}
+	if len(g.Policy.BreakGlass) == 0 {
+		e.reply(ctx, conv, user, "Break-glass is not enabled for this gate (set `break_glass` in the approval policy).")
+		return
+	}
+	in, err := InList(ctx, g.Policy.BreakGlass, user, e.groups.member)
+	if err != nil || !in {
+		e.reply(ctx, conv, user, fmt.Sprintf("⛔ Only %s may break glass.", displayList(g.Policy.BreakGlass)))
+		return
+	}
+	if len(strings.Fields(reason)) < 2 {
+		e.reply(ctx, conv, user, fmt.Sprintf("A break-glass approval needs a reason: `/runbook approve %s --break-glass <why this cannot wait>`.", r.ID))
+		return
+	}
+	now := e.o.Now()
+	r, err = e.update(ctx, runID, func(r *Run, b *Batch) error {
+		if r.Gate == nil || r.Gate.ID != g.ID || r.Gate.Decision != GatePending {
+			return errRunOver
+		}
+		g := r.Gate
+		g.castVote(Vote{User: user, Approve: true, Reason: reason, At: now, Via: "command", PlanHash: g.PlanHash, BreakGlass: true})
+		g.Decision = GateApproved
+		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, Actor: user.ID, PlanHash: g.PlanHash, Message: "BREAK-GLASS approval by " + user.Display() + ": " + reason})
+		b.AuditLog(AuditEntry{Time: now, Actor: user.ID, Action: "break_glass", Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: "command", Detail: reason})
+		return r.setState(RunRunning)
+	})
+	if err != nil {
+		return
+	}
+	e.log.Warn("break-glass approval", "run", runID, "user", user.ID, "reason", reason)
+	e.updateGateMessage(ctx, r, r.Gate)
+	e.postThread(ctx, r, "breakglass", g.StepID, Message{Broadcast: true,
+		Text: fmt.Sprintf("🚨 *Break-glass*: %s overrode the approval of `%s` (%s): %s", user.Display(), r.ID, g.Plan.Summary, reason)})
+	e.refreshRoot(ctx, r)
+	e.kick(runID)
+}
+
+// audit appends one audit entry outside a run update.
+func (e *Engine) audit(ctx context.Context, a AuditEntry) {
+	if a.Time.IsZero() {
+		a.Time = e.o.Now()
+	}
+	if err := e.o.Store.AppendAudit(ctx, a); err != nil {
+		e.log.Error("writing the audit log", "err", err)
 	}
 }
 

@@ -215,7 +215,10 @@ func (e *Engine) renderGate(r *Run, g *Gate) Message {
 	var btns []Button
 	if g.Decision == GatePending {
 		left := g.ExpiresAt.Sub(e.o.Now())
-		fmt.Fprintf(&b, "\n%s · expires in %s", g.Policy.Describe(r.Requester), humanDuration(left))
+		fmt.Fprintf(&b, "\n%s · expires in %s (%s UTC)", g.Policy.Describe(r.Requester), humanDuration(left), g.ExpiresAt.UTC().Format("15:04"))
+		if m := Missing(g); m != "" && len(g.Votes) > 0 {
+			fmt.Fprintf(&b, "\nStill needed: %s", m)
+		}
 		fmt.Fprintf(&b, "\nReact ✅ to approve or ❌ to reject — or `/runbook approve %s` / `/runbook reject %s <reason>`", r.ID, r.ID)
 		v := r.ID + "|" + g.ID
 		btns = []Button{{Action: "approve", Label: "Approve", Value: v, Style: "primary"}, {Action: "reject", Label: "Reject", Value: v, Style: "danger"}}
@@ -227,6 +230,9 @@ func (e *Engine) renderGate(r *Run, g *Gate) Message {
 		verb := "✅ approved"
 		if !v.Approve {
 			verb = "❌ rejected"
+		}
+		if v.BreakGlass {
+			verb = "🚨 BREAK-GLASS approved"
 		}
 		fmt.Fprintf(&b, "\n• %s %s %s (%s)%s", v.User.Display(), verb, v.At.UTC().Format("15:04"), v.Via, optional(v.Reason))
 	}

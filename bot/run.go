@@ -177,6 +177,10 @@ type Vote struct {
 	At       time.Time `json:"at"`
 	Via      string    `json:"via"` // "reaction", "button", "command"
 	PlanHash string    `json:"plan_hash,omitempty"`
+	// Groups are the policy's required groups the voter belonged to when voting.
+	Groups []string `json:"groups,omitempty"`
+	// BreakGlass marks an override by a break-glass user.
+	BreakGlass bool `json:"break_glass,omitempty"`
 }
 
 // Refusal is a vote that did not count, with why.

@@ -47,6 +47,9 @@ type Config struct {
 
 	// Path is where the file was read from.
 	Path string `yaml:"-"`
+	// SelfApprovalAt lists the policies that let requesters approve their
+	// own runs; the binary logs each one loudly at start.
+	SelfApprovalAt []string `yaml:"-"`
 }
 
 // Server is the bot's HTTP server (Slack/Mattermost callbacks, health).
@@ -316,12 +319,19 @@ func (c *Config) validate() Errors {
 			}
 		}
 	}
+	var selfApproval []string
 	checkPolicy := func(path string, pol bot.Policy) {
 		if pol.Required < 0 {
 			add(path+".required", "must be at least 1")
 		}
 		if pol.Expires < 0 {
 			add(path+".expires", "must be positive")
+		}
+		if pol.Reject != "" && pol.Reject != "any" && pol.Reject != "quorum" {
+			add(path+".reject", "%q: use any (one reject rejects) or quorum", pol.Reject)
+		}
+		if pol.SelfApproval {
+			selfApproval = append(selfApproval, path)
 		}
 		for _, a := range pol.Approvers {
 			if strings.TrimSpace(a) == "" || a == "group:" {
@@ -342,6 +352,7 @@ func (c *Config) validate() Errors {
 	for n, pol := range c.Approvals.Operations {
 		checkPolicy("approvals.operations."+n, pol)
 	}
+	c.SelfApprovalAt = selfApproval
 	parser := cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 	for i, d := range c.Digests {
 		p := fmt.Sprintf("digests[%d]", i)

@@ -121,6 +121,9 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 		a.log.Info("runbook overridden", "runbook", ov.Name, "by", ov.Source, "replaces", ov.Replaced)
 	}
 	a.lib = lib
+	for _, p := range cfg.SelfApprovalAt {
+		a.log.Warn("SELF-APPROVAL ENABLED: requesters may approve their own destructive steps", "policy", p)
+	}
 
 	db, err := store.Open(cfg.Store, store.Options{})
 	if err != nil {
