@@ -32,6 +32,7 @@ var verbs = []struct{ name, usage, help string }{
 	{"skip", "skip <run> [note]", "skip the run's open manual step"},
 	{"fail", "fail <run> [note]", "mark the run's open manual step failed"},
 	{"cancel", "cancel <run> [reason]", "stop a run (a call in flight finishes first)"},
+	{"summary", "summary [run]", "summarise a run, or (in a thread) every run and message of the incident thread"},
 	{"help", "help", "show this help"},
 }
 
@@ -82,7 +83,7 @@ func Parse(text string) (Command, error) {
 			return c, usage()
 		}
 		c.Name = args[0]
-	case "status":
+	case "status", "summary":
 		if len(args) > 1 {
 			return c, usage()
 		}
@@ -249,6 +250,8 @@ func (e *Engine) command(ctx context.Context, ev Event) error {
 		e.manualResponse(ctx, c.Name, MessageRef{}, ev.Conversation, ev.User, StepFailed, c.Rest)
 	case "cancel":
 		e.cancel(ctx, c.Name, ev.Conversation, ev.User, c.Rest)
+	case "summary":
+		e.summaryCommand(ctx, ev, c.Name)
 	}
 	return nil
 }
@@ -547,4 +550,55 @@ func (e *Engine) statusText(ctx context.Context, id string, conv Conversation) s
 		b.WriteString(line + "\n")
 	}
 	return b.String()
+}
+
+// summaryCommand posts a run summary, or the incident summary of the thread.
+func (e *Engine) summaryCommand(ctx context.Context, ev Event, runID string) {
+	if runID != "" {
+		r, ok := e.runFor(ctx, runID, ev.Conversation, ev.User)
+		if !ok {
+			return
+		}
+		j, err := e.o.Store.Journal(ctx, r.ID)
+		if err != nil {
+			e.reply(ctx, ev.Conversation, ev.User, "⚠️ Could not read the journal: "+userMessage(err))
+			return
+		}
+		e.post(ctx, ev.Conversation, e.Summary(r, j))
+		return
+	}
+	thread := ev.Conversation.Thread
+	if thread == "" {
+		e.reply(ctx, ev.Conversation, ev.User, "Type `/runbook summary` inside the incident thread, or give a run id: `/runbook summary <run>`.")
+		return
+	}
+	runs, err := e.o.Store.ListRuns(ctx, RunQuery{Thread: thread})
+	if err != nil {
+		e.reply(ctx, ev.Conversation, ev.User, "⚠️ Could not list the runs: "+userMessage(err))
+		return
+	}
+	sort.Slice(runs, func(i, j int) bool { return runs[i].CreatedAt.Before(runs[j].CreatedAt) })
+	journals := map[string][]JournalEntry{}
+	for _, r := range runs {
+		journals[r.ID], _ = e.o.Store.Journal(ctx, r.ID)
+	}
+	var msgs []ThreadMessage
+	if tr, ok := e.o.Chat.(ThreadReader); ok {
+		msgs, err = tr.ReadThread(ctx, ev.Conversation)
+		if err != nil {
+			e.log.Warn("reading the thread for a summary", "err", err)
+		}
+	}
+	if len(runs) == 0 && len(msgs) == 0 {
+		e.reply(ctx, ev.Conversation, ev.User, "Nothing to summarise in this thread yet.")
+		return
+	}
+	e.post(ctx, ev.Conversation, e.IncidentSummary(runs, journals, msgs))
+}
+
+// post posts a message that belongs to no run (summaries, digests).
+func (e *Engine) post(ctx context.Context, to Conversation, m Message) {
+	if _, err := e.o.Chat.Post(ctx, to, m); err != nil {
+		e.toOutbox(ctx, OutboxItem{To: to, Message: m}, err)
+	}
 }

@@ -193,6 +193,9 @@ func (e *Engine) finish(ctx context.Context, id string, to RunState, msg string)
 // announceEnd posts the final message and refreshes the root message.
 func (e *Engine) announceEnd(ctx context.Context, r *Run) {
 	e.refreshRoot(ctx, r)
+	if j, err := e.o.Store.Journal(ctx, r.ID); err == nil {
+		e.postThread(ctx, r, "summary", "", e.Summary(r, j))
+	}
 	e.postThread(ctx, r, "final", "", e.renderFinal(r))
 }
 

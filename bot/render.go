@@ -267,26 +267,35 @@ func (e *Engine) renderFinal(r *Run) Message {
 	if r.Error != "" && r.State != RunSucceeded {
 		b.WriteString("\n" + r.Error)
 	}
-	fmt.Fprintf(&b, "\nDetails: `/runbook status %s`", r.ID)
+	fmt.Fprintf(&b, "\nSummary in the thread · `/runbook summary %s`", r.ID)
+	if fu := e.followUps(r); len(fu) > 0 && r.State != RunSucceeded {
+		b.WriteString(" · follow-up: " + fu[0])
+	}
 	return Message{Text: b.String(), Broadcast: true}
 }
 
-// changesMade summarises the write/destructive steps that ran.
+// changesMade summarises the write/destructive calls the run made (or
+// attempted: a call that failed may have changed part of its plan).
 func changesMade(r *Run) string {
 	var parts []string
 	for _, st := range r.Steps {
-		if st.Plan == nil && len(st.ApprovedBy) == 0 {
+		if st.Kind == string(runbooks.KindApproval) || len(st.ApprovedBy) == 0 && st.Plan == nil {
 			continue
 		}
-		if st.Status != StepSucceeded && st.Status != StepFailed {
-			continue
-		}
-		if st.Kind == string(runbooks.KindApproval) {
+		executed := len(st.ApprovedBy) > 0 || st.Status == StepSucceeded && !strings.HasPrefix(st.Summary, "nothing")
+		if !executed || st.Status != StepSucceeded && st.Status != StepFailed {
 			continue
 		}
 		s := st.Summary
 		if s == "" && st.Plan != nil {
 			s = st.Plan.Summary
+		}
+		if st.Status == StepFailed {
+			what := "the call"
+			if st.Plan != nil {
+				what = st.Plan.Summary
+			}
+			s = "attempted " + what + " — failed: " + st.Error
 		}
 		if len(st.ApprovedBy) > 0 {
 			s += " (approved by " + userList(st.ApprovedBy) + ")"

@@ -2,8 +2,11 @@ package bot
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
+
+	"github.com/groundcrew/groundcrew/runbooks"
 )
 
 // RunMarkdown renders a run and its journal as Markdown ready to paste into
@@ -43,7 +46,7 @@ func RunMarkdown(r *Run, journal []JournalEntry) string {
 		if st.Error != "" {
 			res = strings.TrimSpace(res + " " + st.Error)
 		}
-		if st.By != nil {
+		if st.By != nil && !strings.Contains(res, st.By.Display()) {
 			res += " (" + st.By.Display() + ")"
 		}
 		if len(st.ApprovedBy) > 0 {
@@ -98,4 +101,211 @@ func sortedStrings(xs []string) []string {
 		}
 	}
 	return out
+}
+
+// Summary renders the end-of-run summary from the run and its journal: a
+// short message for the thread, with the details one tap away.
+func (e *Engine) Summary(r *Run, journal []JournalEntry) Message {
+	now := e.o.Now()
+	var b strings.Builder
+	fmt.Fprintf(&b, "📋 *Summary* of `%s` — %s on `%s`: %s %s after %s\n", r.ID, r.Runbook, r.Target, runIcon(r.State), r.State, humanDuration(r.Duration(now)))
+	counts := map[StepStatus]int{}
+	for _, st := range r.Steps {
+		counts[st.Status]++
+	}
+	var cs []string
+	for _, s := range []StepStatus{StepSucceeded, StepFailed, StepSkipped, StepCancelled, StepPending} {
+		if counts[s] > 0 {
+			label := string(s)
+			if s == StepPending {
+				label = "not run"
+			}
+			cs = append(cs, fmt.Sprintf("%d %s", counts[s], label))
+		}
+	}
+	fmt.Fprintf(&b, "Started by %s · %d steps: %s", r.Requester.Display(), len(r.Steps), strings.Join(cs, ", "))
+	if r.DryRun {
+		b.WriteString(" · dry run, nothing changed")
+	}
+	if c := changesMade(r); c != "" {
+		b.WriteString("\nChanges: " + c)
+	} else if !r.DryRun {
+		b.WriteString("\nChanges: none")
+	}
+	if r.Error != "" && r.State != RunSucceeded {
+		b.WriteString("\nWhy it stopped: " + r.Error)
+	}
+	if fu := e.followUps(r); len(fu) > 0 {
+		b.WriteString("\nFollow-up: " + strings.Join(fu, " · "))
+	}
+	return Message{Text: b.String(), Detail: summaryDetail(r, journal)}
+}
+
+// followUps renders the runbook's follow_up suggestions as commands.
+func (e *Engine) followUps(r *Run) []string {
+	if r.Spec == nil {
+		return nil
+	}
+	var out []string
+	env := e.env(r)
+	for _, f := range r.Spec.FollowUp {
+		s, err := runbooks.Render(f, env)
+		if err != nil || strings.TrimSpace(s) == "" {
+			continue
+		}
+		out = append(out, fmt.Sprintf("`/runbook run %s target=%s`", strings.TrimSpace(s), r.Target))
+	}
+	return out
+}
+
+// summaryDetail is the long part of a summary: steps, approvals, manual
+// steps, changes and what is still open.
+func summaryDetail(r *Run, journal []JournalEntry) string {
+	hm := func(t time.Time) string { return t.UTC().Format("15:04") }
+	var b strings.Builder
+	b.WriteString("Steps:\n")
+	for i := range r.Steps {
+		st := &r.Steps[i]
+		line := fmt.Sprintf("%d. %s %s", i+1, stepIcon(st), nonEmpty(st.Title, st.ID))
+		if st.Status == StepPending {
+			line += " — not run"
+		}
+		if st.Summary != "" {
+			line += " — " + st.Summary
+		}
+		if st.Error != "" {
+			line += " — " + st.Error
+		}
+		b.WriteString(line + "\n")
+	}
+	var approvals []string
+	for _, j := range journal {
+		switch j.Type {
+		case JVote, JVoteRefused:
+			approvals = append(approvals, fmt.Sprintf("• %s %s on `%s`: %s (plan %s)", hm(j.Time), actorName(j.Actor, r), j.Step, j.Message, short(j.PlanHash)))
+		case JGateDecided, JReconciled:
+			approvals = append(approvals, fmt.Sprintf("• %s `%s` %s (plan %s)", hm(j.Time), j.Step, j.Message, short(j.PlanHash)))
+		}
+	}
+	if len(approvals) > 0 {
+		b.WriteString("Approvals:\n" + strings.Join(approvals, "\n") + "\n")
+	}
+	var manual []string
+	for _, st := range r.Steps {
+		if st.Kind == string(runbooks.KindManual) && st.By != nil {
+			verb := map[StepStatus]string{StepSucceeded: "done", StepSkipped: "skipped", StepFailed: "marked failed"}[st.Status]
+			manual = append(manual, fmt.Sprintf("• %s — %s by %s at %s%s", nonEmpty(st.Title, st.ID), nonEmpty(verb, string(st.Status)), st.By.Display(), hm(st.FinishedAt), optional(st.Note)))
+		}
+	}
+	if len(manual) > 0 {
+		b.WriteString("Manual steps:\n" + strings.Join(manual, "\n") + "\n")
+	}
+	var changes []string
+	for _, st := range r.Steps {
+		if st.Plan == nil || st.Kind == string(runbooks.KindApproval) || len(st.ApprovedBy) == 0 || (st.Status != StepSucceeded && st.Status != StepFailed) {
+			continue
+		}
+		line := fmt.Sprintf("• %s: %s", st.ID, nonEmpty(st.Summary, st.Plan.Summary))
+		if st.Status == StepFailed {
+			line = fmt.Sprintf("• %s: attempted %s — failed: %s", st.ID, st.Plan.Summary, st.Error)
+		}
+		if failed := (Result{Items: st.Items}).Failed(); len(failed) > 0 {
+			var ids []string
+			for _, f := range failed {
+				ids = append(ids, f.ID)
+			}
+			line += fmt.Sprintf("; %d did not succeed: %s", len(failed), capList(ids, 20))
+		}
+		changes = append(changes, line)
+	}
+	if len(changes) > 0 {
+		b.WriteString("Changes made:\n" + strings.Join(changes, "\n") + "\n")
+	}
+	var open []string
+	if !r.State.Terminal() {
+		open = append(open, "• the run is still "+strings.ReplaceAll(string(r.State), "_", " ")+": "+stateLine(r))
+	}
+	for _, st := range r.Steps {
+		if st.Status == StepFailed {
+			open = append(open, fmt.Sprintf("• %s failed: %s", nonEmpty(st.Title, st.ID), st.Error))
+		}
+	}
+	if len(open) > 0 {
+		b.WriteString("Still open:\n" + strings.Join(open, "\n") + "\n")
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func actorName(id string, r *Run) string {
+	if id == r.Requester.ID {
+		return r.Requester.Display()
+	}
+	if r.Gate != nil {
+		for _, v := range r.Gate.Votes {
+			if v.User.ID == id {
+				return v.User.Display()
+			}
+		}
+	}
+	for _, st := range r.Steps {
+		for _, u := range st.ApprovedBy {
+			if u.ID == id {
+				return u.Display()
+			}
+		}
+		if st.By != nil && st.By.ID == id {
+			return st.By.Display()
+		}
+	}
+	return "@" + id
+}
+
+// IncidentSummary merges the runs started in a thread with the people's
+// messages of that thread into one timeline.
+func (e *Engine) IncidentSummary(runs []*Run, journals map[string][]JournalEntry, msgs []ThreadMessage) Message {
+	type item struct {
+		at   time.Time
+		text string
+	}
+	var items []item
+	for _, m := range msgs {
+		if m.Bot {
+			continue
+		}
+		items = append(items, item{m.Time, fmt.Sprintf("%s: %s", m.Author.Display(), firstLine(m.Text))})
+	}
+	var states []string
+	for _, r := range runs {
+		states = append(states, fmt.Sprintf("`%s` %s %s", r.ID, r.Runbook, r.State))
+		for _, j := range journals[r.ID] {
+			switch j.Type {
+			case JRunStarted:
+				items = append(items, item{j.Time, fmt.Sprintf("▶ `%s` %s started by %s", r.ID, r.Runbook, r.Requester.Display())})
+			case JGateDecided, JManualDone:
+				items = append(items, item{j.Time, fmt.Sprintf("`%s` %s: %s", r.ID, j.Step, j.Message)})
+			case JOutcome:
+				items = append(items, item{j.Time, fmt.Sprintf("`%s` %s changed: %s", r.ID, j.Step, j.Message)})
+			case JRunFinished, JRunCancelled:
+				items = append(items, item{j.Time, fmt.Sprintf("%s `%s` %s", runIcon(r.State), r.ID, j.Message)})
+			}
+		}
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].at.Before(items[j].at) })
+	var b strings.Builder
+	fmt.Fprintf(&b, "📋 *Incident summary* — %d run%s in this thread: %s", len(runs), plural(len(runs)), strings.Join(states, "; "))
+	var changes []string
+	for _, r := range runs {
+		if c := changesMade(r); c != "" {
+			changes = append(changes, "`"+r.ID+"`: "+c)
+		}
+	}
+	if len(changes) > 0 {
+		b.WriteString("\nChanges: " + strings.Join(changes, "; "))
+	}
+	var d strings.Builder
+	d.WriteString("Timeline (UTC):\n")
+	for _, it := range items {
+		fmt.Fprintf(&d, "%s %s\n", it.at.UTC().Format("15:04"), it.text)
+	}
+	return Message{Text: b.String(), Detail: strings.TrimRight(d.String(), "\n")}
 }

@@ -21,6 +21,7 @@ func (d *decoder) runbook(root *yaml.Node) *rawRunbook {
 		Title:       d.str(r.fields, "title"),
 		Description: d.str(r.fields, "description"),
 		Tags:        d.strList(r.fields, "tags"),
+		FollowUp:    d.strList(r.fields, "follow_up"),
 		Source:      d.file,
 	}
 	if f, ok := r.fields["params"]; ok {

@@ -37,6 +37,10 @@ type Runbook struct {
 	Tags   []string
 	Params []Param
 	Steps  []Step
+	// FollowUp suggests what to run next, shown in the run summary: each
+	// entry is "<runbook> [key=value …]", a template over params and vars
+	// ("worker-rebuild worker={{ .params.worker }}").
+	FollowUp []string
 	// Source is where the runbook came from ("builtin/worker-stalled.yaml" or a path).
 	Source string
 }

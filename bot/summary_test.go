@@ -1,0 +1,145 @@
+package bot_test
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/bot/bottest"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+var runIDs = regexp.MustCompile(`r-[0-9a-f]{4}`)
+
+// golden compares got with testdata/summaries/<name>.golden; -update rewrites it.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	got = runIDs.ReplaceAllString(got, "r-XXXX")
+	p := filepath.Join("testdata", "summaries", name+".golden")
+	if *update {
+		require.NoError(t, os.WriteFile(p, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(p)
+	require.NoError(t, err, "run go test ./bot -run TestSummary -update to create the golden file")
+	if string(want) != got {
+		_ = os.WriteFile(p+".act", []byte(got), 0o644)
+	}
+	assert.Equal(t, string(want), got, "golden %s differs (actual written to %s.act)", name, p)
+}
+
+func summaryOf(t *testing.T, h *harness) string {
+	r := h.onlyRun()
+	j, err := h.db.Journal(h.ctx, r.ID)
+	require.NoError(t, err)
+	m := h.eng.Summary(r, j)
+	return m.Text + "\n---\n" + m.Detail + "\n"
+}
+
+func TestSummary_Golden(t *testing.T) {
+	cases := []struct {
+		name  string
+		world func() *bottest.World
+		opts  func(*bot.Options)
+		play  func(h *harness)
+	}{
+		{"success", stalledWorld, nil, func(h *harness) {
+			h.cmd(alice, "run prune target=infra-prd worker=w-0")
+			h.clock.Advance(3 * 60e9)
+			h.react(bob, h.stepRef("check"), "white_check_mark")
+			h.react(alice, h.gateRef(), "white_check_mark")
+			h.clock.Advance(60e9)
+			h.react(carol, h.gateRef(), "white_check_mark")
+		}},
+		{"failure", func() *bottest.World {
+			w := stalledWorld()
+			w.FailApply = errString("infra-prd: prune worker \"w-0\": 500 Internal Server Error")
+			return w
+		}, nil, func(h *harness) {
+			h.cmd(alice, "run prune target=infra-prd worker=w-0")
+			h.react(bob, h.stepRef("check"), "white_check_mark")
+			h.react(carol, h.gateRef(), "white_check_mark")
+		}},
+		{"rejection", stalledWorld, nil, func(h *harness) {
+			h.cmd(alice, "run prune target=infra-prd worker=w-0")
+			h.react(bob, h.stepRef("check"), "white_check_mark")
+			h.cmd(carol, "reject "+h.onlyRun().ID+" worker is being rebuilt")
+		}},
+		{"drift", stalledWorld, nil, func(h *harness) {
+			h.cmd(alice, "run prune target=infra-prd")
+			h.react(bob, h.stepRef("check"), "white_check_mark")
+			h.world.Set("w-1", "stalled")
+			h.react(bob, h.gateRef(), "white_check_mark")
+			h.react(carol, h.gateRef(), "white_check_mark")
+		}},
+		{"crash-and-resume", stalledWorld, func(o *bot.Options) {
+			var once sync.Once
+			o.Hook = func(p string) {
+				if p == "before-apply:prune" {
+					once.Do(func() { panic("simulated crash") })
+				}
+			}
+		}, func(h *harness) {
+			h.cmd(alice, "run prune target=infra-prd worker=w-0")
+			h.react(bob, h.stepRef("check"), "white_check_mark")
+			h.react(carol, h.gateRef(), "white_check_mark")
+			// The call never completed: the step is reconciled, never re-run blindly.
+			require.NotNil(h.t, h.onlyRun().Gate)
+			require.Contains(h.t, h.onlyRun().Gate.Reason, "stopped while this step was executing")
+			h.opts = nil
+			h.restart()
+			h.react(carol, h.gateRef(), "white_check_mark")
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, c.world(), c.opts)
+			c.play(h)
+			require.True(t, h.onlyRun().State.Terminal(), h.chat.Transcript())
+			golden(t, c.name, summaryOf(t, h))
+		})
+	}
+}
+
+func TestSummary_MarkdownExport(t *testing.T) {
+	h := newHarness(t, stalledWorld(), nil)
+	h.cmd(alice, "run prune target=infra-prd worker=w-0")
+	h.react(bob, h.stepRef("check"), "white_check_mark")
+	h.react(carol, h.gateRef(), "white_check_mark")
+	r := h.onlyRun()
+	j, err := h.db.Journal(h.ctx, r.ID)
+	require.NoError(t, err)
+	md := bot.RunMarkdown(r, j)
+	md = regexp.MustCompile(`duration [^)]*\)`).ReplaceAllString(md, "duration D)")
+	golden(t, "markdown", md)
+}
+
+func TestSummary_PostedAtTheEndAndOnDemand(t *testing.T) {
+	h := newHarness(t, stalledWorld(), nil)
+	h.cmd(alice, "run prune target=infra-prd worker=w-0")
+	h.react(bob, h.stepRef("check"), "white_check_mark")
+	h.react(carol, h.gateRef(), "white_check_mark")
+	s, ok := h.chat.Find("📋 *Summary*")
+	require.True(t, ok)
+	assert.Equal(t, h.onlyRun().Root.ID, s.To.Thread, "the summary goes in the run's thread")
+	assert.Contains(t, s.Msg.Detail, "Check the worker — done by @bob at 03:00")
+	n := len(h.chat.Posts())
+	h.cmd(bob, "summary "+h.onlyRun().ID)
+	assert.Len(t, h.chat.Posts(), n+1)
+	h.cmd(bob, "summary")
+	assert.Contains(t, last(h.chat.Ephemerals(bob.ID)), "inside the incident thread")
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+var _ = strings.TrimSpace
