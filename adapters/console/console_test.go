@@ -95,3 +95,48 @@ func TestConsole_ScriptedSession(t *testing.T) {
 	assert.Equal(t, 1, world.CallCount("fake.prune"))
 	assert.Equal(t, "", world.State("w-0"))
 }
+
+// TestConsole_IncidentThreadSummary: people talk in a run's thread, a second
+// run is started from inside it, and /runbook summary merges everything.
+func TestConsole_IncidentThreadSummary(t *testing.T) {
+	world := bottest.NewWorld(map[string]string{"w-0": "stalled"})
+	db, err := store.Open(filepath.Join(t.TempDir(), "gc.db"), store.Options{})
+	require.NoError(t, err)
+	defer db.Close()
+	reg, err := bot.NewRegistry(core.Provider{}, world)
+	require.NoError(t, err)
+	lib, err := runbooks.NewLibrary(reg, runbooks.Source{Name: "t", FS: fstest.MapFS{"p.yaml": {Data: []byte(rb)}}})
+	require.NoError(t, err)
+	script := strings.Join([]string{
+		"/runbook run prune",
+		"/thread 1",
+		"/as bob",
+		"looking at the worker VM now",
+		"/react manual ✅",
+		"/as carol",
+		"/react gate ✅",
+		"/runbook run prune --dry-run",
+		"we are done, closing the incident",
+		"/runbook summary",
+	}, "\n")
+	var out bytes.Buffer
+	var eng *bot.Engine
+	c := console.New(console.Config{}, strings.NewReader(script), &out,
+		console.Options{AfterLine: func() { _ = eng.WaitIdle(context.Background()) }})
+	eng, err = bot.New(bot.Options{Store: db, Chat: c, Ops: reg, Library: lib, Targets: map[string]bot.TargetInfo{"infra-prd": {Vars: map[string]string{"zone": "z"}}}})
+	require.NoError(t, err)
+	require.NoError(t, c.Run(context.Background(), eng))
+	got := out.String()
+	i := strings.Index(got, "Incident summary")
+	require.Positive(t, i, got)
+	summary := got[i:]
+	assert.Contains(t, summary, "2 runs in this thread")
+	assert.Contains(t, summary, "@bob: looking at the worker VM now")
+	assert.Contains(t, summary, "@carol: we are done, closing the incident")
+	assert.Contains(t, summary, "started by @alice")
+	assert.Contains(t, summary, "started by @carol")
+	assert.Contains(t, summary, "approved by @carol")
+	tl := summary[strings.Index(summary, "Timeline"):]
+	assert.Less(t, strings.Index(tl, "looking at the worker"), strings.Index(tl, "approved by @carol"), "one timeline, in order")
+	assert.Less(t, strings.Index(tl, "approved by @carol"), strings.Index(tl, "closing the incident"))
+}
