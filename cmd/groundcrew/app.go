@@ -146,7 +146,7 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 	case "slack":
 		s, err := slack.New(cfg.Chat.Slack, slack.Options{Logger: a.log})
 		if err != nil {
-			return nil, fmt.Errorf("chat.slack: %w", err)
+			return nil, err
 		}
 		a.chat = s
 		a.mux.Handle("/slack/", s.HTTPHandler())

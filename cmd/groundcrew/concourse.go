@@ -7,6 +7,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/internal/secret"
@@ -51,18 +52,30 @@ func (a *app) startSimulators() error {
 	return nil
 }
 
-// emptyProvider stands in until the Concourse provider is wired.
-type emptyProvider struct{}
-
-func (emptyProvider) Ops() []bot.Op { return nil }
 
 // concourseProvider starts the configured simulators and returns the
-// Concourse operations for every target.
+// Concourse operations for every target. Without targets (lint) it uses a
+// placeholder target so the operation catalogue is complete.
 func (a *app) concourseProvider() (bot.Provider, error) {
 	if err := a.startSimulators(); err != nil {
 		return nil, err
 	}
-	return emptyProvider{}, nil
+	clients := map[string]*concourse.Client{}
+	for _, name := range a.cfg.TargetNames() {
+		c, err := concourse.New(a.cfg.ConcourseTarget(name))
+		if err != nil {
+			return nil, fmt.Errorf("targets.%s: %w", name, err)
+		}
+		clients[name] = c
+	}
+	if len(clients) == 0 {
+		c, err := concourse.New(concourse.TargetConfig{Name: "none", URL: "http://127.0.0.1:1"})
+		if err != nil {
+			return nil, err
+		}
+		clients["none"] = c
+	}
+	return concourse.NewProvider(clients, concourse.ProviderOptions{Logger: a.log})
 }
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

@@ -1,0 +1,185 @@
+package concourse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// AbortOutcome is what happened to one build of a bulk abort.
+type AbortOutcome string
+
+// Abort outcomes.
+const (
+	// AbortRequested: the server accepted the abort (204); not verified.
+	AbortRequested AbortOutcome = "requested"
+	// AbortAborted: the build's status is now aborted.
+	AbortAborted AbortOutcome = "aborted"
+	// AbortAlreadyFinished: the build finished with another status before
+	// the abort took effect.
+	AbortAlreadyFinished AbortOutcome = "already_finished"
+	// AbortNotStopped: the build was still pending or started when the wait
+	// ended (typically a build stuck on a dead worker; try Force).
+	AbortNotStopped AbortOutcome = "not_stopped"
+	// AbortFailed: the request failed; Err says why.
+	AbortFailed AbortOutcome = "failed"
+)
+
+// AbortResult is the outcome for one build.
+type AbortResult struct {
+	ID      int
+	Outcome AbortOutcome
+	// Status is the last status read (empty if never read).
+	Status string
+	Err    error
+}
+
+// AbortOptions tune AbortBuilds and AbortAndWait.
+type AbortOptions struct {
+	// Force makes Concourse mark pending and started builds aborted at once
+	// (PUT …/abort?force), for builds stuck on a worker that is gone.
+	Force bool
+	// Timeout bounds the wait for statuses to change (default 60s).
+	Timeout time.Duration
+	// PollInterval overrides the client's poll interval.
+	PollInterval time.Duration
+}
+
+// AbortBuilds sends the abort requests with the per-target concurrency
+// limit and returns one result per id, in order. Outcomes are
+// AbortRequested or AbortFailed. When ctx ends, the ids not yet sent fail
+// with ctx's error.
+func (c *Client) AbortBuilds(ctx context.Context, ids []int, opts AbortOptions) []AbortResult {
+	results := make([]AbortResult, len(ids))
+	for i, id := range ids {
+		results[i] = AbortResult{ID: id}
+	}
+	c.forEach(ctx, len(ids), func(ctx context.Context, i int) {
+		if err := c.AbortBuild(ctx, ids[i], opts.Force); err != nil {
+			results[i].Outcome, results[i].Err = AbortFailed, err
+			return
+		}
+		results[i].Outcome = AbortRequested
+	}, func(i int, err error) {
+		results[i].Outcome, results[i].Err = AbortFailed, err
+	})
+	return results
+}
+
+// AbortAndWait aborts the builds (AbortBuilds), then polls them until each
+// is aborted or finished, or until opts.Timeout. Builds still running at the
+// deadline are AbortNotStopped. The error is non-nil only when ctx ended;
+// the results are complete either way.
+func (c *Client) AbortAndWait(ctx context.Context, ids []int, opts AbortOptions) ([]AbortResult, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 60 * time.Second
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = c.poll
+	}
+	deadline := time.Now().Add(opts.Timeout)
+	results := c.AbortBuilds(ctx, ids, opts)
+	waiting := make([]int, 0, len(results))
+	for i := range results {
+		if results[i].Outcome == AbortRequested {
+			waiting = append(waiting, i)
+		}
+	}
+	for len(waiting) > 0 {
+		if err := c.sleep(ctx, opts.PollInterval); err != nil {
+			c.markNotStopped(results, waiting, fmt.Errorf("%s: waiting for builds to stop: %w", c.cfg.Name, err))
+			return results, err
+		}
+		var mu sync.Mutex
+		still := waiting[:0:0]
+		c.forEach(ctx, len(waiting), func(ctx context.Context, k int) {
+			i := waiting[k]
+			b, err := c.Build(ctx, results[i].ID)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case errors.Is(err, ErrNotFound):
+				results[i].Outcome, results[i].Err = AbortFailed, err
+			case err != nil:
+				results[i].Err = err // transient: keep polling
+				still = append(still, i)
+			case b.Status == StatusAborted:
+				results[i].Outcome, results[i].Status, results[i].Err = AbortAborted, b.Status, nil
+			case b.Finished():
+				results[i].Outcome, results[i].Status, results[i].Err = AbortAlreadyFinished, b.Status, nil
+			default:
+				results[i].Status, results[i].Err = b.Status, nil
+				still = append(still, i)
+			}
+		}, func(k int, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			still = append(still, waiting[k])
+		})
+		waiting = still
+		if ctx.Err() != nil {
+			c.markNotStopped(results, waiting, fmt.Errorf("%s: waiting for builds to stop: %w", c.cfg.Name, ctx.Err()))
+			return results, ctx.Err()
+		}
+		if len(waiting) > 0 && !time.Now().Before(deadline) {
+			c.markNotStopped(results, waiting, nil)
+			break
+		}
+	}
+	return results, nil
+}
+
+func (c *Client) markNotStopped(results []AbortResult, idx []int, cause error) {
+	for _, i := range idx {
+		r := &results[i]
+		r.Outcome = AbortNotStopped
+		if cause != nil {
+			r.Err = cause
+		} else if r.Err == nil {
+			r.Err = fmt.Errorf("%s: build %d still %s after the abort: its worker may be gone; abort it again with force",
+				c.cfg.Name, r.ID, orUnknown(r.Status))
+		}
+	}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "in an unknown state"
+	}
+	return s
+}
+
+// NotStopped returns the ids whose outcome is AbortNotStopped.
+func NotStopped(results []AbortResult) []int {
+	var out []int
+	for _, r := range results {
+		if r.Outcome == AbortNotStopped {
+			out = append(out, r.ID)
+		}
+	}
+	return out
+}
+
+// forEach runs fn(i) for i in [0,n) with at most the per-target number of
+// calls in flight (the limit is shared by all bulk calls on this client).
+// Items not started because ctx ended are passed to skipped.
+func (c *Client) forEach(ctx context.Context, n int, fn func(ctx context.Context, i int), skipped func(i int, err error)) {
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		if err := c.acquire(ctx); err != nil {
+			for j := i; j < n; j++ {
+				skipped(j, fmt.Errorf("%s: not attempted: %w", c.cfg.Name, err))
+			}
+			break
+		}
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			defer c.release()
+			fn(ctx, i)
+		}(i)
+	}
+	wg.Wait()
+}

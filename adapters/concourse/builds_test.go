@@ -1,0 +1,284 @@
+package concourse
+
+import (
+	"context"
+	"errors"
+	"io"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
+)
+
+// historyWorld has finished builds spread over two days, pending builds and
+// a second team.
+func historyWorld() *concoursesim.World {
+	w := concoursesim.NewWorld().RunningWorkers("w", 2)
+	w.AddPipeline(concoursesim.Pipeline{Name: "app", Jobs: []concoursesim.Job{{Name: "unit"}, {Name: "deploy"}}})
+	w.AddPipeline(concoursesim.Pipeline{Name: "ops", Team: "deploy", Jobs: []concoursesim.Job{{Name: "run"}}})
+	w.AddBuilds(
+		concoursesim.Build{Pipeline: "app", Job: "unit", Status: "succeeded", Count: 30, Age: concoursesim.Duration(40 * time.Hour)},
+		concoursesim.Build{Pipeline: "app", Job: "unit", Status: "failed", Count: 5, Age: concoursesim.Duration(2 * time.Hour)},
+		concoursesim.Build{Pipeline: "ops", Job: "run", Status: "errored", Count: 4, Age: concoursesim.Duration(time.Hour)},
+	)
+	return w.PendingBuilds("main", "app", "deploy", 12)
+}
+
+func collect(t *testing.T, c *Client, f BuildFilter) []Build {
+	t.Helper()
+	bs, err := c.Builds(context.Background(), f)
+	require.NoError(t, err)
+	return bs
+}
+
+func TestEachBuild_Filters(t *testing.T) {
+	env := newSimEnv(t, historyWorld(), nil)
+	now := env.clock.Now()
+	tests := []struct {
+		name string
+		f    BuildFilter
+		want int
+	}{
+		{"all builds, small pages", BuildFilter{PageSize: 7}, 30 + 5 + 4 + 1 + 12},
+		{"limit", BuildFilter{PageSize: 7, Limit: 10}, 10},
+		{"pending", BuildFilter{Statuses: []string{StatusPending}, PageSize: 5}, 12},
+		{"pending since 24h: pending builds always count", BuildFilter{Statuses: []string{StatusPending}, Since: now.Add(-24 * time.Hour)}, 12},
+		{"failed and errored in 3h (timestamps=true)", BuildFilter{Statuses: []string{StatusFailed, StatusErrored}, Since: now.Add(-3 * time.Hour)}, 9},
+		{"window excludes old builds", BuildFilter{Statuses: []string{StatusSucceeded}, Since: now.Add(-24 * time.Hour)}, 0},
+		{"until", BuildFilter{Statuses: []string{StatusSucceeded}, Until: now.Add(-24 * time.Hour)}, 30},
+		{"team", BuildFilter{Team: "deploy"}, 4},
+		{"pipeline of the default team", BuildFilter{Pipeline: "app", Statuses: []string{StatusFailed}}, 5},
+		{"job", BuildFilter{Pipeline: "app", Job: "deploy"}, 13},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bs := collect(t, env.c, tt.f)
+			assert.Len(t, bs, tt.want)
+			for i := 1; i < len(bs); i++ {
+				assert.Greater(t, bs[i-1].ID, bs[i].ID, "newest first")
+			}
+		})
+	}
+}
+
+func TestEachBuild_UsesTimestampsWhenTheyFindEverything(t *testing.T) {
+	env := newSimEnv(t, historyWorld(), nil)
+	since := env.clock.Now().Add(-3 * time.Hour)
+	collect(t, env.c, BuildFilter{Statuses: []string{StatusErrored}, Since: since})
+	calls := env.srv.Calls()
+	last := calls[len(calls)-1].Path
+	assert.Contains(t, last, "timestamps=true")
+	assert.Contains(t, last, "limit=50000")
+
+	env.srv.ResetCalls()
+	collect(t, env.c, BuildFilter{Statuses: []string{StatusPending}, Since: since})
+	for _, c := range env.srv.Calls() {
+		assert.NotContains(t, c.Path, "timestamps", "pending builds have no start time: page by id")
+	}
+}
+
+func TestEachBuild_StopsPagingOutsideTheWindow(t *testing.T) {
+	w := concoursesim.NewWorld().RunningWorkers("w", 1)
+	w.AddPipeline(concoursesim.Pipeline{Name: "app", Jobs: []concoursesim.Job{{Name: "unit"}}})
+	w.AddBuilds(
+		concoursesim.Build{Pipeline: "app", Job: "unit", Status: "succeeded", Count: 200, Age: concoursesim.Duration(72 * time.Hour)},
+		concoursesim.Build{Pipeline: "app", Job: "unit", Status: "aborted", Count: 3, Age: concoursesim.Duration(time.Hour)},
+	)
+	env := newSimEnv(t, w, nil)
+	bs := collect(t, env.c, BuildFilter{Statuses: []string{StatusAborted}, Since: env.clock.Now().Add(-24 * time.Hour), PageSize: 10})
+	assert.Len(t, bs, 3)
+	assert.LessOrEqual(t, env.srv.CountCalls("GET", "/api/v1/builds"), 2, "one page past the window is enough")
+}
+
+func TestEachBuild_ContinuesPastATruncatedTimestampsAnswer(t *testing.T) {
+	env := newSimEnv(t, historyWorld(), nil)
+	f := BuildFilter{Statuses: []string{StatusFailed, StatusErrored}, Since: env.clock.Now().Add(-3 * time.Hour), PageSize: 3}
+	bs := collect(t, env.c, f)
+	assert.Len(t, bs, 9, "the server's answer was cut at 3: the rest comes from id pages")
+	seen := map[int]bool{}
+	for _, b := range bs {
+		assert.False(t, seen[b.ID], "build %d twice", b.ID)
+		seen[b.ID] = true
+	}
+	f.Limit = 4
+	assert.Len(t, collect(t, env.c, f), 4)
+}
+
+func TestEachBuild_StreamsFiftyThousandBuilds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large history")
+	}
+	w := concoursesim.NewWorld().RunningWorkers("w", 1)
+	w.AddPipeline(concoursesim.Pipeline{Name: "app", Jobs: []concoursesim.Job{{Name: "unit"}}})
+	w.AddBuilds(concoursesim.Build{Pipeline: "app", Job: "unit", Status: "succeeded", Count: 50000})
+	env := newSimEnv(t, w, nil)
+	n, maxID := 0, 0
+	err := env.c.EachBuild(context.Background(), BuildFilter{}, func(b Build) error {
+		n++
+		maxID = max(maxID, b.ID)
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 50000, n)
+	assert.Equal(t, 100, env.srv.CountCalls("GET", "/api/v1/builds"), "pages of 500 following Link")
+}
+
+func TestEachBuild_CallbackStop(t *testing.T) {
+	env := newSimEnv(t, historyWorld(), nil)
+	n := 0
+	err := env.c.EachBuild(context.Background(), BuildFilter{PageSize: 5}, func(Build) error {
+		n++
+		if n == 3 {
+			return ErrStop
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 3, n)
+	boom := errors.New("boom")
+	err = env.c.EachBuild(context.Background(), BuildFilter{}, func(Build) error { return boom })
+	assert.ErrorIs(t, err, boom)
+}
+
+func TestEachBuild_RejectsBadFilters(t *testing.T) {
+	c, err := New(TargetConfig{Name: "x", URL: "http://127.0.0.1:1"})
+	require.NoError(t, err)
+	now := time.Now()
+	err = c.EachBuild(context.Background(), BuildFilter{Job: "unit"}, func(Build) error { return nil })
+	assert.ErrorContains(t, err, "a job filter needs its pipeline")
+	err = c.EachBuild(context.Background(), BuildFilter{Since: now, Until: now.Add(-time.Hour)}, func(Build) error { return nil })
+	assert.ErrorContains(t, err, "is after until")
+}
+
+// stuckWorld: pending builds, a build started on a worker that died, and a
+// finished one.
+func stuckWorld() *concoursesim.World {
+	w := concoursesim.NewWorld().RunningWorkers("w", 2).StalledWorker("w-dead")
+	w.AddPipeline(concoursesim.Pipeline{Name: "app", Jobs: []concoursesim.Job{{Name: "deploy", Serial: true}, {Name: "unit"}}})
+	w.AddBuilds(
+		concoursesim.Build{ID: 1, Pipeline: "app", Job: "unit", Status: "succeeded"},
+		concoursesim.Build{ID: 2, Pipeline: "app", Job: "unit", Status: "started", Worker: "w-dead"},
+		concoursesim.Build{ID: 3, Pipeline: "app", Job: "deploy", Status: "started", Worker: "w-0"},
+		concoursesim.Build{ID: 10, Pipeline: "app", Job: "deploy", Status: "pending", Count: 20},
+	)
+	return w
+}
+
+func TestAbortAndWait_Outcomes(t *testing.T) {
+	env := newSimEnv(t, stuckWorld(), []concoursesim.Option{concoursesim.WithAbortDelay(0)})
+	ids := []int{10, 11, 12, 1, 2, 999}
+	res, err := env.c.AbortAndWait(context.Background(), ids, AbortOptions{Timeout: 50 * time.Millisecond})
+	require.NoError(t, err)
+	require.Len(t, res, len(ids))
+	got := map[int]AbortOutcome{}
+	for _, r := range res {
+		got[r.ID] = r.Outcome
+	}
+	assert.Equal(t, map[int]AbortOutcome{
+		10: AbortAborted, 11: AbortAborted, 12: AbortAborted,
+		1: AbortAlreadyFinished, 2: AbortNotStopped, 999: AbortFailed,
+	}, got)
+	assert.Equal(t, []int{2}, NotStopped(res))
+	assert.ErrorContains(t, res[4].Err, "build 2 still started after the abort")
+	assert.ErrorContains(t, res[4].Err, "force")
+	assert.ErrorIs(t, res[5].Err, ErrNotFound)
+
+	t.Run("force stops the stuck build", func(t *testing.T) {
+		res, err := env.c.AbortAndWait(context.Background(), []int{2}, AbortOptions{Force: true, Timeout: time.Second})
+		require.NoError(t, err)
+		assert.Equal(t, AbortAborted, res[0].Outcome)
+		b, _ := env.srv.Build(2)
+		assert.Equal(t, "aborted", b.Status)
+	})
+}
+
+func TestAbortBuilds_BoundedConcurrency(t *testing.T) {
+	env := newSimEnv(t, stuckWorld(), []concoursesim.Option{concoursesim.WithLatency(20 * time.Millisecond)}, WithConcurrency(4))
+	ids := make([]int, 20)
+	for i := range ids {
+		ids[i] = 10 + i
+	}
+	_, err := env.c.Info(context.Background()) // log in outside the measure
+	require.NoError(t, err)
+	start := time.Now()
+	res := env.c.AbortBuilds(context.Background(), ids, AbortOptions{})
+	took := time.Since(start)
+	for _, r := range res {
+		assert.Equal(t, AbortRequested, r.Outcome, "build %d: %v", r.ID, r.Err)
+	}
+	// 20 requests × 20 ms / 4 in flight = 100 ms; sequential would be 400 ms
+	assert.GreaterOrEqual(t, took, 90*time.Millisecond, "never more than 4 in flight")
+	assert.Less(t, took, 350*time.Millisecond, "requests overlap")
+}
+
+func TestAbortBuilds_ContextCancelFailsTheRest(t *testing.T) {
+	env := newSimEnv(t, stuckWorld(), []concoursesim.Option{concoursesim.WithLatency(30 * time.Millisecond)}, WithConcurrency(1))
+	_, err := env.c.Info(context.Background())
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Millisecond)
+	defer cancel()
+	ids := []int{10, 11, 12, 13, 14, 15}
+	res := env.c.AbortBuilds(ctx, ids, AbortOptions{})
+	failed := 0
+	for _, r := range res {
+		if r.Outcome == AbortFailed {
+			failed++
+			assert.ErrorIs(t, r.Err, context.DeadlineExceeded)
+		}
+	}
+	assert.GreaterOrEqual(t, failed, 4)
+	assert.Len(t, res, len(ids))
+}
+
+func TestBuildEvents_FromSimulator(t *testing.T) {
+	w := concoursesim.NewWorld().RunningWorkers("w", 1).ErroredBuilds("main", "app", "unit", 1, "image fetching failed")
+	env := newSimEnv(t, w, nil)
+	evs, err := env.c.AllBuildEvents(context.Background(), 1)
+	require.NoError(t, err)
+	types := []string{}
+	for _, e := range evs {
+		types = append(types, e.Type)
+	}
+	assert.Equal(t, []string{"status", "initialize-task", "selected-worker", "log", "log", "error", "status"}, types)
+	assert.Equal(t, StatusErrored, evs[len(evs)-1].Status)
+
+	ms, err := env.c.ScanBuildEvents(context.Background(), 1, regexp.MustCompile("image fetching failed"), 4)
+	require.NoError(t, err)
+	require.Len(t, ms, 1)
+	assert.Equal(t, EventError, ms[0].Line.EventType)
+	assert.NotEmpty(t, ms[0].Line.Origin.ID)
+	assert.Equal(t, []string{"selected worker: w-0", concoursesim.ImageFetchLog[0], concoursesim.ImageFetchLog[1]}, ms[0].Before)
+	assert.Equal(t, []string{"errored"}, ms[0].After)
+}
+
+func TestBuildEvents_FollowsARunningBuild(t *testing.T) {
+	w := concoursesim.NewWorld().RunningWorkers("w", 1)
+	w.AddPipeline(concoursesim.Pipeline{Name: "app", Jobs: []concoursesim.Job{{Name: "unit", Log: []string{"running"}}}})
+	w.AddBuilds(concoursesim.Build{ID: 1, Pipeline: "app", Job: "unit", Status: "started"})
+	env := newSimEnv(t, w, []concoursesim.Option{concoursesim.WithAbortDelay(0)})
+	s, err := env.c.BuildEvents(context.Background(), 1)
+	require.NoError(t, err)
+	defer s.Close()
+	var seen []string
+	for len(seen) < 5 {
+		ev, err := s.Next()
+		require.NoError(t, err)
+		seen = append(seen, ev.Type)
+	}
+	require.NoError(t, env.c.AbortBuild(context.Background(), 1, false))
+	for {
+		ev, err := s.Next()
+		if err != nil {
+			require.ErrorIs(t, err, errEOF())
+			break
+		}
+		seen = append(seen, ev.Type+":"+ev.Status)
+	}
+	assert.Equal(t, "status:aborted", seen[len(seen)-1])
+}
+
+func errEOF() error { return io.EOF }

@@ -1,0 +1,417 @@
+package concourse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+// buildQuery is the filter shared by builds, abort_builds and
+// build_events_scan: server-side scope and window, client-side regexps.
+type buildQuery struct {
+	filter        BuildFilter
+	pipeline, job *regexp.Regexp
+}
+
+func (q buildQuery) keep(b Build) bool {
+	return matchRe(q.pipeline, b.PipelineName) && matchRe(q.job, b.JobName)
+}
+
+func (q buildQuery) hasScope() bool {
+	return q.filter.Team != "" || q.pipeline != nil || q.job != nil
+}
+
+var buildFilterArgs = []bot.ArgSpec{
+	{Name: "team", Doc: "only builds of this team (default: every team the bot can see)"},
+	{Name: "pipeline", Doc: "pipeline name or anchored regular expression (caascad-.*)"},
+	{Name: "job", Doc: "job name or anchored regular expression"},
+	{Name: "status", Doc: "statuses to keep: pending, started, succeeded, failed, errored, aborted"},
+	{Name: "since", Doc: "only builds that started within this duration (24h, 90m, 7d); pending builds always count"},
+	{Name: "until", Doc: "only builds that started before now minus this duration"},
+	{Name: "limit", Doc: "stop after this many matching builds (default 50000, like fly builds -c 50000)"},
+}
+
+func (p *Provider) buildQuery(a bot.Args, defStatus []string, defSince time.Duration) (buildQuery, error) {
+	var q buildQuery
+	var err error
+	if q.pipeline, err = pattern(a, "pipeline"); err != nil {
+		return q, err
+	}
+	if q.job, err = pattern(a, "job"); err != nil {
+		return q, err
+	}
+	if q.filter.Statuses, err = statuses(a, "status", defStatus); err != nil {
+		return q, err
+	}
+	if q.filter.Since, q.filter.Until, err = p.window(a, defSince); err != nil {
+		return q, err
+	}
+	if q.filter.Limit, err = a.Int("limit", MaxWindowBuilds); err != nil {
+		return q, err
+	}
+	q.filter.Team = a.String("team")
+	// a literal pipeline name within an explicit team can use the
+	// pipeline's own (smaller) listing
+	if name := a.String("pipeline"); q.filter.Team != "" && name != "" && regexp.QuoteMeta(name) == name {
+		q.filter.Pipeline = name
+	}
+	return q, nil
+}
+
+// pipelineGroup aggregates builds of one pipeline.
+type pipelineGroup struct {
+	Team, Pipeline string
+	Count          int
+	ByStatus       map[string]int
+}
+
+type groups map[string]*pipelineGroup
+
+func (g groups) add(b Build) {
+	key := b.TeamName + "/" + b.PipelineName
+	pg := g[key]
+	if pg == nil {
+		pg = &pipelineGroup{Team: b.TeamName, Pipeline: b.PipelineName, ByStatus: map[string]int{}}
+		g[key] = pg
+	}
+	pg.Count++
+	pg.ByStatus[b.Status]++
+}
+
+// sorted returns the groups by descending count, then name.
+func (g groups) sorted() []*pipelineGroup {
+	out := make([]*pipelineGroup, 0, len(g))
+	for _, pg := range g {
+		out = append(out, pg)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Team+"/"+out[i].Pipeline < out[j].Team+"/"+out[j].Pipeline
+	})
+	return out
+}
+
+func (g groups) data() []map[string]any {
+	out := []map[string]any{}
+	for _, pg := range g.sorted() {
+		out = append(out, map[string]any{"team": pg.Team, "pipeline": pg.Pipeline, "count": pg.Count, "by_status": pg.ByStatus})
+	}
+	return out
+}
+
+func (p *Provider) buildData(b Build, now time.Time) map[string]any {
+	return map[string]any{
+		"id": b.ID, "team": b.TeamName, "pipeline": b.PipelineName, "job": b.JobName, "name": b.Name,
+		"status": b.Status, "start_time": b.StartTime, "end_time": b.EndTime,
+		"age_seconds": seconds(since(now, b.Started())), "ref": b.Ref(),
+	}
+}
+
+func (p *Provider) opBuilds() bot.Op {
+	return bot.Op{
+		Name: "concourse.builds", Class: bot.ClassRead,
+		Doc:  "Count and list builds by team, pipeline, job, status and time window (fly builds -a -c 50000 --since …), grouped by pipeline.",
+		Args: buildFilterArgs,
+		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
+			cl, err := p.client(c)
+			if err != nil {
+				return bot.Result{}, err
+			}
+			q, err := p.buildQuery(c.Args, nil, 0)
+			if err != nil {
+				return bot.Result{}, err
+			}
+			now := p.opts.Now()
+			byStatus := map[string]int{}
+			g := groups{}
+			list := []map[string]any{}
+			count := 0
+			err = cl.EachBuild(ctx, q.filter, func(b Build) error {
+				if !q.keep(b) {
+					return nil
+				}
+				count++
+				byStatus[b.Status]++
+				g.add(b)
+				if len(list) < p.opts.MaxItems {
+					list = append(list, p.buildData(b, now))
+				}
+				return nil
+			})
+			if err != nil {
+				return bot.Result{}, err
+			}
+			for _, s := range BuildStatuses {
+				byStatus[s] += 0
+			}
+			table := &bot.Table{Columns: []string{"team", "pipeline", "builds", "statuses"}}
+			for _, pg := range g.sorted() {
+				table.Rows = append(table.Rows, []string{pg.Team, pg.Pipeline, strconv.Itoa(pg.Count), countsLine(pg.ByStatus, BuildStatuses)})
+			}
+			summary := plural(count, "build")
+			if count > 0 {
+				summary += fmt.Sprintf(" (%s) in %s", countsLine(byStatus, BuildStatuses), plural(len(g), "pipeline"))
+			}
+			if !q.filter.Since.IsZero() {
+				summary += " since " + age(now.Sub(q.filter.Since)) + " ago"
+			}
+			return bot.Result{
+				Summary: summary, Table: table,
+				Data: map[string]any{
+					"count": count, "by_status": byStatus, "by_pipeline": g.data(), "builds": list,
+					"truncated": count > len(list), "pipelines": pipelineRefs(g),
+				},
+			}, nil
+		},
+	}
+}
+
+func pipelineRefs(g groups) []string {
+	out := []string{}
+	for _, pg := range g.sorted() {
+		out = append(out, pg.Team+"/"+pg.Pipeline)
+	}
+	return out
+}
+
+func (p *Provider) opAbortBuilds() bot.Op {
+	const op = "concourse.abort_builds"
+	args := append([]bot.ArgSpec{
+		{Name: "ids", Doc: "build ids to abort (instead of, or narrowed by, the filter)"},
+		{Name: "force", Doc: "true to mark builds aborted at once (for builds stuck on a dead worker)"},
+		{Name: "timeout", Doc: "how long to wait for the builds to stop (default 60s)"},
+	}, buildFilterArgs...)
+	return bot.Op{
+		Name: op, Class: bot.ClassDestructive,
+		Doc:  "Abort builds that are still pending or started, chosen by ids or by filter (default status pending, since 24h), and verify they stopped.",
+		Args: args,
+		Plan: func(ctx context.Context, c bot.Call) (bot.Plan, error) {
+			cl, err := p.client(c)
+			if err != nil {
+				return bot.Plan{}, err
+			}
+			q, err := p.buildQuery(c.Args, []string{StatusPending}, 24*time.Hour)
+			if err != nil {
+				return bot.Plan{}, err
+			}
+			for _, s := range q.filter.Statuses {
+				if s != StatusPending && s != StatusStarted {
+					return bot.Plan{}, fmt.Errorf("argument \"status\": only pending or started builds can be aborted, not %s", s)
+				}
+			}
+			plan := bot.Plan{Op: op, Target: cl.Name()}
+			now := p.opts.Now()
+			var builds []Build
+			if ids := c.Args.Strings("ids"); len(ids) > 0 {
+				if c.Args.String("status") == "" {
+					q.filter.Statuses = []string{StatusPending, StatusStarted}
+				}
+				builds, err = p.buildsByID(ctx, cl, ids, q, &plan, false)
+			} else {
+				if !q.hasScope() {
+					return bot.Plan{}, errors.New("give ids or a filter (pipeline, job or team): refusing to abort every build of the target")
+				}
+				err = cl.EachBuild(ctx, q.filter, func(b Build) error {
+					if q.keep(b) && b.Running() {
+						builds = append(builds, b)
+					}
+					return nil
+				})
+			}
+			if err != nil {
+				return bot.Plan{}, err
+			}
+			g := groups{}
+			byStatus := map[string]int{}
+			for _, b := range builds {
+				g.add(b)
+				byStatus[b.Status]++
+				plan.Items = append(plan.Items, bot.PlanItem{
+					Kind: "build", ID: strconv.Itoa(b.ID),
+					Attrs:  map[string]string{"team": b.TeamName, "pipeline": b.PipelineName, "job": b.JobName},
+					Detail: fmt.Sprintf("%s, %s %s", b.Ref(), b.Status, age(since(now, buildCreated(b)))),
+				})
+			}
+			plan.Summary = "no pending or started build matches: nothing to abort"
+			if len(builds) > 0 {
+				where := plural(len(g), "pipeline")
+				if len(g) == 1 {
+					where = pipelineRefs(g)[0]
+				}
+				plan.Summary = fmt.Sprintf("abort %s of %s (%s)", plural(len(builds), "build"), where, countsLine(byStatus, BuildStatuses))
+			}
+			if c.Args.Bool("force") {
+				plan.Notes = append(plan.Notes, "force: builds are marked aborted at once, even if their worker never confirms")
+			}
+			return plan, nil
+		},
+		Apply: func(ctx context.Context, c bot.Call, pl bot.Plan) (bot.Result, error) {
+			return p.applyAbort(ctx, c, pl)
+		},
+	}
+}
+
+func buildCreated(b Build) time.Time {
+	if b.StartTime > 0 {
+		return b.Started()
+	}
+	return time.Time{}
+}
+
+// buildsByID reads the given builds, keeping those still running that
+// match q; the others become notes.
+// keepFinished keeps builds whatever their status (for scans).
+func (p *Provider) buildsByID(ctx context.Context, cl *Client, ids []string, q buildQuery, plan *bot.Plan, keepFinished bool) ([]Build, error) {
+	nums := make([]int, 0, len(ids))
+	for _, s := range ids {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("argument \"ids\": %q is not a build id", s)
+		}
+		nums = append(nums, n)
+	}
+	found := make([]*Build, len(nums))
+	errs := make([]error, len(nums))
+	cl.forEach(ctx, len(nums), func(ctx context.Context, i int) {
+		b, err := cl.Build(ctx, nums[i])
+		if err != nil {
+			errs[i] = err
+			return
+		}
+		found[i] = &b
+	}, func(i int, err error) { errs[i] = err })
+	var out []Build
+	for i, b := range found {
+		switch {
+		case errors.Is(errs[i], ErrNotFound):
+			plan.Notes = append(plan.Notes, fmt.Sprintf("build %d does not exist; skipped", nums[i]))
+		case errs[i] != nil:
+			return nil, errs[i]
+		case !b.Running() && !keepFinished:
+			plan.Notes = append(plan.Notes, fmt.Sprintf("build %d is already %s; skipped", b.ID, b.Status))
+		case !q.keep(*b) || (q.filter.Team != "" && b.TeamName != q.filter.Team) || !contains(q.filter.Statuses, b.Status):
+			plan.Notes = append(plan.Notes, fmt.Sprintf("build %d (%s, %s) does not match the filter; skipped", b.ID, b.Ref(), b.Status))
+		default:
+			out = append(out, *b)
+		}
+	}
+	return out, nil
+}
+
+func (p *Provider) applyAbort(ctx context.Context, c bot.Call, pl bot.Plan) (bot.Result, error) {
+	cl, err := p.client(c)
+	if err != nil {
+		return bot.Result{}, err
+	}
+	timeout, err := c.Args.Duration("timeout", p.opts.AbortTimeout)
+	if err != nil {
+		return bot.Result{}, err
+	}
+	ids := make([]int, 0, len(pl.Items))
+	attrs := map[int]map[string]string{}
+	for _, it := range pl.Items {
+		n, err := strconv.Atoi(it.ID)
+		if err != nil {
+			return bot.Result{}, fmt.Errorf("plan item %q is not a build id", it.ID)
+		}
+		ids = append(ids, n)
+		attrs[n] = it.Attrs
+	}
+	results, werr := cl.AbortAndWait(ctx, ids, AbortOptions{Force: c.Args.Bool("force"), Timeout: timeout, PollInterval: p.opts.AbortPoll})
+	res := bot.Result{}
+	counts := map[AbortOutcome]int{}
+	var notStopped, failedIDs []int
+	type row struct{ aborted, finished, failed int }
+	rows := map[string]*row{}
+	for _, r := range results {
+		id := strconv.Itoa(r.ID)
+		key := attrs[r.ID]["team"] + "/" + attrs[r.ID]["pipeline"]
+		rw := rows[key]
+		if rw == nil {
+			rw = &row{}
+			rows[key] = rw
+		}
+		counts[r.Outcome]++
+		switch r.Outcome {
+		case AbortAborted:
+			rw.aborted++
+			res.Items = append(res.Items, itemResult(id, bot.OutcomeSucceeded, ""))
+		case AbortAlreadyFinished:
+			rw.finished++
+			res.Items = append(res.Items, itemResult(id, bot.OutcomeAlreadyDone, "finished as "+r.Status+" before the abort took effect"))
+		case AbortNotStopped:
+			rw.failed++
+			notStopped = append(notStopped, r.ID)
+			res.Items = append(res.Items, itemResult(id, bot.OutcomeFailed, errText(r.Err)))
+		default:
+			rw.failed++
+			failedIDs = append(failedIDs, r.ID)
+			res.Items = append(res.Items, itemResult(id, bot.OutcomeFailed, errText(r.Err)))
+		}
+	}
+	keys := make([]string, 0, len(rows))
+	for k := range rows {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	res.Table = &bot.Table{Columns: []string{"pipeline", "aborted", "already finished", "not stopped or failed"}}
+	for _, k := range keys {
+		r := rows[k]
+		res.Table.Rows = append(res.Table.Rows, []string{k, strconv.Itoa(r.aborted), strconv.Itoa(r.finished), strconv.Itoa(r.failed)})
+	}
+	shown, _ := truncate(notStopped, p.opts.MaxItems)
+	res.Data = map[string]any{
+		"requested": len(ids), "aborted": counts[AbortAborted], "already_finished": counts[AbortAlreadyFinished],
+		"not_stopped": listOrEmpty(shown), "not_stopped_count": len(notStopped),
+		"failed": listOrEmpty(failedIDs), "failed_count": len(failedIDs),
+	}
+	res.Summary = fmt.Sprintf("aborted %d of %s", counts[AbortAborted], plural(len(ids), "build"))
+	if n := counts[AbortAlreadyFinished]; n > 0 {
+		res.Summary += fmt.Sprintf("; %d had already finished", n)
+	}
+	if len(notStopped) > 0 {
+		res.Warn = true
+		res.Summary += fmt.Sprintf("; %d still running after %s (%s): their worker may be gone, run again with force=true",
+			len(notStopped), timeout, idList(notStopped, 5))
+	}
+	if len(failedIDs) > 0 {
+		res.Warn = true
+		res.Summary += fmt.Sprintf("; %d failed (%s)", len(failedIDs), idList(failedIDs, 5))
+	}
+	if werr != nil {
+		return res, fmt.Errorf("%s: abort interrupted: %w", cl.Name(), werr)
+	}
+	if len(ids) > 0 && counts[AbortAborted]+counts[AbortAlreadyFinished] == 0 {
+		return res, fmt.Errorf("%s: no build could be aborted: %s", cl.Name(), res.Failed()[0].Reason)
+	}
+	return res, nil
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func idList(ids []int, n int) string {
+	shown, cut := truncate(ids, n)
+	parts := make([]string, 0, len(shown))
+	for _, id := range shown {
+		parts = append(parts, strconv.Itoa(id))
+	}
+	s := strings.Join(parts, ", ")
+	if cut {
+		s += fmt.Sprintf(", … %d more", len(ids)-n)
+	}
+	return s
+}

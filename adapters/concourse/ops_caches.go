@@ -1,0 +1,176 @@
+package concourse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+func (p *Provider) opClearResourceCache() bot.Op {
+	const op = "concourse.clear_resource_cache"
+	return bot.Op{
+		Name: op, Class: bot.ClassDestructive,
+		Doc:  "Delete the cached versions of a resource, or of every resource of a pipeline (fly clear-resource-cache); follow with concourse.check_resource.",
+		Args: []bot.ArgSpec{argTeam, argPipeline, {Name: "resource", Doc: "resource name or list (default: every resource of the pipeline)"}},
+		Plan: func(ctx context.Context, c bot.Call) (bot.Plan, error) {
+			cl, err := p.client(c)
+			if err != nil {
+				return bot.Plan{}, err
+			}
+			team, pipeline, err := teamPipeline(c.Args)
+			if err != nil {
+				return bot.Plan{}, err
+			}
+			team = cl.team(team)
+			rs, err := cl.Resources(ctx, team, pipeline)
+			if err != nil {
+				return bot.Plan{}, err
+			}
+			byName := map[string]Resource{}
+			for _, r := range rs {
+				byName[r.Name] = r
+			}
+			names := c.Args.Strings("resource")
+			if len(names) == 0 {
+				for _, r := range rs {
+					names = append(names, r.Name)
+				}
+			}
+			plan := bot.Plan{Op: op, Target: cl.Name()}
+			for _, n := range names {
+				r, ok := byName[n]
+				if !ok {
+					return bot.Plan{}, fmt.Errorf("%s: pipeline %s/%s has no resource %q: check the name with concourse.resources", cl.Name(), team, pipeline, n)
+				}
+				plan.Items = append(plan.Items, bot.PlanItem{
+					Kind: "resource", ID: team + "/" + pipeline + "/" + r.Name,
+					Attrs:  map[string]string{"team": team, "pipeline": pipeline, "resource": r.Name, "type": r.Type},
+					Detail: "type " + r.Type,
+				})
+			}
+			plan.Summary = "no resource to clear"
+			if !plan.Empty() {
+				plan.Summary = fmt.Sprintf("clear the caches of %s of %s/%s", plural(len(plan.Items), "resource"), team, pipeline)
+			}
+			return plan, nil
+		},
+		Apply: func(ctx context.Context, c bot.Call, pl bot.Plan) (bot.Result, error) {
+			cl, err := p.client(c)
+			if err != nil {
+				return bot.Result{}, err
+			}
+			var total int64
+			byResource := map[string]int64{}
+			res, err := p.applyEach(cl, pl, "cleared", func(it bot.PlanItem) (string, error) {
+				n, err := cl.ClearResourceCache(ctx, it.Attrs["team"], it.Attrs["pipeline"], it.Attrs["resource"])
+				if err != nil {
+					return "", err
+				}
+				total += n
+				byResource[it.Attrs["resource"]] = n
+				return fmt.Sprintf("%d caches removed", n), nil
+			})
+			res.Summary = fmt.Sprintf("%d caches removed from %s", total, plural(len(byResource), "resource"))
+			if n := len(res.Failed()); n > 0 {
+				res.Summary += fmt.Sprintf("; %d failed", n)
+			}
+			if data, ok := res.Data.(map[string]any); ok {
+				data["caches_removed"] = total
+				data["by_resource"] = byResource
+			}
+			return res, err
+		},
+	}
+}
+
+func (p *Provider) opClearTaskCache() bot.Op {
+	const op = "concourse.clear_task_cache"
+	return bot.Op{
+		Name: op, Class: bot.ClassDestructive,
+		Doc: "Delete the caches of a job's task steps (fly clear-task-cache for each task of the job, nested plans included).",
+		Args: []bot.ArgSpec{
+			argTeam, argPipeline,
+			{Name: "job", Doc: "job name", Required: true},
+			{Name: "step", Doc: "only this task step (default: every task step of the job)"},
+			{Name: "cache_path", Doc: "only this cache path"},
+		},
+		Plan: func(ctx context.Context, c bot.Call) (bot.Plan, error) {
+			cl, err := p.client(c)
+			if err != nil {
+				return bot.Plan{}, err
+			}
+			team, pipeline, err := teamPipeline(c.Args)
+			if err != nil {
+				return bot.Plan{}, err
+			}
+			team = cl.team(team)
+			job := c.Args.String("job")
+			if job == "" {
+				return bot.Plan{}, errors.New("argument \"job\" is required (see concourse.jobs)")
+			}
+			cfg, err := cl.PipelineConfig(ctx, team, pipeline)
+			if err != nil {
+				return bot.Plan{}, err
+			}
+			jc, ok := cfg.Job(job)
+			if !ok {
+				names := make([]string, 0, len(cfg.Jobs))
+				for _, j := range cfg.Jobs {
+					names = append(names, j.Name)
+				}
+				return bot.Plan{}, fmt.Errorf("%s: pipeline %s/%s has no job %q; its jobs are: %s", cl.Name(), team, pipeline, job, strings.Join(names, ", "))
+			}
+			steps := jc.TaskSteps()
+			if step := c.Args.String("step"); step != "" {
+				if !contains(steps, step) {
+					return bot.Plan{}, fmt.Errorf("%s: job %s/%s/%s has no task step %q; its task steps are: %s", cl.Name(), team, pipeline, job, step, strings.Join(steps, ", "))
+				}
+				steps = []string{step}
+			}
+			plan := bot.Plan{Op: op, Target: cl.Name()}
+			cachePath := c.Args.String("cache_path")
+			for _, s := range steps {
+				plan.Items = append(plan.Items, bot.PlanItem{
+					Kind: "task_cache", ID: team + "/" + pipeline + "/" + job + "/" + s,
+					Attrs:  map[string]string{"team": team, "pipeline": pipeline, "job": job, "step": s, "cache_path": cachePath},
+					Detail: "task " + s,
+				})
+			}
+			plan.Summary = fmt.Sprintf("job %s has no task step: nothing to clear", job)
+			if !plan.Empty() {
+				plan.Summary = fmt.Sprintf("clear the task caches of %s/%s/%s: %s", team, pipeline, job, strings.Join(steps, ", "))
+			}
+			return plan, nil
+		},
+		Apply: func(ctx context.Context, c bot.Call, pl bot.Plan) (bot.Result, error) {
+			cl, err := p.client(c)
+			if err != nil {
+				return bot.Result{}, err
+			}
+			var total int64
+			byStep := map[string]int64{}
+			res, err := p.applyEach(cl, pl, "cleared", func(it bot.PlanItem) (string, error) {
+				a := it.Attrs
+				n, err := cl.ClearTaskCache(ctx, a["team"], a["pipeline"], a["job"], a["step"], a["cache_path"])
+				if err != nil {
+					return "", err
+				}
+				total += n
+				byStep[a["step"]] = n
+				return fmt.Sprintf("%d caches removed", n), nil
+			})
+			res.Summary = fmt.Sprintf("%d caches removed from %s", total, plural(len(byStep), "task step"))
+			if n := len(res.Failed()); n > 0 {
+				res.Summary += fmt.Sprintf("; %d failed", n)
+			}
+			if data, ok := res.Data.(map[string]any); ok {
+				data["caches_removed"] = total
+				data["by_step"] = byStep
+			}
+			return res, err
+		},
+	}
+}

@@ -1,0 +1,178 @@
+package concourse
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+// DefaultScanPattern is what the manual's "image fetching failed" runbook
+// looks for.
+const DefaultScanPattern = "image fetching failed"
+
+func (p *Provider) opBuildEventsScan() bot.Op {
+	args := append([]bot.ArgSpec{
+		{Name: "pattern", Doc: "text to look for in log and error events (default \"image fetching failed\")"},
+		{Name: "regex", Doc: "true to read pattern as a regular expression"},
+		{Name: "context", Doc: "lines of output to keep before and after each match (default 4)"},
+		{Name: "ids", Doc: "scan these build ids instead of filtering"},
+	}, buildFilterArgs...)
+	return bot.Op{
+		Name: "concourse.build_events_scan", Class: bot.ClassRead,
+		Doc:  "Find a text in the logs of builds (default: errored builds of the last 3h) with the step it came from, like fly watch | grep -B 4.",
+		Args: args,
+		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
+			cl, err := p.client(c)
+			if err != nil {
+				return bot.Result{}, err
+			}
+			re, text, err := scanPattern(c.Args)
+			if err != nil {
+				return bot.Result{}, err
+			}
+			lines, err := c.Args.Int("context", 4)
+			if err != nil {
+				return bot.Result{}, err
+			}
+			q, err := p.buildQuery(c.Args, []string{StatusErrored}, 3*time.Hour)
+			if err != nil {
+				return bot.Result{}, err
+			}
+			if c.Args.String("limit") == "" {
+				q.filter.Limit = 3000 // the manual's fly builds -c 3000
+			}
+			var builds []Build
+			if ids := c.Args.Strings("ids"); len(ids) > 0 {
+				plan := bot.Plan{}
+				q.filter.Statuses = BuildStatuses
+				if builds, err = p.buildsByIDAny(ctx, cl, ids, &plan); err != nil {
+					return bot.Result{}, err
+				}
+			} else {
+				err = cl.EachBuild(ctx, q.filter, func(b Build) error {
+					if q.keep(b) {
+						builds = append(builds, b)
+					}
+					return nil
+				})
+				if err != nil {
+					return bot.Result{}, err
+				}
+			}
+			return p.scanBuilds(ctx, cl, builds, re, text, lines, q.filter.Statuses)
+		},
+	}
+}
+
+func scanPattern(a bot.Args) (*regexp.Regexp, string, error) {
+	text := a.String("pattern")
+	if text == "" {
+		text = DefaultScanPattern
+	}
+	expr := regexp.QuoteMeta(text)
+	if a.Bool("regex") {
+		expr = text
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, "", fmt.Errorf("argument \"pattern\": %q is not a regular expression: %v", text, err)
+	}
+	return re, text, nil
+}
+
+// buildsByIDAny reads builds by id whatever their status.
+func (p *Provider) buildsByIDAny(ctx context.Context, cl *Client, ids []string, plan *bot.Plan) ([]Build, error) {
+	return p.buildsByID(ctx, cl, ids, buildQuery{filter: BuildFilter{Statuses: BuildStatuses}}, plan, true)
+}
+
+type scanHit struct {
+	build Build
+	m     EventMatch
+}
+
+func (p *Provider) scanBuilds(ctx context.Context, cl *Client, builds []Build, re *regexp.Regexp, text string, lines int, sts []string) (bot.Result, error) {
+	hits := make([][]EventMatch, len(builds))
+	errs := make([]error, len(builds))
+	cl.forEach(ctx, len(builds), func(ctx context.Context, i int) {
+		hits[i], errs[i] = cl.ScanBuildEvents(ctx, builds[i].ID, re, lines)
+	}, func(i int, err error) { errs[i] = err })
+	if err := ctx.Err(); err != nil {
+		return bot.Result{}, fmt.Errorf("%s: scanning build events: %w", cl.Name(), err)
+	}
+	var all []scanHit
+	var scanErrs []string
+	g := groups{}
+	perPipeline := map[string][]int{}
+	for i, b := range builds {
+		if errs[i] != nil {
+			scanErrs = append(scanErrs, errs[i].Error())
+			continue
+		}
+		if len(hits[i]) == 0 {
+			continue
+		}
+		g.add(b)
+		key := b.TeamName + "/" + b.PipelineName
+		perPipeline[key] = append(perPipeline[key], b.ID)
+		for _, m := range hits[i] {
+			all = append(all, scanHit{build: b, m: m})
+		}
+	}
+	matches := []map[string]any{}
+	table := &bot.Table{Columns: []string{"build", "pipeline/job", "line"}}
+	var detail strings.Builder
+	for _, h := range all {
+		if len(matches) >= p.opts.MaxItems {
+			break
+		}
+		matches = append(matches, map[string]any{
+			"build_id": h.build.ID, "team": h.build.TeamName, "pipeline": h.build.PipelineName, "job": h.build.JobName,
+			"build": h.build.Name, "status": h.build.Status, "line": h.m.Line.Text, "event": h.m.Line.EventType,
+			"origin": h.m.Line.Origin.ID, "source": h.m.Line.Origin.Source,
+			"before": listOrEmpty(h.m.Before), "after": listOrEmpty(h.m.After),
+		})
+		table.Rows = append(table.Rows, []string{strconv.Itoa(h.build.ID), h.build.PipelineName + "/" + h.build.JobName, h.m.Line.Text})
+		fmt.Fprintf(&detail, "==> %s (build %d, %s)\n", h.build.Ref(), h.build.ID, h.build.Status)
+		for _, l := range h.m.Before {
+			detail.WriteString("    " + l + "\n")
+		}
+		detail.WriteString("  > " + h.m.Line.Text + "\n")
+		for _, l := range h.m.After {
+			detail.WriteString("    " + l + "\n")
+		}
+	}
+	byPipeline := []map[string]any{}
+	for _, pg := range g.sorted() {
+		ids := perPipeline[pg.Team+"/"+pg.Pipeline]
+		sort.Ints(ids)
+		byPipeline = append(byPipeline, map[string]any{"team": pg.Team, "pipeline": pg.Pipeline, "count": pg.Count, "build_ids": ids})
+	}
+	matched := 0
+	for _, h := range hits {
+		if len(h) > 0 {
+			matched++
+		}
+	}
+	what := strings.Join(sts, "/")
+	summary := fmt.Sprintf("%q in %d of %d %s builds", text, matched, len(builds), what)
+	if matched > 0 {
+		summary += fmt.Sprintf(" (%s: %s)", plural(len(g), "pipeline"), strings.Join(pipelineRefs(g), ", "))
+	}
+	if len(scanErrs) > 0 {
+		summary += fmt.Sprintf("; %d builds could not be read", len(scanErrs))
+	}
+	shownErrs, _ := truncate(scanErrs, 10)
+	return bot.Result{
+		Summary: summary, Table: table, Detail: detail.String(), Warn: matched > 0 || len(scanErrs) > 0,
+		Data: map[string]any{
+			"pattern": text, "builds_scanned": len(builds), "builds_matched": matched, "match_count": len(all),
+			"matches": matches, "by_pipeline": byPipeline, "pipelines": pipelineRefs(g), "errors": listOrEmpty(shownErrs),
+		},
+	}, nil
+}

@@ -1,0 +1,124 @@
+package concourse
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+func (p *Provider) opInfo() bot.Op {
+	return bot.Op{
+		Name: "concourse.info", Class: bot.ClassRead,
+		Doc: "Server version and cluster, and who the bot is logged in as (fly status, fly userinfo).",
+		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
+			cl, err := p.client(c)
+			if err != nil {
+				return bot.Result{}, err
+			}
+			info, err := cl.Info(ctx)
+			if err != nil {
+				return bot.Result{}, err
+			}
+			data := map[string]any{
+				"target": cl.Name(), "url": cl.URL(), "team": cl.Team(), "version": info.Version,
+				"worker_version": info.WorkerVersion, "cluster_name": info.ClusterName, "external_url": info.ExternalURL,
+			}
+			summary := fmt.Sprintf("Concourse %s", info.Version)
+			if info.ClusterName != "" {
+				summary += " (cluster " + info.ClusterName + ")"
+			}
+			if cl.cfg.Username != "" {
+				u, err := cl.User(ctx)
+				if err != nil {
+					return bot.Result{}, err
+				}
+				roles := []string{}
+				for team, rs := range u.Teams {
+					for _, r := range rs {
+						roles = append(roles, team+"/"+r)
+					}
+				}
+				sort.Strings(roles)
+				data["user"] = map[string]any{"name": or(u.DisplayUserID, u.UserName), "is_admin": u.IsAdmin, "roles": roles}
+				summary += fmt.Sprintf(", logged in as %s", or(u.DisplayUserID, u.UserName))
+				if u.IsAdmin {
+					summary += " (admin)"
+				} else if len(roles) > 0 {
+					summary += " (" + strings.Join(roles, ", ") + ")"
+				}
+			}
+			return bot.Result{Summary: summary, Data: data}, nil
+		},
+	}
+}
+
+func (p *Provider) opTSAConnectivity() bot.Op {
+	return bot.Op{
+		Name: "concourse.tsa_connectivity", Class: bot.ClassRead,
+		Doc: "Resolve the TSA host and open a TCP connection to it from the bot (nc -vz <host> 2222); a failure is a result, not an error.",
+		Args: []bot.ArgSpec{
+			{Name: "address", Doc: "host:port to test (default: the target's tsa setting, <url host>:2222)"},
+			{Name: "timeout", Doc: "connect timeout (default 5s)"},
+		},
+		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
+			cl, err := p.client(c)
+			if err != nil {
+				return bot.Result{}, err
+			}
+			addr := or(c.Args.String("address"), cl.cfg.TSA)
+			timeout, err := c.Args.Duration("timeout", 5*time.Second)
+			if err != nil {
+				return bot.Result{}, err
+			}
+			host, port, err := net.SplitHostPort(addr)
+			if err != nil {
+				return bot.Result{}, fmt.Errorf("argument \"address\": %q is not host:port (e.g. ci.example.com:2222)", addr)
+			}
+			return p.probe(ctx, host, port, timeout), nil
+		},
+	}
+}
+
+// probe resolves host and dials each address until one connects.
+func (p *Provider) probe(ctx context.Context, host, port string, timeout time.Duration) bot.Result {
+	data := map[string]any{"host": host, "port": port, "address": net.JoinHostPort(host, port),
+		"ips": []string{}, "resolved": false, "connected": false, "error": ""}
+	fail := func(summary string, err error) bot.Result {
+		data["error"] = err.Error()
+		return bot.Result{Summary: summary, Data: data, Warn: true}
+	}
+	start := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	ips, err := p.opts.LookupHost(rctx, host)
+	cancel()
+	data["resolve_ms"] = time.Since(start).Milliseconds()
+	if err != nil {
+		return fail(fmt.Sprintf("DNS lookup of %s failed: %v; check the resolver and the name", host, err), err)
+	}
+	data["ips"], data["resolved"] = ips, true
+	var lastErr error
+	for _, ip := range ips {
+		start = time.Now()
+		dctx, cancel := context.WithTimeout(ctx, timeout)
+		conn, err := p.opts.Dial(dctx, "tcp", net.JoinHostPort(ip, port))
+		cancel()
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		ms := time.Since(start).Milliseconds()
+		_ = conn.Close()
+		data["connected"], data["connected_ip"], data["connect_ms"] = true, ip, ms
+		return bot.Result{
+			Summary: fmt.Sprintf("TSA reachable: %s:%s → %s, connect %d ms", host, port, strings.Join(ips, ", "), ms),
+			Data:    data,
+		}
+	}
+	return fail(fmt.Sprintf("TSA unreachable: %s:%s → %s: %v; check the web node, the load balancer and ACLs on port %s",
+		host, port, strings.Join(ips, ", "), lastErr, port), lastErr)
+}

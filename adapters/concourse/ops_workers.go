@@ -1,0 +1,354 @@
+package concourse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+func (p *Provider) workerData(w Worker, now time.Time) map[string]any {
+	d := since(now, w.Started())
+	return map[string]any{
+		"name": w.Name, "state": w.State, "team": w.Team, "containers": w.ActiveContainers,
+		"volumes": w.ActiveVolumes, "platform": w.Platform, "tags": listOrEmpty(w.Tags),
+		"version": w.Version, "start_time": w.StartTime, "age_seconds": seconds(d), "age": age(d),
+		"exists": true,
+	}
+}
+
+func (p *Provider) opWorkers() bot.Op {
+	return bot.Op{
+		Name: "concourse.workers", Class: bot.ClassRead,
+		Doc: "List workers with their state, containers and age (fly workers).",
+		Args: []bot.ArgSpec{
+			{Name: "state", Doc: "only workers in these states (running, stalled, landing, landed, retiring)"},
+			{Name: "name", Doc: "only workers whose name matches this regular expression (anchored)"},
+		},
+		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
+			cl, err := p.client(c)
+			if err != nil {
+				return bot.Result{}, err
+			}
+			re, err := pattern(c.Args, "name")
+			if err != nil {
+				return bot.Result{}, err
+			}
+			want := c.Args.Strings("state")
+			ws, err := cl.Workers(ctx)
+			if err != nil {
+				return bot.Result{}, err
+			}
+			now := p.opts.Now()
+			byState := map[string]int{}
+			names := map[string][]string{}
+			list := []map[string]any{}
+			table := &bot.Table{Columns: []string{"name", "state", "containers", "age"}}
+			for _, w := range ws {
+				if !matchRe(re, w.Name) || (len(want) > 0 && !contains(want, w.State)) {
+					continue
+				}
+				byState[w.State]++
+				names[w.State] = append(names[w.State], w.Name)
+				list = append(list, p.workerData(w, now))
+				table.Rows = append(table.Rows, []string{w.Name, w.State, strconv.Itoa(w.ActiveContainers), age(since(now, w.Started()))})
+			}
+			data := map[string]any{"target": cl.Name(), "count": len(list), "workers": list, "by_state": byState}
+			for _, s := range WorkerStates {
+				byState[s] += 0
+				data[s] = listOrEmpty(names[s])
+			}
+			summary := countsLine(byState, WorkerStates)
+			if summary == "" {
+				summary = "no workers registered"
+			}
+			return bot.Result{Summary: summary, Table: table, Data: data, Warn: byState[WorkerStalled] > 0}, nil
+		},
+	}
+}
+
+func (p *Provider) opWorker() bot.Op {
+	return bot.Op{
+		Name: "concourse.worker", Class: bot.ClassRead,
+		Doc:  "Read one worker; result.exists is false once it is gone (use in wait steps: until result.state == \"running\").",
+		Args: []bot.ArgSpec{{Name: "name", Doc: "worker name", Required: true}},
+		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
+			cl, err := p.client(c)
+			if err != nil {
+				return bot.Result{}, err
+			}
+			name := c.Args.String("name")
+			if name == "" {
+				return bot.Result{}, errors.New("argument \"name\" is required: the worker's name as listed by concourse.workers")
+			}
+			w, err := cl.Worker(ctx, name)
+			if errors.Is(err, ErrNotFound) {
+				return bot.Result{
+					Summary: fmt.Sprintf("%s is not registered", name),
+					Data:    map[string]any{"name": name, "exists": false, "state": ""},
+				}, nil
+			}
+			if err != nil {
+				return bot.Result{}, err
+			}
+			now := p.opts.Now()
+			return bot.Result{
+				Summary: fmt.Sprintf("%s is %s (%d containers, up %s)", w.Name, w.State, w.ActiveContainers, age(since(now, w.Started()))),
+				Data:    p.workerData(w, now), Warn: w.State == WorkerStalled,
+			}, nil
+		},
+	}
+}
+
+// workerNames reads the name argument (one name or a list).
+func workerNames(a bot.Args) []string { return a.Strings("name") }
+
+func workerItem(w Worker, now time.Time) bot.PlanItem {
+	return bot.PlanItem{
+		Kind: "worker", ID: w.Name,
+		Attrs:  map[string]string{"state": w.State, "team": w.Team},
+		Detail: fmt.Sprintf("%s, %d containers, up %s", w.State, w.ActiveContainers, age(since(now, w.Started()))),
+	}
+}
+
+// planWorkers resolves named workers, keeping those accept allows; the
+// others become notes.
+func (p *Provider) planWorkers(ctx context.Context, c bot.Call, op string, accept func(Worker) string) (bot.Plan, error) {
+	cl, err := p.client(c)
+	if err != nil {
+		return bot.Plan{}, err
+	}
+	names := workerNames(c.Args)
+	all := c.Args.Bool("all_stalled")
+	if len(names) == 0 && !all {
+		return bot.Plan{}, fmt.Errorf("%s: give name=<worker> (see concourse.workers)", op)
+	}
+	ws, err := cl.Workers(ctx)
+	if err != nil {
+		return bot.Plan{}, err
+	}
+	now := p.opts.Now()
+	plan := bot.Plan{Op: op, Target: cl.Name()}
+	byName := map[string]Worker{}
+	for _, w := range ws {
+		byName[w.Name] = w
+		if all && w.State == WorkerStalled && !contains(names, w.Name) {
+			names = append(names, w.Name)
+		}
+	}
+	for _, n := range names {
+		w, ok := byName[n]
+		if !ok {
+			plan.Notes = append(plan.Notes, fmt.Sprintf("worker %s is not registered (already pruned or retired?); skipped", n))
+			continue
+		}
+		if why := accept(w); why != "" {
+			plan.Notes = append(plan.Notes, why)
+			continue
+		}
+		plan.Items = append(plan.Items, workerItem(w, now))
+	}
+	return plan, nil
+}
+
+func planItemNames(pl bot.Plan) []string {
+	out := make([]string, 0, len(pl.Items))
+	for _, it := range pl.Items {
+		out = append(out, it.ID)
+	}
+	return out
+}
+
+func (p *Provider) opPruneWorker() bot.Op {
+	const op = "concourse.prune_worker"
+	return bot.Op{
+		Name: op, Class: bot.ClassDestructive,
+		Doc: "Prune workers that are not running (fly prune-worker): stalled, landing, landed or retiring.",
+		Args: []bot.ArgSpec{
+			{Name: "name", Doc: "worker name, or a list of names"},
+			{Name: "all_stalled", Doc: "true to prune every stalled worker (fly prune-worker --all-stalled)"},
+		},
+		Plan: func(ctx context.Context, c bot.Call) (bot.Plan, error) {
+			pl, err := p.planWorkers(ctx, c, op, func(w Worker) string {
+				if w.State == WorkerRunning {
+					return fmt.Sprintf("worker %s is running; Concourse refuses to prune running workers (land it or stop its process first); skipped", w.Name)
+				}
+				return ""
+			})
+			if err != nil {
+				return pl, err
+			}
+			pl.Summary = "nothing to prune"
+			if !pl.Empty() {
+				pl.Summary = fmt.Sprintf("prune %s: %s", plural(len(pl.Items), "worker"), strings.Join(planItemNames(pl), ", "))
+			}
+			return pl, nil
+		},
+		Apply: func(ctx context.Context, c bot.Call, pl bot.Plan) (bot.Result, error) {
+			return p.applyWorkers(ctx, c, pl, "prune", func(cl *Client, it bot.PlanItem) error {
+				return cl.PruneWorker(ctx, it.ID)
+			}, func(w *Worker, found bool) (bool, string) {
+				if found {
+					return false, "still listed after the prune"
+				}
+				return true, "pruned"
+			})
+		},
+	}
+}
+
+func (p *Provider) opLandWorker() bot.Op {
+	const op = "concourse.land_worker"
+	return bot.Op{
+		Name: op, Class: bot.ClassDestructive,
+		Doc:  "Land workers (fly land-worker): they take no new work and become landed once their builds finish; restart the worker process to bring one back.",
+		Args: []bot.ArgSpec{{Name: "name", Doc: "worker name, or a list of names", Required: true}},
+		Plan: func(ctx context.Context, c bot.Call) (bot.Plan, error) {
+			pl, err := p.planWorkers(ctx, c, op, func(w Worker) string {
+				switch w.State {
+				case WorkerLanded, WorkerLanding:
+					return fmt.Sprintf("worker %s is already %s; skipped", w.Name, w.State)
+				case WorkerRetiring:
+					return fmt.Sprintf("worker %s is retiring; landing it would not help; skipped", w.Name)
+				}
+				return ""
+			})
+			if err != nil {
+				return pl, err
+			}
+			pl.Summary = "nothing to land"
+			if !pl.Empty() {
+				pl.Summary = fmt.Sprintf("land %s: %s", plural(len(pl.Items), "worker"), strings.Join(planItemNames(pl), ", "))
+			}
+			return pl, nil
+		},
+		Apply: func(ctx context.Context, c bot.Call, pl bot.Plan) (bot.Result, error) {
+			return p.applyWorkers(ctx, c, pl, "land", func(cl *Client, it bot.PlanItem) error {
+				return cl.LandWorker(ctx, it.ID, it.Attrs["team"])
+			}, func(w *Worker, found bool) (bool, string) {
+				if !found {
+					return false, "no longer registered"
+				}
+				return w.State == WorkerLanding || w.State == WorkerLanded, "now " + w.State
+			})
+		},
+	}
+}
+
+func (p *Provider) opRetireWorker() bot.Op {
+	const op = "concourse.retire_worker"
+	return bot.Op{
+		Name: op, Class: bot.ClassDestructive,
+		Doc:  "Retire workers: they take no new work and are deleted once their builds finish (for workers that will not come back with the same disk).",
+		Args: []bot.ArgSpec{{Name: "name", Doc: "worker name, or a list of names", Required: true}},
+		Plan: func(ctx context.Context, c bot.Call) (bot.Plan, error) {
+			pl, err := p.planWorkers(ctx, c, op, func(w Worker) string {
+				if w.State == WorkerRetiring {
+					return fmt.Sprintf("worker %s is already retiring; skipped", w.Name)
+				}
+				return ""
+			})
+			if err != nil {
+				return pl, err
+			}
+			pl.Summary = "nothing to retire"
+			if !pl.Empty() {
+				pl.Summary = fmt.Sprintf("retire %s: %s", plural(len(pl.Items), "worker"), strings.Join(planItemNames(pl), ", "))
+			}
+			return pl, nil
+		},
+		Apply: func(ctx context.Context, c bot.Call, pl bot.Plan) (bot.Result, error) {
+			return p.applyWorkers(ctx, c, pl, "retire", func(cl *Client, it bot.PlanItem) error {
+				return cl.RetireWorker(ctx, it.ID, it.Attrs["team"])
+			}, func(w *Worker, found bool) (bool, string) {
+				if !found {
+					return true, "retired and removed"
+				}
+				return w.State == WorkerRetiring, "now " + w.State
+			})
+		},
+	}
+}
+
+// applyWorkers runs act on each plan item, then lists the workers once to
+// verify each outcome with check.
+func (p *Provider) applyWorkers(ctx context.Context, c bot.Call, pl bot.Plan, verb string,
+	act func(*Client, bot.PlanItem) error, check func(w *Worker, found bool) (bool, string)) (bot.Result, error) {
+	cl, err := p.client(c)
+	if err != nil {
+		return bot.Result{}, err
+	}
+	res := bot.Result{}
+	done := map[string]bool{}
+	data := map[string]any{"done": []string{}, "already_done": []string{}, "failed": []string{}, "states": map[string]string{}}
+	for _, it := range pl.Items {
+		err := act(cl, it)
+		var se *StatusError
+		switch {
+		case err == nil:
+			done[it.ID] = true
+		case errors.Is(err, ErrNotFound) && verb != "land":
+			res.Items = append(res.Items, itemResult(it.ID, bot.OutcomeAlreadyDone, "already gone"))
+		case errors.As(err, &se) && se.Code == http.StatusBadRequest && verb == "prune":
+			res.Items = append(res.Items, itemResult(it.ID, bot.OutcomeFailed,
+				"Concourse refused: "+se.Reason()+" (its heartbeat resumed since the plan; nothing was pruned)"))
+		default:
+			res.Items = append(res.Items, itemResult(it.ID, bot.OutcomeFailed, err.Error()))
+		}
+	}
+	if len(done) > 0 {
+		ws, err := cl.Workers(ctx)
+		if err != nil {
+			return bot.Result{}, fmt.Errorf("verifying the %s: %w", verb, err)
+		}
+		byName := map[string]*Worker{}
+		for i := range ws {
+			byName[ws[i].Name] = &ws[i]
+		}
+		states := data["states"].(map[string]string)
+		for _, it := range pl.Items {
+			if !done[it.ID] {
+				continue
+			}
+			w, found := byName[it.ID]
+			if found {
+				states[it.ID] = w.State
+			}
+			ok, why := check(w, found)
+			outcome := bot.OutcomeSucceeded
+			if !ok {
+				outcome = bot.OutcomeFailed
+			}
+			res.Items = append(res.Items, itemResult(it.ID, outcome, why))
+		}
+	}
+	counts := map[string]int{}
+	for _, it := range res.Items {
+		key := map[string]string{bot.OutcomeSucceeded: "done", bot.OutcomeAlreadyDone: "already_done", bot.OutcomeFailed: "failed"}[it.Outcome]
+		data[key] = append(data[key].([]string), it.ID)
+		counts[it.Outcome]++
+	}
+	past := map[string]string{"prune": "pruned", "land": "landed", "retire": "retired"}[verb]
+	data[past] = data["done"]
+	res.Data = data
+	res.Summary = fmt.Sprintf("%s %s", past, plural(counts[bot.OutcomeSucceeded], "worker"))
+	if n := counts[bot.OutcomeSucceeded]; n > 0 && n <= 3 {
+		res.Summary += ": " + strings.Join(data["done"].([]string), ", ")
+	}
+	if n := counts[bot.OutcomeAlreadyDone]; n > 0 {
+		res.Summary += fmt.Sprintf("; %d already gone", n)
+	}
+	if n := counts[bot.OutcomeFailed]; n > 0 {
+		res.Warn = true
+		res.Summary += fmt.Sprintf("; %d failed", n)
+		if counts[bot.OutcomeSucceeded] == 0 && counts[bot.OutcomeAlreadyDone] == 0 {
+			return res, fmt.Errorf("%s: %s failed for every worker: %s", cl.Name(), verb, res.Failed()[0].Reason)
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,198 @@
+package concourse
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+func TestOpBuildEventsScan_ThenCheckResourceType(t *testing.T) {
+	e := newProvEnv(t, concoursesim.DemoWorld())
+	res, err := e.do(t, "concourse.build_events_scan", nil)
+	require.NoError(t, err)
+	assert.Equal(t, `"image fetching failed" in 4 of 4 errored builds (2 pipelines: main/app, main/docs)`, res.Summary)
+	assert.True(t, res.Warn)
+	d := decoded(t, res)
+	assert.Equal(t, []any{"main/app", "main/docs"}, d["pipelines"])
+	m := d["matches"].([]any)[0].(map[string]any)
+	assert.Equal(t, "image fetching failed", m["line"])
+	assert.Equal(t, "error", m["event"])
+	assert.NotEmpty(t, m["origin"])
+	assert.Len(t, m["before"], 3)
+	assert.Contains(t, res.Detail, "  > image fetching failed")
+
+	// the next step of the runbook feeds the pipelines to check_resource_type
+	res, err = e.do(t, "concourse.check_resource_type", bot.Args{"pipelines": d["pipelines"]})
+	require.NoError(t, err)
+	assert.Equal(t, "checked registry-image in 2 pipelines", res.Summary)
+	var checks int
+	for _, b := range e.srv.Builds() {
+		if b.Check {
+			checks++
+		}
+	}
+	assert.Equal(t, 2, checks)
+
+	res, err = e.do(t, "concourse.check_resource_type", bot.Args{"pipeline": "deploy/caascad-alert-prepare"})
+	require.NoError(t, err)
+	assert.Equal(t, bot.OutcomeAlreadyDone, res.Items[0].Outcome)
+	assert.Contains(t, res.Items[0].Reason, "no custom resource type")
+
+	res, err = e.do(t, "concourse.build_events_scan", bot.Args{"pattern": "MANIFEST_[A-Z]+", "regex": true, "pipeline": "docs"})
+	require.NoError(t, err)
+	assert.Equal(t, float64(1), decoded(t, res)["builds_matched"])
+}
+
+func TestOpPipelinesPauseUnpause(t *testing.T) {
+	e := newProvEnv(t, concoursesim.DemoWorld())
+	res, err := e.do(t, "concourse.pipelines", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "3 pipelines", res.Summary)
+
+	args := bot.Args{"pipeline": "deploy/caascad-alert-prepare"}
+	pl := e.plan(t, "concourse.pause_pipeline", args)
+	require.Len(t, pl.Items, 1)
+	assert.Equal(t, "pause 1 pipeline: deploy/caascad-alert-prepare", pl.Summary)
+	res, err = e.apply(t, "concourse.pause_pipeline", args, pl)
+	require.NoError(t, err)
+	assert.Equal(t, "paused 1 of 1: deploy/caascad-alert-prepare", res.Summary)
+	p, _ := e.srv.Pipeline("deploy", "caascad-alert-prepare")
+	assert.True(t, p.Paused)
+
+	pl = e.plan(t, "concourse.pause_pipeline", args)
+	assert.True(t, pl.Empty())
+	assert.Contains(t, pl.Notes[0], "already paused (by admin)")
+
+	res, err = e.do(t, "concourse.pipelines", bot.Args{"paused": true})
+	require.NoError(t, err)
+	assert.Equal(t, []any{"deploy/caascad-alert-prepare"}, decoded(t, res)["paused"])
+
+	res, err = e.do(t, "concourse.unpause_pipeline", bot.Args{"team": "deploy", "pipeline": "caascad-alert-prepare"})
+	require.NoError(t, err)
+	assert.Equal(t, "unpaused deploy/caascad-alert-prepare", res.Summary)
+	assert.Equal(t, true, decoded(t, res)["was_paused"])
+
+	_, err = e.op(t, "concourse.pause_pipeline").Plan(context.Background(), bot.Call{Target: "infra-prd", Args: bot.Args{"pipeline": "nope"}})
+	assert.ErrorContains(t, err, "pipeline main/nope not found")
+}
+
+func TestOpJobsResourcesTypes(t *testing.T) {
+	e := newProvEnv(t, concoursesim.DemoWorld())
+	res, err := e.do(t, "concourse.jobs", bot.Args{"pipeline": "app"})
+	require.NoError(t, err)
+	assert.Equal(t, "2 jobs; last builds: 1 succeeded, 1 errored", res.Summary)
+	res, err = e.do(t, "concourse.resources", bot.Args{"team": "deploy", "pipeline": "caascad-alert-prepare"})
+	require.NoError(t, err)
+	assert.Equal(t, []any{"repo", "alert-image"}, decoded(t, res)["names"])
+	res, err = e.do(t, "concourse.resource_types", bot.Args{"pipeline": "app"})
+	require.NoError(t, err)
+	assert.Equal(t, []any{"registry-image"}, decoded(t, res)["names"])
+	_, err = e.do(t, "concourse.jobs", nil)
+	assert.ErrorContains(t, err, `"pipeline" is required`)
+	_, err = e.do(t, "concourse.jobs", bot.Args{"pipeline": "nope"})
+	assert.ErrorIs(t, err, ErrNotFound)
+}
+
+func TestOpCheckAndClearResourceCache(t *testing.T) {
+	e := newProvEnv(t, concoursesim.DemoWorld())
+	args := bot.Args{"team": "deploy", "pipeline": "caascad-alert-prepare"}
+	pl := e.plan(t, "concourse.clear_resource_cache", args)
+	assert.Equal(t, []string{"deploy/caascad-alert-prepare/repo", "deploy/caascad-alert-prepare/alert-image"}, planItemNames(pl))
+	res, err := e.apply(t, "concourse.clear_resource_cache", args, pl)
+	require.NoError(t, err)
+	assert.Equal(t, "5 caches removed from 2 resources", res.Summary)
+	assert.Equal(t, 0, e.srv.ResourceCaches("deploy", "caascad-alert-prepare", "repo"))
+
+	res, err = e.do(t, "concourse.check_resource", args)
+	require.NoError(t, err)
+	assert.Equal(t, "checked 2 of 2", res.Summary[:len("checked 2 of 2")])
+	assert.Len(t, decoded(t, res)["checks"], 2)
+
+	_, err = e.op(t, "concourse.clear_resource_cache").Plan(context.Background(),
+		bot.Call{Target: "infra-prd", Args: bot.Args{"team": "deploy", "pipeline": "caascad-alert-prepare", "resource": "nope"}})
+	assert.ErrorContains(t, err, `has no resource "nope"`)
+}
+
+func TestOpClearTaskCache_NestedSteps(t *testing.T) {
+	w := concoursesim.NewWorld()
+	w.AddPipeline(concoursesim.Pipeline{Name: "app",
+		Jobs: []concoursesim.Job{{Name: "build", Tasks: []string{"compile", "test"}, TaskCaches: 2}},
+		Config: map[string]any{"jobs": []any{map[string]any{"name": "build", "plan": []any{
+			map[string]any{"task": "compile"},
+			map[string]any{"in_parallel": []any{map[string]any{"try": map[string]any{"task": "test"}}}},
+		}}}},
+	})
+	e := newProvEnv(t, w)
+	args := bot.Args{"pipeline": "app", "job": "build"}
+	pl := e.plan(t, "concourse.clear_task_cache", args)
+	assert.Equal(t, []string{"main/app/build/compile", "main/app/build/test"}, planItemNames(pl))
+	res, err := e.apply(t, "concourse.clear_task_cache", args, pl)
+	require.NoError(t, err)
+	assert.Equal(t, "4 caches removed from 2 task steps", res.Summary)
+
+	_, err = e.op(t, "concourse.clear_task_cache").Plan(context.Background(), bot.Call{Target: "infra-prd", Args: bot.Args{"pipeline": "app", "job": "deploy"}})
+	assert.ErrorContains(t, err, `has no job "deploy"; its jobs are: build`)
+	_, err = e.op(t, "concourse.clear_task_cache").Plan(context.Background(), bot.Call{Target: "infra-prd", Args: bot.Args{"pipeline": "app", "job": "build", "step": "lint"}})
+	assert.ErrorContains(t, err, `has no task step "lint"; its task steps are: compile, test`)
+}
+
+func TestOpInfo(t *testing.T) {
+	e := newProvEnv(t, concoursesim.DemoWorld())
+	res, err := e.do(t, "concourse.info", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "Concourse 8.2.5 (cluster infra-prd), logged in as admin (admin)", res.Summary)
+}
+
+func TestOpTSAConnectivity(t *testing.T) {
+	srv, err := concoursesim.New(*concoursesim.NewWorld(), concoursesim.WithTSA())
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closedAddr := closed.Addr().String()
+	require.NoError(t, closed.Close())
+
+	c, err := New(TargetConfig{Name: "infra-prd", URL: srv.URL(), TSA: srv.TSAAddr()})
+	require.NoError(t, err)
+	p, err := NewProvider(map[string]*Client{"infra-prd": c}, ProviderOptions{})
+	require.NoError(t, err)
+	run := func(args bot.Args) bot.Result {
+		t.Helper()
+		for _, op := range p.Ops() {
+			if op.Name == "concourse.tsa_connectivity" {
+				res, err := op.Do(context.Background(), bot.Call{Target: "infra-prd", Args: args})
+				require.NoError(t, err)
+				return res
+			}
+		}
+		t.Fatal("no tsa_connectivity")
+		return bot.Result{}
+	}
+
+	res := run(nil)
+	assert.True(t, strings.HasPrefix(res.Summary, "TSA reachable: 127.0.0.1:"), res.Summary)
+	assert.False(t, res.Warn)
+	d := decoded(t, res)
+	assert.Equal(t, true, d["connected"])
+	assert.Equal(t, []any{"127.0.0.1"}, d["ips"])
+
+	res = run(bot.Args{"address": closedAddr, "timeout": "1s"})
+	assert.True(t, res.Warn)
+	assert.Contains(t, res.Summary, "TSA unreachable")
+	assert.Equal(t, false, decoded(t, res)["connected"])
+
+	p.opts.LookupHost = func(context.Context, string) ([]string, error) {
+		return nil, errors.New("no such host")
+	}
+	res = run(bot.Args{"address": "ci.nowhere.invalid:2222"})
+	assert.Equal(t, "DNS lookup of ci.nowhere.invalid failed: no such host; check the resolver and the name", res.Summary)
+	assert.Equal(t, false, decoded(t, res)["resolved"])
+}

@@ -1,0 +1,271 @@
+package concourse
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+type provEnv struct {
+	*simEnv
+	p *Provider
+}
+
+func newProvEnv(t *testing.T, w *concoursesim.World, simOpts ...concoursesim.Option) *provEnv {
+	t.Helper()
+	env := newSimEnv(t, w, simOpts)
+	p, err := NewProvider(map[string]*Client{"infra-prd": env.c}, ProviderOptions{
+		Now: env.clock.Now, AbortPoll: time.Millisecond, AbortTimeout: 100 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	return &provEnv{simEnv: env, p: p}
+}
+
+func (e *provEnv) op(t *testing.T, name string) bot.Op {
+	t.Helper()
+	for _, op := range e.p.Ops() {
+		if op.Name == name {
+			return op
+		}
+	}
+	t.Fatalf("no operation %s", name)
+	return bot.Op{}
+}
+
+func (e *provEnv) do(t *testing.T, name string, args bot.Args) (bot.Result, error) {
+	t.Helper()
+	return e.op(t, name).Do(context.Background(), bot.Call{Target: "infra-prd", Args: args})
+}
+
+func (e *provEnv) plan(t *testing.T, name string, args bot.Args) bot.Plan {
+	t.Helper()
+	pl, err := e.op(t, name).Plan(context.Background(), bot.Call{Target: "infra-prd", Args: args})
+	require.NoError(t, err)
+	return pl
+}
+
+func (e *provEnv) apply(t *testing.T, name string, args bot.Args, pl bot.Plan) (bot.Result, error) {
+	t.Helper()
+	return e.op(t, name).Apply(context.Background(), bot.Call{Target: "infra-prd", Args: args}, pl)
+}
+
+// decoded returns Data as later steps see it (through JSON).
+func decoded(t *testing.T, r bot.Result) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(r.Data)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	return m
+}
+
+func TestProvider_RegistersEveryOperation(t *testing.T) {
+	e := newProvEnv(t, concoursesim.NewWorld())
+	reg, err := bot.NewRegistry(e.p)
+	require.NoError(t, err)
+	want := map[string]bot.Class{
+		"workers": bot.ClassRead, "worker": bot.ClassRead, "builds": bot.ClassRead, "build_events_scan": bot.ClassRead,
+		"pipelines": bot.ClassRead, "jobs": bot.ClassRead, "resources": bot.ClassRead, "resource_types": bot.ClassRead,
+		"tsa_connectivity": bot.ClassRead, "info": bot.ClassRead,
+		"check_resource": bot.ClassWrite, "check_resource_type": bot.ClassWrite, "unpause_pipeline": bot.ClassWrite,
+		"prune_worker": bot.ClassDestructive, "land_worker": bot.ClassDestructive, "retire_worker": bot.ClassDestructive,
+		"abort_builds": bot.ClassDestructive, "pause_pipeline": bot.ClassDestructive,
+		"clear_resource_cache": bot.ClassDestructive, "clear_task_cache": bot.ClassDestructive,
+	}
+	assert.Len(t, reg.List(), len(want))
+	for name, class := range want {
+		op, ok := reg.Get("concourse." + name)
+		require.True(t, ok, name)
+		assert.Equal(t, class, op.Class, name)
+		assert.NotEmpty(t, op.Doc, name)
+	}
+}
+
+func TestProvider_UnknownTargetListsKnownOnes(t *testing.T) {
+	e := newProvEnv(t, concoursesim.NewWorld())
+	_, err := e.op(t, "concourse.workers").Do(context.Background(), bot.Call{Target: "infra-stg"})
+	assert.EqualError(t, err, `unknown Concourse target "infra-stg"; known targets: infra-prd`)
+	_, err = NewProvider(nil, ProviderOptions{})
+	assert.ErrorContains(t, err, "no target configured")
+}
+
+func TestOpWorkers(t *testing.T) {
+	e := newProvEnv(t, concoursesim.DemoWorld())
+	res, err := e.do(t, "concourse.workers", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "3 running, 1 stalled", res.Summary)
+	assert.True(t, res.Warn)
+	require.Len(t, res.Table.Rows, 4)
+	assert.Equal(t, []string{"caascad-ci-workers-infra-infra-prd-0", "stalled", "236", "38d"}, res.Table.Rows[0])
+	d := decoded(t, res)
+	assert.Equal(t, []any{"caascad-ci-workers-infra-infra-prd-0"}, d["stalled"])
+	assert.Equal(t, []any{}, d["landing"])
+	assert.Equal(t, float64(3), d["by_state"].(map[string]any)["running"])
+	w0 := d["workers"].([]any)[0].(map[string]any)
+	assert.Equal(t, float64(38*24*3600), w0["age_seconds"])
+
+	res, err = e.do(t, "concourse.workers", bot.Args{"state": "stalled"})
+	require.NoError(t, err)
+	assert.Equal(t, "1 stalled", res.Summary)
+}
+
+func TestOpWorker(t *testing.T) {
+	e := newProvEnv(t, concoursesim.DemoWorld())
+	res, err := e.do(t, "concourse.worker", bot.Args{"name": "caascad-ci-workers-infra-infra-prd-1"})
+	require.NoError(t, err)
+	d := decoded(t, res)
+	assert.Equal(t, "running", d["state"])
+	assert.Equal(t, true, d["exists"])
+	res, err = e.do(t, "concourse.worker", bot.Args{"name": "gone"})
+	require.NoError(t, err)
+	assert.Equal(t, false, decoded(t, res)["exists"])
+	_, err = e.do(t, "concourse.worker", nil)
+	assert.ErrorContains(t, err, `"name" is required`)
+}
+
+func TestOpPruneWorker(t *testing.T) {
+	const stalled, running = "caascad-ci-workers-infra-infra-prd-0", "caascad-ci-workers-infra-infra-prd-1"
+	e := newProvEnv(t, concoursesim.DemoWorld())
+	args := bot.Args{"name": []any{stalled, running, "ghost"}}
+	pl := e.plan(t, "concourse.prune_worker", args)
+	require.Len(t, pl.Items, 1, "only workers that are not running")
+	assert.Equal(t, bot.PlanItem{Kind: "worker", ID: stalled, Attrs: map[string]string{"state": "stalled", "team": ""},
+		Detail: "stalled, 236 containers, up 38d"}, pl.Items[0])
+	assert.Len(t, pl.Notes, 2)
+	assert.Contains(t, pl.Notes[0], "is running; Concourse refuses")
+	assert.Contains(t, pl.Notes[1], "ghost is not registered")
+	assert.Equal(t, "prune 1 worker: "+stalled, pl.Summary)
+	assert.Equal(t, pl.Hash(), e.plan(t, "concourse.prune_worker", args).Hash(), "plans are stable")
+	_, ok := e.srv.Worker(stalled)
+	assert.True(t, ok, "planning changes nothing")
+
+	res, err := e.apply(t, "concourse.prune_worker", args, pl)
+	require.NoError(t, err)
+	assert.Equal(t, "pruned 1 worker: "+stalled, res.Summary)
+	assert.Equal(t, []bot.ItemResult{{ID: stalled, Outcome: bot.OutcomeSucceeded, Reason: "pruned"}}, res.Items)
+	_, ok = e.srv.Worker(stalled)
+	assert.False(t, ok)
+	_, ok = e.srv.Worker(running)
+	assert.True(t, ok, "apply acts only on plan items")
+
+	t.Run("already gone", func(t *testing.T) {
+		res, err := e.apply(t, "concourse.prune_worker", args, pl)
+		require.NoError(t, err)
+		assert.Equal(t, bot.OutcomeAlreadyDone, res.Items[0].Outcome)
+	})
+}
+
+func TestOpPruneWorker_WorkerCameBack(t *testing.T) {
+	const w0 = "caascad-ci-workers-infra-infra-prd-0"
+	e := newProvEnv(t, concoursesim.DemoWorld())
+	args := bot.Args{"all_stalled": true}
+	pl := e.plan(t, "concourse.prune_worker", args)
+	require.Len(t, pl.Items, 1)
+	e.srv.ResumeHeartbeat(w0) // someone restarted it while the approval was pending
+	res, err := e.apply(t, "concourse.prune_worker", args, pl)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cannot prune running worker")
+	require.Len(t, res.Failed(), 1)
+	assert.Contains(t, res.Failed()[0].Reason, "heartbeat resumed")
+	_, ok := e.srv.Worker(w0)
+	assert.True(t, ok)
+
+	_, err = e.op(t, "concourse.prune_worker").Plan(context.Background(), bot.Call{Target: "infra-prd"})
+	assert.ErrorContains(t, err, "give name=<worker>")
+}
+
+func TestOpLandAndRetireWorker(t *testing.T) {
+	w := concoursesim.NewWorld().RunningWorkers("w", 3)
+	w.AddPipeline(concoursesim.Pipeline{Name: "app", Jobs: []concoursesim.Job{{Name: "unit"}}})
+	w.AddBuilds(concoursesim.Build{Pipeline: "app", Job: "unit", Status: "started", Worker: "w-1"})
+	e := newProvEnv(t, w)
+
+	pl := e.plan(t, "concourse.land_worker", bot.Args{"name": "w-1"})
+	require.Len(t, pl.Items, 1)
+	res, err := e.apply(t, "concourse.land_worker", bot.Args{"name": "w-1"}, pl)
+	require.NoError(t, err)
+	assert.Equal(t, "landing", decoded(t, res)["states"].(map[string]any)["w-1"], "a build still runs on it")
+	pl = e.plan(t, "concourse.land_worker", bot.Args{"name": "w-1"})
+	assert.True(t, pl.Empty())
+	assert.Contains(t, pl.Notes[0], "already landing")
+
+	pl = e.plan(t, "concourse.retire_worker", bot.Args{"name": "w-2"})
+	res, err = e.apply(t, "concourse.retire_worker", bot.Args{"name": "w-2"}, pl)
+	require.NoError(t, err)
+	assert.Equal(t, bot.OutcomeSucceeded, res.Items[0].Outcome)
+	_, ok := e.srv.Worker("w-2")
+	assert.False(t, ok, "no build on it: retired and deleted at once")
+}
+
+func TestOpBuilds(t *testing.T) {
+	e := newProvEnv(t, concoursesim.DemoWorld())
+	res, err := e.do(t, "concourse.builds", bot.Args{"status": "pending,started", "since": "24h"})
+	require.NoError(t, err)
+	assert.Equal(t, "301 builds (300 pending, 1 started) in 1 pipeline since 1d ago", res.Summary)
+	assert.Equal(t, [][]string{{"deploy", "caascad-alert-prepare", "301", "300 pending, 1 started"}}, res.Table.Rows)
+	d := decoded(t, res)
+	assert.Equal(t, float64(300), d["by_status"].(map[string]any)["pending"])
+	assert.Equal(t, true, d["truncated"])
+	assert.Len(t, d["builds"], 200)
+
+	res, err = e.do(t, "concourse.builds", bot.Args{"pipeline": "app|docs", "status": "errored"})
+	require.NoError(t, err)
+	assert.Equal(t, "4 builds (4 errored) in 2 pipelines", res.Summary)
+
+	_, err = e.do(t, "concourse.builds", bot.Args{"status": "stuck"})
+	assert.ErrorContains(t, err, `unknown build status "stuck"`)
+	_, err = e.do(t, "concourse.builds", bot.Args{"pipeline": "("})
+	assert.ErrorContains(t, err, "is not a regular expression")
+}
+
+func TestOpAbortBuilds_ByFilter(t *testing.T) {
+	w := concoursesim.NewWorld().RunningWorkers("w", 2).PendingBuilds("deploy", "caascad-alert-prepare", "prepare", 30)
+	w.PendingBuilds("main", "other", "job", 2)
+	e := newProvEnv(t, w, concoursesim.WithAbortDelay(0))
+	args := bot.Args{"pipeline": "caascad-alert-.*"}
+	pl := e.plan(t, "concourse.abort_builds", args)
+	require.Len(t, pl.Items, 30, "pending builds of the matching pipeline only (default status pending)")
+	assert.Equal(t, "abort 30 builds of deploy/caascad-alert-prepare (30 pending)", pl.Summary)
+	assert.Equal(t, map[string]string{"team": "deploy", "pipeline": "caascad-alert-prepare", "job": "prepare"}, pl.Items[0].Attrs)
+
+	res, err := e.apply(t, "concourse.abort_builds", args, pl)
+	require.NoError(t, err)
+	assert.Equal(t, "aborted 30 of 30 builds", res.Summary)
+	assert.False(t, res.Warn)
+	assert.Equal(t, float64(30), decoded(t, res)["aborted"])
+	assert.Equal(t, 30, e.srv.CountBuilds("caascad-alert-prepare")["aborted"])
+	assert.Equal(t, 2, e.srv.CountBuilds("other")["pending"], "other pipelines untouched")
+
+	_, err = e.op(t, "concourse.abort_builds").Plan(context.Background(), bot.Call{Target: "infra-prd"})
+	assert.ErrorContains(t, err, "refusing to abort every build")
+	_, err = e.op(t, "concourse.abort_builds").Plan(context.Background(), bot.Call{Target: "infra-prd", Args: bot.Args{"pipeline": "x", "status": "failed"}})
+	assert.ErrorContains(t, err, "only pending or started builds")
+}
+
+func TestOpAbortBuilds_ByIDsReportsStuckBuilds(t *testing.T) {
+	e := newProvEnv(t, stuckWorld(), concoursesim.WithAbortDelay(0))
+	args := bot.Args{"ids": "1, 2, 10, 404"}
+	pl := e.plan(t, "concourse.abort_builds", args)
+	require.Len(t, pl.Items, 2)
+	assert.Equal(t, []string{"2", "10"}, planItemNames(pl))
+	assert.ElementsMatch(t, []string{"build 1 is already succeeded; skipped", "build 404 does not exist; skipped"}, pl.Notes)
+
+	res, err := e.apply(t, "concourse.abort_builds", args, pl)
+	require.NoError(t, err)
+	assert.True(t, res.Warn)
+	assert.Contains(t, res.Summary, "aborted 1 of 2 builds; 1 still running after 100ms (2): their worker may be gone, run again with force=true")
+	assert.Equal(t, []any{float64(2)}, decoded(t, res)["not_stopped"])
+
+	force := bot.Args{"ids": "2", "force": true}
+	pl = e.plan(t, "concourse.abort_builds", force)
+	res, err = e.apply(t, "concourse.abort_builds", force, pl)
+	require.NoError(t, err)
+	assert.Equal(t, "aborted 1 of 1 build", res.Summary)
+}

@@ -1,0 +1,217 @@
+// Package slack connects groundcrew to Slack: it receives "/runbook"
+// commands, reactions and button presses (over Socket Mode or signed HTTP
+// requests) and hands them to the engine as bot.Events, and it implements
+// bot.Chat, bot.GroupResolver and bot.ThreadReader on the Slack Web API.
+//
+// Outbound writes go through one FIFO lane per channel that spaces them about
+// one second apart (chat.postMessage's per-channel limit) and waits out every
+// 429 Retry-After, so a message is never dropped: a write that ultimately
+// fails returns its error to the engine, whose durable outbox retries it.
+//
+// Inbound events are acknowledged at once and handed to the engine in arrival
+// order by a single dispatcher goroutine, so acks never wait for the engine.
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+// Platform is the value of Conversation.Platform and MessageRef.Platform for
+// Slack.
+const Platform = "slack"
+
+// Compile-time checks of the ports the adapter implements.
+var (
+	_ bot.Chat          = (*Adapter)(nil)
+	_ bot.GroupResolver = (*Adapter)(nil)
+	_ bot.ThreadReader  = (*Adapter)(nil)
+)
+
+// Options are the non-config dependencies of an Adapter. The zero value is
+// usable.
+type Options struct {
+	// Logger receives operational logs (default: discard). Secrets are never
+	// logged.
+	Logger *slog.Logger
+	// APIURL overrides the Slack Web API base URL, ending in "/" (tests).
+	APIURL string
+	// HTTPClient makes the Web API calls (default: a client with a 30s timeout).
+	HTTPClient *http.Client
+	// PostInterval is the minimum gap between two writes to one channel
+	// (default 1s, Slack's chat.postMessage limit per channel).
+	PostInterval time.Duration
+	// Now returns the current time (default time.Now).
+	Now func() time.Time
+}
+
+// Adapter is the Slack chat adapter. It is safe for concurrent use. Call Run
+// once; in http mode also mount HTTPHandler on the bot's HTTP server.
+type Adapter struct {
+	cfg   Config
+	api   *slackapi.Client
+	opts  Options
+	log   *slog.Logger
+	now   func() time.Time
+	retry *retrier
+	lanes *lanes
+	dir   *directory
+	inbox *inbox
+
+	mu        sync.Mutex
+	botUserID string
+	replies   map[string]string // message ref key -> repliesKey of what was last posted for it
+}
+
+// New checks cfg, resolves its secrets and returns an adapter. It makes no
+// network call: Run checks the bot token with auth.test.
+func New(cfg Config, opts Options) (*Adapter, error) {
+	cfg, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	if opts.PostInterval <= 0 {
+		opts.PostInterval = time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	log := opts.Logger.With("chat", Platform)
+	a := &Adapter{
+		cfg:     cfg,
+		opts:    opts,
+		log:     log,
+		now:     opts.Now,
+		inbox:   newInbox(),
+		replies: map[string]string{},
+	}
+	a.api = a.newAPI()
+	a.retry = newRetrier(log)
+	a.lanes = newLanes(opts.PostInterval, a.retry)
+	a.dir = newDirectory(a.api, a.retry, cfg.UsergroupCacheTTL, opts.Now, log)
+	return a, nil
+}
+
+// newAPI builds a Web API client with the bot token (and the app token, used
+// only by apps.connections.open in socket mode).
+func (a *Adapter) newAPI() *slackapi.Client {
+	o := []slackapi.Option{
+		slackapi.OptionHTTPClient(a.opts.HTTPClient),
+		slackapi.OptionLog(slogOutput{a.log}),
+	}
+	if a.cfg.AppToken.IsSet() {
+		o = append(o, slackapi.OptionAppLevelToken(a.cfg.AppToken.Value()))
+	}
+	if a.opts.APIURL != "" {
+		o = append(o, slackapi.OptionAPIURL(a.opts.APIURL))
+	}
+	return slackapi.New(a.cfg.BotToken.Value(), o...)
+}
+
+// Mode returns the configured transport ("socket" or "http").
+func (a *Adapter) Mode() string { return a.cfg.Mode }
+
+// Run checks the bot token (auth.test, which also gives the bot's own user id
+// so its own reactions are ignored), then delivers inbound events to h until
+// ctx ends. In socket mode it also owns the WebSocket connection, reconnecting
+// with backoff. It returns nil on cancellation and an error only when Slack
+// rejects the tokens.
+func (a *Adapter) Run(ctx context.Context, h bot.Handler) error {
+	if h == nil {
+		return errors.New("slack: run: nil handler")
+	}
+	if err := a.authTest(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { a.inbox.run(ctx, func(e bot.Event) { a.dispatch(ctx, h, e) }) })
+	var err error
+	if a.cfg.Mode == ModeSocket {
+		err = a.runSocket(ctx)
+	} else {
+		a.log.Info("slack http mode: waiting for requests on /slack/commands, /slack/events, /slack/interactivity")
+		<-ctx.Done()
+	}
+	cancel()
+	wg.Wait()
+	if n := a.inbox.len(); n > 0 {
+		a.log.Warn("slack: events acknowledged but not handled at shutdown", "count", n)
+	}
+	return err
+}
+
+// authTest calls auth.test, retrying transient failures until ctx ends.
+func (a *Adapter) authTest(ctx context.Context) error {
+	var resp *slackapi.AuthTestResponse
+	err := a.retry.do(ctx, "auth.test", retryForever, func(ctx context.Context) error {
+		var err error
+		resp, err = a.api.AuthTestContext(ctx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("slack: checking bot_token with auth.test: %w", err)
+	}
+	a.mu.Lock()
+	a.botUserID = resp.UserID
+	a.mu.Unlock()
+	a.log.Info("slack: authenticated", "bot_user", resp.User, "bot_user_id", resp.UserID, "team", resp.Team)
+	return nil
+}
+
+func (a *Adapter) selfID() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.botUserID
+}
+
+// dispatch hands one event to the engine: it drops the bot's own events and
+// fills in user names the event did not carry.
+func (a *Adapter) dispatch(ctx context.Context, h bot.Handler, e bot.Event) {
+	if self := a.selfID(); self != "" && e.User.ID == self {
+		a.log.Debug("slack: ignoring own event", "kind", e.Kind, "id", e.ID)
+		return
+	}
+	if e.User.Name == "" && e.User.ID != "" {
+		lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		if name, err := a.dir.userName(lctx, e.User.ID); err == nil {
+			e.User.Name = name
+		} else {
+			a.log.Debug("slack: user name lookup failed", "user", e.User.ID, "err", err)
+		}
+		cancel()
+	}
+	if err := h.Handle(ctx, e); err != nil && ctx.Err() == nil {
+		a.log.Error("slack: engine rejected event", "kind", e.Kind, "id", e.ID, "user", e.User.ID, "err", err)
+	}
+}
+
+// slogOutput lets slack-go's logger write to slog at debug level.
+type slogOutput struct{ l *slog.Logger }
+
+// Output implements slack-go's logger interface.
+func (s slogOutput) Output(_ int, msg string) error {
+	s.l.Debug(strings.TrimSpace(msg))
+	return nil
+}

@@ -1,0 +1,278 @@
+package slack
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+const (
+	userNameTTL = time.Hour
+	channelTTL  = 10 * time.Minute
+	// channelMissRefresh bounds how often an unknown channel name triggers a
+	// new conversations.list.
+	channelMissRefresh = time.Minute
+	// staleGroupLimit is how long group members may be served from a stale
+	// cache entry when Slack cannot be reached.
+	staleGroupLimit = 24 * time.Hour
+)
+
+// usergroupID matches a Slack usergroup id (S…), accepted instead of a handle.
+var usergroupID = regexp.MustCompile(`^S[A-Z0-9]{6,}$`)
+
+// directory caches the names and ids the adapter looks up: channel names,
+// user names, usergroup handles and members. It is safe for concurrent use;
+// concurrent misses for one key make one call (singleflight).
+type directory struct {
+	api   *slackapi.Client
+	retry *retrier
+	ttl   time.Duration // usergroups
+	now   func() time.Time
+	log   *slog.Logger
+	sf    singleflight.Group
+
+	mu            sync.Mutex
+	channels      map[string]string // name (without #, lower case) -> id
+	channelsAt    time.Time
+	users         map[string]cached[string]
+	groupIDs      map[string]string // handle (lower case) -> id
+	groupIDsAt    time.Time
+	members       map[string]cached[[]string]
+	channelsTried time.Time
+}
+
+type cached[T any] struct {
+	v  T
+	at time.Time
+}
+
+func newDirectory(api *slackapi.Client, retry *retrier, ttl time.Duration, now func() time.Time, log *slog.Logger) *directory {
+	return &directory{
+		api: api, retry: retry, ttl: ttl, now: now, log: log,
+		channels: map[string]string{},
+		users:    map[string]cached[string]{},
+		groupIDs: map[string]string{},
+		members:  map[string]cached[[]string]{},
+	}
+}
+
+// channelID resolves "#name" to a channel id; anything else is returned as
+// is (already an id).
+func (d *directory) channelID(ctx context.Context, channel string) (string, error) {
+	name, ok := strings.CutPrefix(strings.TrimSpace(channel), "#")
+	if !ok {
+		if channel == "" {
+			return "", fmt.Errorf("%w: no channel given", ErrInvalidMessage)
+		}
+		return channel, nil
+	}
+	name = strings.ToLower(name)
+	d.mu.Lock()
+	id, found := d.channels[name]
+	fresh := d.now().Sub(d.channelsAt) < channelTTL
+	recentlyTried := d.now().Sub(d.channelsTried) < channelMissRefresh
+	d.mu.Unlock()
+	if found && fresh {
+		return id, nil
+	}
+	if !found && recentlyTried && fresh {
+		return "", fmt.Errorf("slack channel #%s: %w (invite the bot to it, or check the name)", name, bot.ErrNotFound)
+	}
+	if _, err, _ := d.sf.Do("channels", func() (any, error) { return nil, d.loadChannels(ctx) }); err != nil {
+		if found { // serve the stale id rather than fail a post
+			d.log.Warn("slack: refreshing channel list failed, using cached id", "channel", name, "err", err)
+			return id, nil
+		}
+		return "", fmt.Errorf("resolving slack channel #%s: %w", name, err)
+	}
+	d.mu.Lock()
+	id, found = d.channels[name]
+	d.mu.Unlock()
+	if !found {
+		return "", fmt.Errorf("slack channel #%s: %w (invite the bot to it, or check the name)", name, bot.ErrNotFound)
+	}
+	return id, nil
+}
+
+func (d *directory) loadChannels(ctx context.Context) error {
+	m := map[string]string{}
+	cursor := ""
+	for {
+		var chans []slackapi.Channel
+		var next string
+		err := d.retry.do(ctx, "conversations.list", retryTransient, func(ctx context.Context) error {
+			var err error
+			chans, next, err = d.api.GetConversationsContext(ctx, &slackapi.GetConversationsParameters{
+				Cursor: cursor, Limit: 1000, ExcludeArchived: true,
+				Types: []string{"public_channel", "private_channel"},
+			})
+			return err
+		})
+		if err != nil {
+			d.mu.Lock()
+			d.channelsTried = d.now()
+			d.mu.Unlock()
+			return fmt.Errorf("listing channels: %w", err)
+		}
+		for _, c := range chans {
+			m[strings.ToLower(c.Name)] = c.ID
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	d.mu.Lock()
+	d.channels, d.channelsAt, d.channelsTried = m, d.now(), d.now()
+	d.mu.Unlock()
+	return nil
+}
+
+// userName returns a user's name (the handle shown as @name), cached.
+func (d *directory) userName(ctx context.Context, id string) (string, error) {
+	d.mu.Lock()
+	c, ok := d.users[id]
+	d.mu.Unlock()
+	if ok && d.now().Sub(c.at) < userNameTTL {
+		return c.v, nil
+	}
+	v, err, _ := d.sf.Do("user:"+id, func() (any, error) {
+		var u *slackapi.User
+		err := d.retry.do(ctx, "users.info", retryTransient, func(ctx context.Context) error {
+			var err error
+			u, err = d.api.GetUserInfoContext(ctx, id, slackapi.GetUserInfoOptionIncludeLocale(false))
+			return err
+		})
+		if err != nil {
+			return "", fmt.Errorf("looking up slack user %s: %w", id, err)
+		}
+		name := u.Name
+		if name == "" {
+			name = u.Profile.DisplayName
+		}
+		d.mu.Lock()
+		d.users[id] = cached[string]{v: name, at: d.now()}
+		d.mu.Unlock()
+		return name, nil
+	})
+	if err != nil {
+		if ok {
+			return c.v, nil
+		}
+		return "", err
+	}
+	return v.(string), nil
+}
+
+// groupMembers returns the user ids of a usergroup given by handle
+// ("ci-oncall", "@ci-oncall", "group:ci-oncall") or id ("S0123ABCD"), cached
+// for the configured TTL. When Slack cannot be reached a stale list (up to a
+// day old) is served, with a warning.
+func (d *directory) groupMembers(ctx context.Context, group string) ([]string, error) {
+	handle := strings.TrimSpace(group)
+	handle = strings.TrimPrefix(handle, "group:")
+	handle = strings.TrimPrefix(handle, "@")
+	if handle == "" {
+		return nil, fmt.Errorf("slack usergroup %q: %w", group, bot.ErrNotFound)
+	}
+	id := handle
+	if !usergroupID.MatchString(handle) {
+		var err error
+		if id, err = d.groupID(ctx, strings.ToLower(handle)); err != nil {
+			return nil, err
+		}
+	}
+	d.mu.Lock()
+	c, ok := d.members[id]
+	d.mu.Unlock()
+	if ok && d.now().Sub(c.at) < d.ttl {
+		return append([]string(nil), c.v...), nil
+	}
+	v, err, _ := d.sf.Do("members:"+id, func() (any, error) {
+		var ids []string
+		err := d.retry.do(ctx, "usergroups.users.list", retryTransient, func(ctx context.Context) error {
+			var err error
+			ids, err = d.api.GetUserGroupMembersContext(ctx, id)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		d.mu.Lock()
+		d.members[id] = cached[[]string]{v: ids, at: d.now()}
+		d.mu.Unlock()
+		return ids, nil
+	})
+	if err != nil {
+		if ok && d.now().Sub(c.at) < staleGroupLimit {
+			d.log.Warn("slack: usergroup members refresh failed, using cached list", "group", handle, "age", d.now().Sub(c.at).Round(time.Second), "err", err)
+			return append([]string(nil), c.v...), nil
+		}
+		return nil, fmt.Errorf("listing members of slack usergroup @%s: %w%s", handle, err, scopeHint(err))
+	}
+	return append([]string(nil), v.([]string)...), nil
+}
+
+// groupID maps a usergroup handle to its id with usergroups.list, cached.
+func (d *directory) groupID(ctx context.Context, handle string) (string, error) {
+	d.mu.Lock()
+	id, ok := d.groupIDs[handle]
+	fresh := d.now().Sub(d.groupIDsAt) < d.ttl
+	d.mu.Unlock()
+	if ok && fresh {
+		return id, nil
+	}
+	_, err, _ := d.sf.Do("usergroups", func() (any, error) {
+		var groups []slackapi.UserGroup
+		err := d.retry.do(ctx, "usergroups.list", retryTransient, func(ctx context.Context) error {
+			var err error
+			groups, err = d.api.GetUserGroupsContext(ctx)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		m := make(map[string]string, len(groups))
+		for _, g := range groups {
+			m[strings.ToLower(g.Handle)] = g.ID
+		}
+		d.mu.Lock()
+		d.groupIDs, d.groupIDsAt = m, d.now()
+		d.mu.Unlock()
+		return nil, nil
+	})
+	if err != nil {
+		if ok {
+			d.log.Warn("slack: usergroups refresh failed, using cached id", "group", handle, "err", err)
+			return id, nil
+		}
+		return "", fmt.Errorf("listing slack usergroups: %w%s", err, scopeHint(err))
+	}
+	d.mu.Lock()
+	id, ok = d.groupIDs[handle]
+	d.mu.Unlock()
+	if !ok {
+		return "", fmt.Errorf("slack usergroup @%s: %w", handle, bot.ErrNotFound)
+	}
+	return id, nil
+}
+
+// scopeHint adds the fix for the Slack errors an operator can fix.
+func scopeHint(err error) string {
+	switch slackErrorCode(err) {
+	case "missing_scope":
+		return " (add the usergroups:read scope to the Slack app and reinstall it)"
+	case "plan_upgrade_required":
+		return " (usergroups need a paid Slack plan: list approvers by user instead)"
+	}
+	return ""
+}

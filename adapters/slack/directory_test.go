@@ -1,0 +1,137 @@
+package slack
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+// fakeClock is a settable clock.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func TestGroupMembers(t *testing.T) {
+	f := newFakeSlack(t)
+	clock := &fakeClock{t: time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)}
+	a, err := New(Config{BotToken: testBotToken, AppToken: testAppToken, UsergroupCacheTTL: 10 * time.Minute},
+		Options{APIURL: f.url(), Now: clock.now, Logger: testLogger(t)})
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	for _, name := range []string{"group:ci-oncall", "@ci-oncall", "CI-Oncall", "S0CIONCALL"} {
+		t.Run(name, func(t *testing.T) {
+			got, err := a.GroupMembers(ctx, name)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"UBOB", "UCAROL"}, got)
+		})
+	}
+	assert.Len(t, f.callsTo("usergroups.list"), 1, "handles cached")
+	assert.Len(t, f.callsTo("usergroups.users.list"), 1, "members cached")
+
+	t.Run("expiry", func(t *testing.T) {
+		f.mu.Lock()
+		f.members["S0CIONCALL"] = []string{"UBOB", "UCAROL", "UDAVE"}
+		f.mu.Unlock()
+		clock.add(9 * time.Minute)
+		got, err := a.GroupMembers(ctx, "ci-oncall")
+		require.NoError(t, err)
+		assert.Len(t, got, 2, "still cached")
+		clock.add(2 * time.Minute)
+		got, err = a.GroupMembers(ctx, "ci-oncall")
+		require.NoError(t, err)
+		assert.Equal(t, []string{"UBOB", "UCAROL", "UDAVE"}, got)
+		assert.Len(t, f.callsTo("usergroups.users.list"), 2)
+	})
+
+	t.Run("stale list served when slack fails", func(t *testing.T) {
+		clock.add(11 * time.Minute)
+		f.mu.Lock()
+		f.throttle["usergroups.users.list"] = []string{"", "", "", "", ""} // 429s without Retry-After
+		f.mu.Unlock()
+		a.retry.sleep = func(context.Context, time.Duration) error { return context.Canceled }
+		got, err := a.GroupMembers(ctx, "ci-oncall")
+		require.NoError(t, err)
+		assert.Len(t, got, 3)
+		a.retry.sleep = sleepCtx
+		f.mu.Lock()
+		f.throttle["usergroups.users.list"] = nil
+		f.mu.Unlock()
+	})
+
+	t.Run("unknown group", func(t *testing.T) {
+		_, err := a.GroupMembers(ctx, "group:nobody")
+		require.ErrorIs(t, err, bot.ErrNotFound)
+		assert.Contains(t, err.Error(), "@nobody")
+	})
+
+	t.Run("returned slice is a copy", func(t *testing.T) {
+		got, err := a.GroupMembers(ctx, "S0CIONCALL")
+		require.NoError(t, err)
+		got[0] = "UEVE"
+		again, err := a.GroupMembers(ctx, "S0CIONCALL")
+		require.NoError(t, err)
+		assert.Equal(t, "UBOB", again[0])
+	})
+}
+
+func TestReadThread(t *testing.T) {
+	f := newFakeSlack(t)
+	a := newTestAdapter(t, f, Config{})
+	runAdapter(t, a, newRecorder())
+	ctx := context.Background()
+
+	root, err := a.Post(ctx, bot.Conversation{Channel: "#ci-ops"}, bot.Message{Text: "🛠 worker-stalled on infra-prd"})
+	require.NoError(t, err)
+	_, err = a.Post(ctx, bot.Conversation{Channel: "C0OPS", Thread: root.ID}, bot.Message{Text: "1/6 ✅ Workers <3>", Detail: "3 running"})
+	require.NoError(t, err)
+
+	msgs, err := a.ReadThread(ctx, bot.Conversation{Platform: Platform, Channel: "#ci-ops", Thread: root.ID})
+	require.NoError(t, err)
+	require.Len(t, msgs, 2)
+	assert.Equal(t, "🛠 worker-stalled on infra-prd", msgs[0].Text)
+	assert.Equal(t, "1/6 ✅ Workers <3>\n3 running", msgs[1].Text, "block texts, unescaped")
+	assert.True(t, msgs[1].Bot)
+	assert.Equal(t, bot.User{ID: fakeBotUserID, Name: "groundcrew"}, msgs[0].Author)
+	assert.False(t, msgs[0].Time.IsZero())
+	assert.True(t, !msgs[1].Time.Before(msgs[0].Time))
+
+	_, err = a.ReadThread(ctx, bot.Conversation{Channel: "C0OPS"})
+	require.ErrorIs(t, err, ErrInvalidMessage)
+}
+
+func TestTSTime(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Time
+	}{
+		{"1795979057.000200", time.Unix(1795979057, 200000).UTC()},
+		{"1795979057", time.Unix(1795979057, 0).UTC()},
+		{"", time.Time{}},
+		{"nope", time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			assert.Equal(t, tt.want, tsTime(tt.in))
+		})
+	}
+}

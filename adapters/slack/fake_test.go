@@ -1,0 +1,475 @@
+package slack
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	slackapi "github.com/slack-go/slack"
+	"github.com/slack-go/slack/slacktest"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+// Identities of the fake workspace.
+const (
+	fakeBotUserID = "UBOT"
+	fakeBotID     = "BBOT"
+	testSecret    = "8f742231b10e8888abcd99yyyzzz85a5"
+	testBotToken  = "xoxb-test-bot-token"
+	testAppToken  = "xapp-test-app-token"
+)
+
+// fakeMsg is a message the fake Slack holds.
+type fakeMsg struct {
+	Channel   string
+	TS        string
+	ThreadTS  string
+	Text      string
+	Blocks    slackapi.Blocks
+	Broadcast bool
+	Ephemeral bool
+	User      string // ephemeral recipient
+	Updates   int
+}
+
+// fakeSlack is slacktest's server with the Web API methods the adapter uses
+// added (slacktest lacks chat.update, usergroups, conversations.replies …,
+// and gives whole-second ts values that collide): messages get unique ts, and
+// 429s can be injected per method.
+type fakeSlack struct {
+	srv *slacktest.Server
+
+	mu         sync.Mutex
+	seq        int
+	msgs       []*fakeMsg
+	calls      []fakeCall
+	channels   []slackapi.Channel
+	users      map[string]string   // id -> name
+	groups     map[string]string   // handle -> id
+	members    map[string][]string // group id -> user ids
+	throttle   map[string][]string // method -> Retry-After values to answer with 429 first
+	notInChans map[string]bool     // channels the bot must join before posting
+	ws         func(*websocket.Conn)
+	openErr    string // apps.connections.open answers this error when set
+	authErr    string // auth.test answers this error when set
+}
+
+type fakeCall struct {
+	Method string
+	At     time.Time
+	Status int
+	Form   map[string]string
+}
+
+func newFakeSlack(t *testing.T) *fakeSlack {
+	t.Helper()
+	f := &fakeSlack{
+		channels:   []slackapi.Channel{chanOf("C0OPS", "ci-ops"), chanOf("C0RUN", "runbooks")},
+		users:      map[string]string{"UALICE": "alice", "UBOB": "bob", "UCAROL": "carol", fakeBotUserID: "groundcrew"},
+		groups:     map[string]string{"ci-oncall": "S0CIONCALL"},
+		members:    map[string][]string{"S0CIONCALL": {"UBOB", "UCAROL"}},
+		throttle:   map[string][]string{},
+		notInChans: map[string]bool{},
+	}
+	methods := map[string]func(http.ResponseWriter, *http.Request) any{
+		"auth.test":             f.authTest,
+		"chat.postMessage":      f.postMessage,
+		"chat.postEphemeral":    f.postEphemeral,
+		"chat.update":           f.update,
+		"conversations.list":    f.conversationsList,
+		"conversations.replies": f.replies,
+		"conversations.join":    f.join,
+		"users.info":            f.usersInfo,
+		"usergroups.list":       f.usergroupsList,
+		"usergroups.users.list": f.usergroupMembers,
+		"apps.connections.open": f.connectionsOpen,
+	}
+	f.srv = slacktest.NewTestServer(func(c slacktest.Customize) {
+		for name, h := range methods {
+			c.Handle("/"+name, f.wrap(name, h))
+		}
+		c.Handle("/ws", func(w http.ResponseWriter, r *http.Request) {
+			f.mu.Lock()
+			ws := f.ws
+			f.mu.Unlock()
+			if ws == nil {
+				http.Error(w, "no websocket handler", http.StatusNotFound)
+				return
+			}
+			slacktest.Websocket(ws)(w, r)
+		})
+	})
+	f.srv.Start()
+	t.Cleanup(f.srv.Stop)
+	return f
+}
+
+func chanOf(id, name string) slackapi.Channel {
+	var c slackapi.Channel
+	c.ID, c.Name = id, name
+	return c
+}
+
+func (f *fakeSlack) url() string { return f.srv.GetAPIURL() }
+
+// wrap records the call, answers an injected 429, else calls h and writes
+// its result as JSON.
+func (f *fakeSlack) wrap(method string, h func(http.ResponseWriter, *http.Request) any) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		form := map[string]string{}
+		for k := range r.Form {
+			form[k] = r.Form.Get(k)
+		}
+		f.mu.Lock()
+		call := fakeCall{Method: method, At: time.Now(), Status: http.StatusOK, Form: form}
+		if ra := f.throttle[method]; len(ra) > 0 {
+			f.throttle[method] = ra[1:]
+			call.Status = http.StatusTooManyRequests
+			f.calls = append(f.calls, call)
+			f.mu.Unlock()
+			if ra[0] != "" {
+				w.Header().Set("Retry-After", ra[0])
+			}
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		f.calls = append(f.calls, call)
+		f.mu.Unlock()
+		resp := h(w, r)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(resp)
+	}
+}
+
+type obj = map[string]any
+
+func slackErr(code string) obj { return obj{"ok": false, "error": code} }
+
+func (f *fakeSlack) authTest(http.ResponseWriter, *http.Request) any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.authErr != "" {
+		return slackErr(f.authErr)
+	}
+	return obj{"ok": true, "user": "groundcrew", "user_id": fakeBotUserID, "bot_id": fakeBotID, "team": "Ops", "team_id": "T0OPS"}
+}
+
+func (f *fakeSlack) connectionsOpen(http.ResponseWriter, *http.Request) any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.openErr != "" {
+		return slackErr(f.openErr)
+	}
+	return obj{"ok": true, "url": f.srv.GetWSURL()}
+}
+
+// nextTS returns a unique ts; f.mu must be held.
+func (f *fakeSlack) nextTS() string {
+	f.seq++
+	return fmt.Sprintf("1795979000.%06d", f.seq)
+}
+
+func (f *fakeSlack) newMsg(r *http.Request) (*fakeMsg, error) {
+	m := &fakeMsg{
+		Channel:   r.Form.Get("channel"),
+		ThreadTS:  r.Form.Get("thread_ts"),
+		Text:      r.Form.Get("text"),
+		Broadcast: r.Form.Get("reply_broadcast") == "true",
+	}
+	if b := r.Form.Get("blocks"); b != "" {
+		if err := json.Unmarshal([]byte(b), &m.Blocks); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (f *fakeSlack) postMessage(_ http.ResponseWriter, r *http.Request) any {
+	m, err := f.newMsg(r)
+	if err != nil {
+		return slackErr("invalid_blocks")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.notInChans[m.Channel] {
+		return slackErr("not_in_channel")
+	}
+	if !slices.ContainsFunc(f.channels, func(c slackapi.Channel) bool { return c.ID == m.Channel }) {
+		return slackErr("channel_not_found")
+	}
+	m.TS = f.nextTS()
+	f.msgs = append(f.msgs, m)
+	return obj{"ok": true, "channel": m.Channel, "ts": m.TS}
+}
+
+func (f *fakeSlack) postEphemeral(_ http.ResponseWriter, r *http.Request) any {
+	m, err := f.newMsg(r)
+	if err != nil {
+		return slackErr("invalid_blocks")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.notInChans[m.Channel] {
+		return slackErr("not_in_channel")
+	}
+	m.Ephemeral, m.User, m.TS = true, r.Form.Get("user"), f.nextTS()
+	f.msgs = append(f.msgs, m)
+	return obj{"ok": true, "message_ts": m.TS}
+}
+
+func (f *fakeSlack) update(_ http.ResponseWriter, r *http.Request) any {
+	upd, err := f.newMsg(r)
+	if err != nil {
+		return slackErr("invalid_blocks")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.msgs {
+		if m.Channel == upd.Channel && m.TS == r.Form.Get("ts") && !m.Ephemeral {
+			m.Text, m.Blocks = upd.Text, upd.Blocks
+			m.Updates++
+			return obj{"ok": true, "channel": m.Channel, "ts": m.TS, "text": m.Text}
+		}
+	}
+	return slackErr("message_not_found")
+}
+
+// conversationsList pages one channel at a time, to exercise the cursor.
+func (f *fakeSlack) conversationsList(_ http.ResponseWriter, r *http.Request) any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i, _ := strconv.Atoi(r.Form.Get("cursor"))
+	if i >= len(f.channels) {
+		return obj{"ok": true, "channels": []any{}}
+	}
+	next := ""
+	if i+1 < len(f.channels) {
+		next = strconv.Itoa(i + 1)
+	}
+	return obj{"ok": true, "channels": f.channels[i : i+1], "response_metadata": obj{"next_cursor": next}}
+}
+
+func (f *fakeSlack) join(_ http.ResponseWriter, r *http.Request) any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.notInChans, r.Form.Get("channel"))
+	return obj{"ok": true, "channel": obj{"id": r.Form.Get("channel")}}
+}
+
+func (f *fakeSlack) replies(_ http.ResponseWriter, r *http.Request) any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ch, ts := r.Form.Get("channel"), r.Form.Get("ts")
+	var out []obj
+	for _, m := range f.msgs {
+		if m.Channel != ch || m.Ephemeral || (m.TS != ts && m.ThreadTS != ts) {
+			continue
+		}
+		msg := obj{"type": "message", "ts": m.TS, "text": m.Text, "user": fakeBotUserID, "bot_id": fakeBotID, "blocks": m.Blocks}
+		if m.ThreadTS != "" {
+			msg["thread_ts"] = m.ThreadTS
+		}
+		out = append(out, msg)
+	}
+	if len(out) == 0 {
+		return slackErr("thread_not_found")
+	}
+	return obj{"ok": true, "messages": out, "has_more": false}
+}
+
+func (f *fakeSlack) usersInfo(_ http.ResponseWriter, r *http.Request) any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id := r.Form.Get("user")
+	name, ok := f.users[id]
+	if !ok {
+		return slackErr("user_not_found")
+	}
+	return obj{"ok": true, "user": obj{"id": id, "name": name}}
+}
+
+func (f *fakeSlack) usergroupsList(http.ResponseWriter, *http.Request) any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var gs []obj
+	for h, id := range f.groups {
+		gs = append(gs, obj{"id": id, "handle": h, "is_usergroup": true})
+	}
+	return obj{"ok": true, "usergroups": gs}
+}
+
+func (f *fakeSlack) usergroupMembers(_ http.ResponseWriter, r *http.Request) any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ids, ok := f.members[r.Form.Get("usergroup")]
+	if !ok {
+		return slackErr("no_such_subteam")
+	}
+	return obj{"ok": true, "users": ids}
+}
+
+// messages returns a copy of the messages, in posting order.
+func (f *fakeSlack) messages() []fakeMsg {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]fakeMsg, 0, len(f.msgs))
+	for _, m := range f.msgs {
+		out = append(out, *m)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].TS < out[j].TS })
+	return out
+}
+
+func (f *fakeSlack) message(ts string) (fakeMsg, bool) {
+	for _, m := range f.messages() {
+		if m.TS == ts {
+			return m, true
+		}
+	}
+	return fakeMsg{}, false
+}
+
+// callsTo returns the recorded calls of one method.
+func (f *fakeSlack) callsTo(method string) []fakeCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []fakeCall
+	for _, c := range f.calls {
+		if c.Method == method {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (f *fakeSlack) setWebsocket(h func(*websocket.Conn)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ws = h
+}
+
+// blockTexts returns the texts of a message's section and context blocks and
+// the action ids of its buttons.
+func blockTexts(m fakeMsg) (texts, actions []string) {
+	for _, b := range m.Blocks.BlockSet {
+		switch b := b.(type) {
+		case *slackapi.SectionBlock:
+			texts = append(texts, b.Text.Text)
+		case *slackapi.ContextBlock:
+			for _, e := range b.ContextElements.Elements {
+				if t, ok := e.(*slackapi.TextBlockObject); ok {
+					texts = append(texts, t.Text)
+				}
+			}
+		case *slackapi.ActionBlock:
+			for _, e := range b.Elements.ElementSet {
+				if btn, ok := e.(*slackapi.ButtonBlockElement); ok {
+					actions = append(actions, btn.ActionID)
+				}
+			}
+		}
+	}
+	return texts, actions
+}
+
+// recorder is a fake bot.Handler that records events.
+type recorder struct {
+	events chan bot.Event
+	err    error
+}
+
+func newRecorder() *recorder { return &recorder{events: make(chan bot.Event, 100)} }
+
+// Handle implements bot.Handler.
+func (r *recorder) Handle(_ context.Context, e bot.Event) error {
+	r.events <- e
+	return r.err
+}
+
+// next waits for the next event.
+func (r *recorder) next(t *testing.T) bot.Event {
+	t.Helper()
+	select {
+	case e := <-r.events:
+		return e
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event delivered to the handler within 5s")
+		return bot.Event{}
+	}
+}
+
+// none asserts no event arrives within d.
+func (r *recorder) none(t *testing.T, d time.Duration) {
+	t.Helper()
+	select {
+	case e := <-r.events:
+		t.Fatalf("unexpected event delivered: %+v", e)
+	case <-time.After(d):
+	}
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	if testing.Verbose() || os.Getenv("SLACK_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return nil
+}
+
+// newTestAdapter returns an adapter talking to f, with a short post interval.
+func newTestAdapter(t *testing.T, f *fakeSlack, cfg Config) *Adapter {
+	t.Helper()
+	if cfg.BotToken == "" {
+		cfg.BotToken = testBotToken
+	}
+	if cfg.Mode == "" || cfg.Mode == ModeSocket {
+		cfg.AppToken = testAppToken
+	}
+	if cfg.Mode == ModeHTTP && cfg.SigningSecret == "" {
+		cfg.SigningSecret = testSecret
+	}
+	a, err := New(cfg, Options{Logger: testLogger(t), APIURL: f.url(), PostInterval: 5 * time.Millisecond})
+	require.NoError(t, err)
+	return a
+}
+
+// runAdapter runs a.Run in the background until the test ends.
+func runAdapter(t *testing.T, a *Adapter, h bot.Handler) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, h) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(5 * time.Second):
+			t.Error("Run did not return within 5s of cancellation")
+		}
+	})
+	require.Eventually(t, func() bool { return a.selfID() != "" }, 5*time.Second, 5*time.Millisecond, "auth.test not done")
+}
+
+// sign returns the Slack v0 signature of body at ts with secret.
+func sign(secret, ts string, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	fmt.Fprintf(mac, "v0:%s:", ts)
+	mac.Write(body)
+	return "v0=" + hex.EncodeToString(mac.Sum(nil))
+}

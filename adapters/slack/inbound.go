@@ -1,0 +1,206 @@
+package slack
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+// inbox is the unbounded FIFO between the transports, which acknowledge
+// Slack at once, and the engine. One goroutine drains it, so the engine sees
+// events in arrival order (a reaction added, then removed) and a slow Handle
+// never delays an ack.
+type inbox struct {
+	mu   sync.Mutex
+	q    []bot.Event
+	wake chan struct{}
+}
+
+func newInbox() *inbox { return &inbox{wake: make(chan struct{}, 1)} }
+
+func (b *inbox) push(events ...bot.Event) {
+	if len(events) == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.q = append(b.q, events...)
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (b *inbox) len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.q)
+}
+
+// run hands queued events to handle, one at a time, until ctx ends.
+func (b *inbox) run(ctx context.Context, handle func(bot.Event)) {
+	for {
+		b.mu.Lock()
+		var e bot.Event
+		ok := len(b.q) > 0
+		if ok {
+			e = b.q[0]
+			b.q[0] = bot.Event{}
+			b.q = b.q[1:]
+		}
+		b.mu.Unlock()
+		if ctx.Err() != nil {
+			if ok { // put it back so it is counted as unhandled
+				b.mu.Lock()
+				b.q = append([]bot.Event{e}, b.q...)
+				b.mu.Unlock()
+			}
+			return
+		}
+		if ok {
+			handle(e)
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-b.wake:
+		}
+	}
+}
+
+// commandEvent converts a slash command. Its ID is the command's trigger_id,
+// unique per invocation (Slack does not retry slash commands over HTTP; a
+// Socket Mode redelivery carries the same payload).
+func (a *Adapter) commandEvent(cmd slackapi.SlashCommand) bot.Event {
+	e := bot.Event{
+		Kind:         bot.EventCommand,
+		User:         bot.User{ID: cmd.UserID, Name: cmd.UserName},
+		Conversation: bot.Conversation{Platform: Platform, Channel: cmd.ChannelID},
+		Text:         strings.TrimSpace(unescaper.Replace(cmd.Text)),
+		Time:         a.now(),
+	}
+	if cmd.TriggerID != "" {
+		e.ID = "slack:command:" + cmd.TriggerID
+	}
+	return e
+}
+
+// callbackEvents converts an Events API callback: reaction_added and
+// reaction_removed on messages. Other events (which the manifest does not
+// subscribe to) are ignored. Event.ID is Slack's event_id, the same in every
+// retry of the event, so the engine can drop retries.
+func (a *Adapter) callbackEvents(ev slackevents.EventsAPIEvent) []bot.Event {
+	if ev.Type != slackevents.CallbackEvent {
+		return nil
+	}
+	cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent)
+	if !ok {
+		return nil
+	}
+	var (
+		user, reaction, eventTS string
+		item                    slackevents.Item
+		removed                 bool
+	)
+	switch in := ev.InnerEvent.Data.(type) {
+	case *slackevents.ReactionAddedEvent:
+		user, reaction, item, eventTS = in.User, in.Reaction, in.Item, in.EventTimestamp
+	case *slackevents.ReactionRemovedEvent:
+		user, reaction, item, eventTS, removed = in.User, in.Reaction, in.Item, in.EventTimestamp, true
+	default:
+		a.log.Debug("slack: ignoring event", "type", ev.InnerEvent.Type, "event_id", cb.EventID)
+		return nil
+	}
+	if item.Type != "message" || item.Channel == "" || item.Timestamp == "" {
+		return nil
+	}
+	t := tsTime(eventTS)
+	if t.IsZero() && cb.EventTime > 0 {
+		t = time.Unix(int64(cb.EventTime), 0).UTC()
+	}
+	return []bot.Event{{
+		Kind:         bot.EventReaction,
+		ID:           cb.EventID,
+		User:         bot.User{ID: user},
+		Conversation: bot.Conversation{Platform: Platform, Channel: item.Channel},
+		Message:      bot.MessageRef{Platform: Platform, Channel: item.Channel, ID: item.Timestamp},
+		Emoji:        emojiName(reaction),
+		Removed:      removed,
+		Time:         t,
+	}}
+}
+
+// emojiName drops a skin-tone modifier ("+1::skin-tone-3" -> "+1").
+func emojiName(reaction string) string {
+	name, _, _ := strings.Cut(reaction, "::")
+	return name
+}
+
+// interactionEvents converts block_actions (button presses); other
+// interaction types are ignored. Each press has its own trigger_id, which
+// makes the Event.ID (a Socket Mode redelivery carries the same one).
+func (a *Adapter) interactionEvents(cb slackapi.InteractionCallback) []bot.Event {
+	if cb.Type != slackapi.InteractionTypeBlockActions {
+		a.log.Debug("slack: ignoring interaction", "type", cb.Type)
+		return nil
+	}
+	channel := cb.Container.ChannelID
+	if channel == "" {
+		channel = cb.Channel.ID
+	}
+	msgTS := cb.Container.MessageTs
+	if msgTS == "" {
+		msgTS = cb.Message.Timestamp
+	}
+	thread := cb.Container.ThreadTs
+	if thread == "" {
+		thread = cb.Message.ThreadTimestamp
+	}
+	msgThread := thread
+	if msgThread == msgTS { // a thread's root message: not a reply
+		msgThread = ""
+	}
+	name := cb.User.Name
+	if name == "" {
+		name = cb.User.Username
+	}
+	var out []bot.Event
+	for i, act := range cb.ActionCallback.BlockActions {
+		if act == nil || act.ActionID == "" {
+			continue
+		}
+		e := bot.Event{
+			Kind:         bot.EventButton,
+			User:         bot.User{ID: cb.User.ID, Name: name},
+			Conversation: bot.Conversation{Platform: Platform, Channel: channel, Thread: thread},
+			Message:      bot.MessageRef{Platform: Platform, Channel: channel, ID: msgTS, Thread: msgThread},
+			Action:       act.ActionID,
+			Value:        act.Value,
+			Time:         tsTime(act.ActionTs),
+		}
+		if e.Time.IsZero() {
+			e.Time = a.now()
+		}
+		if key := cb.TriggerID; key != "" {
+			e.ID = "slack:action:" + key
+		} else if act.ActionTs != "" {
+			e.ID = "slack:action:" + cb.User.ID + ":" + act.ActionTs
+		}
+		if e.ID != "" && len(cb.ActionCallback.BlockActions) > 1 {
+			e.ID += ":" + strconv.Itoa(i)
+		}
+		out = append(out, e)
+	}
+	if len(out) == 0 {
+		a.log.Debug("slack: block_actions without a button action ignored", "trigger", cb.TriggerID)
+	}
+	return out
+}

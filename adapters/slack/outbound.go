@@ -1,0 +1,321 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	slackapi "github.com/slack-go/slack"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+// Post implements bot.Chat. A message into a Conversation with a Thread is a
+// thread reply (thread_ts), also shown in the channel when m.Broadcast is set
+// (reply_broadcast). Content that does not fit the message (a long Detail,
+// overflowing text) follows as replies in the message's thread. The returned
+// ref carries the channel id (also when to.Channel was "#name") and the ts.
+func (a *Adapter) Post(ctx context.Context, to bot.Conversation, m bot.Message) (bot.MessageRef, error) {
+	r, err := render(m)
+	if err != nil {
+		return bot.MessageRef{}, err
+	}
+	ch, err := a.dir.channelID(ctx, to.Channel)
+	if err != nil {
+		return bot.MessageRef{}, err
+	}
+	var ref bot.MessageRef
+	err = a.lanes.with(ctx, ch, func(s *laneSession) error {
+		opts := msgOptions(r.main)
+		if to.Thread != "" {
+			opts = append(opts, slackapi.MsgOptionTS(to.Thread))
+			if m.Broadcast {
+				opts = append(opts, slackapi.MsgOptionBroadcast())
+			}
+		}
+		var ts string
+		err := a.postMessage(ctx, s, ch, &ts, opts)
+		if err != nil {
+			return fmt.Errorf("posting to slack channel %s: %w", to.Channel, err)
+		}
+		ref = bot.MessageRef{Platform: Platform, Channel: ch, ID: ts, Thread: to.Thread}
+		thread := to.Thread
+		if thread == "" {
+			thread = ts
+		}
+		a.postReplies(ctx, s, ch, thread, r.replies)
+		return nil
+	})
+	if err != nil {
+		return bot.MessageRef{}, err
+	}
+	a.rememberReplies(ref, r.repliesKey())
+	return ref, nil
+}
+
+// postMessage posts once (429s waited out), joining a public channel the bot
+// is not in yet and trying again.
+func (a *Adapter) postMessage(ctx context.Context, s *laneSession, ch string, ts *string, opts []slackapi.MsgOption) error {
+	return a.joiningIfNeeded(ctx, ch, func() error {
+		return s.call(ctx, "chat.postMessage", retryRateLimitOnly, func(ctx context.Context) error {
+			var err error
+			_, *ts, err = a.api.PostMessageContext(ctx, ch, opts...)
+			return err
+		})
+	})
+}
+
+// joiningIfNeeded runs write; when Slack answers not_in_channel, it joins the
+// channel (public channels only: a private one needs an /invite) and runs
+// write once more.
+func (a *Adapter) joiningIfNeeded(ctx context.Context, ch string, write func() error) error {
+	err := write()
+	if slackErrorCode(err) != "not_in_channel" {
+		return err
+	}
+	a.log.Info("slack: bot not in channel, joining it", "channel", ch)
+	jerr := a.retry.do(ctx, "conversations.join", retryTransient, func(ctx context.Context) error {
+		_, _, _, err := a.api.JoinConversationContext(ctx, ch)
+		return err
+	})
+	if jerr != nil {
+		return fmt.Errorf("%w (and joining the channel failed: %w; invite the bot with /invite)", err, jerr)
+	}
+	return write()
+}
+
+// postReplies posts the continuation of a message into its thread. The
+// message itself is already posted, so a failure here is logged, not
+// returned: returning it would make the engine post the message again.
+func (a *Adapter) postReplies(ctx context.Context, s *laneSession, ch, thread string, replies []slackMsg) {
+	for i, rep := range replies {
+		opts := append(msgOptions(rep), slackapi.MsgOptionTS(thread))
+		err := s.call(ctx, "chat.postMessage", retryTransient, func(ctx context.Context) error {
+			_, _, err := a.api.PostMessageContext(ctx, ch, opts...)
+			return err
+		})
+		if err != nil {
+			a.log.Error("slack: posting the rest of a message into its thread failed; it is missing from the thread",
+				"channel", ch, "thread", thread, "part", i+1, "of", len(replies), "err", err)
+			return
+		}
+	}
+}
+
+// Update implements bot.Chat with chat.update. What does not fit the message
+// (a long Detail) is posted as new thread replies only when it changed since
+// the message was last posted or updated, so repeated updates do not repeat
+// it.
+func (a *Adapter) Update(ctx context.Context, ref bot.MessageRef, m bot.Message) error {
+	r, err := render(m)
+	if err != nil {
+		return err
+	}
+	ch, err := a.dir.channelID(ctx, ref.Channel)
+	if err != nil {
+		return err
+	}
+	if ref.ID == "" {
+		return fmt.Errorf("%w: update of a message without id", ErrInvalidMessage)
+	}
+	key := r.repliesKey()
+	repliesChanged := key != "" && a.lastReplies(ref) != key
+	err = a.lanes.with(ctx, ch, func(s *laneSession) error {
+		opts := msgOptions(r.main)
+		err := s.call(ctx, "chat.update", retryTransient, func(ctx context.Context) error {
+			_, _, _, err := a.api.UpdateMessageContext(ctx, ch, ref.ID, opts...)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("updating slack message %s in %s: %w", ref.ID, ch, err)
+		}
+		if repliesChanged {
+			thread := ref.Thread
+			if thread == "" {
+				thread = ref.ID
+			}
+			a.postReplies(ctx, s, ch, thread, r.replies)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	a.rememberReplies(ref, key)
+	return nil
+}
+
+// Ephemeral implements bot.Chat with chat.postEphemeral (in the thread when
+// the Conversation has one). Ephemeral messages cannot have replies, so what
+// does not fit follows as further ephemeral messages.
+func (a *Adapter) Ephemeral(ctx context.Context, to bot.Conversation, user bot.User, m bot.Message) error {
+	if user.ID == "" {
+		return fmt.Errorf("%w: ephemeral message without a user", ErrInvalidMessage)
+	}
+	r, err := render(m)
+	if err != nil {
+		return err
+	}
+	ch, err := a.dir.channelID(ctx, to.Channel)
+	if err != nil {
+		return err
+	}
+	return a.lanes.with(ctx, ch, func(s *laneSession) error {
+		for _, msg := range r.flatten() {
+			opts := msgOptions(msg)
+			if to.Thread != "" {
+				opts = append(opts, slackapi.MsgOptionTS(to.Thread))
+			}
+			err := a.joiningIfNeeded(ctx, ch, func() error {
+				return s.call(ctx, "chat.postEphemeral", retryRateLimitOnly, func(ctx context.Context) error {
+					_, err := a.api.PostEphemeralContext(ctx, ch, user.ID, opts...)
+					return err
+				})
+			})
+			if err != nil {
+				return fmt.Errorf("posting ephemeral message to %s in %s: %w", user.ID, ch, err)
+			}
+		}
+		return nil
+	})
+}
+
+func msgOptions(m slackMsg) []slackapi.MsgOption {
+	return []slackapi.MsgOption{
+		slackapi.MsgOptionText(m.text, false),
+		slackapi.MsgOptionBlocks(m.blocks...),
+	}
+}
+
+func refKey(ref bot.MessageRef) string { return ref.Channel + "/" + ref.ID }
+
+// maxRemembered bounds the replies memory; past it the memory starts over,
+// at worst posting one Detail a second time.
+const maxRemembered = 10000
+
+func (a *Adapter) rememberReplies(ref bot.MessageRef, key string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if key == "" {
+		delete(a.replies, refKey(ref))
+		return
+	}
+	if len(a.replies) >= maxRemembered {
+		a.replies = map[string]string{}
+	}
+	a.replies[refKey(ref)] = key
+}
+
+func (a *Adapter) lastReplies(ref bot.MessageRef) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.replies[refKey(ref)]
+}
+
+// GroupMembers implements bot.GroupResolver with Slack usergroups: group is
+// a handle ("ci-oncall", "@ci-oncall", "group:ci-oncall") or an id (S…).
+// Unknown handles wrap bot.ErrNotFound.
+func (a *Adapter) GroupMembers(ctx context.Context, group string) ([]string, error) {
+	return a.dir.groupMembers(ctx, group)
+}
+
+// ReadThread implements bot.ThreadReader with conversations.replies: the
+// root message and its replies, oldest first, with user names resolved.
+func (a *Adapter) ReadThread(ctx context.Context, c bot.Conversation) ([]bot.ThreadMessage, error) {
+	if c.Thread == "" {
+		return nil, fmt.Errorf("%w: reading a thread without a thread id", ErrInvalidMessage)
+	}
+	ch, err := a.dir.channelID(ctx, c.Channel)
+	if err != nil {
+		return nil, err
+	}
+	var msgs []slackapi.Message
+	cursor := ""
+	for {
+		var page []slackapi.Message
+		var more bool
+		var next string
+		err := a.retry.do(ctx, "conversations.replies", retryTransient, func(ctx context.Context) error {
+			var err error
+			page, more, next, err = a.api.GetConversationRepliesContext(ctx, &slackapi.GetConversationRepliesParameters{
+				ChannelID: ch, Timestamp: c.Thread, Cursor: cursor, Limit: 200,
+			})
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reading slack thread %s in %s: %w", c.Thread, ch, err)
+		}
+		msgs = append(msgs, page...)
+		if !more || next == "" {
+			break
+		}
+		cursor = next
+	}
+	self := a.selfID()
+	out := make([]bot.ThreadMessage, 0, len(msgs))
+	for _, m := range msgs {
+		tm := bot.ThreadMessage{
+			Time:   tsTime(m.Timestamp),
+			Author: bot.User{ID: m.User},
+			Text:   messageText(m),
+			Bot:    m.BotID != "" || m.SubType == "bot_message" || (self != "" && m.User == self),
+		}
+		switch {
+		case m.User != "":
+			if name, err := a.dir.userName(ctx, m.User); err == nil {
+				tm.Author.Name = name
+			} else if errors.Is(err, context.Canceled) {
+				return nil, err
+			}
+		case m.BotID != "":
+			tm.Author = bot.User{ID: m.BotID, Name: m.Username}
+		}
+		out = append(out, tm)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
+	return out, nil
+}
+
+// messageText is a message's text for summaries: the text of its section and
+// context blocks when it has some (the top-level text of our own messages is
+// only the notification fallback), else its text, unescaped.
+func messageText(m slackapi.Message) string {
+	var parts []string
+	for _, b := range m.Blocks.BlockSet {
+		switch b := b.(type) {
+		case *slackapi.SectionBlock:
+			if b.Text != nil {
+				parts = append(parts, b.Text.Text)
+			}
+		case *slackapi.ContextBlock:
+			for _, e := range b.ContextElements.Elements {
+				if t, ok := e.(*slackapi.TextBlockObject); ok {
+					parts = append(parts, t.Text)
+				}
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return unescaper.Replace(m.Text)
+	}
+	return unescaper.Replace(strings.Join(parts, "\n"))
+}
+
+// tsTime converts a Slack ts ("1795979057.000200") to a time.
+func tsTime(ts string) time.Time {
+	sec, frac, _ := strings.Cut(ts, ".")
+	s, err := strconv.ParseInt(sec, 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	var ns int64
+	if frac != "" {
+		frac = (frac + "000000000")[:9]
+		ns, _ = strconv.ParseInt(frac, 10, 64)
+	}
+	return time.Unix(s, ns).UTC()
+}

@@ -1,0 +1,213 @@
+package slack
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+func TestPost_RootMessageByChannelName(t *testing.T) {
+	f := newFakeSlack(t)
+	a := newTestAdapter(t, f, Config{})
+	ctx := context.Background()
+
+	ref, err := a.Post(ctx, bot.Conversation{Channel: "#RunBooks"}, bot.Message{
+		Text: "🛠 *worker-stalled* on `infra-prd` — started by @alice · run r-7f3a",
+	})
+	require.NoError(t, err)
+	assert.Equal(t, Platform, ref.Platform)
+	assert.Equal(t, "C0RUN", ref.Channel, "the ref carries the resolved id, as reactions will")
+	assert.Empty(t, ref.Thread)
+
+	m, ok := f.message(ref.ID)
+	require.True(t, ok)
+	assert.Empty(t, m.ThreadTS)
+	texts, actions := blockTexts(m)
+	assert.Equal(t, []string{"🛠 *worker-stalled* on `infra-prd` — started by @alice · run r-7f3a"}, texts)
+	assert.Empty(t, actions)
+	assert.Equal(t, texts[0], m.Text, "notification fallback text")
+	assert.Len(t, f.callsTo("conversations.list"), 2, "both pages read")
+
+	// The name is cached.
+	_, err = a.Post(ctx, bot.Conversation{Channel: "#runbooks"}, bot.Message{Text: "again"})
+	require.NoError(t, err)
+	assert.Len(t, f.callsTo("conversations.list"), 2)
+}
+
+func TestPost_ThreadReplyWithBroadcastAndButtons(t *testing.T) {
+	f := newFakeSlack(t)
+	a := newTestAdapter(t, f, Config{})
+	ctx := context.Background()
+	root, err := a.Post(ctx, bot.Conversation{Channel: "C0OPS"}, bot.Message{Text: "root"})
+	require.NoError(t, err)
+
+	ref, err := a.Post(ctx, bot.Conversation{Platform: Platform, Channel: "C0OPS", Thread: root.ID}, bot.Message{
+		Text:      "🔒 *Approval needed* — prune worker `w-0`",
+		Broadcast: true,
+		Buttons:   []bot.Button{{Action: "approve", Label: "Approve", Style: "primary"}, {Action: "reject", Label: "Reject", Style: "danger"}},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, bot.MessageRef{Platform: Platform, Channel: "C0OPS", ID: ref.ID, Thread: root.ID}, ref)
+
+	m, _ := f.message(ref.ID)
+	assert.Equal(t, root.ID, m.ThreadTS)
+	assert.True(t, m.Broadcast, "reply_broadcast")
+	_, actions := blockTexts(m)
+	assert.Equal(t, []string{"approve", "reject"}, actions)
+
+	t.Run("no broadcast unless asked", func(t *testing.T) {
+		ref, err := a.Post(ctx, bot.Conversation{Channel: "C0OPS", Thread: root.ID}, bot.Message{Text: "step 1 ok"})
+		require.NoError(t, err)
+		m, _ := f.message(ref.ID)
+		assert.False(t, m.Broadcast)
+	})
+}
+
+func TestPost_LongDetailFollowsInThread(t *testing.T) {
+	f := newFakeSlack(t)
+	a := newTestAdapter(t, f, Config{})
+	ctx := context.Background()
+	detail := strings.Repeat("caascad-ci-workers-infra-infra-prd-0   stalled  236  38d\n", 80)
+
+	t.Run("root message: detail starts its thread", func(t *testing.T) {
+		ref, err := a.Post(ctx, bot.Conversation{Channel: "C0OPS"}, bot.Message{Text: "Workers (3 running, 1 stalled)", Detail: detail})
+		require.NoError(t, err)
+		var replies []fakeMsg
+		for _, m := range f.messages() {
+			if m.ThreadTS == ref.ID {
+				replies = append(replies, m)
+			}
+		}
+		require.NotEmpty(t, replies)
+		var n int
+		for _, r := range replies {
+			texts, _ := blockTexts(r)
+			for _, tx := range texts {
+				assert.True(t, strings.HasPrefix(tx, "```"))
+				n += strings.Count(tx, "stalled  236")
+			}
+		}
+		assert.Equal(t, 80, n)
+	})
+
+	t.Run("thread reply: detail goes to the same thread", func(t *testing.T) {
+		ref, err := a.Post(ctx, bot.Conversation{Channel: "C0OPS", Thread: "1795979000.000001"}, bot.Message{Text: "1/6 ✅ Workers", Detail: detail})
+		require.NoError(t, err)
+		msgs := f.messages()
+		last := msgs[len(msgs)-1]
+		assert.Equal(t, "1795979000.000001", last.ThreadTS)
+		assert.NotEqual(t, ref.ID, last.TS)
+	})
+
+	t.Run("short detail inline", func(t *testing.T) {
+		ref, err := a.Post(ctx, bot.Conversation{Channel: "C0OPS"}, bot.Message{Text: "TSA reachable", Detail: "connect 12 ms"})
+		require.NoError(t, err)
+		m, _ := f.message(ref.ID)
+		texts, _ := blockTexts(m)
+		assert.Equal(t, []string{"TSA reachable", "connect 12 ms"}, texts)
+	})
+}
+
+func TestUpdate_InPlace(t *testing.T) {
+	f := newFakeSlack(t)
+	a := newTestAdapter(t, f, Config{})
+	ctx := context.Background()
+	detail := strings.Repeat("plan item\n", 100)
+	gate := bot.Message{Text: "🔒 Approval needed", Detail: detail, Buttons: []bot.Button{{Action: "approve", Label: "Approve"}}}
+	ref, err := a.Post(ctx, bot.Conversation{Channel: "C0OPS", Thread: "1795979000.000001"}, gate)
+	require.NoError(t, err)
+	before := len(f.messages())
+
+	gate.Text = "🔒 Approval needed\n• @carol ✅ — approved 04:12"
+	require.NoError(t, a.Update(ctx, ref, gate))
+	m, _ := f.message(ref.ID)
+	assert.Equal(t, 1, m.Updates)
+	texts, actions := blockTexts(m)
+	assert.Equal(t, []string{"🔒 Approval needed\n• @carol ✅ — approved 04:12"}, texts)
+	assert.Equal(t, []string{"approve"}, actions)
+	assert.Len(t, f.messages(), before, "an unchanged detail is not posted again")
+
+	decided := bot.Message{Text: "✅ Approved by @carol", Detail: detail + "applied\n"}
+	require.NoError(t, a.Update(ctx, ref, decided))
+	m, _ = f.message(ref.ID)
+	_, actions = blockTexts(m)
+	assert.Empty(t, actions, "buttons removed once decided")
+	assert.Greater(t, len(f.messages()), before, "a changed detail is posted as a new reply")
+
+	t.Run("unknown message", func(t *testing.T) {
+		err := a.Update(ctx, bot.MessageRef{Channel: "C0OPS", ID: "1.2"}, bot.Message{Text: "x"})
+		require.Error(t, err)
+		assert.Equal(t, "message_not_found", slackErrorCode(err))
+	})
+}
+
+func TestEphemeral(t *testing.T) {
+	f := newFakeSlack(t)
+	a := newTestAdapter(t, f, Config{})
+	ctx := context.Background()
+
+	err := a.Ephemeral(ctx, bot.Conversation{Channel: "C0OPS", Thread: "1795979000.000001"}, bot.User{ID: "UALICE"},
+		bot.Message{Text: "You cannot approve: you started this run."})
+	require.NoError(t, err)
+	msgs := f.messages()
+	require.Len(t, msgs, 1)
+	assert.True(t, msgs[0].Ephemeral)
+	assert.Equal(t, "UALICE", msgs[0].User)
+	assert.Equal(t, "1795979000.000001", msgs[0].ThreadTS)
+	texts, _ := blockTexts(msgs[0])
+	assert.Equal(t, []string{"You cannot approve: you started this run."}, texts)
+
+	require.ErrorIs(t, a.Ephemeral(ctx, bot.Conversation{Channel: "C0OPS"}, bot.User{}, bot.Message{Text: "x"}), ErrInvalidMessage)
+
+	t.Run("not in channel: joins and answers", func(t *testing.T) {
+		f.mu.Lock()
+		f.notInChans["C0RUN"] = true
+		f.mu.Unlock()
+		require.NoError(t, a.Ephemeral(ctx, bot.Conversation{Channel: "C0RUN"}, bot.User{ID: "UBOB"}, bot.Message{Text: "Unknown runbook."}))
+		assert.Len(t, f.callsTo("conversations.join"), 1)
+		msgs := f.messages()
+		assert.Equal(t, "UBOB", msgs[len(msgs)-1].User)
+	})
+}
+
+func TestPost_Errors(t *testing.T) {
+	f := newFakeSlack(t)
+	a := newTestAdapter(t, f, Config{})
+	ctx := context.Background()
+
+	t.Run("unknown channel name", func(t *testing.T) {
+		_, err := a.Post(ctx, bot.Conversation{Channel: "#nope"}, bot.Message{Text: "digest"})
+		require.ErrorIs(t, err, bot.ErrNotFound)
+		assert.Contains(t, err.Error(), "#nope")
+	})
+
+	t.Run("invalid message makes no call", func(t *testing.T) {
+		n := len(f.callsTo("chat.postMessage"))
+		_, err := a.Post(ctx, bot.Conversation{Channel: "C0OPS"}, bot.Message{})
+		require.ErrorIs(t, err, ErrInvalidMessage)
+		assert.Len(t, f.callsTo("chat.postMessage"), n)
+	})
+
+	t.Run("unknown channel id is returned, not retried", func(t *testing.T) {
+		n := len(f.callsTo("chat.postMessage"))
+		_, err := a.Post(ctx, bot.Conversation{Channel: "C0GONE"}, bot.Message{Text: "x"})
+		require.Error(t, err)
+		assert.Equal(t, "channel_not_found", slackErrorCode(err))
+		assert.Len(t, f.callsTo("chat.postMessage"), n+1)
+	})
+
+	t.Run("not in channel: joins and posts", func(t *testing.T) {
+		f.mu.Lock()
+		f.notInChans["C0OPS"] = true
+		f.mu.Unlock()
+		ref, err := a.Post(ctx, bot.Conversation{Channel: "C0OPS"}, bot.Message{Text: "hello"})
+		require.NoError(t, err)
+		assert.NotEmpty(t, ref.ID)
+		assert.Len(t, f.callsTo("conversations.join"), 1)
+	})
+}
