@@ -525,9 +525,9 @@ func (e *Engine) statusText(ctx context.Context, id string, conv Conversation) s
 		var b strings.Builder
 		fmt.Fprintf(&b, "*%d active run%s*\n", len(runs), plural(len(runs)))
 		for _, r := range runs {
-			fmt.Fprintf(&b, "• `%s` %s on `%s` by %s — %s\n", r.ID, r.Runbook, r.Target, r.Requester.Display(), stateLine(r))
+			fmt.Fprintf(&b, "• `%s` %s on `%s` by %s — %s%s\n", r.ID, r.Runbook, r.Target, r.Requester.Display(), stateLine(r), nextAction(r))
 		}
-		return b.String()
+		return strings.TrimRight(b.String(), "\n")
 	}
 	r, err := e.o.Store.GetRun(ctx, id)
 	if err != nil {
@@ -549,7 +549,21 @@ func (e *Engine) statusText(ctx context.Context, id string, conv Conversation) s
 		}
 		b.WriteString(line + "\n")
 	}
-	return b.String()
+	if n := nextAction(r); n != "" {
+		b.WriteString(strings.TrimPrefix(n, " "))
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// nextAction tells people how to move a waiting run on.
+func nextAction(r *Run) string {
+	switch r.State {
+	case RunAwaitingApproval:
+		return fmt.Sprintf(" → `/runbook approve %s` or `/runbook reject %s <reason>`", r.ID, r.ID)
+	case RunAwaitingManual:
+		return fmt.Sprintf(" → `/runbook done|skip|fail %s`", r.ID)
+	}
+	return ""
 }
 
 // summaryCommand posts a run summary, or the incident summary of the thread.

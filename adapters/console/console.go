@@ -173,8 +173,14 @@ func (a *Adapter) Update(_ context.Context, ref bot.MessageRef, m bot.Message) e
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	n, err := strconv.Atoi(ref.ID)
-	if err != nil || n < 1 || n > len(a.msgs) {
+	if err != nil || n < 1 {
 		return fmt.Errorf("console: no message %q", ref.ID)
+	}
+	if n > len(a.msgs) {
+		// A message from an earlier session: the terminal cannot edit it,
+		// so show the new version.
+		a.printMessage(&message{n: n, thread: ref.Thread, text: m.Text, buttons: m.Buttons}, true)
+		return nil
 	}
 	msg := a.msgs[n-1]
 	if msg.text == m.Text && len(msg.buttons) == len(m.Buttons) {

@@ -34,7 +34,15 @@ person stay in the store and resume on the next start.`,
 				return err
 			}
 			tty := term.IsTerminal(int(os.Stdout.Fd()))
-			a, err := newApp(cfg, appOptions{Console: console.Options{Color: tty, Echo: !term.IsTerminal(int(os.Stdin.Fd()))}})
+			scripted := !term.IsTerminal(int(os.Stdin.Fd()))
+			var a *app
+			copts := console.Options{Color: tty, Echo: scripted}
+			if scripted {
+				// Scripted input: let the bot settle after each line so the
+				// transcript reads in order.
+				copts.AfterLine = func() { _ = a.eng.WaitIdle(cmd.Context()) }
+			}
+			a, err = newApp(cfg, appOptions{Console: copts})
 			if err != nil {
 				return err
 			}
