@@ -137,11 +137,11 @@ func (e *Engine) renderStep(r *Run, st *StepState) Message {
 			b.WriteString(" — executing …")
 		}
 	default:
-		if st.Text != "" && st.Kind == string(runbooks.KindManual) {
-			b.WriteString("\n" + strings.TrimSpace(st.Text))
-		}
 		if st.Summary != "" {
 			b.WriteString(" — " + st.Summary)
+		}
+		if st.Text != "" && st.Kind == string(runbooks.KindManual) {
+			b.WriteString("\n" + strings.TrimSpace(st.Text))
 		}
 		if st.Error != "" {
 			b.WriteString("\n❗ " + st.Error)

@@ -111,10 +111,14 @@ func (e *Engine) Summary(r *Run, journal []JournalEntry) Message {
 	fmt.Fprintf(&b, "📋 *Summary* of `%s` — %s on `%s`: %s %s after %s\n", r.ID, r.Runbook, r.Target, runIcon(r.State), r.State, humanDuration(r.Duration(now)))
 	counts := map[StepStatus]int{}
 	for _, st := range r.Steps {
+		if st.Status == StepFailed && strings.HasPrefix(st.Error, "timed out") {
+			counts["timed out"]++
+			continue
+		}
 		counts[st.Status]++
 	}
 	var cs []string
-	for _, s := range []StepStatus{StepSucceeded, StepFailed, StepSkipped, StepCancelled, StepPending} {
+	for _, s := range []StepStatus{StepSucceeded, StepFailed, "timed out", StepSkipped, StepCancelled, StepPending} {
 		if counts[s] > 0 {
 			label := string(s)
 			if s == StepPending {
@@ -226,7 +230,9 @@ func summaryDetail(r *Run, journal []JournalEntry) string {
 		open = append(open, "• the run is still "+strings.ReplaceAll(string(r.State), "_", " ")+": "+stateLine(r))
 	}
 	for _, st := range r.Steps {
-		if st.Status == StepFailed {
+		// In a run that succeeded, failures were handled by the runbook's
+		// branches (a wait that timed out led to the next remedy).
+		if st.Status == StepFailed && r.State != RunSucceeded {
 			open = append(open, fmt.Sprintf("• %s failed: %s", nonEmpty(st.Title, st.ID), st.Error))
 		}
 	}

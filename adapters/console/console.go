@@ -186,8 +186,20 @@ func (a *Adapter) Update(_ context.Context, ref bot.MessageRef, m bot.Message) e
 	if msg.text == m.Text && len(msg.buttons) == len(m.Buttons) {
 		return nil
 	}
+	// A terminal cannot edit in place: show the first line and what changed.
+	old := map[string]bool{}
+	for _, l := range strings.Split(msg.text, "\n")[1:] {
+		old[l] = true
+	}
+	lines := strings.Split(m.Text, "\n")
+	shown := []string{lines[0]}
+	for _, l := range lines[1:] {
+		if !old[l] {
+			shown = append(shown, l)
+		}
+	}
 	msg.text, msg.buttons = m.Text, m.Buttons
-	a.printMessage(msg, true)
+	a.printMessage(&message{n: msg.n, thread: msg.thread, text: strings.Join(shown, "\n"), buttons: m.Buttons}, true)
 	return nil
 }
 

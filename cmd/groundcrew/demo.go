@@ -22,26 +22,28 @@ import (
 // latest run id; "gate"/"manual" address the latest approval request or
 // manual step.
 var demoScript = []string{
-	"# alice is on call; Concourse infra-prd has a stalled worker. Let's see the runbooks.",
+	"# alice is on call. Concourse infra-prd (simulated here) has a stalled worker. Which runbooks are there?",
 	"/runbook list",
-	"# She starts the worker-stalled runbook on the (simulated) infra-prd.",
+	"# She starts the worker-stalled runbook for worker 0. The bot queries Concourse and checks the TSA.",
 	"/runbook run worker-stalled target=infra-prd worker=0",
-	"# bob checked the services over ssh as the step says, and marks it done.",
+	"# bob takes the manual steps: the exact ssh command through the bastion, then the services.",
 	"/as bob",
 	"/react manual ✅",
-	"# The worker does not come back within 20 minutes (the demo moves the clock).",
+	"/react manual ✅",
+	"/react manual ✅",
+	"# The worker does not come back within 20 minutes (the demo moves the bot's clock forward).",
 	"/clock +21m",
-	"# The VM restart in the cloud console did not help either: bob skips it, rebuild is not wanted now.",
+	"# Restarting the VM and rebuilding are not wanted tonight: bob skips both; the bot moves to the prune.",
 	"/react manual ⏭",
 	"/react manual ⏭",
-	"# alice tries to approve her own prune: refused (separation of duties).",
+	"# Pruning is destructive: the bot shows the exact plan and waits. alice tries to approve her own run…",
 	"/as alice",
 	"/react gate ✅",
-	"# carol, on call too, approves.",
+	"# …and is refused. carol, also on call, approves: the bot re-checks the plan, prunes, and verifies.",
 	"/as carol",
 	"/react gate ✅",
-	"/react manual ✅",
 	"/runbook status $RUN",
+	"# Everything above is journaled in the store: `groundcrew runs show <run>` and `groundcrew audit verify`.",
 }
 
 // offsetClock is the real clock plus an offset the demo can move.
