@@ -114,7 +114,16 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 		sources = append(sources, runbooks.DirSource(d))
 	}
 	lib, err := runbooks.NewLibrary(a.reg, sources...)
-	if err != nil {
+	var bad runbooks.ErrorList
+	switch {
+	case errors.As(err, &bad) && lib != nil:
+		// One broken file must not keep the bot down at 3 a.m.: the valid
+		// runbooks are served and every problem is logged (config check
+		// and lint fail on them).
+		for _, e := range bad {
+			a.log.Error("runbook not loaded", "problem", e.Error())
+		}
+	case err != nil:
 		return nil, fmt.Errorf("loading runbooks:\n%w", err)
 	}
 	for _, ov := range lib.Overridden() {
