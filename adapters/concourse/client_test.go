@@ -227,3 +227,12 @@ func TestClient_ContextCancelStopsRetries(t *testing.T) {
 }
 
 func slogText(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+func TestClient_UnreachableServerSaysWhatToCheck(t *testing.T) {
+	c, err := New(TargetConfig{Name: "infra-prd", URL: "http://127.0.0.1:1"},
+		WithRetry(RetryPolicy{Attempts: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}))
+	require.NoError(t, err)
+	_, err = c.Workers(context.Background())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "infra-prd: list workers: cannot reach 127.0.0.1:1 (check the target's url and that the web node is up)")
+}

@@ -30,6 +30,37 @@ func (c *Client) Pipelines(ctx context.Context, team string) ([]Pipeline, error)
 // AllTeams selects every team in Pipelines.
 const AllTeams = "*"
 
+// PausedPipelines lists the paused pipelines (`fly paused-pipelines`);
+// team as for Pipelines.
+func (c *Client) PausedPipelines(ctx context.Context, team string) ([]Pipeline, error) {
+	ps, err := c.Pipelines(ctx, team)
+	if err != nil {
+		return nil, err
+	}
+	out := ps[:0]
+	for _, p := range ps {
+		if p.Paused {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// PausedJobs lists a pipeline's paused jobs (`fly paused-jobs`).
+func (c *Client) PausedJobs(ctx context.Context, team, pipeline string) ([]Job, error) {
+	js, err := c.Jobs(ctx, team, pipeline)
+	if err != nil {
+		return nil, err
+	}
+	out := js[:0]
+	for _, j := range js {
+		if j.Paused {
+			out = append(out, j)
+		}
+	}
+	return out, nil
+}
+
 // Pipeline returns one pipeline.
 func (c *Client) Pipeline(ctx context.Context, team, name string) (Pipeline, error) {
 	team = c.team(team)

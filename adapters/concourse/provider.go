@@ -222,7 +222,7 @@ func countsLine(counts map[string]int, order []string) string {
 	return strings.Join(parts, ", ")
 }
 
-// itemResults converts per-object outcomes for bot.Result.Items.
+// itemResult is one entry of bot.Result.Items.
 func itemResult(id, outcome, reason string) bot.ItemResult {
 	return bot.ItemResult{ID: id, Outcome: outcome, Reason: reason}
 }

@@ -71,6 +71,11 @@ func TestOpPipelinesPauseUnpause(t *testing.T) {
 	assert.True(t, pl.Empty())
 	assert.Contains(t, pl.Notes[0], "already paused (by admin)")
 
+	paused, err := e.c.PausedPipelines(context.Background(), AllTeams)
+	require.NoError(t, err)
+	require.Len(t, paused, 1)
+	assert.Equal(t, "deploy/caascad-alert-prepare", paused[0].Ref())
+
 	res, err = e.do(t, "concourse.pipelines", bot.Args{"paused": true})
 	require.NoError(t, err)
 	assert.Equal(t, []any{"deploy/caascad-alert-prepare"}, decoded(t, res)["paused"])
@@ -195,4 +200,17 @@ func TestOpTSAConnectivity(t *testing.T) {
 	res = run(bot.Args{"address": "ci.nowhere.invalid:2222"})
 	assert.Equal(t, "DNS lookup of ci.nowhere.invalid failed: no such host; check the resolver and the name", res.Summary)
 	assert.Equal(t, false, decoded(t, res)["resolved"])
+}
+
+func TestPausedJobs(t *testing.T) {
+	w := concoursesim.NewWorld()
+	w.AddPipeline(concoursesim.Pipeline{Name: "app", Jobs: []concoursesim.Job{{Name: "unit"}, {Name: "deploy", Paused: true}}})
+	e := newProvEnv(t, w)
+	js, err := e.c.PausedJobs(context.Background(), "", "app")
+	require.NoError(t, err)
+	require.Len(t, js, 1)
+	assert.Equal(t, "deploy", js[0].Name)
+	res, err := e.do(t, "concourse.jobs", bot.Args{"pipeline": "app", "paused": true})
+	require.NoError(t, err)
+	assert.Equal(t, []any{"deploy"}, decoded(t, res)["paused"])
 }

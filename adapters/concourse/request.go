@@ -138,7 +138,8 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, context.C
 			if ctx.Err() != nil {
 				return nil, nil, fmt.Errorf("%s: %s: %w", c.cfg.Name, r.action, ctx.Err())
 			}
-			lastErr = fmt.Errorf("%s: %s: %w", c.cfg.Name, r.action, stripURLError(err))
+			lastErr = fmt.Errorf("%s: %s: cannot reach %s (check the target's url and that the web node is up): %w",
+				c.cfg.Name, r.action, c.base.Host, stripURLError(err))
 			continue
 		}
 		c.log.Debug("concourse request", "target", c.cfg.Name, "method", r.method, "path", r.path,

@@ -85,7 +85,8 @@ func worldLanding() *concoursesim.World {
 		{Name: "worker-1"},
 	}
 	w.AddBuilds(firstBuilds()...)
-	return w.AddBuilds(concoursesim.Build{ID: 3, Pipeline: "demo", Job: "slow", Status: "started", Worker: "worker-0", CreatedBy: "admin"})
+	return w.AddBuilds(concoursesim.Build{ID: 3, Pipeline: "demo", Job: "slow", Status: "started", Worker: "worker-0",
+		CreatedBy: "admin", Age: concoursesim.Duration(5 * time.Second)})
 }
 
 // worldStuck: builds 4–8 started on the stalled worker-1, 3 aborted.

@@ -23,7 +23,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	s.st.advance(now)
 	c := &reqCtx{w: w, r: r, st: s.st, a: s.st.access(r, now), now: now}
 	b, ok := c.buildFromPath()
-	if ok && !c.a.authorized(b.team, RoleViewer) && !(b.p != nil && b.p.public && !c.a.hasToken) {
+	if ok && !c.a.authorized(b.team, RoleViewer) && (b.p == nil || !b.p.public) {
 		denied(w, c.a)
 		ok = false
 	}

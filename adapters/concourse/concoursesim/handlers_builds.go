@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -256,14 +255,4 @@ func handleTriggerJob(c *reqCtx) {
 		log: j.cfg.Log, errMsg: j.cfg.Error, result: jobResult(j.cfg),
 	})
 	writeJSON(c.w, http.StatusOK, presentBuild(b))
-}
-
-// sortedTeams returns team names in order.
-func sortedTeams(st *state) []string {
-	out := make([]string, 0, len(st.teams))
-	for t := range st.teams {
-		out = append(out, t)
-	}
-	sort.Strings(out)
-	return out
 }

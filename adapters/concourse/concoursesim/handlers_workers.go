@@ -38,18 +38,11 @@ func (c *reqCtx) workerTeam() (*simWorker, bool) {
 		return nil, false
 	}
 	w := c.st.workers[c.r.PathValue("worker")]
-	if c.a.admin() {
-		if w == nil {
-			notFound(c.w)
-			return nil, false
-		}
-		return w, true
-	}
-	if w == nil {
+	switch {
+	case w == nil:
 		notFound(c.w)
 		return nil, false
-	}
-	if w.team != "" && c.a.authorized(w.team, RoleMember) {
+	case c.a.admin() || (w.team != "" && c.a.authorized(w.team, RoleMember)):
 		return w, true
 	}
 	forbidden(c.w)

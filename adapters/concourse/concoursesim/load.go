@@ -17,7 +17,7 @@ func (s *state) load(w World, now time.Time) error {
 	s.workerVersion = or(w.WorkerVersion, "3.0")
 	s.cluster = or(w.ClusterName, "sim")
 	s.users, s.teams, s.tokens = map[string]User{}, map[string]int{}, map[string]token{}
-	s.workers, s.byID, s.active = map[string]*simWorker{}, map[int]*simBuild{}, map[int]*simBuild{}
+	s.workers, s.byID, s.active = map[string]*simWorker{}, map[int]*simBuild{}, nil
 	s.nextBuildID, s.nextPipelineID, s.nextJobID = 1, 1, 1
 	s.lastSched = now
 	s.addTeam("main")
@@ -145,7 +145,7 @@ func (s *state) loadBuilds(w World, now time.Time) error {
 			if r.cfg.LastCheck != "" {
 				r.lastCheck = s.newCheckBuild(p, r.cfg.Name, true, now.Add(-5*time.Minute))
 				r.lastCheck.status = r.cfg.LastCheck
-				delete(s.active, r.lastCheck.id)
+				s.removeActive(r.lastCheck)
 			}
 		}
 	}

@@ -263,6 +263,7 @@ type statusRecorder struct {
 	status int
 }
 
+// WriteHeader records the status for the call log.
 func (r *statusRecorder) WriteHeader(code int) {
 	r.status = code
 	r.ResponseWriter.WriteHeader(code)

@@ -18,6 +18,7 @@ type Clock interface {
 
 type realClock struct{}
 
+// Now implements Clock.
 func (realClock) Now() time.Time { return time.Now() }
 
 // ManualClock is a Clock that moves only when told. Safe for concurrent use.
@@ -135,7 +136,7 @@ type state struct {
 	pipelines []*simPipeline
 	builds    []*simBuild // ascending id
 	byID      map[int]*simBuild
-	active    map[int]*simBuild
+	active    []*simBuild // pending or started, ascending id
 
 	nextBuildID, nextPipelineID, nextJobID int
 	lastSched                              time.Time
@@ -181,9 +182,14 @@ func (s *state) workerRunning(name string) bool {
 }
 
 // stuck reports whether a started build is on a worker that cannot make
-// progress (stalled, landed or gone).
+// progress (stalled, landed or gone). Landing and retiring workers still
+// run their builds.
 func (s *state) stuck(b *simBuild) bool {
-	return b.status == StatusStarted && b.worker != "" && !s.workerRunning(b.worker)
+	if b.status != StatusStarted || b.worker == "" {
+		return false
+	}
+	w, ok := s.workers[b.worker]
+	return !ok || (w.state != StateRunning && w.state != StateLanding && w.state != StateRetiring)
 }
 
 // advance applies every transition due at now.
@@ -217,13 +223,29 @@ func (s *state) advance(now time.Time) {
 	}
 }
 
+// activeSorted returns the running builds by ascending id. The slice is
+// a copy: transitions remove builds while callers iterate.
 func (s *state) activeSorted() []*simBuild {
-	out := make([]*simBuild, 0, len(s.active))
-	for _, b := range s.active {
-		out = append(out, b)
+	return append([]*simBuild(nil), s.active...)
+}
+
+// addActive inserts b into the id-sorted active list.
+func (s *state) addActive(b *simBuild) {
+	i := sort.Search(len(s.active), func(i int) bool { return s.active[i].id >= b.id })
+	if i < len(s.active) && s.active[i] == b {
+		return
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
-	return out
+	s.active = append(s.active, nil)
+	copy(s.active[i+1:], s.active[i:])
+	s.active[i] = b
+}
+
+// removeActive drops b from the active list.
+func (s *state) removeActive(b *simBuild) {
+	i := sort.Search(len(s.active), func(i int) bool { return s.active[i].id >= b.id })
+	if i < len(s.active) && s.active[i] == b {
+		s.active = append(s.active[:i], s.active[i+1:]...)
+	}
 }
 
 // busyWorkers counts started builds per worker.
@@ -293,7 +315,7 @@ func (s *state) errorNoWorkers(b *simBuild, now time.Time) {
 	s.emit(b, "error", "4.1", map[string]any{"message": b.errMsg, "origin": origin(b.planID, ""), "time": now.Unix()})
 	b.status, b.end = StatusErrored, now
 	s.emit(b, "status", "1.0", map[string]any{"status": StatusErrored, "time": now.Unix()})
-	delete(s.active, b.id)
+	s.removeActive(b)
 }
 
 // startBuild moves a build to started on worker w and emits its opening
@@ -341,7 +363,7 @@ func (s *state) finish(b *simBuild, status string, now time.Time) {
 	}
 	b.status, b.end = status, now
 	s.emit(b, "status", "1.0", map[string]any{"status": status, "time": t})
-	delete(s.active, b.id)
+	s.removeActive(b)
 }
 
 func (s *state) emit(b *simBuild, typ, version string, data map[string]any) {
@@ -404,7 +426,7 @@ func (s *state) newBuild(b *simBuild) *simBuild {
 	copy(s.builds[i+1:], s.builds[i:])
 	s.builds[i] = b
 	if b.running() {
-		s.active[b.id] = b
+		s.addActive(b)
 	}
 	return b
 }

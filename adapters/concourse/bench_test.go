@@ -1,0 +1,127 @@
+package concourse
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
+)
+
+// The abort benchmarks measure the operations manual's "abort every
+// pending build" against the simulator with 20 ms of latency per request:
+//
+//	go test -run '^$' -bench Abort -benchtime 1x ./adapters/concourse/
+//
+// Each iteration aborts benchBuilds pending builds in a fresh simulator.
+// ns/build is the cost per build; PERFORMANCE.md records the numbers.
+
+const (
+	benchLatency = 20 * time.Millisecond
+	benchBuilds  = 5000
+	// the one-at-a-time loop takes 2 × 20 ms per build: measure fewer
+	benchSequentialBuilds = 250
+)
+
+func benchEnv(b *testing.B, n int) (*Client, []int, func()) {
+	b.Helper()
+	w := concoursesim.NewWorld().RunningWorkers("w", 2).PendingBuilds("main", "app", "deploy", n)
+	srv, err := concoursesim.New(*w, concoursesim.WithAbortDelay(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := New(TargetConfig{Name: "bench", URL: srv.URL(), Username: "admin", Password: "admin"},
+		WithPollInterval(50*time.Millisecond))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Login(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	var ids []int
+	for _, bs := range srv.Builds() {
+		if bs.Status == "pending" {
+			ids = append(ids, bs.ID)
+		}
+	}
+	srv.SetLatency(benchLatency)
+	return c, ids, srv.Close
+}
+
+func reportPerBuild(b *testing.B, elapsed time.Duration, builds int) {
+	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(builds*b.N), "ns/build")
+	b.ReportMetric(0, "ns/op") // per-build is the meaningful unit
+}
+
+// BenchmarkAbortBulk sends the 5,000 aborts with the per-target limit of 8
+// requests in flight (AbortBuilds, no verification).
+func BenchmarkAbortBulk(b *testing.B) {
+	var elapsed time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		c, ids, done := benchEnv(b, benchBuilds)
+		b.StartTimer()
+		start := time.Now()
+		res := c.AbortBuilds(context.Background(), ids, AbortOptions{})
+		elapsed += time.Since(start)
+		b.StopTimer()
+		for _, r := range res {
+			if r.Outcome != AbortRequested {
+				b.Fatalf("build %d: %s %v", r.ID, r.Outcome, r.Err)
+			}
+		}
+		done()
+	}
+	reportPerBuild(b, elapsed, benchBuilds)
+}
+
+// BenchmarkAbortAndWaitBulk aborts the 5,000 builds and verifies each one
+// stopped (one more GET per build), still 8 in flight.
+func BenchmarkAbortAndWaitBulk(b *testing.B) {
+	var elapsed time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		c, ids, done := benchEnv(b, benchBuilds)
+		b.StartTimer()
+		start := time.Now()
+		res, err := c.AbortAndWait(context.Background(), ids, AbortOptions{Timeout: time.Minute})
+		elapsed += time.Since(start)
+		b.StopTimer()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Outcome != AbortAborted {
+				b.Fatalf("build %d: %s %v", r.ID, r.Outcome, r.Err)
+			}
+		}
+		done()
+	}
+	reportPerBuild(b, elapsed, benchBuilds)
+}
+
+// BenchmarkAbortSequential is the manual's loop: for each build,
+// `fly abort-build -b ID`, which reads the build then aborts it, one
+// request at a time.
+func BenchmarkAbortSequential(b *testing.B) {
+	var elapsed time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		c, ids, done := benchEnv(b, benchSequentialBuilds)
+		ctx := context.Background()
+		b.StartTimer()
+		start := time.Now()
+		for _, id := range ids {
+			if _, err := c.Build(ctx, id); err != nil {
+				b.Fatal(err)
+			}
+			if err := c.AbortBuild(ctx, id, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+		elapsed += time.Since(start)
+		b.StopTimer()
+		done()
+	}
+	reportPerBuild(b, elapsed, benchSequentialBuilds)
+}

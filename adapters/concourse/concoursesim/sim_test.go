@@ -1,0 +1,208 @@
+package concoursesim_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
+)
+
+func (h *harness) getJSON(t *testing.T, path string, out any) {
+	t.Helper()
+	resp := h.do(t, "GET", path, "", "admin")
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, path)
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
+}
+
+func TestSim_WorkerStallsWhenHeartbeatStops(t *testing.T) {
+	h := newHarness(t, *concoursesim.NewWorld().RunningWorkers("w", 2))
+	require.NoError(t, h.srv.StopHeartbeat("w-0"))
+	h.clock.Advance(59 * time.Second)
+	w, _ := h.srv.Worker("w-0")
+	assert.Equal(t, "running", w.State, "within the heartbeat TTL")
+	h.clock.Advance(2 * time.Second)
+	w, _ = h.srv.Worker("w-0")
+	assert.Equal(t, "stalled", w.State)
+	w, _ = h.srv.Worker("w-1")
+	assert.Equal(t, "running", w.State)
+
+	h.srv.ResumeHeartbeat("w-0")
+	w, _ = h.srv.Worker("w-0")
+	assert.Equal(t, "running", w.State, "a stalled worker that heartbeats is running again")
+	assert.Error(t, h.srv.StopHeartbeat("ghost"))
+}
+
+func TestSim_LandingBecomesLandedWhenBuildsFinish(t *testing.T) {
+	w := concoursesim.NewWorld().RunningWorkers("w", 1)
+	w.AddPipeline(concoursesim.Pipeline{Name: "app", Jobs: []concoursesim.Job{{Name: "unit", Duration: concoursesim.Duration(time.Minute)}}})
+	w.AddBuilds(concoursesim.Build{ID: 1, Pipeline: "app", Job: "unit", Status: "started", Age: concoursesim.Duration(30 * time.Second)})
+	h := newHarness(t, *w)
+	h.expect(t, "PUT", "/api/v1/workers/w-0/land", `{"team":""}`, http.StatusOK)
+	ws, _ := h.srv.Worker("w-0")
+	assert.Equal(t, "landing", ws.State)
+	h.clock.Advance(31 * time.Second) // the build finishes
+	b, _ := h.srv.Build(1)
+	assert.Equal(t, "succeeded", b.Status)
+	ws, _ = h.srv.Worker("w-0")
+	assert.Equal(t, "landed", ws.State)
+	h.expect(t, "PUT", "/api/v1/workers/w-0/prune", "", http.StatusOK)
+	_, ok := h.srv.Worker("w-0")
+	assert.False(t, ok)
+}
+
+func TestSim_SchedulerStartsPendingBuilds(t *testing.T) {
+	w := concoursesim.NewWorld().RunningWorkers("w", 2)
+	w.AddPipeline(concoursesim.Pipeline{Name: "app", Jobs: []concoursesim.Job{
+		{Name: "deploy", Serial: true}, {Name: "unit", Duration: concoursesim.Duration(time.Minute)}, {Name: "held", Paused: true},
+	}})
+	w.AddBuilds(
+		concoursesim.Build{ID: 1, Pipeline: "app", Job: "deploy", Count: 3},
+		concoursesim.Build{ID: 4, Pipeline: "app", Job: "unit", Count: 2},
+		concoursesim.Build{ID: 6, Pipeline: "app", Job: "held"},
+	)
+	h := newHarness(t, *w)
+	assert.Equal(t, map[string]int{"pending": 6}, h.srv.CountBuilds("app"), "nothing starts before the scheduler ticks")
+	h.clock.Advance(10 * time.Second)
+	got := map[int]string{}
+	workers := map[string]int{}
+	for _, b := range h.srv.Builds() {
+		got[b.ID] = b.Status
+		if b.Status == "started" {
+			workers[b.Worker]++
+		}
+	}
+	assert.Equal(t, map[int]string{1: "started", 2: "pending", 3: "pending", 4: "started", 5: "started", 6: "pending"}, got,
+		"serial job runs one at a time, paused job waits")
+	assert.Equal(t, map[string]int{"w-0": 2, "w-1": 1}, workers, "least busy worker first")
+
+	h.clock.Advance(61 * time.Second)
+	assert.Equal(t, 2, h.srv.CountBuilds("app")["succeeded"])
+}
+
+func TestSim_NoRunningWorkerErrorsBuilds(t *testing.T) {
+	w := concoursesim.NewWorld().StalledWorker("w-0")
+	w.AddPipeline(concoursesim.Pipeline{Name: "app", Jobs: []concoursesim.Job{{Name: "unit"}}})
+	w.AddBuilds(concoursesim.Build{ID: 1, Pipeline: "app", Job: "unit"})
+	h := newHarness(t, *w)
+	h.clock.Advance(10 * time.Second)
+	b, _ := h.srv.Build(1)
+	assert.Equal(t, "errored", b.Status)
+}
+
+func TestSim_AbortDelayAndStuckBuilds(t *testing.T) {
+	w := concoursesim.NewWorld().RunningWorkers("w", 1).StalledWorker("dead")
+	w.AddPipeline(concoursesim.Pipeline{Name: "app", Jobs: []concoursesim.Job{{Name: "unit"}}})
+	w.AddBuilds(
+		concoursesim.Build{ID: 1, Pipeline: "app", Job: "unit"},
+		concoursesim.Build{ID: 2, Pipeline: "app", Job: "unit", Status: "started", Worker: "dead"},
+		concoursesim.Build{ID: 3, Pipeline: "app", Job: "unit", Status: "started", Worker: "w-0"},
+	)
+	h := newHarness(t, *w)
+	for _, id := range []string{"1", "2", "3"} {
+		h.expect(t, "PUT", "/api/v1/builds/"+id+"/abort", "", http.StatusNoContent)
+	}
+	b, _ := h.srv.Build(1)
+	assert.Equal(t, "pending", b.Status, "the abort takes a moment")
+	assert.True(t, b.AbortRequested)
+	h.clock.Advance(time.Second)
+	statuses := map[int]string{}
+	for _, b := range h.srv.Builds() {
+		statuses[b.ID] = b.Status
+	}
+	assert.Equal(t, map[int]string{1: "aborted", 2: "started", 3: "aborted"}, statuses, "build 2 is stuck on a dead worker")
+	h.expect(t, "PUT", "/api/v1/builds/2/abort?force", "", http.StatusNoContent)
+	b, _ = h.srv.Build(2)
+	assert.Equal(t, "aborted", b.Status)
+}
+
+func TestSim_FaultsLatencyAndCallLog(t *testing.T) {
+	h := newHarness(t, *concoursesim.NewWorld().RunningWorkers("w", 1))
+	h.srv.InjectFault(concoursesim.Fault{Method: "GET", Path: "/api/v1/work*", Status: 502, Times: 2})
+	for _, want := range []int{502, 502, 200} {
+		resp := h.do(t, "GET", "/api/v1/workers", "", "admin")
+		_ = resp.Body.Close()
+		assert.Equal(t, want, resp.StatusCode)
+	}
+	assert.Equal(t, 3, h.srv.CountCalls("GET", "/api/v1/workers"))
+	calls := h.srv.Calls()
+	assert.Equal(t, concoursesim.Call{Method: "GET", Path: "/api/v1/workers", Status: 200, User: "admin"}, calls[len(calls)-1])
+
+	h.srv.SetLatency(30 * time.Millisecond)
+	start := time.Now()
+	resp := h.do(t, "GET", "/api/v1/info", "", "anonymous")
+	_ = resp.Body.Close()
+	assert.GreaterOrEqual(t, time.Since(start), 30*time.Millisecond)
+
+	h.srv.ExpireTokens()
+	resp = h.do(t, "GET", "/api/v1/workers", "", "bad-token")
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	assert.Equal(t, "not authorized", string(body))
+}
+
+func TestLoadWorld(t *testing.T) {
+	yamlWorld := `
+cluster_name: infra-prd
+users:
+  - {name: bob, password: bob, teams: {main: member}}
+workers:
+  - {name: w-0, state: stalled, containers: 236, age: 38d}
+  - {name: w-1, containers: 228, age: 38d}
+pipelines:
+  - name: app
+    jobs:
+      - {name: deploy, serial: true, tasks: [render, apply]}
+      - {name: unit, tasks: [test], duration: 2m}
+    resources: [{name: src, type: git, caches: 3}]
+    resource_types: [{name: registry-image, type: registry-image}]
+builds:
+  - {pipeline: app, job: deploy, status: started, age: 3h}
+  - {pipeline: app, job: deploy, status: pending, count: 300}
+  - {pipeline: app, job: unit, status: errored, count: 3, age: 90m, log: ["fetching registry.example.com/nix"], error: image fetching failed}
+`
+	w, err := concoursesim.LoadWorld([]byte(yamlWorld))
+	require.NoError(t, err)
+	assert.Equal(t, 38*24*time.Hour, w.Workers[0].Age.D())
+	h := newHarness(t, w)
+	counts := h.srv.CountBuilds("app")
+	assert.Equal(t, map[string]int{"started": 1, "pending": 300, "errored": 3}, counts)
+	ws := h.srv.Workers()
+	assert.Equal(t, "stalled", ws[0].State)
+
+	jsonWorld := `{"workers":[{"name":"w-0"}],"pipelines":[{"name":"p","jobs":[{"name":"j"}]}],"builds":[{"pipeline":"p","job":"j","count":2}]}`
+	w, err = concoursesim.LoadWorld([]byte(jsonWorld))
+	require.NoError(t, err)
+	assert.Equal(t, 2, w.Builds[0].Count)
+
+	tests := map[string]string{
+		"unknown field":    "workerz: []",
+		"unknown pipeline": "builds: [{pipeline: nope, job: j}]",
+		"unknown job":      "pipelines: [{name: p}]\nbuilds: [{pipeline: p, job: j}]",
+		"bad state":        "workers: [{name: w, state: sleeping}]",
+		"bad duration":     "workers: [{name: w, age: forever}]",
+	}
+	for name, doc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := concoursesim.LoadWorld([]byte(doc))
+			assert.Error(t, err)
+		})
+	}
+}
+
+func TestDemoWorld(t *testing.T) {
+	h := newHarness(t, *concoursesim.DemoWorld())
+	h.clock.Advance(time.Minute) // scheduler ticks: the queue stays blocked
+	assert.Equal(t, 300, h.srv.CountBuilds("caascad-alert-prepare")["pending"])
+	assert.Equal(t, 3, h.srv.CountBuilds("app")["errored"])
+	var workers []map[string]any
+	h.getJSON(t, "/api/v1/workers", &workers)
+	assert.Len(t, workers, 4)
+}
