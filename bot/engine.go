@@ -118,9 +118,11 @@ type Engine struct {
 	active  map[string]bool               // runs being advanced
 	again   map[string]bool               // runs to advance once more
 	cancels map[string]context.CancelFunc // in-flight calls per run
-	idle    *sync.Cond
-	busy    int
-	baseCtx context.Context
+	// gateRefresh is when each open gate message was last refreshed.
+	gateRefresh map[string]time.Time
+	idle        *sync.Cond
+	busy        int
+	baseCtx     context.Context
 
 	groups groupCache
 }
@@ -133,12 +135,13 @@ func New(o Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{
-		o:       o,
-		log:     o.Logger,
-		active:  map[string]bool{},
-		again:   map[string]bool{},
-		cancels: map[string]context.CancelFunc{},
-		baseCtx: context.Background(),
+		o:           o,
+		log:         o.Logger,
+		active:      map[string]bool{},
+		again:       map[string]bool{},
+		cancels:     map[string]context.CancelFunc{},
+		gateRefresh: map[string]time.Time{},
+		baseCtx:     context.Background(),
 	}
 	e.idle = sync.NewCond(&e.mu)
 	e.groups = groupCache{ttl: o.GroupTTL, now: o.Now, entries: map[string]groupEntry{}}

@@ -335,6 +335,17 @@ func (e *Engine) checkGateTimers(ctx context.Context, r *Run, now time.Time) {
 		e.announceEnd(ctx, r2)
 		return
 	}
+	// Keep "expires in …" roughly right without flooding the chat's edit limits.
+	e.mu.Lock()
+	last, seen := e.gateRefresh[g.ID]
+	due := !seen || now.Sub(last) >= 5*time.Minute
+	if due {
+		e.gateRefresh[g.ID] = now
+	}
+	e.mu.Unlock()
+	if due && seen {
+		e.updateGateMessage(ctx, r, g)
+	}
 	remind := time.Duration(g.Policy.Expires) / 6
 	if remind > 5*time.Minute {
 		remind = 5 * time.Minute
