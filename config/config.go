@@ -33,7 +33,8 @@ const EnvConfig = "GROUNDCREW_CONFIG"
 
 // Config is the whole configuration file.
 type Config struct {
-	// Store is the bbolt file (default ./groundcrew.db).
+	// Store is the bbolt file (default groundcrew.db next to the config
+	// file; relative paths are relative to the config file's directory).
 	Store  string `yaml:"store"`
 	Server Server `yaml:"server"`
 	Chat   Chat   `yaml:"chat"`
@@ -222,6 +223,7 @@ func (c *Config) defaults(dir string) {
 		}
 		return filepath.Join(dir, p)
 	}
+	c.Store = rel(c.Store)
 	for i, d := range c.Runbooks {
 		c.Runbooks[i] = rel(d)
 	}

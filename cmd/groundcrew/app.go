@@ -22,6 +22,7 @@ import (
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/config"
 	"github.com/groundcrew/groundcrew/runbooks"
+	"github.com/groundcrew/groundcrew/scenario"
 	"github.com/groundcrew/groundcrew/store"
 )
 
@@ -80,12 +81,18 @@ func (a *app) providers() error {
 			dbs[name] = d
 		}
 	}
-	pg, err := postgres.New(postgres.Options{Databases: dbs, Logger: a.log})
-	if err != nil {
-		return fmt.Errorf("postgres provider: %w", err)
+	if db := a.simulatedDatabase(dbs); db != nil {
+		// Every target is simulated (demo, training): the build-log
+		// runbooks run against a simulated Concourse database.
+		ps = append(ps, db)
+	} else {
+		pg, err := postgres.New(postgres.Options{Databases: dbs, Logger: a.log})
+		if err != nil {
+			return fmt.Errorf("postgres provider: %w", err)
+		}
+		a.closers = append(a.closers, pg.Close)
+		ps = append(ps, pg)
 	}
-	a.closers = append(a.closers, pg.Close)
-	ps = append(ps, pg)
 	reg, err := bot.NewRegistry(ps...)
 	if err != nil {
 		return err
@@ -245,4 +252,20 @@ func (a *app) run(ctx context.Context) error {
 // emptyConfig is a configuration with no targets, for linting.
 func emptyConfig() *config.Config {
 	return &config.Config{Targets: map[string]*config.Target{}}
+}
+
+// simulatedDatabase returns a simulated Concourse database when every
+// target is a simulator without a real database, else nil.
+func (a *app) simulatedDatabase(real map[string]postgres.DatabaseConfig) bot.Provider {
+	if len(a.sims) == 0 || len(a.sims) != len(a.cfg.Targets) || len(real) > 0 || len(a.sims) != 1 {
+		return nil
+	}
+	name, sim := a.cfg.TargetNames()[0], a.sims[0]
+	return scenario.NewDatabaseSim(name, *scenario.DemoDatabase(), func(team, pipeline string) (int, bool) {
+		p, ok := sim.Pipeline(team, pipeline)
+		if !ok {
+			return 0, false
+		}
+		return p.ID, true
+	})
 }

@@ -33,8 +33,7 @@ person stay in the store and resume on the next start.`,
 			if err != nil {
 				return err
 			}
-			tty := term.IsTerminal(int(os.Stdout.Fd()))
-			scripted := !term.IsTerminal(int(os.Stdin.Fd()))
+			tty, scripted := isTerminal(cmd.OutOrStdout()), !isTerminal(cmd.InOrStdin())
 			var a *app
 			copts := console.Options{Color: tty, Echo: scripted}
 			if scripted {
@@ -42,7 +41,7 @@ person stay in the store and resume on the next start.`,
 				// transcript reads in order.
 				copts.AfterLine = func() { _ = a.eng.WaitIdle(cmd.Context()) }
 			}
-			a, err = newApp(cfg, appOptions{Console: copts})
+			a, err = newApp(cfg, appOptions{Console: copts, In: cmd.InOrStdin(), Out: cmd.OutOrStdout()})
 			if err != nil {
 				return err
 			}
@@ -275,4 +274,12 @@ func newAudit() *cobra.Command {
 		},
 	})
 	return c
+}
+
+// isTerminal reports whether a reader or writer is a terminal.
+func isTerminal(f any) bool {
+	if o, ok := f.(*os.File); ok {
+		return term.IsTerminal(int(o.Fd()))
+	}
+	return false
 }

@@ -52,7 +52,6 @@ func (a *app) startSimulators() error {
 	return nil
 }
 
-
 // concourseProvider starts the configured simulators and returns the
 // Concourse operations for every target. Without targets (lint) it uses a
 // placeholder target so the operation catalogue is complete.

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func run(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetIn(strings.NewReader(stdin))
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), err
+}
+
+// TestDemo runs the README's first command the way a newcomer does.
+func TestDemo(t *testing.T) {
+	out, err := run(t, "", "demo", "--delay", "0")
+	require.NoError(t, err, out)
+	for _, want := range []string{
+		"🛠 worker-stalled on `infra-prd` — started by @alice",
+		"3 running, 1 stalled",
+		`ssh -t "cloud@bst.infra-prd.caascad.com" ssh "caascad-ci-workers-infra-infra-prd-0.infra-prd.caascad.com"`,
+		"timed out after 21 min",
+		"Approval needed — Prune the stalled worker caascad-ci-workers-infra-infra-prd-0",
+		"@alice — not counted: you started this run",
+		"Approved by @carol",
+		"✅ worker-stalled on `infra-prd` finished",
+	} {
+		assert.Contains(t, out, want)
+	}
+}
+
+func TestLint(t *testing.T) {
+	out, err := run(t, "", "lint")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "runbook(s) OK")
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("name: bad\nsteps:\n  - id: a\n    kind: query\n    opp: concourse.workers\n"), 0o600))
+	out, err = run(t, "", "lint", dir)
+	require.Error(t, err)
+	assert.Contains(t, out, "bad.yaml:5:5")
+	assert.Contains(t, out, `did you mean "op"`)
+}
+
+func TestConfigCheckAndServeScripted(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "groundcrew.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(`
+store: gc.db
+chat: {platform: console}
+targets:
+  infra-prd:
+    simulator: {}
+    vars: {zone: infra-prd, target: infra}
+`), 0o600))
+	out, err := run(t, "", "config", "check", "--config", cfg)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "is valid: 1 target(s) (infra-prd)")
+
+	bad := filepath.Join(dir, "bad.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("targets:\n  x: {url: ci.example.com, pasword: y}\n"), 0o600))
+	_, err = run(t, "", "config", "check", "--config", bad)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "line 2: field pasword not found")
+
+	// Scripted serve: the run waits for a person at the end of input and
+	// resumes from the store on the next start.
+	out, err = run(t, "/runbook run hello who=ops\n", "serve", "--config", cfg)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "Wave back")
+	out, err = run(t, "", "runs", "list", "--store", filepath.Join(dir, "gc.db"))
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "awaiting_manual")
+
+	out, err = run(t, "", "audit", "verify", "--store", filepath.Join(dir, "gc.db"))
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "audit log intact")
+}

@@ -1,0 +1,24 @@
+package scenario
+
+import (
+	"fmt"
+
+	"github.com/groundcrew/groundcrew/adapters/concourse"
+	"github.com/groundcrew/groundcrew/adapters/core"
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+// Catalog returns a registry with every operation scenarios can call
+// (core, Concourse and the simulated database), for linting runbooks
+// without running them. Its operations must not be called.
+func Catalog() (*bot.Registry, error) {
+	cl, err := concourse.New(concourse.TargetConfig{Name: DefaultTarget, URL: "http://127.0.0.1:1"})
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	cc, err := concourse.NewProvider(map[string]*concourse.Client{DefaultTarget: cl}, concourse.ProviderOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	return bot.NewRegistry(core.Provider{}, cc, NewDatabaseSim(DefaultTarget, DatabaseSpec{}, nil))
+}

@@ -1,0 +1,402 @@
+package scenario
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+// DefaultTarget is the target scenarios run on when they name none; its
+// default vars are those of the demo: {zone: infra-prd, target: infra}.
+const DefaultTarget = "infra-prd"
+
+// DefaultTick is how far one clock step of `advance` moves the fake clock.
+const DefaultTick = 30 * time.Second
+
+// Scenario is one scripted run of a runbook against a simulated world.
+type Scenario struct {
+	// Name is unique in its file; Runbook/Name identifies it in reports.
+	Name        string
+	Description string
+	// Runbook is the runbook the scenario is about (for coverage and
+	// reports); inputs may run others too.
+	Runbook string
+	// Tags classify the scenario ("main", "failure").
+	Tags []string
+	// File and Line locate the scenario.
+	File string
+	Line int
+
+	Target string
+	Vars   map[string]string
+	// World is the simulator's initial state.
+	World WorldSpec
+	// Database is the simulated Concourse database (nil: none, so
+	// postgres.* operations fail as on a target without a database).
+	Database *DatabaseSpec
+	// Policy is the configured default approval policy (zero: the engine's).
+	Policy bot.Policy
+	// Groups maps an approver group to its members (user names).
+	Groups map[string][]string
+	// Tick is the clock step used by advance inputs.
+	Tick time.Duration
+
+	Inputs []Input
+	// Expect is checked after the last input.
+	Expect *Expect
+}
+
+// ID is "runbook/name", as reports show it.
+func (s *Scenario) ID() string { return s.Runbook + "/" + s.Name }
+
+// HasTag reports whether the scenario carries tag.
+func (s *Scenario) HasTag(tag string) bool {
+	for _, t := range s.Tags {
+		if t == tag {
+			return true
+		}
+	}
+	return false
+}
+
+// WorldSpec is the initial simulator world: a preset ("demo", "empty") or
+// an inline concoursesim.World in YAML.
+type WorldSpec struct {
+	Preset string
+	// Inline is the YAML of a concoursesim.World (decoded strictly at run
+	// time so errors carry the simulator's messages).
+	Inline []byte
+}
+
+// Input is one thing that happens during the scenario, in order. Exactly
+// one of the action fields is set.
+type Input struct {
+	// Line is where the input is written.
+	Line int `yaml:"-"`
+	// As is the chat user who acts (name and id), for run, command, react,
+	// approve, done, skip and fail.
+	As string `yaml:"as"`
+	// Run starts a run: "worker-stalled worker=0" (the text after
+	// "/runbook run").
+	Run string `yaml:"run"`
+	// Command is any /runbook command text; {run} is replaced by the id of
+	// the latest run ("approve {run} looks good").
+	Command string `yaml:"command"`
+	// React adds a reaction (✅, ❌, ⏭ or a short name such as
+	// white_check_mark) to Step's message: the open approval request of
+	// that step if there is one, else the step's own message. Without Step,
+	// the message of whatever the run waits for.
+	React string `yaml:"react"`
+	Step  string `yaml:"step"`
+	// Approve reacts ✅ (true) or ❌ (false) on the open approval request.
+	Approve *bool `yaml:"approve"`
+	// Done, Skip and Fail react ✅, ⏭ or ❌ on the named manual step.
+	Done string `yaml:"done"`
+	Skip string `yaml:"skip"`
+	Fail string `yaml:"fail"`
+	// Advance moves the shared clock forward in steps of Tick, letting the
+	// engine poll wait steps and expire gates after each step.
+	Advance Duration `yaml:"advance"`
+	// World changes the simulated world (an operator acting outside chat).
+	World *WorldAction `yaml:"world"`
+	// Expect checks the state at this point.
+	Expect *Expect `yaml:"expect"`
+}
+
+// kind names the input's action, "" when none or several are set.
+func (in *Input) kind() (string, int) {
+	var set []string
+	add := func(ok bool, name string) {
+		if ok {
+			set = append(set, name)
+		}
+	}
+	add(in.Run != "", "run")
+	add(in.Command != "", "command")
+	add(in.React != "", "react")
+	add(in.Approve != nil, "approve")
+	add(in.Done != "", "done")
+	add(in.Skip != "", "skip")
+	add(in.Fail != "", "fail")
+	add(in.Advance != 0, "advance")
+	add(in.World != nil, "world")
+	add(in.Expect != nil, "expect")
+	if len(set) != 1 {
+		return strings.Join(set, ", "), len(set)
+	}
+	return set[0], 1
+}
+
+// WorldAction changes the simulated world between inputs.
+type WorldAction struct {
+	// ResumeHeartbeat makes workers heartbeat again: a stalled worker
+	// comes back running (someone restarted it); an unknown or pruned one
+	// registers as running (a new or rebuilt VM).
+	ResumeHeartbeat []string `yaml:"resume_heartbeat"`
+	// StopHeartbeat makes workers stop heartbeating: they stall once the
+	// simulator's heartbeat TTL (60s) has passed.
+	StopHeartbeat []string `yaml:"stop_heartbeat"`
+	// AddBuilds adds builds (concoursesim.Build fields).
+	AddBuilds []BuildSpec `yaml:"add_builds"`
+	// Fault makes the next matching API requests fail.
+	Fault *FaultSpec `yaml:"fault"`
+	// Database changes the simulated database.
+	Database *DatabaseAction `yaml:"database"`
+}
+
+// BuildSpec mirrors concoursesim.Build for add_builds.
+type BuildSpec struct {
+	Team     string   `yaml:"team"`
+	Pipeline string   `yaml:"pipeline"`
+	Job      string   `yaml:"job"`
+	Status   string   `yaml:"status"`
+	Count    int      `yaml:"count"`
+	Worker   string   `yaml:"worker"`
+	Age      Duration `yaml:"age"`
+	Log      []string `yaml:"log"`
+	Error    string   `yaml:"error"`
+}
+
+// FaultSpec mirrors concoursesim.Fault.
+type FaultSpec struct {
+	Method string   `yaml:"method"`
+	Path   string   `yaml:"path"`
+	Status int      `yaml:"status"`
+	Body   string   `yaml:"body"`
+	Times  int      `yaml:"times"`
+	Delay  Duration `yaml:"delay"`
+}
+
+// DatabaseAction changes the simulated database.
+type DatabaseAction struct {
+	// Down makes every database operation fail (true) or work again (false).
+	Down *bool `yaml:"down"`
+}
+
+// Expect is what must hold at a checkpoint or at the end. Empty fields are
+// not checked.
+type Expect struct {
+	// State is the latest run's state: running, awaiting_approval,
+	// awaiting_manual, waiting, succeeded, failed or cancelled. "none"
+	// means no run was started (e.g. the parameters were refused).
+	State string `yaml:"state"`
+	// At is the step the run is at (waiting for a person or a timer).
+	At string `yaml:"at"`
+	// Error is a substring of the run's error.
+	Error string `yaml:"error"`
+	// Steps maps step ids to their expected status, or to a mapping of
+	// status, summary, error (substrings), by and approved_by.
+	Steps map[string]StepExpect `yaml:"steps"`
+	// Called lists operations that must have been called ("op", or
+	// "op@step"); a destructive operation counts once it is applied, not
+	// when only its plan was resolved.
+	Called []string `yaml:"called"`
+	// NotCalled lists operations that must not have been called.
+	NotCalled []string `yaml:"not_called"`
+	// Thread lists texts that must appear in some message of the run's
+	// thread (any version of it, details included); NotThread texts must not.
+	Thread    []string `yaml:"thread"`
+	NotThread []string `yaml:"not_thread"`
+	// Replies lists texts that must appear in a reply shown to one user
+	// (refusals, command errors).
+	Replies []string `yaml:"replies"`
+	// World is the simulated Concourse after the inputs.
+	World *WorldExpect `yaml:"world"`
+	// Database maps a table ("pipeline_build_events_12") or its owner
+	// ("team/pipeline") to expectations on the simulated database.
+	Database map[string]TableExpect `yaml:"database"`
+}
+
+// StepExpect is the expected outcome of one step.
+type StepExpect struct {
+	Status     string   `yaml:"status"`
+	Summary    string   `yaml:"summary"`
+	Error      string   `yaml:"error"`
+	By         string   `yaml:"by"`
+	ApprovedBy []string `yaml:"approved_by"`
+}
+
+// UnmarshalYAML accepts a bare status ("succeeded") or a mapping.
+func (s *StepExpect) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		s.Status = n.Value
+		return nil
+	}
+	if err := checkKeys(n, "status", "summary", "error", "by", "approved_by"); err != nil {
+		return err
+	}
+	type plain StepExpect
+	return n.Decode((*plain)(s))
+}
+
+// WorldExpect is the expected state of the simulated Concourse.
+type WorldExpect struct {
+	// Workers maps a worker name to its state, or "gone" (pruned/retired).
+	Workers map[string]string `yaml:"workers"`
+	// Builds counts job builds by status and optional filters.
+	Builds []BuildsExpect `yaml:"builds"`
+	// Pipelines maps "team/pipeline" to paused: true|false.
+	Pipelines map[string]PipelineExpect `yaml:"pipelines"`
+	// ResourceCaches maps "team/pipeline/resource" to its number of cached
+	// versions.
+	ResourceCaches map[string]int `yaml:"resource_caches"`
+	// API maps "METHOD /path" (a trailing * matches a prefix) to how many
+	// such requests the simulator received.
+	API map[string]int `yaml:"api"`
+}
+
+// BuildsExpect is a count of job builds.
+type BuildsExpect struct {
+	Team     string `yaml:"team"`
+	Pipeline string `yaml:"pipeline"`
+	Job      string `yaml:"job"`
+	Status   string `yaml:"status"`
+	Count    *int   `yaml:"count"`
+}
+
+// PipelineExpect is the expected state of a pipeline.
+type PipelineExpect struct {
+	Paused *bool `yaml:"paused"`
+}
+
+// TableExpect is the expected state of a simulated build-log table.
+type TableExpect struct {
+	Rows *int64 `yaml:"rows"`
+}
+
+// Duration is written "30s", "21m", "1h30m" or "2d".
+type Duration time.Duration
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := parseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+func parseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("%q is not a duration (e.g. 30s, 21m, 2h, 2d)", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("%q is not a duration (e.g. 30s, 21m, 2h, 2d)", s)
+	}
+	return v, nil
+}
+
+// Size is a number of bytes written 123, "800MB" or "38GB" (powers of 1024).
+type Size int64
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (z *Size) UnmarshalYAML(n *yaml.Node) error {
+	v, err := parseSize(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*z = Size(v)
+	return nil
+}
+
+func parseSize(s string) (int64, error) {
+	s = strings.ToUpper(strings.TrimSpace(s))
+	units := []struct {
+		suffix string
+		mult   float64
+	}{{"TB", 1 << 40}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"B", 1}}
+	for _, u := range units {
+		if num, ok := strings.CutSuffix(s, u.suffix); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+			if err != nil || f < 0 {
+				return 0, fmt.Errorf("%q is not a size (e.g. 800MB, 38GB)", s)
+			}
+			return int64(f * u.mult), nil
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a size (e.g. 800MB, 38GB)", s)
+	}
+	return n, nil
+}
+
+// checkKeys rejects unknown keys of a mapping node (custom unmarshalers do
+// not inherit the decoder's strictness).
+func checkKeys(n *yaml.Node, allowed ...string) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: expected a mapping", n.Line)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		ok := false
+		for _, a := range allowed {
+			ok = ok || a == k.Value
+		}
+		if !ok {
+			msg := fmt.Sprintf("line %d: unknown field %q", k.Line, k.Value)
+			if s := closest(k.Value, allowed); s != "" {
+				msg += fmt.Sprintf("; did you mean %q?", s)
+			}
+			return fmt.Errorf("%s (fields: %s)", msg, strings.Join(allowed, ", "))
+		}
+	}
+	return nil
+}
+
+// closest returns the candidate nearest to s (edit distance ≤ 2), or "".
+func closest(s string, candidates []string) string {
+	best, bestD := "", 3
+	for _, c := range candidates {
+		if d := editDistance(s, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur := make([]int, len(rb)+1)
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(rb)]
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
