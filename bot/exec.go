@@ -283,6 +283,17 @@ func (e *Engine) startStep(ctx context.Context, r *Run, spec *runbooks.Step) {
 		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("operation %s is not available (is its provider configured?)", spec.Op), nil)
 		return
 	}
+	if spec.Text != "" {
+		// A note on a query/action/wait step is shown with it.
+		if text, err := runbooks.Render(spec.Text, env); err == nil {
+			_, _ = e.update(ctx, r.ID, func(r *Run, b *Batch) error {
+				if st := r.current(); st != nil && st.ID == spec.ID {
+					st.Text = text
+				}
+				return nil
+			})
+		}
+	}
 	args, err := runbooks.RenderArgs(spec.Args, env)
 	if err != nil {
 		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("rendering arguments: %w", err), nil)

@@ -62,6 +62,9 @@ func (e *Engine) openActionGate(ctx context.Context, r *Run, spec *runbooks.Step
 			e.stepDone(ctx, r.ID, spec.ID, StepSucceeded, func(st *StepState, _ *Batch) {
 				st.Args = call.Args
 				st.Summary = "nothing to do: " + nonEmpty(p.Summary, "the plan is empty")
+				if len(p.Notes) > 0 {
+					st.Summary += " (" + strings.Join(p.Notes, "; ") + ")"
+				}
 			})
 			return
 		}

@@ -112,6 +112,10 @@ func (e *Engine) renderStep(r *Run, st *StepState) Message {
 	var b strings.Builder
 	head := fmt.Sprintf("%d/%d %s *%s*", idx+1, len(r.Steps), stepIcon(st), e.stepTitle(r, st))
 	b.WriteString(head)
+	note := ""
+	if st.Text != "" && st.Kind != string(runbooks.KindManual) {
+		note = "\nℹ️ " + strings.TrimSpace(st.Text)
+	}
 	var btns []Button
 	switch st.Status {
 	case StepManual:
@@ -162,6 +166,9 @@ func (e *Engine) renderStep(r *Run, st *StepState) Message {
 		if st.Table != nil && len(st.Table.Rows) > 0 {
 			b.WriteString("\n```\n" + renderTable(st.Table, tableInline) + "```")
 		}
+	}
+	if note != "" {
+		b.WriteString(note)
 	}
 	return Message{Text: b.String(), Buttons: btns}
 }
