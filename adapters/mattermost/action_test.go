@@ -1,0 +1,127 @@
+package mattermost
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/mattermost/mattermost/server/public/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+func postAction(t *testing.T, a *Adapter, req model.PostActionIntegrationRequest) *model.PostActionIntegrationResponse {
+	t.Helper()
+	body, err := json.Marshal(req)
+	require.NoError(t, err)
+	r := httptest.NewRequest(http.MethodPost, ActionPath, bytes.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	rr := httptest.NewRecorder()
+	a.HTTPHandler().ServeHTTP(rr, r)
+	require.Equal(t, http.StatusOK, rr.Code, "Mattermost shows anything but 200 as an error")
+	var resp model.PostActionIntegrationResponse
+	require.NoError(t, json.Unmarshal(rr.Body.Bytes(), &resp))
+	return &resp
+}
+
+// gateContext returns the signed context of the approve button of a gate
+// posted in a thread.
+func gateContext(a *Adapter, post string) map[string]any {
+	return a.signContext(post, "rootpost000000000000000000", "approve", "r-7f3a/5")
+}
+
+func TestAction_Verification(t *testing.T) {
+	f := newFakeMM(t)
+	a := newTestAdapter(t, f, nil)
+	rec := newRecorder()
+	runAdapter(t, a, rec)
+	const post = "gatepost000000000000000000"
+
+	tamper := func(k string, v any) map[string]any {
+		c := gateContext(a, post)
+		c[k] = v
+		return c
+	}
+	other := newTestAdapter(t, f, func(c *Config) { c.ActionHMACKey = "another-key-0123456789" })
+
+	tests := []struct {
+		name    string
+		postID  string
+		context map[string]any
+		ok      bool
+	}{
+		{name: "valid", postID: post, context: gateContext(a, post), ok: true},
+		{name: "tampered value", postID: post, context: tamper(ctxValue, "r-other/5")},
+		{name: "tampered action", postID: post, context: tamper(ctxAction, "reject")},
+		{name: "tampered thread", postID: post, context: tamper(ctxThread, "otherroot")},
+		{name: "signature for another post", postID: "otherpost00000000000000000", context: gateContext(a, post)},
+		{name: "signed with another key", postID: post, context: gateContext(other, post)},
+		{name: "missing signature", postID: post, context: tamper(ctxSig, nil)},
+		{name: "signature not hex", postID: post, context: tamper(ctxSig, "zz")},
+		{name: "no context", postID: post},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := postAction(t, a, model.PostActionIntegrationRequest{
+				UserId: carolID, UserName: "carol", ChannelId: channelID, PostId: tt.postID,
+				TriggerId: "trig-" + tt.name, Type: "button", Context: tt.context,
+			})
+			if !tt.ok {
+				assert.Contains(t, resp.EphemeralText, "could not be verified")
+				rec.none(t, 50*time.Millisecond)
+				return
+			}
+			assert.Empty(t, resp.EphemeralText)
+			assert.Nil(t, resp.Update, "the engine updates the post itself")
+			e := rec.next(t)
+			assert.Equal(t, bot.EventButton, e.Kind)
+			assert.Equal(t, "approve", e.Action)
+			assert.Equal(t, "r-7f3a/5", e.Value)
+			assert.Equal(t, bot.User{ID: carolID, Name: "carol"}, e.User, "the user comes from the callback's user_id")
+			assert.Equal(t, bot.MessageRef{Platform: Platform, Channel: channelID, ID: post, Thread: "rootpost000000000000000000"}, e.Message)
+			assert.Equal(t, "rootpost000000000000000000", e.Conversation.Thread)
+			assert.True(t, hasPrefix(e.ID, "button:"), e.ID)
+		})
+	}
+}
+
+func TestAction_RefusalIsEphemeral(t *testing.T) {
+	f := newFakeMM(t)
+	a := newTestAdapter(t, f, nil)
+	rec := newRecorder()
+	rec.setReply(func(ctx context.Context, e bot.Event) error {
+		return a.Ephemeral(ctx, e.Conversation, e.User, bot.Message{Text: "Not counted: you started this run."})
+	})
+	runAdapter(t, a, rec)
+	const post = "gatepost000000000000000000"
+	resp := postAction(t, a, model.PostActionIntegrationRequest{
+		UserId: aliceID, UserName: "alice", ChannelId: channelID, PostId: post, Context: gateContext(a, post),
+	})
+	assert.Equal(t, "Not counted: you started this run.", resp.EphemeralText)
+	assert.Zero(t, f.callCount("POST /api/v4/posts"), "no public post for the refusal")
+	rec.next(t)
+}
+
+func TestAction_BotClickIgnored(t *testing.T) {
+	f := newFakeMM(t)
+	a := newTestAdapter(t, f, nil)
+	rec := newRecorder()
+	runAdapter(t, a, rec)
+	const post = "gatepost000000000000000000"
+	postAction(t, a, model.PostActionIntegrationRequest{UserId: botID, ChannelId: channelID, PostId: post, Context: gateContext(a, post)})
+	rec.none(t, 50*time.Millisecond)
+}
+
+func TestAction_MethodNotAllowed(t *testing.T) {
+	f := newFakeMM(t)
+	a := newTestAdapter(t, f, nil)
+	rr := httptest.NewRecorder()
+	a.HTTPHandler().ServeHTTP(rr, httptest.NewRequest(http.MethodGet, ActionPath, nil))
+	assert.Equal(t, http.StatusMethodNotAllowed, rr.Code)
+}

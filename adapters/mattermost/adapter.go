@@ -1,0 +1,330 @@
+// Package mattermost connects groundcrew to a Mattermost server: it receives
+// the /runbook slash command and button callbacks over HTTP, reactions over
+// the WebSocket API, and posts run messages as the bot account through the
+// REST API (Client4).
+//
+// Design notes:
+//   - Run messages are always posted by the bot account, never through the
+//     command's response_url (which would post as the invoking user).
+//   - Button callbacks are unsigned by Mattermost, so each button carries an
+//     HMAC over post id, thread, action and value in its (hidden) context.
+//   - The WebSocket does not replay events missed while disconnected, so every
+//     message the adapter posted in the last ReactionWindow is "watched": after
+//     each (re)connect its reactions are re-read and differences are delivered
+//     as ordinary reaction events, with the same stable ids as live events, so
+//     the engine's dedupe drops what it has already seen.
+package mattermost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/mattermost/mattermost/server/public/model"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+// Platform is the platform name put in Conversations and MessageRefs.
+const Platform = "mattermost"
+
+// Interface checks.
+var (
+	_ bot.Chat          = (*Adapter)(nil)
+	_ bot.GroupResolver = (*Adapter)(nil)
+	_ bot.ThreadReader  = (*Adapter)(nil)
+)
+
+// Adapter is the Mattermost chat adapter. All methods are safe for
+// concurrent use. Create it with New, mount HTTPHandler on the bot's HTTP
+// server and call Run.
+type Adapter struct {
+	cfg    resolved
+	client *model.Client4
+	log    *slog.Logger
+	now    func() time.Time
+
+	retry   retryPolicy
+	backoff backoffPolicy
+	dialer  *websocket.Dialer
+	// ackWait is how long the HTTP endpoints wait for Handle before
+	// answering, so that ephemeral replies can go into the HTTP answer.
+	ackWait time.Duration
+	// ackGrace is how long to keep collecting ephemeral replies after
+	// Handle returned.
+	ackGrace time.Duration
+
+	queue        channelQueue
+	held         holds
+	settle       time.Duration // how long events stay held after Post returned
+	watches      *watchSet
+	interactions interactions
+	reconcileCh  chan struct{}
+	groupTTL     time.Duration
+
+	mu           sync.Mutex
+	handler      bot.Handler
+	handlerCtx   context.Context
+	botID        string
+	botName      string
+	teamID       string
+	siteURL      string // the server's public URL, for permalinks
+	extraToken   string // token of the command registered by the adapter
+	channelIDs   map[string]string
+	users        map[string]cachedUser
+	groups       map[string]groupEntry
+	noEphemeral  bool // the bot lacks create_post_ephemeral
+	connected    bool
+	reconnectSeq int
+}
+
+// New checks the config, reads the secrets and returns an adapter. It does
+// not contact the server: Run does.
+func New(cfg Config, opts Options) (*Adapter, error) {
+	r, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	if opts.ReactionWindow <= 0 {
+		opts.ReactionWindow = 24 * time.Hour
+	}
+	if opts.GroupTTL <= 0 {
+		opts.GroupTTL = 5 * time.Minute
+	}
+	client := model.NewAPIv4Client(r.url)
+	client.HTTPClient = opts.HTTPClient
+	client.SetToken(r.botToken)
+	a := &Adapter{
+		cfg:         r,
+		client:      client,
+		log:         opts.Logger.With("adapter", Platform),
+		now:         time.Now,
+		retry:       defaultRetry,
+		backoff:     defaultBackoff,
+		dialer:      &websocket.Dialer{HandshakeTimeout: 15 * time.Second, Proxy: http.ProxyFromEnvironment},
+		ackWait:     2 * time.Second,
+		ackGrace:    150 * time.Millisecond,
+		settle:      300 * time.Millisecond,
+		watches:     newWatchSet(opts.ReactionWindow, 5000),
+		reconcileCh: make(chan struct{}, 1),
+		groupTTL:    opts.GroupTTL,
+		channelIDs:  map[string]string{},
+		users:       map[string]cachedUser{},
+		groups:      map[string]groupEntry{},
+	}
+	return a, nil
+}
+
+// Run connects to Mattermost (identifying the bot, resolving the team and,
+// if configured, registering /runbook), then listens on the WebSocket for
+// reactions until ctx ends, reconnecting with backoff. It returns nil when
+// ctx is cancelled and an error only for problems retrying cannot fix (a
+// rejected token, an unknown team).
+func (a *Adapter) Run(ctx context.Context, h bot.Handler) error {
+	if h == nil {
+		return errors.New("mattermost: Run needs a handler")
+	}
+	a.mu.Lock()
+	a.handler, a.handlerCtx = h, ctx
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.handler, a.handlerCtx = nil, nil
+		a.connected = false
+		a.mu.Unlock()
+	}()
+	if err := a.start(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	return a.listen(ctx)
+}
+
+// start identifies the bot and prepares the team, retrying while the server
+// is unreachable or failing, and giving up on answers that will not change.
+func (a *Adapter) start(ctx context.Context) error {
+	wait := a.backoff.min
+	for {
+		err := a.startOnce(ctx)
+		if err == nil {
+			return nil
+		}
+		var apiErr *APIError
+		if !errors.As(err, &apiErr) || !apiErr.Retryable() {
+			return err
+		}
+		a.log.Warn("mattermost not reachable yet, retrying", "err", err, "wait", wait)
+		if !sleepCtx(ctx, wait) {
+			return ctx.Err()
+		}
+		wait = min(wait*2, a.backoff.max)
+	}
+}
+
+func (a *Adapter) startOnce(ctx context.Context) error {
+	var me *model.User
+	err := a.call(ctx, "identifying the bot (GET /users/me)", true, func(ctx context.Context) (*model.Response, error) {
+		var resp *model.Response
+		var err error
+		me, resp, err = a.client.GetMe(ctx, "")
+		return resp, err
+	})
+	if err != nil {
+		if s := statusOf(err); s == http.StatusUnauthorized || s == http.StatusForbidden {
+			return fmt.Errorf("mattermost rejected the bot token (chat.mattermost.bot_token): %w", err)
+		}
+		return err
+	}
+	a.mu.Lock()
+	a.botID, a.botName = me.Id, me.Username
+	a.users[me.Id] = cachedUser{name: me.Username, bot: true}
+	a.mu.Unlock()
+
+	// Permalinks should use the URL people open, which may differ from the
+	// one the bot uses (an internal address). Best effort.
+	if cc, _, err := a.client.GetClientConfig(ctx, ""); err == nil && cc["SiteURL"] != "" {
+		a.mu.Lock()
+		a.siteURL = strings.TrimRight(cc["SiteURL"], "/")
+		a.mu.Unlock()
+	}
+
+	if a.cfg.team != "" {
+		var team *model.Team
+		err := a.call(ctx, fmt.Sprintf("looking up team %q", a.cfg.team), true, func(ctx context.Context) (*model.Response, error) {
+			var resp *model.Response
+			var err error
+			team, resp, err = a.client.GetTeamByName(ctx, a.cfg.team, "")
+			return resp, err
+		})
+		if err != nil {
+			if s := statusOf(err); s == http.StatusNotFound || s == http.StatusForbidden {
+				return fmt.Errorf("chat.mattermost.team: team %q not found or the bot @%s is not a member: %w", a.cfg.team, me.Username, err)
+			}
+			return err
+		}
+		a.mu.Lock()
+		a.teamID = team.Id
+		a.mu.Unlock()
+	}
+	if a.cfg.register {
+		if err := a.registerCommand(ctx); err != nil {
+			return err
+		}
+	}
+	a.log.Info("connected to mattermost", "bot", me.Username, "team", a.cfg.team)
+	return nil
+}
+
+// BotUserID returns the bot account's user id, known once Run has started.
+func (a *Adapter) BotUserID() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.botID
+}
+
+// currentHandler returns the handler given to Run and the context to call it
+// with, or nil when Run is not running.
+func (a *Adapter) currentHandler() (bot.Handler, context.Context) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.handler, a.handlerCtx
+}
+
+// deliver hands one event to the engine.
+func (a *Adapter) deliver(e bot.Event) error {
+	h, ctx := a.currentHandler()
+	if h == nil {
+		return errNotRunning
+	}
+	a.log.Debug("delivering event", "kind", e.Kind, "id", e.ID, "user", e.User.Name, "message", e.Message.ID)
+	if err := h.Handle(ctx, e); err != nil {
+		a.log.Error("engine could not handle event", "kind", e.Kind, "id", e.ID, "err", err)
+		return err
+	}
+	return nil
+}
+
+var errNotRunning = errors.New("mattermost adapter is not running")
+
+// cachedUser is what the adapter remembers of a user.
+type cachedUser struct {
+	name    string
+	bot     bool
+	deleted bool
+}
+
+func userOf(u *model.User) cachedUser {
+	return cachedUser{name: u.Username, bot: u.IsBot, deleted: u.DeleteAt != 0}
+}
+
+// userName returns the username of a user id, cached; "" if unknown.
+func (a *Adapter) userName(ctx context.Context, id string) string {
+	us, err := a.lookupUsers(ctx, []string{id})
+	if err != nil {
+		a.log.Warn("could not look up user", "user", id, "err", err)
+		return ""
+	}
+	return us[id].name
+}
+
+// lookupUsers returns the users with the given ids, from the cache or with
+// one API call for the missing ones.
+func (a *Adapter) lookupUsers(ctx context.Context, ids []string) (map[string]cachedUser, error) {
+	out := make(map[string]cachedUser, len(ids))
+	var missing []string
+	a.mu.Lock()
+	for _, id := range ids {
+		if u, ok := a.users[id]; ok {
+			out[id] = u
+		} else if id != "" {
+			missing = append(missing, id)
+		}
+	}
+	a.mu.Unlock()
+	if len(missing) == 0 {
+		return out, nil
+	}
+	var got []*model.User
+	err := a.call(ctx, fmt.Sprintf("looking up %d users", len(missing)), true, func(ctx context.Context) (*model.Response, error) {
+		var resp *model.Response
+		var err error
+		got, resp, err = a.client.GetUsersByIds(ctx, missing)
+		return resp, err
+	})
+	if err != nil {
+		return out, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, u := range got {
+		a.users[u.Id] = userOf(u)
+		out[u.Id] = a.users[u.Id]
+	}
+	return out, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,198 @@
+package mattermost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mattermost/mattermost/server/public/model"
+)
+
+// ErrRateLimited is wrapped by the error returned when Mattermost kept
+// answering 429 Too Many Requests until the adapter gave up.
+var ErrRateLimited = errors.New("rate limited by mattermost")
+
+// APIError is a failed Mattermost API call. It carries the HTTP status (0 for
+// transport errors) and, for 429 answers, the server's Retry-After.
+type APIError struct {
+	Op         string        // what the adapter was doing ("creating post in channel x")
+	StatusCode int           // HTTP status, 0 when the request never got an answer
+	ID         string        // Mattermost's error id ("api.post.create_post.root_id.app_error"), if any
+	RetryAfter time.Duration // from the Retry-After header of a 429
+	Err        error
+}
+
+// Error implements error.
+func (e *APIError) Error() string {
+	if e.StatusCode == 0 {
+		return fmt.Sprintf("%s: %v", e.Op, e.Err)
+	}
+	return fmt.Sprintf("%s: HTTP %d: %v", e.Op, e.StatusCode, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *APIError) Unwrap() error { return e.Err }
+
+// Retryable reports whether trying the same call again later may succeed.
+func (e *APIError) Retryable() bool {
+	switch e.StatusCode {
+	case 0, http.StatusTooManyRequests, http.StatusInternalServerError,
+		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// apiError wraps a Client4 failure into an *APIError.
+func apiError(op string, resp *model.Response, err error) *APIError {
+	e := &APIError{Op: op, Err: err}
+	if resp != nil {
+		e.StatusCode = resp.StatusCode
+		if resp.StatusCode == http.StatusTooManyRequests {
+			e.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))
+		}
+	}
+	var appErr *model.AppError
+	if errors.As(err, &appErr) {
+		e.ID = appErr.Id
+		if e.StatusCode == 0 {
+			e.StatusCode = appErr.StatusCode
+		}
+	}
+	return e
+}
+
+// errorID returns Mattermost's error id of err, if it has one.
+func errorID(err error) string {
+	var e *APIError
+	if errors.As(err, &e) {
+		return e.ID
+	}
+	return ""
+}
+
+// statusOf returns the HTTP status of a failed call (0 when unknown).
+func statusOf(err error) int {
+	var e *APIError
+	if errors.As(err, &e) {
+		return e.StatusCode
+	}
+	return 0
+}
+
+func parseRetryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := time.Until(t); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// retryPolicy bounds how the adapter retries one API call.
+type retryPolicy struct {
+	attempts     int           // total tries for a call, the first included
+	minWait      time.Duration // wait after a 429 without Retry-After, and first backoff
+	maxWait      time.Duration // cap for any single wait
+	channelSpace time.Duration // minimum gap between two writes to one channel
+}
+
+var defaultRetry = retryPolicy{
+	attempts:     6,
+	minWait:      500 * time.Millisecond,
+	maxWait:      60 * time.Second,
+	channelSpace: 100 * time.Millisecond,
+}
+
+// call runs fn, retrying on 429 (always: the server refused the request
+// before doing anything) and, for idempotent calls, on transport errors and
+// 5xx. It returns the last error, wrapped in *APIError.
+func (a *Adapter) call(ctx context.Context, op string, idempotent bool, fn func(ctx context.Context) (*model.Response, error)) error {
+	var last *APIError
+	wait := a.retry.minWait
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			if last != nil {
+				return fmt.Errorf("%w (gave up: %w)", last, err)
+			}
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		resp, err := fn(ctx)
+		if err == nil {
+			return nil
+		}
+		last = apiError(op, resp, err)
+		retry := last.StatusCode == http.StatusTooManyRequests ||
+			(idempotent && last.Retryable() && ctx.Err() == nil)
+		if !retry || attempt >= a.retry.attempts {
+			if last.StatusCode == http.StatusTooManyRequests {
+				return fmt.Errorf("%w: %w", ErrRateLimited, last)
+			}
+			return last
+		}
+		d := wait
+		if last.RetryAfter > 0 {
+			d = last.RetryAfter
+		}
+		d = min(d, a.retry.maxWait)
+		a.log.Warn("mattermost call failed, retrying", "op", op, "status", last.StatusCode, "wait", d, "attempt", attempt)
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+		wait = min(wait*2, a.retry.maxWait)
+	}
+}
+
+// channelQueue serialises writes per channel and spaces them out, so a burst
+// of step replies neither trips the server's rate limiter nor reorders.
+type channelQueue struct {
+	mu    sync.Mutex
+	lanes map[string]*lane
+}
+
+type lane struct {
+	mu   sync.Mutex
+	last time.Time
+}
+
+// do runs fn while holding the channel's lane, after the minimum spacing.
+// A 429 inside fn keeps the lane, so later messages wait behind it.
+func (q *channelQueue) do(ctx context.Context, channel string, space time.Duration, fn func() error) error {
+	q.mu.Lock()
+	if q.lanes == nil {
+		q.lanes = map[string]*lane{}
+	}
+	l := q.lanes[channel]
+	if l == nil {
+		l = &lane{}
+		q.lanes[channel] = l
+	}
+	q.mu.Unlock()
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if d := time.Until(l.last.Add(space)); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	defer func() { l.last = time.Now() }()
+	return fn()
+}

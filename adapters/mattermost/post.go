@@ -1,0 +1,240 @@
+package mattermost
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/mattermost/mattermost/server/public/model"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+// errIDRootID is Mattermost's error for a RootId that is not a root post.
+const errIDRootID = "api.post.create_post.root_id.app_error"
+
+// Post implements bot.Chat. The message is posted by the bot account; with
+// to.Thread it is a reply in that thread (a reply's id is mapped to its
+// root). Buttons are added right after creation, because their signature
+// covers the new post's id. Content over Mattermost's size limit goes to
+// extra replies in the thread. Broadcast replies are announced in the
+// channel with a short post linking the thread.
+func (a *Adapter) Post(ctx context.Context, to bot.Conversation, m bot.Message) (bot.MessageRef, error) {
+	channel, err := a.channelID(ctx, to.Channel)
+	if err != nil {
+		return bot.MessageRef{}, err
+	}
+	r := render(m, false)
+	post := &model.Post{ChannelId: channel, RootId: to.Thread, Message: r.message}
+	if atts := a.attachments(r, nil, "", ""); atts != nil {
+		post.AddProp(model.PostPropsAttachments, atts)
+	}
+	created, err := a.createPost(ctx, post)
+	if err != nil {
+		return bot.MessageRef{}, err
+	}
+	ref := bot.MessageRef{Platform: Platform, Channel: channel, ID: created.Id, Thread: created.RootId}
+	a.watches.add(ref, a.now(), true)
+	a.held.begin(created.Id)
+	defer a.held.release(created.Id, a.settle, func(e bot.Event) { _ = a.deliver(e) })
+
+	if len(m.Buttons) > 0 && a.buttonsEnabled() {
+		if err := a.patch(ctx, ref, r, m.Buttons); err != nil {
+			// The message is there; users can still react. Posting it again
+			// would duplicate it, so this is logged, not returned.
+			a.log.Error("could not add buttons; users can react instead", "post", ref.ID, "err", err)
+		}
+	}
+	root := created.RootId
+	if root == "" {
+		root = created.Id
+	}
+	for i, part := range r.overflow {
+		if _, err := a.createPost(ctx, &model.Post{ChannelId: channel, RootId: root, Message: part}); err != nil {
+			a.log.Error("could not post the rest of a long message", "post", ref.ID, "part", i+1, "of", len(r.overflow), "err", err)
+			break
+		}
+	}
+	if m.Broadcast && created.RootId != "" {
+		link := fmt.Sprintf("%s · [open thread](%s)", firstLine(r.message), a.permalink(created.Id))
+		if _, err := a.createPost(ctx, &model.Post{ChannelId: channel, Message: link}); err != nil {
+			a.log.Error("could not announce a thread reply in the channel", "post", ref.ID, "err", err)
+		}
+	}
+	return ref, nil
+}
+
+// Update implements bot.Chat by patching the post in place (message and
+// attachments; buttons are re-signed). Content over the size limit is
+// truncated with a note, since an update cannot add replies.
+func (a *Adapter) Update(ctx context.Context, ref bot.MessageRef, m bot.Message) error {
+	if ref.ID == "" {
+		return fmt.Errorf("updating mattermost post: empty message reference")
+	}
+	return a.patch(ctx, ref, render(m, true), m.Buttons)
+}
+
+func (a *Adapter) patch(ctx context.Context, ref bot.MessageRef, r rendered, buttons []bot.Button) error {
+	props := postProps(a.attachments(r, buttons, ref.ID, ref.Thread))
+	patch := &model.PostPatch{Message: &r.message, Props: &props}
+	return a.queue.do(ctx, ref.Channel, a.retry.channelSpace, func() error {
+		return a.call(ctx, "updating post "+ref.ID, true, func(ctx context.Context) (*model.Response, error) {
+			_, resp, err := a.client.PatchPost(ctx, ref.ID, patch)
+			return resp, err
+		})
+	})
+}
+
+// Ephemeral implements bot.Chat. During a slash command or button callback
+// the text goes into the HTTP answer (a real ephemeral message). Otherwise
+// it is posted with CreatePostEphemeral, which Mattermost allows only to
+// accounts with the create_post_ephemeral permission (system admins); for a
+// plain bot the adapter falls back, once and for all, to a normal post in
+// the thread that mentions the user.
+func (a *Adapter) Ephemeral(ctx context.Context, to bot.Conversation, user bot.User, m bot.Message) error {
+	channel, err := a.channelID(ctx, to.Channel)
+	if err != nil {
+		return err
+	}
+	r := render(m, true)
+	text := r.message
+	if r.detail != "" {
+		text += "\n" + r.detail
+	}
+	if len(m.Buttons) == 0 && a.interactions.capture(user.ID, channel, text) {
+		return nil
+	}
+	a.mu.Lock()
+	forbidden := a.noEphemeral
+	a.mu.Unlock()
+	if !forbidden {
+		err := a.queue.do(ctx, channel, a.retry.channelSpace, func() error {
+			return a.call(ctx, "posting ephemeral message", false, func(ctx context.Context) (*model.Response, error) {
+				_, resp, err := a.client.CreatePostEphemeral(ctx, &model.PostEphemeral{
+					UserID: user.ID,
+					Post:   &model.Post{ChannelId: channel, RootId: to.Thread, Message: text},
+				})
+				return resp, err
+			})
+		})
+		if err == nil {
+			return nil
+		}
+		if statusOf(err) != http.StatusForbidden {
+			return err
+		}
+		a.log.Info("the bot may not post ephemeral messages (needs create_post_ephemeral); mentioning users in the thread instead")
+		a.mu.Lock()
+		a.noEphemeral = true
+		a.mu.Unlock()
+	}
+	name := user.Name
+	if name == "" {
+		name = a.userName(ctx, user.ID)
+	}
+	mention := "@" + name
+	if name == "" {
+		mention = "@" + user.ID
+	}
+	fallback := m
+	fallback.Text = mention + " " + m.Text
+	_, err = a.Post(ctx, bot.Conversation{Platform: Platform, Channel: channel, Thread: to.Thread}, fallback)
+	return err
+}
+
+// createPost creates a post through the channel's queue. A RootId that
+// turns out to be a reply is replaced by that reply's root, once.
+func (a *Adapter) createPost(ctx context.Context, post *model.Post) (*model.Post, error) {
+	var created *model.Post
+	send := func() error {
+		return a.queue.do(ctx, post.ChannelId, a.retry.channelSpace, func() error {
+			return a.call(ctx, "posting in channel "+post.ChannelId, false, func(ctx context.Context) (*model.Response, error) {
+				var resp *model.Response
+				var err error
+				created, resp, err = a.client.CreatePost(ctx, post)
+				return resp, err
+			})
+		})
+	}
+	err := send()
+	if err != nil && post.RootId != "" && errorID(err) == errIDRootID {
+		root, rerr := a.rootOf(ctx, post.RootId)
+		if rerr == nil && root != post.RootId {
+			post.RootId = root
+			err = send()
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return created, nil
+}
+
+// rootOf returns the root post id of the thread postID belongs to.
+func (a *Adapter) rootOf(ctx context.Context, postID string) (string, error) {
+	var p *model.Post
+	err := a.call(ctx, "reading post "+postID, true, func(ctx context.Context) (*model.Response, error) {
+		var resp *model.Response
+		var err error
+		p, resp, err = a.client.GetPost(ctx, postID, "")
+		return resp, err
+	})
+	if err != nil {
+		return "", err
+	}
+	if p.RootId != "" {
+		return p.RootId, nil
+	}
+	return p.Id, nil
+}
+
+// channelID resolves "#name" (the channel's URL name in the configured
+// team) to a channel id; anything else is taken as an id.
+func (a *Adapter) channelID(ctx context.Context, ch string) (string, error) {
+	name, ok := strings.CutPrefix(ch, "#")
+	if !ok {
+		if ch == "" {
+			return "", fmt.Errorf("posting to mattermost: no channel given")
+		}
+		return ch, nil
+	}
+	a.mu.Lock()
+	id, cached := a.channelIDs[name]
+	teamID := a.teamID
+	a.mu.Unlock()
+	if cached {
+		return id, nil
+	}
+	if teamID == "" {
+		return "", fmt.Errorf("resolving channel %s: chat.mattermost.team must be set to use channel names", ch)
+	}
+	var c *model.Channel
+	err := a.call(ctx, "looking up channel "+ch, true, func(ctx context.Context) (*model.Response, error) {
+		var resp *model.Response
+		var err error
+		c, resp, err = a.client.GetChannelByName(ctx, name, teamID, "")
+		return resp, err
+	})
+	if err != nil {
+		return "", fmt.Errorf("resolving channel %s in team %s (use the channel's URL name and add the bot to it): %w", ch, a.cfg.team, err)
+	}
+	a.mu.Lock()
+	a.channelIDs[name] = c.Id
+	a.mu.Unlock()
+	return c.Id, nil
+}
+
+// permalink returns a link to a post, on the server's SiteURL when known.
+func (a *Adapter) permalink(postID string) string {
+	a.mu.Lock()
+	base := a.siteURL
+	a.mu.Unlock()
+	if base == "" {
+		base = a.cfg.url
+	}
+	if a.cfg.team != "" {
+		return fmt.Sprintf("%s/%s/pl/%s", base, a.cfg.team, postID)
+	}
+	return fmt.Sprintf("%s/_redirect/pl/%s", base, postID)
+}

@@ -1,0 +1,310 @@
+package mattermost
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/mattermost/mattermost/server/public/model"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+// maxRunes is the size of one post message or attachment text. Mattermost
+// accepts 16383 runes (model.PostMessageMaxRunesV2); a margin is kept for
+// the continuation notes.
+const maxRunes = 16000
+
+// toMarkdown converts the engine's Markdown subset to Mattermost Markdown.
+// The engine writes *bold* (one asterisk, as Slack does); Mattermost reads
+// that as italics, so single-asterisk spans become **bold**. Code spans and
+// fenced blocks are left untouched, as are "* " bullets and existing **.
+func toMarkdown(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	inFence := false
+	lines := strings.SplitAfter(s, "\n")
+	for _, line := range lines {
+		if strings.HasPrefix(strings.TrimLeft(line, " "), "```") {
+			inFence = !inFence
+			b.WriteString(line)
+			continue
+		}
+		if inFence {
+			b.WriteString(line)
+			continue
+		}
+		b.WriteString(convertLine(line))
+	}
+	return b.String()
+}
+
+// convertLine rewrites *x* spans of one line outside `code`.
+func convertLine(line string) string {
+	if !strings.Contains(line, "*") {
+		return line
+	}
+	var b strings.Builder
+	rs := []rune(line)
+	for i := 0; i < len(rs); i++ {
+		switch rs[i] {
+		case '`':
+			end := indexRune(rs, '`', i+1)
+			if end < 0 {
+				b.WriteString(string(rs[i:]))
+				return b.String()
+			}
+			b.WriteString(string(rs[i : end+1]))
+			i = end
+		case '*':
+			if i+1 < len(rs) && rs[i+1] == '*' { // already **
+				j := i
+				for j < len(rs) && rs[j] == '*' {
+					j++
+				}
+				b.WriteString(string(rs[i:j]))
+				i = j - 1
+				continue
+			}
+			if end := boldEnd(rs, i); end > 0 {
+				b.WriteString("**")
+				b.WriteString(string(rs[i+1 : end]))
+				b.WriteString("**")
+				i = end
+				continue
+			}
+			b.WriteRune('*')
+		default:
+			b.WriteRune(rs[i])
+		}
+	}
+	return b.String()
+}
+
+// boldEnd returns the index of the '*' closing a *bold* span opened at i,
+// or -1. The span must not start or end with a space, nor contain a
+// backtick or another '*'.
+func boldEnd(rs []rune, i int) int {
+	if i+1 >= len(rs) || unicode.IsSpace(rs[i+1]) {
+		return -1
+	}
+	if i > 0 && (unicode.IsLetter(rs[i-1]) || unicode.IsDigit(rs[i-1])) {
+		return -1 // 2*3*4, a*b
+	}
+	for j := i + 1; j < len(rs); j++ {
+		switch rs[j] {
+		case '`', '\n':
+			return -1
+		case '*':
+			if unicode.IsSpace(rs[j-1]) || j == i+1 {
+				return -1
+			}
+			if j+1 < len(rs) && (unicode.IsLetter(rs[j+1]) || unicode.IsDigit(rs[j+1])) {
+				return -1
+			}
+			return j
+		}
+	}
+	return -1
+}
+
+func indexRune(rs []rune, r rune, from int) int {
+	for i := from; i < len(rs); i++ {
+		if rs[i] == r {
+			return i
+		}
+	}
+	return -1
+}
+
+// splitChunks cuts s into pieces of at most limit runes, at line breaks
+// where possible. A fenced block cut in two is closed at the end of one
+// piece and reopened at the start of the next.
+func splitChunks(s string, limit int) []string {
+	if utf8.RuneCountInString(s) <= limit {
+		return []string{s}
+	}
+	const fence = "```"
+	var out []string
+	var cur strings.Builder
+	curRunes, prefixRunes := 0, 0 // prefixRunes: the reopened fence at the start
+	inFence := false
+	fenceOpen := fence // the opening line, with its language
+	flush := func() {
+		text := cur.String()
+		if inFence {
+			text = strings.TrimRight(text, "\n") + "\n" + fence
+		}
+		out = append(out, strings.TrimRight(text, "\n"))
+		cur.Reset()
+		curRunes, prefixRunes = 0, 0
+		if inFence {
+			cur.WriteString(fenceOpen + "\n")
+			curRunes = utf8.RuneCountInString(fenceOpen) + 1
+			prefixRunes = curRunes
+		}
+	}
+	budget := limit - len(fence) - 1 // room to close a fence
+	for _, line := range strings.SplitAfter(s, "\n") {
+		for curRunes+utf8.RuneCountInString(line) > budget {
+			if curRunes > prefixRunes {
+				flush()
+				continue
+			}
+			// The line alone is longer than a piece: cut it.
+			rs := []rune(line)
+			take := budget - curRunes
+			cur.WriteString(string(rs[:take]))
+			curRunes += take
+			line = string(rs[take:])
+			flush()
+		}
+		cur.WriteString(line)
+		curRunes += utf8.RuneCountInString(line)
+		if t := strings.TrimSpace(line); strings.HasPrefix(t, fence) {
+			inFence = !inFence
+			if inFence {
+				fenceOpen = fence
+				if utf8.RuneCountInString(t) <= 20 {
+					fenceOpen = t
+				}
+			}
+		}
+	}
+	if curRunes > prefixRunes {
+		inFence = false
+		flush()
+	}
+	return out
+}
+
+// truncate cuts s to limit runes with a visible note of what was cut.
+func truncate(s string, limit int) string {
+	n := utf8.RuneCountInString(s)
+	if n <= limit {
+		return s
+	}
+	note := fmt.Sprintf("\n_(%d more characters not shown)_", n-(limit-60))
+	rs := []rune(s)
+	cut := string(rs[:limit-60])
+	if strings.Count(cut, "```")%2 == 1 {
+		cut += "\n```"
+	}
+	return cut + note
+}
+
+// rendered is a bot.Message turned into Mattermost parts.
+type rendered struct {
+	message  string
+	detail   string   // attachment text ("" for none)
+	overflow []string // extra thread replies, in order
+}
+
+// render converts m. For a new post, content over the limits moves to extra
+// thread replies; for an update (which cannot add replies) it is truncated
+// with a note saying how much was cut.
+func render(m bot.Message, update bool) rendered {
+	var r rendered
+	text := toMarkdown(m.Text)
+	detail := toMarkdown(m.Detail)
+	if utf8.RuneCountInString(text) > maxRunes {
+		if update {
+			text = truncate(text, maxRunes)
+		} else {
+			parts := splitChunks(text, maxRunes-40)
+			text = parts[0] + "\n_(continued in the thread)_"
+			r.overflow = append(r.overflow, parts[1:]...)
+		}
+	}
+	r.message = text
+	switch {
+	case detail == "":
+	case utf8.RuneCountInString(detail) <= maxRunes && len(r.overflow) == 0:
+		r.detail = detail
+	case update:
+		r.detail = truncate(detail, maxRunes)
+	default:
+		r.overflow = append(r.overflow, splitChunks(detail, maxRunes)...)
+	}
+	return r
+}
+
+// actionID makes a post-unique button id. Mattermost routes button clicks
+// by /actions/{id:[A-Za-z0-9]+}, so only letters and digits are kept.
+func actionID(i int, action string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "b%d", i)
+	for _, r := range action {
+		if r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			b.WriteRune(r)
+		}
+	}
+	s := b.String()
+	if len(s) > 26 {
+		s = s[:26]
+	}
+	return s
+}
+
+func buttonStyle(s string) string {
+	switch s {
+	case "primary", "danger", "good", "success", "warning":
+		return s
+	default:
+		return "default"
+	}
+}
+
+// attachments builds the post's attachments: the detail text and the
+// buttons. Buttons are signed for postID; with no callback URL there are
+// none (the engine's text tells users to react instead).
+func (a *Adapter) attachments(r rendered, buttons []bot.Button, postID, thread string) []*model.SlackAttachment {
+	var actions []*model.PostAction
+	if a.buttonsEnabled() && postID != "" {
+		for i, btn := range buttons {
+			actions = append(actions, &model.PostAction{
+				Id:    actionID(i, btn.Action),
+				Type:  model.PostActionTypeButton,
+				Name:  btn.Label,
+				Style: buttonStyle(btn.Style),
+				Integration: &model.PostActionIntegration{
+					URL:     a.cfg.callbackURL + ActionPath,
+					Context: a.signContext(postID, thread, btn.Action, btn.Value),
+				},
+			})
+		}
+	}
+	if r.detail == "" && len(actions) == 0 {
+		return nil
+	}
+	att := &model.SlackAttachment{Text: r.detail, Actions: actions}
+	if r.detail != "" {
+		att.Fallback = firstLine(r.detail)
+	}
+	return []*model.SlackAttachment{att}
+}
+
+func (a *Adapter) buttonsEnabled() bool {
+	return a.cfg.callbackURL != "" && len(a.cfg.hmacKey) > 0
+}
+
+// props returns a post's props for attachments (nil for none).
+func postProps(atts []*model.SlackAttachment) model.StringInterface {
+	p := model.StringInterface{"from_bot": "true"}
+	if len(atts) > 0 {
+		p[model.PostPropsAttachments] = atts
+	}
+	return p
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if utf8.RuneCountInString(s) > 200 {
+		s = string([]rune(s)[:200]) + "…"
+	}
+	return s
+}
