@@ -135,7 +135,7 @@ func (e *Engine) postGate(ctx context.Context, r *Run) {
 	ref := e.postThread(ctx, r, "gate", g.StepID, m)
 	e.saveRef(ctx, r.ID, "gate", g.StepID, ref)
 	if g.Plan != nil && len(g.Plan.Items) > planInline {
-		e.postThread(ctx, r, "detail", g.StepID, Message{Text: fmt.Sprintf("Full plan of `%s` (%d items):\n```\n%s\n```", g.ID, len(g.Plan.Items), renderPlanItems(g.Plan, 5000))})
+		e.postThread(ctx, r, "detail", g.StepID, Message{Text: fmt.Sprintf("Full plan of `%s` (%d items, plan hash `%s`):", g.ID, len(g.Plan.Items), short(g.PlanHash)), Detail: renderPlanItems(g.Plan, 100000)})
 	}
 }
 

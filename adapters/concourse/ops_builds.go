@@ -238,7 +238,7 @@ func (p *Provider) opAbortBuilds() bot.Op {
 				plan.Items = append(plan.Items, bot.PlanItem{
 					Kind: "build", ID: strconv.Itoa(b.ID),
 					Attrs:  map[string]string{"team": b.TeamName, "pipeline": b.PipelineName, "job": b.JobName},
-					Detail: fmt.Sprintf("%s, %s %s", b.Ref(), b.Status, age(since(now, buildCreated(b)))),
+					Detail: buildDetail(b, now),
 				})
 			}
 			plan.Summary = "no pending or started build matches: nothing to abort"
@@ -258,6 +258,15 @@ func (p *Provider) opAbortBuilds() bot.Op {
 			return p.applyAbort(ctx, c, pl)
 		},
 	}
+}
+
+// buildDetail describes a build for a plan: "pipeline/job #n, started 3h12m
+// ago" or "…, pending (not started)".
+func buildDetail(b Build, now time.Time) string {
+	if t := buildCreated(b); !t.IsZero() {
+		return fmt.Sprintf("%s, %s %s ago", b.Ref(), b.Status, age(since(now, t)))
+	}
+	return fmt.Sprintf("%s, %s (not started)", b.Ref(), b.Status)
 }
 
 func buildCreated(b Build) time.Time {
