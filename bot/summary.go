@@ -61,7 +61,11 @@ func RunMarkdown(r *Run, journal []JournalEntry) string {
 	var votes []string
 	for _, e := range journal {
 		if e.Type == JVote || e.Type == JVoteRefused || e.Type == JGateDecided || e.Type == JGateOpened {
-			votes = append(votes, fmt.Sprintf("- %s `%s` %s %s%s", ts(e.Time), e.Step, e.Type, mdCell(e.Message), hashNote(e.PlanHash)))
+			who := ""
+			if e.Actor != "" {
+				who = actorName(e.Actor, r) + " "
+			}
+			votes = append(votes, fmt.Sprintf("- %s `%s` %s%s %s%s", ts(e.Time), e.Step, who, e.Type, mdCell(e.Message), hashNote(e.PlanHash)))
 		}
 	}
 	if len(votes) > 0 {

@@ -1,11 +1,14 @@
 package main
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
+	"time"
 
-	"gopkg.in/yaml.v3"
+	"github.com/spf13/cobra"
 
 	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
@@ -21,20 +24,9 @@ func (a *app) startSimulators() error {
 		if t.Simulator == nil {
 			continue
 		}
-		var w *concoursesim.World
-		if t.Simulator.World == "" {
-			w = concoursesim.DemoWorld()
-		} else {
-			data, err := os.ReadFile(t.Simulator.World)
-			if err != nil {
-				return fmt.Errorf("targets.%s.simulator.world: %w", name, err)
-			}
-			w = concoursesim.NewWorld()
-			dec := yaml.NewDecoder(bytesReader(data))
-			dec.KnownFields(true)
-			if err := dec.Decode(w); err != nil {
-				return fmt.Errorf("targets.%s.simulator.world %s: %w", name, t.Simulator.World, err)
-			}
+		w, err := loadWorld(t.Simulator.World)
+		if err != nil {
+			return fmt.Errorf("targets.%s.simulator.world: %w", name, err)
 		}
 		sim, err := concoursesim.New(*w, concoursesim.WithTSA())
 		if err != nil {
@@ -77,6 +69,61 @@ func (a *app) concourseProvider() (bot.Provider, error) {
 	return concourse.NewProvider(clients, concourse.ProviderOptions{Logger: a.log})
 }
 
-func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+// loadWorld reads a simulator world file, or returns the demo world for "".
+func loadWorld(path string) (*concoursesim.World, error) {
+	if path == "" {
+		return concoursesim.DemoWorld(), nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	w, err := concoursesim.LoadWorld(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &w, nil
+}
+
+func newSimCmd() *cobra.Command {
+	var listen, world string
+	c := &cobra.Command{
+		Use:   "simulator",
+		Short: "Serve the Concourse simulator on a port (training, trying runbooks, end-to-end tests)",
+		Long: `Serve the in-process Concourse simulator as a standalone HTTP server, so a
+groundcrew (or fly) in another process can talk to it. Without --world it serves
+the demo world: target infra-prd with a stalled worker, 300 pending builds and
+image-fetch errors; user groundcrew, password groundcrew.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			w, err := loadWorld(world)
+			if err != nil {
+				return err
+			}
+			sim, err := concoursesim.NewUnstarted(*w)
+			if err != nil {
+				return err
+			}
+			defer sim.Close()
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return fmt.Errorf("--listen %s: %w", listen, err)
+			}
+			srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			fmt.Fprintf(cmd.OutOrStdout(), "Concourse simulator on http://%s (Ctrl-C to stop)\n", ln.Addr())
+			go func() {
+				<-cmd.Context().Done()
+				_ = srv.Close()
+			}()
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&listen, "listen", "127.0.0.1:8081", "address to listen on")
+	c.Flags().StringVar(&world, "world", "", "world file (YAML, see adapters/concourse/OPS.md); default: the demo world")
+	return c
+}
 
 func secretOf(s string) secret.Secret { return secret.Secret(s) }

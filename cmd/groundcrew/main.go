@@ -56,7 +56,7 @@ Start with:  groundcrew demo`,
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringP("config", "c", "", "config file (default $"+config.EnvConfig+" or ./groundcrew.yaml)")
-	root.AddCommand(newServe(), newDemo(), newLint(), newTestCmd(), newConfigCmd(), newRuns(), newAudit())
+	root.AddCommand(newServe(), newDemo(), newLint(), newTestCmd(), newSimCmd(), newConfigCmd(), newRuns(), newAudit())
 	return root
 }
 

@@ -20,14 +20,14 @@ type access struct {
 }
 
 func (a access) authenticated() bool { return a.user != nil }
-func (a access) admin() bool         { return a.user != nil && a.user.Admin }
+func (a access) admin() bool         { return a.user != nil && a.user.IsAdmin() }
 
 // authorized reports whether the caller has at least role on team.
 func (a access) authorized(team, role string) bool {
 	if a.user == nil {
 		return false
 	}
-	if a.user.Admin {
+	if a.user.IsAdmin() {
 		return true
 	}
 	got, ok := a.user.Teams[team]

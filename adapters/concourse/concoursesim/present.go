@@ -292,7 +292,7 @@ func presentUser(u User) apiUser {
 	raw = append(raw, "local"...)
 	return apiUser{
 		Sub: base64.RawURLEncoding.EncodeToString(raw), Name: u.Name, UserID: u.Name, Email: u.Name,
-		IsAdmin: u.Admin, Teams: teams, Connector: "local", DisplayUserID: u.Name,
+		IsAdmin: u.IsAdmin(), Teams: teams, Connector: "local", DisplayUserID: u.Name,
 	}
 }
 

@@ -50,6 +50,10 @@ type User struct {
 	Teams map[string]string `yaml:"teams,omitempty" json:"teams,omitempty"`
 }
 
+// IsAdmin reports whether the user is a Concourse admin: flagged so, or
+// owner of the main team (the admin team), as in atc/api/accessor.
+func (u User) IsAdmin() bool { return u.Admin || u.Teams["main"] == RoleOwner }
+
 // Worker states.
 const (
 	StateRunning  = "running"

@@ -1,0 +1,487 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// DigestSchedule is one configured digest: a target's health posted to a
+// channel on a cron schedule.
+type DigestSchedule struct {
+	Target  string
+	Channel string
+	// Schedule is a cron spec (minute hour day-of-month month day-of-week,
+	// e.g. "0 8 * * 1-5") or a descriptor (@daily, @every 6h).
+	Schedule string
+	// Timezone is an IANA zone (Europe/Paris); "" means the bot's local zone.
+	Timezone string
+	// Window is how far back builds are counted (default 24h).
+	Window time.Duration
+	// CatchUp is how late a digest missed while the bot was down may still
+	// be posted (default: one period of the schedule).
+	CatchUp time.Duration
+}
+
+// DigestState is the state of a schedule's latest settled fire time.
+type DigestState string
+
+// Digest states, as stored.
+const (
+	// DigestArmed: the schedule was first seen; fires up to Fire are not owed.
+	DigestArmed DigestState = "armed"
+	// DigestPosting: the intent to post Fire was recorded and the outcome
+	// was not. After a crash this counts as posted (at most once).
+	DigestPosting DigestState = "posting"
+	DigestPosted  DigestState = "posted"
+	// DigestFailed: posting failed; Retry is the fire being retried, or
+	// Fire when the attempts ran out.
+	DigestFailed DigestState = "failed"
+	// DigestSkipped: Fire was missed by more than the catch-up allowance.
+	DigestSkipped DigestState = "skipped"
+)
+
+// DigestRecord is what the history keeps per schedule: the ledger of fire
+// times and the data of the last digest that had figures (the base of
+// trends and ages).
+type DigestRecord struct {
+	// Fire is the latest settled fire time: fires up to it are never posted again.
+	Fire  time.Time   `json:"fire"`
+	State DigestState `json:"state"`
+	// Retry is a fire time whose post failed and is retried; Attempts counts them.
+	Retry     time.Time  `json:"retry,omitzero"`
+	Attempts  int        `json:"attempts,omitempty"`
+	LastError string     `json:"last_error,omitempty"`
+	Posted    time.Time  `json:"posted,omitzero"`
+	Ref       MessageRef `json:"ref,omitzero"`
+	// Data is the last digest with figures (nil before the first).
+	Data *DigestData `json:"data,omitempty"`
+}
+
+// DigestHistory stores one record per digest schedule. The store
+// implements it.
+type DigestHistory interface {
+	// LastDigest returns the record of key, or nil (and no error) when there is none.
+	LastDigest(ctx context.Context, key string) (*DigestRecord, error)
+	// SaveDigest replaces the record of key durably before returning.
+	SaveDigest(ctx context.Context, key string, rec DigestRecord) error
+}
+
+// DigestConfigError is a bad digest schedule, named by its index in the
+// configuration.
+type DigestConfigError struct {
+	Index int
+	Field string
+	Err   error
+}
+
+func (e *DigestConfigError) Error() string {
+	return fmt.Sprintf("digests[%d].%s: %v", e.Index, e.Field, e.Err)
+}
+
+func (e *DigestConfigError) Unwrap() error { return e.Err }
+
+// SchedulerOptions configure NewScheduler.
+type SchedulerOptions struct {
+	Digests []DigestSchedule
+	Source  DigestSource
+	History DigestHistory
+	Chat    Chat
+	// Platform is set on the conversations digests are posted to.
+	Platform string
+	// Targets are the targets /runbook digest accepts (default: those of Digests).
+	Targets []string
+	// Now is the clock (default time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
+	// CollectTimeout bounds one collection (default 2m).
+	CollectTimeout time.Duration
+	// MaxAttempts bounds the posts of one fire time that the chat refused (default 3).
+	MaxAttempts int
+	// MaxSleep is the longest Run sleeps between evaluations, so clock
+	// jumps and retries are noticed (default 1m).
+	MaxSleep time.Duration
+}
+
+// Scheduler posts digests on their schedules and on demand. It is safe for
+// concurrent use.
+//
+// Delivery is at most once per fire time: the fire time is recorded as
+// "posting" before the post and as "posted" after it, so a crash in between
+// never leads to a second post after restart (the digest is then lost and
+// a warning logged). A post the chat adapter reports as failed was not
+// delivered, and is retried up to MaxAttempts times while it is within the
+// catch-up allowance.
+type Scheduler struct {
+	o      SchedulerOptions
+	log    *slog.Logger
+	jobs   []*digestJob
+	tickMu sync.Mutex
+}
+
+type digestJob struct {
+	index int
+	cfg   DigestSchedule
+	sched cron.Schedule
+	loc   *time.Location
+	key   string
+}
+
+var digestParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// ParseDigestSchedule parses a cron spec in a time zone ("" = local). A
+// spec may carry its own CRON_TZ= prefix instead, not both.
+func ParseDigestSchedule(spec, timezone string) (cron.Schedule, *time.Location, error) {
+	loc := time.Local
+	if timezone != "" {
+		l, err := time.LoadLocation(timezone)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%q is not a time zone (e.g. Europe/Paris): %w", timezone, err)
+		}
+		loc = l
+	}
+	prefixed := strings.HasPrefix(spec, "CRON_TZ=") || strings.HasPrefix(spec, "TZ=")
+	if prefixed && timezone != "" {
+		return nil, nil, fmt.Errorf("%q has a time zone prefix and timezone is %q too: give it once", spec, timezone)
+	}
+	s, err := digestParser.Parse(spec)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%q is not a cron schedule (minute hour day month weekday, e.g. \"0 8 * * 1-5\"): %w", spec, err)
+	}
+	if ss, ok := s.(*cron.SpecSchedule); ok {
+		if prefixed {
+			loc = ss.Location
+		} else {
+			ss.Location = loc
+		}
+	}
+	return s, loc, nil
+}
+
+// NewScheduler checks the schedules and returns a scheduler. Errors are
+// *DigestConfigError values (joined), naming the digest's index.
+func NewScheduler(o SchedulerOptions) (*Scheduler, error) {
+	if o.Source == nil || o.History == nil || o.Chat == nil {
+		return nil, errors.New("digest scheduler: Source, History and Chat are required")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.CollectTimeout <= 0 {
+		o.CollectTimeout = 2 * time.Minute
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 3
+	}
+	if o.MaxSleep <= 0 {
+		o.MaxSleep = time.Minute
+	}
+	known := slices.Clone(o.Targets)
+	s := &Scheduler{o: o, log: o.Logger}
+	var errs []error
+	for i, d := range o.Digests {
+		bad := func(field string, err error) {
+			errs = append(errs, &DigestConfigError{Index: i, Field: field, Err: err})
+		}
+		if d.Target == "" {
+			bad("target", errors.New("is required"))
+		} else if len(o.Targets) > 0 && !slices.Contains(o.Targets, d.Target) {
+			bad("target", fmt.Errorf("no target %q is configured (targets: %s)", d.Target, strings.Join(o.Targets, ", ")))
+		}
+		if d.Channel == "" {
+			bad("channel", errors.New(`is required (e.g. "#ci-ops")`))
+		}
+		if d.Window < 0 || d.CatchUp < 0 {
+			bad("window", errors.New("window and catch_up must be positive"))
+		}
+		if d.Timezone != "" {
+			if _, err := time.LoadLocation(d.Timezone); err != nil {
+				bad("timezone", fmt.Errorf("%q is not a time zone (e.g. Europe/Paris): %w", d.Timezone, err))
+				continue
+			}
+		}
+		sched, loc, err := ParseDigestSchedule(d.Schedule, d.Timezone)
+		if err != nil {
+			bad("schedule", err)
+			continue
+		}
+		if d.Window == 0 {
+			d.Window = 24 * time.Hour
+		}
+		s.jobs = append(s.jobs, &digestJob{index: i, cfg: d, sched: sched, loc: loc,
+			key: strings.Join([]string{d.Target, d.Channel, d.Schedule, d.Timezone}, "|")})
+		if !slices.Contains(known, d.Target) {
+			known = append(known, d.Target)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	sort.Strings(known)
+	s.o.Targets = known
+	return s, nil
+}
+
+// FireTimes returns the fire times t of s with after < t <= now, oldest
+// first. When there are more than max (>= 1), only the newest max are
+// returned and older counts the rest.
+func FireTimes(s cron.Schedule, after, now time.Time, max int) (fires []time.Time, older int) {
+	max = clamp(max, 1, 1<<20)
+	for t, n := s.Next(after), 0; !t.IsZero() && !t.After(now) && n < 1_000_000; t, n = s.Next(t), n+1 {
+		if len(fires) == max {
+			fires = fires[1:]
+			older++
+		}
+		fires = append(fires, t)
+	}
+	return fires, older
+}
+
+func clamp(n, lo, hi int) int { return min(max(n, lo), hi) }
+
+// DigestDecision says what to do about a schedule at a given time.
+type DigestDecision struct {
+	// Fire is the latest fire time not yet settled (zero: nothing is due).
+	Fire time.Time
+	// Late is how long after Fire the decision is taken.
+	Late time.Duration
+	// Allowed is the catch-up allowance Late was compared with.
+	Allowed time.Duration
+	// Post is true when the digest of Fire is to be posted now; false with
+	// a non-zero Fire means it is too late and is skipped.
+	Post bool
+	// Skipped counts older missed fire times, never posted.
+	Skipped int
+}
+
+// DecideDigest decides, from the last settled fire time, whether a digest is
+// due at now. Only the latest missed fire time is ever posted, and only if
+// it is less than catchUp late (0: one period of the schedule, i.e. until
+// the next fire time).
+func DecideDigest(s cron.Schedule, last, now time.Time, catchUp time.Duration) DigestDecision {
+	fires, older := FireTimes(s, last, now, 1)
+	if len(fires) == 0 {
+		return DigestDecision{}
+	}
+	f := fires[0]
+	allow := catchUp
+	if allow <= 0 {
+		allow = s.Next(f).Sub(f)
+	}
+	late := now.Sub(f)
+	return DigestDecision{Fire: f, Late: late, Allowed: allow, Post: late < allow, Skipped: older}
+}
+
+// Run evaluates the schedules at start (catching up) and whenever one is
+// due, until ctx ends; it returns nil then.
+func (s *Scheduler) Run(ctx context.Context) error {
+	now := s.o.Now()
+	for _, j := range s.jobs {
+		s.log.Info("digest scheduled", "digest", j.index, "target", j.cfg.Target, "channel", j.cfg.Channel,
+			"schedule", j.cfg.Schedule, "next", j.sched.Next(now).In(j.loc).Format(time.RFC3339))
+	}
+	if len(s.jobs) == 0 {
+		<-ctx.Done()
+		return nil
+	}
+	for {
+		s.Tick(ctx)
+		t := time.NewTimer(s.untilNext(s.o.Now()))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// untilNext is how long to sleep before the next evaluation.
+func (s *Scheduler) untilNext(now time.Time) time.Duration {
+	d := s.o.MaxSleep
+	for _, j := range s.jobs {
+		if n := j.sched.Next(now); !n.IsZero() {
+			d = min(d, n.Sub(now)+10*time.Millisecond)
+		}
+	}
+	return max(d, 10*time.Millisecond)
+}
+
+// Tick evaluates every schedule once at Now() and posts what is due, then
+// returns. Run calls it; tests call it with a fake clock.
+func (s *Scheduler) Tick(ctx context.Context) {
+	s.tickMu.Lock()
+	defer s.tickMu.Unlock()
+	now := s.o.Now()
+	var wg sync.WaitGroup
+	for _, j := range s.jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if p := recover(); p != nil {
+					s.log.Error("panic in digest", "digest", j.index, "target", j.cfg.Target, "panic", p)
+				}
+			}()
+			s.evaluate(ctx, j, now)
+		}()
+	}
+	wg.Wait()
+}
+
+func (s *Scheduler) evaluate(ctx context.Context, j *digestJob, now time.Time) {
+	log := s.log.With("digest", j.index, "target", j.cfg.Target, "channel", j.cfg.Channel)
+	rec, err := s.o.History.LastDigest(ctx, j.key)
+	if err != nil {
+		log.Error("reading digest history", "err", err)
+		return
+	}
+	if rec == nil {
+		// A new schedule owes nothing from before it was first seen.
+		if err := s.o.History.SaveDigest(ctx, j.key, DigestRecord{Fire: now, State: DigestArmed}); err != nil {
+			log.Error("recording digest schedule", "err", err)
+		}
+		return
+	}
+	if rec.State == DigestPosting && rec.Posted.IsZero() && rec.LastError == "" && !rec.Fire.IsZero() {
+		log.Warn("a digest may not have been posted: the bot stopped while posting it; not posting it twice",
+			"fire", rec.Fire.In(j.loc).Format(time.RFC3339))
+		rec.LastError = "interrupted while posting"
+		_ = s.o.History.SaveDigest(ctx, j.key, *rec)
+	}
+	d := DecideDigest(j.sched, rec.Fire, now, j.cfg.CatchUp)
+	if d.Fire.IsZero() {
+		return
+	}
+	if d.Skipped > 0 {
+		log.Info("missed digests not posted (only the latest is caught up)", "count", d.Skipped)
+	}
+	if !d.Post {
+		log.Warn("missed digest not posted: too late", "fire", d.Fire.In(j.loc).Format(time.RFC3339), "late", d.Late, "catch_up", d.Allowed)
+		next := *rec
+		next.Fire, next.State, next.Retry, next.Attempts = d.Fire, DigestSkipped, time.Time{}, 0
+		if err := s.o.History.SaveDigest(ctx, j.key, next); err != nil {
+			log.Error("recording skipped digest", "err", err)
+		}
+		return
+	}
+	if d.Late > time.Minute {
+		log.Info("catching up a missed digest", "fire", d.Fire.In(j.loc).Format(time.RFC3339), "late", d.Late)
+	}
+	s.post(ctx, log, j, *rec, d.Fire, now)
+}
+
+// post collects, renders and posts the digest of fire, recording the
+// intent first and the outcome after.
+func (s *Scheduler) post(ctx context.Context, log *slog.Logger, j *digestJob, rec DigestRecord, fire, now time.Time) {
+	data := s.collect(ctx, j.cfg.Target, j.cfg.Window, rec.Data, now)
+	if ctx.Err() != nil {
+		return
+	}
+	msg := RenderDigest(j.cfg.Target, data, rec.Data, now.In(j.loc))
+	intent := rec
+	intent.Fire, intent.State, intent.Posted, intent.LastError = fire, DigestPosting, time.Time{}, ""
+	if err := s.o.History.SaveDigest(ctx, j.key, intent); err != nil {
+		log.Error("recording digest intent; not posting", "err", err)
+		return
+	}
+	ref, err := s.o.Chat.Post(ctx, Conversation{Platform: s.o.Platform, Channel: j.cfg.Channel}, msg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return // stopping mid-post: the intent stands (at most once)
+		}
+		out := rec
+		out.State, out.LastError = DigestFailed, userMessage(err)
+		if !out.Retry.Equal(fire) {
+			out.Retry, out.Attempts = fire, 0
+		}
+		out.Attempts++
+		if out.Attempts >= s.o.MaxAttempts {
+			out.Fire = fire
+			log.Error("posting digest failed; giving up", "attempts", out.Attempts, "err", err)
+		} else {
+			log.Warn("posting digest failed; will retry", "attempts", out.Attempts, "err", err)
+		}
+		if err := s.o.History.SaveDigest(ctx, j.key, out); err != nil {
+			log.Error("recording digest failure", "err", err)
+		}
+		return
+	}
+	done := intent
+	done.State, done.Posted, done.Ref, done.Retry, done.Attempts = DigestPosted, now, ref, time.Time{}, 0
+	if data.Err == "" {
+		done.Data = &data
+	}
+	if err := s.o.History.SaveDigest(ctx, j.key, done); err != nil {
+		log.Error("recording posted digest", "err", err)
+	}
+}
+
+// collect reads the target; an error becomes a digest that says so.
+func (s *Scheduler) collect(ctx context.Context, target string, window time.Duration, prev *DigestData, now time.Time) DigestData {
+	cctx, cancel := context.WithTimeout(ctx, s.o.CollectTimeout)
+	defer cancel()
+	data, err := s.o.Source.Collect(cctx, target, window, prev)
+	if err != nil {
+		data = DigestData{Err: userMessage(err)}
+	}
+	data.Target, data.Window = target, window
+	if data.At.IsZero() {
+		data.At = now
+	}
+	carryHistory(&data, prev)
+	return data
+}
+
+// DigestNow collects target's digest at once and posts it to `to` (the
+// conversation of a `/runbook digest` command). Trends compare with the
+// last scheduled digest of the target (of the same channel when there is
+// one); nothing is recorded. target may be empty when only one target is
+// known. Unknown targets give a *UserError.
+func (s *Scheduler) DigestNow(ctx context.Context, target string, to Conversation) error {
+	if target == "" {
+		if len(s.o.Targets) != 1 {
+			return userErrorf("Usage: `/runbook digest <target>` (targets: %s)", strings.Join(s.o.Targets, ", "))
+		}
+		target = s.o.Targets[0]
+	}
+	if len(s.o.Targets) > 0 && !slices.Contains(s.o.Targets, target) {
+		return userErrorf("Unknown target %q. Targets: %s", target, strings.Join(s.o.Targets, ", "))
+	}
+	window, loc := 24*time.Hour, time.Local
+	var prev *DigestData
+	var best *digestJob
+	for _, j := range s.jobs {
+		if j.cfg.Target == target && (best == nil || j.cfg.Channel == to.Channel && best.cfg.Channel != to.Channel) {
+			best = j
+		}
+	}
+	if best != nil {
+		window, loc = best.cfg.Window, best.loc
+		rec, err := s.o.History.LastDigest(ctx, best.key)
+		if err != nil {
+			return fmt.Errorf("reading digest history of %s: %w", target, err)
+		}
+		if rec != nil {
+			prev = rec.Data
+		}
+	}
+	now := s.o.Now()
+	data := s.collect(ctx, target, window, prev, now)
+	if _, err := s.o.Chat.Post(ctx, to, RenderDigest(target, data, prev, now.In(loc))); err != nil {
+		return fmt.Errorf("posting the digest of %s: %w", target, err)
+	}
+	return nil
+}

@@ -1,0 +1,442 @@
+package bot_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/bot/bottest"
+)
+
+var parisTZ = func() *time.Location {
+	l, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		panic(err)
+	}
+	return l
+}()
+
+// at returns a time in Paris on March 2025 (10 = Monday).
+func at(day, hour, minute int) time.Time {
+	return time.Date(2025, 3, day, hour, minute, 0, 0, parisTZ)
+}
+
+// fakeSource returns figures (or an error) and counts collections.
+type fakeSource struct {
+	mu    sync.Mutex
+	err   error
+	pend  int
+	calls int
+}
+
+func (s *fakeSource) Collect(_ context.Context, target string, window time.Duration, _ *bot.DigestData) (bot.DigestData, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	if s.err != nil {
+		return bot.DigestData{}, s.err
+	}
+	return bot.DigestData{
+		Workers: bot.WorkerFigures{ByState: map[string]int{"running": 2}, Names: []string{"w-0", "w-1"}},
+		Builds:  bot.BuildFigures{ByStatus: map[string]int{"succeeded": 10, "pending": s.pend}},
+	}, nil
+}
+
+// memHistory is an in-memory DigestHistory; failSave makes saves fail.
+type memHistory struct {
+	mu       sync.Mutex
+	recs     map[string]bot.DigestRecord
+	failSave bool
+}
+
+func (h *memHistory) LastDigest(_ context.Context, key string) (*bot.DigestRecord, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r, ok := h.recs[key]
+	if !ok {
+		return nil, nil
+	}
+	return &r, nil
+}
+
+func (h *memHistory) SaveDigest(_ context.Context, key string, rec bot.DigestRecord) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.failSave {
+		return errors.New("disk full")
+	}
+	if h.recs == nil {
+		h.recs = map[string]bot.DigestRecord{}
+	}
+	h.recs[key] = rec
+	return nil
+}
+
+func (h *memHistory) only(t *testing.T) bot.DigestRecord {
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	require.Len(t, h.recs, 1)
+	for _, r := range h.recs {
+		return r
+	}
+	return bot.DigestRecord{}
+}
+
+// panicChat crashes on its first post, like a bot killed mid-post.
+type panicChat struct{ *bottest.Chat }
+
+func (panicChat) Post(context.Context, bot.Conversation, bot.Message) (bot.MessageRef, error) {
+	panic("killed while posting")
+}
+
+type schedEnv struct {
+	clock *bottest.Clock
+	chat  *bottest.Chat
+	hist  *memHistory
+	src   *fakeSource
+	d     bot.DigestSchedule
+}
+
+func newSchedEnv(now time.Time) *schedEnv {
+	return &schedEnv{
+		clock: bottest.NewClock(now), chat: &bottest.Chat{}, hist: &memHistory{}, src: &fakeSource{},
+		d: bot.DigestSchedule{Target: "infra-prd", Channel: "#ci-ops", Schedule: "0 8 * * *", Timezone: "Europe/Paris"},
+	}
+}
+
+// start builds a scheduler over the env's history: a fresh one is a restart.
+func (e *schedEnv) start(t *testing.T, chat bot.Chat) *bot.Scheduler {
+	t.Helper()
+	if chat == nil {
+		chat = e.chat
+	}
+	s, err := bot.NewScheduler(bot.SchedulerOptions{
+		Digests: []bot.DigestSchedule{e.d}, Source: e.src, History: e.hist, Chat: chat, Now: e.clock.Now,
+	})
+	require.NoError(t, err)
+	return s
+}
+
+func (e *schedEnv) set(t time.Time) { e.clock.Advance(t.Sub(e.clock.Now())) }
+
+func TestNewScheduler_ConfigErrors(t *testing.T) {
+	good := bot.DigestSchedule{Target: "infra-prd", Channel: "#ci-ops", Schedule: "0 8 * * 1-5", Timezone: "Europe/Paris"}
+	tests := []struct {
+		name  string
+		bad   func(d *bot.DigestSchedule)
+		field string
+		msg   string
+	}{
+		{"hour out of range", func(d *bot.DigestSchedule) { d.Schedule = "0 25 * * *" }, "schedule",
+			`digests[1].schedule: "0 25 * * *" is not a cron schedule (minute hour day month weekday, e.g. "0 8 * * 1-5"): end of range (25) above maximum (23): 25`},
+		{"six fields", func(d *bot.DigestSchedule) { d.Schedule = "0 0 8 * * *" }, "schedule", `expected exactly 5 fields, found 6`},
+		{"empty schedule", func(d *bot.DigestSchedule) { d.Schedule = "" }, "schedule", `digests[1].schedule: "" is not a cron schedule`},
+		{"unknown time zone", func(d *bot.DigestSchedule) { d.Timezone = "Europe/Pariss" }, "timezone",
+			`digests[1].timezone: "Europe/Pariss" is not a time zone (e.g. Europe/Paris)`},
+		{"time zone twice", func(d *bot.DigestSchedule) { d.Schedule = "CRON_TZ=UTC 0 8 * * *" }, "schedule", "give it once"},
+		{"unknown target", func(d *bot.DigestSchedule) { d.Target = "infra-prod" }, "target",
+			`digests[1].target: no target "infra-prod" is configured (targets: infra-prd, infra-stg)`},
+		{"no channel", func(d *bot.DigestSchedule) { d.Channel = "" }, "channel", `digests[1].channel: is required`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bad := good
+			tt.bad(&bad)
+			_, err := bot.NewScheduler(bot.SchedulerOptions{
+				Digests: []bot.DigestSchedule{good, bad}, Targets: []string{"infra-prd", "infra-stg"},
+				Source: &fakeSource{}, History: &memHistory{}, Chat: &bottest.Chat{},
+			})
+			require.Error(t, err)
+			var ce *bot.DigestConfigError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, 1, ce.Index)
+			assert.Equal(t, tt.field, ce.Field)
+			assert.Contains(t, err.Error(), tt.msg)
+		})
+	}
+	t.Run("every problem at once", func(t *testing.T) {
+		_, err := bot.NewScheduler(bot.SchedulerOptions{
+			Digests: []bot.DigestSchedule{{Schedule: "nope"}, good}, Source: &fakeSource{}, History: &memHistory{}, Chat: &bottest.Chat{},
+		})
+		require.Error(t, err)
+		for _, want := range []string{"digests[0].target: is required", "digests[0].channel: is required", `digests[0].schedule: "nope"`} {
+			assert.Contains(t, err.Error(), want)
+		}
+	})
+	t.Run("descriptors and prefixes", func(t *testing.T) {
+		for _, spec := range []string{"@daily", "@every 6h", "CRON_TZ=Asia/Tokyo 30 9 * * 1-5"} {
+			d := good
+			d.Schedule, d.Timezone = spec, ""
+			_, err := bot.NewScheduler(bot.SchedulerOptions{Digests: []bot.DigestSchedule{d}, Source: &fakeSource{}, History: &memHistory{}, Chat: &bottest.Chat{}})
+			assert.NoError(t, err, spec)
+		}
+	})
+}
+
+func TestDecideDigest(t *testing.T) {
+	daily, _, err := bot.ParseDigestSchedule("0 8 * * *", "Europe/Paris")
+	require.NoError(t, err)
+	weekdays, _, err := bot.ParseDigestSchedule("0 8 * * 1-5", "Europe/Paris")
+	require.NoError(t, err)
+	tests := []struct {
+		name      string
+		last, now time.Time
+		weekdays  bool
+		catchUp   time.Duration
+		want      bot.DigestDecision
+	}{
+		{name: "before the fire time", last: at(9, 8, 0), now: at(10, 7, 59)},
+		{name: "already posted", last: at(10, 8, 0), now: at(10, 9, 0)},
+		{name: "on time", last: at(9, 8, 0), now: at(10, 8, 0),
+			want: bot.DigestDecision{Fire: at(10, 8, 0), Allowed: 24 * time.Hour, Post: true}},
+		{name: "missed while down, caught up", last: at(9, 8, 0), now: at(10, 15, 30),
+			want: bot.DigestDecision{Fire: at(10, 8, 0), Late: 7*time.Hour + 30*time.Minute, Allowed: 24 * time.Hour, Post: true}},
+		{name: "down for days: only the latest, once", last: at(5, 8, 0), now: at(10, 9, 0),
+			want: bot.DigestDecision{Fire: at(10, 8, 0), Late: time.Hour, Allowed: 24 * time.Hour, Post: true, Skipped: 4}},
+		{name: "later than catch_up", last: at(9, 8, 0), now: at(10, 15, 30), catchUp: 2 * time.Hour,
+			want: bot.DigestDecision{Fire: at(10, 8, 0), Late: 7*time.Hour + 30*time.Minute, Allowed: 2 * time.Hour}},
+		{name: "friday's period lasts until monday", last: at(6, 8, 0), now: at(9, 20, 0), weekdays: true,
+			want: bot.DigestDecision{Fire: at(7, 8, 0), Late: 60 * time.Hour, Allowed: 72 * time.Hour, Post: true}},
+		{name: "summer time: 08:00 in Paris is 06:00 UTC", last: at(30, 0, 0), now: time.Date(2025, 3, 30, 6, 0, 0, 0, time.UTC),
+			want: bot.DigestDecision{Fire: time.Date(2025, 3, 30, 6, 0, 0, 0, time.UTC), Allowed: 24 * time.Hour, Post: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := daily
+			if tt.weekdays {
+				s = weekdays
+			}
+			got := bot.DecideDigest(s, tt.last, tt.now, tt.catchUp)
+			assert.True(t, tt.want.Fire.Equal(got.Fire), "fire %s, want %s", got.Fire, tt.want.Fire)
+			got.Fire = tt.want.Fire
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestFireTimes(t *testing.T) {
+	s, _, err := bot.ParseDigestSchedule("0 */6 * * *", "UTC")
+	require.NoError(t, err)
+	start := time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC)
+	fires, older := bot.FireTimes(s, start, start.Add(24*time.Hour), 10)
+	assert.Len(t, fires, 4)
+	assert.Zero(t, older)
+	assert.Equal(t, start.Add(6*time.Hour), fires[0].UTC(), "after is exclusive")
+	assert.Equal(t, start.Add(24*time.Hour), fires[3].UTC(), "now is inclusive")
+	fires, older = bot.FireTimes(s, start, start.Add(24*time.Hour), 1)
+	assert.Equal(t, []time.Time{start.Add(24 * time.Hour)}, []time.Time{fires[0].UTC()})
+	assert.Equal(t, 3, older)
+}
+
+func TestScheduler_PostsOnceAtFireTime(t *testing.T) {
+	env := newSchedEnv(at(10, 7, 0))
+	s := env.start(t, nil)
+	ctx := context.Background()
+	s.Tick(ctx)
+	assert.Empty(t, env.chat.Posts(), "a new schedule owes nothing from before it was first seen")
+	assert.Equal(t, bot.DigestArmed, env.hist.only(t).State)
+
+	env.set(at(10, 7, 59))
+	s.Tick(ctx)
+	assert.Empty(t, env.chat.Posts())
+
+	env.set(at(10, 8, 0))
+	s.Tick(ctx)
+	s.Tick(ctx)
+	env.set(at(10, 8, 1))
+	s.Tick(ctx)
+	require.Len(t, env.chat.Posts(), 1)
+	p := env.chat.Posts()[0]
+	assert.Equal(t, "#ci-ops", p.To.Channel)
+	assert.Contains(t, p.Msg.Text, "*Health digest* `infra-prd` · Mon 08:00 CET")
+	rec := env.hist.only(t)
+	assert.Equal(t, bot.DigestPosted, rec.State)
+	assert.True(t, rec.Fire.Equal(at(10, 8, 0)))
+	assert.Equal(t, p.Ref, rec.Ref)
+
+	env.src.pend = 7
+	env.set(at(11, 8, 0))
+	s.Tick(ctx)
+	require.Len(t, env.chat.Posts(), 2)
+	assert.Contains(t, env.chat.Posts()[1].Msg.Text, "7 pending ▲7", "trend against Monday's digest")
+	assert.Equal(t, 2, env.src.calls)
+}
+
+func TestScheduler_CatchUpAfterRestart(t *testing.T) {
+	env := newSchedEnv(at(10, 7, 0))
+	ctx := context.Background()
+	env.start(t, nil).Tick(ctx) // armed, then the bot stops
+
+	env.set(at(10, 15, 0)) // back 7 h after the 08:00 digest was due
+	env.start(t, nil).Tick(ctx)
+	require.Len(t, env.chat.Posts(), 1, "the missed digest is posted once on start")
+	assert.Contains(t, env.chat.Posts()[0].Msg.Text, "Mon 15:00 CET", "figures are those of now")
+
+	env.set(at(10, 15, 1))
+	env.start(t, nil).Tick(ctx) // another restart
+	assert.Len(t, env.chat.Posts(), 1, "never twice")
+
+	env.set(at(13, 9, 0)) // down for three days: only the latest (Thursday's) is posted
+	s := env.start(t, nil)
+	s.Tick(ctx)
+	s.Tick(ctx)
+	assert.Len(t, env.chat.Posts(), 2)
+}
+
+func TestScheduler_CatchUpTooLate(t *testing.T) {
+	env := newSchedEnv(at(10, 7, 0))
+	env.d.CatchUp = 2 * time.Hour
+	ctx := context.Background()
+	env.start(t, nil).Tick(ctx)
+
+	env.set(at(10, 10, 30))
+	env.start(t, nil).Tick(ctx)
+	assert.Empty(t, env.chat.Posts(), "2 h 30 min late with catch_up 2h: skipped")
+	rec := env.hist.only(t)
+	assert.Equal(t, bot.DigestSkipped, rec.State)
+	assert.True(t, rec.Fire.Equal(at(10, 8, 0)))
+
+	env.set(at(11, 8, 0))
+	env.start(t, nil).Tick(ctx)
+	assert.Len(t, env.chat.Posts(), 1, "the next one is posted as usual")
+}
+
+// TestScheduler_NoDoublePostAfterCrash kills the bot between recording the
+// intent and recording the outcome: after restart the digest is not posted
+// again (at most once).
+func TestScheduler_NoDoublePostAfterCrash(t *testing.T) {
+	env := newSchedEnv(at(10, 7, 0))
+	ctx := context.Background()
+	env.start(t, nil).Tick(ctx)
+
+	env.set(at(10, 8, 0))
+	env.start(t, panicChat{env.chat}).Tick(ctx) // the panic is recovered per digest
+	rec := env.hist.only(t)
+	assert.Equal(t, bot.DigestPosting, rec.State, "intent recorded before the post")
+
+	env.set(at(10, 8, 2))
+	s := env.start(t, nil)
+	s.Tick(ctx)
+	s.Tick(ctx)
+	assert.Empty(t, env.chat.Posts())
+	assert.Equal(t, "interrupted while posting", env.hist.only(t).LastError)
+
+	env.set(at(11, 8, 0))
+	s.Tick(ctx)
+	assert.Len(t, env.chat.Posts(), 1, "the next fire time is posted normally")
+}
+
+func TestScheduler_RetriesRefusedPosts(t *testing.T) {
+	env := newSchedEnv(at(10, 7, 0))
+	ctx := context.Background()
+	s := env.start(t, nil)
+	s.Tick(ctx)
+
+	env.chat.FailPosts = 1
+	env.set(at(10, 8, 0))
+	s.Tick(ctx)
+	assert.Empty(t, env.chat.Posts())
+	rec := env.hist.only(t)
+	assert.Equal(t, bot.DigestFailed, rec.State)
+	assert.Equal(t, 1, rec.Attempts)
+	assert.Equal(t, "chat is down", rec.LastError)
+
+	env.set(at(10, 8, 1))
+	s.Tick(ctx)
+	assert.Len(t, env.chat.Posts(), 1, "retried on the next evaluation")
+
+	env.chat.FailPosts = 10
+	for m := range 5 {
+		env.set(at(11, 8, m))
+		s.Tick(ctx)
+	}
+	rec = env.hist.only(t)
+	assert.Equal(t, 3, rec.Attempts, "gives up after MaxAttempts (3)")
+	assert.True(t, rec.Fire.Equal(at(11, 8, 0)), "then settles the fire time")
+	assert.Equal(t, 7, env.chat.FailPosts, "no attempt after giving up")
+}
+
+func TestScheduler_HistoryFailureMeansNoPost(t *testing.T) {
+	env := newSchedEnv(at(10, 7, 0))
+	ctx := context.Background()
+	s := env.start(t, nil)
+	s.Tick(ctx)
+	env.hist.failSave = true
+	env.set(at(10, 8, 0))
+	s.Tick(ctx)
+	assert.Empty(t, env.chat.Posts(), "no post without a recorded intent")
+	env.hist.failSave = false
+	env.set(at(10, 8, 1))
+	s.Tick(ctx)
+	assert.Len(t, env.chat.Posts(), 1)
+}
+
+func TestScheduler_UnreachableTarget(t *testing.T) {
+	env := newSchedEnv(at(10, 7, 0))
+	ctx := context.Background()
+	s := env.start(t, nil)
+	s.Tick(ctx)
+	env.set(at(10, 8, 0))
+	s.Tick(ctx) // a good digest first
+
+	env.src.err = errors.New("infra-prd: list workers: cannot reach ci.example.com: connection refused")
+	env.set(at(11, 8, 0))
+	s.Tick(ctx)
+	require.Len(t, env.chat.Posts(), 2)
+	text := env.chat.Posts()[1].Msg.Text
+	assert.Contains(t, text, "— unreachable")
+	assert.Contains(t, text, "connection refused")
+	assert.Contains(t, text, "Last figures (Mon 08:00 CET)")
+
+	env.src.err, env.src.pend = nil, 3
+	env.set(at(12, 8, 0))
+	s.Tick(ctx)
+	assert.Contains(t, env.chat.Posts()[2].Msg.Text, "Trends vs the digest of Mon 08:00 CET", "compared with the last digest that had figures")
+}
+
+func TestScheduler_DigestNow(t *testing.T) {
+	env := newSchedEnv(at(10, 7, 0))
+	ctx := context.Background()
+	s := env.start(t, nil)
+	s.Tick(ctx)
+	before := env.hist.only(t)
+
+	to := bot.Conversation{Platform: "console", Channel: "#incident", Thread: "t1"}
+	require.NoError(t, s.DigestNow(ctx, "", to), "the only target is the default")
+	require.Len(t, env.chat.Posts(), 1)
+	assert.Equal(t, to, env.chat.Posts()[0].To)
+	assert.Equal(t, before, env.hist.only(t), "on-demand digests leave the schedule alone")
+
+	err := s.DigestNow(ctx, "infra-prod", to)
+	var ue *bot.UserError
+	require.ErrorAs(t, err, &ue)
+	assert.Equal(t, `Unknown target "infra-prod". Targets: infra-prd`, ue.Msg)
+
+	env.chat.FailPosts = 1
+	assert.Error(t, s.DigestNow(ctx, "infra-prd", to))
+}
+
+func TestScheduler_Run(t *testing.T) {
+	env := newSchedEnv(at(10, 7, 0))
+	env.start(t, nil).Tick(context.Background())
+	env.set(at(10, 9, 0))
+	s := env.start(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	require.Eventually(t, func() bool { return len(env.chat.Posts()) == 1 }, 2*time.Second, 5*time.Millisecond, "catch-up at start")
+	cancel()
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-time.After(2 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+}
