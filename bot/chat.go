@@ -83,6 +83,13 @@ type GroupResolver interface {
 	GroupMembers(ctx context.Context, group string) ([]string, error)
 }
 
+// ReactionWatcher is implemented by chat adapters that must be told which
+// messages still wait for reactions (to re-read them after a reconnect);
+// the engine calls it on start for every open gate and manual step.
+type ReactionWatcher interface {
+	WatchReactions(ref MessageRef)
+}
+
 // ThreadMessage is one message of a thread, read back for incident summaries.
 type ThreadMessage struct {
 	Time   time.Time `json:"time"`

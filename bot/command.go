@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/groundcrew/groundcrew/runbooks"
@@ -32,6 +33,7 @@ var verbs = []struct{ name, usage, help string }{
 	{"skip", "skip <run> [note]", "skip the run's open manual step"},
 	{"fail", "fail <run> [note]", "mark the run's open manual step failed"},
 	{"cancel", "cancel <run> [reason]", "stop a run (a call in flight finishes first)"},
+	{"digest", "digest [target]", "post a target's health digest now (workers, builds, paused pipelines, trends, suggested runbooks)"},
 	{"summary", "summary [run]", "summarise a run, or (in a thread) every run and message of the incident thread"},
 	{"help", "help", "show this help"},
 }
@@ -83,7 +85,7 @@ func Parse(text string) (Command, error) {
 			return c, usage()
 		}
 		c.Name = args[0]
-	case "status", "summary":
+	case "status", "summary", "digest":
 		if len(args) > 1 {
 			return c, usage()
 		}
@@ -190,6 +192,14 @@ func editDistance(a, b string) int {
 
 // Handle implements Handler.
 func (e *Engine) Handle(ctx context.Context, ev Event) error {
+	if ev.Kind == EventReaction {
+		// A reaction on a message the bot does not know (yet) is not
+		// recorded as seen: a redelivery after the message is stored must
+		// still count.
+		if _, err := e.reactionTarget(ctx, ev.Message); errors.Is(err, ErrNotFound) {
+			return nil
+		}
+	}
 	if ev.ID != "" {
 		seen, err := e.o.Store.SeenEvent(ctx, ev.ID, e.o.Now())
 		if err != nil {
@@ -252,6 +262,25 @@ func (e *Engine) command(ctx context.Context, ev Event) error {
 		e.cancel(ctx, c.Name, ev.Conversation, ev.User, c.Rest)
 	case "summary":
 		e.summaryCommand(ctx, ev, c.Name)
+	case "digest":
+		if e.o.Digests == nil {
+			e.reply(ctx, ev.Conversation, ev.User, "Digests are not available in this setup.")
+			return nil
+		}
+		e.reply(ctx, ev.Conversation, ev.User, "⏳ Collecting the digest…")
+		e.background(func() {
+			// Collecting takes seconds: do it outside the event.
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
+			defer cancel()
+			if err := e.o.Digests.DigestNow(dctx, c.Name, ev.Conversation); err != nil {
+				var ue *UserError
+				if errors.As(err, &ue) {
+					e.reply(dctx, ev.Conversation, ev.User, "⚠️ "+ue.Msg)
+					return
+				}
+				e.reply(dctx, ev.Conversation, ev.User, "❌ Could not post the digest: "+userMessage(err))
+			}
+		})
 	}
 	return nil
 }
@@ -341,6 +370,8 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 	for i := range b.Audit {
 		b.Audit[i].RunID = r.ID
 	}
+	done := e.posting()
+	defer done()
 	ref, err := e.o.Chat.Post(ctx, ev.Conversation, e.renderRoot(r))
 	if err != nil {
 		e.toOutbox(ctx, OutboxItem{To: ev.Conversation, Message: e.renderRoot(r), RunID: r.ID, Role: "root"}, err)
@@ -367,7 +398,7 @@ var (
 )
 
 func (e *Engine) reaction(ctx context.Context, ev Event) error {
-	idx, err := e.o.Store.RunByMessage(ctx, ev.Message)
+	idx, err := e.reactionTarget(ctx, ev.Message)
 	if errors.Is(err, ErrNotFound) {
 		return nil // a reaction on some other message
 	}

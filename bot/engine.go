@@ -66,6 +66,10 @@ type Options struct {
 	GroupTTL time.Duration
 	// BotName is shown in help texts (default "groundcrew").
 	BotName string
+	// Digests posts health digests on demand (/runbook digest); optional.
+	Digests interface {
+		DigestNow(ctx context.Context, target string, to Conversation) error
+	}
 	// Hook, when set, is called at step boundaries with a label such as
 	// "before-apply:prune"; tests use it to simulate crashes.
 	Hook func(point string)
@@ -118,6 +122,8 @@ type Engine struct {
 	active  map[string]bool               // runs being advanced
 	again   map[string]bool               // runs to advance once more
 	cancels map[string]context.CancelFunc // in-flight calls per run
+	// inFlight counts posts whose message reference is not stored yet.
+	inFlight int
 	// gateRefresh is when each open gate message was last refreshed.
 	gateRefresh map[string]time.Time
 	idle        *sync.Cond
@@ -181,7 +187,16 @@ func (e *Engine) Resume(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("loading active runs: %w", err)
 	}
+	watcher, _ := e.o.Chat.(ReactionWatcher)
 	for _, r := range runs {
+		if watcher != nil {
+			if r.Gate != nil && r.Gate.Decision == GatePending && !r.Gate.Message.IsZero() {
+				watcher.WatchReactions(r.Gate.Message)
+			}
+			if st := r.current(); st != nil && st.Status == StepManual && !st.Message.IsZero() {
+				watcher.WatchReactions(st.Message)
+			}
+		}
 		if r.State == RunRunning || r.State == RunWaiting {
 			if err := e.recover(ctx, r.ID); err != nil {
 				e.log.Error("resuming run", "run", r.ID, "err", err)
@@ -289,6 +304,25 @@ func (e *Engine) kick(id string) {
 			e.again[id] = false
 			e.mu.Unlock()
 		}
+	}()
+}
+
+// background runs fn in a goroutine that WaitIdle waits for.
+func (e *Engine) background(fn func()) {
+	e.mu.Lock()
+	e.busy++
+	e.mu.Unlock()
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				e.log.Error("panic in background work", "panic", p)
+			}
+			e.mu.Lock()
+			e.busy--
+			e.idle.Broadcast()
+			e.mu.Unlock()
+		}()
+		fn()
 	}()
 }
 

@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -104,6 +105,7 @@ func (e *Engine) saveRef(ctx context.Context, runID, role, step string, ref Mess
 // updateOrPost updates ref in place, or posts when there is no ref yet.
 func (e *Engine) updateOrPost(ctx context.Context, r *Run, ref MessageRef, role, step string, m Message) {
 	if ref.IsZero() {
+		defer e.posting()()
 		e.saveRef(ctx, r.ID, role, step, e.postThread(ctx, r, role, step, m))
 		return
 	}
@@ -132,8 +134,10 @@ func (e *Engine) postGate(ctx context.Context, r *Run) {
 	}
 	m := e.renderGate(r, g)
 	m.Broadcast = true
+	done := e.posting()
 	ref := e.postThread(ctx, r, "gate", g.StepID, m)
 	e.saveRef(ctx, r.ID, "gate", g.StepID, ref)
+	done()
 	if g.Plan != nil && len(g.Plan.Items) > planInline {
 		e.postThread(ctx, r, "detail", g.StepID, Message{Text: fmt.Sprintf("Full plan of `%s` (%d items, plan hash `%s`):", g.ID, len(g.Plan.Items), short(g.PlanHash)), Detail: renderPlanItems(g.Plan, 100000)})
 	}
@@ -164,5 +168,39 @@ func (e *Engine) refreshRoot(ctx context.Context, r *Run) {
 func (e *Engine) reply(ctx context.Context, to Conversation, user User, text string) {
 	if err := e.o.Chat.Ephemeral(ctx, to, user, Message{Text: text}); err != nil {
 		e.log.Warn("ephemeral reply failed", "user", user.ID, "err", err)
+	}
+}
+
+// posting marks a post whose reference is not stored yet; the returned
+// function ends it. A reaction can arrive between the two (people are
+// quick, chat servers quicker): reactionTarget waits for these.
+func (e *Engine) posting() func() {
+	e.mu.Lock()
+	e.inFlight++
+	e.mu.Unlock()
+	return func() {
+		e.mu.Lock()
+		e.inFlight--
+		e.idle.Broadcast()
+		e.mu.Unlock()
+	}
+}
+
+// reactionTarget finds the run a reacted message belongs to, waiting a
+// little while posts are in flight, so an early reaction is not lost.
+func (e *Engine) reactionTarget(ctx context.Context, ref MessageRef) (MessageIndex, error) {
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		idx, err := e.o.Store.RunByMessage(ctx, ref)
+		if !errors.Is(err, ErrNotFound) {
+			return idx, err
+		}
+		e.mu.Lock()
+		pending := e.inFlight
+		e.mu.Unlock()
+		if pending == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return idx, err
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

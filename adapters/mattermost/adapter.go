@@ -69,20 +69,18 @@ type Adapter struct {
 	reconcileCh  chan struct{}
 	groupTTL     time.Duration
 
-	mu           sync.Mutex
-	handler      bot.Handler
-	handlerCtx   context.Context
-	botID        string
-	botName      string
-	teamID       string
-	siteURL      string // the server's public URL, for permalinks
-	extraToken   string // token of the command registered by the adapter
-	channelIDs   map[string]string
-	users        map[string]cachedUser
-	groups       map[string]groupEntry
-	noEphemeral  bool // the bot lacks create_post_ephemeral
-	connected    bool
-	reconnectSeq int
+	mu          sync.Mutex // guards the fields below
+	handler     bot.Handler
+	handlerCtx  context.Context
+	botID       string
+	teamID      string
+	siteURL     string // the server's public URL, for permalinks
+	extraToken  string // token of the command registered by the adapter
+	channelIDs  map[string]string
+	users       map[string]cachedUser
+	groups      map[string]groupEntry
+	noEphemeral bool // the bot lacks create_post_ephemeral
+	connected   bool
 }
 
 // New checks the config, reads the secrets and returns an adapter. It does
@@ -191,7 +189,7 @@ func (a *Adapter) startOnce(ctx context.Context) error {
 		return err
 	}
 	a.mu.Lock()
-	a.botID, a.botName = me.Id, me.Username
+	a.botID = me.Id
 	a.users[me.Id] = cachedUser{name: me.Username, bot: true}
 	a.mu.Unlock()
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -52,6 +53,8 @@ type fakeMM struct {
 	wsConn        *websocket.Conn
 	wsConnects    int
 	wsAuthRefused bool
+	// userGroups are the licensed user groups (nil: no licence, 501).
+	userGroups map[string][]string
 	// onPatch, when set, runs (without the lock) before a patch is applied.
 	onPatch func(postID string)
 }
@@ -186,7 +189,34 @@ func newFakeMM(t *testing.T) *fakeMM {
 		f.writeJSONLocked(w, out)
 	})
 	h("POST /api/v4/groups/names", func(w http.ResponseWriter, r *http.Request) {
-		writeAppError(w, http.StatusNotImplemented, "api.context.license.app_error") // unlicensed server
+		var names []string
+		f.decode(r, &names)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.userGroups == nil {
+			writeAppError(w, http.StatusNotImplemented, "api.context.license.app_error") // unlicensed server
+			return
+		}
+		var out []*model.Group
+		for _, n := range names {
+			if _, ok := f.userGroups[n]; ok {
+				out = append(out, &model.Group{Id: "group-" + n, Name: model.NewPointer(n)})
+			}
+		}
+		f.writeJSONLocked(w, out)
+	})
+	h("GET /api/v4/groups/{id}/members", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		ids := f.userGroups[strings.TrimPrefix(r.PathValue("id"), "group-")]
+		var list model.GroupMemberList
+		if r.URL.Query().Get("page") == "0" {
+			for _, id := range ids {
+				list.Members = append(list.Members, f.users[id])
+			}
+		}
+		list.Count = len(ids)
+		f.writeJSONLocked(w, list)
 	})
 	h("GET /api/v4/commands", func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()

@@ -2,6 +2,7 @@ package mattermost
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -118,21 +119,29 @@ func (a *Adapter) userGroup(ctx context.Context, name string) ([]string, bool, e
 	if g == nil {
 		return nil, false, nil
 	}
-	var list *model.GroupMemberList
-	err = a.call(ctx, "listing members of user group "+name, true, func(ctx context.Context) (*model.Response, error) {
-		var resp *model.Response
-		var err error
-		list, resp, err = a.client.GetGroupMembers(ctx, g.Id)
-		return resp, err
-	})
-	if err != nil {
-		return nil, true, err
+	// Client4.GetGroupMembers reads only the first page (60 members).
+	var ids []string
+	for page := 0; ; page++ {
+		var list model.GroupMemberList
+		err = a.call(ctx, "listing members of user group "+name, true, func(ctx context.Context) (*model.Response, error) {
+			r, err := a.client.DoAPIGet(ctx, fmt.Sprintf("/groups/%s/members?page=%d&per_page=200", g.Id, page), "")
+			if err != nil {
+				return model.BuildResponse(r), err
+			}
+			defer r.Body.Close()
+			list = model.GroupMemberList{}
+			return model.BuildResponse(r), json.NewDecoder(r.Body).Decode(&list)
+		})
+		if err != nil {
+			return nil, true, err
+		}
+		for _, u := range list.Members {
+			ids = append(ids, u.Id)
+		}
+		if len(list.Members) < 200 {
+			return ids, true, nil
+		}
 	}
-	ids := make([]string, 0, len(list.Members))
-	for _, u := range list.Members {
-		ids = append(ids, u.Id)
-	}
-	return ids, true, nil
 }
 
 func (a *Adapter) privateChannelMembers(ctx context.Context, teamID, name string) ([]string, bool, error) {

@@ -43,6 +43,19 @@ func TestGroupMembers(t *testing.T) {
 	}
 }
 
+func TestGroupMembers_LicensedUserGroup(t *testing.T) {
+	f := newFakeMM(t)
+	f.userGroups = map[string][]string{"sre": {carolID, botID}, "ci-oncall": {adminID}}
+	a := newTestAdapter(t, f, nil)
+	runAdapter(t, a, newRecorder())
+	got, err := a.GroupMembers(context.Background(), "group:sre")
+	require.NoError(t, err)
+	assert.Equal(t, []string{carolID}, got, "bots left out")
+	got, err = a.GroupMembers(context.Background(), "ci-oncall")
+	require.NoError(t, err)
+	assert.Equal(t, []string{adminID}, got, "a user group wins over a private channel of the same name")
+}
+
 func TestGroupMembers_Cached(t *testing.T) {
 	f := newFakeMM(t)
 	a := newTestAdapter(t, f, nil)

@@ -72,16 +72,6 @@ func (w *watchSet) remove(id string) {
 	delete(w.posts, id)
 }
 
-func (w *watchSet) get(id string) (bot.MessageRef, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	p, ok := w.posts[id]
-	if !ok {
-		return bot.MessageRef{}, false
-	}
-	return p.ref, true
-}
-
 // ids returns the ids of the watched messages, dropping expired ones.
 func (w *watchSet) ids(now time.Time) []string {
 	w.mu.Lock()

@@ -85,7 +85,6 @@ func (a *Adapter) session(ctx context.Context) error {
 					hello = true
 					a.mu.Lock()
 					a.connected = true
-					a.reconnectSeq++
 					a.mu.Unlock()
 					a.log.Info("mattermost websocket connected")
 					a.reconcile(ctx)

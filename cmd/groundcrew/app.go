@@ -44,6 +44,7 @@ type app struct {
 	mux     *http.ServeMux
 	console bool
 	sims    []*concoursesim.Server
+	digests *bot.Scheduler
 	closers []func()
 }
 
@@ -175,13 +176,16 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 		a.mux.Handle("/mattermost/", m.HTTPHandler())
 	}
 
+	if a.digests, err = a.newDigestScheduler(o.Now); err != nil {
+		return nil, err
+	}
 	targets := map[string]bot.TargetInfo{}
 	for _, n := range cfg.TargetNames() {
 		t := cfg.Targets[n]
 		targets[n] = bot.TargetInfo{Vars: t.Vars, Description: t.Description}
 	}
 	eng, err := bot.New(bot.Options{Store: db, Chat: a.chat, Ops: a.reg, Library: lib, Targets: targets,
-		Approvals: cfg.Approvals, Platform: cfg.Chat.Platform, Logger: a.log, Now: o.Now})
+		Approvals: cfg.Approvals, Platform: cfg.Chat.Platform, Logger: a.log, Now: o.Now, Digests: a.digests})
 	if err != nil {
 		return nil, err
 	}
@@ -207,6 +211,7 @@ func (a *app) run(ctx context.Context) error {
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return a.eng.Run(gctx) })
+	g.Go(func() error { return a.digests.Run(gctx) })
 	if a.console {
 		g.Go(func() error {
 			err := a.chat.Run(gctx, a.eng)

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/groundcrew/groundcrew/adapters/concourse"
+	"github.com/groundcrew/groundcrew/adapters/postgres"
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+// digestTables is how many build-log tables a digest lists.
+const digestTables = 5
+
+// newDigestScheduler builds the health-digest scheduler of the configured
+// digests: one Concourse client per target (simulators already started),
+// the database sizes through the postgres operation, the store as
+// history and the chat adapter to post with. Call it once a.reg, a.db and
+// a.chat are set; run it with Run. now is the clock (nil: time.Now).
+func (a *app) newDigestScheduler(now func() time.Time) (*bot.Scheduler, error) {
+	clients := map[string]*concourse.Client{}
+	for _, name := range a.cfg.TargetNames() {
+		c, err := concourse.New(a.cfg.ConcourseTarget(name), concourse.WithLogger(a.log))
+		if err != nil {
+			return nil, fmt.Errorf("targets.%s: %w", name, err)
+		}
+		clients[name] = c
+	}
+	src, err := concourse.NewDigestSource(clients, concourse.DigestOptions{Now: now, Tables: a.digestTables(), Logger: a.log})
+	if err != nil {
+		return nil, err
+	}
+	ds := make([]bot.DigestSchedule, 0, len(a.cfg.Digests))
+	for _, d := range a.cfg.Digests {
+		ds = append(ds, bot.DigestSchedule{Target: d.Target, Channel: d.Channel, Schedule: d.Schedule,
+			Timezone: d.Timezone, Window: d.Window, CatchUp: d.CatchUp})
+	}
+	s, err := bot.NewScheduler(bot.SchedulerOptions{
+		Digests: ds, Source: src, History: a.db, Chat: a.chat, Platform: a.cfg.Chat.Platform,
+		Targets: a.cfg.TargetNames(), Now: now, Logger: a.log.With("component", "digests"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", a.cfg.Path, err)
+	}
+	return s, nil
+}
+
+// startDigests builds the scheduler and runs it until ctx ends.
+func (a *app) startDigests(ctx context.Context, now func() time.Time) (*bot.Scheduler, error) {
+	s, err := a.newDigestScheduler(now)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		if err := s.Run(ctx); err != nil {
+			a.log.Error("digest scheduler stopped", "err", err)
+		}
+	}()
+	return s, nil
+}
+
+// digestTables reads the build-log table sizes of targets with a database
+// through the postgres.db_table_sizes operation.
+func (a *app) digestTables() concourse.DigestTables {
+	if a.reg == nil {
+		return nil
+	}
+	op, ok := a.reg.Get(postgres.OpTableSizes)
+	if !ok {
+		return nil
+	}
+	return func(ctx context.Context, target string) (bot.DBFigures, bool, error) {
+		if _, ok := a.cfg.DatabaseConfig(target); !ok {
+			return bot.DBFigures{}, false, nil
+		}
+		res, err := op.Do(ctx, bot.Call{Target: target, Args: bot.Args{"top": digestTables}})
+		if err != nil {
+			return bot.DBFigures{}, true, err
+		}
+		ts, ok := res.Data.(postgres.TableSizes)
+		if !ok {
+			return bot.DBFigures{}, true, fmt.Errorf("reading table sizes of %s: unexpected result %T", target, res.Data)
+		}
+		out := bot.DBFigures{DatabaseBytes: ts.DatabaseBytes, BuildLogBytes: ts.BuildEventsBytes}
+		for _, t := range ts.Tables {
+			dt := bot.DBTable{Table: t.Table, Label: t.Label(), Bytes: t.Bytes}
+			if t.Kind == postgres.KindPipeline && !t.Orphan && t.InstanceVars == "" {
+				dt.Team, dt.Pipeline = t.Team, t.Pipeline
+			}
+			out.Tables = append(out.Tables, dt)
+		}
+		return out, true, nil
+	}
+}
