@@ -201,7 +201,7 @@ func (e *Engine) afterGate(ctx context.Context, r *Run, spec *runbooks.Step) {
 				return errRunOver
 			}
 			r.Gate.Decision = GateVoid
-			b.Note(JournalEntry{Time: e.o.Now(), Step: spec.ID, Type: JGateDecided, PlanHash: g.PlanHash, Message: "void: the plan changed before execution"})
+			b.Note(JournalEntry{Time: e.o.Now(), Step: spec.ID, Type: JGateDecided, PlanHash: g.PlanHash, Message: "void: the plan changed before execution (" + PlanDiff(old, &plan) + ")"})
 			b.AuditLog(AuditEntry{Time: e.o.Now(), Actor: e.o.BotName, Action: "approval_void_drift", Step: spec.ID, Target: r.Target, PlanHash: g.PlanHash, Detail: PlanDiff(old, &plan)})
 			return nil
 		})

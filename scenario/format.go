@@ -105,6 +105,9 @@ type Input struct {
 	Advance Duration `yaml:"advance"`
 	// World changes the simulated world (an operator acting outside chat).
 	World *WorldAction `yaml:"world"`
+	// Restart stops groundcrew and starts it again on the same store, as
+	// after a crash or a deploy: runs, approvals and journals must survive.
+	Restart bool `yaml:"restart"`
 	// Expect checks the state at this point.
 	Expect *Expect `yaml:"expect"`
 }
@@ -126,6 +129,7 @@ func (in *Input) kind() (string, int) {
 	add(in.Fail != "", "fail")
 	add(in.Advance != 0, "advance")
 	add(in.World != nil, "world")
+	add(in.Restart, "restart")
 	add(in.Expect != nil, "expect")
 	if len(set) != 1 {
 		return strings.Join(set, ", "), len(set)

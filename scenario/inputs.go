@@ -41,6 +41,8 @@ func (e *env) apply(in *Input) []string {
 		err = e.advance(in.Advance.D())
 	case "world":
 		err = e.changeWorld(in.World)
+	case "restart":
+		err = e.restart()
 	case "expect":
 		var out []string
 		for _, f := range e.check(in.Expect) {

@@ -51,7 +51,10 @@ type Result struct {
 	// Transcript is the chat thread as the fake chat saw it.
 	Transcript string
 	// Calls are the operation calls the engine made.
-	Calls   []Call
+	Calls []Call
+	// Summary is the end-of-run summary of the latest run (text, then
+	// details), as the engine renders it from the journal.
+	Summary string
 	Elapsed time.Duration
 }
 
@@ -71,6 +74,11 @@ type env struct {
 	eng   *bot.Engine
 	lib   *runbooks.Library
 	ctx   context.Context
+	// What a restart needs.
+	cancel  context.CancelFunc
+	parent  context.Context
+	dbPath  string
+	engOpts bot.Options
 	// runs are the ids of the runs started, in order.
 	runs []string
 }
@@ -109,6 +117,7 @@ func Run(ctx context.Context, sc *Scenario, o Options) *Result {
 		}
 	}
 	res.Transcript = e.chat.Transcript()
+	res.Summary = e.summary()
 	res.Calls = e.rec.Calls()
 	res.Elapsed = time.Since(start)
 	return res
@@ -201,30 +210,56 @@ func setup(ctx context.Context, sc *Scenario, o Options) (*env, func(), error) {
 	if err != nil {
 		return nil, cleanup, err
 	}
-	e.store = db
-	eng, err := bot.New(bot.Options{
+	e.store, e.dbPath, e.parent = db, filepath.Join(dir, "groundcrew.db"), ctx
+	e.engOpts = bot.Options{
 		Store: db, Chat: e.chat, Ops: reg, Library: lib, Platform: "scenario", Now: e.clock.Now,
 		Targets:   map[string]bot.TargetInfo{sc.Target: {Vars: sc.Vars}},
 		Approvals: bot.ApprovalConfig{Default: sc.Policy},
-	})
-	if err != nil {
-		_ = db.Close()
-		return nil, cleanup, err
 	}
-	e.eng = eng
-	ectx, cancel := context.WithCancel(ctx)
-	e.ctx = ectx
-	closers = append(closers, func() {
-		cancel()
-		wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = eng.WaitIdle(wctx)
-		wcancel()
-		_ = db.Close()
-	})
-	if err := eng.Resume(ectx); err != nil {
+	closers = append(closers, e.stop)
+	if err := e.start(); err != nil {
 		return nil, cleanup, err
 	}
 	return e, cleanup, nil
+}
+
+// start creates the engine on the open store and resumes its runs.
+func (e *env) start() error {
+	e.engOpts.Store = e.store
+	eng, err := bot.New(e.engOpts)
+	if err != nil {
+		return err
+	}
+	e.eng = eng
+	e.ctx, e.cancel = context.WithCancel(e.parent)
+	return eng.Resume(e.ctx)
+}
+
+// stop stops the engine and closes the store.
+func (e *env) stop() {
+	if e.store == nil {
+		return
+	}
+	e.cancel()
+	wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	_ = e.eng.WaitIdle(wctx)
+	wcancel()
+	_ = e.store.Close()
+	e.store = nil
+}
+
+// restart stops groundcrew and starts it again on the same store file.
+func (e *env) restart() error {
+	e.stop()
+	db, err := store.Open(e.dbPath, store.Options{})
+	if err != nil {
+		return fmt.Errorf("reopening the store: %w", err)
+	}
+	e.store = db
+	if err := e.start(); err != nil {
+		return fmt.Errorf("restarting the engine: %w", err)
+	}
+	return e.idle()
 }
 
 // build returns the simulator world.
@@ -254,4 +289,21 @@ func (e *env) idle() error {
 		return fmt.Errorf("the engine did not settle within %s: %w", e.o.IdleTimeout, err)
 	}
 	return nil
+}
+
+// summary renders the latest run's summary from the store.
+func (e *env) summary() string {
+	if e.store == nil {
+		return ""
+	}
+	runs, err := e.store.ListRuns(e.ctx, bot.RunQuery{Limit: 1})
+	if err != nil || len(runs) == 0 {
+		return ""
+	}
+	j, err := e.store.Journal(e.ctx, runs[0].ID)
+	if err != nil {
+		return ""
+	}
+	m := e.eng.Summary(runs[0], j)
+	return m.Text + "\n---\n" + m.Detail + "\n"
 }
