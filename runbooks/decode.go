@@ -195,7 +195,7 @@ func (d *decoder) mapping(n *yaml.Node, known []string, where func() string) fie
 		}
 		if !slices.Contains(known, k.Value) {
 			d.errorf(k, "unknown field %q%s%s", k.Value, where(), didYouMean(k.Value, known))
-			if s := suggest(k.Value, known); s != "" {
+			if s := Suggest(k.Value, known); s != "" {
 				if d.typos == nil {
 					d.typos = map[*yaml.Node]map[string]bool{}
 				}

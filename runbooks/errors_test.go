@@ -59,7 +59,7 @@ func TestSuggest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.word, func(t *testing.T) {
-			assert.Equal(t, tt.want, suggest(tt.word, tt.candidates))
+			assert.Equal(t, tt.want, Suggest(tt.word, tt.candidates))
 		})
 	}
 }

@@ -5,9 +5,10 @@ import (
 	"strings"
 )
 
-// suggest returns the candidate closest to word when it is close enough to
-// be a likely typo, or "".
-func suggest(word string, candidates []string) string {
+// Suggest returns the candidate closest to word when it is close enough to
+// be a likely typo ("wroker" → "worker"), or "". The engine and the scenario
+// runner use it for their "did you mean" hints too.
+func Suggest(word string, candidates []string) string {
 	// An operation named without its provider ("workers" for
 	// "concourse.workers") is a good guess when it is unambiguous.
 	var suffixed []string
@@ -38,7 +39,7 @@ func suggest(word string, candidates []string) string {
 
 // didYouMean formats a "; did you mean "x"?" hint, or "".
 func didYouMean(word string, candidates []string) string {
-	if s := suggest(word, candidates); s != "" {
+	if s := Suggest(word, candidates); s != "" {
 		return fmt.Sprintf("; did you mean %q?", s)
 	}
 	return ""

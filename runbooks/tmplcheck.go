@@ -115,7 +115,7 @@ func refStart(src string, pos int) int {
 
 // dotHint is didYouMean for template fields (".params").
 func dotHint(word string, roots []string) string {
-	if s := suggest(word, roots); s != "" {
+	if s := Suggest(word, roots); s != "" {
 		return fmt.Sprintf("; did you mean .%s?", s)
 	}
 	return ""

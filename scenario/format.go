@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"github.com/groundcrew/groundcrew/runbooks"
 	"sort"
 	"strconv"
 	"strings"
@@ -364,37 +365,8 @@ func checkKeys(n *yaml.Node, allowed ...string) error {
 	return nil
 }
 
-// closest returns the candidate nearest to s (edit distance ≤ 2), or "".
-func closest(s string, candidates []string) string {
-	best, bestD := "", 3
-	for _, c := range candidates {
-		if d := editDistance(s, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur := make([]int, len(rb)+1)
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(rb)]
-}
+// closest returns the candidate nearest to s when it is a likely typo, or "".
+func closest(s string, candidates []string) string { return runbooks.Suggest(s, candidates) }
 
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
