@@ -2,7 +2,6 @@ package scenario
 
 import (
 	"fmt"
-	"github.com/groundcrew/groundcrew/runbooks"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/runbooks"
 )
 
 // DefaultTarget is the target scenarios run on when they name none; its
