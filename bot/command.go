@@ -543,6 +543,9 @@ func (e *Engine) statusText(ctx context.Context, id string, conv Conversation) s
 	for i := range r.Steps {
 		st := &r.Steps[i]
 		line := fmt.Sprintf("%d. %s %s", i+1, stepIcon(st), nonEmpty(st.Title, st.ID))
+		if st.Status == StepPending && r.State.Terminal() {
+			line += " — not run"
+		}
 		if st.Summary != "" {
 			line += " — " + st.Summary
 		}

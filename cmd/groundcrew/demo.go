@@ -43,7 +43,8 @@ var demoScript = []string{
 	"/as carol",
 	"/react gate ✅",
 	"/runbook status $RUN",
-	"# Everything above is journaled in the store: `groundcrew runs show <run>` and `groundcrew audit verify`.",
+	"# With `groundcrew serve` all of this is journaled in the store (the demo's is temporary): `groundcrew runs show <run>`, `groundcrew audit verify`.",
+	"# Try any other runbook with `groundcrew demo --no-script` (/runbook list, /help).",
 }
 
 // offsetClock is the real clock plus an offset the demo can move.
