@@ -1,0 +1,145 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+func (e *Engine) helpText() string {
+	var b strings.Builder
+	b.WriteString("*groundcrew* runs Concourse runbooks step by step, with approval before anything destructive.\n")
+	for _, v := range verbs {
+		fmt.Fprintf(&b, "• `/runbook %s` — %s\n", v.usage, v.help)
+	}
+	fmt.Fprintf(&b, "Targets: %s. Approve by reacting ✅ (reject ❌) on the request; mark manual steps done with ✅ (⏭ skip, ❌ failed).", strings.Join(quoteAll(e.targets()), ", "))
+	return b.String()
+}
+
+func (e *Engine) listText() string {
+	rbs := e.o.Library.List()
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d runbooks* — `/runbook show <name>` for details\n", len(rbs))
+	for _, rb := range rbs {
+		gated := ""
+		for _, s := range rb.Steps {
+			if op, ok := e.o.Ops.Get(s.Op); ok && op.Class == ClassDestructive {
+				gated = " 🔒"
+				break
+			}
+		}
+		fmt.Fprintf(&b, "• `%s`%s — %s\n", rb.Name, gated, nonEmpty(rb.Title, firstLine(rb.Description)))
+	}
+	b.WriteString("🔒 = has destructive steps (approval required)")
+	return b.String()
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return l
+}
+
+func (e *Engine) showText(name string) string {
+	rb, ok := e.o.Library.Get(name)
+	if !ok {
+		var names []string
+		for _, r := range e.o.Library.List() {
+			names = append(names, r.Name)
+		}
+		msg := fmt.Sprintf("There is no runbook %q.", name)
+		if s := closest(name, names); s != "" {
+			msg += fmt.Sprintf(" Did you mean `%s`?", s)
+		}
+		return msg
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%s* — %s\n%s\n", rb.Name, rb.Title, strings.TrimSpace(rb.Description))
+	if len(rb.Params) > 0 {
+		b.WriteString("*Parameters* (plus `target=`):\n")
+		for _, p := range rb.Params {
+			req := "optional"
+			if p.Required {
+				req = "required"
+			}
+			if p.Default != "" {
+				req += ", default `" + p.Default + "`"
+			}
+			if len(p.Enum) > 0 {
+				req += ", one of " + strings.Join(quoteAll(p.Enum), "/")
+			}
+			fmt.Fprintf(&b, "• `%s` (%s) — %s\n", p.Name, req, p.Description)
+		}
+	}
+	b.WriteString("*Steps*:\n")
+	for i, s := range rb.Steps {
+		mark := ""
+		if op, ok := e.o.Ops.Get(s.Op); ok {
+			mark = " · " + string(op.Class)
+			if op.Class == ClassDestructive {
+				mark += " 🔒 approval required"
+			}
+		}
+		fmt.Fprintf(&b, "%d. %s (%s%s)\n", i+1, nonEmpty(s.Title, s.ID), s.Kind, mark)
+	}
+	fmt.Fprintf(&b, "Source: %s", rb.Source)
+	return b.String()
+}
+
+func (e *Engine) statusText(ctx context.Context, id string, conv Conversation) string {
+	if id == "" {
+		runs, err := e.o.Store.ListRuns(ctx, RunQuery{Active: true})
+		if err != nil {
+			return "Could not list runs: " + userMessage(err)
+		}
+		if len(runs) == 0 {
+			return "No active runs. Start one with `/runbook run <runbook>`."
+		}
+		sort.Slice(runs, func(i, j int) bool { return runs[i].CreatedAt.Before(runs[j].CreatedAt) })
+		var b strings.Builder
+		fmt.Fprintf(&b, "*%d active run%s*\n", len(runs), plural(len(runs)))
+		for _, r := range runs {
+			fmt.Fprintf(&b, "• `%s` %s on `%s` by %s — %s%s\n", r.ID, r.Runbook, r.Target, r.Requester.Display(), stateLine(r), nextAction(r))
+		}
+		return strings.TrimRight(b.String(), "\n")
+	}
+	r, err := e.o.Store.GetRun(ctx, id)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return fmt.Sprintf("There is no run %q. `/runbook status` lists the active runs.", id)
+		}
+		return "Could not read the run: " + userMessage(err)
+	}
+	var b strings.Builder
+	b.WriteString(e.renderRoot(r).Text + "\n")
+	for i := range r.Steps {
+		st := &r.Steps[i]
+		line := fmt.Sprintf("%d. %s %s", i+1, stepIcon(st), nonEmpty(st.Title, st.ID))
+		if st.Status == StepPending && r.State.Terminal() {
+			line += " — not run"
+		}
+		if st.Summary != "" {
+			line += " — " + st.Summary
+		}
+		if st.Error != "" {
+			line += " — " + st.Error
+		}
+		b.WriteString(line + "\n")
+	}
+	if n := nextAction(r); n != "" {
+		b.WriteString(strings.TrimPrefix(n, " "))
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// nextAction tells people how to move a waiting run on.
+func nextAction(r *Run) string {
+	switch r.State {
+	case RunAwaitingApproval:
+		return fmt.Sprintf(" → `/runbook approve %s` or `/runbook reject %s <reason>`", r.ID, r.ID)
+	case RunAwaitingManual:
+		return fmt.Sprintf(" → `/runbook done|skip|fail %s`", r.ID)
+	}
+	return ""
+}

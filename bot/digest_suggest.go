@@ -1,0 +1,139 @@
+package bot
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Suggestion is a problem a digest found and the runbook command that
+// deals with it.
+type Suggestion struct {
+	Problem string
+	Runbook string
+	// Command is the exact command to type: "/runbook run worker-stalled target=infra-prd worker=0".
+	Command string
+}
+
+// runbookCommand renders "/runbook run <name> target=<t> k=v …" with the
+// parameters in the order given.
+func runbookCommand(name, target string, kv ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "/runbook run %s target=%s", name, target)
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			fmt.Fprintf(&b, " %s=%s", kv[i], kv[i+1])
+		}
+	}
+	return b.String()
+}
+
+// windowParam renders a window as the runbooks' since parameter ("24h", "2d", "90m").
+func windowParam(d time.Duration) string {
+	switch {
+	case d >= 48*time.Hour && d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return fmt.Sprintf("%ds", int64(math.Ceil(d.Seconds())))
+}
+
+// DigestSuggestions lists the problems of cur, most urgent first, each with
+// the built-in runbook that handles it (parameter names as in
+// runbooks/builtin). now is used for ages.
+func DigestSuggestions(target string, cur DigestData, now time.Time) []Suggestion {
+	var out []Suggestion
+	add := func(problem, runbook string, kv ...string) {
+		out = append(out, Suggestion{Problem: problem, Runbook: runbook, Command: runbookCommand(runbook, target, kv...)})
+	}
+	if cur.Err != "" {
+		add(fmt.Sprintf("`%s` does not answer", target), "web-restart")
+		return out
+	}
+	for _, w := range cur.Workers.Stalled {
+		id := ""
+		if m := trailingID.FindStringSubmatch(w.Name); m != nil {
+			id = m[1]
+		}
+		problem := fmt.Sprintf("`%s` %s", w.Name, stalledFor(w, cur.At, now))
+		if id == "" {
+			problem += " (no worker ID in its name: give worker=<ID>)"
+			add(problem, "worker-stalled", "worker", "<ID>")
+			continue
+		}
+		add(problem, "worker-stalled", "worker", id)
+	}
+	b := cur.Builds
+	window := windowParam(cur.Window)
+	pending := b.Count(statusPending)
+	pendingAge := time.Duration(0)
+	if !b.PendingSince.IsZero() {
+		pendingAge = now.Sub(b.PendingSince)
+	}
+	if pending >= PendingAlert || (pending > 0 && pendingAge >= PendingAgeAlert) {
+		problem := fmt.Sprintf("%d pending build%s", pending, sPlural(pending))
+		if pendingAge > 0 {
+			problem += ", oldest queued ≥ " + humanDuration(pendingAge)
+		}
+		team, pipeline := "", ""
+		if len(b.PendingByPipeline) > 0 && 2*b.PendingByPipeline[0].Count >= pending {
+			top := b.PendingByPipeline[0]
+			team, pipeline = top.Team, top.Pipeline
+			problem += fmt.Sprintf(", %d in `%s`", top.Count, top.Ref())
+		}
+		add(problem, "workers-saturated", "since", window, "team", team, "pipeline", pipeline)
+	} else if cur.Workers.ContainersMax >= ContainersAlert {
+		add(fmt.Sprintf("`%s` runs %d containers", cur.Workers.MaxWorker, cur.Workers.ContainersMax), "workers-saturated", "since", window)
+	}
+	if b.ImageFetch > 0 {
+		team, pipeline := "", ""
+		if len(b.ImageFetchPipelines) == 1 {
+			team, pipeline, _ = strings.Cut(b.ImageFetchPipelines[0], "/")
+		}
+		add(fmt.Sprintf("%d errored build%s with `image fetching failed` in %s", b.ImageFetch, sPlural(b.ImageFetch), codeList(b.ImageFetchPipelines, 3)),
+			"image-fetch-failed", "since", window, "team", team, "pipeline", pipeline)
+	}
+	if db := cur.DB; db != nil && db.Err == "" && len(db.Tables) > 0 {
+		top := db.Tables[0]
+		if top.Bytes >= TableAlertBytes {
+			add(fmt.Sprintf("build logs of `%s` take %s", top.Label, humanBytes(top.Bytes)),
+				"postgres-build-logs-full", "team", top.Team, "pipeline", top.Pipeline)
+		}
+	}
+	return out
+}
+
+// dbGrowthSuggestion is the postgres suggestion for a database that grows
+// fast; it needs the previous digest.
+func dbGrowthSuggestion(target string, cur DigestData, prev *DigestData) (Suggestion, bool) {
+	if cur.DB == nil || cur.DB.Err != "" || prev == nil || prev.DB == nil || prev.DB.DatabaseBytes <= 0 {
+		return Suggestion{}, false
+	}
+	grew := float64(cur.DB.DatabaseBytes-prev.DB.DatabaseBytes) / float64(prev.DB.DatabaseBytes)
+	if grew < DBGrowthAlert {
+		return Suggestion{}, false
+	}
+	team, pipeline := "", ""
+	if len(cur.DB.Tables) > 0 {
+		team, pipeline = cur.DB.Tables[0].Team, cur.DB.Tables[0].Pipeline
+	}
+	return Suggestion{
+		Problem: fmt.Sprintf("the database grew %.0f%% since the last digest (to %s)", 100*grew, humanBytes(cur.DB.DatabaseBytes)),
+		Runbook: "postgres-build-logs-full",
+		Command: runbookCommand("postgres-build-logs-full", target, "team", team, "pipeline", pipeline),
+	}, true
+}
+
+func stalledFor(w StalledWorker, at, now time.Time) string {
+	switch {
+	case w.New:
+		return "stalled since the last digest"
+	case w.Since.IsZero() || !w.Since.Before(at):
+		return "is stalled"
+	}
+	return "stalled for ≥ " + humanDuration(now.Sub(w.Since))
+}
