@@ -55,6 +55,10 @@ type Adapter struct {
 	out  io.Writer
 	in   io.Reader
 
+	// session makes message ids unique across runs of the binary (the
+	// store keeps references to messages of earlier sessions).
+	session string
+
 	mu      sync.Mutex
 	user    string
 	thread  string // current thread (message number) for typed commands
@@ -70,6 +74,17 @@ type message struct {
 	at      time.Time
 	buttons []bot.Button
 	bot     bool
+	// ref is the engine's id for a message shown again from an earlier
+	// session; reactions to it must name that id.
+	ref string
+}
+
+// id is the message id reactions and button presses carry.
+func (a *Adapter) id(m *message) string {
+	if m.ref != "" {
+		return m.ref
+	}
+	return a.refID(m.n)
 }
 
 var (
@@ -92,8 +107,12 @@ func New(cfg Config, in io.Reader, out io.Writer, opts Options) *Adapter {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Adapter{cfg: cfg, opts: opts, in: in, out: out, user: cfg.User}
+	return &Adapter{cfg: cfg, opts: opts, in: in, out: out, user: cfg.User,
+		session: strconv.FormatInt(time.Now().UnixNano(), 36)}
 }
+
+// refID is the message id the engine stores for message number n.
+func (a *Adapter) refID(n int) string { return a.session + "." + strconv.Itoa(n) }
 
 func (a *Adapter) bold(s string) string {
 	if !a.opts.Color {
@@ -165,21 +184,24 @@ func (a *Adapter) Post(_ context.Context, to bot.Conversation, m bot.Message) (b
 	if m.Detail != "" {
 		fmt.Fprintf(a.out, "    %s\n", strings.ReplaceAll(m.Detail, "\n", "\n    "))
 	}
-	return bot.MessageRef{Platform: "console", Channel: to.Channel, Thread: to.Thread, ID: strconv.Itoa(msg.n)}, nil
+	return bot.MessageRef{Platform: "console", Channel: to.Channel, Thread: to.Thread, ID: a.refID(msg.n)}, nil
 }
 
 // Update implements bot.Chat.
 func (a *Adapter) Update(_ context.Context, ref bot.MessageRef, m bot.Message) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	n, err := strconv.Atoi(ref.ID)
+	session, num, _ := strings.Cut(ref.ID, ".")
+	n, err := strconv.Atoi(num)
 	if err != nil || n < 1 {
 		return fmt.Errorf("console: no message %q", ref.ID)
 	}
-	if n > len(a.msgs) {
+	if session != a.session || n > len(a.msgs) {
 		// A message from an earlier session: the terminal cannot edit it,
-		// so show the new version.
-		a.printMessage(&message{n: n, thread: ref.Thread, text: m.Text, buttons: m.Buttons}, true)
+		// so show the new version as a new message.
+		msg := &message{n: len(a.msgs) + 1, thread: ref.Thread, text: m.Text, author: "groundcrew", at: a.opts.Now(), buttons: m.Buttons, bot: true, ref: ref.ID}
+		a.msgs = append(a.msgs, msg)
+		a.printMessage(msg, false)
 		return nil
 	}
 	msg := a.msgs[n-1]
@@ -226,7 +248,7 @@ func (a *Adapter) ReadThread(_ context.Context, c bot.Conversation) ([]bot.Threa
 	defer a.mu.Unlock()
 	var out []bot.ThreadMessage
 	for _, m := range a.msgs {
-		if strconv.Itoa(m.n) == c.Thread || m.thread == c.Thread {
+		if a.refID(m.n) == c.Thread || m.thread == c.Thread {
 			out = append(out, bot.ThreadMessage{Time: m.at, Author: bot.User{ID: m.author, Name: m.author}, Text: m.text, Bot: m.bot})
 		}
 	}
@@ -324,12 +346,13 @@ func (a *Adapter) handleLine(ctx context.Context, h bot.Handler, line string) {
 	case fields[0] == "/thread":
 		a.mu.Lock()
 		if len(fields) == 2 {
-			a.thread = strings.TrimPrefix(fields[1], "#")
+			n, _ := strconv.Atoi(strings.TrimPrefix(fields[1], "#"))
+			a.thread = a.refID(n)
 		} else {
 			a.thread = ""
 		}
 		a.mu.Unlock()
-		a.say("now typing in %s", map[bool]string{true: "the channel", false: "thread #" + a.currentThread()}[a.currentThread() == ""])
+		a.say("now typing in %s", map[bool]string{true: "the channel", false: "the thread of #" + strings.TrimPrefix(fields[len(fields)-1], "#")}[a.currentThread() == ""])
 	case fields[0] == "/users":
 		a.say("users: %s; groups: %s", strings.Join(a.cfg.Users, ", "), a.groupsText())
 	case a.opts.Extra[fields[0]] != nil:
@@ -424,7 +447,7 @@ func (a *Adapter) react(ctx context.Context, h bot.Handler, u bot.User, ref, emo
 	a.say("@%s %s :%s: on #%d", u.Name, verb, emoji, m.n)
 	a.handle(ctx, h, bot.Event{Kind: bot.EventReaction, User: u, Emoji: emoji, Removed: removed,
 		Conversation: bot.Conversation{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread},
-		Message:      bot.MessageRef{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread, ID: strconv.Itoa(m.n)}, Time: a.opts.Now()})
+		Message:      bot.MessageRef{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread, ID: a.id(m)}, Time: a.opts.Now()})
 }
 
 func (a *Adapter) press(ctx context.Context, h bot.Handler, u bot.User, ref, action string) {
@@ -446,5 +469,5 @@ func (a *Adapter) press(ctx context.Context, h bot.Handler, u bot.User, ref, act
 	a.say("@%s pressed [%s] on #%d", u.Name, btn.Label, m.n)
 	a.handle(ctx, h, bot.Event{Kind: bot.EventButton, User: u, Action: btn.Action, Value: btn.Value,
 		Conversation: bot.Conversation{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread},
-		Message:      bot.MessageRef{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread, ID: strconv.Itoa(m.n)}, Time: a.opts.Now()})
+		Message:      bot.MessageRef{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread, ID: a.id(m)}, Time: a.opts.Now()})
 }
