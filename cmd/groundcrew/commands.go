@@ -13,6 +13,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/groundcrew/groundcrew/adapters/console"
+	"github.com/groundcrew/groundcrew/adapters/mattermost"
+	"github.com/groundcrew/groundcrew/adapters/slack"
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/config"
 	"github.com/groundcrew/groundcrew/runbooks"
@@ -118,6 +120,18 @@ func newConfigCmd() *cobra.Command {
 			a, err := newAppForCheck(cfg)
 			if err != nil {
 				return err
+			}
+			// The chat adapters check their settings (token shapes,
+			// required keys) without calling the platform.
+			switch cfg.Chat.Platform {
+			case "slack":
+				if _, err := slack.New(cfg.Chat.Slack, slack.Options{}); err != nil {
+					return err
+				}
+			case "mattermost":
+				if _, err := mattermost.New(cfg.Chat.Mattermost, mattermost.Options{}); err != nil {
+					return err
+				}
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: %d target(s) (%s), chat %s, %d runbook(s), store %s\n",
 				cfg.Path, len(cfg.Targets), strings.Join(cfg.TargetNames(), ", "), cfg.Chat.Platform, len(a.List()), cfg.Store)
