@@ -34,7 +34,7 @@ var verbs = []struct{ name, usage, help string }{
 	{"fail", "fail <run> [note]", "mark the run's open manual step failed"},
 	{"cancel", "cancel <run> [reason]", "stop a run (a call in flight finishes first)"},
 	{"digest", "digest [target]", "post a target's health digest now (workers, builds, paused pipelines, trends, suggested runbooks)"},
-	{"summary", "summary [run]", "summarise a run, or (in a thread) every run and message of the incident thread"},
+	{"summary", "summary [run | thread <run>]", "summarise a run; in a thread (or with `thread <run>`): every run and message of that incident thread"},
 	{"help", "help", "show this help"},
 }
 
@@ -85,7 +85,16 @@ func Parse(text string) (Command, error) {
 			return c, usage()
 		}
 		c.Name = args[0]
-	case "status", "summary", "digest":
+	case "summary":
+		switch {
+		case len(args) == 2 && strings.EqualFold(args[0], "thread"):
+			c.Name, c.Rest = args[1], "thread"
+		case len(args) > 1 || len(args) == 1 && strings.EqualFold(args[0], "thread"):
+			return c, usage()
+		case len(args) == 1:
+			c.Name = args[0]
+		}
+	case "status", "digest":
 		if len(args) > 1 {
 			return c, usage()
 		}
@@ -232,7 +241,7 @@ func (e *Engine) command(ctx context.Context, ev Event) error {
 	case "cancel":
 		e.cancel(ctx, c.Name, ev.Conversation, ev.User, c.Rest)
 	case "summary":
-		e.summaryCommand(ctx, ev, c.Name)
+		e.summaryCommand(ctx, ev, c.Name, c.Rest == "thread")
 	case "digest":
 		if e.o.Digests == nil {
 			e.reply(ctx, ev.Conversation, ev.User, "Digests are not available in this setup.")
@@ -436,7 +445,17 @@ func (e *Engine) button(ctx context.Context, ev Event) error {
 }
 
 // summaryCommand posts a run summary, or the incident summary of the thread.
-func (e *Engine) summaryCommand(ctx context.Context, ev Event, runID string) {
+func (e *Engine) summaryCommand(ctx context.Context, ev Event, runID string, wholeThread bool) {
+	if wholeThread {
+		// Slack cannot run slash commands inside threads: name a run of
+		// the incident thread instead.
+		r, ok := e.runFor(ctx, runID, ev.Conversation, ev.User)
+		if !ok {
+			return
+		}
+		ev.Conversation = threadOf(r)
+		runID = ""
+	}
 	if runID != "" {
 		r, ok := e.runFor(ctx, runID, ev.Conversation, ev.User)
 		if !ok {
@@ -452,7 +471,7 @@ func (e *Engine) summaryCommand(ctx context.Context, ev Event, runID string) {
 	}
 	thread := ev.Conversation.Thread
 	if thread == "" {
-		e.reply(ctx, ev.Conversation, ev.User, "Type `/runbook summary` inside the incident thread, or give a run id: `/runbook summary <run>`.")
+		e.reply(ctx, ev.Conversation, ev.User, "Type `/runbook summary` inside the incident thread, or name a run: `/runbook summary <run>` (that run) or `/runbook summary thread <run>` (its whole thread).")
 		return
 	}
 	runs, err := e.o.Store.ListRuns(ctx, RunQuery{Thread: thread})

@@ -143,3 +143,18 @@ type errString string
 func (e errString) Error() string { return string(e) }
 
 var _ = strings.TrimSpace
+
+func TestSummary_ThreadOfARun(t *testing.T) {
+	h := newHarness(t, stalledWorld(), nil)
+	h.cmd(alice, "run prune target=infra-prd worker=w-0")
+	h.react(bob, h.stepRef("check"), "white_check_mark")
+	h.react(carol, h.gateRef(), "white_check_mark")
+	r := h.onlyRun()
+	h.cmd(bob, "summary thread "+r.ID)
+	m, ok := h.chat.Find("Incident summary")
+	require.True(t, ok, h.chat.Transcript())
+	assert.Equal(t, r.Root.ID, m.To.Thread, "posted in the run's thread")
+	assert.Contains(t, m.Msg.Text, "1 run in this thread")
+	h.cmd(bob, "summary thread")
+	assert.Contains(t, last(h.chat.Ephemerals(bob.ID)), "Usage")
+}
