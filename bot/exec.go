@@ -266,6 +266,7 @@ func (e *Engine) startStep(ctx context.Context, r *Run, spec *runbooks.Step) {
 		if !ok {
 			e.stepDone(ctx, r.ID, spec.ID, StepSkipped, func(st *StepState, _ *Batch) {
 				st.Summary = "skipped: condition not met (" + spec.When + ")"
+				st.Branch = true
 			})
 			return
 		}

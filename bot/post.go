@@ -117,7 +117,7 @@ func (e *Engine) updateOrPost(ctx context.Context, r *Run, ref MessageRef, role,
 // postStep posts or updates the message of one step.
 func (e *Engine) postStep(ctx context.Context, r *Run, stepID string) {
 	st := r.step(stepID)
-	if st == nil {
+	if st == nil || st.Branch && st.Message.IsZero() {
 		return
 	}
 	e.updateOrPost(ctx, r, st.Message, "step", stepID, e.renderStep(r, st))

@@ -133,6 +133,9 @@ type StepState struct {
 	// ApprovedBy lists who approved the gate this step executed under.
 	ApprovedBy []User `json:"approved_by,omitempty"`
 	Note       string `json:"note,omitempty"`
+	// Branch marks a step skipped because its `when` was false: a branch
+	// not taken is not posted in the thread (it shows in status and summary).
+	Branch bool `json:"branch,omitempty"`
 }
 
 // RawJSON is stored JSON that stays JSON across encode/decode.
