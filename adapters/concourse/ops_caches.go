@@ -16,11 +16,7 @@ func (p *Provider) opClearResourceCache() bot.Op {
 		Doc:  "Delete the cached versions of a resource, or of every resource of a pipeline (fly clear-resource-cache); follow with concourse.check_resource.",
 		Args: []bot.ArgSpec{argTeam, argPipeline, {Name: "resource", Doc: "resource name or list (default: every resource of the pipeline)"}},
 		Plan: func(ctx context.Context, c bot.Call) (bot.Plan, error) {
-			cl, err := p.client(c)
-			if err != nil {
-				return bot.Plan{}, err
-			}
-			team, pipeline, err := teamPipeline(c.Args)
+			cl, team, pipeline, err := p.pipelineClient(c)
 			if err != nil {
 				return bot.Plan{}, err
 			}
@@ -98,11 +94,7 @@ func (p *Provider) opClearTaskCache() bot.Op {
 			{Name: "cache_path", Doc: "only this cache path"},
 		},
 		Plan: func(ctx context.Context, c bot.Call) (bot.Plan, error) {
-			cl, err := p.client(c)
-			if err != nil {
-				return bot.Plan{}, err
-			}
-			team, pipeline, err := teamPipeline(c.Args)
+			cl, team, pipeline, err := p.pipelineClient(c)
 			if err != nil {
 				return bot.Plan{}, err
 			}

@@ -85,11 +85,7 @@ func (p *Provider) opJobs() bot.Op {
 		Doc:  "List a pipeline's jobs with their last and next build (fly jobs); paused=true lists paused jobs (fly paused-jobs).",
 		Args: []bot.ArgSpec{argTeam, argPipeline, {Name: "paused", Doc: "true to keep only paused jobs"}},
 		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
-			cl, err := p.client(c)
-			if err != nil {
-				return bot.Result{}, err
-			}
-			team, pipeline, err := teamPipeline(c.Args)
+			cl, team, pipeline, err := p.pipelineClient(c)
 			if err != nil {
 				return bot.Result{}, err
 			}
@@ -145,17 +141,27 @@ func teamPipeline(a bot.Args) (string, string, error) {
 	return team, pipeline, nil
 }
 
+// pipelineClient returns the call's target client and its team/pipeline
+// arguments, for the operations on one pipeline.
+func (p *Provider) pipelineClient(c bot.Call) (*Client, string, string, error) {
+	cl, err := p.client(c)
+	if err != nil {
+		return nil, "", "", err
+	}
+	team, pipeline, err := teamPipeline(c.Args)
+	if err != nil {
+		return nil, "", "", err
+	}
+	return cl, team, pipeline, nil
+}
+
 func (p *Provider) opResources() bot.Op {
 	return bot.Op{
 		Name: "concourse.resources", Class: bot.ClassRead,
 		Doc:  "List a pipeline's resources with the status of their last check (fly resources).",
 		Args: []bot.ArgSpec{argTeam, argPipeline},
 		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
-			cl, err := p.client(c)
-			if err != nil {
-				return bot.Result{}, err
-			}
-			team, pipeline, err := teamPipeline(c.Args)
+			cl, team, pipeline, err := p.pipelineClient(c)
 			if err != nil {
 				return bot.Result{}, err
 			}
@@ -201,11 +207,7 @@ func (p *Provider) opResourceTypes() bot.Op {
 		Doc:  "List a pipeline's custom resource types (e.g. registry-image).",
 		Args: []bot.ArgSpec{argTeam, argPipeline},
 		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
-			cl, err := p.client(c)
-			if err != nil {
-				return bot.Result{}, err
-			}
-			team, pipeline, err := teamPipeline(c.Args)
+			cl, team, pipeline, err := p.pipelineClient(c)
 			if err != nil {
 				return bot.Result{}, err
 			}
@@ -232,11 +234,7 @@ func (p *Provider) opUnpausePipeline() bot.Op {
 		Doc:  "Unpause a pipeline (fly unpause-pipeline).",
 		Args: []bot.ArgSpec{argTeam, argPipeline},
 		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
-			cl, err := p.client(c)
-			if err != nil {
-				return bot.Result{}, err
-			}
-			team, pipeline, err := teamPipeline(c.Args)
+			cl, team, pipeline, err := p.pipelineClient(c)
 			if err != nil {
 				return bot.Result{}, err
 			}
@@ -373,11 +371,7 @@ func (p *Provider) opCheckResource() bot.Op {
 		Doc:  "Start a check of resources (fly check-resource); without resource, every resource of the pipeline.",
 		Args: []bot.ArgSpec{argTeam, argPipeline, {Name: "resource", Doc: "resource name or list (default: all)"}},
 		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
-			cl, err := p.client(c)
-			if err != nil {
-				return bot.Result{}, err
-			}
-			team, pipeline, err := teamPipeline(c.Args)
+			cl, team, pipeline, err := p.pipelineClient(c)
 			if err != nil {
 				return bot.Result{}, err
 			}
