@@ -173,6 +173,18 @@ func openStore(cmd *cobra.Command) (*store.DB, error) {
 	return store.Open(path, store.Options{})
 }
 
+// withStore opens the store for a command and closes it after.
+func withStore(fn func(cmd *cobra.Command, args []string, db *store.DB) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		db, err := openStore(cmd)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		return fn(cmd, args, db)
+	}
+}
+
 func newRuns() *cobra.Command {
 	c := &cobra.Command{Use: "runs", Short: "List, show and export runs from the store (for post-mortems)"}
 	c.PersistentFlags().String("store", "", "bbolt store file (default: from the config)")
@@ -180,12 +192,7 @@ func newRuns() *cobra.Command {
 		Use:   "list",
 		Short: "List runs, most recent first",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			db, err := openStore(cmd)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
+		RunE: withStore(func(cmd *cobra.Command, _ []string, db *store.DB) error {
 			runs, err := db.ListRuns(cmd.Context(), bot.RunQuery{})
 			if err != nil {
 				return err
@@ -196,19 +203,14 @@ func newRuns() *cobra.Command {
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Runbook, r.Target, r.Requester.Display(), r.State, r.CreatedAt.UTC().Format("2006-01-02 15:04"))
 			}
 			return w.Flush()
-		},
+		}),
 	})
 	show := &cobra.Command{
 		Use:     "show <run>",
 		Aliases: []string{"export"},
 		Short:   "Show a run with its journal (--format markdown|json)",
 		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := openStore(cmd)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
+		RunE: withStore(func(cmd *cobra.Command, args []string, db *store.DB) error {
 			r, err := db.GetRun(cmd.Context(), args[0])
 			if err != nil {
 				if errors.Is(err, bot.ErrNotFound) {
@@ -235,7 +237,7 @@ func newRuns() *cobra.Command {
 				return nil
 			}
 			return fmt.Errorf("--format %q: use markdown or json", format)
-		},
+		}),
 	}
 	show.Flags().String("format", "markdown", "markdown or json")
 	c.AddCommand(show)
@@ -249,30 +251,20 @@ func newAudit() *cobra.Command {
 		Use:   "verify",
 		Short: "Check that no audit entry was edited, deleted or reordered",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			db, err := openStore(cmd)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
+		RunE: withStore(func(cmd *cobra.Command, _ []string, db *store.DB) error {
 			n, err := db.VerifyAudit(cmd.Context())
 			if err != nil {
 				return &exitError{code: 2, err: fmt.Errorf("audit log NOT intact after %d good entries: %w", n, err)}
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "audit log intact: %d entries, chain verified\n", n)
 			return nil
-		},
+		}),
 	})
 	c.AddCommand(&cobra.Command{
 		Use:   "export",
 		Short: "Write the audit log as JSON lines (for a SIEM)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			db, err := openStore(cmd)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
+		RunE: withStore(func(cmd *cobra.Command, _ []string, db *store.DB) error {
 			es, err := db.AuditEntries(cmd.Context(), "")
 			if err != nil {
 				return err
@@ -285,7 +277,7 @@ func newAudit() *cobra.Command {
 				}
 			}
 			return nil
-		},
+		}),
 	})
 	return c
 }
