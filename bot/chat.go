@@ -11,6 +11,40 @@ import (
 type User struct {
 	ID   string `json:"id"`
 	Name string `json:"name,omitempty"`
+	// Kind is what the platform says this account is. Adapters set it from
+	// the platform's user record (never from the request); the zero value
+	// is an active person. Only active people vote, start runs or answer
+	// manual steps.
+	Kind UserKind `json:"kind,omitempty"`
+}
+
+// UserKind says what kind of account a User is, as the platform knows it.
+type UserKind string
+
+// User kinds. The zero value is an active person.
+const (
+	UserPerson      UserKind = ""            // an active human account
+	UserBot         UserKind = "bot"         // a bot or integration account
+	UserDeactivated UserKind = "deactivated" // deactivated, deleted or archived
+	UserUnknown     UserKind = "unknown"     // the platform does not know this id
+)
+
+// NotAPerson returns why u may not act (vote, start a run, answer a
+// manual step), or "" when u is an active person with an id.
+func (u User) NotAPerson() string {
+	switch {
+	case u.ID == "":
+		return "the platform did not say who you are"
+	case u.Kind == UserBot:
+		return "bot accounts cannot act on runs"
+	case u.Kind == UserDeactivated:
+		return "this account is deactivated"
+	case u.Kind == UserUnknown:
+		return "the platform does not know this account"
+	case u.Kind != UserPerson:
+		return "this account is not an active person (" + string(u.Kind) + ")"
+	}
+	return ""
 }
 
 // Display returns "@name" (or the id when no name is known).
