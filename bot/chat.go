@@ -117,6 +117,19 @@ type GroupResolver interface {
 	GroupMembers(ctx context.Context, group string) ([]string, error)
 }
 
+// IdentityResolver is implemented by chat adapters that can look up the
+// user names written in policies and runbooks ("alice", "@alice") through
+// the platform's API. The engine resolves every name to an id once at
+// start (and `config check` does where credentials allow); votes and
+// runner checks then compare ids only. Without a resolver (console),
+// names are ids.
+type IdentityResolver interface {
+	// ResolveUser returns the user a name or id denotes, with its
+	// platform id and Kind. It returns an error wrapping ErrNotFound when
+	// the platform has no such user.
+	ResolveUser(ctx context.Context, nameOrID string) (User, error)
+}
+
 // ReactionWatcher is implemented by chat adapters that must be told which
 // messages still wait for reactions (to re-read them after a reconnect);
 // the engine calls it on start for every open gate and manual step.
