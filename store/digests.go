@@ -7,21 +7,21 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/digest"
 )
 
-var _ bot.DigestHistory = (*DB)(nil)
+var _ digest.History = (*DB)(nil)
 
-// LastDigest implements bot.DigestHistory: the record of a digest
+// LastDigest implements digest.History: the record of a digest
 // schedule, or nil when it has none yet.
-func (s *DB) LastDigest(_ context.Context, key string) (*bot.DigestRecord, error) {
-	var out *bot.DigestRecord
+func (s *DB) LastDigest(_ context.Context, key string) (*digest.Record, error) {
+	var out *digest.Record
 	err := s.db.View(func(tx *bolt.Tx) error {
 		raw := tx.Bucket(bDigests).Get([]byte(key))
 		if raw == nil {
 			return nil
 		}
-		var rec bot.DigestRecord
+		var rec digest.Record
 		if err := json.Unmarshal(raw, &rec); err != nil {
 			return fmt.Errorf("decoding digest record %q: %w", key, err)
 		}
@@ -31,10 +31,10 @@ func (s *DB) LastDigest(_ context.Context, key string) (*bot.DigestRecord, error
 	return out, err
 }
 
-// SaveDigest implements bot.DigestHistory. The record is on disk when it
+// SaveDigest implements digest.History. The record is on disk when it
 // returns (bbolt syncs every committed transaction), which the scheduler's
 // at-most-once delivery relies on.
-func (s *DB) SaveDigest(_ context.Context, key string, rec bot.DigestRecord) error {
+func (s *DB) SaveDigest(_ context.Context, key string, rec digest.Record) error {
 	if key == "" {
 		return fmt.Errorf("saving digest record: empty key")
 	}

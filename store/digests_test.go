@@ -12,6 +12,7 @@ import (
 
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
+	"github.com/groundcrew/groundcrew/digest"
 )
 
 func TestDigestHistory_RoundTrip(t *testing.T) {
@@ -24,18 +25,18 @@ func TestDigestHistory_RoundTrip(t *testing.T) {
 	assert.Nil(t, rec, "no record yet")
 
 	at := time.Date(2025, 3, 10, 7, 0, 0, 0, time.UTC)
-	want := bot.DigestRecord{
-		Fire: at, State: bot.DigestPosted, Posted: at.Add(3 * time.Second),
+	want := digest.Record{
+		Fire: at, State: digest.Posted, Posted: at.Add(3 * time.Second),
 		Ref: bot.MessageRef{Channel: "#ci-ops", ID: "m1"},
-		Data: &bot.DigestData{Target: "infra-prd", At: at, Window: 24 * time.Hour,
-			Workers: bot.WorkerFigures{ByState: map[string]int{"stalled": 1}, Names: []string{"w-0"},
-				Stalled: []bot.StalledWorker{{Name: "w-0", Containers: 236, Since: at.Add(-time.Hour)}}},
-			Builds: bot.BuildFigures{ByStatus: map[string]int{"pending": 300}, MaxID: 4242},
-			DB:     &bot.DBFigures{DatabaseBytes: 12 << 30, Tables: []bot.DBTable{{Table: "pipeline_build_events_3", Bytes: 5 << 30}}},
+		Data: &digest.Data{Target: "infra-prd", At: at, Window: 24 * time.Hour,
+			Workers: digest.WorkerFigures{ByState: map[string]int{"stalled": 1}, Names: []string{"w-0"},
+				Stalled: []digest.StalledWorker{{Name: "w-0", Containers: 236, Since: at.Add(-time.Hour)}}},
+			Builds: digest.BuildFigures{ByStatus: map[string]int{"pending": 300}, MaxID: 4242},
+			DB:     &digest.DBFigures{DatabaseBytes: 12 << 30, Tables: []digest.DBTable{{Table: "pipeline_build_events_3", Bytes: 5 << 30}}},
 		},
 	}
 	require.NoError(t, db.SaveDigest(ctx, "a", want))
-	require.NoError(t, db.SaveDigest(ctx, "b", bot.DigestRecord{Fire: at, State: bot.DigestArmed}))
+	require.NoError(t, db.SaveDigest(ctx, "b", digest.Record{Fire: at, State: digest.Armed}))
 	got, err := db.LastDigest(ctx, "a")
 	require.NoError(t, err)
 	require.NotNil(t, got)
@@ -56,8 +57,8 @@ func TestDigestHistory_RoundTrip(t *testing.T) {
 // fixedSource reports the same healthy target every time.
 type fixedSource struct{}
 
-func (fixedSource) Collect(context.Context, string, time.Duration, *bot.DigestData) (bot.DigestData, error) {
-	return bot.DigestData{Workers: bot.WorkerFigures{ByState: map[string]int{"running": 1}, Names: []string{"w-0"}}}, nil
+func (fixedSource) Collect(context.Context, string, time.Duration, *digest.Data) (digest.Data, error) {
+	return digest.Data{Workers: digest.WorkerFigures{ByState: map[string]int{"running": 1}, Names: []string{"w-0"}}}, nil
 }
 
 type crashingChat struct{ bot.Chat }
@@ -80,8 +81,8 @@ func TestDigest_NoDoublePostAcrossRestart(t *testing.T) {
 		db, err := Open(path, Options{Timeout: 100 * time.Millisecond})
 		require.NoError(t, err)
 		defer db.Close()
-		s, err := bot.NewScheduler(bot.SchedulerOptions{
-			Digests: []bot.DigestSchedule{{Target: "infra-prd", Channel: "#ci-ops", Schedule: "0 8 * * *", Timezone: "Europe/Paris"}},
+		s, err := digest.NewScheduler(digest.Options{
+			Digests: []digest.Schedule{{Target: "infra-prd", Channel: "#ci-ops", Schedule: "0 8 * * *", Timezone: "Europe/Paris"}},
 			Source:  fixedSource{}, History: db, Chat: c, Now: clock.Now,
 		})
 		require.NoError(t, err)

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/digest"
 )
 
 // Sizes of the digest benchmark (issue 9: 50,000 builds and 500 workers in
@@ -100,7 +100,7 @@ func digestBenchCollect(b *testing.B, src *DigestSource, wantBuilds int) {
 	b.Helper()
 	ctx := context.Background()
 	var worst uint64
-	var d bot.DigestData
+	var d digest.Data
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {

@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/digest"
 )
 
 // DigestTables reads a target's database figures for a digest. ok is false
 // when the target has no database configured. It lets the digest use the
 // PostgreSQL provider without this package importing it.
-type DigestTables func(ctx context.Context, target string) (db bot.DBFigures, ok bool, err error)
+type DigestTables func(ctx context.Context, target string) (db digest.DBFigures, ok bool, err error)
 
 // ImageFetchFailed is the text an errored build's output shows when its
 // task image could not be pulled (the manual's "Image fetching failed").
@@ -45,7 +46,7 @@ type DigestOptions struct {
 	Logger *slog.Logger
 }
 
-// DigestSource implements bot.DigestSource over Concourse clients (one per
+// DigestSource implements digest.Source over Concourse clients (one per
 // target). Builds are streamed page by page and aggregated as they arrive,
 // so memory does not grow with the number of builds in the window: only
 // counters per status and per pipeline, and at most ScanLimit build ids
@@ -57,7 +58,7 @@ type DigestSource struct {
 	o       DigestOptions
 }
 
-var _ bot.DigestSource = (*DigestSource)(nil)
+var _ digest.Source = (*DigestSource)(nil)
 
 // NewDigestSource returns a digest source for the targets (keyed by target name).
 func NewDigestSource(clients map[string]*Client, o DigestOptions) (*DigestSource, error) {
@@ -90,26 +91,26 @@ func NewDigestSource(clients map[string]*Client, o DigestOptions) (*DigestSource
 	return &DigestSource{clients: clients, o: o}, nil
 }
 
-// Collect implements bot.DigestSource. It fails only when the workers
+// Collect implements digest.Source. It fails only when the workers
 // cannot be listed (the target is unreachable or refuses the bot); other
 // parts that fail become notes of a partial digest.
-func (s *DigestSource) Collect(ctx context.Context, target string, window time.Duration, _ *bot.DigestData) (bot.DigestData, error) {
+func (s *DigestSource) Collect(ctx context.Context, target string, window time.Duration, _ *digest.Data) (digest.Data, error) {
 	c, ok := s.clients[target]
 	if !ok {
-		return bot.DigestData{}, fmt.Errorf("digest of %q: %w", target, bot.ErrNotConfigured)
+		return digest.Data{}, fmt.Errorf("digest of %q: %w", target, bot.ErrNotConfigured)
 	}
 	if window <= 0 {
 		window = 24 * time.Hour
 	}
 	now := s.o.Now()
-	d := bot.DigestData{Target: target, At: now, Window: window}
+	d := digest.Data{Target: target, At: now, Window: window}
 	ws, err := c.Workers(ctx)
 	if err != nil {
 		return d, err
 	}
 	d.Workers = workerFigures(ws)
 
-	dbc := make(chan *bot.DBFigures, 1)
+	dbc := make(chan *digest.DBFigures, 1)
 	go func() { dbc <- s.tables(ctx, target) }()
 
 	if ps, err := c.Pipelines(ctx, AllTeams); err != nil {
@@ -141,7 +142,7 @@ func plural1(n int) string {
 	return "s"
 }
 
-func (s *DigestSource) tables(ctx context.Context, target string) *bot.DBFigures {
+func (s *DigestSource) tables(ctx context.Context, target string) *digest.DBFigures {
 	if s.o.Tables == nil {
 		return nil
 	}
@@ -150,13 +151,13 @@ func (s *DigestSource) tables(ctx context.Context, target string) *bot.DBFigures
 	case !ok:
 		return nil
 	case err != nil:
-		return &bot.DBFigures{Err: err.Error()}
+		return &digest.DBFigures{Err: err.Error()}
 	}
 	return &db
 }
 
-func workerFigures(ws []Worker) bot.WorkerFigures {
-	f := bot.WorkerFigures{ByState: map[string]int{}, Names: make([]string, 0, len(ws))}
+func workerFigures(ws []Worker) digest.WorkerFigures {
+	f := digest.WorkerFigures{ByState: map[string]int{}, Names: make([]string, 0, len(ws))}
 	total := 0
 	for _, w := range ws {
 		f.ByState[w.State]++
@@ -166,7 +167,7 @@ func workerFigures(ws []Worker) bot.WorkerFigures {
 			f.ContainersMax, f.MaxWorker = w.ActiveContainers, w.Name
 		}
 		if w.State == WorkerStalled {
-			f.Stalled = append(f.Stalled, bot.StalledWorker{Name: w.Name, Containers: w.ActiveContainers})
+			f.Stalled = append(f.Stalled, digest.StalledWorker{Name: w.Name, Containers: w.ActiveContainers})
 		}
 	}
 	sort.Strings(f.Names)
@@ -176,13 +177,13 @@ func workerFigures(ws []Worker) bot.WorkerFigures {
 	return f
 }
 
-func pausedPipelines(ps []Pipeline) []bot.PausedPipeline {
-	var out []bot.PausedPipeline
+func pausedPipelines(ps []Pipeline) []digest.PausedPipeline {
+	var out []digest.PausedPipeline
 	for _, p := range ps {
 		if !p.Paused || p.Archived {
 			continue
 		}
-		pp := bot.PausedPipeline{Team: p.TeamName, Name: p.Name, By: p.PausedBy}
+		pp := digest.PausedPipeline{Team: p.TeamName, Name: p.Name, By: p.PausedBy}
 		if p.PausedAt > 0 {
 			pp.Since, pp.Exact = time.Unix(p.PausedAt, 0), true
 		}
@@ -296,10 +297,10 @@ func (a *buildAgg) add(b Build) error {
 }
 
 // finish waits for the scans and returns the figures.
-func (a *buildAgg) finish() bot.BuildFigures {
+func (a *buildAgg) finish() digest.BuildFigures {
 	close(a.ids)
 	a.wg.Wait()
-	f := bot.BuildFigures{
+	f := digest.BuildFigures{
 		ByStatus: a.byStatus, MaxID: a.maxID, OldestPendingID: a.oldestPID,
 		PendingByPipeline: topCounts(a.pending, a.top), TopFailing: topCounts(a.failing, a.top),
 		ImageFetch: a.imageFetch, Scanned: a.scanned,
@@ -314,10 +315,10 @@ func (a *buildAgg) finish() bot.BuildFigures {
 	return f
 }
 
-func topCounts(m map[pipeKey]int, n int) []bot.PipelineCount {
-	out := make([]bot.PipelineCount, 0, len(m))
+func topCounts(m map[pipeKey]int, n int) []digest.PipelineCount {
+	out := make([]digest.PipelineCount, 0, len(m))
 	for k, c := range m {
-		out = append(out, bot.PipelineCount{Team: k.team, Pipeline: k.pipeline, Count: c})
+		out = append(out, digest.PipelineCount{Team: k.team, Pipeline: k.pipeline, Count: c})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Count != out[j].Count {

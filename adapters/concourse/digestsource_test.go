@@ -14,6 +14,7 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
+	"github.com/groundcrew/groundcrew/digest"
 )
 
 var digestStart = time.Date(2025, 3, 10, 6, 0, 0, 0, time.UTC)
@@ -68,7 +69,7 @@ func TestDigestSource_DemoWorld(t *testing.T) {
 	assert.Equal(t, 4, b.Scanned)
 	assert.Equal(t, []string{"main/app", "main/docs"}, b.ImageFetchPipelines)
 	require.NotEmpty(t, b.PendingByPipeline)
-	assert.Equal(t, bot.PipelineCount{Team: "deploy", Pipeline: "caascad-alert-prepare", Count: 300}, b.PendingByPipeline[0])
+	assert.Equal(t, digest.PipelineCount{Team: "deploy", Pipeline: "caascad-alert-prepare", Count: 300}, b.PendingByPipeline[0])
 	require.Len(t, b.TopFailing, 2)
 	assert.Equal(t, []string{"main/app", "main/docs"}, []string{b.TopFailing[0].Ref(), b.TopFailing[1].Ref()}, "ties by name")
 	assert.Equal(t, []int{3, 3}, []int{b.TopFailing[0].Count, b.TopFailing[1].Count}, "app: 3 errored; docs: 2 failed + 1 errored")
@@ -119,15 +120,15 @@ func TestDigestSource_Tables(t *testing.T) {
 	tests := []struct {
 		name   string
 		tables DigestTables
-		want   *bot.DBFigures
+		want   *digest.DBFigures
 	}{
-		{"no database", func(context.Context, string) (bot.DBFigures, bool, error) { return bot.DBFigures{}, false, nil }, nil},
-		{"sizes", func(_ context.Context, target string) (bot.DBFigures, bool, error) {
-			return bot.DBFigures{DatabaseBytes: 10 << 30, Tables: []bot.DBTable{{Table: "pipeline_build_events_1", Label: target}}}, true, nil
-		}, &bot.DBFigures{DatabaseBytes: 10 << 30, Tables: []bot.DBTable{{Table: "pipeline_build_events_1", Label: "infra-prd"}}}},
-		{"database down", func(context.Context, string) (bot.DBFigures, bool, error) {
-			return bot.DBFigures{}, true, errors.New("connection refused")
-		}, &bot.DBFigures{Err: "connection refused"}},
+		{"no database", func(context.Context, string) (digest.DBFigures, bool, error) { return digest.DBFigures{}, false, nil }, nil},
+		{"sizes", func(_ context.Context, target string) (digest.DBFigures, bool, error) {
+			return digest.DBFigures{DatabaseBytes: 10 << 30, Tables: []digest.DBTable{{Table: "pipeline_build_events_1", Label: target}}}, true, nil
+		}, &digest.DBFigures{DatabaseBytes: 10 << 30, Tables: []digest.DBTable{{Table: "pipeline_build_events_1", Label: "infra-prd"}}}},
+		{"database down", func(context.Context, string) (digest.DBFigures, bool, error) {
+			return digest.DBFigures{}, true, errors.New("connection refused")
+		}, &digest.DBFigures{Err: "connection refused"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -153,7 +154,7 @@ func TestDigestSource_Unreachable(t *testing.T) {
 func TestBuildAgg_OldestPending(t *testing.T) {
 	src, err := NewDigestSource(nil, DigestOptions{})
 	require.NoError(t, err)
-	run := func(bs ...Build) bot.BuildFigures {
+	run := func(bs ...Build) digest.BuildFigures {
 		a := src.newBuildAgg(context.Background(), nil)
 		for _, b := range bs {
 			require.NoError(t, a.add(b))
@@ -195,10 +196,10 @@ func TestBuildAgg_OldestPending(t *testing.T) {
 
 type memHistory struct {
 	mu   sync.Mutex
-	recs map[string]bot.DigestRecord
+	recs map[string]digest.Record
 }
 
-func (h *memHistory) LastDigest(_ context.Context, key string) (*bot.DigestRecord, error) {
+func (h *memHistory) LastDigest(_ context.Context, key string) (*digest.Record, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	r, ok := h.recs[key]
@@ -208,11 +209,11 @@ func (h *memHistory) LastDigest(_ context.Context, key string) (*bot.DigestRecor
 	return &r, nil
 }
 
-func (h *memHistory) SaveDigest(_ context.Context, key string, rec bot.DigestRecord) error {
+func (h *memHistory) SaveDigest(_ context.Context, key string, rec digest.Record) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.recs == nil {
-		h.recs = map[string]bot.DigestRecord{}
+		h.recs = map[string]digest.Record{}
 	}
 	h.recs[key] = rec
 	return nil
@@ -224,8 +225,8 @@ func (h *memHistory) SaveDigest(_ context.Context, key string, rec bot.DigestRec
 func TestDigest_OnSimulator(t *testing.T) {
 	env := newDigestEnv(t, concoursesim.DemoWorld())
 	chat := &bottest.Chat{}
-	sched, err := bot.NewScheduler(bot.SchedulerOptions{
-		Digests: []bot.DigestSchedule{{Target: "infra-prd", Channel: "#ci-ops", Schedule: "0 8 * * *", Timezone: "Europe/Paris"}},
+	sched, err := digest.NewScheduler(digest.Options{
+		Digests: []digest.Schedule{{Target: "infra-prd", Channel: "#ci-ops", Schedule: "0 8 * * *", Timezone: "Europe/Paris"}},
 		Source:  env.source(t, DigestOptions{}), History: &memHistory{}, Chat: chat, Now: env.clock.Now,
 	})
 	require.NoError(t, err)

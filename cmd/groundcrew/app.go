@@ -21,6 +21,7 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/slack"
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/config"
+	"github.com/groundcrew/groundcrew/digest"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/scenario"
 	"github.com/groundcrew/groundcrew/store"
@@ -44,7 +45,7 @@ type app struct {
 	mux     *http.ServeMux
 	console bool
 	sims    []*concoursesim.Server
-	digests *bot.Scheduler
+	digests *digest.Scheduler
 	closers []func()
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/adapters/postgres"
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/digest"
 )
 
 // digestTables is how many build-log tables a digest lists.
@@ -18,7 +19,7 @@ const digestTables = 5
 // the database sizes through the postgres operation, the store as
 // history and the chat adapter to post with. Call it once a.reg, a.db and
 // a.chat are set; run it with Run. now is the clock (nil: time.Now).
-func (a *app) newDigestScheduler(now func() time.Time) (*bot.Scheduler, error) {
+func (a *app) newDigestScheduler(now func() time.Time) (*digest.Scheduler, error) {
 	clients := map[string]*concourse.Client{}
 	for _, name := range a.cfg.TargetNames() {
 		c, err := concourse.New(a.cfg.ConcourseTarget(name), concourse.WithLogger(a.log))
@@ -31,12 +32,12 @@ func (a *app) newDigestScheduler(now func() time.Time) (*bot.Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	ds := make([]bot.DigestSchedule, 0, len(a.cfg.Digests))
+	ds := make([]digest.Schedule, 0, len(a.cfg.Digests))
 	for _, d := range a.cfg.Digests {
-		ds = append(ds, bot.DigestSchedule{Target: d.Target, Channel: d.Channel, Schedule: d.Schedule,
+		ds = append(ds, digest.Schedule{Target: d.Target, Channel: d.Channel, Schedule: d.Schedule,
 			Timezone: d.Timezone, Window: d.Window, CatchUp: d.CatchUp})
 	}
-	s, err := bot.NewScheduler(bot.SchedulerOptions{
+	s, err := digest.NewScheduler(digest.Options{
 		Digests: ds, Source: src, History: a.db, Chat: a.chat, Platform: a.cfg.Chat.Platform,
 		Targets: a.cfg.TargetNames(), Now: now, Logger: a.log.With("component", "digests"),
 	})
@@ -47,7 +48,7 @@ func (a *app) newDigestScheduler(now func() time.Time) (*bot.Scheduler, error) {
 }
 
 // startDigests builds the scheduler and runs it until ctx ends.
-func (a *app) startDigests(ctx context.Context, now func() time.Time) (*bot.Scheduler, error) {
+func (a *app) startDigests(ctx context.Context, now func() time.Time) (*digest.Scheduler, error) {
 	s, err := a.newDigestScheduler(now)
 	if err != nil {
 		return nil, err
@@ -70,21 +71,21 @@ func (a *app) digestTables() concourse.DigestTables {
 	if !ok {
 		return nil
 	}
-	return func(ctx context.Context, target string) (bot.DBFigures, bool, error) {
+	return func(ctx context.Context, target string) (digest.DBFigures, bool, error) {
 		if _, ok := a.cfg.DatabaseConfig(target); !ok {
-			return bot.DBFigures{}, false, nil
+			return digest.DBFigures{}, false, nil
 		}
 		res, err := op.Do(ctx, bot.Call{Target: target, Args: bot.Args{"top": digestTables}})
 		if err != nil {
-			return bot.DBFigures{}, true, err
+			return digest.DBFigures{}, true, err
 		}
 		ts, ok := res.Data.(postgres.TableSizes)
 		if !ok {
-			return bot.DBFigures{}, true, fmt.Errorf("reading table sizes of %s: unexpected result %T", target, res.Data)
+			return digest.DBFigures{}, true, fmt.Errorf("reading table sizes of %s: unexpected result %T", target, res.Data)
 		}
-		out := bot.DBFigures{DatabaseBytes: ts.DatabaseBytes, BuildLogBytes: ts.BuildEventsBytes}
+		out := digest.DBFigures{DatabaseBytes: ts.DatabaseBytes, BuildLogBytes: ts.BuildEventsBytes}
 		for _, t := range ts.Tables {
-			dt := bot.DBTable{Table: t.Table, Label: t.Label(), Bytes: t.Bytes}
+			dt := digest.DBTable{Table: t.Table, Label: t.Label(), Bytes: t.Bytes}
 			if t.Kind == postgres.KindPipeline && !t.Orphan && t.InstanceVars == "" {
 				dt.Team, dt.Pipeline = t.Team, t.Pipeline
 			}

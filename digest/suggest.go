@@ -1,4 +1,4 @@
-package bot
+package digest
 
 import (
 	"fmt"
@@ -42,10 +42,10 @@ func windowParam(d time.Duration) string {
 	return fmt.Sprintf("%ds", int64(math.Ceil(d.Seconds())))
 }
 
-// DigestSuggestions lists the problems of cur, most urgent first, each with
+// Suggestions lists the problems of cur, most urgent first, each with
 // the built-in runbook that handles it (parameter names as in
 // runbooks/builtin). now is used for ages.
-func DigestSuggestions(target string, cur DigestData, now time.Time) []Suggestion {
+func Suggestions(target string, cur Data, now time.Time) []Suggestion {
 	var out []Suggestion
 	add := func(problem, runbook string, kv ...string) {
 		out = append(out, Suggestion{Problem: problem, Runbook: runbook, Command: runbookCommand(runbook, target, kv...)})
@@ -109,7 +109,7 @@ func DigestSuggestions(target string, cur DigestData, now time.Time) []Suggestio
 
 // dbGrowthSuggestion is the postgres suggestion for a database that grows
 // fast; it needs the previous digest.
-func dbGrowthSuggestion(target string, cur DigestData, prev *DigestData) (Suggestion, bool) {
+func dbGrowthSuggestion(target string, cur Data, prev *Data) (Suggestion, bool) {
 	if cur.DB == nil || cur.DB.Err != "" || prev == nil || prev.DB == nil || prev.DB.DatabaseBytes <= 0 {
 		return Suggestion{}, false
 	}

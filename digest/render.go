@@ -1,4 +1,4 @@
-package bot
+package digest
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/groundcrew/groundcrew/bot"
 )
 
 func sPlural(n int) string {
@@ -78,33 +80,33 @@ func trendBytes(cur, prev int64, has bool) string {
 	return " ▼" + humanBytes(prev-cur)
 }
 
-// RenderDigest renders a digest: a short message (health line, figures
+// Render renders a digest: a short message (health line, figures
 // with their ▲▼ trend against prev, suggested runbook commands) and the
 // details in Detail. prev is the previous digest (nil for the first); now
 // gives the time zone of the times shown.
-func RenderDigest(target string, cur DigestData, prev *DigestData, now time.Time) Message {
+func Render(target string, cur Data, prev *Data, now time.Time) bot.Message {
 	when := func(t time.Time) string { return t.In(now.Location()).Format("Mon 15:04 MST") }
 	if prev != nil && prev.Err != "" {
 		prev = nil // an unreachable digest has no figures to compare with
 	}
 	has := prev != nil
-	var pv DigestData
+	var pv Data
 	if has {
 		pv = *prev
 	}
 	var b strings.Builder
 	if cur.Err != "" {
 		fmt.Fprintf(&b, "🔴 *Health digest* `%s` · %s — unreachable\n%s", target, when(now), cur.Err)
-		for _, s := range DigestSuggestions(target, cur, now) {
+		for _, s := range Suggestions(target, cur, now) {
 			fmt.Fprintf(&b, "\nIf Concourse web is down → `%s`", s.Command)
 		}
 		if has {
 			fmt.Fprintf(&b, "\nLast figures (%s): %d workers, %d stalled, %d pending builds.", when(pv.At),
 				len(pv.Workers.Names), len(pv.Workers.Stalled), pv.Builds.Count(statusPending))
 		}
-		return Message{Text: b.String()}
+		return bot.Message{Text: b.String()}
 	}
-	sugg := DigestSuggestions(target, cur, now)
+	sugg := Suggestions(target, cur, now)
 	if s, ok := dbGrowthSuggestion(target, cur, prev); ok {
 		sugg = append(sugg, s)
 	}
@@ -192,11 +194,11 @@ func RenderDigest(target string, cur DigestData, prev *DigestData, now time.Time
 	} else {
 		b.WriteString("\nFirst digest: no trends yet · details in the thread.")
 	}
-	return Message{Text: b.String(), Detail: renderDigestDetail(cur, prev, now)}
+	return bot.Message{Text: b.String(), Detail: renderDigestDetail(cur, prev, now)}
 }
 
 // renderDigestDetail is the long part of a digest: every list in full.
-func renderDigestDetail(cur DigestData, prev *DigestData, now time.Time) string {
+func renderDigestDetail(cur Data, prev *Data, now time.Time) string {
 	when := func(t time.Time) string { return t.In(now.Location()).Format("Mon 02 Jan 15:04 MST") }
 	var b strings.Builder
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }

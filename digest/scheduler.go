@@ -1,4 +1,4 @@
-package bot
+package digest
 
 import (
 	"context"
@@ -13,11 +13,13 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/groundcrew/groundcrew/bot"
 )
 
-// DigestSchedule is one configured digest: a target's health posted to a
+// Schedule is one configured digest: a target's health posted to a
 // channel on a cron schedule.
-type DigestSchedule struct {
+type Schedule struct {
 	Target  string
 	Channel string
 	// Schedule is a cron spec (minute hour day-of-month month day-of-week,
@@ -32,70 +34,70 @@ type DigestSchedule struct {
 	CatchUp time.Duration
 }
 
-// DigestState is the state of a schedule's latest settled fire time.
-type DigestState string
+// State is the state of a schedule's latest settled fire time.
+type State string
 
 // Digest states, as stored.
 const (
-	// DigestArmed: the schedule was first seen; fires up to Fire are not owed.
-	DigestArmed DigestState = "armed"
-	// DigestPosting: the intent to post Fire was recorded and the outcome
+	// Armed: the schedule was first seen; fires up to Fire are not owed.
+	Armed State = "armed"
+	// Posting: the intent to post Fire was recorded and the outcome
 	// was not. After a crash this counts as posted (at most once).
-	DigestPosting DigestState = "posting"
-	DigestPosted  DigestState = "posted"
-	// DigestFailed: posting failed; Retry is the fire being retried, or
+	Posting State = "posting"
+	Posted  State = "posted"
+	// Failed: posting failed; Retry is the fire being retried, or
 	// Fire when the attempts ran out.
-	DigestFailed DigestState = "failed"
-	// DigestSkipped: Fire was missed by more than the catch-up allowance.
-	DigestSkipped DigestState = "skipped"
+	Failed State = "failed"
+	// Skipped: Fire was missed by more than the catch-up allowance.
+	Skipped State = "skipped"
 )
 
-// DigestRecord is what the history keeps per schedule: the ledger of fire
+// Record is what the history keeps per schedule: the ledger of fire
 // times and the data of the last digest that had figures (the base of
 // trends and ages).
-type DigestRecord struct {
+type Record struct {
 	// Fire is the latest settled fire time: fires up to it are never posted again.
-	Fire  time.Time   `json:"fire"`
-	State DigestState `json:"state"`
+	Fire  time.Time `json:"fire"`
+	State State     `json:"state"`
 	// Retry is a fire time whose post failed and is retried; Attempts counts them.
-	Retry     time.Time  `json:"retry,omitzero"`
-	Attempts  int        `json:"attempts,omitempty"`
-	LastError string     `json:"last_error,omitempty"`
-	Posted    time.Time  `json:"posted,omitzero"`
-	Ref       MessageRef `json:"ref,omitzero"`
+	Retry     time.Time      `json:"retry,omitzero"`
+	Attempts  int            `json:"attempts,omitempty"`
+	LastError string         `json:"last_error,omitempty"`
+	Posted    time.Time      `json:"posted,omitzero"`
+	Ref       bot.MessageRef `json:"ref,omitzero"`
 	// Data is the last digest with figures (nil before the first).
-	Data *DigestData `json:"data,omitempty"`
+	Data *Data `json:"data,omitempty"`
 }
 
-// DigestHistory stores one record per digest schedule. The store
+// History stores one record per digest schedule. The store
 // implements it.
-type DigestHistory interface {
+type History interface {
 	// LastDigest returns the record of key, or nil (and no error) when there is none.
-	LastDigest(ctx context.Context, key string) (*DigestRecord, error)
+	LastDigest(ctx context.Context, key string) (*Record, error)
 	// SaveDigest replaces the record of key durably before returning.
-	SaveDigest(ctx context.Context, key string, rec DigestRecord) error
+	SaveDigest(ctx context.Context, key string, rec Record) error
 }
 
-// DigestConfigError is a bad digest schedule, named by its index in the
+// ConfigError is a bad digest schedule, named by its index in the
 // configuration.
-type DigestConfigError struct {
+type ConfigError struct {
 	Index int
 	Field string
 	Err   error
 }
 
-func (e *DigestConfigError) Error() string {
+func (e *ConfigError) Error() string {
 	return fmt.Sprintf("digests[%d].%s: %v", e.Index, e.Field, e.Err)
 }
 
-func (e *DigestConfigError) Unwrap() error { return e.Err }
+func (e *ConfigError) Unwrap() error { return e.Err }
 
-// SchedulerOptions configure NewScheduler.
-type SchedulerOptions struct {
-	Digests []DigestSchedule
-	Source  DigestSource
-	History DigestHistory
-	Chat    Chat
+// Options configure NewScheduler.
+type Options struct {
+	Digests []Schedule
+	Source  Source
+	History History
+	Chat    bot.Chat
 	// Platform is set on the conversations digests are posted to.
 	Platform string
 	// Targets are the targets /runbook digest accepts (default: those of Digests).
@@ -122,7 +124,7 @@ type SchedulerOptions struct {
 // delivered, and is retried up to MaxAttempts times while it is within the
 // catch-up allowance.
 type Scheduler struct {
-	o      SchedulerOptions
+	o      Options
 	log    *slog.Logger
 	jobs   []*digestJob
 	tickMu sync.Mutex
@@ -130,7 +132,7 @@ type Scheduler struct {
 
 type digestJob struct {
 	index int
-	cfg   DigestSchedule
+	cfg   Schedule
 	sched cron.Schedule
 	loc   *time.Location
 	key   string
@@ -138,9 +140,9 @@ type digestJob struct {
 
 var digestParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-// ParseDigestSchedule parses a cron spec in a time zone ("" = local). A
+// ParseSchedule parses a cron spec in a time zone ("" = local). A
 // spec may carry its own CRON_TZ= prefix instead, not both.
-func ParseDigestSchedule(spec, timezone string) (cron.Schedule, *time.Location, error) {
+func ParseSchedule(spec, timezone string) (cron.Schedule, *time.Location, error) {
 	loc := time.Local
 	if timezone != "" {
 		l, err := time.LoadLocation(timezone)
@@ -168,8 +170,8 @@ func ParseDigestSchedule(spec, timezone string) (cron.Schedule, *time.Location, 
 }
 
 // NewScheduler checks the schedules and returns a scheduler. Errors are
-// *DigestConfigError values (joined), naming the digest's index.
-func NewScheduler(o SchedulerOptions) (*Scheduler, error) {
+// *ConfigError values (joined), naming the digest's index.
+func NewScheduler(o Options) (*Scheduler, error) {
 	if o.Source == nil || o.History == nil || o.Chat == nil {
 		return nil, errors.New("digest scheduler: Source, History and Chat are required")
 	}
@@ -193,7 +195,7 @@ func NewScheduler(o SchedulerOptions) (*Scheduler, error) {
 	var errs []error
 	for i, d := range o.Digests {
 		bad := func(field string, err error) {
-			errs = append(errs, &DigestConfigError{Index: i, Field: field, Err: err})
+			errs = append(errs, &ConfigError{Index: i, Field: field, Err: err})
 		}
 		if d.Target == "" {
 			bad("target", errors.New("is required"))
@@ -212,7 +214,7 @@ func NewScheduler(o SchedulerOptions) (*Scheduler, error) {
 				continue
 			}
 		}
-		sched, loc, err := ParseDigestSchedule(d.Schedule, d.Timezone)
+		sched, loc, err := ParseSchedule(d.Schedule, d.Timezone)
 		if err != nil {
 			bad("schedule", err)
 			continue
@@ -251,8 +253,8 @@ func FireTimes(s cron.Schedule, after, now time.Time, max int) (fires []time.Tim
 
 func clamp(n, lo, hi int) int { return min(max(n, lo), hi) }
 
-// DigestDecision says what to do about a schedule at a given time.
-type DigestDecision struct {
+// Decision says what to do about a schedule at a given time.
+type Decision struct {
 	// Fire is the latest fire time not yet settled (zero: nothing is due).
 	Fire time.Time
 	// Late is how long after Fire the decision is taken.
@@ -266,14 +268,14 @@ type DigestDecision struct {
 	Skipped int
 }
 
-// DecideDigest decides, from the last settled fire time, whether a digest is
+// Decide decides, from the last settled fire time, whether a digest is
 // due at now. Only the latest missed fire time is ever posted, and only if
 // it is less than catchUp late (0: one period of the schedule, i.e. until
 // the next fire time).
-func DecideDigest(s cron.Schedule, last, now time.Time, catchUp time.Duration) DigestDecision {
+func Decide(s cron.Schedule, last, now time.Time, catchUp time.Duration) Decision {
 	fires, older := FireTimes(s, last, now, 1)
 	if len(fires) == 0 {
-		return DigestDecision{}
+		return Decision{}
 	}
 	f := fires[0]
 	allow := catchUp
@@ -281,7 +283,7 @@ func DecideDigest(s cron.Schedule, last, now time.Time, catchUp time.Duration) D
 		allow = s.Next(f).Sub(f)
 	}
 	late := now.Sub(f)
-	return DigestDecision{Fire: f, Late: late, Allowed: allow, Post: late < allow, Skipped: older}
+	return Decision{Fire: f, Late: late, Allowed: allow, Post: late < allow, Skipped: older}
 }
 
 // Run evaluates the schedules at start (catching up) and whenever one is
@@ -350,18 +352,18 @@ func (s *Scheduler) evaluate(ctx context.Context, j *digestJob, now time.Time) {
 	}
 	if rec == nil {
 		// A new schedule owes nothing from before it was first seen.
-		if err := s.o.History.SaveDigest(ctx, j.key, DigestRecord{Fire: now, State: DigestArmed}); err != nil {
+		if err := s.o.History.SaveDigest(ctx, j.key, Record{Fire: now, State: Armed}); err != nil {
 			log.Error("recording digest schedule", "err", err)
 		}
 		return
 	}
-	if rec.State == DigestPosting && rec.Posted.IsZero() && rec.LastError == "" && !rec.Fire.IsZero() {
+	if rec.State == Posting && rec.Posted.IsZero() && rec.LastError == "" && !rec.Fire.IsZero() {
 		log.Warn("a digest may not have been posted: the bot stopped while posting it; not posting it twice",
 			"fire", rec.Fire.In(j.loc).Format(time.RFC3339))
 		rec.LastError = "interrupted while posting"
 		_ = s.o.History.SaveDigest(ctx, j.key, *rec)
 	}
-	d := DecideDigest(j.sched, rec.Fire, now, j.cfg.CatchUp)
+	d := Decide(j.sched, rec.Fire, now, j.cfg.CatchUp)
 	if d.Fire.IsZero() {
 		return
 	}
@@ -371,7 +373,7 @@ func (s *Scheduler) evaluate(ctx context.Context, j *digestJob, now time.Time) {
 	if !d.Post {
 		log.Warn("missed digest not posted: too late", "fire", d.Fire.In(j.loc).Format(time.RFC3339), "late", d.Late, "catch_up", d.Allowed)
 		next := *rec
-		next.Fire, next.State, next.Retry, next.Attempts = d.Fire, DigestSkipped, time.Time{}, 0
+		next.Fire, next.State, next.Retry, next.Attempts = d.Fire, Skipped, time.Time{}, 0
 		if err := s.o.History.SaveDigest(ctx, j.key, next); err != nil {
 			log.Error("recording skipped digest", "err", err)
 		}
@@ -385,25 +387,25 @@ func (s *Scheduler) evaluate(ctx context.Context, j *digestJob, now time.Time) {
 
 // post collects, renders and posts the digest of fire, recording the
 // intent first and the outcome after.
-func (s *Scheduler) post(ctx context.Context, log *slog.Logger, j *digestJob, rec DigestRecord, fire, now time.Time) {
+func (s *Scheduler) post(ctx context.Context, log *slog.Logger, j *digestJob, rec Record, fire, now time.Time) {
 	data := s.collect(ctx, j.cfg.Target, j.cfg.Window, rec.Data, now)
 	if ctx.Err() != nil {
 		return
 	}
-	msg := RenderDigest(j.cfg.Target, data, rec.Data, now.In(j.loc))
+	msg := Render(j.cfg.Target, data, rec.Data, now.In(j.loc))
 	intent := rec
-	intent.Fire, intent.State, intent.Posted, intent.LastError = fire, DigestPosting, time.Time{}, ""
+	intent.Fire, intent.State, intent.Posted, intent.LastError = fire, Posting, time.Time{}, ""
 	if err := s.o.History.SaveDigest(ctx, j.key, intent); err != nil {
 		log.Error("recording digest intent; not posting", "err", err)
 		return
 	}
-	ref, err := s.o.Chat.Post(ctx, Conversation{Platform: s.o.Platform, Channel: j.cfg.Channel}, msg)
+	ref, err := s.o.Chat.Post(ctx, bot.Conversation{Platform: s.o.Platform, Channel: j.cfg.Channel}, msg)
 	if err != nil {
 		if ctx.Err() != nil {
 			return // stopping mid-post: the intent stands (at most once)
 		}
 		out := rec
-		out.State, out.LastError = DigestFailed, userMessage(err)
+		out.State, out.LastError = Failed, userMessage(err)
 		if !out.Retry.Equal(fire) {
 			out.Retry, out.Attempts = fire, 0
 		}
@@ -420,7 +422,7 @@ func (s *Scheduler) post(ctx context.Context, log *slog.Logger, j *digestJob, re
 		return
 	}
 	done := intent
-	done.State, done.Posted, done.Ref, done.Retry, done.Attempts = DigestPosted, now, ref, time.Time{}, 0
+	done.State, done.Posted, done.Ref, done.Retry, done.Attempts = Posted, now, ref, time.Time{}, 0
 	if data.Err == "" {
 		done.Data = &data
 	}
@@ -430,12 +432,12 @@ func (s *Scheduler) post(ctx context.Context, log *slog.Logger, j *digestJob, re
 }
 
 // collect reads the target; an error becomes a digest that says so.
-func (s *Scheduler) collect(ctx context.Context, target string, window time.Duration, prev *DigestData, now time.Time) DigestData {
+func (s *Scheduler) collect(ctx context.Context, target string, window time.Duration, prev *Data, now time.Time) Data {
 	cctx, cancel := context.WithTimeout(ctx, s.o.CollectTimeout)
 	defer cancel()
 	data, err := s.o.Source.Collect(cctx, target, window, prev)
 	if err != nil {
-		data = DigestData{Err: userMessage(err)}
+		data = Data{Err: userMessage(err)}
 	}
 	data.Target, data.Window = target, window
 	if data.At.IsZero() {
@@ -450,7 +452,7 @@ func (s *Scheduler) collect(ctx context.Context, target string, window time.Dura
 // last scheduled digest of the target (of the same channel when there is
 // one); nothing is recorded. target may be empty when only one target is
 // known. Unknown targets give a *UserError.
-func (s *Scheduler) DigestNow(ctx context.Context, target string, to Conversation) error {
+func (s *Scheduler) DigestNow(ctx context.Context, target string, to bot.Conversation) error {
 	if target == "" {
 		if len(s.o.Targets) != 1 {
 			return userErrorf("Usage: `/runbook digest <target>` (targets: %s)", strings.Join(s.o.Targets, ", "))
@@ -461,7 +463,7 @@ func (s *Scheduler) DigestNow(ctx context.Context, target string, to Conversatio
 		return userErrorf("Unknown target %q. Targets: %s", target, strings.Join(s.o.Targets, ", "))
 	}
 	window, loc := 24*time.Hour, time.Local
-	var prev *DigestData
+	var prev *Data
 	var best *digestJob
 	for _, j := range s.jobs {
 		if j.cfg.Target == target && (best == nil || j.cfg.Channel == to.Channel && best.cfg.Channel != to.Channel) {
@@ -480,7 +482,7 @@ func (s *Scheduler) DigestNow(ctx context.Context, target string, to Conversatio
 	}
 	now := s.o.Now()
 	data := s.collect(ctx, target, window, prev, now)
-	if _, err := s.o.Chat.Post(ctx, to, RenderDigest(target, data, prev, now.In(loc))); err != nil {
+	if _, err := s.o.Chat.Post(ctx, to, Render(target, data, prev, now.In(loc))); err != nil {
 		return fmt.Errorf("posting the digest of %s: %w", target, err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package bot_test
+package digest_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
+	"github.com/groundcrew/groundcrew/digest"
 )
 
 var parisTZ = func() *time.Location {
@@ -35,27 +36,27 @@ type fakeSource struct {
 	calls int
 }
 
-func (s *fakeSource) Collect(_ context.Context, target string, window time.Duration, _ *bot.DigestData) (bot.DigestData, error) {
+func (s *fakeSource) Collect(_ context.Context, target string, window time.Duration, _ *digest.Data) (digest.Data, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
 	if s.err != nil {
-		return bot.DigestData{}, s.err
+		return digest.Data{}, s.err
 	}
-	return bot.DigestData{
-		Workers: bot.WorkerFigures{ByState: map[string]int{"running": 2}, Names: []string{"w-0", "w-1"}},
-		Builds:  bot.BuildFigures{ByStatus: map[string]int{"succeeded": 10, "pending": s.pend}},
+	return digest.Data{
+		Workers: digest.WorkerFigures{ByState: map[string]int{"running": 2}, Names: []string{"w-0", "w-1"}},
+		Builds:  digest.BuildFigures{ByStatus: map[string]int{"succeeded": 10, "pending": s.pend}},
 	}, nil
 }
 
 // memHistory is an in-memory DigestHistory; failSave makes saves fail.
 type memHistory struct {
 	mu       sync.Mutex
-	recs     map[string]bot.DigestRecord
+	recs     map[string]digest.Record
 	failSave bool
 }
 
-func (h *memHistory) LastDigest(_ context.Context, key string) (*bot.DigestRecord, error) {
+func (h *memHistory) LastDigest(_ context.Context, key string) (*digest.Record, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	r, ok := h.recs[key]
@@ -65,20 +66,20 @@ func (h *memHistory) LastDigest(_ context.Context, key string) (*bot.DigestRecor
 	return &r, nil
 }
 
-func (h *memHistory) SaveDigest(_ context.Context, key string, rec bot.DigestRecord) error {
+func (h *memHistory) SaveDigest(_ context.Context, key string, rec digest.Record) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.failSave {
 		return errors.New("disk full")
 	}
 	if h.recs == nil {
-		h.recs = map[string]bot.DigestRecord{}
+		h.recs = map[string]digest.Record{}
 	}
 	h.recs[key] = rec
 	return nil
 }
 
-func (h *memHistory) only(t *testing.T) bot.DigestRecord {
+func (h *memHistory) only(t *testing.T) digest.Record {
 	t.Helper()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -86,7 +87,7 @@ func (h *memHistory) only(t *testing.T) bot.DigestRecord {
 	for _, r := range h.recs {
 		return r
 	}
-	return bot.DigestRecord{}
+	return digest.Record{}
 }
 
 // panicChat crashes on its first post, like a bot killed mid-post.
@@ -101,24 +102,24 @@ type schedEnv struct {
 	chat  *bottest.Chat
 	hist  *memHistory
 	src   *fakeSource
-	d     bot.DigestSchedule
+	d     digest.Schedule
 }
 
 func newSchedEnv(now time.Time) *schedEnv {
 	return &schedEnv{
 		clock: bottest.NewClock(now), chat: &bottest.Chat{}, hist: &memHistory{}, src: &fakeSource{},
-		d: bot.DigestSchedule{Target: "infra-prd", Channel: "#ci-ops", Schedule: "0 8 * * *", Timezone: "Europe/Paris"},
+		d: digest.Schedule{Target: "infra-prd", Channel: "#ci-ops", Schedule: "0 8 * * *", Timezone: "Europe/Paris"},
 	}
 }
 
 // start builds a scheduler over the env's history: a fresh one is a restart.
-func (e *schedEnv) start(t *testing.T, chat bot.Chat) *bot.Scheduler {
+func (e *schedEnv) start(t *testing.T, chat bot.Chat) *digest.Scheduler {
 	t.Helper()
 	if chat == nil {
 		chat = e.chat
 	}
-	s, err := bot.NewScheduler(bot.SchedulerOptions{
-		Digests: []bot.DigestSchedule{e.d}, Source: e.src, History: e.hist, Chat: chat, Now: e.clock.Now,
+	s, err := digest.NewScheduler(digest.Options{
+		Digests: []digest.Schedule{e.d}, Source: e.src, History: e.hist, Chat: chat, Now: e.clock.Now,
 	})
 	require.NoError(t, err)
 	return s
@@ -127,34 +128,34 @@ func (e *schedEnv) start(t *testing.T, chat bot.Chat) *bot.Scheduler {
 func (e *schedEnv) set(t time.Time) { e.clock.Advance(t.Sub(e.clock.Now())) }
 
 func TestNewScheduler_ConfigErrors(t *testing.T) {
-	good := bot.DigestSchedule{Target: "infra-prd", Channel: "#ci-ops", Schedule: "0 8 * * 1-5", Timezone: "Europe/Paris"}
+	good := digest.Schedule{Target: "infra-prd", Channel: "#ci-ops", Schedule: "0 8 * * 1-5", Timezone: "Europe/Paris"}
 	tests := []struct {
 		name  string
-		bad   func(d *bot.DigestSchedule)
+		bad   func(d *digest.Schedule)
 		field string
 		msg   string
 	}{
-		{"hour out of range", func(d *bot.DigestSchedule) { d.Schedule = "0 25 * * *" }, "schedule",
+		{"hour out of range", func(d *digest.Schedule) { d.Schedule = "0 25 * * *" }, "schedule",
 			`digests[1].schedule: "0 25 * * *" is not a cron schedule (minute hour day month weekday, e.g. "0 8 * * 1-5"): end of range (25) above maximum (23): 25`},
-		{"six fields", func(d *bot.DigestSchedule) { d.Schedule = "0 0 8 * * *" }, "schedule", `expected exactly 5 fields, found 6`},
-		{"empty schedule", func(d *bot.DigestSchedule) { d.Schedule = "" }, "schedule", `digests[1].schedule: "" is not a cron schedule`},
-		{"unknown time zone", func(d *bot.DigestSchedule) { d.Timezone = "Europe/Pariss" }, "timezone",
+		{"six fields", func(d *digest.Schedule) { d.Schedule = "0 0 8 * * *" }, "schedule", `expected exactly 5 fields, found 6`},
+		{"empty schedule", func(d *digest.Schedule) { d.Schedule = "" }, "schedule", `digests[1].schedule: "" is not a cron schedule`},
+		{"unknown time zone", func(d *digest.Schedule) { d.Timezone = "Europe/Pariss" }, "timezone",
 			`digests[1].timezone: "Europe/Pariss" is not a time zone (e.g. Europe/Paris)`},
-		{"time zone twice", func(d *bot.DigestSchedule) { d.Schedule = "CRON_TZ=UTC 0 8 * * *" }, "schedule", "give it once"},
-		{"unknown target", func(d *bot.DigestSchedule) { d.Target = "infra-prod" }, "target",
+		{"time zone twice", func(d *digest.Schedule) { d.Schedule = "CRON_TZ=UTC 0 8 * * *" }, "schedule", "give it once"},
+		{"unknown target", func(d *digest.Schedule) { d.Target = "infra-prod" }, "target",
 			`digests[1].target: no target "infra-prod" is configured (targets: infra-prd, infra-stg)`},
-		{"no channel", func(d *bot.DigestSchedule) { d.Channel = "" }, "channel", `digests[1].channel: is required`},
+		{"no channel", func(d *digest.Schedule) { d.Channel = "" }, "channel", `digests[1].channel: is required`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			bad := good
 			tt.bad(&bad)
-			_, err := bot.NewScheduler(bot.SchedulerOptions{
-				Digests: []bot.DigestSchedule{good, bad}, Targets: []string{"infra-prd", "infra-stg"},
+			_, err := digest.NewScheduler(digest.Options{
+				Digests: []digest.Schedule{good, bad}, Targets: []string{"infra-prd", "infra-stg"},
 				Source: &fakeSource{}, History: &memHistory{}, Chat: &bottest.Chat{},
 			})
 			require.Error(t, err)
-			var ce *bot.DigestConfigError
+			var ce *digest.ConfigError
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, 1, ce.Index)
 			assert.Equal(t, tt.field, ce.Field)
@@ -162,8 +163,8 @@ func TestNewScheduler_ConfigErrors(t *testing.T) {
 		})
 	}
 	t.Run("every problem at once", func(t *testing.T) {
-		_, err := bot.NewScheduler(bot.SchedulerOptions{
-			Digests: []bot.DigestSchedule{{Schedule: "nope"}, good}, Source: &fakeSource{}, History: &memHistory{}, Chat: &bottest.Chat{},
+		_, err := digest.NewScheduler(digest.Options{
+			Digests: []digest.Schedule{{Schedule: "nope"}, good}, Source: &fakeSource{}, History: &memHistory{}, Chat: &bottest.Chat{},
 		})
 		require.Error(t, err)
 		for _, want := range []string{"digests[0].target: is required", "digests[0].channel: is required", `digests[0].schedule: "nope"`} {
@@ -174,38 +175,38 @@ func TestNewScheduler_ConfigErrors(t *testing.T) {
 		for _, spec := range []string{"@daily", "@every 6h", "CRON_TZ=Asia/Tokyo 30 9 * * 1-5"} {
 			d := good
 			d.Schedule, d.Timezone = spec, ""
-			_, err := bot.NewScheduler(bot.SchedulerOptions{Digests: []bot.DigestSchedule{d}, Source: &fakeSource{}, History: &memHistory{}, Chat: &bottest.Chat{}})
+			_, err := digest.NewScheduler(digest.Options{Digests: []digest.Schedule{d}, Source: &fakeSource{}, History: &memHistory{}, Chat: &bottest.Chat{}})
 			assert.NoError(t, err, spec)
 		}
 	})
 }
 
 func TestDecideDigest(t *testing.T) {
-	daily, _, err := bot.ParseDigestSchedule("0 8 * * *", "Europe/Paris")
+	daily, _, err := digest.ParseSchedule("0 8 * * *", "Europe/Paris")
 	require.NoError(t, err)
-	weekdays, _, err := bot.ParseDigestSchedule("0 8 * * 1-5", "Europe/Paris")
+	weekdays, _, err := digest.ParseSchedule("0 8 * * 1-5", "Europe/Paris")
 	require.NoError(t, err)
 	tests := []struct {
 		name      string
 		last, now time.Time
 		weekdays  bool
 		catchUp   time.Duration
-		want      bot.DigestDecision
+		want      digest.Decision
 	}{
 		{name: "before the fire time", last: at(9, 8, 0), now: at(10, 7, 59)},
 		{name: "already posted", last: at(10, 8, 0), now: at(10, 9, 0)},
 		{name: "on time", last: at(9, 8, 0), now: at(10, 8, 0),
-			want: bot.DigestDecision{Fire: at(10, 8, 0), Allowed: 24 * time.Hour, Post: true}},
+			want: digest.Decision{Fire: at(10, 8, 0), Allowed: 24 * time.Hour, Post: true}},
 		{name: "missed while down, caught up", last: at(9, 8, 0), now: at(10, 15, 30),
-			want: bot.DigestDecision{Fire: at(10, 8, 0), Late: 7*time.Hour + 30*time.Minute, Allowed: 24 * time.Hour, Post: true}},
+			want: digest.Decision{Fire: at(10, 8, 0), Late: 7*time.Hour + 30*time.Minute, Allowed: 24 * time.Hour, Post: true}},
 		{name: "down for days: only the latest, once", last: at(5, 8, 0), now: at(10, 9, 0),
-			want: bot.DigestDecision{Fire: at(10, 8, 0), Late: time.Hour, Allowed: 24 * time.Hour, Post: true, Skipped: 4}},
+			want: digest.Decision{Fire: at(10, 8, 0), Late: time.Hour, Allowed: 24 * time.Hour, Post: true, Skipped: 4}},
 		{name: "later than catch_up", last: at(9, 8, 0), now: at(10, 15, 30), catchUp: 2 * time.Hour,
-			want: bot.DigestDecision{Fire: at(10, 8, 0), Late: 7*time.Hour + 30*time.Minute, Allowed: 2 * time.Hour}},
+			want: digest.Decision{Fire: at(10, 8, 0), Late: 7*time.Hour + 30*time.Minute, Allowed: 2 * time.Hour}},
 		{name: "friday's period lasts until monday", last: at(6, 8, 0), now: at(9, 20, 0), weekdays: true,
-			want: bot.DigestDecision{Fire: at(7, 8, 0), Late: 60 * time.Hour, Allowed: 72 * time.Hour, Post: true}},
+			want: digest.Decision{Fire: at(7, 8, 0), Late: 60 * time.Hour, Allowed: 72 * time.Hour, Post: true}},
 		{name: "summer time: 08:00 in Paris is 06:00 UTC", last: at(30, 0, 0), now: time.Date(2025, 3, 30, 6, 0, 0, 0, time.UTC),
-			want: bot.DigestDecision{Fire: time.Date(2025, 3, 30, 6, 0, 0, 0, time.UTC), Allowed: 24 * time.Hour, Post: true}},
+			want: digest.Decision{Fire: time.Date(2025, 3, 30, 6, 0, 0, 0, time.UTC), Allowed: 24 * time.Hour, Post: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -213,7 +214,7 @@ func TestDecideDigest(t *testing.T) {
 			if tt.weekdays {
 				s = weekdays
 			}
-			got := bot.DecideDigest(s, tt.last, tt.now, tt.catchUp)
+			got := digest.Decide(s, tt.last, tt.now, tt.catchUp)
 			assert.True(t, tt.want.Fire.Equal(got.Fire), "fire %s, want %s", got.Fire, tt.want.Fire)
 			got.Fire = tt.want.Fire
 			assert.Equal(t, tt.want, got)
@@ -222,15 +223,15 @@ func TestDecideDigest(t *testing.T) {
 }
 
 func TestFireTimes(t *testing.T) {
-	s, _, err := bot.ParseDigestSchedule("0 */6 * * *", "UTC")
+	s, _, err := digest.ParseSchedule("0 */6 * * *", "UTC")
 	require.NoError(t, err)
 	start := time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC)
-	fires, older := bot.FireTimes(s, start, start.Add(24*time.Hour), 10)
+	fires, older := digest.FireTimes(s, start, start.Add(24*time.Hour), 10)
 	assert.Len(t, fires, 4)
 	assert.Zero(t, older)
 	assert.Equal(t, start.Add(6*time.Hour), fires[0].UTC(), "after is exclusive")
 	assert.Equal(t, start.Add(24*time.Hour), fires[3].UTC(), "now is inclusive")
-	fires, older = bot.FireTimes(s, start, start.Add(24*time.Hour), 1)
+	fires, older = digest.FireTimes(s, start, start.Add(24*time.Hour), 1)
 	assert.Equal(t, []time.Time{start.Add(24 * time.Hour)}, []time.Time{fires[0].UTC()})
 	assert.Equal(t, 3, older)
 }
@@ -241,7 +242,7 @@ func TestScheduler_PostsOnceAtFireTime(t *testing.T) {
 	ctx := context.Background()
 	s.Tick(ctx)
 	assert.Empty(t, env.chat.Posts(), "a new schedule owes nothing from before it was first seen")
-	assert.Equal(t, bot.DigestArmed, env.hist.only(t).State)
+	assert.Equal(t, digest.Armed, env.hist.only(t).State)
 
 	env.set(at(10, 7, 59))
 	s.Tick(ctx)
@@ -257,7 +258,7 @@ func TestScheduler_PostsOnceAtFireTime(t *testing.T) {
 	assert.Equal(t, "#ci-ops", p.To.Channel)
 	assert.Contains(t, p.Msg.Text, "*Health digest* `infra-prd` · Mon 08:00 CET")
 	rec := env.hist.only(t)
-	assert.Equal(t, bot.DigestPosted, rec.State)
+	assert.Equal(t, digest.Posted, rec.State)
 	assert.True(t, rec.Fire.Equal(at(10, 8, 0)))
 	assert.Equal(t, p.Ref, rec.Ref)
 
@@ -300,7 +301,7 @@ func TestScheduler_CatchUpTooLate(t *testing.T) {
 	env.start(t, nil).Tick(ctx)
 	assert.Empty(t, env.chat.Posts(), "2 h 30 min late with catch_up 2h: skipped")
 	rec := env.hist.only(t)
-	assert.Equal(t, bot.DigestSkipped, rec.State)
+	assert.Equal(t, digest.Skipped, rec.State)
 	assert.True(t, rec.Fire.Equal(at(10, 8, 0)))
 
 	env.set(at(11, 8, 0))
@@ -319,7 +320,7 @@ func TestScheduler_NoDoublePostAfterCrash(t *testing.T) {
 	env.set(at(10, 8, 0))
 	env.start(t, panicChat{env.chat}).Tick(ctx) // the panic is recovered per digest
 	rec := env.hist.only(t)
-	assert.Equal(t, bot.DigestPosting, rec.State, "intent recorded before the post")
+	assert.Equal(t, digest.Posting, rec.State, "intent recorded before the post")
 
 	env.set(at(10, 8, 2))
 	s := env.start(t, nil)
@@ -344,7 +345,7 @@ func TestScheduler_RetriesRefusedPosts(t *testing.T) {
 	s.Tick(ctx)
 	assert.Empty(t, env.chat.Posts())
 	rec := env.hist.only(t)
-	assert.Equal(t, bot.DigestFailed, rec.State)
+	assert.Equal(t, digest.Failed, rec.State)
 	assert.Equal(t, 1, rec.Attempts)
 	assert.Equal(t, "chat is down", rec.LastError)
 

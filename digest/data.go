@@ -1,4 +1,4 @@
-package bot
+package digest
 
 import (
 	"context"
@@ -7,20 +7,20 @@ import (
 	"time"
 )
 
-// DigestSource collects the health figures of one Concourse target for a
+// Source collects the health figures of one Concourse target for a
 // digest. Builds are counted over the window ending now. prev is the data
 // of the previous digest of the same schedule (nil for the first one);
 // sources may use it to bound their work, and the scheduler derives ages,
 // missing workers and trends from it itself. An error means the target
 // could not be read at all: the digest then says so, with the error.
-type DigestSource interface {
-	Collect(ctx context.Context, target string, window time.Duration, prev *DigestData) (DigestData, error)
+type Source interface {
+	Collect(ctx context.Context, target string, window time.Duration, prev *Data) (Data, error)
 }
 
-// DigestData is a digest's figures for one target. Sources fill the facts;
+// Data is a digest's figures for one target. Sources fill the facts;
 // the scheduler adds what only history can tell (how long a worker has been
 // stalled, which workers disappeared). It is stored as JSON.
-type DigestData struct {
+type Data struct {
 	Target string `json:"target"`
 	// At is when the figures were collected.
 	At     time.Time     `json:"at"`
@@ -164,7 +164,7 @@ const (
 // carryHistory completes cur with what the previous digest knew: when
 // stalled workers and paused pipelines were first seen, which workers are
 // gone, and a bound on the oldest pending build's queue time.
-func carryHistory(cur *DigestData, prev *DigestData) {
+func carryHistory(cur *Data, prev *Data) {
 	if cur.Err != "" {
 		return
 	}

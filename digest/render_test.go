@@ -1,4 +1,4 @@
-package bot
+package digest
 
 import (
 	"io/fs"
@@ -29,8 +29,8 @@ func mustLoc(name string) *time.Location {
 }
 
 // healthyDigest is a target with nothing wrong, collected at at.
-func healthyDigest(at time.Time) DigestData {
-	return DigestData{
+func healthyDigest(at time.Time) Data {
+	return Data{
 		Target: "infra-prd", At: at, Window: 24 * time.Hour,
 		Workers: WorkerFigures{ByState: map[string]int{"running": 3}, Names: []string{"w-1", "w-2", "w-3"},
 			ContainersMax: 120, MaxWorker: "w-2", ContainersMean: 100},
@@ -39,7 +39,7 @@ func healthyDigest(at time.Time) DigestData {
 }
 
 // sickDigest has one problem of every kind.
-func sickDigest(at time.Time) DigestData {
+func sickDigest(at time.Time) Data {
 	d := healthyDigest(at)
 	d.Workers.ByState = map[string]int{"running": 2, "stalled": 1}
 	d.Workers.Names = []string{"caascad-ci-workers-infra-infra-prd-0", "w-1", "w-2"}
@@ -127,7 +127,7 @@ func TestRenderDigest_Trends(t *testing.T) {
 	prev.DB = &DBFigures{DatabaseBytes: 10 << 30, BuildLogBytes: 8 << 30, Tables: []DBTable{{Table: "pipeline_build_events_3", Label: "main/app", Bytes: 5 << 30}}}
 	cur := sickDigest(digestMon)
 
-	m := RenderDigest("infra-prd", cur, &prev, digestMon)
+	m := Render("infra-prd", cur, &prev, digestMon)
 	for _, want := range []string{
 		"🔴 *Health digest* `infra-prd` · Mon 08:00 CET",
 		"Workers: 2 running ▼1, 1 stalled ▲1 · containers max 120, mean 100",
@@ -144,21 +144,21 @@ func TestRenderDigest_Trends(t *testing.T) {
 	assert.Contains(t, m.Detail, "Compared with the digest of Sun 09 Mar 08:00 CET.")
 	assert.Contains(t, m.Text, "the database grew 20% since the last digest")
 
-	first := RenderDigest("infra-prd", cur, nil, digestMon)
+	first := Render("infra-prd", cur, nil, digestMon)
 	assert.NotContains(t, first.Text, "▲")
 	assert.NotContains(t, first.Text, "▼")
 	assert.Contains(t, first.Text, "First digest: no trends yet")
 }
 
 func TestRenderDigest_HealthyAndUnreachable(t *testing.T) {
-	m := RenderDigest("infra-prd", healthyDigest(digestMon), nil, digestMon)
+	m := Render("infra-prd", healthyDigest(digestMon), nil, digestMon)
 	assert.True(t, strings.HasPrefix(m.Text, "🟢 *Health digest* `infra-prd` · Mon 08:00 CET — all healthy"), m.Text)
 	assert.NotContains(t, m.Text, "Suggested")
 	assert.NotEmpty(t, m.Detail)
 
 	prev := healthyDigest(digestMon.Add(-24 * time.Hour))
-	down := DigestData{Target: "infra-prd", At: digestMon, Err: `infra-prd: list workers: cannot reach ci.example.com: connection refused`}
-	m = RenderDigest("infra-prd", down, &prev, digestMon)
+	down := Data{Target: "infra-prd", At: digestMon, Err: `infra-prd: list workers: cannot reach ci.example.com: connection refused`}
+	m = Render("infra-prd", down, &prev, digestMon)
 	assert.Contains(t, m.Text, "🔴 *Health digest* `infra-prd` · Mon 08:00 CET — unreachable")
 	assert.Contains(t, m.Text, "connection refused")
 	assert.Contains(t, m.Text, "`/runbook run web-restart target=infra-prd`")
@@ -169,28 +169,28 @@ func TestDigestSuggestions_EachProblem(t *testing.T) {
 	base := healthyDigest(digestMon)
 	tests := []struct {
 		name   string
-		modify func(d *DigestData)
+		modify func(d *Data)
 		want   string
 	}{
-		{"unreachable", func(d *DigestData) { d.Err = "connection refused" }, "/runbook run web-restart target=infra-prd"},
-		{"stalled worker", func(d *DigestData) {
+		{"unreachable", func(d *Data) { d.Err = "connection refused" }, "/runbook run web-restart target=infra-prd"},
+		{"stalled worker", func(d *Data) {
 			d.Workers.Stalled = []StalledWorker{{Name: "caascad-ci-workers-infra-infra-prd-3", Since: digestMon.Add(-2 * time.Hour)}}
 		}, "/runbook run worker-stalled target=infra-prd worker=3"},
-		{"stalled worker without id", func(d *DigestData) { d.Workers.Stalled = []StalledWorker{{Name: "blue", Since: digestMon}} },
+		{"stalled worker without id", func(d *Data) { d.Workers.Stalled = []StalledWorker{{Name: "blue", Since: digestMon}} },
 			"/runbook run worker-stalled target=infra-prd worker=<ID>"},
-		{"many pending", func(d *DigestData) { d.Builds.ByStatus["pending"] = PendingAlert }, "/runbook run workers-saturated target=infra-prd since=24h"},
-		{"old pending", func(d *DigestData) {
+		{"many pending", func(d *Data) { d.Builds.ByStatus["pending"] = PendingAlert }, "/runbook run workers-saturated target=infra-prd since=24h"},
+		{"old pending", func(d *Data) {
 			d.Builds.ByStatus["pending"], d.Builds.PendingSince = 2, digestMon.Add(-PendingAgeAlert)
 			d.Builds.PendingByPipeline = []PipelineCount{{Team: "deploy", Pipeline: "caascad-alert-prepare", Count: 2}}
 		}, "/runbook run workers-saturated target=infra-prd since=24h team=deploy pipeline=caascad-alert-prepare"},
-		{"busy worker", func(d *DigestData) { d.Workers.ContainersMax, d.Window = ContainersAlert, 90*time.Minute },
+		{"busy worker", func(d *Data) { d.Workers.ContainersMax, d.Window = ContainersAlert, 90*time.Minute },
 			"/runbook run workers-saturated target=infra-prd since=90m"},
-		{"image fetch", func(d *DigestData) { d.Builds.ImageFetch, d.Builds.ImageFetchPipelines = 2, []string{"main/app"} },
+		{"image fetch", func(d *Data) { d.Builds.ImageFetch, d.Builds.ImageFetchPipelines = 2, []string{"main/app"} },
 			"/runbook run image-fetch-failed target=infra-prd since=24h team=main pipeline=app"},
-		{"image fetch in several pipelines", func(d *DigestData) {
+		{"image fetch in several pipelines", func(d *Data) {
 			d.Builds.ImageFetch, d.Builds.ImageFetchPipelines, d.Window = 2, []string{"main/app", "main/docs"}, 72*time.Hour
 		}, "/runbook run image-fetch-failed target=infra-prd since=3d"},
-		{"big build-log table", func(d *DigestData) {
+		{"big build-log table", func(d *Data) {
 			d.DB = &DBFigures{DatabaseBytes: 8 << 30, Tables: []DBTable{{Team: "deploy", Pipeline: "caascad-alert-prepare", Label: "deploy/caascad-alert-prepare", Bytes: TableAlertBytes}}}
 		}, "/runbook run postgres-build-logs-full target=infra-prd team=deploy pipeline=caascad-alert-prepare"},
 	}
@@ -199,13 +199,13 @@ func TestDigestSuggestions_EachProblem(t *testing.T) {
 			d := base
 			d.Builds.ByStatus = map[string]int{"succeeded": 40}
 			tt.modify(&d)
-			s := DigestSuggestions("infra-prd", d, digestMon)
+			s := Suggestions("infra-prd", d, digestMon)
 			require.Len(t, s, 1, "%+v", s)
 			assert.Equal(t, tt.want, s[0].Command)
-			assert.Contains(t, RenderDigest("infra-prd", d, nil, digestMon).Text, "`"+tt.want+"`")
+			assert.Contains(t, Render("infra-prd", d, nil, digestMon).Text, "`"+tt.want+"`")
 		})
 	}
-	assert.Empty(t, DigestSuggestions("infra-prd", base, digestMon), "a healthy target has no suggestion")
+	assert.Empty(t, Suggestions("infra-prd", base, digestMon), "a healthy target has no suggestion")
 
 	t.Run("fast-growing database", func(t *testing.T) {
 		prev := healthyDigest(digestMon.Add(-24 * time.Hour))
@@ -250,11 +250,11 @@ func TestDigestSuggestions_MatchBuiltinRunbooks(t *testing.T) {
 		library[raw.Name] = rb
 	}
 	var all []Suggestion
-	all = append(all, DigestSuggestions("infra-prd", sickDigest(digestMon), digestMon)...)
+	all = append(all, Suggestions("infra-prd", sickDigest(digestMon), digestMon)...)
 	busy := healthyDigest(digestMon)
 	busy.Workers.ContainersMax = ContainersAlert
-	all = append(all, DigestSuggestions("infra-prd", busy, digestMon)...)
-	all = append(all, DigestSuggestions("infra-prd", DigestData{Err: "down"}, digestMon)...)
+	all = append(all, Suggestions("infra-prd", busy, digestMon)...)
+	all = append(all, Suggestions("infra-prd", Data{Err: "down"}, digestMon)...)
 	var names []string
 	for _, s := range all {
 		names = append(names, s.Runbook)
