@@ -5,6 +5,7 @@ import (
 
 	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/adapters/core"
+	"github.com/groundcrew/groundcrew/adapters/postgres/pgsim"
 	"github.com/groundcrew/groundcrew/bot"
 )
 
@@ -20,5 +21,5 @@ func Catalog() (*bot.Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	return bot.NewRegistry(core.Provider{}, cc, NewDatabaseSim(DefaultTarget, DatabaseSpec{}, nil))
+	return bot.NewRegistry(core.Provider{}, cc, pgsim.New(DefaultTarget, pgsim.DatabaseSpec{}, nil))
 }

@@ -67,7 +67,7 @@ func (e *env) check(x *Expect) []string {
 			fail("thread: want no message containing %q, got one", s)
 		}
 	}
-	replies := strings.Join(e.chat.Ephemerals(""), "\n")
+	replies := strings.Join(e.chat.Ephemerals(), "\n")
 	for _, s := range x.Replies {
 		if !strings.Contains(replies, s) {
 			fail("replies: want one containing %q, got: %s", s, e.replies())

@@ -9,6 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/groundcrew/groundcrew/adapters/postgres/pgsim"
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
@@ -40,7 +41,7 @@ type Scenario struct {
 	World WorldSpec
 	// Database is the simulated Concourse database (nil: none, so
 	// postgres.* operations fail as on a target without a database).
-	Database *DatabaseSpec
+	Database *pgsim.DatabaseSpec
 	// Policy is the configured default approval policy (zero: the engine's).
 	Policy bot.Policy
 	// Groups maps an approver group to its members (user names).
@@ -305,41 +306,6 @@ func parseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is not a duration (e.g. 30s, 21m, 2h, 2d)", s)
 	}
 	return v, nil
-}
-
-// Size is a number of bytes written 123, "800MB" or "38GB" (powers of 1024).
-type Size int64
-
-// UnmarshalYAML implements yaml.Unmarshaler.
-func (z *Size) UnmarshalYAML(n *yaml.Node) error {
-	v, err := parseSize(n.Value)
-	if err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
-	}
-	*z = Size(v)
-	return nil
-}
-
-func parseSize(s string) (int64, error) {
-	s = strings.ToUpper(strings.TrimSpace(s))
-	units := []struct {
-		suffix string
-		mult   float64
-	}{{"TB", 1 << 40}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"B", 1}}
-	for _, u := range units {
-		if num, ok := strings.CutSuffix(s, u.suffix); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-			if err != nil || f < 0 {
-				return 0, fmt.Errorf("%q is not a size (e.g. 800MB, 38GB)", s)
-			}
-			return int64(f * u.mult), nil
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%q is not a size (e.g. 800MB, 38GB)", s)
-	}
-	return n, nil
 }
 
 // checkKeys rejects unknown keys of a mapping node (custom unmarshalers do

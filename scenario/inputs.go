@@ -230,7 +230,7 @@ func (e *env) changeWorld(w *WorldAction) error {
 
 // replies returns the ephemeral replies, joined for messages.
 func (e *env) replies() string {
-	rs := e.chat.Ephemerals("")
+	rs := e.chat.Ephemerals()
 	if len(rs) == 0 {
 		return "none"
 	}

@@ -11,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/groundcrew/groundcrew/adapters/postgres/pgsim"
 	"github.com/groundcrew/groundcrew/bot"
 )
 
@@ -231,14 +232,14 @@ func (p *parser) world(n *yaml.Node, file string, line int) WorldSpec {
 	return WorldSpec{}
 }
 
-func (p *parser) database(n *yaml.Node) *DatabaseSpec {
+func (p *parser) database(n *yaml.Node) *pgsim.DatabaseSpec {
 	if n == nil {
 		return nil
 	}
 	if n.Kind == yaml.ScalarNode {
 		switch {
 		case n.Value == "demo":
-			return DemoDatabase()
+			return pgsim.Demo()
 		case n.Value == "none" || n.Tag == "!!null":
 			return nil // explicitly none, overriding the file's
 		}
@@ -250,7 +251,7 @@ func (p *parser) database(n *yaml.Node) *DatabaseSpec {
 		p.errf(n.Line, "database: %v", err)
 		return nil
 	}
-	var spec DatabaseSpec
+	var spec pgsim.DatabaseSpec
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&spec); err != nil {

@@ -12,8 +12,8 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
 	"github.com/groundcrew/groundcrew/adapters/core"
+	"github.com/groundcrew/groundcrew/adapters/postgres/pgsim"
 	"github.com/groundcrew/groundcrew/bot"
-	"github.com/groundcrew/groundcrew/bot/bottest"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/store"
 )
@@ -65,11 +65,11 @@ func (r *Result) Passed() bool { return r.Err == nil && len(r.Failures) == 0 }
 type env struct {
 	sc    *Scenario
 	o     Options
-	clock *bottest.Clock
+	clock *clock
 	sim   *concoursesim.Server
-	db    *DatabaseSim
+	db    *pgsim.Sim
 	rec   *recorder
-	chat  *bottest.Chat
+	chat  *chat
 	store *store.DB
 	eng   *bot.Engine
 	lib   *runbooks.Library
@@ -146,8 +146,8 @@ func setup(ctx context.Context, sc *Scenario, o Options) (*env, func(), error) {
 	if startAt.IsZero() {
 		startAt = time.Now().UTC().Truncate(time.Second)
 	}
-	e := &env{sc: sc, o: o, clock: bottest.NewClock(startAt), rec: &recorder{}, ctx: ctx,
-		chat: &bottest.Chat{Groups: sc.Groups}}
+	e := &env{sc: sc, o: o, clock: newClock(startAt), rec: &recorder{}, ctx: ctx,
+		chat: &chat{groups: sc.Groups}}
 
 	world, err := sc.World.build()
 	if err != nil {
@@ -177,17 +177,18 @@ func setup(ctx context.Context, sc *Scenario, o Options) (*env, func(), error) {
 	if err != nil {
 		return nil, cleanup, err
 	}
-	dbSpec := DatabaseSpec{Down: true}
+	dbSpec := pgsim.DatabaseSpec{Down: true}
 	if sc.Database != nil {
 		dbSpec = *sc.Database
 	}
-	e.db = NewDatabaseSim(sc.Target, dbSpec, func(team, name string) (int, bool) {
+	dbTarget := sc.Target
+	if sc.Database == nil {
+		dbTarget = "" // every call says the target has no database
+	}
+	e.db = pgsim.New(dbTarget, dbSpec, func(team, name string) (int, bool) {
 		p, ok := sim.Pipeline(team, name)
 		return p.ID, ok
 	})
-	if sc.Database == nil {
-		e.db.target = "" // every call says the target has no database
-	}
 	reg, err := bot.NewRegistry(e.rec.wrap(core.Provider{}), e.rec.wrap(cc), e.rec.wrap(e.db))
 	if err != nil {
 		return nil, cleanup, fmt.Errorf("registering operations: %w", err)

@@ -153,7 +153,7 @@ func TestClient_BadPasswordIsUnauthorizedWithHint(t *testing.T) {
 	require.NoError(t, err)
 	err = c.Login(context.Background())
 	require.ErrorIs(t, err, ErrUnauthorized)
-	assert.Equal(t, `infra-prd: log in as "admin": 401 Invalid username or password: check the username and password of target infra-prd`, err.Error())
+	assert.Equal(t, `login failed for target infra-prd as user admin: 401 Invalid username or password: check password_file (and that the user exists in Concourse)`, err.Error())
 	assert.NotContains(t, err.Error(), "wrong")
 	_, err = c.Workers(context.Background())
 	require.ErrorIs(t, err, ErrUnauthorized)

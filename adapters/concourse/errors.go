@@ -16,7 +16,8 @@ var (
 	// ErrNotFound: the object does not exist (HTTP 404), or a lookup such as
 	// Worker found nothing.
 	ErrNotFound = errors.New("not found")
-	// ErrUnauthorized: the token was refused (HTTP 401) or the login failed.
+	// ErrUnauthorized: the token was refused (HTTP 401) or the login failed;
+	// its message says "login failed for target X as user Y: check password_file".
 	ErrUnauthorized = errors.New("not authorized")
 	// ErrForbidden: the user lacks the role the action needs (HTTP 403).
 	ErrForbidden = errors.New("forbidden")
@@ -48,6 +49,12 @@ type StatusError struct {
 // Error implements error.
 func (e *StatusError) Error() string {
 	var b strings.Builder
+	if e.Code == http.StatusUnauthorized && e.Path == tokenPath {
+		// a refused login is a credentials problem, not an outage
+		fmt.Fprintf(&b, "login failed for target %s as user %s: %d %s: check password_file (and that the user exists in Concourse)",
+			e.Target, e.Username, e.Code, e.Reason())
+		return b.String()
+	}
 	fmt.Fprintf(&b, "%s: %s: %d %s", e.Target, e.Action, e.Code, e.Reason())
 	if h := e.hint(); h != "" {
 		b.WriteString(": ")
@@ -95,7 +102,10 @@ func (e *StatusError) Reason() string {
 func (e *StatusError) hint() string {
 	switch {
 	case e.Code == http.StatusUnauthorized:
-		return fmt.Sprintf("check the username and password of target %s", e.Target)
+		if e.Username == "" {
+			return fmt.Sprintf("target %s has no credentials: set username and password_file", e.Target)
+		}
+		return fmt.Sprintf("login failed for target %s as user %s: check password_file", e.Target, e.Username)
 	case e.Code == http.StatusForbidden:
 		who := "the bot's user"
 		if e.Username != "" {

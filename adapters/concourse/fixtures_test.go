@@ -271,6 +271,6 @@ func TestClient_RecordedUnauthorizedWithoutCredentials(t *testing.T) {
 	c := anonClient(t, rs.URL)
 	_, err := c.Info(context.Background())
 	require.ErrorIs(t, err, ErrUnauthorized)
-	assert.Contains(t, err.Error(), "infra-prd: read server info: 401 not authorized: check the username and password of target infra-prd")
+	assert.Contains(t, err.Error(), "infra-prd: read server info: 401 not authorized: target infra-prd has no credentials: set username and password_file")
 	assert.False(t, errors.Is(err, ErrForbidden))
 }

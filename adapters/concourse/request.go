@@ -31,6 +31,9 @@ type request struct {
 // expires rather than receive a 401.
 const tokenExpiryMargin = time.Minute
 
+// tokenPath is Concourse's password-grant endpoint.
+const tokenPath = "/sky/issuer/token"
+
 // Login logs in now (password grant), replacing any token. Use it at startup
 // to report bad credentials early; other methods log in on demand.
 func (c *Client) Login(ctx context.Context) error {
@@ -52,7 +55,7 @@ func (c *Client) loginLocked(ctx context.Context) error {
 		if errors.As(err, &re) && re.Response != nil {
 			return &StatusError{
 				Target: c.cfg.Name, Action: action, Method: http.MethodPost,
-				Path: "/sky/issuer/token", Code: re.Response.StatusCode,
+				Path: tokenPath, Code: re.Response.StatusCode,
 				Body: string(re.Body), Username: c.cfg.Username,
 			}
 		}

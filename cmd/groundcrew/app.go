@@ -18,12 +18,12 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/core"
 	"github.com/groundcrew/groundcrew/adapters/mattermost"
 	"github.com/groundcrew/groundcrew/adapters/postgres"
+	"github.com/groundcrew/groundcrew/adapters/postgres/pgsim"
 	"github.com/groundcrew/groundcrew/adapters/slack"
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/config"
 	"github.com/groundcrew/groundcrew/digest"
 	"github.com/groundcrew/groundcrew/runbooks"
-	"github.com/groundcrew/groundcrew/scenario"
 	"github.com/groundcrew/groundcrew/store"
 )
 
@@ -267,7 +267,7 @@ func (a *app) simulatedDatabase(real map[string]postgres.DatabaseConfig) bot.Pro
 		return nil
 	}
 	name, sim := a.cfg.TargetNames()[0], a.sims[0]
-	return scenario.NewDatabaseSim(name, *scenario.DemoDatabase(), func(team, pipeline string) (int, bool) {
+	return pgsim.New(name, *pgsim.Demo(), func(team, pipeline string) (int, bool) {
 		p, ok := sim.Pipeline(team, pipeline)
 		if !ok {
 			return 0, false

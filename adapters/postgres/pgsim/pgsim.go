@@ -1,4 +1,8 @@
-package scenario
+// Package pgsim is a simulated Concourse PostgreSQL database behind the
+// postgres.* operations, for scenarios, the demo and training (next to the
+// Concourse simulator, concoursesim). It is not a test fake: `groundcrew
+// test` and `groundcrew demo` run on it.
+package pgsim
 
 import (
 	"context"
@@ -9,9 +13,47 @@ import (
 	"strings"
 	"sync"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/groundcrew/groundcrew/adapters/postgres"
 	"github.com/groundcrew/groundcrew/bot"
 )
+
+// Size is a number of bytes written 123, "800MB" or "38GB" (powers of 1024).
+type Size int64
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (z *Size) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseSize(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*z = Size(v)
+	return nil
+}
+
+// ParseSize reads "800MB", "38GB" or a number of bytes.
+func ParseSize(s string) (int64, error) {
+	s = strings.ToUpper(strings.TrimSpace(s))
+	units := []struct {
+		suffix string
+		mult   float64
+	}{{"TB", 1 << 40}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10}, {"B", 1}}
+	for _, u := range units {
+		if num, ok := strings.CutSuffix(s, u.suffix); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+			if err != nil || f < 0 {
+				return 0, fmt.Errorf("%q is not a size (e.g. 800MB, 38GB)", s)
+			}
+			return int64(f * u.mult), nil
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a size (e.g. 800MB, 38GB)", s)
+	}
+	return n, nil
+}
 
 // DatabaseSpec declares a simulated Concourse database: its build-log
 // tables with their sizes, for the postgres.* operations.
@@ -41,10 +83,10 @@ type TableSpec struct {
 	Running int `yaml:"running"`
 }
 
-// DemoDatabase is the database of the demo: the build logs of
+// Demo is the database of the demo: the build logs of
 // deploy/caascad-alert-prepare (the pipeline with 300 pending builds) fill
 // most of it.
-func DemoDatabase() *DatabaseSpec {
+func Demo() *DatabaseSpec {
 	return &DatabaseSpec{
 		Other: 2 << 30,
 		Tables: []TableSpec{
@@ -64,11 +106,11 @@ type simTable struct {
 	running int
 }
 
-// DatabaseSim is a simulated Concourse database behind the postgres.*
+// Sim is a simulated Concourse database behind the postgres.*
 // operations: the same names, arguments, plan items and result data as
 // adapters/postgres, over tables declared in a DatabaseSpec. Safe for
 // concurrent use.
-type DatabaseSim struct {
+type Sim struct {
 	target string
 	mu     sync.Mutex
 	tables []*simTable
@@ -77,13 +119,13 @@ type DatabaseSim struct {
 	rep    bool
 }
 
-var _ bot.Provider = (*DatabaseSim)(nil)
+var _ bot.Provider = (*Sim)(nil)
 
-// NewDatabaseSim returns the simulated database of target. pipelineID
+// New returns the simulated database of target. pipelineID
 // (may be nil) gives the id the Concourse simulator uses for a pipeline, so
 // table names match the pipelines the Concourse operations show.
-func NewDatabaseSim(target string, spec DatabaseSpec, pipelineID func(team, name string) (int, bool)) *DatabaseSim {
-	d := &DatabaseSim{target: target, other: int64(spec.Other), down: spec.Down, rep: spec.Replica}
+func New(target string, spec DatabaseSpec, pipelineID func(team, name string) (int, bool)) *Sim {
+	d := &Sim{target: target, other: int64(spec.Other), down: spec.Down, rep: spec.Replica}
 	if d.other == 0 {
 		d.other = 2 << 30
 	}
@@ -127,7 +169,7 @@ func NewDatabaseSim(target string, spec DatabaseSpec, pipelineID func(team, name
 }
 
 // SetDown makes the database unreachable (true) or reachable again.
-func (d *DatabaseSim) SetDown(down bool) {
+func (d *Sim) SetDown(down bool) {
 	d.mu.Lock()
 	d.down = down
 	d.mu.Unlock()
@@ -135,7 +177,7 @@ func (d *DatabaseSim) SetDown(down bool) {
 
 // Table returns a table by name ("pipeline_build_events_12") or owner
 // ("team/pipeline").
-func (d *DatabaseSim) Table(key string) (postgres.TableSize, bool) {
+func (d *Sim) Table(key string) (postgres.TableSize, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if t := d.find(key); t != nil {
@@ -144,7 +186,7 @@ func (d *DatabaseSim) Table(key string) (postgres.TableSize, bool) {
 	return postgres.TableSize{}, false
 }
 
-func (d *DatabaseSim) find(key string) *simTable {
+func (d *Sim) find(key string) *simTable {
 	for _, t := range d.tables {
 		if t.Table == key || (t.Kind == "pipeline" && t.Team+"/"+t.Pipeline == key) {
 			return t
@@ -156,7 +198,7 @@ func (d *DatabaseSim) find(key string) *simTable {
 // errDatabase marks failures of the simulated database.
 var errDatabase = errors.New("simulated database")
 
-func (d *DatabaseSim) check(target, action string) error {
+func (d *Sim) check(target, action string) error {
 	if target != d.target {
 		return fmt.Errorf("%w: target %s has no database configured: set targets.%s.database.dsn_file", errDatabase, target, target)
 	}
@@ -166,7 +208,7 @@ func (d *DatabaseSim) check(target, action string) error {
 	return nil
 }
 
-func (d *DatabaseSim) total() int64 {
+func (d *Sim) total() int64 {
 	n := d.other
 	for _, t := range d.tables {
 		n += t.Bytes
@@ -175,7 +217,7 @@ func (d *DatabaseSim) total() int64 {
 }
 
 // Ops implements bot.Provider.
-func (d *DatabaseSim) Ops() []bot.Op {
+func (d *Sim) Ops() []bot.Op {
 	return []bot.Op{
 		{Name: postgres.OpPing, Class: bot.ClassRead, Doc: "Simulated: connect to the target's Concourse database.", Do: d.ping},
 		{Name: postgres.OpTableSizes, Class: bot.ClassRead, Doc: "Simulated: largest build-log tables by team and pipeline.",
@@ -186,7 +228,7 @@ func (d *DatabaseSim) Ops() []bot.Op {
 	}
 }
 
-func (d *DatabaseSim) ping(_ context.Context, c bot.Call) (bot.Result, error) {
+func (d *Sim) ping(_ context.Context, c bot.Call) (bot.Result, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.check(c.Target, "database ping"); err != nil {
@@ -201,7 +243,7 @@ func (d *DatabaseSim) ping(_ context.Context, c bot.Call) (bot.Result, error) {
 	return bot.Result{Summary: sum, Data: res, Warn: d.rep}, nil
 }
 
-func (d *DatabaseSim) sizes(_ context.Context, c bot.Call) (bot.Result, error) {
+func (d *Sim) sizes(_ context.Context, c bot.Call) (bot.Result, error) {
 	top, err := c.Args.Int("top", 10)
 	if err != nil {
 		return bot.Result{}, err
@@ -244,7 +286,7 @@ func (d *DatabaseSim) sizes(_ context.Context, c bot.Call) (bot.Result, error) {
 	return bot.Result{Summary: summary, Table: tbl, Detail: "Sizes include indexes and TOAST; rows are PostgreSQL's estimates.", Data: s}, nil
 }
 
-func (d *DatabaseSim) purgePlan(_ context.Context, c bot.Call) (bot.Plan, error) {
+func (d *Sim) purgePlan(_ context.Context, c bot.Call) (bot.Plan, error) {
 	team, pipeline, mode := c.Args.String("team"), c.Args.String("pipeline"), strings.TrimSpace(c.Args.String("mode"))
 	oneOff := c.Args.Bool("one_off")
 	if mode == "" {
@@ -312,7 +354,7 @@ func (d *DatabaseSim) purgePlan(_ context.Context, c bot.Call) (bot.Plan, error)
 	return plan, nil
 }
 
-func (d *DatabaseSim) purgeApply(_ context.Context, c bot.Call, plan bot.Plan) (bot.Result, error) {
+func (d *Sim) purgeApply(_ context.Context, c bot.Call, plan bot.Plan) (bot.Result, error) {
 	if plan.Op != postgres.OpPurge || plan.Target != c.Target {
 		return bot.Result{}, fmt.Errorf("%w: refusing a plan of %s on %s", errDatabase, plan.Op, plan.Target)
 	}

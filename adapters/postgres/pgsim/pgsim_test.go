@@ -1,4 +1,4 @@
-package scenario_test
+package pgsim_test
 
 import (
 	"context"
@@ -8,14 +8,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/groundcrew/groundcrew/adapters/postgres"
+	"github.com/groundcrew/groundcrew/adapters/postgres/pgsim"
 	"github.com/groundcrew/groundcrew/bot"
-	"github.com/groundcrew/groundcrew/scenario"
 )
 
-func dbOps(t *testing.T, spec scenario.DatabaseSpec) (*scenario.DatabaseSim, map[string]bot.Op) {
+func dbOps(t *testing.T, spec pgsim.DatabaseSpec) (*pgsim.Sim, map[string]bot.Op) {
 	t.Helper()
 	ids := map[string]int{"deploy/caascad-alert-prepare": 12}
-	d := scenario.NewDatabaseSim("infra-prd", spec, func(team, name string) (int, bool) {
+	d := pgsim.New("infra-prd", spec, func(team, name string) (int, bool) {
 		id, ok := ids[team+"/"+name]
 		return id, ok
 	})
@@ -26,9 +26,9 @@ func dbOps(t *testing.T, spec scenario.DatabaseSpec) (*scenario.DatabaseSim, map
 	return d, ops
 }
 
-func TestDatabaseSim_SizesAndPurge(t *testing.T) {
+func TestSim_SizesAndPurge(t *testing.T) {
 	ctx := context.Background()
-	d, ops := dbOps(t, *scenario.DemoDatabase())
+	d, ops := dbOps(t, *pgsim.Demo())
 	res, err := ops[postgres.OpTableSizes].Do(ctx, bot.Call{Target: "infra-prd", Args: bot.Args{"top": "2", "kind": "pipeline"}})
 	require.NoError(t, err)
 	sizes := res.Data.(postgres.TableSizes)
@@ -53,21 +53,21 @@ func TestDatabaseSim_SizesAndPurge(t *testing.T) {
 	assert.Zero(t, tbl.Rows)
 }
 
-func TestDatabaseSim_Refusals(t *testing.T) {
+func TestSim_Refusals(t *testing.T) {
 	ctx := context.Background()
-	table := []scenario.TableSpec{{Team: "main", Pipeline: "app", Size: 1 << 30, Rows: 100}}
+	table := []pgsim.TableSpec{{Team: "main", Pipeline: "app", Size: 1 << 30, Rows: 100}}
 	cases := []struct {
 		name string
-		spec scenario.DatabaseSpec
+		spec pgsim.DatabaseSpec
 		call bot.Call
 		want string
 	}{
-		{"replica", scenario.DatabaseSpec{Replica: true, Tables: table}, bot.Call{Target: "infra-prd", Args: bot.Args{"team": "main", "pipeline": "app"}}, "read-only replica"},
-		{"down", scenario.DatabaseSpec{Down: true, Tables: table}, bot.Call{Target: "infra-prd", Args: bot.Args{"team": "main", "pipeline": "app"}}, "connection refused"},
-		{"other target", scenario.DatabaseSpec{Tables: table}, bot.Call{Target: "ocb-example", Args: bot.Args{"team": "main", "pipeline": "app"}}, "target ocb-example has no database configured"},
-		{"unknown pipeline", scenario.DatabaseSpec{Tables: table}, bot.Call{Target: "infra-prd", Args: bot.Args{"team": "main", "pipeline": "ghost"}}, `pipeline "ghost" not found`},
-		{"older_than without days", scenario.DatabaseSpec{Tables: table}, bot.Call{Target: "infra-prd", Args: bot.Args{"team": "main", "pipeline": "app", "mode": "older_than"}}, "between 1 and 36500"},
-		{"days with truncate", scenario.DatabaseSpec{Tables: table}, bot.Call{Target: "infra-prd", Args: bot.Args{"team": "main", "pipeline": "app", "days": "14"}}, "applies only to mode older_than"},
+		{"replica", pgsim.DatabaseSpec{Replica: true, Tables: table}, bot.Call{Target: "infra-prd", Args: bot.Args{"team": "main", "pipeline": "app"}}, "read-only replica"},
+		{"down", pgsim.DatabaseSpec{Down: true, Tables: table}, bot.Call{Target: "infra-prd", Args: bot.Args{"team": "main", "pipeline": "app"}}, "connection refused"},
+		{"other target", pgsim.DatabaseSpec{Tables: table}, bot.Call{Target: "ocb-example", Args: bot.Args{"team": "main", "pipeline": "app"}}, "target ocb-example has no database configured"},
+		{"unknown pipeline", pgsim.DatabaseSpec{Tables: table}, bot.Call{Target: "infra-prd", Args: bot.Args{"team": "main", "pipeline": "ghost"}}, `pipeline "ghost" not found`},
+		{"older_than without days", pgsim.DatabaseSpec{Tables: table}, bot.Call{Target: "infra-prd", Args: bot.Args{"team": "main", "pipeline": "app", "mode": "older_than"}}, "between 1 and 36500"},
+		{"days with truncate", pgsim.DatabaseSpec{Tables: table}, bot.Call{Target: "infra-prd", Args: bot.Args{"team": "main", "pipeline": "app", "days": "14"}}, "applies only to mode older_than"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
