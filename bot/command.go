@@ -268,6 +268,9 @@ func (e *Engine) command(ctx context.Context, ev Event) error {
 // start validates and starts a run.
 func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 	rb, ok := e.o.Library.Get(c.Name)
+	if br, broken := e.o.Library.Broken(c.Name); !ok && broken {
+		return &UserError{Msg: brokenText(br)}
+	}
 	if !ok {
 		var names []string
 		for _, r := range e.o.Library.List() {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/groundcrew/groundcrew/runbooks"
 )
 
 func (e *Engine) helpText() string {
@@ -32,8 +34,36 @@ func (e *Engine) listText() string {
 		}
 		fmt.Fprintf(&b, "• `%s`%s — %s\n", rb.Name, gated, nonEmpty(rb.Title, firstLine(rb.Description)))
 	}
+	for _, br := range e.o.Library.BrokenList() {
+		fmt.Fprintf(&b, "• `%s` ⚠️ broken — `%s` does not load; unavailable until it is fixed\n", br.Name, br.File)
+	}
 	b.WriteString("🔒 = has destructive steps (approval required)")
 	return b.String()
+}
+
+// brokenText tells why a runbook whose file does not load is unavailable:
+// the file, its first error, and how to see them all.
+func brokenText(b runbooks.Broken) string {
+	first := ""
+	if len(b.Errors) > 0 {
+		e := *b.Errors[0]
+		pos := ""
+		switch {
+		case e.Line > 0 && e.Column > 0:
+			pos = fmt.Sprintf("%d:%d: ", e.Line, e.Column)
+		case e.Line > 0:
+			pos = fmt.Sprintf("%d: ", e.Line)
+		}
+		first = fmt.Sprintf("\nFirst error: %s%s", pos, e.Msg)
+		if n := len(b.Errors) - 1; n > 0 {
+			first += fmt.Sprintf(" (and %d more)", n)
+		}
+	}
+	lint := b.Dir
+	if lint == "" {
+		lint = b.File
+	}
+	return fmt.Sprintf("Runbook `%s` is unavailable: its file `%s` does not load, and no other version is used in its place.%s\nSee every error with `groundcrew lint %s`; fix the file and restart the bot.", b.Name, b.File, first, lint)
 }
 
 func firstLine(s string) string {
@@ -43,6 +73,9 @@ func firstLine(s string) string {
 
 func (e *Engine) showText(name string) string {
 	rb, ok := e.o.Library.Get(name)
+	if br, broken := e.o.Library.Broken(name); !ok && broken {
+		return "⚠️ " + brokenText(br)
+	}
 	if !ok {
 		var names []string
 		for _, r := range e.o.Library.List() {

@@ -25,6 +25,10 @@ import (
 type Library interface {
 	Get(name string) (*runbooks.Runbook, bool)
 	List() []*runbooks.Runbook
+	// Broken names the file that keeps a runbook unavailable (an override
+	// that does not load: the built-in of that name is not used either).
+	Broken(name string) (runbooks.Broken, bool)
+	BrokenList() []runbooks.Broken
 }
 
 // TargetInfo is what the engine knows of a Concourse target.

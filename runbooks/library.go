@@ -32,6 +32,7 @@ type Override struct {
 // and safe for concurrent use; build a new one to reload.
 type Library struct {
 	byName    map[string]*Runbook
+	broken    map[string]Broken
 	overrides []Override
 }
 
@@ -43,20 +44,56 @@ type Library struct {
 // When some files are invalid, NewLibrary returns the library of the valid
 // runbooks together with an ErrorList of every problem, so the caller can
 // choose between refusing to start and carrying on with a warning.
+//
+// A file that does not load makes the runbook it was meant to define
+// unavailable (see Broken): an earlier source's runbook of that name — a
+// built-in — is never used in its place, since the team meant their own
+// version. A later source's valid runbook of that name replaces it as usual.
 func NewLibrary(cat Catalog, sources ...Source) (*Library, error) {
-	l := &Library{byName: map[string]*Runbook{}}
+	l := &Library{byName: map[string]*Runbook{}, broken: map[string]Broken{}}
 	var errs ErrorList
 	for _, src := range sources {
-		rbs, err := loadFS(src.FS, src.Name, cat)
+		rbs, broken, err := loadFS(src.FS, src.Name, cat)
 		errs = append(errs, errorsOf(src.Name, err)...)
+		valid := map[string]bool{}
 		for _, rb := range rbs {
+			valid[rb.Name] = true
 			if prev, ok := l.byName[rb.Name]; ok {
 				l.overrides = append(l.overrides, Override{Name: rb.Name, Source: rb.Source, Replaced: prev.Source})
 			}
 			l.byName[rb.Name] = rb
+			delete(l.broken, rb.Name)
+		}
+		for _, b := range broken {
+			if valid[b.Name] {
+				// Another file of this source defines the name: the
+				// broken one is reported as an error, not as the runbook.
+				continue
+			}
+			if prev, dup := l.broken[b.Name]; dup && prev.Dir == b.Dir {
+				continue // the first broken file of a source is reported
+			}
+			delete(l.byName, b.Name)
+			l.broken[b.Name] = b
 		}
 	}
 	return l, errs.Err()
+}
+
+// Broken returns the file that keeps the named runbook unavailable.
+func (l *Library) Broken(name string) (Broken, bool) {
+	b, ok := l.broken[name]
+	return b, ok
+}
+
+// BrokenList returns every unavailable runbook, sorted by name.
+func (l *Library) BrokenList() []Broken {
+	out := make([]Broken, 0, len(l.broken))
+	for _, b := range l.broken {
+		out = append(out, b)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // Get returns the runbook with the given name.

@@ -135,3 +135,49 @@ func TestLoadSource_PrefixesFileNames(t *testing.T) {
 	require.NotEmpty(t, list)
 	assert.Equal(t, filepath.Join("testdata", "library", "broken")+"/bad.yaml", list[0].File)
 }
+
+func TestNewLibrary_BrokenOverrideHidesTheBuiltin(t *testing.T) {
+	builtin := Source{Name: "builtin", FS: os.DirFS(filepath.Join("testdata", "library", "builtin"))}
+	conf := Source{Name: "/etc/runbooks", FS: fstest.MapFS{
+		// Decodes, but has an unknown field: the name is known.
+		"hello.yaml": {Data: []byte("name: hello\ntitle: Our hello\nsteps:\n  - id: greet\n    kind: manual\n    txt: ours\n")},
+		// Does not parse as YAML: the name line is still readable.
+		"greeting.yaml": {Data: []byte("name: bye\nsteps: [\n")},
+		// No name at all: the file's base name.
+		"extra.yml": {Data: []byte("steps: {\n")},
+	}}
+	lib, err := NewLibrary(testCatalog(), builtin, conf)
+	require.Error(t, err, "config check still fails on broken files")
+
+	for _, name := range []string{"hello", "bye", "extra"} {
+		_, ok := lib.Get(name)
+		assert.False(t, ok, "%s: a broken override is unavailable, the built-in is not used", name)
+	}
+	assert.Empty(t, lib.Names())
+
+	b, ok := lib.Broken("hello")
+	require.True(t, ok)
+	assert.Equal(t, "/etc/runbooks/hello.yaml", b.File)
+	assert.Equal(t, "/etc/runbooks", b.Dir)
+	require.NotEmpty(t, b.Errors)
+	assert.Equal(t, 6, b.Errors[0].Line)
+	assert.Equal(t, 5, b.Errors[0].Column)
+	assert.Contains(t, b.Errors[0].Msg, `unknown field "txt"`)
+
+	var got []string
+	for _, b := range lib.BrokenList() {
+		got = append(got, b.Name+"="+b.File)
+	}
+	assert.Equal(t, []string{"bye=/etc/runbooks/greeting.yaml", "extra=/etc/runbooks/extra.yml", "hello=/etc/runbooks/hello.yaml"}, got)
+}
+
+func TestNewLibrary_LaterValidSourceReplacesBroken(t *testing.T) {
+	broken := Source{Name: "/a", FS: fstest.MapFS{"hello.yaml": {Data: []byte("name: hello\nsteps: [\n")}}}
+	fixed := Source{Name: "/b", FS: fstest.MapFS{"hello.yaml": {Data: []byte("name: hello\nsteps:\n  - id: x\n    kind: manual\n    text: t\n")}}}
+	lib, err := NewLibrary(testCatalog(), broken, fixed)
+	require.Error(t, err)
+	rb, ok := lib.Get("hello")
+	require.True(t, ok)
+	assert.Equal(t, "/b/hello.yaml", rb.Source)
+	assert.Empty(t, lib.BrokenList())
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -50,20 +51,25 @@ func (r *rawRunbook) namePos() (int, int) {
 // two files declaring the same runbook name are an error too. The valid
 // runbooks are returned even when other files have errors.
 func LoadFS(fsys fs.FS, cat Catalog) ([]*Runbook, error) {
-	return loadFS(fsys, "", cat)
+	rbs, _, err := loadFS(fsys, "", cat)
+	return rbs, err
 }
 
 // LoadSource is LoadFS with the source's name joined to the file names in
 // errors and in Runbook.Source ("/etc/groundcrew/runbooks/prune.yaml").
 func LoadSource(src Source, cat Catalog) ([]*Runbook, error) {
-	return loadFS(src.FS, src.Name, cat)
+	rbs, _, err := loadFS(src.FS, src.Name, cat)
+	return rbs, err
 }
 
-// loadFS is LoadFS with prefix joined to the file names it reports.
-func loadFS(fsys fs.FS, prefix string, cat Catalog) ([]*Runbook, error) {
+// loadFS is LoadFS with prefix joined to the file names it reports. It
+// also returns the files that do not load, with the runbook name each was
+// meant to define.
+func loadFS(fsys fs.FS, prefix string, cat Catalog) ([]*Runbook, []Broken, error) {
 	var (
-		out  []*Runbook
-		errs ErrorList
+		out    []*Runbook
+		broken []Broken
+		errs   ErrorList
 	)
 	seen := map[string]string{} // runbook name -> file
 	err := fs.WalkDir(fsys, ".", func(p string, de fs.DirEntry, err error) error {
@@ -87,12 +93,15 @@ func loadFS(fsys fs.FS, prefix string, cat Catalog) ([]*Runbook, error) {
 		}
 		data, err := fs.ReadFile(fsys, p)
 		if err != nil {
-			errs = append(errs, &Error{File: name, Msg: fmt.Sprintf("reading: %v", err)})
+			e := &Error{File: name, Msg: fmt.Sprintf("reading: %v", err)}
+			errs = append(errs, e)
+			broken = append(broken, Broken{Name: intendedName(nil, nil, p), File: name, Dir: prefix, Errors: ErrorList{e}})
 			return nil
 		}
 		r, perrs := parseRaw(name, data, cat)
 		if len(perrs) > 0 {
 			errs = append(errs, perrs...)
+			broken = append(broken, Broken{Name: intendedName(r, data, p), File: name, Dir: prefix, Errors: perrs})
 			return nil
 		}
 		if first, dup := seen[r.rb.Name]; dup {
@@ -110,7 +119,7 @@ func loadFS(fsys fs.FS, prefix string, cat Catalog) ([]*Runbook, error) {
 		errs = append(errs, &Error{File: prefix, Msg: fmt.Sprintf("reading: %v", err)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, errs.Err()
+	return out, broken, errs.Err()
 }
 
 // Lint validates every runbook file under fsys and returns all problems
@@ -118,6 +127,35 @@ func loadFS(fsys fs.FS, prefix string, cat Catalog) ([]*Runbook, error) {
 func Lint(fsys fs.FS, cat Catalog) ErrorList {
 	_, err := LoadFS(fsys, cat)
 	return errorsOf("", err)
+}
+
+// Broken is a runbook file that does not load. The runbook it was meant to
+// define is unavailable (a built-in of the same name is not used instead).
+type Broken struct {
+	// Name is the file's `name:` when it can be read, else the file's base
+	// name without extension.
+	Name string
+	// File is the file, as shown in errors; Dir is the directory (source)
+	// it is in, for `groundcrew lint <dir>`.
+	File, Dir string
+	// Errors are the problems found, sorted by position (never empty).
+	Errors ErrorList
+}
+
+// nameLine finds a top-level `name:` in a file that does not parse.
+var nameLine = regexp.MustCompile(`(?m)^name:[ \t]*["']?([A-Za-z0-9][A-Za-z0-9_.-]*)["']?[ \t]*(?:#.*)?\r?$`)
+
+// intendedName is the runbook name a file that does not load was meant to
+// define: its decoded name, else a readable top-level `name:` line, else
+// the file's base name.
+func intendedName(r *rawRunbook, data []byte, p string) string {
+	if r != nil && r.rb.Name != "" {
+		return r.rb.Name
+	}
+	if m := nameLine.FindSubmatch(data); m != nil {
+		return string(m[1])
+	}
+	return strings.TrimSuffix(path.Base(p), path.Ext(p))
 }
 
 func displayName(prefix, p string) string {

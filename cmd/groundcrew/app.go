@@ -127,11 +127,10 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 	switch {
 	case errors.As(err, &bad) && lib != nil:
 		// One broken file must not keep the bot down at 3 a.m.: the valid
-		// runbooks are served and every problem is logged (config check
-		// and lint fail on them).
-		for _, e := range bad {
-			a.log.Error("runbook not loaded", "problem", e.Error())
-		}
+		// runbooks are served and every broken file is logged with its
+		// errors (config check and lint fail on them). The runbook a broken
+		// file defines is unavailable: a built-in never stands in for it.
+		logBrokenRunbooks(a.log, lib, bad)
 	case err != nil:
 		return nil, fmt.Errorf("loading runbooks:\n%w", err)
 	}
@@ -274,4 +273,29 @@ func (a *app) simulatedDatabase(real map[string]postgres.DatabaseConfig) bot.Pro
 		}
 		return p.ID, true
 	})
+}
+
+// logBrokenRunbooks logs every runbook file that does not load, with its
+// errors, and any other loading problem (a duplicate name).
+func logBrokenRunbooks(log *slog.Logger, lib *runbooks.Library, all runbooks.ErrorList) {
+	inBroken := map[*runbooks.Error]bool{}
+	for _, b := range lib.BrokenList() {
+		for _, e := range b.Errors {
+			inBroken[e] = true
+		}
+		log.Error("runbook file does not load; the runbook is unavailable until it is fixed (no built-in is used in its place)",
+			"runbook", b.Name, "file", b.File, "errors", b.Errors.Error(), "check", "groundcrew lint "+nonEmpty(b.Dir, b.File))
+	}
+	for _, e := range all {
+		if !inBroken[e] {
+			log.Error("runbook problem", "problem", e.Error())
+		}
+	}
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

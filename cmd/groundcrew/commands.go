@@ -55,9 +55,10 @@ person stay in the store and resume on the next start.`,
 
 func newLint() *cobra.Command {
 	return &cobra.Command{
-		Use:   "lint [dir…]",
-		Short: "Validate runbook files (default: the built-in library)",
-		Long:  "Check runbook YAML files: every error is reported with file:line:column.",
+		Use:   "lint [dir|file…]",
+		Short: "Validate runbook files and directories (default: the built-in library)",
+		Long: `Check runbook YAML files, given one by one or as directories (searched
+recursively for *.yaml and *.yml): every error is reported with file:line:column.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			reg, err := catalog()
 			if err != nil {
@@ -73,8 +74,24 @@ func newLint() *cobra.Command {
 				n = len(rbs)
 			}
 			for _, d := range args {
-				if st, err := os.Stat(d); err != nil || !st.IsDir() {
-					return fmt.Errorf("%s is not a directory", d)
+				st, err := os.Stat(d)
+				if err != nil {
+					return fmt.Errorf("%s: no such file or directory", d)
+				}
+				if !st.IsDir() {
+					data, err := os.ReadFile(d)
+					if err != nil {
+						return err
+					}
+					var errs runbooks.ErrorList
+					if _, err := runbooks.Parse(d, data, reg); errors.As(err, &errs) {
+						all = append(all, errs...)
+					} else if err != nil {
+						return err
+					} else {
+						n++
+					}
+					continue
 				}
 				rbs, err := runbooks.LoadSource(runbooks.DirSource(strings.TrimSuffix(d, "/")), reg)
 				var errs runbooks.ErrorList

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/config"
+)
+
+const brokenWorkerStalled = "name: worker-stalled\ntitle: Ours\nsteps:\n  - id: a\n    kind: query\n    opp: concourse.workers\n"
+
+func TestLint_AcceptsFiles(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	good := filepath.Join(dir, "good.yml")
+	require.NoError(t, os.WriteFile(bad, []byte(brokenWorkerStalled), 0o600))
+	require.NoError(t, os.WriteFile(good, []byte("name: ok\nsteps:\n  - id: a\n    kind: manual\n    text: t\n"), 0o600))
+
+	out, err := run(t, "", "lint", good)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "1 runbook(s) OK")
+
+	out, err = run(t, "", "lint", good, bad)
+	require.Error(t, err)
+	assert.Contains(t, out, bad+":6:5: unknown field \"opp\"")
+
+	_, err = run(t, "", "lint", filepath.Join(dir, "missing.yaml"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "missing.yaml: no such file or directory")
+}
+
+// A broken override: serve starts, logs the file with its errors, and
+// refuses to run the built-in of that name; config check fails.
+func TestServe_BrokenOverrideIsUnavailable(t *testing.T) {
+	dir := t.TempDir()
+	rbDir := filepath.Join(dir, "runbooks")
+	require.NoError(t, os.MkdirAll(rbDir, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(rbDir, "worker-stalled.yaml"), []byte(brokenWorkerStalled), 0o600))
+	cfgPath := filepath.Join(dir, "groundcrew.yaml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte("store: gc.db\nchat: {platform: console}\ntargets:\n  infra-prd:\n    simulator: {}\n    vars: {zone: infra-prd, target: infra}\nrunbooks: ["+rbDir+"]\n"), 0o600))
+
+	_, err := run(t, "", "config", "check", "--config", cfgPath)
+	require.Error(t, err, "config check keeps failing on a broken file")
+	assert.Contains(t, err.Error(), "worker-stalled.yaml:6:5")
+
+	cfg, err := config.Load(cfgPath)
+	require.NoError(t, err)
+	var logs, out bytes.Buffer
+	a, err := newApp(cfg, appOptions{
+		In:     strings.NewReader("/runbook run worker-stalled worker=0\n/runbook list\n"),
+		Out:    &out,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	require.NoError(t, err, "serve still starts")
+	defer a.close()
+	require.NoError(t, a.run(context.Background()))
+
+	assert.Contains(t, logs.String(), "runbook file does not load")
+	assert.Contains(t, logs.String(), "runbook=worker-stalled")
+	assert.Contains(t, logs.String(), "worker-stalled.yaml:6:5: unknown field")
+	assert.Contains(t, out.String(), "Runbook `worker-stalled` is unavailable")
+	assert.Contains(t, out.String(), "groundcrew lint "+rbDir)
+	assert.Contains(t, out.String(), "`worker-stalled` ⚠️ broken")
+	assert.NotContains(t, out.String(), "started by", "the built-in must not run")
+}
