@@ -1,0 +1,159 @@
+package incident
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+// ackEmoji are the reactions that acknowledge an incident (👀).
+var ackEmoji = map[string]bool{"eyes": true, "👀": true}
+
+// Handler gives chat events about incidents to the Manager — the
+// `/runbook incidents` command, 👀 on an incident message, the incident
+// buttons — and every other event to Next (the engine). It is wired at the
+// composition root in front of the engine.
+type Handler struct {
+	M    *Manager
+	Next bot.Handler
+}
+
+var _ bot.Handler = (*Handler)(nil)
+
+// Handle implements bot.Handler.
+func (h *Handler) Handle(ctx context.Context, ev bot.Event) error {
+	switch ev.Kind {
+	case bot.EventCommand:
+		if w := strings.Fields(ev.Text); len(w) > 0 && strings.EqualFold(w[0], "incidents") {
+			return h.command(ctx, ev, w[1:])
+		}
+	case bot.EventReaction:
+		if ackEmoji[strings.Trim(ev.Emoji, ":")] && !ev.Removed {
+			if in, ok := h.incidentOf(ctx, ev.Message); ok {
+				_, _, err := h.M.Acknowledge(ctx, in.ID, ev.User, "reaction")
+				return err
+			}
+		}
+	case bot.EventButton:
+		if strings.HasPrefix(ev.Action, "incident_") {
+			return h.button(ctx, ev)
+		}
+	}
+	return h.Next.Handle(ctx, ev)
+}
+
+// incidentOf finds the incident of a message: its root, or a reply in its thread.
+func (h *Handler) incidentOf(ctx context.Context, ref bot.MessageRef) (*Incident, bool) {
+	if ref.IsZero() {
+		return nil, false
+	}
+	in, err := h.M.o.Store.IncidentByMessage(ctx, ref)
+	if err == nil {
+		return in, true
+	}
+	if ref.Thread != "" && ref.Thread != ref.ID {
+		in, err = h.M.o.Store.IncidentByMessage(ctx, bot.MessageRef{Platform: ref.Platform, Channel: ref.Channel, ID: ref.Thread})
+		if err == nil {
+			return in, true
+		}
+	}
+	if !errors.Is(err, ErrNotFound) {
+		h.M.log.Warn("looking up an incident by message", "err", err)
+	}
+	return nil, false
+}
+
+func (h *Handler) reply(ctx context.Context, ev bot.Event, text string) {
+	to := ev.Conversation
+	if to.Channel == "" {
+		to.Channel = ev.Message.Channel
+	}
+	if err := h.M.o.Chat.Ephemeral(ctx, to, ev.User, bot.Message{Text: text}); err != nil {
+		h.M.log.Warn("ephemeral reply failed", "user", ev.User.ID, "err", err)
+	}
+}
+
+const usage = "Usage: `/runbook incidents` (the open incidents) · `/runbook incidents ack <incident>`"
+
+func (h *Handler) command(ctx context.Context, ev bot.Event, args []string) error {
+	switch {
+	case len(args) == 0:
+		ins, err := h.M.Open(ctx)
+		if err != nil {
+			h.reply(ctx, ev, "⚠️ Could not list the incidents: "+err.Error())
+			return err
+		}
+		h.reply(ctx, ev, h.M.ListText(ins, func(in *Incident) []*bot.Run { return h.M.LinkedRuns(ctx, in) }))
+	case len(args) == 2 && strings.EqualFold(args[0], "ack"):
+		in, ok := h.find(ctx, ev, args[1])
+		if !ok {
+			return nil
+		}
+		return h.ack(ctx, ev, in, "command")
+	default:
+		h.reply(ctx, ev, "⚠️ "+usage)
+	}
+	return nil
+}
+
+func (h *Handler) find(ctx context.Context, ev bot.Event, id string) (*Incident, bool) {
+	in, err := h.M.o.Store.GetIncident(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		h.reply(ctx, ev, fmt.Sprintf("⚠️ There is no incident %q. See `/runbook incidents`.", id))
+		return nil, false
+	}
+	if err != nil {
+		h.reply(ctx, ev, "⚠️ Could not read the incident: "+err.Error())
+		return nil, false
+	}
+	return in, true
+}
+
+func (h *Handler) ack(ctx context.Context, ev bot.Event, in *Incident, via string) error {
+	got, changed, err := h.M.Acknowledge(ctx, in.ID, ev.User, via)
+	if err != nil {
+		h.reply(ctx, ev, "⚠️ Could not acknowledge: "+err.Error())
+		return err
+	}
+	if !changed {
+		switch {
+		case got.State == StateResolved:
+			h.reply(ctx, ev, fmt.Sprintf("Incident `%s` is already resolved.", got.ID))
+		case got.AckedBy != nil:
+			h.reply(ctx, ev, fmt.Sprintf("Incident `%s` was already acknowledged by %s.", got.ID, got.AckedBy.Display()))
+		}
+	}
+	return nil
+}
+
+func (h *Handler) button(ctx context.Context, ev bot.Event) error {
+	in, ok := h.find(ctx, ev, ev.Value)
+	if !ok {
+		return nil
+	}
+	switch ev.Action {
+	case ActionAck:
+		return h.ack(ctx, ev, in, "button")
+	case ActionRun:
+		// Starting the runbook acknowledges the incident.
+		if in.State == StateOpen {
+			if _, _, err := h.M.Acknowledge(ctx, in.ID, ev.User, "button"); err != nil {
+				h.reply(ctx, ev, "⚠️ Could not acknowledge: "+err.Error())
+				return err
+			}
+		}
+		if err := h.M.Run(ctx, in, ev.User, ev.ID, false); err != nil {
+			h.reply(ctx, ev, "⚠️ Could not start the runbook: "+err.Error())
+			return err
+		}
+	case ActionSilence:
+		if _, err := h.M.Silence(ctx, in, ev.User, SilenceFor); err != nil {
+			h.reply(ctx, ev, "⚠️ Could not create the silence: "+err.Error())
+			return nil
+		}
+	}
+	return nil
+}

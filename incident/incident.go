@@ -1,0 +1,180 @@
+// Package incident keeps incidents: one durable thread per alert group or
+// per watch rule and object, opened by a Signal (an Alertmanager
+// notification, a detected condition), updated by later signals, never
+// duplicated, acknowledged by a person and resolved when the source says
+// so. An incident offers its suggested runbook as a button and as the
+// exact command; it never approves or changes anything by itself (at most
+// a route's read-only steps start as a dry run).
+//
+// It talks to chat through bot.Chat, to the store through Store, and starts
+// runs through Starter (the engine's Handle, given a command event).
+package incident
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+// State is an incident's state: open → acknowledged → resolved.
+type State string
+
+// Incident states.
+const (
+	StateOpen         State = "open"
+	StateAcknowledged State = "acknowledged"
+	StateResolved     State = "resolved"
+)
+
+// SourceKind says what opened an incident.
+type SourceKind string
+
+// Source kinds.
+const (
+	SourceAlert SourceKind = "alert" // an Alertmanager alert group
+	SourceWatch SourceKind = "watch" // a watch rule on a target
+)
+
+// Source identifies where an incident comes from.
+type Source struct {
+	Kind SourceKind `json:"kind"`
+	// Name is the alert route or the watch rule ("routes[0]", "worker_stalled_for").
+	Name string `json:"name"`
+	// Ref is the group key (Alertmanager) or the object (worker name).
+	Ref string `json:"ref,omitempty"`
+}
+
+// Entry is one line of an incident's timeline.
+type Entry struct {
+	Time  time.Time `json:"time"`
+	Kind  string    `json:"kind"` // opened, changed, resolved, reopened, acknowledged, run, silenced, autostart
+	Actor string    `json:"actor,omitempty"`
+	Text  string    `json:"text"`
+}
+
+// Incident is one incident and its thread.
+type Incident struct {
+	ID string `json:"id"`
+	// Key de-duplicates: one incident (and thread) per key while it is
+	// not resolved, and again when it fires within ReopenWindow.
+	Key    string `json:"key"`
+	Source Source `json:"source"`
+	Title  string `json:"title"`
+	Target string `json:"target,omitempty"`
+	// Channel is where the incident's root message is posted.
+	Channel  string `json:"channel"`
+	Platform string `json:"platform,omitempty"`
+	// Root is the incident's root message: its thread is the incident thread.
+	Root  bot.MessageRef `json:"root,omitzero"`
+	State State          `json:"state"`
+	// Evidence are the current facts, one line each (alerts with their
+	// summary, the stalled worker and for how long).
+	Evidence []string `json:"evidence,omitempty"`
+	// Runbook and Params are the suggested run; Command is the exact command.
+	Runbook   string            `json:"runbook,omitempty"`
+	Params    map[string]string `json:"params,omitempty"`
+	Autostart bool              `json:"autostart,omitempty"`
+	// Silence are the label matchers a "silence for 1 h" would use (alerts only).
+	Silence       map[string]string `json:"silence,omitempty"`
+	Notifications int               `json:"notifications"`
+	Since         time.Time         `json:"since,omitzero"` // when the condition started (startsAt)
+	OpenedAt      time.Time         `json:"opened_at"`
+	UpdatedAt     time.Time         `json:"updated_at"`
+	AckedAt       time.Time         `json:"acked_at,omitzero"`
+	AckedBy       *bot.User         `json:"acked_by,omitempty"`
+	ResolvedAt    time.Time         `json:"resolved_at,omitzero"`
+	Timeline      []Entry           `json:"timeline,omitempty"`
+	// Autostarted is set once the route's read-only autostart was requested.
+	Autostarted bool `json:"autostarted,omitempty"`
+}
+
+// Thread is the incident thread's conversation.
+func (in *Incident) Thread() bot.Conversation {
+	return bot.Conversation{Platform: in.Platform, Channel: in.Channel, Thread: in.Root.ID}
+}
+
+// Duration is how long the incident has been (or was) open.
+func (in *Incident) Duration(now time.Time) time.Duration {
+	start := in.OpenedAt
+	if !in.Since.IsZero() && in.Since.Before(start) {
+		start = in.Since
+	}
+	end := now
+	if in.State == StateResolved {
+		end = in.ResolvedAt
+	}
+	if end.Before(start) {
+		return 0
+	}
+	return end.Sub(start)
+}
+
+// Signal is what a source says about one key: firing (open or update) or
+// resolved.
+type Signal struct {
+	Key    string
+	Source Source
+	// Firing is false when the source says the condition is over.
+	Firing bool
+	Title  string
+	Target string
+	// Channel is where a new incident is posted.
+	Channel   string
+	Runbook   string
+	Params    map[string]string
+	Autostart bool
+	Evidence  []string
+	// Since is when the condition started (zero: now).
+	Since   time.Time
+	Silence map[string]string
+}
+
+// Query selects incidents.
+type Query struct {
+	Open  bool // only incidents not resolved
+	Limit int  // most recent first; 0 = all
+}
+
+// Store persists incidents. Every method is one transaction.
+type Store interface {
+	// UpsertIncident loads the latest incident with key (nil when there is
+	// none) and calls fn with it; fn returns the incident to write (nil:
+	// write nothing). The returned incident is what was written (or nil).
+	// Two calls for the same key are serialized by the store.
+	UpsertIncident(ctx context.Context, key string, fn func(cur *Incident) (*Incident, error)) (*Incident, error)
+	// UpdateIncident changes the incident with id inside one transaction.
+	UpdateIncident(ctx context.Context, id string, fn func(in *Incident) error) (*Incident, error)
+	GetIncident(ctx context.Context, id string) (*Incident, error)
+	ListIncidents(ctx context.Context, q Query) ([]*Incident, error)
+	// IncidentByMessage finds the incident whose root message is ref
+	// (ErrNotFound when none).
+	IncidentByMessage(ctx context.Context, ref bot.MessageRef) (*Incident, error)
+}
+
+// Starter starts runs. The engine implements it (bot.Handler): a run is
+// started by handing it the command a person would type.
+type Starter interface {
+	Handle(ctx context.Context, e bot.Event) error
+}
+
+// Runs lists runs; the incident's linked runs are the runs of its thread.
+type Runs interface {
+	ListRuns(ctx context.Context, q bot.RunQuery) ([]*bot.Run, error)
+}
+
+// Auditor appends to the audit log.
+type Auditor interface {
+	AppendAudit(ctx context.Context, e bot.AuditEntry) error
+}
+
+// Silencer creates silences (Alertmanager's v2 API).
+type Silencer interface {
+	// Silence silences the alerts matching the labels for d and returns
+	// the silence id.
+	Silence(ctx context.Context, matchers map[string]string, d time.Duration, by, comment string) (string, error)
+}
+
+// ErrNotFound is returned for an unknown incident.
+var ErrNotFound = errors.New("incident not found")

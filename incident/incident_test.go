@@ -1,0 +1,297 @@
+package incident_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/bot/bottest"
+	"github.com/groundcrew/groundcrew/incident"
+	"github.com/groundcrew/groundcrew/store"
+)
+
+// starter records the command events the incident package hands the engine.
+type starter struct {
+	mu     sync.Mutex
+	events []bot.Event
+}
+
+func (s *starter) Handle(_ context.Context, e bot.Event) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events = append(s.events, e)
+	return nil
+}
+
+type fixture struct {
+	m     *incident.Manager
+	h     *incident.Handler
+	chat  *bottest.Chat
+	clock *bottest.Clock
+	db    *store.DB
+	start *starter
+	next  *starter
+	path  string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{chat: &bottest.Chat{}, clock: bottest.NewClock(time.Date(2026, 3, 1, 4, 0, 0, 0, time.UTC)),
+		start: &starter{}, next: &starter{}, path: filepath.Join(t.TempDir(), "gc.db")}
+	f.open(t)
+	return f
+}
+
+func (f *fixture) open(t *testing.T) {
+	t.Helper()
+	db, err := store.Open(f.path, store.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	f.db = db
+	f.m, err = incident.New(incident.Options{Store: db, Chat: f.chat, Starter: f.start, Runs: db, Audit: db,
+		Platform: "slack", Now: f.clock.Now})
+	require.NoError(t, err)
+	f.h = &incident.Handler{M: f.m, Next: f.next}
+}
+
+func diskSignal(firing bool, evidence ...string) incident.Signal {
+	return incident.Signal{Key: "alert:{}:{alertname=\"FileSystemSpaceFillingUp\"}", Firing: firing,
+		Source: incident.Source{Kind: incident.SourceAlert, Name: "routes[0]"}, Title: "FileSystemSpaceFillingUp",
+		Target: "infra-prd", Channel: "#ci-ops", Runbook: "worker-disk-full", Params: map[string]string{"worker": "0"},
+		Evidence: evidence}
+}
+
+func TestSignalOpensOneIncidentAndResolves(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	in, err := f.m.Signal(ctx, diskSignal(true, "`worker-0` /opt/concourse/worker 8% left"))
+	require.NoError(t, err)
+	require.NotNil(t, in)
+	assert.Equal(t, incident.StateOpen, in.State)
+	assert.False(t, in.Root.IsZero(), "the root message is recorded")
+	root, ok := f.chat.Find("incident `" + in.ID + "`")
+	require.True(t, ok)
+	assert.Equal(t, "#ci-ops", root.To.Channel)
+	assert.Contains(t, root.Msg.Text, "`/runbook run worker-disk-full target=infra-prd worker=0`")
+	var actions []string
+	for _, b := range root.Msg.Buttons {
+		actions = append(actions, b.Action)
+	}
+	assert.Equal(t, []string{incident.ActionAck, incident.ActionRun}, actions)
+	assert.Empty(t, f.start.events, "nothing starts by itself")
+
+	// Re-notifications (Alertmanager's repeat_interval) update, never duplicate.
+	for range 5 {
+		f.clock.Advance(time.Minute)
+		again, err := f.m.Signal(ctx, diskSignal(true, "`worker-0` /opt/concourse/worker 8% left"))
+		require.NoError(t, err)
+		assert.Equal(t, in.ID, again.ID)
+	}
+	// A changed group posts what changed in the thread.
+	again, err := f.m.Signal(ctx, diskSignal(true, "`worker-0` /opt/concourse/worker 8% left", "`worker-1` /opt/concourse/worker 9% left"))
+	require.NoError(t, err)
+	assert.Equal(t, in.ID, again.ID)
+	changed, ok := f.chat.Find("🔁 Changed")
+	require.True(t, ok)
+	assert.Equal(t, in.Root.ID, changed.To.Thread)
+	assert.Contains(t, changed.Msg.Text, "`worker-1` /opt/concourse/worker 9% left  🆕")
+
+	roots := 0
+	for _, p := range f.chat.Posts() {
+		if p.To.Thread == "" {
+			roots++
+		}
+	}
+	assert.Equal(t, 1, roots, "one incident thread")
+
+	f.clock.Advance(20 * time.Minute)
+	res, err := f.m.Signal(ctx, diskSignal(false))
+	require.NoError(t, err)
+	assert.Equal(t, incident.StateResolved, res.State)
+	msg, ok := f.chat.Find("✅ Resolved after 25 min")
+	require.True(t, ok, f.chat.Transcript())
+	assert.Equal(t, in.Root.ID, msg.To.Thread)
+	root, _ = f.chat.Find("incident `" + in.ID + "`")
+	assert.Contains(t, root.Msg.Text, "resolved after 25 min")
+	assert.Empty(t, root.Msg.Buttons)
+	open, err := f.m.Open(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, open)
+
+	// Resolving again is a no-op; firing within the reopen window reuses the thread.
+	_, err = f.m.Signal(ctx, diskSignal(false))
+	require.NoError(t, err)
+	f.clock.Advance(10 * time.Minute)
+	re, err := f.m.Signal(ctx, diskSignal(true, "`worker-0` /opt/concourse/worker 7% left"))
+	require.NoError(t, err)
+	assert.Equal(t, in.ID, re.ID)
+	assert.Equal(t, incident.StateOpen, re.State)
+	// Much later it is a new incident.
+	_, err = f.m.Signal(ctx, diskSignal(false))
+	require.NoError(t, err)
+	f.clock.Advance(2 * time.Hour)
+	fresh, err := f.m.Signal(ctx, diskSignal(true, "`worker-0` /opt/concourse/worker 7% left"))
+	require.NoError(t, err)
+	assert.NotEqual(t, in.ID, fresh.ID)
+
+	audit, err := f.db.AuditEntries(ctx, "")
+	require.NoError(t, err)
+	var acts []string
+	for _, a := range audit {
+		acts = append(acts, a.Action)
+	}
+	assert.Contains(t, acts, "incident_opened")
+	assert.Contains(t, acts, "incident_resolved")
+}
+
+func TestIncidentSurvivesRestart(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	in, err := f.m.Signal(ctx, diskSignal(true, "a"))
+	require.NoError(t, err)
+	require.NoError(t, f.db.Close())
+	f.open(t)
+	again, err := f.m.Signal(ctx, diskSignal(true, "a"))
+	require.NoError(t, err)
+	assert.Equal(t, in.ID, again.ID)
+	assert.Equal(t, 2, again.Notifications)
+	open, err := f.m.Open(ctx)
+	require.NoError(t, err)
+	require.Len(t, open, 1)
+}
+
+func TestConcurrentNotificationsOneIncident(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := f.m.Signal(ctx, diskSignal(true, "a"))
+			assert.NoError(t, err)
+		}()
+	}
+	wg.Wait()
+	all, err := f.db.ListIncidents(ctx, incident.Query{})
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+	assert.Equal(t, 20, all[0].Notifications)
+}
+
+func TestChatDownThenPostedOnNextSignal(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.chat.FailPosts = 1
+	in, err := f.m.Signal(ctx, diskSignal(true, "a"))
+	require.NoError(t, err, "the incident is stored even when chat is down")
+	assert.True(t, in.Root.IsZero())
+	in, err = f.m.Signal(ctx, diskSignal(true, "a"))
+	require.NoError(t, err)
+	assert.False(t, in.Root.IsZero())
+	_, ok := f.chat.Find("incident `" + in.ID + "`")
+	assert.True(t, ok)
+}
+
+func rootEvent(in *incident.Incident) bot.MessageRef { return in.Root }
+
+func TestAcknowledgeByReactionButtonAndCommand(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	in, err := f.m.Signal(ctx, diskSignal(true, "a"))
+	require.NoError(t, err)
+	bob := bot.User{ID: "U2", Name: "bob"}
+
+	// Other reactions go to the engine.
+	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventReaction, User: bob, Emoji: "white_check_mark", Message: rootEvent(in)}))
+	assert.Len(t, f.next.events, 1)
+
+	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventReaction, User: bob, Emoji: "eyes", Message: rootEvent(in)}))
+	got, err := f.db.GetIncident(ctx, in.ID)
+	require.NoError(t, err)
+	assert.Equal(t, incident.StateAcknowledged, got.State)
+	assert.Equal(t, "U2", got.AckedBy.ID)
+	root, _ := f.chat.Find("incident `" + in.ID + "`")
+	assert.Contains(t, root.Msg.Text, "acknowledged by @bob")
+	_, ok := f.chat.Find("👀 @bob acknowledged")
+	assert.True(t, ok)
+
+	carol := bot.User{ID: "U3", Name: "carol"}
+	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: carol, Text: "incidents ack " + in.ID}))
+	assert.Contains(t, strings.Join(f.chat.Ephemerals("U3"), "\n"), "already acknowledged by @bob")
+
+	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: carol, Text: "incidents"}))
+	list := f.chat.Ephemerals("U3")
+	assert.Contains(t, list[len(list)-1], "`"+in.ID+"` FileSystemSpaceFillingUp on `infra-prd` — acknowledged by @bob")
+
+	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: carol, Text: "status"}))
+	assert.Len(t, f.next.events, 2, "other commands go to the engine")
+}
+
+func TestRunButtonStartsTheSuggestedRunInTheThread(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	in, err := f.m.Signal(ctx, diskSignal(true, "a"))
+	require.NoError(t, err)
+	bob := bot.User{ID: "U2", Name: "bob"}
+	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventButton, ID: "slack:action:1", User: bob, Action: incident.ActionRun, Value: in.ID, Message: in.Root}))
+	require.Len(t, f.start.events, 1)
+	ev := f.start.events[0]
+	assert.Equal(t, bot.EventCommand, ev.Kind)
+	assert.Equal(t, "run worker-disk-full target=infra-prd worker=0", ev.Text, "no --dry-run, no approval: the engine gates as always")
+	assert.Equal(t, bob, ev.User)
+	assert.Equal(t, in.Root.ID, ev.Conversation.Thread)
+	assert.Equal(t, "slack:action:1/run", ev.ID, "a redelivered press is dropped by the engine")
+	got, _ := f.db.GetIncident(ctx, in.ID)
+	assert.Equal(t, incident.StateAcknowledged, got.State, "starting the runbook acknowledges")
+}
+
+func TestAutostartReadOnlyIsADryRun(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s := diskSignal(true, "a")
+	s.Autostart = true
+	in, err := f.m.Signal(ctx, s)
+	require.NoError(t, err)
+	_, err = f.m.Signal(ctx, s)
+	require.NoError(t, err)
+	require.Len(t, f.start.events, 1, "autostart once per incident")
+	ev := f.start.events[0]
+	assert.Equal(t, "run worker-disk-full target=infra-prd worker=0 --dry-run", ev.Text)
+	assert.Equal(t, incident.BotUser, ev.User)
+	assert.Equal(t, in.Root.ID, ev.Conversation.Thread)
+}
+
+type silencer struct{ got map[string]string }
+
+func (s *silencer) Silence(_ context.Context, m map[string]string, d time.Duration, by, _ string) (string, error) {
+	s.got = m
+	return "sil-1", nil
+}
+
+func TestSilenceButton(t *testing.T) {
+	f := newFixture(t)
+	sil := &silencer{}
+	var err error
+	f.m, err = incident.New(incident.Options{Store: f.db, Chat: f.chat, Silencer: sil, Platform: "slack", Now: f.clock.Now})
+	require.NoError(t, err)
+	f.h = &incident.Handler{M: f.m, Next: f.next}
+	ctx := context.Background()
+	s := diskSignal(true, "a")
+	s.Silence = map[string]string{"alertname": "FileSystemSpaceFillingUp"}
+	in, err := f.m.Signal(ctx, s)
+	require.NoError(t, err)
+	root, _ := f.chat.Find("incident `" + in.ID + "`")
+	assert.Equal(t, incident.ActionSilence, root.Msg.Buttons[len(root.Msg.Buttons)-1].Action)
+	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventButton, User: bot.User{ID: "U2", Name: "bob"}, Action: incident.ActionSilence, Value: in.ID}))
+	assert.Equal(t, s.Silence, sil.got)
+	_, ok := f.chat.Find("🔕 @bob silenced these alerts for 1 h")
+	assert.True(t, ok)
+}

@@ -1,0 +1,473 @@
+package incident
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+// ReopenWindow is how soon after being resolved a firing key reopens its
+// incident (same thread) instead of opening a new one.
+const ReopenWindow = time.Hour
+
+// maxTimeline bounds the stored timeline; the oldest entries after the
+// first go first.
+const maxTimeline = 200
+
+// BotUser is who autostarted (read-only) runs are started by.
+var BotUser = bot.User{ID: "groundcrew", Name: "groundcrew"}
+
+// Options configure a Manager.
+type Options struct {
+	Store   Store
+	Chat    bot.Chat
+	Starter Starter // optional: no run buttons without it
+	Runs    Runs    // optional: linked runs in listings
+	Audit   Auditor // optional
+	// Silencer, when set, adds a "silence 1 h" button to alert incidents.
+	Silencer Silencer
+	Platform string
+	// Channel, when set, is where every incident is posted whatever its
+	// route says (the console has one channel).
+	Channel string
+	Now     func() time.Time
+	Logger  *slog.Logger
+}
+
+// Manager opens, updates, acknowledges and resolves incidents. It is safe
+// for concurrent use.
+type Manager struct {
+	o   Options
+	log *slog.Logger
+
+	mu    sync.Mutex
+	locks map[string]*keyLock
+}
+
+type keyLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// New returns a manager.
+func New(o Options) (*Manager, error) {
+	if o.Store == nil || o.Chat == nil {
+		return nil, errors.New("incident manager: Store and Chat are required")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Manager{o: o, log: o.Logger, locks: map[string]*keyLock{}}, nil
+}
+
+// lock serializes the handling of one key (store update, then chat posts).
+func (m *Manager) lock(key string) func() {
+	m.mu.Lock()
+	l := m.locks[key]
+	if l == nil {
+		l = &keyLock{}
+		m.locks[key] = l
+	}
+	l.refs++
+	m.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		m.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(m.locks, key)
+		}
+		m.mu.Unlock()
+	}
+}
+
+func newID() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return "i-" + hex.EncodeToString(b)
+}
+
+// change is what a signal did to an incident.
+type change int
+
+const (
+	changeNone     change = iota // nothing new (a repeat notification)
+	changeOpened                 // a new incident
+	changeReopened               // firing again soon after it resolved
+	changeUpdated                // the evidence changed
+	changeResolved               // the condition is over
+)
+
+// Signal applies a signal: a firing signal opens the key's incident or
+// updates it (never a second one); a resolved signal resolves it. The
+// incident is stored before anything is posted; an error means the signal
+// was not recorded (the caller should answer so that it is retried).
+func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
+	if s.Key == "" {
+		return nil, errors.New("signal without a key")
+	}
+	if m.o.Channel != "" {
+		s.Channel = m.o.Channel
+	}
+	unlock := m.lock(s.Key)
+	defer unlock()
+	now := m.o.Now()
+	var what change
+	var prevEvidence []string
+	in, err := m.o.Store.UpsertIncident(ctx, s.Key, func(cur *Incident) (*Incident, error) {
+		what = changeNone
+		switch {
+		case !s.Firing && (cur == nil || cur.State == StateResolved):
+			return nil, nil // resolved and nothing open: nothing to do
+		case !s.Firing:
+			what = changeResolved
+			cur.State, cur.ResolvedAt, cur.UpdatedAt = StateResolved, now, now
+			cur.Notifications++
+			if len(s.Evidence) > 0 {
+				prevEvidence, cur.Evidence = cur.Evidence, s.Evidence
+			}
+			cur.add(Entry{Time: now, Kind: "resolved", Text: "resolved after " + humanDuration(cur.Duration(now))})
+			return cur, nil
+		case cur == nil || cur.State == StateResolved && now.Sub(cur.ResolvedAt) > ReopenWindow:
+			what = changeOpened
+			in := &Incident{ID: newID(), Key: s.Key, Source: s.Source, Title: s.Title, Target: s.Target,
+				Channel: s.Channel, Platform: m.o.Platform, State: StateOpen, Evidence: s.Evidence,
+				Runbook: s.Runbook, Params: s.Params, Autostart: s.Autostart, Silence: s.Silence,
+				Notifications: 1, Since: s.Since, OpenedAt: now, UpdatedAt: now}
+			if cur != nil {
+				in.add(Entry{Time: now, Kind: "opened", Text: "previous incident " + cur.ID})
+			}
+			in.add(Entry{Time: now, Kind: "opened", Text: s.Title})
+			return in, nil
+		case cur.State == StateResolved:
+			what = changeReopened
+			cur.State, cur.ResolvedAt, cur.AckedAt, cur.AckedBy = StateOpen, time.Time{}, time.Time{}, nil
+			cur.Evidence, cur.UpdatedAt = s.Evidence, now
+			cur.Notifications++
+			cur.Since, cur.OpenedAt = s.Since, now
+			cur.add(Entry{Time: now, Kind: "reopened", Text: "firing again"})
+			cur.refresh(s)
+			return cur, nil
+		default:
+			cur.Notifications++
+			if !slices.Equal(cur.Evidence, s.Evidence) {
+				what = changeUpdated
+				prevEvidence = cur.Evidence
+				cur.Evidence = s.Evidence
+				cur.add(Entry{Time: now, Kind: "changed", Text: strings.Join(s.Evidence, "; ")})
+			}
+			cur.refresh(s)
+			cur.UpdatedAt = now
+			return cur, nil
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("recording incident %s: %w", s.Key, err)
+	}
+	if in == nil {
+		return nil, nil
+	}
+	switch what {
+	case changeOpened:
+		m.audit(ctx, in, "", "incident_opened", in.Title)
+	case changeResolved:
+		m.audit(ctx, in, "", "incident_resolved", humanDuration(in.Duration(now)))
+	case changeReopened:
+		m.audit(ctx, in, "", "incident_reopened", in.Title)
+	}
+	in = m.publish(ctx, in, what, prevEvidence)
+	if (what == changeOpened || what == changeReopened) && in.Autostart && !in.Autostarted && in.Runbook != "" {
+		m.autostart(ctx, in)
+	}
+	return in, nil
+}
+
+// refresh takes the suggestion and title of a newer signal.
+func (in *Incident) refresh(s Signal) {
+	if s.Title != "" {
+		in.Title = s.Title
+	}
+	if s.Runbook != "" {
+		in.Runbook, in.Params = s.Runbook, s.Params
+	}
+	if len(s.Silence) > 0 {
+		in.Silence = s.Silence
+	}
+	if !s.Since.IsZero() && (in.Since.IsZero() || s.Since.Before(in.Since)) {
+		in.Since = s.Since
+	}
+}
+
+func (in *Incident) add(e Entry) {
+	in.Timeline = append(in.Timeline, e)
+	if len(in.Timeline) > maxTimeline {
+		in.Timeline = append(in.Timeline[:1], in.Timeline[len(in.Timeline)-maxTimeline+1:]...)
+	}
+}
+
+// publish posts the root message (when there is none yet: a new incident,
+// or chat was down when it opened) or updates it, and says what changed
+// in the thread. Chat failures are logged; the next signal tries again.
+func (m *Manager) publish(ctx context.Context, in *Incident, what change, prev []string) *Incident {
+	root := m.render(in)
+	if in.Root.IsZero() {
+		ref, err := m.o.Chat.Post(ctx, bot.Conversation{Platform: in.Platform, Channel: in.Channel}, root)
+		if err != nil {
+			m.log.Error("posting incident", "incident", in.ID, "err", err)
+			return in
+		}
+		up, err := m.o.Store.UpdateIncident(ctx, in.ID, func(x *Incident) error { x.Root = ref; return nil })
+		if err != nil {
+			m.log.Error("recording the incident's message", "incident", in.ID, "err", err)
+			in.Root = ref
+		} else {
+			in = up
+		}
+		if len(in.Evidence) > 0 {
+			m.postThread(ctx, in, bot.Message{Text: evidenceText("🔔 Firing", in.Evidence, nil)})
+		}
+		if what != changeResolved {
+			return in
+		}
+	} else if err := m.o.Chat.Update(ctx, in.Root, root); err != nil {
+		m.log.Warn("updating incident message", "incident", in.ID, "err", err)
+	}
+	switch what {
+	case changeUpdated:
+		m.postThread(ctx, in, bot.Message{Text: evidenceText("🔁 Changed", in.Evidence, prev)})
+	case changeReopened:
+		m.postThread(ctx, in, bot.Message{Text: evidenceText("🔔 Firing again", in.Evidence, nil), Broadcast: true})
+	case changeResolved:
+		m.postThread(ctx, in, bot.Message{Text: fmt.Sprintf("✅ Resolved after %s — %s", humanDuration(in.Duration(in.ResolvedAt)), sourceName(in)), Broadcast: true})
+	}
+	return in
+}
+
+func sourceName(in *Incident) string {
+	if in.Source.Kind == SourceAlert {
+		return "Alertmanager says the alerts are resolved."
+	}
+	return "the condition cleared."
+}
+
+func evidenceText(head string, cur, prev []string) string {
+	old := map[string]bool{}
+	for _, l := range prev {
+		old[l] = true
+	}
+	var b strings.Builder
+	b.WriteString(head)
+	for _, l := range cur {
+		b.WriteString("\n• " + l)
+		if prev != nil && !old[l] {
+			b.WriteString("  🆕")
+		}
+	}
+	now := map[string]bool{}
+	for _, l := range cur {
+		now[l] = true
+	}
+	for _, l := range prev {
+		if !now[l] {
+			b.WriteString("\n• ~" + l + "~ (gone)")
+		}
+	}
+	return b.String()
+}
+
+func (m *Manager) postThread(ctx context.Context, in *Incident, msg bot.Message) {
+	if in.Root.IsZero() {
+		return
+	}
+	if _, err := m.o.Chat.Post(ctx, in.Thread(), msg); err != nil {
+		m.log.Warn("posting in incident thread", "incident", in.ID, "err", err)
+	}
+}
+
+func (m *Manager) audit(ctx context.Context, in *Incident, actor, action, detail string) {
+	if m.o.Audit == nil {
+		return
+	}
+	if actor == "" {
+		actor = string(in.Source.Kind)
+	}
+	err := m.o.Audit.AppendAudit(ctx, bot.AuditEntry{Time: m.o.Now(), Actor: actor, Action: action, Target: in.Target,
+		Detail: in.ID + " " + in.Key + ": " + detail})
+	if err != nil {
+		m.log.Error("writing the audit log", "incident", in.ID, "action", action, "err", err)
+	}
+}
+
+// Command returns the exact command of the incident's suggested run.
+func (in *Incident) Command() string {
+	if in.Runbook == "" {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("/runbook run " + in.Runbook)
+	if in.Target != "" {
+		b.WriteString(" target=" + in.Target)
+	}
+	for _, k := range slices.Sorted(maps.Keys(in.Params)) {
+		v := in.Params[k]
+		if v == "" {
+			continue
+		}
+		if strings.ContainsAny(v, " \t\"'") {
+			v = `"` + strings.ReplaceAll(v, `"`, "") + `"`
+		}
+		b.WriteString(" " + k + "=" + v)
+	}
+	return b.String()
+}
+
+// Acknowledge marks an incident acknowledged by who; via says how
+// ("reaction", "button", "command"). Acknowledging twice keeps the first.
+func (m *Manager) Acknowledge(ctx context.Context, id string, who bot.User, via string) (*Incident, bool, error) {
+	now := m.o.Now()
+	changed := false
+	in, err := m.o.Store.UpdateIncident(ctx, id, func(in *Incident) error {
+		if in.State != StateOpen {
+			return nil
+		}
+		changed = true
+		u := who
+		in.State, in.AckedAt, in.AckedBy, in.UpdatedAt = StateAcknowledged, now, &u, now
+		in.add(Entry{Time: now, Kind: "acknowledged", Actor: who.ID, Text: who.Display() + " acknowledged (" + via + ")"})
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if !changed {
+		return in, false, nil
+	}
+	m.audit(ctx, in, who.ID, "incident_acknowledged", via)
+	if !in.Root.IsZero() {
+		if err := m.o.Chat.Update(ctx, in.Root, m.render(in)); err != nil {
+			m.log.Warn("updating incident message", "incident", in.ID, "err", err)
+		}
+	}
+	m.postThread(ctx, in, bot.Message{Text: fmt.Sprintf("👀 %s acknowledged — %s after it opened.", who.Display(), humanDuration(now.Sub(in.OpenedAt)))})
+	return in, true, nil
+}
+
+// Run starts the incident's suggested runbook as who, in the incident
+// thread, exactly as if who had typed the command there: the engine checks
+// who may run it and gates every destructive step as always.
+func (m *Manager) Run(ctx context.Context, in *Incident, who bot.User, eventID string, dryRun bool) error {
+	if m.o.Starter == nil || in.Runbook == "" {
+		return errors.New("no runbook to start")
+	}
+	if in.Root.IsZero() {
+		return errors.New("the incident has no thread yet")
+	}
+	text := strings.TrimPrefix(in.Command(), "/runbook ")
+	if dryRun {
+		text += " --dry-run"
+	}
+	now := m.o.Now()
+	kind := "run"
+	if dryRun {
+		kind = "autostart"
+	}
+	if _, err := m.o.Store.UpdateIncident(ctx, in.ID, func(x *Incident) error {
+		x.add(Entry{Time: now, Kind: kind, Actor: who.ID, Text: who.Display() + " started `" + text + "`"})
+		if dryRun {
+			x.Autostarted = true
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	ev := bot.Event{Kind: bot.EventCommand, User: who, Conversation: in.Thread(), Text: text, Time: now}
+	if eventID != "" {
+		ev.ID = eventID + "/run"
+	}
+	return m.o.Starter.Handle(ctx, ev)
+}
+
+func (m *Manager) autostart(ctx context.Context, in *Incident) {
+	if err := m.Run(ctx, in, BotUser, "", true); err != nil {
+		m.log.Error("autostarting the read-only steps", "incident", in.ID, "err", err)
+	}
+}
+
+// Silence silences the incident's alerts for d through the Silencer.
+func (m *Manager) Silence(ctx context.Context, in *Incident, who bot.User, d time.Duration) (string, error) {
+	if m.o.Silencer == nil || len(in.Silence) == 0 {
+		return "", errors.New("silences are not available for this incident")
+	}
+	id, err := m.o.Silencer.Silence(ctx, in.Silence, d, who.Display(), "groundcrew incident "+in.ID)
+	if err != nil {
+		return "", err
+	}
+	now := m.o.Now()
+	if _, err := m.o.Store.UpdateIncident(ctx, in.ID, func(x *Incident) error {
+		x.add(Entry{Time: now, Kind: "silenced", Actor: who.ID, Text: fmt.Sprintf("%s silenced for %s (silence %s)", who.Display(), humanDuration(d), id)})
+		return nil
+	}); err != nil {
+		return id, err
+	}
+	m.audit(ctx, in, who.ID, "incident_silenced", id)
+	m.postThread(ctx, in, bot.Message{Text: fmt.Sprintf("🔕 %s silenced these alerts for %s in Alertmanager (silence `%s`).", who.Display(), humanDuration(d), id)})
+	return id, nil
+}
+
+// Open lists the incidents that are not resolved, oldest first.
+func (m *Manager) Open(ctx context.Context) ([]*Incident, error) {
+	ins, err := m.o.Store.ListIncidents(ctx, Query{Open: true})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(ins, func(i, j int) bool { return ins[i].OpenedAt.Before(ins[j].OpenedAt) })
+	return ins, nil
+}
+
+// LinkedRuns returns the runs of the incident's thread.
+func (m *Manager) LinkedRuns(ctx context.Context, in *Incident) []*bot.Run {
+	if m.o.Runs == nil || in.Root.IsZero() {
+		return nil
+	}
+	runs, err := m.o.Runs.ListRuns(ctx, bot.RunQuery{Thread: in.Root.ID})
+	if err != nil {
+		m.log.Warn("listing an incident's runs", "incident", in.ID, "err", err)
+		return nil
+	}
+	sort.Slice(runs, func(i, j int) bool { return runs[i].CreatedAt.Before(runs[j].CreatedAt) })
+	return runs
+}
+
+func humanDuration(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d.Minutes()))
+	case d < 48*time.Hour:
+		h := int(d.Hours())
+		if mn := int(d.Minutes()) - 60*h; mn != 0 {
+			return fmt.Sprintf("%d h %d min", h, mn)
+		}
+		return fmt.Sprintf("%d h", h)
+	}
+	return fmt.Sprintf("%d d", int(d.Hours()/24))
+}

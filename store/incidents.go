@@ -1,0 +1,195 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/incident"
+)
+
+// Incident buckets. They are created by the first write, so a store from
+// before incidents needs no migration.
+var (
+	bIncidents     = []byte("incidents")       // id → incident JSON
+	bIncidentKeys  = []byte("incident_keys")   // dedupe key → latest incident id
+	bIncidentOpen  = []byte("incident_open")   // id of every unresolved incident
+	bIncidentByMsg = []byte("incident_by_msg") // root message key → incident id
+)
+
+var _ incident.Store = (*DB)(nil)
+
+func incidentBuckets(tx *bolt.Tx) error {
+	for _, b := range [][]byte{bIncidents, bIncidentKeys, bIncidentOpen, bIncidentByMsg} {
+		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+			return fmt.Errorf("creating bucket %q: %w", b, err)
+		}
+	}
+	return nil
+}
+
+func getIncident(tx *bolt.Tx, id string) (*incident.Incident, error) {
+	b := tx.Bucket(bIncidents)
+	var raw []byte
+	if b != nil {
+		raw = b.Get([]byte(id))
+	}
+	if raw == nil {
+		return nil, fmt.Errorf("incident %s: %w", id, incident.ErrNotFound)
+	}
+	var in incident.Incident
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, fmt.Errorf("decoding incident %s: %w", id, err)
+	}
+	return &in, nil
+}
+
+// putIncident writes the incident and its indexes (buckets must exist).
+func putIncident(tx *bolt.Tx, in *incident.Incident) error {
+	if in.ID == "" || in.Key == "" {
+		return fmt.Errorf("incident without id or key")
+	}
+	data, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("encoding incident %s: %w", in.ID, err)
+	}
+	if err := tx.Bucket(bIncidents).Put([]byte(in.ID), data); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bIncidentKeys).Put([]byte(in.Key), []byte(in.ID)); err != nil {
+		return err
+	}
+	open := tx.Bucket(bIncidentOpen)
+	if in.State == incident.StateResolved {
+		err = open.Delete([]byte(in.ID))
+	} else {
+		err = open.Put([]byte(in.ID), nil)
+	}
+	if err != nil {
+		return err
+	}
+	if !in.Root.IsZero() {
+		return tx.Bucket(bIncidentByMsg).Put(msgKey(in.Root), []byte(in.ID))
+	}
+	return nil
+}
+
+// UpsertIncident implements incident.Store.
+func (s *DB) UpsertIncident(_ context.Context, key string, fn func(cur *incident.Incident) (*incident.Incident, error)) (*incident.Incident, error) {
+	var out *incident.Incident
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := incidentBuckets(tx); err != nil {
+			return err
+		}
+		var cur *incident.Incident
+		if id := tx.Bucket(bIncidentKeys).Get([]byte(key)); id != nil {
+			var err error
+			if cur, err = getIncident(tx, string(id)); err != nil {
+				return err
+			}
+		}
+		next, err := fn(cur)
+		if err != nil || next == nil {
+			return err
+		}
+		if next.Key != key {
+			return fmt.Errorf("incident %s: key %q is not %q", next.ID, next.Key, key)
+		}
+		if cur == nil || cur.ID != next.ID {
+			if tx.Bucket(bIncidents).Get([]byte(next.ID)) != nil {
+				return fmt.Errorf("incident %s: %w", next.ID, bot.ErrExists)
+			}
+		}
+		out = next
+		return putIncident(tx, next)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// UpdateIncident implements incident.Store.
+func (s *DB) UpdateIncident(_ context.Context, id string, fn func(in *incident.Incident) error) (*incident.Incident, error) {
+	var out *incident.Incident
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := incidentBuckets(tx); err != nil {
+			return err
+		}
+		in, err := getIncident(tx, id)
+		if err != nil {
+			return err
+		}
+		if err := fn(in); err != nil {
+			return err
+		}
+		in.ID = id
+		out = in
+		return putIncident(tx, in)
+	})
+	return out, err
+}
+
+// GetIncident implements incident.Store.
+func (s *DB) GetIncident(_ context.Context, id string) (*incident.Incident, error) {
+	var out *incident.Incident
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		out, err = getIncident(tx, id)
+		return err
+	})
+	return out, err
+}
+
+// ListIncidents implements incident.Store: most recently opened first.
+func (s *DB) ListIncidents(_ context.Context, q incident.Query) ([]*incident.Incident, error) {
+	var out []*incident.Incident
+	err := s.db.View(func(tx *bolt.Tx) error {
+		src := tx.Bucket(bIncidents)
+		if q.Open {
+			src = tx.Bucket(bIncidentOpen)
+		}
+		if src == nil {
+			return nil
+		}
+		return src.ForEach(func(k, _ []byte) error {
+			in, err := getIncident(tx, string(k))
+			if err != nil {
+				return err
+			}
+			out = append(out, in)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].OpenedAt.After(out[j].OpenedAt) })
+	if q.Limit > 0 && len(out) > q.Limit {
+		out = out[:q.Limit]
+	}
+	return out, nil
+}
+
+// IncidentByMessage implements incident.Store.
+func (s *DB) IncidentByMessage(_ context.Context, ref bot.MessageRef) (*incident.Incident, error) {
+	var out *incident.Incident
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bIncidentByMsg)
+		var id []byte
+		if b != nil {
+			id = b.Get(msgKey(ref))
+		}
+		if id == nil {
+			return fmt.Errorf("message %s: %w", ref.ID, incident.ErrNotFound)
+		}
+		var err error
+		out, err = getIncident(tx, string(id))
+		return err
+	})
+	return out, err
+}
