@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/groundcrew/groundcrew/bot/policy"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -231,7 +232,7 @@ func (e *Engine) command(ctx context.Context, ev Event) error {
 			e.breakGlass(ctx, c.Name, ev.Conversation, ev.User, strings.TrimSpace(reason))
 			return nil
 		}
-		e.vote(ctx, c.Name, MessageRef{}, ev.Conversation, ev.User, c.Verb == "approve", false, "command", c.Rest)
+		e.vote(ctx, ballot{RunID: c.Name, Conv: ev.Conversation, User: ev.User, Approve: c.Verb == "approve", Via: ViaCommand, Reason: c.Rest})
 	case "done":
 		e.manualResponse(ctx, c.Name, MessageRef{}, ev.Conversation, ev.User, StepSucceeded, c.Rest)
 	case "skip":
@@ -299,25 +300,28 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 		}
 		return &UserError{Msg: msg + " Configured targets: " + strings.Join(quoteAll(targets), ", ") + "."}
 	}
-	changing := false
+	if why := ev.User.NotAPerson(); why != "" {
+		e.audit(ctx, AuditEntry{Actor: ev.User.ID, Action: ActionRunRefused, Target: target, Detail: rb.Name + ": " + why})
+		return &UserError{Msg: fmt.Sprintf("⛔ You may not run `%s` on `%s`: %s.", rb.Name, target, why)}
+	}
+	start := policy.Start{Target: target, Runbook: rb.Name}
 	for _, s := range rb.Steps {
-		if op, ok := e.o.Ops.Get(s.Op); ok && op.Class != ClassRead && s.Kind != runbooks.KindWait {
-			changing = true
+		op, ok := e.o.Ops.Get(s.Op)
+		if !ok {
+			continue
+		}
+		start.Ops = append(start.Ops, op.Name)
+		if op.Class != ClassRead && s.Kind != runbooks.KindWait {
+			start.Changing = true
 		}
 	}
-	if src, list := e.runPolicySource(target, rb.Name, changing); len(list) > 0 {
-		ok, err := InList(ctx, list, ev.User, e.groups.member)
-		if err != nil {
-			return fmt.Errorf("checking who may run %s: %w", rb.Name, err)
-		}
-		if !ok {
-			kind := "read-only runbooks"
-			if changing {
-				kind = "runbooks that change things"
-			}
-			e.audit(ctx, AuditEntry{Actor: ev.User.ID, Action: "run_refused", Target: target, Detail: rb.Name + ": " + src})
-			return &UserError{Msg: fmt.Sprintf("⛔ You may not run `%s` on `%s`: policy `%s` allows only %s to start %s there.", rb.Name, target, src, displayList(list), kind)}
-		}
+	refusal, err := e.o.Approvals.MayStart(ctx, start, ev.User.ID, &e.dir)
+	if err != nil {
+		return err
+	}
+	if refusal != nil {
+		e.audit(ctx, AuditEntry{Actor: ev.User.ID, Action: ActionRunRefused, Target: target, Detail: rb.Name + ": " + refusal.Source})
+		return &UserError{Msg: refusal.Message(rb.Name, target)}
 	}
 	params, err := runbooks.ValidateParams(rb, c.Params)
 	if err != nil {
@@ -339,7 +343,7 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 	}
 	var b Batch
 	b.Note(JournalEntry{Time: now, Type: JRunStarted, Actor: ev.User.ID, Message: fmt.Sprintf("%s on %s %v", rb.Name, target, params)})
-	b.AuditLog(AuditEntry{Time: now, Actor: ev.User.ID, Action: "run_started", Target: target, Detail: fmt.Sprintf("%s %v dry_run=%v", rb.Name, params, c.DryRun)})
+	b.AuditLog(AuditEntry{Time: now, Actor: ev.User.ID, Action: ActionRunStarted, Target: target, Detail: fmt.Sprintf("%s %v dry_run=%v", rb.Name, params, c.DryRun)})
 	for range 20 {
 		r.ID = newRunID()
 		err = e.o.Store.CreateRun(ctx, r, &b)
@@ -398,7 +402,7 @@ func (e *Engine) reaction(ctx context.Context, ev Event) error {
 		if skip {
 			return nil
 		}
-		e.vote(ctx, idx.RunID, ev.Message, threadConv(ev), ev.User, yes, ev.Removed, "reaction", "")
+		e.vote(ctx, ballot{RunID: idx.RunID, Ref: ev.Message, Conv: threadConv(ev), User: ev.User, Approve: yes, Removed: ev.Removed, Via: ViaReaction})
 	case "step":
 		if ev.Removed {
 			return nil // a manual step once done stays done
@@ -436,7 +440,7 @@ func (e *Engine) button(ctx context.Context, ev Event) error {
 	}
 	switch ev.Action {
 	case "approve", "reject":
-		e.vote(ctx, runID, ev.Message, threadConv(ev), ev.User, ev.Action == "approve", false, "button", "")
+		e.vote(ctx, ballot{RunID: runID, Ref: ev.Message, Conv: threadConv(ev), User: ev.User, Approve: ev.Action == "approve", Via: ViaButton})
 	case "done":
 		e.manualResponse(ctx, runID, ev.Message, threadConv(ev), ev.User, StepSucceeded, "")
 	case "skip":

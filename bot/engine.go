@@ -39,15 +39,6 @@ type TargetInfo struct {
 	Description string
 }
 
-// ApprovalConfig is the approval policy configuration: a default, and
-// overrides per target, per runbook and per operation, applied in that order.
-type ApprovalConfig struct {
-	Default    Policy            `yaml:"default"`
-	Targets    map[string]Policy `yaml:"targets"`
-	Runbooks   map[string]Policy `yaml:"runbooks"`
-	Operations map[string]Policy `yaml:"operations"`
-}
-
 // Options configure an Engine.
 type Options struct {
 	Store     Store
@@ -66,7 +57,8 @@ type Options struct {
 	TickInterval time.Duration
 	// OpTimeout bounds one operation call (default 10m).
 	OpTimeout time.Duration
-	// GroupTTL is how long group memberships are cached (default 5m).
+	// GroupTTL is how long group memberships and the user ids of names in
+	// policies are cached (default 5m).
 	GroupTTL time.Duration
 	// BotName is shown in help texts (default "groundcrew").
 	BotName string
@@ -110,9 +102,6 @@ func (o *Options) validate() error {
 	if o.BotName == "" {
 		o.BotName = "groundcrew"
 	}
-	if o.Approvals.Default.Required == 0 && o.Approvals.Default.Expires == 0 && len(o.Approvals.Default.Approvers) == 0 {
-		o.Approvals.Default = DefaultPolicy
-	}
 	return nil
 }
 
@@ -134,7 +123,7 @@ type Engine struct {
 	busy        int
 	baseCtx     context.Context
 
-	groups groupCache
+	dir directory
 }
 
 var _ Handler = (*Engine)(nil)
@@ -154,9 +143,12 @@ func New(o Options) (*Engine, error) {
 		baseCtx:     context.Background(),
 	}
 	e.idle = sync.NewCond(&e.mu)
-	e.groups = groupCache{ttl: o.GroupTTL, now: o.Now, entries: map[string]groupEntry{}}
+	e.dir = directory{ttl: o.GroupTTL, now: o.Now, ids: map[string]idEntry{}, members: map[string]groupEntry{}}
 	if gr, ok := o.Chat.(GroupResolver); ok {
-		e.groups.resolver = gr
+		e.dir.groups = gr
+	}
+	if ir, ok := o.Chat.(IdentityResolver); ok {
+		e.dir.users = ir
 	}
 	return e, nil
 }
@@ -348,70 +340,6 @@ func (r *Run) current() *StepState {
 		return nil
 	}
 	return &r.Steps[r.Cursor]
-}
-
-// policyFor returns the configured policy for a gate: default, then target,
-// then runbook, then operation overrides (non-zero fields win).
-func (e *Engine) policyFor(target, runbook, op string) Policy {
-	p := e.o.Approvals.Default
-	over := func(q Policy, ok bool) {
-		if !ok {
-			return
-		}
-		if len(q.Approvers) > 0 {
-			p.Approvers = q.Approvers
-		}
-		if q.Required > 0 {
-			p.Required = q.Required
-		}
-		if q.Expires > 0 {
-			p.Expires = q.Expires
-		}
-		if q.SelfApproval {
-			p.SelfApproval = true
-		}
-		if len(q.RequireGroups) > 0 {
-			p.RequireGroups = q.RequireGroups
-		}
-		if q.Reject != "" {
-			p.Reject = q.Reject
-		}
-		if len(q.BreakGlass) > 0 {
-			p.BreakGlass = q.BreakGlass
-		}
-		if len(q.Runners) > 0 {
-			p.Runners = q.Runners
-		}
-		if len(q.ReadOnlyRunners) > 0 {
-			p.ReadOnlyRunners = q.ReadOnlyRunners
-		}
-	}
-	q, ok := e.o.Approvals.Targets[target]
-	over(q, ok)
-	q, ok = e.o.Approvals.Runbooks[runbook]
-	over(q, ok)
-	if op != "" {
-		q, ok = e.o.Approvals.Operations[op]
-		over(q, ok)
-	}
-	return p.withDefaults()
-}
-
-// runPolicySource names the config key that decides who may start a run,
-// for the refusal message.
-func (e *Engine) runPolicySource(target, runbook string, changing bool) (string, []string) {
-	field := "read_only_runners"
-	get := func(p Policy) []string { return p.ReadOnlyRunners }
-	if changing {
-		field, get = "runners", func(p Policy) []string { return p.Runners }
-	}
-	if p, ok := e.o.Approvals.Runbooks[runbook]; ok && len(get(p)) > 0 {
-		return "approvals.runbooks." + runbook + "." + field, get(p)
-	}
-	if p, ok := e.o.Approvals.Targets[target]; ok && len(get(p)) > 0 {
-		return "approvals.targets." + target + "." + field, get(p)
-	}
-	return "approvals.default." + field, get(e.o.Approvals.Default)
 }
 
 // targets returns the configured target names, sorted.

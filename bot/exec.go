@@ -170,7 +170,7 @@ func (e *Engine) endRun(r *Run, b *Batch, to RunState, msg string) error {
 		r.Gate.Decision = GateVoid
 	}
 	b.Note(JournalEntry{Time: r.FinishedAt, Type: JRunFinished, Message: string(to) + optional(msg)})
-	b.AuditLog(AuditEntry{Time: r.FinishedAt, Actor: e.o.BotName, Action: "run_" + string(to), Target: r.Target, Detail: msg})
+	b.AuditLog(AuditEntry{Time: r.FinishedAt, Actor: e.o.BotName, Action: ActionRun(to), Target: r.Target, Detail: msg})
 	return nil
 }
 
@@ -381,7 +381,7 @@ func (e *Engine) runWrite(ctx context.Context, r *Run, spec *runbooks.Step, op O
 		}
 		st.Status, st.StartedAt, st.Args, st.ApprovedBy = StepExecuting, e.o.Now(), call.Args, approvedBy
 		b.Note(JournalEntry{Time: e.o.Now(), Step: st.ID, Type: JIntent, Message: op.Name + " " + formatArgs(call.Args)})
-		b.AuditLog(AuditEntry{Time: e.o.Now(), Actor: r.Requester.ID, Action: "call_" + string(op.Class), Step: st.ID, Target: r.Target, Detail: op.Name + " " + formatArgs(call.Args)})
+		b.AuditLog(AuditEntry{Time: e.o.Now(), Actor: r.Requester.ID, Action: ActionCall(op.Class), Step: st.ID, Target: r.Target, Detail: op.Name + " " + formatArgs(call.Args)})
 		return nil
 	})
 	if err != nil {
@@ -418,7 +418,7 @@ func (e *Engine) recordOutcome(ctx context.Context, runID, stepID string, op Op,
 func (e *Engine) noteOutcome(ctx context.Context, runID, stepID string, op Op, planHash, msg string) {
 	_, _ = e.o.Store.UpdateRun(ctx, runID, func(r *Run, b *Batch) error {
 		b.Note(JournalEntry{Time: e.o.Now(), Step: stepID, Type: JOutcome, PlanHash: planHash, Message: msg})
-		b.AuditLog(AuditEntry{Time: e.o.Now(), Actor: e.o.BotName, Action: "outcome", Step: stepID, Target: r.Target, PlanHash: planHash, Detail: op.Name + ": " + msg})
+		b.AuditLog(AuditEntry{Time: e.o.Now(), Actor: e.o.BotName, Action: ActionOutcome, Step: stepID, Target: r.Target, PlanHash: planHash, Detail: op.Name + ": " + msg})
 		return nil
 	})
 }

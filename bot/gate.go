@@ -29,15 +29,15 @@ func syntheticPlan(r *Run, spec *runbooks.Step, op string, args Args, summary st
 
 // gatePolicy is the policy for a gate on step spec calling op.
 func (e *Engine) gatePolicy(r *Run, spec *runbooks.Step, op string) Policy {
-	p := e.policyFor(r.Target, r.Runbook, op)
+	p := e.o.Approvals.Resolve(r.Target, r.Runbook, op)
 	if spec.Approval != nil {
-		p = p.Tighten(spec.Approval.Approvers, spec.Approval.Required, spec.Approval.Expires)
+		p = p.Narrow(spec.Approval.Approvers, spec.Approval.Required, spec.Approval.Expires)
 	}
 	if r.PendingApproval != nil {
 		pa := r.PendingApproval
-		p = p.Tighten(pa.Approvers, pa.Required, time.Duration(pa.Expires))
+		p = p.Narrow(pa.Approvers, pa.Required, time.Duration(pa.Expires))
 	}
-	return p.withDefaults()
+	return p.WithDefaults()
 }
 
 // openActionGate resolves the plan of a gated action and asks for approval.
@@ -100,9 +100,9 @@ func (e *Engine) openGate(ctx context.Context, runID string, spec *runbooks.Step
 		}
 		st.Status, st.Plan, st.PlanHash, st.Args = StepGated, plan, hash, args
 		b.Note(JournalEntry{Time: now, Step: spec.ID, Type: JGateOpened, PlanHash: hash, Message: plan.Summary + optional(reason)})
-		b.AuditLog(AuditEntry{Time: now, Actor: e.o.BotName, Action: "approval_requested", Step: spec.ID, Target: r.Target, PlanHash: hash, Detail: plan.Summary + optional(reason)})
+		b.AuditLog(AuditEntry{Time: now, Actor: e.o.BotName, Action: ActionApprovalRequested, Step: spec.ID, Target: r.Target, PlanHash: hash, Detail: plan.Summary + optional(reason)})
 		if p.SelfApproval {
-			b.AuditLog(AuditEntry{Time: now, Actor: e.o.BotName, Action: "self_approval_allowed", Step: spec.ID, Target: r.Target, PlanHash: hash,
+			b.AuditLog(AuditEntry{Time: now, Actor: e.o.BotName, Action: ActionSelfApprovalAllowed, Step: spec.ID, Target: r.Target, PlanHash: hash,
 				Detail: "WARNING: the policy for this gate lets the requester approve their own change"})
 		}
 		return r.setState(RunAwaitingApproval)
@@ -199,7 +199,7 @@ func (e *Engine) afterGate(ctx context.Context, r *Run, spec *runbooks.Step) {
 			}
 			r.Gate.Decision = GateVoid
 			b.Note(JournalEntry{Time: e.o.Now(), Step: spec.ID, Type: JGateDecided, PlanHash: g.PlanHash, Message: "void: the plan changed before execution (" + PlanDiff(old, &plan) + ")"})
-			b.AuditLog(AuditEntry{Time: e.o.Now(), Actor: e.o.BotName, Action: "approval_void_drift", Step: spec.ID, Target: r.Target, PlanHash: g.PlanHash, Detail: PlanDiff(old, &plan)})
+			b.AuditLog(AuditEntry{Time: e.o.Now(), Actor: e.o.BotName, Action: ActionApprovalVoidDrift, Step: spec.ID, Target: r.Target, PlanHash: g.PlanHash, Detail: PlanDiff(old, &plan)})
 			return nil
 		})
 		if err != nil {
@@ -230,7 +230,7 @@ func (e *Engine) execute(ctx context.Context, runID string, spec *runbooks.Step,
 		}
 		b.Note(JournalEntry{Time: e.o.Now(), Step: st.ID, Type: JIntent, PlanHash: hash, Message: plan.Summary,
 			Data: map[string]any{"op": op.Name, "items": ids, "approved_by": userList(approvers)}})
-		b.AuditLog(AuditEntry{Time: e.o.Now(), Actor: r.Requester.ID, Action: "execute", Step: st.ID, Target: r.Target, PlanHash: hash,
+		b.AuditLog(AuditEntry{Time: e.o.Now(), Actor: r.Requester.ID, Action: ActionExecute, Step: st.ID, Target: r.Target, PlanHash: hash,
 			Detail: op.Name + ": " + plan.Summary + " (approved by " + userList(approvers) + ")"})
 		return nil
 	})
@@ -323,9 +323,9 @@ func (e *Engine) checkGateTimers(ctx context.Context, r *Run, now time.Time) {
 			r.Gate.Decision = GateExpired
 			st := r.current()
 			st.Status, st.FinishedAt = StepFailed, now
-			st.Error = fmt.Sprintf("approval expired after %s with %d of %d approvals", humanDuration(time.Duration(g.Policy.Expires)), len(g.Votes), g.Policy.withDefaults().Required)
+			st.Error = fmt.Sprintf("approval expired after %s with %d of %d approvals", humanDuration(time.Duration(g.Policy.Expires)), len(g.Votes), g.Policy.WithDefaults().Required)
 			b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, PlanHash: g.PlanHash, Message: "expired"})
-			b.AuditLog(AuditEntry{Time: now, Actor: e.o.BotName, Action: "approval_expired", Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash})
+			b.AuditLog(AuditEntry{Time: now, Actor: e.o.BotName, Action: ActionApprovalExpired, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash})
 			return e.endRun(r, b, RunFailed, st.Error)
 		})
 		if err != nil {
@@ -363,7 +363,7 @@ func (e *Engine) checkGateTimers(ctx context.Context, r *Run, now time.Time) {
 		}
 		e.postThread(ctx, r2, "reminder", g.StepID, Message{Broadcast: true,
 			Text: fmt.Sprintf("⏰ Approval for `%s` (%s) expires in %s — %s. React ✅ on the request or `/runbook approve %s`.",
-				r2.ID, g.Plan.Summary, humanDuration(g.ExpiresAt.Sub(now)), g.Policy.Describe(r2.Requester), r2.ID)})
+				r2.ID, g.Plan.Summary, humanDuration(g.ExpiresAt.Sub(now)), g.Policy.Describe(r2.Requester.Display()), r2.ID)})
 		e.updateGateMessage(ctx, r2, r2.Gate)
 	}
 }

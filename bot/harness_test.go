@@ -111,7 +111,7 @@ type harness struct {
 
 func newHarness(t *testing.T, world *bottest.World, opts func(*bot.Options)) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: t.TempDir(), chat: &bottest.Chat{}, world: world,
+	h := &harness{t: t, dir: t.TempDir(), chat: &bottest.Chat{Users: map[string]bot.User{"alice": alice, "bob": bob, "carol": carol}}, world: world,
 		clock: bottest.NewClock(time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)), opts: opts}
 	h.start()
 	t.Cleanup(h.stop)

@@ -222,7 +222,7 @@ func (e *Engine) renderGate(r *Run, g *Gate) Message {
 	var btns []Button
 	if g.Decision == GatePending {
 		left := g.ExpiresAt.Sub(e.o.Now())
-		fmt.Fprintf(&b, "\n%s · expires in %s (%s UTC)", g.Policy.Describe(r.Requester), humanDuration(left), g.ExpiresAt.UTC().Format("15:04"))
+		fmt.Fprintf(&b, "\n%s · expires in %s (%s UTC)", g.Policy.Describe(r.Requester.Display()), humanDuration(left), g.ExpiresAt.UTC().Format("15:04"))
 		if m := Missing(g); m != "" && len(g.Votes) > 0 {
 			fmt.Fprintf(&b, "\nStill needed: %s", m)
 		}
@@ -232,6 +232,13 @@ func (e *Engine) renderGate(r *Run, g *Gate) Message {
 	}
 	for _, rf := range g.Refusals {
 		fmt.Fprintf(&b, "\n• %s — not counted: %s", rf.User.Display(), rf.Reason)
+	}
+	for _, w := range g.Withdrawals {
+		what := "approval"
+		if !w.Approve {
+			what = "rejection"
+		}
+		fmt.Fprintf(&b, "\n• %s withdrew their %s %s (%s removed)", w.User.Display(), what, w.At.UTC().Format("15:04"), w.Via)
 	}
 	for _, v := range g.Votes {
 		verb := "✅ approved"

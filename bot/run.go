@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/groundcrew/groundcrew/bot/policy"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -151,6 +152,7 @@ type Gate struct {
 	Policy      Policy       `json:"policy"`
 	Votes       []Vote       `json:"votes,omitempty"`
 	Refusals    []Refusal    `json:"refusals,omitempty"`
+	Withdrawals []Withdrawal `json:"withdrawals,omitempty"`
 	RequestedAt time.Time    `json:"requested_at"`
 	ExpiresAt   time.Time    `json:"expires_at"`
 	Message     MessageRef   `json:"message,omitzero"`
@@ -161,15 +163,25 @@ type Gate struct {
 }
 
 // GateDecision is the outcome of a gate.
-type GateDecision string
+type GateDecision = policy.Decision
 
 // Gate decisions.
 const (
-	GatePending  GateDecision = ""
-	GateApproved GateDecision = "approved"
-	GateRejected GateDecision = "rejected"
-	GateExpired  GateDecision = "expired"
+	GatePending  GateDecision = policy.Pending
+	GateApproved GateDecision = policy.Approved
+	GateRejected GateDecision = policy.Rejected
+	GateExpired  GateDecision = policy.Expired
 	GateVoid     GateDecision = "void" // the plan changed before execution
+)
+
+// VoteVia says how a vote was cast. Stored as a string.
+type VoteVia string
+
+// How votes are cast.
+const (
+	ViaReaction VoteVia = "reaction"
+	ViaButton   VoteVia = "button"
+	ViaCommand  VoteVia = "command"
 )
 
 // Vote is one approve/reject by one person.
@@ -178,7 +190,7 @@ type Vote struct {
 	Approve  bool      `json:"approve"`
 	Reason   string    `json:"reason,omitempty"`
 	At       time.Time `json:"at"`
-	Via      string    `json:"via"` // "reaction", "button", "command"
+	Via      VoteVia   `json:"via"`
 	PlanHash string    `json:"plan_hash,omitempty"`
 	// Groups are the policy's required groups the voter belonged to when voting.
 	Groups []string `json:"groups,omitempty"`
@@ -191,6 +203,16 @@ type Refusal struct {
 	User   User      `json:"user"`
 	Reason string    `json:"reason"`
 	At     time.Time `json:"at"`
+	// Action is what was refused ("approval", "rejection", "break-glass approval").
+	Action string `json:"action,omitempty"`
+}
+
+// Withdrawal is a vote taken back (its reaction removed).
+type Withdrawal struct {
+	User    User      `json:"user"`
+	Approve bool      `json:"approve"`
+	Via     VoteVia   `json:"via"`
+	At      time.Time `json:"at"`
 }
 
 // step returns the state of the step with the given id.
@@ -248,16 +270,16 @@ const (
 
 // AuditEntry is one line of the append-only, hash-chained audit log.
 type AuditEntry struct {
-	Seq      uint64    `json:"seq"`
-	Time     time.Time `json:"time"`
-	Actor    string    `json:"actor"`
-	Action   string    `json:"action"`
-	RunID    string    `json:"run_id,omitempty"`
-	Step     string    `json:"step,omitempty"`
-	Target   string    `json:"target,omitempty"`
-	PlanHash string    `json:"plan_hash,omitempty"`
-	Detail   string    `json:"detail,omitempty"`
-	Via      string    `json:"via,omitempty"`
+	Seq      uint64      `json:"seq"`
+	Time     time.Time   `json:"time"`
+	Actor    string      `json:"actor"`
+	Action   AuditAction `json:"action"`
+	RunID    string      `json:"run_id,omitempty"`
+	Step     string      `json:"step,omitempty"`
+	Target   string      `json:"target,omitempty"`
+	PlanHash string      `json:"plan_hash,omitempty"`
+	Detail   string      `json:"detail,omitempty"`
+	Via      string      `json:"via,omitempty"`
 	// Prev is the hash of the previous entry; Hash covers this entry and Prev.
 	Prev string `json:"prev"`
 	Hash string `json:"hash"`

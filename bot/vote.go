@@ -5,98 +5,172 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/groundcrew/groundcrew/bot/policy"
 )
 
-// vote records an approve/reject from user on the run's open gate. ref is
-// the message voted on (zero for a typed command).
-func (e *Engine) vote(ctx context.Context, runID string, ref MessageRef, conv Conversation, user User, approve, removed bool, via, reason string) {
-	r, ok := e.runFor(ctx, runID, conv, user)
+// ballot is one approve, reject or withdrawal as it arrives.
+type ballot struct {
+	RunID string
+	// Ref is the message voted on (zero for a typed command).
+	Ref  MessageRef
+	Conv Conversation
+	User User
+	// Approve is true for an approval, false for a rejection.
+	Approve bool
+	// Removed is a removed reaction: it withdraws the vote that reaction cast.
+	Removed bool
+	Via     VoteVia
+	Reason  string
+}
+
+// action names what the ballot asks, for refusals.
+func (v ballot) action() string {
+	if v.Approve {
+		return "approval"
+	}
+	return "rejection"
+}
+
+// vote records an approve/reject from a person on the run's open gate.
+// Approving needs eligibility (policy.CheckVoter); rejecting needs only an
+// active person, the requester included. A removed reaction withdraws only
+// the vote that reaction cast.
+func (e *Engine) vote(ctx context.Context, v ballot) {
+	r, ok := e.runFor(ctx, v.RunID, v.Conv, v.User)
 	if !ok {
 		return
 	}
 	g := r.Gate
 	if r.State.Terminal() || g == nil || g.Decision != GatePending {
-		if !removed {
-			e.reply(ctx, conv, user, fmt.Sprintf("Run `%s` has no open approval request (it is %s).", r.ID, strings.ReplaceAll(string(r.State), "_", " ")))
+		if !v.Removed {
+			e.reply(ctx, v.Conv, v.User, fmt.Sprintf("Your %s was not counted: run `%s` has no open approval request (it is %s).", v.action(), r.ID, strings.ReplaceAll(string(r.State), "_", " ")))
 		}
 		return
 	}
-	if !ref.IsZero() && ref.ID != g.Message.ID {
-		if !removed {
-			e.reply(ctx, conv, user, "That approval request was replaced (the plan changed or it was re-opened); vote on the latest request in the thread.")
+	if !v.Ref.IsZero() && v.Ref.ID != g.Message.ID {
+		if !v.Removed {
+			e.reply(ctx, v.Conv, v.User, fmt.Sprintf("Your %s was not counted: that approval request was replaced (the plan changed or it was re-opened); vote on the latest request in the thread.", v.action()))
 		}
 		return
 	}
-	why, err := CheckVoter(ctx, g.Policy, r.Requester, user, e.groups.member)
+	if v.Removed {
+		e.withdrawVote(ctx, r, v)
+		return
+	}
+	why := v.User.NotAPerson()
 	var groups []string
-	if err == nil && why == "" {
-		groups, err = voterGroups(ctx, g.Policy, user, e.groups.member)
+	var err error
+	if why == "" && v.Approve {
+		why, err = policy.CheckVoter(ctx, g.Policy, r.Requester.ID, v.User.ID, &e.dir)
+		if err == nil && why == "" {
+			groups, err = policy.VoterGroups(ctx, g.Policy, v.User.ID, &e.dir)
+		}
 	}
 	if err != nil {
-		e.reply(ctx, conv, user, "⚠️ Could not check your approval rights: "+userMessage(err)+". Try again in a minute.")
+		e.reply(ctx, v.Conv, v.User, fmt.Sprintf("⚠️ Your %s was not counted: could not check your approval rights: %s. Try again in a minute.", v.action(), userMessage(err)))
 		return
 	}
 	now := e.o.Now()
+	verb := map[bool]string{true: "approve", false: "reject"}[v.Approve]
 	var decision GateDecision
-	r, err = e.update(ctx, runID, func(r *Run, b *Batch) error {
+	r, err = e.update(ctx, v.RunID, func(r *Run, b *Batch) error {
 		if r.Gate == nil || r.Gate.ID != g.ID || r.Gate.Decision != GatePending {
 			return errRunOver
 		}
 		g := r.Gate
-		verb := map[bool]string{true: "approve", false: "reject"}[approve]
 		if why != "" {
-			if removed {
-				return errRunOver
-			}
-			g.Refusals = append(g.Refusals, Refusal{User: user, Reason: why, At: now})
-			b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVoteRefused, Actor: user.ID, PlanHash: g.PlanHash, Message: verb + " not counted: " + why})
-			b.AuditLog(AuditEntry{Time: now, Actor: user.ID, Action: "vote_refused", Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: via, Detail: verb + ": " + why})
+			g.Refusals = append(g.Refusals, Refusal{User: v.User, Reason: why, At: now, Action: v.action()})
+			b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVoteRefused, Actor: v.User.ID, PlanHash: g.PlanHash, Message: verb + " not counted: " + why})
+			b.AuditLog(AuditEntry{Time: now, Actor: v.User.ID, Action: ActionVoteRefused, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(v.Via), Detail: verb + ": " + why})
 			return nil
 		}
-		if removed {
-			if !g.withdraw(user.ID, approve) {
-				return errRunOver
-			}
-			b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVote, Actor: user.ID, PlanHash: g.PlanHash, Message: "withdrew " + verb})
-			b.AuditLog(AuditEntry{Time: now, Actor: user.ID, Action: "vote_withdrawn", Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: via})
-		} else {
-			g.castVote(Vote{User: user, Approve: approve, Reason: reason, At: now, Via: via, PlanHash: g.PlanHash, Groups: groups})
-			b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVote, Actor: user.ID, PlanHash: g.PlanHash, Message: verb + optional(reason)})
-			b.AuditLog(AuditEntry{Time: now, Actor: user.ID, Action: verb, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: via, Detail: reason})
+		g.castVote(Vote{User: v.User, Approve: v.Approve, Reason: v.Reason, At: now, Via: v.Via, PlanHash: g.PlanHash, Groups: groups})
+		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVote, Actor: v.User.ID, PlanHash: g.PlanHash, Message: verb + optional(v.Reason)})
+		action := ActionApprove
+		if !v.Approve {
+			action = ActionReject
 		}
-		decision = Decide(g, now)
-		switch decision {
-		case GateApproved:
-			g.Decision = GateApproved
-			b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, PlanHash: g.PlanHash, Message: "approved by " + userList(voters(g))})
-			b.AuditLog(AuditEntry{Time: now, Actor: e.o.BotName, Action: "approval_granted", Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Detail: "approved by " + userList(voters(g))})
-			return r.setState(RunRunning)
-		case GateRejected:
-			g.Decision = GateRejected
-			st := r.current()
-			st.Status, st.FinishedAt = StepFailed, now
-			st.Error = "rejected by " + user.Display() + optional(reason)
-			b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, PlanHash: g.PlanHash, Message: st.Error})
-			b.AuditLog(AuditEntry{Time: now, Actor: e.o.BotName, Action: "approval_rejected", Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Detail: st.Error})
-			return e.endRun(r, b, RunFailed, st.Error)
-		}
-		return nil
+		b.AuditLog(AuditEntry{Time: now, Actor: v.User.ID, Action: action, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(v.Via), Detail: v.Reason})
+		var err error
+		decision, err = e.decide(r, b, now, v.User, v.Reason)
+		return err
 	})
 	if err != nil {
 		return
 	}
-	e.hook("voted:" + user.ID)
+	e.hook("voted:" + v.User.ID)
 	e.updateGateMessage(ctx, r, r.Gate)
 	if why != "" {
-		e.reply(ctx, conv, user, fmt.Sprintf("🚫 Your %s on `%s` was not counted: %s.", map[bool]string{true: "approval", false: "rejection"}[approve], r.ID, why))
+		e.reply(ctx, v.Conv, v.User, fmt.Sprintf("🚫 Your %s on `%s` was not counted: %s.", v.action(), r.ID, why))
 		return
 	}
+	e.afterDecision(ctx, r, decision)
+}
+
+// withdrawVote takes back the vote a removed reaction cast. A vote cast by
+// command or button stays: only the hand that cast a vote withdraws it.
+func (e *Engine) withdrawVote(ctx context.Context, r *Run, v ballot) {
+	if v.Via != ViaReaction || v.User.ID == "" {
+		return
+	}
+	gateID := r.Gate.ID
+	now := e.o.Now()
+	verb := map[bool]string{true: "approval", false: "rejection"}[v.Approve]
+	var decision GateDecision
+	r, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
+		g := r.Gate
+		if g == nil || g.ID != gateID || g.Decision != GatePending {
+			return errRunOver
+		}
+		old, ok := g.withdraw(v.User.ID, v.Approve, v.Via)
+		if !ok {
+			return errRunOver
+		}
+		g.Withdrawals = append(g.Withdrawals, Withdrawal{User: old.User, Approve: old.Approve, Via: old.Via, At: now})
+		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVote, Actor: v.User.ID, PlanHash: g.PlanHash, Message: "withdrew " + verb + " (reaction removed)"})
+		b.AuditLog(AuditEntry{Time: now, Actor: v.User.ID, Action: ActionVoteWithdrawn, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(v.Via), Detail: verb})
+		var err error
+		decision, err = e.decide(r, b, now, v.User, "")
+		return err
+	})
+	if err != nil {
+		return
+	}
+	e.hook("voted:" + v.User.ID)
+	e.updateGateMessage(ctx, r, r.Gate)
+	e.afterDecision(ctx, r, decision)
+}
+
+// decide applies the gate's decision after a vote changed, inside a run update.
+func (e *Engine) decide(r *Run, b *Batch, now time.Time, by User, reason string) (GateDecision, error) {
+	g := r.Gate
+	decision := Decide(g, now)
+	switch decision {
+	case GateApproved:
+		g.Decision = GateApproved
+		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, PlanHash: g.PlanHash, Message: "approved by " + userList(voters(g))})
+		b.AuditLog(AuditEntry{Time: now, Actor: e.o.BotName, Action: ActionApprovalGranted, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Detail: "approved by " + userList(voters(g))})
+		return decision, r.setState(RunRunning)
+	case GateRejected:
+		g.Decision = GateRejected
+		st := r.current()
+		st.Status, st.FinishedAt = StepFailed, now
+		st.Error = "rejected by " + by.Display() + optional(reason)
+		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, PlanHash: g.PlanHash, Message: st.Error})
+		b.AuditLog(AuditEntry{Time: now, Actor: e.o.BotName, Action: ActionApprovalRejected, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Detail: st.Error})
+		return decision, e.endRun(r, b, RunFailed, st.Error)
+	}
+	return decision, nil
+}
+
+// afterDecision continues or announces a run whose gate was just decided.
+func (e *Engine) afterDecision(ctx context.Context, r *Run, decision GateDecision) {
 	switch decision {
 	case GateApproved:
 		e.refreshRoot(ctx, r)
-		e.kick(runID)
+		e.kick(r.ID)
 	case GateRejected:
 		e.announceEnd(ctx, r)
 	}
@@ -109,17 +183,28 @@ func (e *Engine) breakGlass(ctx context.Context, runID string, conv Conversation
 		return
 	}
 	g := r.Gate
+	refuse := func(why string) {
+		e.reply(ctx, conv, user, fmt.Sprintf("⛔ Break-glass approval of `%s` refused. %s", r.ID, why))
+	}
 	if r.State.Terminal() || g == nil || g.Decision != GatePending {
-		e.reply(ctx, conv, user, fmt.Sprintf("Run `%s` has no open approval request.", r.ID))
+		refuse(fmt.Sprintf("Run `%s` has no open approval request.", r.ID))
+		return
+	}
+	if why := user.NotAPerson(); why != "" {
+		refuse(upperFirst(why) + ".")
 		return
 	}
 	if len(g.Policy.BreakGlass) == 0 {
-		e.reply(ctx, conv, user, "Break-glass is not enabled for this gate (set `break_glass` in the approval policy).")
+		refuse("Break-glass is not enabled for this gate (set `break_glass` in the approval policy).")
 		return
 	}
-	in, err := InList(ctx, g.Policy.BreakGlass, user, e.groups.member)
-	if err != nil || !in {
-		e.reply(ctx, conv, user, fmt.Sprintf("⛔ Only %s may break glass.", displayList(g.Policy.BreakGlass)))
+	in, err := policy.InList(ctx, g.Policy.BreakGlass, user.ID, &e.dir)
+	if err != nil {
+		refuse("Could not check your break-glass rights: " + userMessage(err) + ". Try again in a minute.")
+		return
+	}
+	if !in {
+		refuse(fmt.Sprintf("Only %s may break glass.", policy.DisplayList(g.Policy.BreakGlass)))
 		return
 	}
 	if len(strings.Fields(reason)) < 2 {
@@ -132,10 +217,10 @@ func (e *Engine) breakGlass(ctx context.Context, runID string, conv Conversation
 			return errRunOver
 		}
 		g := r.Gate
-		g.castVote(Vote{User: user, Approve: true, Reason: reason, At: now, Via: "command", PlanHash: g.PlanHash, BreakGlass: true})
+		g.castVote(Vote{User: user, Approve: true, Reason: reason, At: now, Via: ViaCommand, PlanHash: g.PlanHash, BreakGlass: true})
 		g.Decision = GateApproved
 		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, Actor: user.ID, PlanHash: g.PlanHash, Message: "BREAK-GLASS approval by " + user.Display() + ": " + reason})
-		b.AuditLog(AuditEntry{Time: now, Actor: user.ID, Action: "break_glass", Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: "command", Detail: reason})
+		b.AuditLog(AuditEntry{Time: now, Actor: user.ID, Action: ActionBreakGlass, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(ViaCommand), Detail: reason})
 		return r.setState(RunRunning)
 	})
 	if err != nil {
@@ -186,11 +271,16 @@ func (e *Engine) manualResponse(ctx context.Context, runID string, ref MessageRe
 	}
 	st := r.current()
 	if r.State != RunAwaitingManual || st == nil || st.Status != StepManual || (!ref.IsZero() && ref.ID != st.Message.ID) {
-		e.reply(ctx, conv, user, fmt.Sprintf("Run `%s` is not waiting for that manual step (it is %s).", r.ID, strings.ReplaceAll(string(r.State), "_", " ")))
+		e.reply(ctx, conv, user, fmt.Sprintf("Your %s was not counted: run `%s` is not waiting for that manual step (it is %s).", manualVerb(status), r.ID, strings.ReplaceAll(string(r.State), "_", " ")))
 		return
 	}
 	stepID := st.ID
 	now := e.o.Now()
+	if why := user.NotAPerson(); why != "" {
+		e.audit(ctx, AuditEntry{Actor: user.ID, Action: ActionManualRefused, RunID: r.ID, Step: stepID, Target: r.Target, Detail: manualVerb(status) + ": " + why})
+		e.reply(ctx, conv, user, fmt.Sprintf("🚫 Your %s on `%s` was not counted: %s.", manualVerb(status), r.ID, why))
+		return
+	}
 	r, err := e.update(ctx, runID, func(r *Run, b *Batch) error {
 		st := r.current()
 		if r.State != RunAwaitingManual || st.ID != stepID || st.Status != StepManual {
@@ -206,7 +296,7 @@ func (e *Engine) manualResponse(ctx context.Context, runID string, ref MessageRe
 			st.Error = "marked failed by " + user.Display() + optional(note)
 		}
 		b.Note(JournalEntry{Time: now, Step: stepID, Type: JManualDone, Actor: user.ID, Message: string(status) + optional(note)})
-		b.AuditLog(AuditEntry{Time: now, Actor: user.ID, Action: "manual_" + string(status), Step: stepID, Target: r.Target, Detail: note})
+		b.AuditLog(AuditEntry{Time: now, Actor: user.ID, Action: ActionManual(status), Step: stepID, Target: r.Target, Detail: note})
 		if err := r.setState(RunRunning); err != nil {
 			return err
 		}
@@ -237,9 +327,33 @@ func (e *Engine) runFor(ctx context.Context, id string, conv Conversation, user 
 	return r, true
 }
 
-// cancel stops a run. In-flight reads and waits are interrupted; a write
-// or destructive call in flight finishes and its outcome is recorded.
+// manualVerb names a manual answer for refusals.
+func manualVerb(status StepStatus) string {
+	switch status {
+	case StepSkipped:
+		return "skip"
+	case StepFailed:
+		return "\"failed\" answer"
+	}
+	return "\"done\" answer"
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// cancel stops a run. Anyone who may see the run may cancel it (it is
+// never a privilege); only active people can. In-flight reads and waits
+// are interrupted; a write or destructive call in flight finishes and its
+// outcome is recorded.
 func (e *Engine) cancel(ctx context.Context, runID string, conv Conversation, user User, reason string) {
+	if why := user.NotAPerson(); why != "" {
+		e.reply(ctx, conv, user, fmt.Sprintf("Cannot cancel `%s`: %s.", runID, why))
+		return
+	}
 	now := e.o.Now()
 	r, err := e.update(ctx, runID, func(r *Run, b *Batch) error {
 		if r.State.Terminal() {
@@ -249,11 +363,11 @@ func (e *Engine) cancel(ctx context.Context, runID string, conv Conversation, us
 			st.Status, st.FinishedAt = StepCancelled, now
 		}
 		b.Note(JournalEntry{Time: now, Type: JRunCancelled, Actor: user.ID, Message: reason})
-		b.AuditLog(AuditEntry{Time: now, Actor: user.ID, Action: "cancel", Target: r.Target, Detail: reason})
+		b.AuditLog(AuditEntry{Time: now, Actor: user.ID, Action: ActionCancel, Target: r.Target, Detail: reason})
 		return e.endRun(r, b, RunCancelled, "cancelled by "+user.Display()+optional(reason))
 	})
 	if err != nil {
-		e.reply(ctx, conv, user, "Cannot cancel: "+userMessage(err))
+		e.reply(ctx, conv, user, fmt.Sprintf("Cannot cancel `%s`: %s", runID, userMessage(err)))
 		return
 	}
 	e.mu.Lock()
@@ -265,41 +379,4 @@ func (e *Engine) cancel(ctx context.Context, runID string, conv Conversation, us
 		e.updateGateMessage(ctx, r, r.Gate)
 	}
 	e.announceEnd(ctx, r)
-}
-
-// groupCache caches group memberships from the chat adapter.
-type groupCache struct {
-	resolver GroupResolver
-	ttl      time.Duration
-	now      func() time.Time
-	mu       sync.Mutex
-	entries  map[string]groupEntry
-}
-
-type groupEntry struct {
-	members map[string]bool
-	at      time.Time
-}
-
-func (c *groupCache) member(ctx context.Context, group string, u User) (bool, error) {
-	if c.resolver == nil {
-		return false, nil
-	}
-	c.mu.Lock()
-	ent, ok := c.entries[group]
-	c.mu.Unlock()
-	if !ok || c.now().Sub(ent.at) > c.ttl {
-		ids, err := c.resolver.GroupMembers(ctx, group)
-		if err != nil {
-			return false, err
-		}
-		ent = groupEntry{members: map[string]bool{}, at: c.now()}
-		for _, id := range ids {
-			ent.members[id] = true
-		}
-		c.mu.Lock()
-		c.entries[group] = ent
-		c.mu.Unlock()
-	}
-	return ent.members[u.ID] || (u.Name != "" && ent.members[u.Name]), nil
 }

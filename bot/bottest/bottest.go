@@ -37,12 +37,34 @@ type Chat struct {
 	ephemerals []Ephemeral
 	FailPosts  int
 	Groups     map[string][]string
+	// Users is the platform's user directory by name, for resolving names
+	// in policies; nil means names are ids.
+	Users map[string]bot.User
 }
 
 var (
-	_ bot.Chat          = (*Chat)(nil)
-	_ bot.GroupResolver = (*Chat)(nil)
+	_ bot.Chat             = (*Chat)(nil)
+	_ bot.GroupResolver    = (*Chat)(nil)
+	_ bot.IdentityResolver = (*Chat)(nil)
 )
+
+// ResolveUser implements bot.IdentityResolver over Users.
+func (c *Chat) ResolveUser(_ context.Context, name string) (bot.User, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.Users == nil {
+		return bot.User{ID: name, Name: name}, nil
+	}
+	if u, ok := c.Users[name]; ok {
+		return u, nil
+	}
+	for _, u := range c.Users {
+		if u.ID == name {
+			return u, nil
+		}
+	}
+	return bot.User{}, fmt.Errorf("user %q: %w", name, bot.ErrNotFound)
+}
 
 // Post implements bot.Chat.
 func (c *Chat) Post(_ context.Context, to bot.Conversation, m bot.Message) (bot.MessageRef, error) {

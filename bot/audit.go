@@ -1,0 +1,36 @@
+package bot
+
+// AuditAction names what an audit entry records. Stored as a string.
+type AuditAction string
+
+// Audit actions. Per-step outcomes are built from the status
+// (ActionManual, ActionCall, ActionRun).
+const (
+	ActionRunStarted          AuditAction = "run_started"
+	ActionRunRefused          AuditAction = "run_refused"
+	ActionCancel              AuditAction = "cancel"
+	ActionApprovalRequested   AuditAction = "approval_requested"
+	ActionSelfApprovalAllowed AuditAction = "self_approval_allowed"
+	ActionApprove             AuditAction = "approve"
+	ActionReject              AuditAction = "reject"
+	ActionVoteRefused         AuditAction = "vote_refused"
+	ActionVoteWithdrawn       AuditAction = "vote_withdrawn"
+	ActionApprovalGranted     AuditAction = "approval_granted"
+	ActionApprovalRejected    AuditAction = "approval_rejected"
+	ActionApprovalExpired     AuditAction = "approval_expired"
+	ActionApprovalVoidDrift   AuditAction = "approval_void_drift"
+	ActionBreakGlass          AuditAction = "break_glass"
+	ActionManualRefused       AuditAction = "manual_refused"
+	ActionExecute             AuditAction = "execute"
+	ActionOutcome             AuditAction = "outcome"
+)
+
+// ActionManual is the audit action of a manual step answered with status
+// ("manual_succeeded", "manual_skipped", "manual_failed").
+func ActionManual(status StepStatus) AuditAction { return AuditAction("manual_" + string(status)) }
+
+// ActionCall is the audit action of a call of an operation of that class ("call_write").
+func ActionCall(class Class) AuditAction { return AuditAction("call_" + string(class)) }
+
+// ActionRun is the audit action of a run's end ("run_succeeded").
+func ActionRun(state RunState) AuditAction { return AuditAction("run_" + string(state)) }

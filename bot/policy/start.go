@@ -1,0 +1,79 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+)
+
+// Start describes a run someone asks to start.
+type Start struct {
+	Target  string
+	Runbook string
+	// Ops are the operations the runbook calls; an operation's `runners`
+	// (or `read_only_runners`) apply to every runbook that calls it.
+	Ops []string
+	// Changing is true when the runbook has write or destructive steps:
+	// then `runners` decide, otherwise `read_only_runners`.
+	Changing bool
+}
+
+// StartRefusal says why someone may not start a run.
+type StartRefusal struct {
+	// Source is the configuration key that refused ("approvals.targets.infra-prd.runners").
+	Source string
+	// Allowed is that key's list.
+	Allowed []string
+	// Changing is Start.Changing.
+	Changing bool
+}
+
+// Message is the refusal for the person, naming the refused action.
+func (r *StartRefusal) Message(runbook, target string) string {
+	kind := "read-only runbooks"
+	if r.Changing {
+		kind = "runbooks that change things"
+	}
+	return fmt.Sprintf("⛔ You may not run `%s` on `%s`: policy `%s` allows only %s to start %s there.", runbook, target, r.Source, DisplayList(r.Allowed), kind)
+}
+
+// MayStart decides whether the user with id userID may start s. It returns
+// nil when they may, or the refusal. Every level that sets the deciding
+// field (runners or read_only_runners) must allow the user: the resolved
+// policy of the run and of each operation it calls.
+func (c Config) MayStart(ctx context.Context, s Start, userID string, dir Directory) (*StartRefusal, error) {
+	field, get := "read_only_runners", func(p Policy) []string { return p.ReadOnlyRunners }
+	if s.Changing {
+		field, get = "runners", func(p Policy) []string { return p.Runners }
+	}
+	checked := map[string]bool{}
+	for _, op := range append([]string{""}, s.Ops...) {
+		src, list := c.source(s.Target, s.Runbook, op, field, get)
+		if len(list) == 0 || checked[src] {
+			continue
+		}
+		checked[src] = true
+		ok, err := InList(ctx, list, userID, dir)
+		if err != nil {
+			return nil, fmt.Errorf("checking who may run %s: %w", s.Runbook, err)
+		}
+		if !ok {
+			return &StartRefusal{Source: src, Allowed: list, Changing: s.Changing}, nil
+		}
+	}
+	return nil, nil
+}
+
+// source returns the most specific configuration key that sets field for
+// (target, runbook, op), and its list.
+func (c Config) source(target, runbook, op, field string, get func(Policy) []string) (string, []string) {
+	if p, ok := c.Operations[op]; ok && op != "" && len(get(p)) > 0 {
+		return "approvals.operations." + op + "." + field, get(p)
+	}
+	if p, ok := c.Runbooks[runbook]; ok && len(get(p)) > 0 {
+		return "approvals.runbooks." + runbook + "." + field, get(p)
+	}
+	if p, ok := c.Targets[target]; ok && len(get(p)) > 0 {
+		return "approvals.targets." + target + "." + field, get(p)
+	}
+	return "approvals.default." + field, get(c.Default)
+}
