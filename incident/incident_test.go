@@ -145,7 +145,7 @@ func TestSignalOpensOneIncidentAndResolves(t *testing.T) {
 	require.NoError(t, err)
 	var acts []string
 	for _, a := range audit {
-		acts = append(acts, a.Action)
+		acts = append(acts, string(a.Action))
 	}
 	assert.Contains(t, acts, "incident_opened")
 	assert.Contains(t, acts, "incident_resolved")

@@ -306,7 +306,7 @@ func (m *Manager) audit(ctx context.Context, in *Incident, actor, action, detail
 	if actor == "" {
 		actor = string(in.Source.Kind)
 	}
-	err := m.o.Audit.AppendAudit(ctx, bot.AuditEntry{Time: m.o.Now(), Actor: actor, Action: action, Target: in.Target,
+	err := m.o.Audit.AppendAudit(ctx, bot.AuditEntry{Time: m.o.Now(), Actor: actor, Action: bot.AuditAction(action), Target: in.Target,
 		Detail: in.ID + " " + in.Key + ": " + detail})
 	if err != nil {
 		m.log.Error("writing the audit log", "incident", in.ID, "action", action, "err", err)
