@@ -45,6 +45,7 @@ type Config struct {
 	// Runbooks are directories added to (and overriding) the built-in library.
 	Runbooks []string `yaml:"runbooks"`
 	Log      Log      `yaml:"log"`
+	Audit    Audit    `yaml:"audit"`
 
 	// Path is where the file was read from.
 	Path string `yaml:"-"`
@@ -56,6 +57,15 @@ type Config struct {
 // Server is the bot's HTTP server (Slack/Mattermost callbacks, health).
 type Server struct {
 	Listen string `yaml:"listen"`
+}
+
+// Audit configures where heads of the audit chain are published, so a cut
+// tail of the log is detected (`groundcrew audit verify --expect`).
+type Audit struct {
+	// CheckpointChannel gets the head on a schedule (none: only the log).
+	CheckpointChannel string `yaml:"checkpoint_channel"`
+	// Every is the posting period (default 1h).
+	Every time.Duration `yaml:"every"`
 }
 
 // Log configures logging.
@@ -377,6 +387,12 @@ func (c *Config) validate() Errors {
 		if st, err := os.Stat(d); err != nil || !st.IsDir() {
 			add(fmt.Sprintf("runbooks[%d]", i), "%s is not a directory", d)
 		}
+	}
+	if c.Audit.Every < 0 || c.Audit.Every > 0 && c.Audit.Every < time.Minute {
+		add("audit.every", "%s: post checkpoints at most once a minute (e.g. 1h)", c.Audit.Every)
+	}
+	if c.Audit.Every > 0 && c.Audit.CheckpointChannel == "" {
+		add("audit.every", "is set but audit.checkpoint_channel is not: say where to post the checkpoints (e.g. \"#ci-audit\")")
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

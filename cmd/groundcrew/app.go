@@ -21,6 +21,7 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/postgres/pgsim"
 	"github.com/groundcrew/groundcrew/adapters/slack"
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/checkpoint"
 	"github.com/groundcrew/groundcrew/config"
 	"github.com/groundcrew/groundcrew/digest"
 	"github.com/groundcrew/groundcrew/runbooks"
@@ -46,6 +47,7 @@ type app struct {
 	console bool
 	sims    []*concoursesim.Server
 	digests *digest.Scheduler
+	audit   *checkpoint.Checkpointer
 	closers []func()
 }
 
@@ -184,7 +186,12 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 		t := cfg.Targets[n]
 		targets[n] = bot.TargetInfo{Vars: t.Vars, Description: t.Description}
 	}
-	eng, err := bot.New(bot.Options{Store: db, Chat: a.chat, Ops: a.reg, Library: lib, Targets: targets,
+	// The audit head goes to the log at start and after each run, and to
+	// audit.checkpoint_channel on a schedule: outside the store.
+	a.audit = checkpoint.New(checkpoint.Options{Heads: db, Chat: a.chat, Channel: cfg.Audit.CheckpointChannel,
+		Platform: cfg.Chat.Platform, Every: cfg.Audit.Every, Now: o.Now, Logger: a.log.With("component", "audit")})
+	a.audit.Log(context.Background(), "start")
+	eng, err := bot.New(bot.Options{Store: a.audit.Store(db), Chat: a.chat, Ops: a.reg, Library: lib, Targets: targets,
 		Approvals: cfg.Approvals, Platform: cfg.Chat.Platform, Logger: a.log, Now: o.Now, Digests: a.digests})
 	if err != nil {
 		return nil, err
@@ -212,6 +219,7 @@ func (a *app) run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return a.eng.Run(gctx) })
 	g.Go(func() error { return a.digests.Run(gctx) })
+	g.Go(func() error { return a.audit.Run(gctx) })
 	if a.console {
 		g.Go(func() error {
 			err := a.chat.Run(gctx, a.eng)

@@ -264,19 +264,48 @@ func newRuns() *cobra.Command {
 func newAudit() *cobra.Command {
 	c := &cobra.Command{Use: "audit", Short: "Verify or export the hash-chained audit log"}
 	c.PersistentFlags().String("store", "", "bbolt store file (default: from the config)")
-	c.AddCommand(&cobra.Command{
-		Use:   "verify",
-		Short: "Check that no audit entry was edited, deleted or reordered",
-		Args:  cobra.NoArgs,
+	verify := &cobra.Command{
+		Use:   "verify [--expect <count>:<hash>]",
+		Short: "Check that no audit entry was edited, deleted or reordered, and print the chain head",
+		Long: `Walk the hash chain of the audit log and print its head as head: <count>:<hash>.
+A hash chain cannot see its last entries cut off: keep heads outside the store
+(the bot logs one at start and after each run, and posts one to
+audit.checkpoint_channel) and pass one with --expect. Exit status: 0 intact,
+1 the expected head is no longer in the log, 2 the chain is broken.`,
+		Args: cobra.NoArgs,
 		RunE: withStore(func(cmd *cobra.Command, _ []string, db *store.DB) error {
+			var want *bot.AuditHead
+			if s, _ := cmd.Flags().GetString("expect"); s != "" {
+				h, err := bot.ParseAuditHead(s)
+				if err != nil {
+					return fmt.Errorf("--expect: %w", err)
+				}
+				want = &h
+			}
 			n, err := db.VerifyAudit(cmd.Context())
 			if err != nil {
 				return &exitError{code: 2, err: fmt.Errorf("audit log NOT intact after %d good entries: %w", n, err)}
 			}
+			head, err := db.AuditHead(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if want != nil {
+				if err := db.VerifyAuditHead(cmd.Context(), *want); err != nil {
+					fmt.Fprintf(cmd.OutOrStdout(), "head: %s\n", head)
+					return &exitError{code: 1, err: fmt.Errorf("audit log NOT intact: %w", err)}
+				}
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "audit log intact: %d entries, chain verified\n", n)
+			if want != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "contains the expected head %s\n", want)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "head: %s\n", head)
 			return nil
 		}),
-	})
+	}
+	verify.Flags().String("expect", "", "a head published earlier (<count>:<hash>); fail if the log no longer contains it")
+	c.AddCommand(verify)
 	c.AddCommand(&cobra.Command{
 		Use:   "export",
 		Short: "Write the audit log as JSON lines (for a SIEM)",

@@ -11,8 +11,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	bolt "go.etcd.io/bbolt"
 
+	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/config"
+	"github.com/groundcrew/groundcrew/store"
 )
 
 const brokenWorkerStalled = "name: worker-stalled\ntitle: Ours\nsteps:\n  - id: a\n    kind: query\n    opp: concourse.workers\n"
@@ -63,6 +66,7 @@ func TestServe_BrokenOverrideIsUnavailable(t *testing.T) {
 	defer a.close()
 	require.NoError(t, a.run(context.Background()))
 
+	assert.Contains(t, logs.String(), `msg="audit head" component=audit head=0: when=start`, "the audit head is logged at start")
 	assert.Contains(t, logs.String(), "runbook file does not load")
 	assert.Contains(t, logs.String(), "runbook=worker-stalled")
 	assert.Contains(t, logs.String(), "worker-stalled.yaml:6:5: unknown field")
@@ -70,4 +74,47 @@ func TestServe_BrokenOverrideIsUnavailable(t *testing.T) {
 	assert.Contains(t, out.String(), "groundcrew lint "+rbDir)
 	assert.Contains(t, out.String(), "`worker-stalled` ⚠️ broken")
 	assert.NotContains(t, out.String(), "started by", "the built-in must not run")
+}
+
+func TestAuditVerify_ExpectDetectsCutTail(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "gc.db")
+	db, err := store.Open(p, store.Options{})
+	require.NoError(t, err)
+	for range 4 {
+		require.NoError(t, db.AppendAudit(context.Background(), bot.AuditEntry{Actor: "alice", Action: "approve"}))
+	}
+	head, err := db.AuditHead(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	out, err := run(t, "", "audit", "verify", "--store", p)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "head: "+head.String()+"\n")
+	out, err = run(t, "", "audit", "verify", "--store", p, "--expect", head.String())
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "contains the expected head "+head.String())
+
+	// Cut the last entry: the chain alone still verifies.
+	bdb, err := bolt.Open(p, 0o600, nil)
+	require.NoError(t, err)
+	require.NoError(t, bdb.Update(func(tx *bolt.Tx) error {
+		k, _ := tx.Bucket([]byte("audit")).Cursor().Last()
+		return tx.Bucket([]byte("audit")).Delete(k)
+	}))
+	require.NoError(t, bdb.Close())
+	out, err = run(t, "", "audit", "verify", "--store", p)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "head: 3:")
+
+	out, err = run(t, "", "audit", "verify", "--store", p, "--expect", head.String())
+	require.Error(t, err)
+	var exit *exitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 1, exit.code)
+	assert.Contains(t, err.Error(), "audit log NOT intact: audit log does not contain the expected head: the log ends at entry 3 but the checkpoint "+head.String()+" has entry 4")
+	assert.Contains(t, out, "head: 3:")
+
+	_, err = run(t, "", "audit", "verify", "--store", p, "--expect", "four")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `--expect: "four" is not an audit head`)
 }

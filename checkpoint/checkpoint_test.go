@@ -1,0 +1,121 @@
+package checkpoint_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/checkpoint"
+	"github.com/groundcrew/groundcrew/store"
+)
+
+type posts struct {
+	mu  sync.Mutex
+	got []string
+	to  []bot.Conversation
+}
+
+func (p *posts) Post(_ context.Context, to bot.Conversation, m bot.Message) (bot.MessageRef, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.got, p.to = append(p.got, m.Text), append(p.to, to)
+	return bot.MessageRef{Channel: to.Channel, ID: "m"}, nil
+}
+
+func (p *posts) texts() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.got...)
+}
+
+func openStore(t *testing.T) *store.DB {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "gc.db"), store.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+func TestLogAtStartAndAfterEachRun(t *testing.T) {
+	db := openStore(t)
+	ctx := context.Background()
+	var logs bytes.Buffer
+	c := checkpoint.New(checkpoint.Options{Heads: db, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	c.Log(ctx, "start")
+	assert.Contains(t, logs.String(), `msg="audit head" head=0: when=start`)
+
+	s := c.Store(db)
+	r := &bot.Run{ID: "r-1", State: bot.RunRunning}
+	require.NoError(t, s.CreateRun(ctx, r, &bot.Batch{Audit: []bot.AuditEntry{{Actor: "alice", Action: "run_started"}}}))
+	logs.Reset()
+	_, err := s.UpdateRun(ctx, "r-1", func(r *bot.Run, b *bot.Batch) error {
+		r.Cursor++
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Empty(t, logs.String(), "a run that goes on logs nothing")
+
+	_, err = s.UpdateRun(ctx, "r-1", func(r *bot.Run, b *bot.Batch) error {
+		r.State = bot.RunSucceeded
+		b.AuditLog(bot.AuditEntry{Actor: "groundcrew", Action: "run_succeeded"})
+		return nil
+	})
+	require.NoError(t, err)
+	head, err := db.AuditHead(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(2), head.Count)
+	assert.Contains(t, logs.String(), "head="+head.String()+` when="run r-1 succeeded"`, "logged after the commit, with the entry the run end wrote")
+	assert.Contains(t, logs.String(), `verify="groundcrew audit verify --expect `+head.String()+`"`)
+
+	logs.Reset()
+	_, err = s.UpdateRun(ctx, "r-1", func(r *bot.Run, b *bot.Batch) error { return nil })
+	require.NoError(t, err)
+	assert.Empty(t, logs.String(), "only the transition to the end is logged")
+}
+
+func TestPostOnSchedule(t *testing.T) {
+	db := openStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	chat := &posts{}
+	ticks := make(chan time.Time)
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	c := checkpoint.New(checkpoint.Options{Heads: db, Chat: chat, Channel: "#ci-audit", Platform: "slack", Ticks: ticks,
+		Now: func() time.Time { return now }})
+	done := make(chan error)
+	go func() { done <- c.Run(ctx) }()
+
+	tick := func() { ticks <- now; ticks <- now } // the second send waits until the first tick's post is done
+	tick()
+	require.Len(t, chat.texts(), 1, "posted at start")
+	assert.Equal(t, "🧾 *Audit checkpoint* 2026-12-01 09:00 UTC — 0 entries, head `0:`\nCheck the log still holds it: `groundcrew audit verify --expect 0:`", chat.texts()[0])
+	assert.Equal(t, bot.Conversation{Platform: "slack", Channel: "#ci-audit"}, chat.to[0])
+
+	require.NoError(t, db.AppendAudit(ctx, bot.AuditEntry{Actor: "alice", Action: "approve"}))
+	tick()
+	require.Len(t, chat.texts(), 2)
+	head, _ := db.AuditHead(ctx)
+	assert.Contains(t, chat.texts()[1], "1 entry, head `"+head.String()+"`")
+	assert.True(t, strings.HasSuffix(chat.texts()[1], "`groundcrew audit verify --expect "+head.String()+"`"))
+	tick()
+	assert.Len(t, chat.texts(), 2, "an unchanged head is not posted again")
+
+	cancel()
+	require.NoError(t, <-done)
+}
+
+func TestNoChannelNoPosts(t *testing.T) {
+	chat := &posts{}
+	c := checkpoint.New(checkpoint.Options{Heads: openStore(t), Chat: chat})
+	require.NoError(t, c.Run(context.Background()), "returns at once")
+	assert.Empty(t, chat.texts())
+}
