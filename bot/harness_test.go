@@ -96,6 +96,22 @@ steps:
     args: {name: x}
 `
 
+// narrowedRunbook asks for an approval of its own, stricter than the config.
+const narrowedRunbook = `
+name: narrowed
+title: Narrowed approval
+description: test
+steps:
+  - id: ok
+    kind: approval
+    title: OK?
+    approval: {approvers: [carol, "group:dba"], required: 2, expires: 10m}
+  - id: after
+    kind: query
+    op: core.echo
+    args: {message: "done"}
+`
+
 type harness struct {
 	t      *testing.T
 	dir    string
@@ -125,9 +141,10 @@ func (h *harness) start() {
 	reg, err := bot.NewRegistry(core.Provider{}, h.world)
 	require.NoError(t, err)
 	lib, err := runbooks.NewLibrary(reg, runbooks.Source{Name: "test", FS: fstest.MapFS{
-		"prune.yaml":   {Data: []byte(pruneRunbook)},
-		"waiter.yaml":  {Data: []byte(waitRunbook)},
-		"toucher.yaml": {Data: []byte(writeRunbook)},
+		"prune.yaml":    {Data: []byte(pruneRunbook)},
+		"waiter.yaml":   {Data: []byte(waitRunbook)},
+		"toucher.yaml":  {Data: []byte(writeRunbook)},
+		"narrowed.yaml": {Data: []byte(narrowedRunbook)},
 	}})
 	require.NoError(t, err)
 	o := bot.Options{Store: db, Chat: h.chat, Ops: reg, Library: lib, Now: h.clock.Now, Platform: "test",

@@ -1,0 +1,210 @@
+package bot_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+func (h *harness) unreact(u bot.User, ref bot.MessageRef, emoji string) {
+	require.NoError(h.t, h.eng.Handle(h.ctx, bot.Event{Kind: bot.EventReaction, User: u, Message: ref, Emoji: emoji, Removed: true,
+		Conversation: bot.Conversation{Channel: ref.Channel, Thread: ref.Thread}}))
+	h.idle()
+}
+
+func (h *harness) press(u bot.User, ref bot.MessageRef, action string) {
+	r := h.onlyRun()
+	require.NoError(h.t, h.eng.Handle(h.ctx, bot.Event{Kind: bot.EventButton, User: u, Message: ref, Action: action, Value: r.ID + "|" + r.Gate.ID,
+		Conversation: bot.Conversation{Channel: ref.Channel, Thread: ref.Thread}}))
+	h.idle()
+}
+
+// toGate starts prune as alice and answers its manual step as bob.
+func (h *harness) toGate() *bot.Run {
+	h.cmd(alice, "run prune target=infra-prd worker=w-0")
+	h.react(bob, h.stepRef("check"), "white_check_mark")
+	r := h.onlyRun()
+	require.Equal(h.t, bot.RunAwaitingApproval, r.State, h.chat.Transcript())
+	return r
+}
+
+func TestEngine_RequesterMayReject(t *testing.T) {
+	for _, how := range []string{"command", "reaction", "button"} {
+		t.Run(how, func(t *testing.T) {
+			h := newHarness(t, stalledWorld(), func(o *bot.Options) {
+				o.Approvals.Default = bot.Policy{Approvers: []string{"carol"}}
+			})
+			r := h.toGate()
+			switch how {
+			case "command":
+				h.cmd(alice, "reject "+r.ID+" wrong worker")
+			case "reaction":
+				h.react(alice, h.gateRef(), "x")
+			case "button":
+				h.press(alice, h.gateRef(), "reject")
+			}
+			r = h.onlyRun()
+			assert.Equal(t, bot.RunFailed, r.State, "rejecting is never a privilege:\n%s", h.chat.Transcript())
+			assert.Contains(t, r.Steps[2].Error, "rejected by @alice")
+			assert.Equal(t, 0, h.world.CallCount("fake.prune"))
+		})
+	}
+}
+
+func TestEngine_NonApproverMayReject(t *testing.T) {
+	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
+		o.Approvals.Default = bot.Policy{Approvers: []string{"carol"}}
+	})
+	r := h.toGate()
+	h.cmd(bob, "approve "+r.ID)
+	assert.Contains(t, last(h.chat.Ephemerals(bob.ID)), "Your approval on `"+r.ID+"` was not counted: you are not an approver")
+	h.cmd(bob, "reject "+r.ID)
+	assert.Equal(t, bot.RunFailed, h.onlyRun().State)
+}
+
+func TestEngine_RequesterMayCancel(t *testing.T) {
+	h := newHarness(t, stalledWorld(), nil)
+	r := h.toGate()
+	h.cmd(alice, "cancel "+r.ID+" not needed")
+	assert.Equal(t, bot.RunCancelled, h.onlyRun().State)
+}
+
+func TestEngine_RemovedReactionWithdrawsOnlyItsVote(t *testing.T) {
+	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
+		o.Approvals.Default = bot.Policy{Required: 3}
+	})
+	r := h.toGate()
+	h.cmd(bob, "approve "+r.ID)
+	h.unreact(bob, h.gateRef(), "white_check_mark")
+	g := h.onlyRun().Gate
+	require.Len(t, g.Votes, 1, "a removed reaction does not withdraw a vote cast by command")
+	assert.Equal(t, bot.ViaCommand, g.Votes[0].Via)
+	assert.Empty(t, g.Withdrawals)
+
+	h.react(carol, h.gateRef(), "white_check_mark")
+	require.Len(t, h.onlyRun().Gate.Votes, 2)
+	h.unreact(carol, h.gateRef(), "white_check_mark")
+	g = h.onlyRun().Gate
+	require.Len(t, g.Votes, 1, "a removed reaction withdraws the vote it cast")
+	require.Len(t, g.Withdrawals, 1)
+	assert.Equal(t, carol.ID, g.Withdrawals[0].User.ID)
+	gate, _ := h.chat.Find("Approval needed")
+	assert.Contains(t, gate.Msg.Text, "@carol withdrew their approval")
+	j, err := h.db.Journal(h.ctx, r.ID)
+	require.NoError(t, err)
+	found := false
+	for _, e := range j {
+		if e.Actor == carol.ID && e.Message == "withdrew approval (reaction removed)" {
+			found = true
+		}
+	}
+	assert.True(t, found, "the withdrawal is journaled")
+	audit, err := h.db.AuditEntries(h.ctx, r.ID)
+	require.NoError(t, err)
+	found = false
+	for _, a := range audit {
+		found = found || (a.Action == bot.ActionVoteWithdrawn && a.Actor == carol.ID)
+	}
+	assert.True(t, found, "the withdrawal is audited")
+}
+
+func TestEngine_OnlyActivePeopleCount(t *testing.T) {
+	for _, u := range []bot.User{
+		{ID: "B1", Name: "deploy-bot", Kind: bot.UserBot},
+		{ID: "D1", Name: "gone", Kind: bot.UserDeactivated},
+		{ID: "X1", Kind: bot.UserUnknown},
+		{ID: ""},
+	} {
+		t.Run(string(u.Kind)+u.ID, func(t *testing.T) {
+			h := newHarness(t, stalledWorld(), nil)
+			h.cmd(u, "run prune target=infra-prd worker=w-0")
+			runs, err := h.db.ListRuns(h.ctx, bot.RunQuery{})
+			require.NoError(t, err)
+			assert.Empty(t, runs, "never starts a run")
+
+			h.cmd(alice, "run prune target=infra-prd worker=w-0")
+			h.react(u, h.stepRef("check"), "white_check_mark")
+			assert.Equal(t, bot.RunAwaitingManual, h.onlyRun().State, "never answers a manual step")
+			h.react(bob, h.stepRef("check"), "white_check_mark")
+
+			h.react(u, h.gateRef(), "white_check_mark")
+			h.press(u, h.gateRef(), "approve")
+			h.cmd(u, "approve "+h.onlyRun().ID)
+			h.react(u, h.gateRef(), "x")
+			r := h.onlyRun()
+			assert.Equal(t, bot.RunAwaitingApproval, r.State)
+			assert.Empty(t, r.Gate.Votes, "never votes")
+			require.NotEmpty(t, r.Gate.Refusals)
+			assert.Equal(t, u.NotAPerson(), r.Gate.Refusals[0].Reason)
+			gate, _ := h.chat.Find("Approval needed")
+			assert.Contains(t, gate.Msg.Text, "not counted: "+u.NotAPerson(), "the gate says why")
+			h.cmd(u, "cancel "+r.ID)
+			assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State, "never cancels")
+			assert.Equal(t, 0, h.world.CallCount("fake.prune"))
+		})
+	}
+}
+
+func TestEngine_NamesNeverStandForIDs(t *testing.T) {
+	mallory := bot.User{ID: "UMALLORY", Name: "bob"} // a request claiming bob's name
+	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
+		o.Approvals.Default = bot.Policy{Approvers: []string{"bob"}, Runners: []string{"alice", "bob"}}
+	})
+	h.cmd(bot.User{ID: "UEVE", Name: "alice"}, "run prune target=infra-prd worker=w-0")
+	runs, _ := h.db.ListRuns(h.ctx, bot.RunQuery{})
+	assert.Empty(t, runs, "runners match ids, not the name a request carries")
+	r := h.toGate()
+	h.press(mallory, h.gateRef(), "approve")
+	h.react(mallory, h.gateRef(), "white_check_mark")
+	assert.Empty(t, h.onlyRun().Gate.Votes, "approvers match ids, not names")
+	assert.Equal(t, 0, h.world.CallCount("fake.prune"))
+	h.cmd(bob, "approve "+r.ID)
+	assert.Equal(t, bot.RunSucceeded, h.onlyRun().State, h.chat.Transcript())
+}
+
+func TestEngine_GroupsMatchIDs(t *testing.T) {
+	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
+		o.Approvals.Default = bot.Policy{Approvers: []string{"group:ci-oncall"}}
+	})
+	h.chat.Groups = map[string][]string{"ci-oncall": {"U3", "carol"}}
+	r := h.toGate()
+	h.cmd(bot.User{ID: "UMALLORY", Name: "carol"}, "approve "+r.ID)
+	assert.Empty(t, h.onlyRun().Gate.Votes, "group membership is by id")
+	h.cmd(carol, "approve "+r.ID)
+	assert.Equal(t, bot.RunSucceeded, h.onlyRun().State)
+}
+
+func TestEngine_DefaultWithOnlyRunners(t *testing.T) {
+	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
+		o.Approvals.Default = bot.Policy{Runners: []string{"alice"}}
+	})
+	h.cmd(bob, "run prune target=infra-prd worker=w-0")
+	assert.Contains(t, last(h.chat.Ephemerals(bob.ID)), "policy `approvals.default.runners` allows only @alice")
+	runs, _ := h.db.ListRuns(h.ctx, bot.RunQuery{})
+	assert.Empty(t, runs)
+	r := h.toGate()
+	assert.Equal(t, 1, r.Gate.Policy.Required, "the built-in default still fills the rest")
+	h.cmd(alice, "approve "+r.ID)
+	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State, "the requester still cannot approve")
+	h.cmd(bob, "approve "+r.ID)
+	assert.Equal(t, bot.RunSucceeded, h.onlyRun().State)
+}
+
+func TestEngine_RunbookApproversNarrowThePolicy(t *testing.T) {
+	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
+		o.Approvals.Default = bot.Policy{Approvers: []string{"bob", "carol"}}
+	})
+	h.cmd(alice, "run narrowed target=infra-prd")
+	r := h.onlyRun()
+	require.Equal(t, bot.RunAwaitingApproval, r.State, h.chat.Transcript())
+	assert.Equal(t, 2, r.Gate.Policy.Required, "required is the larger")
+	assert.Equal(t, 10*time.Minute, r.Gate.ExpiresAt.Sub(r.Gate.RequestedAt), "expiry the shorter")
+	h.cmd(bob, "approve "+r.ID)
+	assert.Contains(t, last(h.chat.Ephemerals(bob.ID)), "not an approver", "bob is allowed by the config but not by the runbook")
+	h.cmd(carol, "approve "+r.ID)
+	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State)
+}
