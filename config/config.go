@@ -93,8 +93,11 @@ type Target struct {
 	Insecure     bool              `yaml:"insecure_skip_verify"`
 	TSA          string            `yaml:"tsa"`
 	Vars         map[string]string `yaml:"vars"`
-	Description  string            `yaml:"description"`
-	Database     *Database         `yaml:"database"`
+	// Workers maps the operations manual's worker IDs to names and hosts
+	// (templates over vars); see concourse.WorkerNaming.
+	Workers     concourse.WorkerNaming `yaml:"workers"`
+	Description string                 `yaml:"description"`
+	Database    *Database              `yaml:"database"`
 	// Simulator runs an in-process Concourse simulator for this target
 	// instead of connecting to URL (demo, runbook tests, training).
 	Simulator *Simulator `yaml:"simulator"`
@@ -325,6 +328,9 @@ func (c *Config) validate() Errors {
 			}
 			t.Database.DSN, t.Database.DSNFile = dsn, ""
 		}
+		if err := t.Workers.Validate(name, t.Vars); err != nil {
+			add(p+".workers", "%v", err)
+		}
 		if t.Simulator != nil && t.Simulator.World != "" {
 			if _, err := os.Stat(t.Simulator.World); err != nil {
 				add(p+".simulator.world", "%v", err)
@@ -406,7 +412,7 @@ func (c *Config) validate() Errors {
 func (c *Config) ConcourseTarget(name string) concourse.TargetConfig {
 	t := c.Targets[name]
 	return concourse.TargetConfig{Name: name, URL: t.URL, Team: t.Team, Username: t.Username, Password: t.Password.Value(),
-		CACert: t.CACert, InsecureSkipVerify: t.Insecure, TSA: t.TSA, Vars: t.Vars}
+		CACert: t.CACert, InsecureSkipVerify: t.Insecure, TSA: t.TSA, Vars: t.Vars, Workers: t.Workers}
 }
 
 // DatabaseConfig returns the PostgreSQL config of a target, if any.

@@ -9,6 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/adapters/postgres/pgsim"
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/runbooks"
@@ -37,6 +38,8 @@ type Scenario struct {
 
 	Target string
 	Vars   map[string]string
+	// Workers maps worker IDs to names and hosts (the target's workers:).
+	Workers concourse.WorkerNaming
 	// World is the simulator's initial state.
 	World WorldSpec
 	// Database is the simulated Concourse database (nil: none, so

@@ -11,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/adapters/postgres/pgsim"
 	"github.com/groundcrew/groundcrew/bot"
 )
@@ -18,14 +19,15 @@ import (
 // common holds the settings a file gives all its scenarios and a scenario
 // may override.
 type common struct {
-	Target    string              `yaml:"target"`
-	Vars      map[string]string   `yaml:"vars"`
-	World     yaml.Node           `yaml:"world"`
-	WorldFile string              `yaml:"world_file"`
-	Database  yaml.Node           `yaml:"database"`
-	Policy    *bot.Policy         `yaml:"policy"`
-	Groups    map[string][]string `yaml:"groups"`
-	Tick      Duration            `yaml:"tick"`
+	Target    string                  `yaml:"target"`
+	Vars      map[string]string       `yaml:"vars"`
+	Workers   *concourse.WorkerNaming `yaml:"workers"`
+	World     yaml.Node               `yaml:"world"`
+	WorldFile string                  `yaml:"world_file"`
+	Database  yaml.Node               `yaml:"database"`
+	Policy    *bot.Policy             `yaml:"policy"`
+	Groups    map[string][]string     `yaml:"groups"`
+	Tick      Duration                `yaml:"tick"`
 }
 
 type fileRaw struct {
@@ -135,10 +137,24 @@ func (p *parser) scenario(f *fileRaw, sr *scenarioRaw, line int, inputLines []in
 	if sc.Vars == nil {
 		sc.Vars = f.C.Vars
 	}
+	workers := sr.C.Workers
+	if workers == nil {
+		workers = f.C.Workers
+	}
 	if sc.Target == "" {
 		sc.Target = DefaultTarget
 		if sc.Vars == nil {
 			sc.Vars = map[string]string{"zone": "infra-prd", "target": "infra"}
+		}
+		if workers == nil {
+			m := concourse.ManualWorkerNaming()
+			workers = &m
+		}
+	}
+	if workers != nil {
+		sc.Workers = *workers
+		if err := sc.Workers.Validate(sc.Target, sc.Vars); err != nil {
+			p.errf(line, "scenario %q: workers: %v", sc.Name, err)
 		}
 	}
 	if sc.Groups == nil {

@@ -165,7 +165,7 @@ func setup(ctx context.Context, sc *Scenario, o Options) (*env, func(), error) {
 		user, pass = world.Users[0].Name, world.Users[0].Password
 	}
 	cl, err := concourse.New(concourse.TargetConfig{Name: sc.Target, URL: sim.URL(), Username: user, Password: pass,
-		TSA: sim.TSAAddr(), Vars: sc.Vars},
+		TSA: sim.TSAAddr(), Vars: sc.Vars, Workers: sc.Workers},
 		concourse.WithClock(e.clock.Now),
 		concourse.WithRetry(concourse.RetryPolicy{Attempts: 2, BaseDelay: 5 * time.Millisecond, MaxDelay: 20 * time.Millisecond}),
 		concourse.WithPollInterval(10*time.Millisecond))

@@ -35,6 +35,7 @@ type Client struct {
 	token  *oauth2.Token
 	expiry time.Time // of token, on the client's clock
 	gen    int       // incremented on every login
+	naming *naming   // worker IDs ↔ names and hosts
 }
 
 // RetryPolicy bounds the retries of idempotent GETs.
@@ -92,8 +93,13 @@ func New(cfg TargetConfig, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	nm, err := compileNaming(cfg.Name, cfg.Vars, cfg.Workers)
+	if err != nil {
+		return nil, err
+	}
 	c := &Client{
 		cfg:     cfg,
+		naming:  nm,
 		base:    base,
 		log:     slog.New(slog.DiscardHandler),
 		retry:   RetryPolicy{Attempts: 4, BaseDelay: 250 * time.Millisecond, MaxDelay: 5 * time.Second},

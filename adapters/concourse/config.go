@@ -31,6 +31,9 @@ type TargetConfig struct {
 	TSA string `yaml:"tsa" json:"tsa,omitempty"`
 	// Vars are passed through to runbook templates ({zone: infra-prd}).
 	Vars map[string]string `yaml:"vars" json:"vars,omitempty"`
+	// Workers says how worker IDs map to names and hosts (templates over
+	// vars); see WorkerNaming.
+	Workers WorkerNaming `yaml:"workers" json:"workers,omitempty"`
 }
 
 const redacted = "[redacted]"

@@ -12,13 +12,65 @@ import (
 	"github.com/groundcrew/groundcrew/bot"
 )
 
-func (p *Provider) workerData(w Worker, now time.Time) map[string]any {
+// WorkerData is one worker in result data (steps.<id>.result.workers[i],
+// or the result of concourse.worker).
+type WorkerData struct {
+	Name string `json:"name"`
+	// ID is the worker's ID under the target's workers.name template ("0"),
+	// "" when the name does not follow it.
+	ID string `json:"id"`
+	// Ref is what to type after worker= to address exactly this worker:
+	// the ID when there is one, else the full name.
+	Ref        string   `json:"ref"`
+	State      string   `json:"state"`
+	Team       string   `json:"team"`
+	Containers int      `json:"containers"`
+	Volumes    int      `json:"volumes"`
+	Platform   string   `json:"platform"`
+	Tags       []string `json:"tags"`
+	Version    string   `json:"version"`
+	StartTime  int64    `json:"start_time"`
+	AgeSeconds int64    `json:"age_seconds"`
+	Age        string   `json:"age"`
+	// Exists is false for a worker that is not registered.
+	Exists bool `json:"exists"`
+}
+
+// WorkersData is the result of concourse.workers.
+type WorkersData struct {
+	Target   string         `json:"target"`
+	Count    int            `json:"count"`
+	Workers  []WorkerData   `json:"workers"`
+	ByState  map[string]int `json:"by_state"`
+	Running  []string       `json:"running"`
+	Stalled  []string       `json:"stalled"`
+	Landing  []string       `json:"landing"`
+	Landed   []string       `json:"landed"`
+	Retiring []string       `json:"retiring"`
+}
+
+func (d *WorkersData) names(state string) *[]string {
+	switch state {
+	case WorkerRunning:
+		return &d.Running
+	case WorkerStalled:
+		return &d.Stalled
+	case WorkerLanding:
+		return &d.Landing
+	case WorkerLanded:
+		return &d.Landed
+	case WorkerRetiring:
+		return &d.Retiring
+	}
+	return nil
+}
+
+func (p *Provider) workerData(cl *Client, w Worker, now time.Time) WorkerData {
 	d := since(now, w.Started())
-	return map[string]any{
-		"name": w.Name, "state": w.State, "team": w.Team, "containers": w.ActiveContainers,
-		"volumes": w.ActiveVolumes, "platform": w.Platform, "tags": listOrEmpty(w.Tags),
-		"version": w.Version, "start_time": w.StartTime, "age_seconds": seconds(d), "age": age(d),
-		"exists": true,
+	return WorkerData{
+		Name: w.Name, ID: cl.naming.IDOf(w.Name), Ref: cl.naming.Ref(w.Name), State: w.State, Team: w.Team,
+		Containers: w.ActiveContainers, Volumes: w.ActiveVolumes, Platform: w.Platform, Tags: listOrEmpty(w.Tags),
+		Version: w.Version, StartTime: w.StartTime, AgeSeconds: seconds(d), Age: age(d), Exists: true,
 	}
 }
 
@@ -46,22 +98,24 @@ func (p *Provider) opWorkers() bot.Op {
 			}
 			now := p.opts.Now()
 			byState := map[string]int{}
-			names := map[string][]string{}
-			list := []map[string]any{}
+			data := WorkersData{Target: cl.Name(), Workers: []WorkerData{}, ByState: byState}
 			table := &bot.Table{Columns: []string{"name", "state", "containers", "age"}}
 			for _, w := range ws {
 				if !matchRe(re, w.Name) || (len(want) > 0 && !contains(want, w.State)) {
 					continue
 				}
 				byState[w.State]++
-				names[w.State] = append(names[w.State], w.Name)
-				list = append(list, p.workerData(w, now))
+				if l := data.names(w.State); l != nil {
+					*l = append(*l, w.Name)
+				}
+				data.Workers = append(data.Workers, p.workerData(cl, w, now))
 				table.Rows = append(table.Rows, []string{w.Name, w.State, strconv.Itoa(w.ActiveContainers), age(since(now, w.Started()))})
 			}
-			data := map[string]any{"target": cl.Name(), "count": len(list), "workers": list, "by_state": byState}
+			data.Count = len(data.Workers)
 			for _, s := range WorkerStates {
 				byState[s] += 0
-				data[s] = listOrEmpty(names[s])
+				l := data.names(s)
+				*l = listOrEmpty(*l)
 			}
 			summary := countsLine(byState, WorkerStates)
 			if summary == "" {
@@ -90,7 +144,7 @@ func (p *Provider) opWorker() bot.Op {
 			if errors.Is(err, ErrNotFound) {
 				return bot.Result{
 					Summary: fmt.Sprintf("%s is not registered", name),
-					Data:    map[string]any{"name": name, "exists": false, "state": ""},
+					Data:    WorkerData{Name: name, ID: cl.naming.IDOf(name), Ref: cl.naming.Ref(name), Tags: []string{}},
 				}, nil
 			}
 			if err != nil {
@@ -99,7 +153,7 @@ func (p *Provider) opWorker() bot.Op {
 			now := p.opts.Now()
 			return bot.Result{
 				Summary: fmt.Sprintf("%s is %s (%d containers, up %s)", w.Name, w.State, w.ActiveContainers, age(since(now, w.Started()))),
-				Data:    p.workerData(w, now), Warn: w.State == WorkerStalled,
+				Data:    p.workerData(cl, w, now), Warn: w.State == WorkerStalled,
 			}, nil
 		},
 	}

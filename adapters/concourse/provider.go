@@ -78,7 +78,7 @@ func NewProvider(targets map[string]*Client, opts ProviderOptions) (*Provider, e
 // Ops implements bot.Provider.
 func (p *Provider) Ops() []bot.Op {
 	return []bot.Op{
-		p.opInfo(), p.opWorkers(), p.opWorker(), p.opBuilds(), p.opBuildEventsScan(),
+		p.opInfo(), p.opWorkers(), p.opWorker(), p.opFindWorker(), p.opBuilds(), p.opBuildEventsScan(),
 		p.opPipelines(), p.opJobs(), p.opResources(), p.opResourceTypes(), p.opTSAConnectivity(),
 		p.opCheckResource(), p.opCheckResourceType(), p.opUnpausePipeline(),
 		p.opPruneWorker(), p.opLandWorker(), p.opRetireWorker(), p.opAbortBuilds(),

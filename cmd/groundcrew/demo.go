@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/adapters/console"
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/config"
@@ -118,7 +119,8 @@ type /help for console commands and /runbook help for the bot.`,
 					Users: []string{"alice", "bob", "carol"}, Groups: map[string][]string{"ci-oncall": {"alice", "bob", "carol"}}}},
 				Targets: map[string]*config.Target{"infra-prd": {
 					Simulator: &config.Simulator{}, Team: "main",
-					Vars: map[string]string{"zone": "infra-prd", "target": "infra"},
+					Vars:    map[string]string{"zone": "infra-prd", "target": "infra"},
+					Workers: concourse.ManualWorkerNaming(),
 				}},
 				Approvals: bot.ApprovalConfig{Default: bot.Policy{Approvers: []string{"group:ci-oncall"}, Required: 1, Expires: bot.Duration(30 * time.Minute)}},
 				Log:       config.Log{Level: "warn", Format: "text"},

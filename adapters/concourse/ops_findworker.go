@@ -1,0 +1,204 @@
+package concourse
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+// FoundWorker is the result of concourse.find_worker: the worker a run is
+// about, however it was named, with how to reach it.
+type FoundWorker struct {
+	WorkerData
+	// Found is true when a worker was identified (typed, or picked because
+	// it was the only one in the wanted state).
+	Found bool `json:"found"`
+	// How says how: "id" (worker=0), "name" (a full name) or "picked".
+	How string `json:"how"`
+	// Candidates are the workers in the wanted state (when picking).
+	Candidates []string `json:"candidates"`
+	// Host, SSH and ForgetHostKey come from the target's workers templates;
+	// "" when the target has no host template.
+	Host          string `json:"host"`
+	SSH           string `json:"ssh"`
+	ForgetHostKey string `json:"forget_host_key"`
+	// Connect is the instruction for a manual step (Markdown): the ssh
+	// command and how to forget a changed host key, or, without a host
+	// template, that the target has none and what to do instead.
+	Connect string `json:"connect"`
+}
+
+func (p *Provider) opFindWorker() bot.Op {
+	return bot.Op{
+		Name: "concourse.find_worker", Class: bot.ClassRead,
+		Doc: "Identify the worker a run is about: by its ID under the target's workers.name template (0), by its full name, " +
+			"or, when none is given, the only worker in the wanted state. Fails when a typed worker is not registered or several fit.",
+		Args: []bot.ArgSpec{
+			{Name: "worker", Doc: "the worker's ID (0) or full name; empty: pick the only worker in `state`"},
+			{Name: "state", Doc: "states a picked worker may be in (default stalled)"},
+			{Name: "allow_missing", Doc: "true: a typed worker that is not registered is fine (exists: false), e.g. one being provisioned"},
+		},
+		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
+			cl, err := p.client(c)
+			if err != nil {
+				return bot.Result{}, err
+			}
+			typed := strings.TrimSpace(c.Args.String("worker"))
+			states := c.Args.Strings("state")
+			if len(states) == 0 {
+				states = []string{WorkerStalled}
+			}
+			ws, err := cl.Workers(ctx)
+			if err != nil {
+				return bot.Result{}, err
+			}
+			now := p.opts.Now()
+			nm := cl.naming
+			out := FoundWorker{Candidates: []string{}}
+			out.Tags = []string{}
+			byName := map[string]Worker{}
+			for _, w := range ws {
+				byName[w.Name] = w
+				if contains(states, w.State) {
+					out.Candidates = append(out.Candidates, w.Name)
+				}
+			}
+			var name string
+			switch {
+			case typed != "":
+				if _, ok := byName[typed]; ok {
+					name, out.How = typed, "name"
+					break
+				}
+				if nm.HasIDs() && nm.IDOf(typed) == "" {
+					n, err := nm.NameOf(typed)
+					if err != nil {
+						return bot.Result{}, err
+					}
+					if _, ok := byName[n]; ok || c.Args.Bool("allow_missing") {
+						name, out.How = n, "id"
+						break
+					}
+				}
+				if c.Args.Bool("allow_missing") {
+					name, out.How = typed, "name"
+					break
+				}
+				return bot.Result{}, fmt.Errorf("%s: %w", cl.Name(), missingWorker(nm, typed, ws))
+			case len(out.Candidates) == 1:
+				name, out.How = out.Candidates[0], "picked"
+			case len(out.Candidates) == 0:
+				return bot.Result{
+					Summary: fmt.Sprintf("no %s worker on %s (%s); give worker=<ID or name> to look at another",
+						strings.Join(states, " or "), cl.Name(), nonEmptyLine(workerCounts(ws), "no workers registered")),
+					Data: out,
+				}, nil
+			default:
+				var picks []string
+				for _, n := range out.Candidates {
+					w := byName[n]
+					picks = append(picks, fmt.Sprintf("worker=%s (%s, %s %s)", nm.Ref(n), n, w.State, age(since(now, w.Started()))))
+				}
+				return bot.Result{}, fmt.Errorf("%d %s workers on %s; run again with one of: %s",
+					len(out.Candidates), strings.Join(states, " or "), cl.Name(), strings.Join(picks, ", "))
+			}
+			if w, ok := byName[name]; ok {
+				out.WorkerData = p.workerData(cl, w, now)
+			} else {
+				out.WorkerData = WorkerData{Name: name, ID: nm.IDOf(name), Ref: nm.Ref(name), Tags: []string{}}
+			}
+			out.Found = true
+			acc, err := nm.AccessOf(out.Name, out.ID)
+			if err != nil {
+				return bot.Result{}, err
+			}
+			out.Host, out.SSH, out.ForgetHostKey = acc.Host, acc.SSH, acc.ForgetHostKey
+			out.Connect = connectText(cl.Name(), out, nm.jump != nil)
+			return bot.Result{Summary: foundSummary(out), Data: out, Warn: out.State == WorkerStalled}, nil
+		},
+	}
+}
+
+func foundSummary(f FoundWorker) string {
+	var b strings.Builder
+	if f.How == "picked" {
+		fmt.Fprintf(&b, "the only %s worker: ", f.State)
+	}
+	b.WriteString(f.Name)
+	if !f.Exists {
+		b.WriteString(" is not registered")
+	} else {
+		fmt.Fprintf(&b, " is %s (%d containers, up %s)", f.State, f.Containers, f.Age)
+	}
+	fmt.Fprintf(&b, " · worker=%s", f.Ref)
+	return b.String()
+}
+
+// missingWorker says that a typed worker is not registered, what it could
+// have meant and which workers are.
+func missingWorker(nm *naming, typed string, ws []Worker) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "worker %s", typed)
+	if nm.HasIDs() && nm.IDOf(typed) == "" {
+		if n, err := nm.NameOf(typed); err == nil {
+			fmt.Fprintf(&b, " (%s)", n)
+		}
+	} else if !nm.HasIDs() && isDigits(typed) {
+		b.WriteString(" (this target has no workers.name template, so give the full worker name)")
+	}
+	var names []string
+	for i, w := range ws {
+		if i == 10 {
+			names = append(names, fmt.Sprintf("… %d more", len(ws)-10))
+			break
+		}
+		names = append(names, fmt.Sprintf("%s (%s)", w.Name, w.State))
+	}
+	reg := "no worker is registered"
+	if len(names) > 0 {
+		reg = "registered: " + strings.Join(names, ", ")
+	}
+	return fmt.Errorf("%s %w; %s", b.String(), ErrNotFound, reg)
+}
+
+func workerCounts(ws []Worker) string {
+	counts := map[string]int{}
+	for _, w := range ws {
+		counts[w.State]++
+	}
+	return countsLine(counts, WorkerStates)
+}
+
+func nonEmptyLine(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func isDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// connectText is how a person opens a shell on the worker.
+func connectText(target string, f FoundWorker, jump bool) string {
+	if f.SSH == "" {
+		return fmt.Sprintf("Target %s has no host template for its workers (`targets.%s.workers.host` in the config), "+
+			"so groundcrew cannot show an ssh command: open a shell on `%s` the way your platform does (ssh, `docker exec`, `kubectl exec`).",
+			target, target, f.Name)
+	}
+	via, where := "", ""
+	if jump {
+		via, where = ", through the jump host", " on the jump host"
+	}
+	return fmt.Sprintf("From your computer%s:\n```\n%s\n```\n"+
+		"If ssh says `WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!`, remove the old fingerprint%s, then connect again:\n```\n%s\n```",
+		via, f.SSH, where, f.ForgetHostKey)
+}
