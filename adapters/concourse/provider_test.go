@@ -71,7 +71,7 @@ func TestProvider_RegistersEveryOperation(t *testing.T) {
 	reg, err := bot.NewRegistry(e.p)
 	require.NoError(t, err)
 	want := map[string]bot.Class{
-		"workers": bot.ClassRead, "worker": bot.ClassRead, "builds": bot.ClassRead, "build_events_scan": bot.ClassRead,
+		"workers": bot.ClassRead, "worker": bot.ClassRead, "find_worker": bot.ClassRead, "builds": bot.ClassRead, "build_events_scan": bot.ClassRead,
 		"pipelines": bot.ClassRead, "jobs": bot.ClassRead, "resources": bot.ClassRead, "resource_types": bot.ClassRead,
 		"tsa_connectivity": bot.ClassRead, "info": bot.ClassRead,
 		"check_resource": bot.ClassWrite, "check_resource_type": bot.ClassWrite, "unpause_pipeline": bot.ClassWrite,
