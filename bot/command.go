@@ -13,44 +13,92 @@ import (
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
+// Verb is a "/runbook" command's first word.
+type Verb string
+
+// The verbs.
+const (
+	VerbList    Verb = "list"
+	VerbShow    Verb = "show"
+	VerbRun     Verb = "run"
+	VerbStatus  Verb = "status"
+	VerbApprove Verb = "approve"
+	VerbReject  Verb = "reject"
+	VerbDone    Verb = "done"
+	VerbSkip    Verb = "skip"
+	VerbFail    Verb = "fail"
+	VerbCancel  Verb = "cancel"
+	VerbDigest  Verb = "digest"
+	VerbSummary Verb = "summary"
+	VerbHelp    Verb = "help"
+)
+
+// TakesRun reports whether the verb's first argument is a run id.
+func (v Verb) TakesRun() bool {
+	switch v {
+	case VerbStatus, VerbApprove, VerbReject, VerbDone, VerbSkip, VerbFail, VerbCancel, VerbSummary:
+		return true
+	}
+	return false
+}
+
 // Command is a parsed "/runbook …" command.
 type Command struct {
-	Verb   string
-	Name   string            // runbook name or run id
+	Verb   Verb
+	Name   string            // runbook name or run id (run ids in lower case)
 	Params map[string]string // k=v arguments of run
 	DryRun bool
 	Rest   string // free text (reason, note)
 }
 
+// Input limits. Texts longer than these are refused with a message that
+// says the limit; parameter values have their own (runbooks.MaxParamLength,
+// raised per parameter with max_length).
+const (
+	// MaxCommandBytes is the longest command text (after "/runbook").
+	MaxCommandBytes = 16 << 10
+	// MaxWords is the most words a command may have.
+	MaxWords = 200
+)
+
 // verbs lists the commands and their one-line usage.
-var verbs = []struct{ name, usage, help string }{
-	{"list", "list", "list the runbooks"},
-	{"show", "show <runbook>", "describe a runbook: parameters and steps"},
-	{"run", "run <runbook> [target=<target>] [key=value …] [--dry-run]", "start a run; --dry-run runs only the read-only steps and shows the plans"},
-	{"status", "status [run]", "show a run, or the active runs"},
-	{"approve", "approve <run> [reason | --break-glass <reason>]", "approve the run's open approval request"},
-	{"reject", "reject <run> [reason]", "reject the run's open approval request"},
-	{"done", "done <run> [note]", "mark the run's open manual step done"},
-	{"skip", "skip <run> [note]", "skip the run's open manual step"},
-	{"fail", "fail <run> [note]", "mark the run's open manual step failed"},
-	{"cancel", "cancel <run> [reason]", "stop a run (a call in flight finishes first)"},
-	{"digest", "digest [target]", "post a target's health digest now (workers, builds, paused pipelines, trends, suggested runbooks)"},
-	{"summary", "summary [run | thread <run>]", "summarise a run; in a thread (or with `thread <run>`): every run and message of that incident thread"},
-	{"help", "help", "show this help"},
+var verbs = []struct {
+	name        Verb
+	usage, help string
+}{
+	{VerbList, "list", "list the runbooks"},
+	{VerbShow, "show <runbook>", "describe a runbook: parameters and steps"},
+	{VerbRun, "run <runbook> [target=<target>] [key=value …] [--dry-run]", "start a run; --dry-run runs only the read-only steps and shows the plans"},
+	{VerbStatus, "status [run]", "show a run, or the active runs"},
+	{VerbApprove, "approve <run> [reason | --break-glass <reason>]", "approve the run's open approval request"},
+	{VerbReject, "reject <run> [reason]", "reject the run's open approval request"},
+	{VerbDone, "done <run> [note]", "mark the run's open manual step done"},
+	{VerbSkip, "skip <run> [note]", "skip the run's open manual step"},
+	{VerbFail, "fail <run> [note]", "mark the run's open manual step failed"},
+	{VerbCancel, "cancel <run> [reason]", "stop a run (a call in flight finishes first)"},
+	{VerbDigest, "digest [target]", "post a target's health digest now (workers, builds, paused pipelines, trends, suggested runbooks)"},
+	{VerbSummary, "summary [run | thread <run>]", "summarise a run; in a thread (or with `thread <run>`): every run and message of that incident thread"},
+	{VerbHelp, "help", "show this help"},
 }
 
 // Parse parses the text after "/runbook". It returns a *UserError for
 // anything a person should fix.
 func Parse(text string) (Command, error) {
+	if len(text) > MaxCommandBytes {
+		return Command{}, &UserError{Msg: fmt.Sprintf("That command is %s long; the limit is %s. Give long notes in the thread instead.", byteSize(len(text)), byteSize(MaxCommandBytes))}
+	}
 	words, err := splitWords(text)
 	if err != nil {
 		return Command{}, &UserError{Msg: err.Error()}
 	}
 	if len(words) == 0 {
-		return Command{Verb: "help"}, nil
+		return Command{Verb: VerbHelp}, nil
 	}
-	c := Command{Verb: strings.ToLower(words[0])}
+	c := Command{Verb: Verb(strings.ToLower(words[0]))}
 	args := words[1:]
+	if len(words) > MaxWords && c.Verb == VerbRun {
+		return c, &UserError{Msg: fmt.Sprintf("That command has %d words; the limit is %d.", len(words), MaxWords)}
+	}
 	known := false
 	for _, v := range verbs {
 		if v.name == c.Verb {
@@ -60,10 +108,10 @@ func Parse(text string) (Command, error) {
 	if !known {
 		names := make([]string, 0, len(verbs))
 		for _, v := range verbs {
-			names = append(names, v.name)
+			names = append(names, string(v.name))
 		}
-		msg := fmt.Sprintf("Unknown command %q.", words[0])
-		if s := closest(c.Verb, names); s != "" {
+		msg := fmt.Sprintf("Unknown command %q.", Sanitize(limitText(words[0], 40)))
+		if s := closest(string(c.Verb), names); s != "" {
 			msg += fmt.Sprintf(" Did you mean `%s`?", s)
 		}
 		return c, &UserError{Msg: msg + " Try `/runbook help`."}
@@ -77,16 +125,16 @@ func Parse(text string) (Command, error) {
 		return nil
 	}
 	switch c.Verb {
-	case "list", "help":
+	case VerbList, VerbHelp:
 		if len(args) > 0 {
 			return c, usage()
 		}
-	case "show":
+	case VerbShow:
 		if len(args) != 1 {
 			return c, usage()
 		}
 		c.Name = args[0]
-	case "summary":
+	case VerbSummary:
 		switch {
 		case len(args) == 2 && strings.EqualFold(args[0], "thread"):
 			c.Name, c.Rest = args[1], "thread"
@@ -95,14 +143,14 @@ func Parse(text string) (Command, error) {
 		case len(args) == 1:
 			c.Name = args[0]
 		}
-	case "status", "digest":
+	case VerbStatus, VerbDigest:
 		if len(args) > 1 {
 			return c, usage()
 		}
 		if len(args) == 1 {
 			c.Name = args[0]
 		}
-	case "run":
+	case VerbRun:
 		if len(args) == 0 {
 			return c, usage()
 		}
@@ -127,7 +175,23 @@ func Parse(text string) (Command, error) {
 		}
 		c.Name, c.Rest = args[0], strings.Join(args[1:], " ")
 	}
+	if c.Verb.TakesRun() && c.Verb != VerbSummary || c.Verb == VerbSummary && c.Name != "" {
+		c.Name = strings.ToLower(c.Name)
+	}
 	return c, nil
+}
+
+// byteSize writes a size for people: 1.2 MiB, 16 KiB, 300 bytes.
+func byteSize(n int) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // splitWords splits on spaces, honouring "double" and 'single' quotes.
@@ -209,15 +273,15 @@ func (e *Engine) command(ctx context.Context, ev Event) error {
 		return nil
 	}
 	switch c.Verb {
-	case "help":
+	case VerbHelp:
 		e.reply(ctx, ev.Conversation, ev.User, e.helpText())
-	case "list":
+	case VerbList:
 		e.reply(ctx, ev.Conversation, ev.User, e.listText())
-	case "show":
+	case VerbShow:
 		e.reply(ctx, ev.Conversation, ev.User, e.showText(c.Name))
-	case "status":
+	case VerbStatus:
 		e.reply(ctx, ev.Conversation, ev.User, e.statusText(ctx, c.Name, ev.Conversation))
-	case "run":
+	case VerbRun:
 		if err := e.start(ctx, ev, c); err != nil {
 			var ue *UserError
 			if errors.As(err, &ue) {
@@ -227,23 +291,23 @@ func (e *Engine) command(ctx context.Context, ev Event) error {
 			e.reply(ctx, ev.Conversation, ev.User, "❌ Could not start the run: "+userMessage(err))
 			return err
 		}
-	case "approve", "reject":
-		if reason, ok := strings.CutPrefix(c.Rest, "--break-glass"); ok && c.Verb == "approve" {
+	case VerbApprove, VerbReject:
+		if reason, ok := strings.CutPrefix(c.Rest, "--break-glass"); ok && c.Verb == VerbApprove {
 			e.breakGlass(ctx, c.Name, ev.Conversation, ev.User, strings.TrimSpace(reason))
 			return nil
 		}
-		e.vote(ctx, ballot{RunID: c.Name, Conv: ev.Conversation, User: ev.User, Approve: c.Verb == "approve", Via: ViaCommand, Reason: c.Rest})
-	case "done":
+		e.vote(ctx, ballot{RunID: c.Name, Conv: ev.Conversation, User: ev.User, Approve: c.Verb == VerbApprove, Via: ViaCommand, Reason: c.Rest})
+	case VerbDone:
 		e.manualResponse(ctx, c.Name, MessageRef{}, ev.Conversation, ev.User, StepSucceeded, c.Rest)
-	case "skip":
+	case VerbSkip:
 		e.manualResponse(ctx, c.Name, MessageRef{}, ev.Conversation, ev.User, StepSkipped, c.Rest)
-	case "fail":
+	case VerbFail:
 		e.manualResponse(ctx, c.Name, MessageRef{}, ev.Conversation, ev.User, StepFailed, c.Rest)
-	case "cancel":
+	case VerbCancel:
 		e.cancel(ctx, c.Name, ev.Conversation, ev.User, c.Rest)
-	case "summary":
+	case VerbSummary:
 		e.summaryCommand(ctx, ev, c.Name, c.Rest == "thread")
-	case "digest":
+	case VerbDigest:
 		if e.o.Digests == nil {
 			e.reply(ctx, ev.Conversation, ev.User, "Digests are not available in this setup.")
 			return nil
@@ -359,7 +423,7 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 	}
 	done := e.posting()
 	defer done()
-	ref, err := e.o.Chat.Post(ctx, ev.Conversation, e.renderRoot(r))
+	ref, err := e.o.Chat.Post(ctx, ev.Conversation, e.renderRoot(r).Clean())
 	if err != nil {
 		e.toOutbox(ctx, OutboxItem{To: ev.Conversation, Message: e.renderRoot(r), RunID: r.ID, Role: "root"}, err)
 	} else {
@@ -507,7 +571,7 @@ func (e *Engine) summaryCommand(ctx context.Context, ev Event, runID string, who
 
 // post posts a message that belongs to no run (summaries, digests).
 func (e *Engine) post(ctx context.Context, to Conversation, m Message) {
-	if _, err := e.o.Chat.Post(ctx, to, m); err != nil {
+	if _, err := e.o.Chat.Post(ctx, to, m.Clean()); err != nil {
 		e.toOutbox(ctx, OutboxItem{To: to, Message: m}, err)
 	}
 }

@@ -160,6 +160,9 @@ func (e *Engine) statusText(ctx context.Context, id string, conv Conversation) s
 		}
 		b.WriteString(line + "\n")
 	}
+	if failed := e.writes.For(r.ID); len(failed) > 0 {
+		fmt.Fprintf(&b, "⚠️ %d store write%s failed (see the log): %s\n", len(failed), plural(len(failed)), strings.Join(failed, "; "))
+	}
 	if n := nextAction(r); n != "" {
 		b.WriteString(strings.TrimPrefix(n, " "))
 	}

@@ -9,7 +9,6 @@ package bot
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -66,6 +65,10 @@ type Options struct {
 	Digests interface {
 		DigestNow(ctx context.Context, target string, to Conversation) error
 	}
+	// HousekeepEvery is how often a Store that is a Housekeeper forgets old
+	// dedupe entries and finished runs past the retention (default 1h; the
+	// first pass runs on the first Tick).
+	HousekeepEvery time.Duration
 	// Hook, when set, is called at step boundaries with a label such as
 	// "before-apply:prune"; tests use it to simulate crashes.
 	Hook func(point string)
@@ -99,6 +102,9 @@ func (o *Options) validate() error {
 	if o.GroupTTL <= 0 {
 		o.GroupTTL = 5 * time.Minute
 	}
+	if o.HousekeepEvery <= 0 {
+		o.HousekeepEvery = time.Hour
+	}
 	if o.BotName == "" {
 		o.BotName = "groundcrew"
 	}
@@ -122,6 +128,10 @@ type Engine struct {
 	idle        *sync.Cond
 	busy        int
 	baseCtx     context.Context
+	// lastHousekeep is when the store was last housekept.
+	lastHousekeep time.Time
+	// writes tracks durability writes that failed (see durable.go).
+	writes writeFailures
 
 	dir directory
 }
@@ -228,6 +238,34 @@ func (e *Engine) Tick(ctx context.Context) {
 		}
 	}
 	e.flushOutbox(ctx)
+	e.housekeep(ctx, now)
+}
+
+// housekeep runs the store's housekeeping when it is due, in the background.
+func (e *Engine) housekeep(ctx context.Context, now time.Time) {
+	hk, ok := e.o.Store.(Housekeeper)
+	if !ok {
+		return
+	}
+	e.mu.Lock()
+	due := e.lastHousekeep.IsZero() || now.Sub(e.lastHousekeep) >= e.o.HousekeepEvery
+	if due {
+		e.lastHousekeep = now
+	}
+	e.mu.Unlock()
+	if !due {
+		return
+	}
+	e.background(func() {
+		res, err := hk.Housekeep(ctx, now)
+		if err != nil {
+			e.log.Error("store housekeeping failed; retrying at the next pass", "err", err)
+			return
+		}
+		if res.Events > 0 || res.Runs > 0 {
+			e.log.Info("store housekeeping", "forgotten_event_ids", res.Events, "deleted_finished_runs", res.Runs)
+		}
+	})
 }
 
 // WaitIdle blocks until no run is being advanced and no run is in the
@@ -328,10 +366,24 @@ func (e *Engine) hook(point string) {
 	}
 }
 
+// runIDAlphabet is Crockford's base32 in lower case: no i, l, o, u, so an
+// id read aloud or retyped is not mistaken.
+const runIDAlphabet = "0123456789abcdefghjkmnpqrstvwxyz"
+
+// RunIDLength is the number of random base32 characters after "r-": 50
+// bits, so among 10⁶ runs the chance that any two ids collide is about
+// 4·10⁻⁴ (and CreateRun refuses a taken id, so a collision only retries).
+const RunIDLength = 10
+
 func newRunID() string {
-	b := make([]byte, 2)
+	b := make([]byte, RunIDLength)
 	_, _ = rand.Read(b)
-	return "r-" + hex.EncodeToString(b)
+	out := make([]byte, 0, 2+RunIDLength)
+	out = append(out, "r-"...)
+	for _, c := range b {
+		out = append(out, runIDAlphabet[c&31])
+	}
+	return string(out)
 }
 
 // current returns the state of the step at the cursor.

@@ -60,9 +60,10 @@ func (e *Engine) advance(ctx context.Context, id string) {
 	e.log.Error("run did not settle; stopping", "run", id)
 }
 
-// update is Store.UpdateRun that also refreshes UpdatedAt.
+// update is Store.UpdateRun that also refreshes UpdatedAt. A failing store
+// write is retried and, if it still fails, reported loudly (durable.go).
 func (e *Engine) update(ctx context.Context, id string, fn func(*Run, *Batch) error) (*Run, error) {
-	r, err := e.o.Store.UpdateRun(ctx, id, func(r *Run, b *Batch) error {
+	r, err := e.updateDurably(ctx, id, "a change", func(r *Run, b *Batch) error {
 		if err := fn(r, b); err != nil {
 			return err
 		}
@@ -415,8 +416,9 @@ func (e *Engine) recordOutcome(ctx context.Context, runID, stepID string, op Op,
 
 // noteOutcome appends the outcome journal/audit entries (even on a run
 // cancelled meanwhile: what happened must be on record).
+// A failed write is retried and then reported in the thread (durable.go).
 func (e *Engine) noteOutcome(ctx context.Context, runID, stepID string, op Op, planHash, msg string) {
-	_, _ = e.o.Store.UpdateRun(ctx, runID, func(r *Run, b *Batch) error {
+	_, _ = e.updateDurably(ctx, runID, "the outcome of step "+stepID+" ("+op.Name+": "+msg+")", func(r *Run, b *Batch) error {
 		b.Note(JournalEntry{Time: e.o.Now(), Step: stepID, Type: JOutcome, PlanHash: planHash, Message: msg})
 		b.AuditLog(AuditEntry{Time: e.o.Now(), Actor: e.o.BotName, Action: ActionOutcome, Step: stepID, Target: r.Target, PlanHash: planHash, Detail: op.Name + ": " + msg})
 		return nil
@@ -484,7 +486,7 @@ func (e *Engine) pollWait(ctx context.Context, r *Run) {
 		return
 	}
 	cctx, done := e.callCtx(ctx, r.ID, true)
-	res, err := op.Do(cctx, Call{Target: r.Target, Args: st.Args, RunID: r.ID, StepID: st.ID})
+	res, pollErr := op.Do(cctx, Call{Target: r.Target, Args: st.Args, RunID: r.ID, StepID: st.ID})
 	done()
 	if ctx.Err() != nil {
 		return
@@ -492,7 +494,7 @@ func (e *Engine) pollWait(ctx context.Context, r *Run) {
 	now := e.o.Now()
 	met := false
 	var evalErr error
-	if err == nil {
+	if pollErr == nil {
 		env := e.env(r)
 		var data any
 		if b, mErr := json.Marshal(res.Data); mErr == nil {
@@ -553,8 +555,8 @@ func (e *Engine) pollWait(ctx context.Context, r *Run) {
 		}
 		st.Polls++
 		st.NextPoll = now.Add(interval)
-		if err != nil {
-			st.Note = "last poll failed: " + userMessage(err)
+		if pollErr != nil {
+			st.Note = "last poll failed: " + userMessage(pollErr)
 		} else {
 			st.Note = "last poll: " + res.Summary
 		}

@@ -20,7 +20,7 @@ func threadOf(r *Run) Conversation {
 // durable outbox and is retried by Tick.
 func (e *Engine) postThread(ctx context.Context, r *Run, role, step string, m Message) MessageRef {
 	to := threadOf(r)
-	ref, err := e.o.Chat.Post(ctx, to, m)
+	ref, err := e.o.Chat.Post(ctx, to, m.Clean())
 	if err != nil {
 		e.toOutbox(ctx, OutboxItem{To: to, Message: m, RunID: r.ID, Step: step, Role: role}, err)
 		return MessageRef{}
@@ -43,16 +43,17 @@ func (e *Engine) toOutbox(ctx context.Context, it OutboxItem, cause error) {
 	backoff := time.Duration(1<<min(it.Attempts, 8)) * time.Second
 	it.NextTry = now.Add(backoff)
 	e.log.Warn("chat post failed; queued for retry", "run", it.RunID, "attempts", it.Attempts, "err", cause)
-	if err := e.o.Store.PutOutbox(ctx, it); err != nil {
-		e.log.Error("saving chat post to the outbox", "run", it.RunID, "err", err)
-	}
+	e.putOutbox(ctx, it)
 }
 
 // flushOutbox retries queued posts that are due.
 func (e *Engine) flushOutbox(ctx context.Context) {
-	items, err := e.o.Store.ListOutbox(ctx)
-	if err != nil || len(items) == 0 {
-		return
+	items, redelete, err := e.outboxItems(ctx)
+	if err != nil {
+		e.log.Error("reading the outbox", "err", err)
+	}
+	for _, id := range redelete {
+		e.deleteOutbox(ctx, id, "")
 	}
 	now := e.o.Now()
 	for _, it := range items {
@@ -60,31 +61,38 @@ func (e *Engine) flushOutbox(ctx context.Context) {
 			continue
 		}
 		if !it.Update.IsZero() {
-			if err := e.o.Chat.Update(ctx, it.Update, it.Message); err != nil {
+			if err := e.o.Chat.Update(ctx, it.Update, it.Message.Clean()); err != nil {
 				e.toOutbox(ctx, it, err)
 				continue
 			}
-			_ = e.o.Store.DeleteOutbox(ctx, it.ID)
+			e.deleteOutbox(ctx, it.ID, it.RunID)
 			continue
 		}
-		ref, err := e.o.Chat.Post(ctx, it.To, it.Message)
+		ref, err := e.o.Chat.Post(ctx, it.To, it.Message.Clean())
 		if err != nil {
 			e.toOutbox(ctx, it, err)
 			continue
 		}
-		_ = e.o.Store.DeleteOutbox(ctx, it.ID)
+		e.deleteOutbox(ctx, it.ID, it.RunID)
 		if it.RunID != "" {
 			e.saveRef(ctx, it.RunID, it.Role, it.Step, ref)
 		}
 	}
 }
 
-// saveRef remembers where a run's message was posted.
+// saveRef remembers where a run's message was posted. Without it every
+// reaction on the message would be ignored, so a failed write is retried
+// and then reported in the thread with the typed command to use instead.
 func (e *Engine) saveRef(ctx context.Context, runID, role, step string, ref MessageRef) {
 	if ref.IsZero() {
 		return
 	}
-	_, _ = e.o.Store.UpdateRun(ctx, runID, func(r *Run, b *Batch) error {
+	what := "the reference of the " + role + " message"
+	if step != "" {
+		what += " of step " + step
+	}
+	what += " (reactions and buttons on it are not seen; type the `/runbook` command instead)"
+	_, _ = e.updateDurably(ctx, runID, what, func(r *Run, b *Batch) error {
 		switch role {
 		case "root":
 			r.Root = ref
@@ -109,7 +117,7 @@ func (e *Engine) updateOrPost(ctx context.Context, r *Run, ref MessageRef, role,
 		e.saveRef(ctx, r.ID, role, step, e.postThread(ctx, r, role, step, m))
 		return
 	}
-	if err := e.o.Chat.Update(ctx, ref, m); err != nil {
+	if err := e.o.Chat.Update(ctx, ref, m.Clean()); err != nil {
 		e.toOutbox(ctx, OutboxItem{Update: ref, Message: m, RunID: r.ID, Step: step, Role: role}, err)
 	}
 }
@@ -148,7 +156,7 @@ func (e *Engine) updateGateMessage(ctx context.Context, r *Run, g *Gate) {
 	if g == nil || g.Message.IsZero() {
 		return
 	}
-	if err := e.o.Chat.Update(ctx, g.Message, e.renderGate(r, g)); err != nil {
+	if err := e.o.Chat.Update(ctx, g.Message, e.renderGate(r, g).Clean()); err != nil {
 		e.toOutbox(ctx, OutboxItem{Update: g.Message, Message: e.renderGate(r, g), RunID: r.ID}, err)
 	}
 }
@@ -159,14 +167,14 @@ func (e *Engine) refreshRoot(ctx context.Context, r *Run) {
 		return
 	}
 	m := e.renderRoot(r)
-	if err := e.o.Chat.Update(ctx, r.Root, m); err != nil {
+	if err := e.o.Chat.Update(ctx, r.Root, m.Clean()); err != nil {
 		e.toOutbox(ctx, OutboxItem{Update: r.Root, Message: m, RunID: r.ID}, err)
 	}
 }
 
 // reply answers a user: ephemerally where the platform allows.
 func (e *Engine) reply(ctx context.Context, to Conversation, user User, text string) {
-	if err := e.o.Chat.Ephemeral(ctx, to, user, Message{Text: text}); err != nil {
+	if err := e.o.Chat.Ephemeral(ctx, to, user, Message{Text: text}.Clean()); err != nil {
 		e.log.Warn("ephemeral reply failed", "user", user.ID, "err", err)
 	}
 }

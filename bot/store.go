@@ -65,3 +65,16 @@ type Store interface {
 	Dedupe
 	Outbox
 }
+
+// HousekeepResult says what one housekeeping pass removed.
+type HousekeepResult struct {
+	Events int // inbound event ids past their TTL
+	Runs   int // finished runs past the retention
+}
+
+// Housekeeper is implemented by a Store that can forget what it no longer
+// needs (old dedupe entries, finished runs past the retention). The engine
+// calls it when it starts and then every Options.HousekeepEvery.
+type Housekeeper interface {
+	Housekeep(ctx context.Context, now time.Time) (HousekeepResult, error)
+}

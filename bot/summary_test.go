@@ -18,7 +18,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-var runIDs = regexp.MustCompile(`r-[0-9a-f]{4}`)
+var runIDs = regexp.MustCompile(`\br-[0-9a-z]{4,}\b`)
 
 // golden compares got with testdata/summaries/<name>.golden; -update rewrites it.
 func golden(t *testing.T, name, got string) {

@@ -239,8 +239,10 @@ func (e *Engine) audit(ctx context.Context, a AuditEntry) {
 	if a.Time.IsZero() {
 		a.Time = e.o.Now()
 	}
-	if err := e.o.Store.AppendAudit(ctx, a); err != nil {
-		e.log.Error("writing the audit log", "err", err)
+	if err := e.durably(ctx, a.RunID, "an audit entry ("+string(a.Action)+")", func() (bool, error) {
+		return false, e.o.Store.AppendAudit(ctx, a)
+	}); err != nil {
+		e.log.Error("writing the audit log", "run", a.RunID, "err", err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -35,9 +36,13 @@ const EnvConfig = "GROUNDCREW_CONFIG"
 type Config struct {
 	// Store is the bbolt file (default groundcrew.db next to the config
 	// file; relative paths are relative to the config file's directory).
-	Store  string `yaml:"store"`
-	Server Server `yaml:"server"`
-	Chat   Chat   `yaml:"chat"`
+	Store string `yaml:"store"`
+	// Retention is how long finished runs are kept in the store after they
+	// finished ("400d", or a Go duration such as "720h"; default 400d).
+	// The audit log is always kept whole.
+	Retention Days   `yaml:"retention"`
+	Server    Server `yaml:"server"`
+	Chat      Chat   `yaml:"chat"`
 	// Targets are the Concourse instances, by name.
 	Targets   map[string]*Target `yaml:"targets"`
 	Approvals bot.ApprovalConfig `yaml:"approvals"`
@@ -158,13 +163,45 @@ func (es Errors) Error() string {
 	return strings.Join(lines, "\n")
 }
 
+// MaxFileSize is the largest config file Load reads.
+const MaxFileSize = 1 << 20
+
 // Load reads, resolves and validates the file at path.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading config: %w", err)
 	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, &Error{File: path, Msg: fmt.Sprintf("the file is larger than %d KiB, the limit for a config file", MaxFileSize>>10)}
+	}
 	return Parse(path, data)
+}
+
+// Days is a duration written as "400d" or as a Go duration ("720h").
+type Days time.Duration
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (d *Days) UnmarshalYAML(n *yaml.Node) error {
+	s := strings.TrimSpace(n.Value)
+	if v, ok := strings.CutSuffix(s, "d"); ok {
+		var days int
+		if _, err := fmt.Sscanf(v, "%d", &days); err == nil && days > 0 && fmt.Sprint(days) == v {
+			*d = Days(time.Duration(days) * 24 * time.Hour)
+			return nil
+		}
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil || v <= 0 {
+		return fmt.Errorf("line %d: %q is not a duration: write days (\"400d\") or hours (\"720h\")", n.Line, s)
+	}
+	*d = Days(v)
+	return nil
 }
 
 // Parse decodes and validates configuration data read from path.

@@ -2,6 +2,7 @@ package runbooks
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -62,7 +63,29 @@ func (d *decoder) params(r *rawRunbook, n *yaml.Node) {
 			Default:     d.str(f, "default"),
 			Pattern:     d.str(f, "pattern"),
 			Enum:        d.strList(f, "enum"),
+			MaxLength:   d.integer(f, "max_length"),
+			Allow:       d.strList(f, "allow"),
 		})
+		p := r.rb.Params[len(r.rb.Params)-1]
+		if fl, ok := f["max_length"]; ok && (p.MaxLength < 1 || p.MaxLength > MaxParamLengthLimit) {
+			d.errorf(fl.value, "max_length must be between 1 and %d characters, not %s", MaxParamLengthLimit, nodeValue(fl.value))
+		}
+		if fl, ok := f["allow"]; ok {
+			for i, a := range p.Allow {
+				if !slices.Contains(CharClasses, a) {
+					n := fl.value
+					if i < len(fl.value.Content) {
+						n = fl.value.Content[i]
+					}
+					d.errorf(n, "allow: unknown character class %q%s; classes: %s", a, didYouMean(a, CharClasses), strings.Join(CharClasses, ", "))
+				}
+			}
+		}
+		if fl, ok := f["default"]; ok && p.Default != "" {
+			if err := CheckValue(p, p.Default); err != nil {
+				d.errorf(fl.value, "default: %v", err)
+			}
+		}
 		r.params = append(r.params, &rawParam{node: item, fields: f})
 	}
 }

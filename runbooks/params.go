@@ -45,6 +45,10 @@ func ValidateParams(rb *Runbook, given map[string]string) (map[string]string, er
 	}
 	sort.Strings(unknown)
 	for _, k := range unknown {
+		if len(k) > 64 {
+			errs = append(errs, &ParamError{Param: k, Msg: fmt.Sprintf("unknown parameter %s; params: %s", quoteShort(k), strings.Join(known, ", "))})
+			continue
+		}
 		sep := "; "
 		if hint := didYouMean(k, known); hint != "" {
 			sep = hint + " "
@@ -68,6 +72,10 @@ func ValidateParams(rb *Runbook, given map[string]string) (map[string]string, er
 			out[p.Name] = p.Default
 			continue
 		}
+		if err := CheckValue(p, val); err != nil {
+			errs = append(errs, &ParamError{Param: p.Name, Msg: err.Error()})
+			continue
+		}
 		if p.Pattern != "" {
 			re, err := compilePattern(p.Pattern)
 			if err != nil {
@@ -76,13 +84,13 @@ func ValidateParams(rb *Runbook, given map[string]string) (map[string]string, er
 				continue
 			}
 			if !re.MatchString(val) {
-				errs = append(errs, &ParamError{Param: p.Name, Msg: fmt.Sprintf("parameter %q: %q does not match the pattern %s", p.Name, val, p.Pattern)})
+				errs = append(errs, &ParamError{Param: p.Name, Msg: fmt.Sprintf("parameter %q: %s does not match the pattern %s", p.Name, quoteShort(val), p.Pattern)})
 				continue
 			}
 		}
 		if len(p.Enum) > 0 && !slices.Contains(p.Enum, val) {
-			errs = append(errs, &ParamError{Param: p.Name, Msg: fmt.Sprintf("parameter %q: %q is not one of %s%s",
-				p.Name, val, strings.Join(p.Enum, ", "), didYouMean(val, p.Enum))})
+			errs = append(errs, &ParamError{Param: p.Name, Msg: fmt.Sprintf("parameter %q: %s is not one of %s%s",
+				p.Name, quoteShort(val), strings.Join(p.Enum, ", "), didYouMean(val, p.Enum))})
 			continue
 		}
 		out[p.Name] = val
@@ -91,4 +99,14 @@ func ValidateParams(rb *Runbook, given map[string]string) (map[string]string, er
 		return nil, errors.Join(errs...)
 	}
 	return out, nil
+}
+
+// quoteShort quotes a value for an error message, cut to 60 characters:
+// a message never echoes a huge value.
+func quoteShort(s string) string {
+	r := []rune(s)
+	if len(r) <= 60 {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q… (%d characters)", string(r[:60]), len(r))
 }

@@ -70,6 +70,11 @@ func TestParse_BadFiles(t *testing.T) {
 		{"default_pattern", []string{
 			"5:14: param \"worker\": default \"worker-x\" does not match pattern worker-[0-9]+",
 		}},
+		{"param_limits", []string{
+			"4:17: max_length must be between 1 and 65536 characters, not \"0\"",
+			"6:22: allow: unknown character class \"emoji\"; classes: newline, tab, control, format",
+			"8:14: default: parameter \"tag\": character 2 is U+202E RIGHT-TO-LEFT OVERRIDE (format); it is not shown, or changes how the text around it is shown, so approvers could read something else than what runs. A runbook may allow it with allow: [format]",
+		}},
 		{"duplicate_key", []string{
 			"3:1: field \"title\" given twice (first at line 2)",
 		}},

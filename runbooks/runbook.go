@@ -55,6 +55,11 @@ type Param struct {
 	Pattern string
 	// Enum lists the allowed values (optional).
 	Enum []string
+	// MaxLength is the longest value in characters (0: MaxParamLength).
+	MaxLength int
+	// Allow lists character classes allowed beyond ordinary printable
+	// text (CharsNewline, CharsTab, CharsControl, CharsFormat).
+	Allow []string
 }
 
 // Step is one step of a runbook. Which fields are meaningful depends on Kind.

@@ -32,7 +32,7 @@ func TestSummaries_Golden(t *testing.T) {
 	for _, sc := range all {
 		byName[sc.Runbook+"/"+sc.Name] = sc
 	}
-	ids := regexp.MustCompile(`r-[0-9a-f]{4}`)
+	ids := regexp.MustCompile(`\br-[0-9a-z]{4,}\b`)
 	for golden, name := range cases {
 		t.Run(golden, func(t *testing.T) {
 			sc, ok := byName[name]

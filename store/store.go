@@ -38,12 +38,19 @@ var (
 	bOutbox     = []byte("outbox")
 	bDigests    = []byte("digests")
 	bKV         = []byte("kv")
+	// bActive indexes the runs in a non-terminal state (run id → created
+	// time): Tick, Resume and /runbook status read only these, so their cost
+	// does not grow with the finished runs kept for the record.
+	bActive = []byte("runs_active")
 )
 
 var allBuckets = [][]byte{bMeta, bRuns, bRunsByTime, bJournal, bAudit, bMessages, bEvents, bOutbox, bDigests, bKV}
 
 // SchemaVersion is the version this binary writes.
-const SchemaVersion = 1
+const SchemaVersion = 2
+
+// DefaultRetention is how long finished runs are kept (Options.Retention).
+const DefaultRetention = 400 * 24 * time.Hour
 
 // Options configure Open.
 type Options struct {
@@ -51,12 +58,17 @@ type Options struct {
 	Timeout time.Duration
 	// EventTTL is how long inbound event ids are remembered (default 7 days).
 	EventTTL time.Duration
+	// Retention is how long a finished run (with its journal and message
+	// index) is kept after it finished (default DefaultRetention). The audit
+	// log is never pruned.
+	Retention time.Duration
 }
 
 // DB is the bbolt store. It implements bot.Store and is safe for concurrent use.
 type DB struct {
-	db       *bolt.DB
-	eventTTL time.Duration
+	db        *bolt.DB
+	eventTTL  time.Duration
+	retention time.Duration
 }
 
 var _ bot.Store = (*DB)(nil)
@@ -70,6 +82,9 @@ func Open(path string, opts Options) (*DB, error) {
 	if opts.EventTTL <= 0 {
 		opts.EventTTL = 7 * 24 * time.Hour
 	}
+	if opts.Retention <= 0 {
+		opts.Retention = DefaultRetention
+	}
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("creating store directory %s: %w", dir, err)
@@ -82,7 +97,7 @@ func Open(path string, opts Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("opening store %s: %w", path, err)
 	}
-	s := &DB{db: db, eventTTL: opts.EventTTL}
+	s := &DB{db: db, eventTTL: opts.EventTTL, retention: opts.Retention}
 	if err := s.migrate(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening store %s: %w", path, err)
@@ -111,6 +126,26 @@ var migrations = []migration{
 			}
 		}
 		return nil
+	}},
+	// 2: the index of active runs.
+	{1, 2, func(tx *bolt.Tx) error {
+		ab, err := tx.CreateBucketIfNotExists(bActive)
+		if err != nil {
+			return fmt.Errorf("creating bucket %q: %w", bActive, err)
+		}
+		return tx.Bucket(bRuns).ForEach(func(k, v []byte) error {
+			var r struct {
+				State     bot.RunState `json:"state"`
+				CreatedAt time.Time    `json:"created_at"`
+			}
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("decoding run %s: %w", k, err)
+			}
+			if r.State.Terminal() {
+				return nil
+			}
+			return ab.Put(k, []byte(r.CreatedAt.UTC().Format(time.RFC3339Nano)))
+		})
 	}},
 }
 
@@ -149,6 +184,10 @@ func u64(n uint64) []byte {
 	return b
 }
 
+// runKey is the key of a run id: ids are lowercase, and a person may type
+// them in any case (R-5FB1 finds r-5fb1).
+func runKey(id string) []byte { return []byte(strings.ToLower(strings.TrimSpace(id))) }
+
 func msgKey(ref bot.MessageRef) []byte {
 	return []byte(ref.Platform + "\x00" + ref.Channel + "\x00" + ref.ID)
 }
@@ -156,8 +195,9 @@ func msgKey(ref bot.MessageRef) []byte {
 // CreateRun implements bot.Runs. It fails with bot.ErrExists if the id is taken.
 func (s *DB) CreateRun(_ context.Context, r *bot.Run, b *bot.Batch) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
+		r.ID = strings.ToLower(r.ID)
 		runs := tx.Bucket(bRuns)
-		if runs.Get([]byte(r.ID)) != nil {
+		if runs.Get(runKey(r.ID)) != nil {
 			return fmt.Errorf("run %s: %w", r.ID, bot.ErrExists)
 		}
 		if err := putRun(tx, r); err != nil {
@@ -176,11 +216,17 @@ func putRun(tx *bolt.Tx, r *bot.Run) error {
 	if err != nil {
 		return fmt.Errorf("encoding run %s: %w", r.ID, err)
 	}
-	return tx.Bucket(bRuns).Put([]byte(r.ID), data)
+	if err := tx.Bucket(bRuns).Put(runKey(r.ID), data); err != nil {
+		return err
+	}
+	if r.State.Terminal() {
+		return tx.Bucket(bActive).Delete(runKey(r.ID))
+	}
+	return tx.Bucket(bActive).Put(runKey(r.ID), []byte(r.CreatedAt.UTC().Format(time.RFC3339Nano)))
 }
 
 func getRun(tx *bolt.Tx, id string) (*bot.Run, error) {
-	raw := tx.Bucket(bRuns).Get([]byte(id))
+	raw := tx.Bucket(bRuns).Get(runKey(id))
 	if raw == nil {
 		return nil, fmt.Errorf("run %s: %w", id, bot.ErrNotFound)
 	}
@@ -220,7 +266,7 @@ func writeBatch(tx *bolt.Tx, runID string, b *bot.Batch) error {
 		return nil
 	}
 	if len(b.Journal) > 0 {
-		jb, err := tx.Bucket(bJournal).CreateBucketIfNotExists([]byte(runID))
+		jb, err := tx.Bucket(bJournal).CreateBucketIfNotExists(runKey(runID))
 		if err != nil {
 			return fmt.Errorf("journal bucket for %s: %w", runID, err)
 		}
@@ -270,9 +316,13 @@ func (s *DB) GetRun(_ context.Context, id string) (*bot.Run, error) {
 	return r, err
 }
 
-// ListRuns implements bot.Runs; most recent first.
+// ListRuns implements bot.Runs; most recent first. A query for active runs
+// reads only the index of active runs.
 func (s *DB) ListRuns(_ context.Context, q bot.RunQuery) ([]*bot.Run, error) {
 	var out []*bot.Run
+	if q.Active {
+		return s.listActive(q)
+	}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bRunsByTime).Cursor()
 		for k, v := c.Last(); k != nil; k, v = c.Prev() {
@@ -302,6 +352,39 @@ func (s *DB) ListRuns(_ context.Context, q bot.RunQuery) ([]*bot.Run, error) {
 	return out, err
 }
 
+func (s *DB) listActive(q bot.RunQuery) ([]*bot.Run, error) {
+	var out []*bot.Run
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bActive).ForEach(func(k, _ []byte) error {
+			r, err := getRun(tx, string(k))
+			if err != nil {
+				return err
+			}
+			if r.State.Terminal() {
+				return nil
+			}
+			if !q.Since.IsZero() && r.CreatedAt.Before(q.Since.Truncate(time.Second)) {
+				return nil
+			}
+			if q.Thread != "" && r.Conversation.Thread != q.Thread && r.Root.ID != q.Thread {
+				return nil
+			}
+			out = append(out, r)
+			return nil
+		})
+	})
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.After(out[j].CreatedAt)
+		}
+		return out[i].ID > out[j].ID
+	})
+	if q.Limit > 0 && len(out) > q.Limit {
+		out = out[:q.Limit]
+	}
+	return out, err
+}
+
 // RunByMessage implements bot.Runs.
 func (s *DB) RunByMessage(_ context.Context, ref bot.MessageRef) (bot.MessageIndex, error) {
 	var m bot.MessageIndex
@@ -319,7 +402,7 @@ func (s *DB) RunByMessage(_ context.Context, ref bot.MessageRef) (bot.MessageInd
 func (s *DB) Journal(_ context.Context, runID string) ([]bot.JournalEntry, error) {
 	var out []bot.JournalEntry
 	err := s.db.View(func(tx *bolt.Tx) error {
-		jb := tx.Bucket(bJournal).Bucket([]byte(runID))
+		jb := tx.Bucket(bJournal).Bucket(runKey(runID))
 		if jb == nil {
 			return nil
 		}
@@ -507,4 +590,123 @@ func (s *DB) GetKV(_ context.Context, key string) ([]byte, error) {
 // PutKV writes a small value to the kv bucket.
 func (s *DB) PutKV(_ context.Context, key string, value []byte) error {
 	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bKV).Put([]byte(key), value) })
+}
+
+// Housekeep implements bot.Housekeeper: it forgets inbound event ids older
+// than the event TTL and deletes finished runs (with their journal and
+// message index) that finished more than the retention ago. The audit log
+// is kept whole, so the chain still verifies. Runs are deleted in
+// transactions of at most 1,000, so a large backlog never holds the
+// writer for long.
+func (s *DB) Housekeep(_ context.Context, now time.Time) (bot.HousekeepResult, error) {
+	var res bot.HousekeepResult
+	n, err := s.GCEvents(now)
+	res.Events = n
+	if err != nil {
+		return res, fmt.Errorf("forgetting old event ids: %w", err)
+	}
+	cutoff := now.Add(-s.retention)
+	for {
+		n, more, err := s.pruneRuns(cutoff, 1000)
+		res.Runs += n
+		if err != nil {
+			return res, fmt.Errorf("deleting runs finished before %s: %w", cutoff.Format(time.RFC3339), err)
+		}
+		if !more {
+			break
+		}
+	}
+	if res.Runs > 0 {
+		if err := s.sweepMessages(); err != nil {
+			return res, fmt.Errorf("deleting the message index of deleted runs: %w", err)
+		}
+	}
+	return res, nil
+}
+
+// sweepMessages deletes message index entries whose run no longer exists.
+func (s *DB) sweepMessages() error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		msgs, runs := tx.Bucket(bMessages), tx.Bucket(bRuns)
+		var dead [][]byte
+		if err := msgs.ForEach(func(k, v []byte) error {
+			var m struct {
+				RunID string `json:"run_id"`
+			}
+			if json.Unmarshal(v, &m) == nil && m.RunID != "" && runs.Get(runKey(m.RunID)) == nil {
+				dead = append(dead, append([]byte(nil), k...))
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, k := range dead {
+			if err := msgs.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// pruneRuns deletes up to max finished runs that finished before cutoff,
+// oldest first; more reports that there may be others.
+func (s *DB) pruneRuns(cutoff time.Time, max int) (n int, more bool, err error) {
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		byTime := tx.Bucket(bRunsByTime)
+		var timeKeys [][]byte
+		ids := map[string]bool{}
+		c := byTime.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			ts, _, _ := strings.Cut(string(k), "|")
+			if t, err := time.Parse(time.RFC3339, ts); err == nil && !t.Before(cutoff) {
+				break // created after the cutoff: finished after it too
+			}
+			if len(ids) >= max {
+				more = true
+				break
+			}
+			r, err := getRun(tx, string(v))
+			if errors.Is(err, bot.ErrNotFound) {
+				timeKeys = append(timeKeys, append([]byte(nil), k...)) // a dangling index entry
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			end := r.FinishedAt
+			if end.IsZero() {
+				end = r.UpdatedAt
+			}
+			if !r.State.Terminal() || !end.Before(cutoff) {
+				continue
+			}
+			timeKeys = append(timeKeys, append([]byte(nil), k...))
+			ids[r.ID] = true
+		}
+		for _, k := range timeKeys {
+			if err := byTime.Delete(k); err != nil {
+				return err
+			}
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		for id := range ids {
+			if err := tx.Bucket(bRuns).Delete(runKey(id)); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bActive).Delete(runKey(id)); err != nil {
+				return err
+			}
+			if tx.Bucket(bJournal).Bucket(runKey(id)) != nil {
+				if err := tx.Bucket(bJournal).DeleteBucket(runKey(id)); err != nil {
+					return err
+				}
+			}
+		}
+		n = len(ids)
+		return nil
+	})
+	return n, more, err
 }

@@ -8,6 +8,7 @@ package console
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -135,7 +136,7 @@ func (a *Adapter) render(text string) string {
 	return boldRe.ReplaceAllStringFunc(text, func(m string) string { return a.bold(m[1 : len(m)-1]) })
 }
 
-var runIDRe = regexp.MustCompile("run `(r-[0-9a-f]+)`")
+var runIDRe = regexp.MustCompile("run `(r-[0-9a-z]+)`")
 
 // printMessage prints a message with its number, indenting thread replies.
 func (a *Adapter) printMessage(m *message, edited bool) {
@@ -261,17 +262,27 @@ func (a *Adapter) Run(ctx context.Context, h bot.Handler) error {
 	lines := make(chan string)
 	errc := make(chan error, 1)
 	go func() {
-		sc := bufio.NewScanner(a.in)
-		sc.Buffer(make([]byte, 64*1024), 1024*1024)
-		for sc.Scan() {
+		rd := bufio.NewReaderSize(a.in, 64*1024)
+		for n := 1; ; n++ {
+			line, long, err := readLine(rd, MaxLineBytes)
+			if long {
+				// Refused, never fatal: the rest of the input still counts.
+				line = fmt.Sprintf("%s%d", longLine, n)
+			}
+			if err != nil && line == "" {
+				if errors.Is(err, io.EOF) {
+					err = nil
+				}
+				errc <- err
+				close(lines)
+				return
+			}
 			select {
-			case lines <- sc.Text():
+			case lines <- line:
 			case <-ctx.Done():
 				return
 			}
 		}
-		errc <- sc.Err()
-		close(lines)
 	}()
 	for {
 		select {
@@ -281,10 +292,44 @@ func (a *Adapter) Run(ctx context.Context, h bot.Handler) error {
 			if !ok {
 				return <-errc
 			}
-			a.handleLine(ctx, h, line)
+			if n, ok := strings.CutPrefix(line, longLine); ok {
+				a.say("⚠️ input line %s is longer than %d KiB, the limit for one line; it was ignored", n, MaxLineBytes>>10)
+			} else {
+				a.handleLine(ctx, h, line)
+			}
 			if a.opts.AfterLine != nil {
 				a.opts.AfterLine()
 			}
+		}
+	}
+}
+
+// MaxLineBytes is the longest input line read; a longer line is refused
+// with a message and the rest of the input is read on.
+const MaxLineBytes = 64 << 10
+
+// longLine marks a refused line on the way to the handler loop (a NUL
+// never survives handleLine's trimming of a real line as a prefix).
+const longLine = "\x00long line "
+
+// readLine reads one line without its line break. A line longer than max
+// is read to its end and dropped (long is true), so memory stays bounded.
+func readLine(rd *bufio.Reader, max int) (line string, long bool, err error) {
+	var buf []byte
+	for {
+		chunk, isPrefix, err := rd.ReadLine()
+		if !long {
+			if len(buf)+len(chunk) > max {
+				long, buf = true, nil
+			} else {
+				buf = append(buf, chunk...)
+			}
+		}
+		if err != nil {
+			return string(buf), long, err
+		}
+		if !isPrefix {
+			return string(buf), long, nil
 		}
 	}
 }

@@ -144,7 +144,7 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 		a.log.Warn("SELF-APPROVAL ENABLED: requesters may approve their own destructive steps", "policy", p)
 	}
 
-	db, err := store.Open(cfg.Store, store.Options{})
+	db, err := store.Open(cfg.Store, store.Options{Retention: time.Duration(cfg.Retention)})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,158 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func TestActiveIndex_FollowsState(t *testing.T) {
+	db, _ := openTemp(t)
+	defer db.Close()
+	ctx := context.Background()
+	for i := range 5 {
+		r := &bot.Run{ID: fmt.Sprintf("r-%d", i), State: bot.RunRunning, CreatedAt: t0.Add(time.Duration(i) * time.Minute)}
+		require.NoError(t, db.CreateRun(ctx, r, nil))
+	}
+	for _, id := range []string{"r-1", "r-3"} {
+		_, err := db.UpdateRun(ctx, id, func(r *bot.Run, _ *bot.Batch) error { r.State = bot.RunSucceeded; return nil })
+		require.NoError(t, err)
+	}
+	active, err := db.ListRuns(ctx, bot.RunQuery{Active: true})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"r-4", "r-2", "r-0"}, ids(active), "most recent first")
+	limited, err := db.ListRuns(ctx, bot.RunQuery{Active: true, Limit: 2})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"r-4", "r-2"}, ids(limited))
+	var n int
+	require.NoError(t, db.db.View(func(tx *bolt.Tx) error { n = tx.Bucket(bActive).Stats().KeyN; return nil }))
+	assert.Equal(t, 3, n, "finished runs leave the index")
+}
+
+func ids(runs []*bot.Run) []string {
+	var out []string
+	for _, r := range runs {
+		out = append(out, r.ID)
+	}
+	return out
+}
+
+func TestRunIDs_CaseInsensitive(t *testing.T) {
+	db, _ := openTemp(t)
+	defer db.Close()
+	ctx := context.Background()
+	require.NoError(t, db.CreateRun(ctx, &bot.Run{ID: "r-5fb1", State: bot.RunRunning, CreatedAt: t0}, &bot.Batch{Journal: []bot.JournalEntry{{Type: bot.JRunStarted}}}))
+	r, err := db.GetRun(ctx, "R-5FB1")
+	require.NoError(t, err)
+	assert.Equal(t, "r-5fb1", r.ID)
+	_, err = db.UpdateRun(ctx, "R-5fB1", func(r *bot.Run, _ *bot.Batch) error { return nil })
+	require.NoError(t, err)
+	j, err := db.Journal(ctx, "R-5FB1")
+	require.NoError(t, err)
+	assert.Len(t, j, 1)
+	assert.ErrorIs(t, db.CreateRun(ctx, &bot.Run{ID: "R-5FB1", CreatedAt: t0}, nil), bot.ErrExists)
+}
+
+// A store written by schema version 1 (no index) gets its index on open.
+func TestMigration_BuildsActiveIndex(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "v1.db")
+	raw, err := bolt.Open(p, 0o600, nil)
+	require.NoError(t, err)
+	require.NoError(t, raw.Update(func(tx *bolt.Tx) error {
+		if err := migrations[0].fn(tx); err != nil {
+			return err
+		}
+		for i, st := range []bot.RunState{bot.RunSucceeded, bot.RunAwaitingApproval, bot.RunFailed, bot.RunWaiting} {
+			data, _ := json.Marshal(bot.Run{ID: fmt.Sprintf("r-%04x", i), State: st, CreatedAt: t0.Add(time.Duration(i) * time.Hour)})
+			if err := tx.Bucket(bRuns).Put([]byte(fmt.Sprintf("r-%04x", i)), data); err != nil {
+				return err
+			}
+			key := t0.Add(time.Duration(i)*time.Hour).Format(time.RFC3339) + "|" + fmt.Sprintf("r-%04x", i)
+			if err := tx.Bucket(bRunsByTime).Put([]byte(key), []byte(fmt.Sprintf("r-%04x", i))); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bMeta).Put([]byte("schema_version"), []byte("1"))
+	}))
+	require.NoError(t, raw.Close())
+
+	db, err := Open(p, Options{})
+	require.NoError(t, err)
+	defer db.Close()
+	active, err := db.ListRuns(context.Background(), bot.RunQuery{Active: true})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"r-0003", "r-0001"}, ids(active))
+	require.NoError(t, db.db.View(func(tx *bolt.Tx) error {
+		assert.Equal(t, fmt.Sprint(SchemaVersion), string(tx.Bucket(bMeta).Get([]byte("schema_version"))))
+		return nil
+	}))
+	// Old four-hex-digit ids still work, in any case.
+	_, err = db.GetRun(context.Background(), "R-0003")
+	require.NoError(t, err)
+}
+
+func TestHousekeep_RetentionKeepsAuditAndActiveRuns(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "gc.db")
+	db, err := Open(p, Options{Retention: 30 * 24 * time.Hour, EventTTL: time.Hour})
+	require.NoError(t, err)
+	defer db.Close()
+	ctx := context.Background()
+	now := t0.Add(100 * 24 * time.Hour)
+	mk := func(id string, created time.Time, st bot.RunState, finished time.Time) {
+		r := &bot.Run{ID: id, State: st, CreatedAt: created, FinishedAt: finished, UpdatedAt: created}
+		b := &bot.Batch{
+			Journal:  []bot.JournalEntry{{Type: bot.JRunStarted}},
+			Audit:    []bot.AuditEntry{{Action: "run_started", Time: created}},
+			Messages: []bot.MessageIndex{{Ref: bot.MessageRef{Platform: "t", Channel: "C", ID: "m-" + id}, RunID: id, Role: "root"}},
+		}
+		require.NoError(t, db.CreateRun(ctx, r, b))
+	}
+	mk("r-old", t0, bot.RunSucceeded, t0.Add(time.Hour))                                    // finished 100 days ago: deleted
+	mk("r-oldactive", t0, bot.RunAwaitingApproval, time.Time{})                             // old but active: kept
+	mk("r-recent", now.Add(-40*24*time.Hour), bot.RunFailed, now.Add(-10*24*time.Hour))     // finished 10 days ago: kept
+	mk("r-longago", now.Add(-50*24*time.Hour), bot.RunCancelled, now.Add(-31*24*time.Hour)) // finished 31 days ago: deleted
+	_, err = db.SeenEvent(ctx, "ev-old", now.Add(-2*time.Hour))
+	require.NoError(t, err)
+	_, err = db.SeenEvent(ctx, "ev-new", now)
+	require.NoError(t, err)
+
+	res, err := db.Housekeep(ctx, now)
+	require.NoError(t, err)
+	assert.Equal(t, bot.HousekeepResult{Events: 1, Runs: 2}, res)
+
+	all, err := db.ListRuns(ctx, bot.RunQuery{})
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"r-oldactive", "r-recent"}, ids(all))
+	_, err = db.GetRun(ctx, "r-old")
+	assert.ErrorIs(t, err, bot.ErrNotFound)
+	j, err := db.Journal(ctx, "r-old")
+	require.NoError(t, err)
+	assert.Empty(t, j)
+	_, err = db.RunByMessage(ctx, bot.MessageRef{Platform: "t", Channel: "C", ID: "m-r-old"})
+	assert.ErrorIs(t, err, bot.ErrNotFound)
+	_, err = db.RunByMessage(ctx, bot.MessageRef{Platform: "t", Channel: "C", ID: "m-r-recent"})
+	assert.NoError(t, err)
+
+	n, err := db.VerifyAudit(ctx)
+	require.NoError(t, err, "the audit chain is kept whole")
+	assert.Equal(t, 4, n)
+	seen, err := db.SeenEvent(ctx, "ev-new", now)
+	require.NoError(t, err)
+	assert.True(t, seen)
+
+	// A second pass has nothing to do.
+	res, err = db.Housekeep(ctx, now)
+	require.NoError(t, err)
+	assert.Equal(t, bot.HousekeepResult{}, res)
+}
