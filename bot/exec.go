@@ -194,10 +194,11 @@ func (e *Engine) finish(ctx context.Context, id string, to RunState, msg string)
 // announceEnd posts the final message and refreshes the root message.
 func (e *Engine) announceEnd(ctx context.Context, r *Run) {
 	e.refreshRoot(ctx, r)
-	if j, err := e.o.Store.Journal(ctx, r.ID); err == nil {
+	j, err := e.o.Store.Journal(ctx, r.ID)
+	if err == nil {
 		e.postThread(ctx, r, "summary", "", e.Summary(r, j))
 	}
-	e.postThread(ctx, r, "final", "", e.renderFinal(r))
+	e.postThread(ctx, r, "final", "", e.renderFinal(r, j))
 }
 
 // stepFail marks the current step failed and follows on_failure.
@@ -403,7 +404,7 @@ func (e *Engine) recordOutcome(ctx context.Context, runID, stepID string, op Op,
 		e.stepFail(ctx, runID, stepID, callErr, func(st *StepState) {
 			setResult(st, res)
 		})
-		e.noteOutcome(ctx, runID, stepID, op, planHash, "failed: "+userMessage(callErr))
+		e.noteOutcome(ctx, runID, stepID, op, planHash, outcomeFailedPrefix+userMessage(callErr))
 		return
 	}
 	e.noteOutcome(ctx, runID, stepID, op, planHash, res.Summary)

@@ -270,13 +270,16 @@ func renderPlanItems(p *Plan, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// renderFinal renders the message posted when a run ends.
-func (e *Engine) renderFinal(r *Run) Message {
+// renderFinal renders the message posted when a run ends; journal is the
+// run's journal (for the changes it made).
+func (e *Engine) renderFinal(r *Run, journal []JournalEntry) Message {
 	var b strings.Builder
 	verb := map[RunState]string{RunSucceeded: "finished", RunFailed: "failed", RunCancelled: "was cancelled"}[r.State]
 	fmt.Fprintf(&b, "%s *%s* on `%s` %s after %s", runIcon(r.State), r.Runbook, r.Target, verb, humanDuration(r.Duration(e.o.Now())))
-	if changes := changesMade(r); changes != "" {
+	if changes := changesMade(r, journal); changes != "" {
 		b.WriteString(" — " + changes)
+	} else if !r.DryRun && journal != nil { // nil: the journal could not be read
+		b.WriteString(" — nothing was changed")
 	}
 	if r.Error != "" && r.State != RunSucceeded {
 		b.WriteString("\n" + r.Error)
@@ -288,35 +291,75 @@ func (e *Engine) renderFinal(r *Run) Message {
 	return Message{Text: b.String(), Broadcast: true}
 }
 
-// changesMade summarises the write/destructive calls the run made (or
-// attempted: a call that failed may have changed part of its plan).
-func changesMade(r *Run) string {
+// changesMade summarises the write and destructive calls the run made (or
+// attempted: a call that failed may have changed part of its plan), one
+// per outcome, joined with "; ".
+func changesMade(r *Run, journal []JournalEntry) string {
 	var parts []string
-	for _, st := range r.Steps {
-		if st.Kind == string(runbooks.KindApproval) || len(st.ApprovedBy) == 0 && st.Plan == nil {
+	for _, c := range RunChanges(r, journal) {
+		parts = append(parts, c.Text)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Change is one write or destructive call of a run: its step and
+// what the call did (or tried to do). Step is the step id.
+type Change struct {
+	Step string `json:"step"`
+	Text string `json:"change"`
+}
+
+// RunChanges lists the write and destructive calls of the run, in order.
+// It reads the journal's outcome entries, which the engine writes after
+// every write and destructive call (never after a read), so a write
+// without an approval — unpause a pipeline, re-check a resource type — is
+// listed as much as an approved prune. A call interrupted by a crash and
+// found in effect on restart (reconciled) is listed too.
+func RunChanges(r *Run, journal []JournalEntry) []Change {
+	var out []Change
+	for _, j := range journal {
+		st := r.step(j.Step)
+		if st == nil {
 			continue
 		}
-		executed := len(st.ApprovedBy) > 0 || st.Status == StepSucceeded && !strings.HasPrefix(st.Summary, "nothing")
-		if !executed || st.Status != StepSucceeded && st.Status != StepFailed {
-			continue
-		}
-		s := st.Summary
-		if s == "" && st.Plan != nil {
-			s = st.Plan.Summary
-		}
-		if st.Status == StepFailed {
-			what := "the call"
-			if st.Plan != nil {
-				what = st.Plan.Summary
+		var s string
+		switch {
+		case j.Type == JOutcome && strings.HasPrefix(j.Message, outcomeFailedPrefix):
+			s = "attempted " + attempted(st) + " — failed: " + strings.TrimPrefix(j.Message, outcomeFailedPrefix)
+		case j.Type == JOutcome:
+			s = nonEmpty(j.Message, attempted(st))
+			if failed := (Result{Items: st.Items}).Failed(); len(failed) > 0 {
+				ids := make([]string, 0, len(failed))
+				for _, f := range failed {
+					ids = append(ids, f.ID)
+				}
+				s += fmt.Sprintf("; %d did not succeed: %s", len(failed), capList(ids, 20))
 			}
-			s = "attempted " + what + " — failed: " + st.Error
+		case j.Type == JReconciled && st.Status == StepSucceeded && strings.HasPrefix(j.Message, "effect visible"):
+			s = attempted(st) + " — in effect (checked again after a restart)"
+		default:
+			continue
 		}
 		if len(st.ApprovedBy) > 0 {
 			s += " (approved by " + userList(st.ApprovedBy) + ")"
 		}
-		parts = append(parts, s)
+		out = append(out, Change{Step: st.ID, Text: s})
 	}
-	return strings.Join(parts, "; ")
+	return out
+}
+
+// outcomeFailedPrefix starts the journal outcome of a call that failed.
+const outcomeFailedPrefix = "failed: "
+
+// attempted names what a step's call was meant to do.
+func attempted(st *StepState) string {
+	if st.Plan != nil && st.Plan.Summary != "" {
+		return st.Plan.Summary
+	}
+	if st.Op != "" {
+		return st.Op
+	}
+	return nonEmpty(st.Title, st.ID)
 }
 
 // renderTable renders a table in fixed-width columns, at most n rows.

@@ -37,8 +37,13 @@ func RunMarkdown(r *Run, journal []JournalEntry) string {
 	if r.Error != "" {
 		fmt.Fprintf(&b, "- **Reason:** %s\n", r.Error)
 	}
-	if c := changesMade(r); c != "" {
-		fmt.Fprintf(&b, "- **Changes made:** %s\n", c)
+	if cs := RunChanges(r, journal); len(cs) > 0 {
+		b.WriteString("- **Changes made:**\n")
+		for _, c := range cs {
+			fmt.Fprintf(&b, "  - %s: %s\n", mdCell(c.Step), mdCell(c.Text))
+		}
+	} else if !r.DryRun {
+		b.WriteString("- **Changes made:** none\n")
 	}
 	b.WriteString("\n## Steps\n\n| # | Step | Kind | Status | Result |\n|---|---|---|---|---|\n")
 	for i, st := range r.Steps {
@@ -135,7 +140,7 @@ func (e *Engine) Summary(r *Run, journal []JournalEntry) Message {
 	if r.DryRun {
 		b.WriteString(" · dry run, nothing changed")
 	}
-	if c := changesMade(r); c != "" {
+	if c := changesMade(r, journal); c != "" {
 		b.WriteString("\nChanges: " + c)
 	} else if !r.DryRun {
 		b.WriteString("\nChanges: none")
@@ -208,26 +213,11 @@ func summaryDetail(r *Run, journal []JournalEntry) string {
 	if len(manual) > 0 {
 		b.WriteString("Manual steps:\n" + strings.Join(manual, "\n") + "\n")
 	}
-	var changes []string
-	for _, st := range r.Steps {
-		if st.Plan == nil || st.Kind == string(runbooks.KindApproval) || len(st.ApprovedBy) == 0 || (st.Status != StepSucceeded && st.Status != StepFailed) {
-			continue
+	if changes := RunChanges(r, journal); len(changes) > 0 {
+		b.WriteString("Changes made:\n")
+		for _, c := range changes {
+			b.WriteString("• " + c.Step + ": " + c.Text + "\n")
 		}
-		line := fmt.Sprintf("• %s: %s", st.ID, nonEmpty(st.Summary, st.Plan.Summary))
-		if st.Status == StepFailed {
-			line = fmt.Sprintf("• %s: attempted %s — failed: %s", st.ID, st.Plan.Summary, st.Error)
-		}
-		if failed := (Result{Items: st.Items}).Failed(); len(failed) > 0 {
-			var ids []string
-			for _, f := range failed {
-				ids = append(ids, f.ID)
-			}
-			line += fmt.Sprintf("; %d did not succeed: %s", len(failed), capList(ids, 20))
-		}
-		changes = append(changes, line)
-	}
-	if len(changes) > 0 {
-		b.WriteString("Changes made:\n" + strings.Join(changes, "\n") + "\n")
 	}
 	var open []string
 	if !r.State.Terminal() {
@@ -305,7 +295,7 @@ func (e *Engine) IncidentSummary(runs []*Run, journals map[string][]JournalEntry
 	fmt.Fprintf(&b, "📋 *Incident summary* — %d run%s in this thread: %s", len(runs), plural(len(runs)), strings.Join(states, "; "))
 	var changes []string
 	for _, r := range runs {
-		if c := changesMade(r); c != "" {
+		if c := changesMade(r, journals[r.ID]); c != "" {
 			changes = append(changes, "`"+r.ID+"`: "+c)
 		}
 	}

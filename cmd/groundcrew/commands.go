@@ -248,7 +248,11 @@ func newRuns() *cobra.Command {
 			case "json":
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"run": r, "journal": j, "audit": audit})
+				changes := bot.RunChanges(r, j)
+				if changes == nil {
+					changes = []bot.Change{}
+				}
+				return enc.Encode(map[string]any{"run": r, "changes": changes, "journal": j, "audit": audit})
 			case "markdown", "md":
 				fmt.Fprint(cmd.OutOrStdout(), bot.RunMarkdown(r, j))
 				return nil

@@ -118,3 +118,24 @@ func TestAuditVerify_ExpectDetectsCutTail(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `--expect: "four" is not an audit head`)
 }
+
+func TestRunsShow_ListsChanges(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "groundcrew.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("store: gc.db\nchat: {platform: console}\ntargets:\n  infra-prd:\n    simulator: {}\n    vars: {zone: infra-prd, target: infra}\n"), 0o600))
+	out, err := run(t, "/runbook run hello who=ops\n", "serve", "--config", cfg)
+	require.NoError(t, err, out)
+	db, err := store.Open(filepath.Join(dir, "gc.db"), store.Options{})
+	require.NoError(t, err)
+	runs, err := db.ListRuns(context.Background(), bot.RunQuery{})
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	require.Len(t, runs, 1)
+
+	out, err = run(t, "", "runs", "show", runs[0].ID, "--format", "json", "--store", filepath.Join(dir, "gc.db"))
+	require.NoError(t, err, out)
+	assert.Contains(t, out, `"changes": []`, "the JSON export has the changes, empty for a read-only run")
+	out, err = run(t, "", "runs", "show", runs[0].ID, "--store", filepath.Join(dir, "gc.db"))
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "- **Changes made:** none")
+}

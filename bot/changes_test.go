@@ -1,0 +1,96 @@
+package bot_test
+
+import (
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/adapters/core"
+	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/bot/bottest"
+	"github.com/groundcrew/groundcrew/runbooks"
+)
+
+// A write call without an approval (unpause a pipeline, re-check a
+// resource type…) is a change like any other: it is listed in the
+// summary, the export and the end-of-run message.
+const unapprovedWrite = `
+name: toucher-direct
+title: Touch without approval
+description: test
+steps:
+  - id: look
+    kind: query
+    title: Look
+    op: fake.workers
+  - id: touch
+    kind: action
+    title: Touch the pipeline
+    op: fake.touch
+    args: {name: app}
+`
+
+const readOnly = `
+name: looker
+title: Look only
+description: test
+steps:
+  - id: look
+    kind: query
+    title: Look
+    op: fake.workers
+`
+
+func changesHarness(t *testing.T) *harness {
+	world := bottest.NewWorld(map[string]string{"w-0": "running"})
+	return newHarness(t, world, func(o *bot.Options) {
+		reg, err := bot.NewRegistry(core.Provider{}, world)
+		require.NoError(t, err)
+		lib, err := runbooks.NewLibrary(reg, runbooks.Source{Name: "test", FS: fstest.MapFS{
+			"w.yaml": {Data: []byte(unapprovedWrite)},
+			"r.yaml": {Data: []byte(readOnly)},
+		}})
+		require.NoError(t, err)
+		o.Library, o.Ops = lib, reg
+	})
+}
+
+func TestChanges_WriteWithoutApprovalIsListed(t *testing.T) {
+	h := changesHarness(t)
+	h.cmd(alice, "run toucher-direct target=infra-prd")
+	r := h.onlyRun()
+	require.Equal(t, bot.RunSucceeded, r.State, h.chat.Transcript())
+	j, err := h.db.Journal(h.ctx, r.ID)
+	require.NoError(t, err)
+
+	assert.Equal(t, []bot.Change{{Step: "touch", Text: "touched app"}}, bot.RunChanges(r, j))
+
+	sum := h.eng.Summary(r, j)
+	assert.Contains(t, sum.Text, "\nChanges: touched app")
+	assert.NotContains(t, sum.Text, "Changes: none")
+	assert.Contains(t, sum.Detail, "Changes made:\n• touch: touched app")
+
+	md := bot.RunMarkdown(r, j)
+	assert.Contains(t, md, "- **Changes made:**\n  - touch: touched app\n")
+
+	final, ok := h.chat.Find("finished after")
+	require.True(t, ok, h.chat.Transcript())
+	assert.Contains(t, final.Msg.Text, " — touched app")
+}
+
+func TestChanges_ReadOnlyRunSaysNothingChanged(t *testing.T) {
+	h := changesHarness(t)
+	h.cmd(alice, "run looker target=infra-prd")
+	r := h.onlyRun()
+	require.Equal(t, bot.RunSucceeded, r.State, h.chat.Transcript())
+	j, err := h.db.Journal(h.ctx, r.ID)
+	require.NoError(t, err)
+	assert.Empty(t, bot.RunChanges(r, j))
+	assert.Contains(t, h.eng.Summary(r, j).Text, "Changes: none")
+	assert.Contains(t, bot.RunMarkdown(r, j), "- **Changes made:** none\n")
+	final, ok := h.chat.Find("finished after")
+	require.True(t, ok)
+	assert.Contains(t, final.Msg.Text, " — nothing was changed")
+}
