@@ -418,6 +418,7 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 	if err != nil {
 		return fmt.Errorf("saving the run: %w", err)
 	}
+	e.o.Observer.RunCommitted(r, &b)
 	for i := range b.Audit {
 		b.Audit[i].RunID = r.ID
 	}

@@ -69,6 +69,8 @@ type Options struct {
 	// dedupe entries and finished runs past the retention (default 1h; the
 	// first pass runs on the first Tick).
 	HousekeepEvery time.Duration
+	// Observer is told of every committed run change (metrics); default: none.
+	Observer Observer
 	// Hook, when set, is called at step boundaries with a label such as
 	// "before-apply:prune"; tests use it to simulate crashes.
 	Hook func(point string)
@@ -105,11 +107,26 @@ func (o *Options) validate() error {
 	if o.HousekeepEvery <= 0 {
 		o.HousekeepEvery = time.Hour
 	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
+	}
 	if o.BotName == "" {
 		o.BotName = "groundcrew"
 	}
 	return nil
 }
+
+// Observer learns of every run change the store committed, with the
+// journal and audit entries it appended (run started, steps done, gates
+// opened and decided, run finished). It is called synchronously after the
+// write and must return quickly; r and b must not be modified.
+type Observer interface {
+	RunCommitted(r *Run, b *Batch)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) RunCommitted(*Run, *Batch) {}
 
 // Engine runs runbooks. It implements Handler. All methods are safe for
 // concurrent use.

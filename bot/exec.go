@@ -63,13 +63,17 @@ func (e *Engine) advance(ctx context.Context, id string) {
 // update is Store.UpdateRun that also refreshes UpdatedAt. A failing store
 // write is retried and, if it still fails, reported loudly (durable.go).
 func (e *Engine) update(ctx context.Context, id string, fn func(*Run, *Batch) error) (*Run, error) {
+	var batch *Batch
 	r, err := e.updateDurably(ctx, id, "a change", func(r *Run, b *Batch) error {
 		if err := fn(r, b); err != nil {
 			return err
 		}
-		r.UpdatedAt = e.o.Now()
+		r.UpdatedAt, batch = e.o.Now(), b
 		return nil
 	})
+	if err == nil && batch != nil {
+		e.o.Observer.RunCommitted(r, batch)
+	}
 	if err != nil && !errors.Is(err, errRunOver) {
 		e.log.Error("updating run", "run", id, "err", err)
 	}

@@ -38,6 +38,9 @@ func (e *Engine) toOutbox(ctx context.Context, it OutboxItem, cause error) {
 			it.ID = fmt.Sprintf("p|%020d", now.UnixNano())
 		}
 	}
+	if it.Queued.IsZero() {
+		it.Queued = now
+	}
 	it.Attempts++
 	it.LastErr = userMessage(cause)
 	backoff := time.Duration(1<<min(it.Attempts, 8)) * time.Second

@@ -49,6 +49,8 @@ type OutboxItem struct {
 	Attempts int          `json:"attempts"`
 	NextTry  time.Time    `json:"next_try"`
 	LastErr  string       `json:"last_error,omitempty"`
+	// Queued is when the first attempt failed (the age of the backlog).
+	Queued time.Time `json:"queued,omitzero"`
 }
 
 // Outbox keeps failed chat posts durably until they go through.

@@ -59,7 +59,8 @@ type Config struct {
 	SelfApprovalAt []string `yaml:"-"`
 }
 
-// Server is the bot's HTTP server (Slack/Mattermost callbacks, health).
+// Server is the bot's HTTP server, served in every chat mode: /healthz,
+// /readyz, /metrics and the Slack/Mattermost callbacks.
 type Server struct {
 	Listen string `yaml:"listen"`
 }

@@ -109,10 +109,24 @@ type Options struct {
 	CollectTimeout time.Duration
 	// MaxAttempts bounds the posts of one fire time that the chat refused (default 3).
 	MaxAttempts int
+	// Observer is told how each due digest settled (metrics); optional.
+	Observer Observer
 	// MaxSleep is the longest Run sleeps between evaluations, so clock
 	// jumps and retries are noticed (default 1m).
 	MaxSleep time.Duration
 }
+
+// Observer learns how each due fire time settled: Posted (lag is how late
+// after the fire time it was posted), Failed (the attempts ran out),
+// Skipped (too late to catch up) or Posting (interrupted by a stop: maybe
+// not posted). Failed, Skipped and Posting are missed digests.
+type Observer interface {
+	DigestSettled(target string, state State, lag time.Duration)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) DigestSettled(string, State, time.Duration) {}
 
 // Scheduler posts digests on their schedules and on demand. It is safe for
 // concurrent use.
@@ -186,6 +200,9 @@ func NewScheduler(o Options) (*Scheduler, error) {
 	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 3
+	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
 	}
 	if o.MaxSleep <= 0 {
 		o.MaxSleep = time.Minute
@@ -361,6 +378,7 @@ func (s *Scheduler) evaluate(ctx context.Context, j *digestJob, now time.Time) {
 		log.Warn("a digest may not have been posted: the bot stopped while posting it; not posting it twice",
 			"fire", rec.Fire.In(j.loc).Format(time.RFC3339))
 		rec.LastError = "interrupted while posting"
+		s.o.Observer.DigestSettled(j.cfg.Target, Posting, 0)
 		_ = s.o.History.SaveDigest(ctx, j.key, *rec)
 	}
 	d := Decide(j.sched, rec.Fire, now, j.cfg.CatchUp)
@@ -374,6 +392,7 @@ func (s *Scheduler) evaluate(ctx context.Context, j *digestJob, now time.Time) {
 		log.Warn("missed digest not posted: too late", "fire", d.Fire.In(j.loc).Format(time.RFC3339), "late", d.Late, "catch_up", d.Allowed)
 		next := *rec
 		next.Fire, next.State, next.Retry, next.Attempts = d.Fire, Skipped, time.Time{}, 0
+		s.o.Observer.DigestSettled(j.cfg.Target, Skipped, d.Late)
 		if err := s.o.History.SaveDigest(ctx, j.key, next); err != nil {
 			log.Error("recording skipped digest", "err", err)
 		}
@@ -413,6 +432,7 @@ func (s *Scheduler) post(ctx context.Context, log *slog.Logger, j *digestJob, re
 		if out.Attempts >= s.o.MaxAttempts {
 			out.Fire = fire
 			log.Error("posting digest failed; giving up", "attempts", out.Attempts, "err", err)
+			s.o.Observer.DigestSettled(j.cfg.Target, Failed, now.Sub(fire))
 		} else {
 			log.Warn("posting digest failed; will retry", "attempts", out.Attempts, "err", err)
 		}
@@ -423,6 +443,7 @@ func (s *Scheduler) post(ctx context.Context, log *slog.Logger, j *digestJob, re
 	}
 	done := intent
 	done.State, done.Posted, done.Ref, done.Retry, done.Attempts = Posted, now, ref, time.Time{}, 0
+	s.o.Observer.DigestSettled(j.cfg.Target, Posted, s.o.Now().Sub(fire))
 	if data.Err == "" {
 		done.Data = &data
 	}

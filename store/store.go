@@ -111,6 +111,18 @@ func (s *DB) Close() error { return s.db.Close() }
 // Path returns the file path.
 func (s *DB) Path() string { return s.db.Path() }
 
+// Ping reports whether the store is open and readable (readiness).
+func (s *DB) Ping() error { return s.db.View(func(*bolt.Tx) error { return nil }) }
+
+// Size returns the size of the store file in bytes.
+func (s *DB) Size() (int64, error) {
+	st, err := os.Stat(s.db.Path())
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
 // migration upgrades the schema from one version to the next.
 type migration struct {
 	from, to int

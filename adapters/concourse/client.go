@@ -29,6 +29,7 @@ type Client struct {
 	now     func() time.Time
 	sem     chan struct{} // per-target limit for bulk operations
 	poll    time.Duration
+	wrap    func(http.RoundTripper) http.RoundTripper
 
 	oauth  oauth2.Config
 	authMu sync.Mutex
@@ -55,6 +56,12 @@ type Option func(*Client)
 // WithHTTPClient replaces the HTTP client (tests, proxies). The TLS settings
 // of TargetConfig are then the caller's business.
 func WithHTTPClient(h *http.Client) Option { return func(c *Client) { c.http = h } }
+
+// WithTransport wraps the client's transport (after the TLS settings are
+// applied), e.g. to count requests and errors for metrics.
+func WithTransport(wrap func(http.RoundTripper) http.RoundTripper) Option {
+	return func(c *Client) { c.wrap = wrap }
+}
 
 // WithLogger sets the logger (default: discard). Only methods, paths,
 // statuses and durations are logged; never tokens or passwords.
@@ -118,6 +125,14 @@ func New(cfg TargetConfig, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 		c.http = h
+	}
+	if c.wrap != nil {
+		h := *c.http
+		if h.Transport == nil {
+			h.Transport = http.DefaultTransport
+		}
+		h.Transport = c.wrap(h.Transport)
+		c.http = &h
 	}
 	if c.retry.Attempts < 1 {
 		c.retry.Attempts = 1

@@ -126,6 +126,13 @@ func New(cfg Config, opts Options) (*Adapter, error) {
 	return a, nil
 }
 
+// Connected reports whether the WebSocket is connected (readiness).
+func (a *Adapter) Connected() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.connected
+}
+
 // Run connects to Mattermost (identifying the bot, resolving the team and,
 // if configured, registering /runbook), then listens on the WebSocket for
 // reactions until ctx ends, reconnecting with backoff. It returns nil when

@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	slackapi "github.com/slack-go/slack"
@@ -68,6 +69,9 @@ type Adapter struct {
 	lanes *lanes
 	dir   *directory
 	inbox *inbox
+
+	// connected is true while events can arrive (readiness).
+	connected atomic.Bool
 
 	mu        sync.Mutex
 	botUserID string
@@ -128,6 +132,10 @@ func (a *Adapter) newAPI() *slackapi.Client {
 // Mode returns the configured transport ("socket" or "http").
 func (a *Adapter) Mode() string { return a.cfg.Mode }
 
+// Connected reports whether events can arrive: the Socket Mode connection
+// is up, or (http mode) the bot token was accepted (readiness).
+func (a *Adapter) Connected() bool { return a.connected.Load() }
+
 // Run checks the bot token (auth.test, which also gives the bot's own user id
 // so its own reactions are ignored), then delivers inbound events to h until
 // ctx ends. In socket mode it also owns the WebSocket connection, reconnecting
@@ -145,6 +153,7 @@ func (a *Adapter) Run(ctx context.Context, h bot.Handler) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	defer a.connected.Store(false)
 	var wg sync.WaitGroup
 	wg.Go(func() { a.inbox.run(ctx, func(e bot.Event) { a.dispatch(ctx, h, e) }) })
 	var err error
@@ -152,6 +161,7 @@ func (a *Adapter) Run(ctx context.Context, h bot.Handler) error {
 		err = a.runSocket(ctx)
 	} else {
 		a.log.Info("slack http mode: waiting for requests on /slack/commands, /slack/events, /slack/interactivity")
+		a.connected.Store(true)
 		<-ctx.Done()
 	}
 	cancel()

@@ -77,16 +77,20 @@ func (a *Adapter) handleSocketEvent(ctx context.Context, client *socketmode.Clie
 	switch evt.Type {
 	case socketmode.EventTypeConnecting:
 		a.log.Debug("slack: socket mode connecting")
+		a.connected.Store(false)
 	case socketmode.EventTypeConnected:
 		a.log.Info("slack: socket mode connected")
+		a.connected.Store(true)
 	case socketmode.EventTypeConnectionError:
 		if ce, ok := evt.Data.(*slackapi.ConnectionErrorEvent); ok {
 			a.log.Warn("slack: socket mode connection error", "attempt", ce.Attempt, "backoff", ce.Backoff, "err", ce.ErrorObj)
 		}
+		a.connected.Store(false)
 	case socketmode.EventTypeInvalidAuth:
 		a.log.Error("slack: socket mode rejected the app token")
 	case socketmode.EventTypeDisconnect:
 		a.log.Info("slack: socket mode disconnect requested by Slack, reconnecting")
+		a.connected.Store(false)
 	case socketmode.EventTypeIncomingError:
 		// Read errors end the connection, and slack-go reconnects.
 		a.log.Debug("slack: socket mode read error", "err", errorOf(evt.Data))

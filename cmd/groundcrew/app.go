@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -24,6 +24,7 @@ import (
 	"github.com/groundcrew/groundcrew/checkpoint"
 	"github.com/groundcrew/groundcrew/config"
 	"github.com/groundcrew/groundcrew/digest"
+	"github.com/groundcrew/groundcrew/metrics"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/store"
 )
@@ -49,6 +50,10 @@ type app struct {
 	digests *digest.Scheduler
 	audit   *checkpoint.Checkpointer
 	closers []func()
+	metrics *metrics.Metrics
+	health  health
+	// httpAddr is where the HTTP server listens, once run started it.
+	httpAddr atomic.Pointer[string]
 }
 
 // appOptions are the parts that differ between serve, demo and tests.
@@ -97,6 +102,11 @@ func (a *app) providers() error {
 		a.closers = append(a.closers, pg.Close)
 		ps = append(ps, pg)
 	}
+	if a.metrics != nil {
+		for i := range ps {
+			ps[i] = a.metrics.Provider(ps[i]) // counts and times every call
+		}
+	}
 	reg, err := bot.NewRegistry(ps...)
 	if err != nil {
 		return err
@@ -107,7 +117,9 @@ func (a *app) providers() error {
 
 // newApp wires store, providers, library, chat and engine from cfg.
 func newApp(cfg *config.Config, o appOptions) (*app, error) {
-	a := &app{cfg: cfg, log: o.Logger, mux: http.NewServeMux()}
+	a := &app{cfg: cfg, log: o.Logger, mux: http.NewServeMux(),
+		metrics: metrics.New(metrics.Options{Version: version, Targets: cfg.TargetNames()})}
+	a.health.targets = map[string]targetStatus{}
 	if a.log == nil {
 		a.log = newLogger(cfg, os.Stderr)
 	}
@@ -163,14 +175,14 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 		a.chat = console.New(cfg.Chat.Console, in, out, o.Console)
 		a.console = true
 	case "slack":
-		s, err := slack.New(cfg.Chat.Slack, slack.Options{Logger: a.log})
+		s, err := slack.New(cfg.Chat.Slack, slack.Options{Logger: a.log, HTTPClient: a.metrics.HTTPClient("slack", nil, 30*time.Second)})
 		if err != nil {
 			return nil, err
 		}
 		a.chat = s
 		a.mux.Handle("/slack/", s.HTTPHandler())
 	case "mattermost":
-		m, err := mattermost.New(cfg.Chat.Mattermost, mattermost.Options{Logger: a.log})
+		m, err := mattermost.New(cfg.Chat.Mattermost, mattermost.Options{Logger: a.log, HTTPClient: a.metrics.HTTPClient("mattermost", nil, 30*time.Second)})
 		if err != nil {
 			return nil, fmt.Errorf("chat.mattermost: %w", err)
 		}
@@ -192,12 +204,18 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 		Platform: cfg.Chat.Platform, Every: cfg.Audit.Every, Now: o.Now, Logger: a.log.With("component", "audit")})
 	a.audit.Log(context.Background(), "start")
 	eng, err := bot.New(bot.Options{Store: a.audit.Store(db), Chat: a.chat, Ops: a.reg, Library: lib, Targets: targets,
-		Approvals: cfg.Approvals, Platform: cfg.Chat.Platform, Logger: a.log, Now: o.Now, Digests: a.digests})
+		Approvals: cfg.Approvals, Platform: cfg.Chat.Platform, Logger: a.log, Now: o.Now, Digests: a.digests, Observer: a.metrics})
 	if err != nil {
 		return nil, err
 	}
 	a.eng = eng
-	a.mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	a.metrics.Outbox(func() ([]bot.OutboxItem, error) { return db.ListOutbox(context.Background()) }, now)
+	a.metrics.StoreSize(db.Size)
+	a.routes()
 	ok = true
 	return a, nil
 }
@@ -220,9 +238,16 @@ func (a *app) run(ctx context.Context) error {
 	g.Go(func() error { return a.eng.Run(gctx) })
 	g.Go(func() error { return a.digests.Run(gctx) })
 	g.Go(func() error { return a.audit.Run(gctx) })
+	if err := a.serveHTTP(gctx, g); err != nil {
+		return err
+	}
+	g.Go(func() error { a.probeTargets(gctx); return nil })
+	a.health.chatUp.Store(true)
+	defer a.health.chatUp.Store(false)
 	if a.console {
 		g.Go(func() error {
 			err := a.chat.Run(gctx, a.eng)
+			a.health.chatUp.Store(false)
 			if err == nil {
 				wctx, wcancel := context.WithTimeout(gctx, 10*time.Minute)
 				err = a.eng.WaitIdle(wctx)
@@ -235,24 +260,9 @@ func (a *app) run(ctx context.Context) error {
 			return err
 		})
 	} else {
-		g.Go(func() error { return a.chat.Run(gctx, a.eng) })
-		srv := &http.Server{Addr: a.cfg.Server.Listen, Handler: a.mux, ReadHeaderTimeout: 10 * time.Second}
-		ln, err := net.Listen("tcp", a.cfg.Server.Listen)
-		if err != nil {
-			return fmt.Errorf("server.listen %s: %w", a.cfg.Server.Listen, err)
-		}
-		a.log.Info("listening", "addr", ln.Addr().String())
 		g.Go(func() error {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			return nil
-		})
-		g.Go(func() error {
-			<-gctx.Done()
-			sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer scancel()
-			return srv.Shutdown(sctx)
+			defer a.health.chatUp.Store(false)
+			return a.chat.Run(gctx, a.eng)
 		})
 	}
 	err := g.Wait()

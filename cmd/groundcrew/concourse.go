@@ -53,7 +53,7 @@ func (a *app) concourseProvider() (bot.Provider, error) {
 	}
 	clients := map[string]*concourse.Client{}
 	for _, name := range a.cfg.TargetNames() {
-		c, err := concourse.New(a.cfg.ConcourseTarget(name))
+		c, err := concourse.New(a.cfg.ConcourseTarget(name), a.concourseOptions(name)...)
 		if err != nil {
 			return nil, fmt.Errorf("targets.%s: %w", name, err)
 		}
@@ -67,6 +67,17 @@ func (a *app) concourseProvider() (bot.Provider, error) {
 		clients["none"] = c
 	}
 	return concourse.NewProvider(clients, concourse.ProviderOptions{Logger: a.log})
+}
+
+// concourseOptions are the client options of every Concourse client of
+// target: its requests are counted in the metrics.
+func (a *app) concourseOptions(target string) []concourse.Option {
+	if a.metrics == nil {
+		return nil
+	}
+	return []concourse.Option{concourse.WithTransport(func(rt http.RoundTripper) http.RoundTripper {
+		return a.metrics.Transport("concourse", target, rt)
+	})}
 }
 
 // loadWorld reads a simulator world file, or returns the demo world for "".

@@ -114,7 +114,8 @@ type /help for console commands and /runbook help for the bot.`,
 			}
 			defer os.RemoveAll(dir)
 			cfg := &config.Config{
-				Store: filepath.Join(dir, "groundcrew.db"),
+				Store:  filepath.Join(dir, "groundcrew.db"),
+				Server: config.Server{Listen: "127.0.0.1:0"}, // endpoints on a free port
 				Chat: config.Chat{Platform: "console", Console: console.Config{
 					Users: []string{"alice", "bob", "carol"}, Groups: map[string][]string{"ci-oncall": {"alice", "bob", "carol"}}}},
 				Targets: map[string]*config.Target{"infra-prd": {

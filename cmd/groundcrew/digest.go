@@ -22,7 +22,7 @@ const digestTables = 5
 func (a *app) newDigestScheduler(now func() time.Time) (*digest.Scheduler, error) {
 	clients := map[string]*concourse.Client{}
 	for _, name := range a.cfg.TargetNames() {
-		c, err := concourse.New(a.cfg.ConcourseTarget(name), concourse.WithLogger(a.log))
+		c, err := concourse.New(a.cfg.ConcourseTarget(name), append(a.concourseOptions(name), concourse.WithLogger(a.log))...)
 		if err != nil {
 			return nil, fmt.Errorf("targets.%s: %w", name, err)
 		}
@@ -34,12 +34,13 @@ func (a *app) newDigestScheduler(now func() time.Time) (*digest.Scheduler, error
 	}
 	ds := make([]digest.Schedule, 0, len(a.cfg.Digests))
 	for _, d := range a.cfg.Digests {
+		a.metrics.ExpectDigests(d.Target)
 		ds = append(ds, digest.Schedule{Target: d.Target, Channel: d.Channel, Schedule: d.Schedule,
 			Timezone: d.Timezone, Window: d.Window, CatchUp: d.CatchUp})
 	}
 	s, err := digest.NewScheduler(digest.Options{
 		Digests: ds, Source: src, History: a.db, Chat: a.chat, Platform: a.cfg.Chat.Platform,
-		Targets: a.cfg.TargetNames(), Now: now, Logger: a.log.With("component", "digests"),
+		Targets: a.cfg.TargetNames(), Now: now, Logger: a.log.With("component", "digests"), Observer: a.metrics,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", a.cfg.Path, err)

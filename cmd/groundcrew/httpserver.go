@@ -1,0 +1,206 @@
+package main
+
+// The bot's one HTTP server, on server.listen, in every chat mode (console
+// included):
+//
+//	/healthz  liveness: the process answers (always 200 "ok")
+//	/readyz   readiness: 200 only when the store is open, the chat connection
+//	          is up and the configuration is loaded; per-target reachability
+//	          and login in the JSON body (a target down does not make the bot
+//	          unready)
+//	/metrics  Prometheus metrics (package metrics)
+//
+// Chat adapters and other subsystems mount their handlers on a.mux in newApp
+// (/slack/, /mattermost/, …) before run starts the server.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/groundcrew/groundcrew/adapters/concourse"
+)
+
+// probeInterval is how often each target's API and login are checked.
+const probeInterval = 30 * time.Second
+
+// health is what /readyz reports.
+type health struct {
+	chatUp atomic.Bool // the chat adapter's Run is running
+
+	mu      sync.Mutex
+	targets map[string]targetStatus
+}
+
+// targetStatus is the last probe of one target.
+type targetStatus struct {
+	Reachable bool      `json:"reachable"`
+	LoginOK   bool      `json:"login_ok"`
+	Error     string    `json:"error,omitempty"`
+	Checked   time.Time `json:"checked,omitzero"`
+}
+
+type readyBody struct {
+	Ready   bool                    `json:"ready"`
+	Checks  map[string]string       `json:"checks"`
+	Targets map[string]targetStatus `json:"targets"`
+}
+
+// routes mounts the health and metrics endpoints.
+func (a *app) routes() {
+	a.mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	a.mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		b := a.readiness()
+		w.Header().Set("Content-Type", "application/json")
+		if !b.Ready {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(b)
+	})
+	a.mux.Handle("/metrics", a.metrics.Handler())
+	a.metrics.ChatConnected(a.chatConnected)
+	a.metrics.Ready(func() bool { return a.readiness().Ready })
+}
+
+// chatConnected reports whether the chat connection is up: the adapter runs
+// and, when it can tell, says it is connected.
+func (a *app) chatConnected() bool {
+	if !a.health.chatUp.Load() {
+		return false
+	}
+	if c, ok := a.chat.(interface{ Connected() bool }); ok {
+		return c.Connected()
+	}
+	return true
+}
+
+func (a *app) readiness() readyBody {
+	b := readyBody{Ready: true, Checks: map[string]string{"config": "ok", "store": "ok", "chat": "ok"}}
+	if a.cfg == nil {
+		b.Checks["config"], b.Ready = "not loaded", false
+	}
+	if a.db == nil {
+		b.Checks["store"], b.Ready = "not open", false
+	} else if err := a.db.Ping(); err != nil {
+		b.Checks["store"], b.Ready = err.Error(), false
+	}
+	if !a.chatConnected() {
+		b.Checks["chat"], b.Ready = "not connected", false
+	}
+	a.health.mu.Lock()
+	b.Targets = make(map[string]targetStatus, len(a.health.targets))
+	for k, v := range a.health.targets {
+		b.Targets[k] = v
+	}
+	a.health.mu.Unlock()
+	return b
+}
+
+// serveHTTP starts the HTTP server in g until ctx ends. A listen error is
+// fatal, except with the console, where the bot runs on without the
+// endpoints (scripted use must not depend on a free port).
+func (a *app) serveHTTP(ctx context.Context, g *errgroup.Group) error {
+	ln, err := net.Listen("tcp", a.cfg.Server.Listen)
+	if err != nil {
+		err = fmt.Errorf("server.listen %s: %w", a.cfg.Server.Listen, err)
+		if a.console {
+			a.log.Warn("HTTP endpoints (/healthz, /readyz, /metrics) not served", "err", err)
+			return nil
+		}
+		return err
+	}
+	addr := ln.Addr().String()
+	a.httpAddr.Store(&addr)
+	srv := &http.Server{Handler: a.mux, ReadHeaderTimeout: 10 * time.Second}
+	a.log.Info("listening", "addr", addr)
+	g.Go(func() error {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	})
+	return nil
+}
+
+// probeTargets checks every Concourse target's API (GET /api/v1/info) and
+// login (GET /api/v1/user, logging in when needed) now and every
+// probeInterval until ctx ends, for /readyz and the target metrics.
+func (a *app) probeTargets(ctx context.Context) {
+	names := a.cfg.TargetNames()
+	sort.Strings(names)
+	clients := map[string]*concourse.Client{}
+	for _, name := range names {
+		c, err := concourse.New(a.cfg.ConcourseTarget(name), a.concourseOptions(name)...)
+		if err != nil {
+			a.setTarget(name, targetStatus{Error: err.Error(), Checked: time.Now()})
+			continue
+		}
+		clients[name] = c
+	}
+	t := time.NewTicker(probeInterval)
+	defer t.Stop()
+	for {
+		var wg sync.WaitGroup
+		for name, c := range clients {
+			wg.Go(func() {
+				if st := probe(ctx, c); ctx.Err() == nil {
+					a.setTarget(name, st)
+				}
+			})
+		}
+		wg.Wait()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func probe(ctx context.Context, c *concourse.Client) targetStatus {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st := targetStatus{Checked: time.Now()}
+	if _, err := c.Info(ctx); err != nil {
+		st.Error = err.Error()
+		return st
+	}
+	st.Reachable = true
+	if _, err := c.User(ctx); err != nil {
+		st.Error = err.Error()
+		return st
+	}
+	st.LoginOK = true
+	return st
+}
+
+func (a *app) setTarget(name string, st targetStatus) {
+	a.health.mu.Lock()
+	old, seen := a.health.targets[name]
+	a.health.targets[name] = st
+	a.health.mu.Unlock()
+	a.metrics.SetTarget(name, st.Reachable, st.LoginOK)
+	switch {
+	case !st.LoginOK && (!seen || old.LoginOK || old.Reachable != st.Reachable):
+		a.log.Warn("target unhealthy", "target", name, "reachable", st.Reachable, "login_ok", false, "err", st.Error)
+	case st.LoginOK && seen && !old.LoginOK:
+		a.log.Info("target healthy again", "target", name)
+	}
+}
