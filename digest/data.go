@@ -2,7 +2,6 @@ package digest
 
 import (
 	"context"
-	"regexp"
 	"slices"
 	"time"
 )
@@ -27,6 +26,9 @@ type Data struct {
 	Window time.Duration `json:"window"`
 	// Err is why the target could not be read; the figures are then empty.
 	Err string `json:"error,omitempty"`
+	// LoginRefused marks an Err that is a credentials problem (Concourse
+	// answered 401), not an outage: no web restart is suggested.
+	LoginRefused bool `json:"login_refused,omitempty"`
 	// Notes are parts that could not be read ("pipelines: 503 …").
 	Notes   []string         `json:"notes,omitempty"`
 	Workers WorkerFigures    `json:"workers"`
@@ -54,6 +56,9 @@ type WorkerFigures struct {
 type StalledWorker struct {
 	Name       string `json:"name"`
 	Containers int    `json:"containers"`
+	// Ref is what to type after worker= to address exactly this worker (its
+	// ID under the target's naming, else its name); empty means the name.
+	Ref string `json:"ref,omitempty"`
 	// Since is when a digest first saw it stalled. Concourse does not say
 	// when a worker stalled, so the age shown is a lower bound.
 	Since time.Time `json:"since"`
@@ -236,5 +241,3 @@ func nonZeroTime(t, def time.Time) time.Time {
 	}
 	return t
 }
-
-var trailingID = regexp.MustCompile(`-([0-9]+)$`)

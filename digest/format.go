@@ -49,6 +49,14 @@ func userMessage(err error) string {
 	return err.Error()
 }
 
+// loginRefused reports whether err says the target refused the bot's
+// credentials (a source's error with LoginRefused() true, as a Concourse
+// 401 is).
+func loginRefused(err error) bool {
+	var lr interface{ LoginRefused() bool }
+	return errors.As(err, &lr) && lr.LoginRefused()
+}
+
 func userErrorf(format string, args ...any) error {
 	return &bot.UserError{Msg: fmt.Sprintf(format, args...)}
 }

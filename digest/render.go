@@ -96,7 +96,11 @@ func Render(target string, cur Data, prev *Data, now time.Time) bot.Message {
 	}
 	var b strings.Builder
 	if cur.Err != "" {
-		fmt.Fprintf(&b, "🔴 *Health digest* `%s` · %s — unreachable\n%s", target, when(now), cur.Err)
+		verdict := "unreachable"
+		if cur.LoginRefused {
+			verdict = "login refused"
+		}
+		fmt.Fprintf(&b, "🔴 *Health digest* `%s` · %s — %s\n%s", target, when(now), verdict, cur.Err)
 		for _, s := range Suggestions(target, cur, now) {
 			fmt.Fprintf(&b, "\nIf Concourse web is down → `%s`", s.Command)
 		}

@@ -163,6 +163,14 @@ func TestRenderDigest_HealthyAndUnreachable(t *testing.T) {
 	assert.Contains(t, m.Text, "connection refused")
 	assert.Contains(t, m.Text, "`/runbook run web-restart target=infra-prd`")
 	assert.Contains(t, m.Text, "Last figures (Sun 08:00 CET): 3 workers, 0 stalled, 0 pending builds.")
+
+	refused := Data{Target: "infra-prd", At: digestMon, LoginRefused: true,
+		Err: "login failed for target infra-prd as user groundcrew: 401 Invalid username or password: check password_file"}
+	m = Render("infra-prd", refused, &prev, digestMon)
+	assert.Contains(t, m.Text, "🔴 *Health digest* `infra-prd` · Mon 08:00 CET — login refused")
+	assert.Contains(t, m.Text, "check password_file")
+	assert.NotContains(t, m.Text, "web-restart", "a refused login is not an outage")
+	assert.NotContains(t, m.Text, "unreachable")
 }
 
 func TestDigestSuggestions_EachProblem(t *testing.T) {
@@ -174,10 +182,12 @@ func TestDigestSuggestions_EachProblem(t *testing.T) {
 	}{
 		{"unreachable", func(d *Data) { d.Err = "connection refused" }, "/runbook run web-restart target=infra-prd"},
 		{"stalled worker", func(d *Data) {
-			d.Workers.Stalled = []StalledWorker{{Name: "caascad-ci-workers-infra-infra-prd-3", Since: digestMon.Add(-2 * time.Hour)}}
+			d.Workers.Stalled = []StalledWorker{{Name: "caascad-ci-workers-infra-infra-prd-3", Ref: "3", Since: digestMon.Add(-2 * time.Hour)}}
 		}, "/runbook run worker-stalled target=infra-prd worker=3"},
-		{"stalled worker without id", func(d *Data) { d.Workers.Stalled = []StalledWorker{{Name: "blue", Since: digestMon}} },
-			"/runbook run worker-stalled target=infra-prd worker=<ID>"},
+		{"stalled worker without id", func(d *Data) { d.Workers.Stalled = []StalledWorker{{Name: "5f2c668feaa4", Since: digestMon}} },
+			"/runbook run worker-stalled target=infra-prd worker=5f2c668feaa4"},
+		{"a trailing number is not an id", func(d *Data) { d.Workers.Stalled = []StalledWorker{{Name: "worker-1", Since: digestMon}} },
+			"/runbook run worker-stalled target=infra-prd worker=worker-1"},
 		{"many pending", func(d *Data) { d.Builds.ByStatus["pending"] = PendingAlert }, "/runbook run workers-saturated target=infra-prd since=24h"},
 		{"old pending", func(d *Data) {
 			d.Builds.ByStatus["pending"], d.Builds.PendingSince = 2, digestMon.Add(-PendingAgeAlert)

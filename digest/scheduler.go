@@ -458,7 +458,7 @@ func (s *Scheduler) collect(ctx context.Context, target string, window time.Dura
 	defer cancel()
 	data, err := s.o.Source.Collect(cctx, target, window, prev)
 	if err != nil {
-		data = Data{Err: userMessage(err)}
+		data = Data{Err: userMessage(err), LoginRefused: loginRefused(err)}
 	}
 	data.Target, data.Window = target, window
 	if data.At.IsZero() {

@@ -50,22 +50,21 @@ func Suggestions(target string, cur Data, now time.Time) []Suggestion {
 	add := func(problem, runbook string, kv ...string) {
 		out = append(out, Suggestion{Problem: problem, Runbook: runbook, Command: runbookCommand(runbook, target, kv...)})
 	}
+	if cur.Err != "" && cur.LoginRefused {
+		return out // a credentials problem: the error says what to check; no runbook fixes it
+	}
 	if cur.Err != "" {
 		add(fmt.Sprintf("`%s` does not answer", target), "web-restart")
 		return out
 	}
 	for _, w := range cur.Workers.Stalled {
-		id := ""
-		if m := trailingID.FindStringSubmatch(w.Name); m != nil {
-			id = m[1]
+		// the source's ref addresses exactly this worker; without one the
+		// full name does (a trailing number may be another worker's ID)
+		ref := w.Ref
+		if ref == "" {
+			ref = w.Name
 		}
-		problem := fmt.Sprintf("`%s` %s", w.Name, stalledFor(w, cur.At, now))
-		if id == "" {
-			problem += " (no worker ID in its name: give worker=<ID>)"
-			add(problem, "worker-stalled", "worker", "<ID>")
-			continue
-		}
-		add(problem, "worker-stalled", "worker", id)
+		add(fmt.Sprintf("`%s` %s", w.Name, stalledFor(w, cur.At, now)), "worker-stalled", "worker", ref)
 	}
 	b := cur.Builds
 	window := windowParam(cur.Window)

@@ -38,7 +38,8 @@ func newSimEnv(t *testing.T, w *concoursesim.World, simOpts []concoursesim.Optio
 		WithRetry(RetryPolicy{Attempts: 3, BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond}),
 		WithPollInterval(time.Millisecond), WithClock(clock.Now),
 	}, opts...)
-	c, err := New(TargetConfig{Name: "infra-prd", URL: srv.URL(), Username: "admin", Password: "admin"}, opts...)
+	c, err := New(TargetConfig{Name: "infra-prd", URL: srv.URL(), Username: "admin", Password: "admin",
+		Vars: map[string]string{"target": "infra", "zone": "infra-prd"}, Workers: ManualWorkerNaming()}, opts...)
 	require.NoError(t, err)
 	return &simEnv{srv: srv, clock: clock, c: c}
 }

@@ -108,7 +108,7 @@ func (s *DigestSource) Collect(ctx context.Context, target string, window time.D
 	if err != nil {
 		return d, err
 	}
-	d.Workers = workerFigures(ws)
+	d.Workers = workerFigures(ws, c.naming)
 
 	dbc := make(chan *digest.DBFigures, 1)
 	go func() { dbc <- s.tables(ctx, target) }()
@@ -156,7 +156,7 @@ func (s *DigestSource) tables(ctx context.Context, target string) *digest.DBFigu
 	return &db
 }
 
-func workerFigures(ws []Worker) digest.WorkerFigures {
+func workerFigures(ws []Worker, nm *naming) digest.WorkerFigures {
 	f := digest.WorkerFigures{ByState: map[string]int{}, Names: make([]string, 0, len(ws))}
 	total := 0
 	for _, w := range ws {
@@ -167,7 +167,7 @@ func workerFigures(ws []Worker) digest.WorkerFigures {
 			f.ContainersMax, f.MaxWorker = w.ActiveContainers, w.Name
 		}
 		if w.State == WorkerStalled {
-			f.Stalled = append(f.Stalled, digest.StalledWorker{Name: w.Name, Containers: w.ActiveContainers})
+			f.Stalled = append(f.Stalled, digest.StalledWorker{Name: w.Name, Containers: w.ActiveContainers, Ref: nm.Ref(w.Name)})
 		}
 	}
 	sort.Strings(f.Names)

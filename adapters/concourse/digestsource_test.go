@@ -31,7 +31,8 @@ func newDigestEnv(t testing.TB, w *concoursesim.World, opts ...concoursesim.Opti
 	srv, err := concoursesim.New(*w, append([]concoursesim.Option{concoursesim.WithClock(clock)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(srv.Close)
-	c, err := New(TargetConfig{Name: "infra-prd", URL: srv.URL(), Username: "admin", Password: "admin"},
+	c, err := New(TargetConfig{Name: "infra-prd", URL: srv.URL(), Username: "admin", Password: "admin",
+		Vars: map[string]string{"target": "infra", "zone": "infra-prd"}, Workers: ManualWorkerNaming()},
 		WithRetry(RetryPolicy{Attempts: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}), WithClock(clock.Now))
 	require.NoError(t, err)
 	return &digestEnv{srv: srv, clock: clock, c: c}
@@ -255,4 +256,55 @@ func TestDigest_OnSimulator(t *testing.T) {
 	assert.Equal(t, "#ops", last.To.Channel)
 	assert.Contains(t, last.Msg.Text, "unreachable")
 	assert.Contains(t, last.Msg.Text, "cannot reach")
+}
+
+// On a real server with workers worker-0/worker-1 and no workers.name
+// template, worker=0 would address another worker (or none): the digest
+// suggests the full name.
+func TestDigest_SuggestsTheExactWorker(t *testing.T) {
+	w := concoursesim.NewWorld()
+	w.Workers = []concoursesim.Worker{{Name: "worker-0"}, {Name: "worker-1", State: "stalled"}}
+	clock := concoursesim.NewManualClock(digestStart)
+	srv, err := concoursesim.New(*w, concoursesim.WithClock(clock))
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		naming WorkerNaming
+		want   string
+	}{
+		{WorkerNaming{}, "worker=worker-1"},
+		{WorkerNaming{Name: "worker-{{.id}}"}, "worker=1"},
+	} {
+		c, err := New(TargetConfig{Name: "infra-prd", URL: srv.URL(), Username: "admin", Password: "admin", Workers: tc.naming}, WithClock(clock.Now))
+		require.NoError(t, err)
+		src, err := NewDigestSource(map[string]*Client{"infra-prd": c}, DigestOptions{Now: clock.Now})
+		require.NoError(t, err)
+		d, err := src.Collect(context.Background(), "infra-prd", time.Hour, nil)
+		require.NoError(t, err)
+		s := digest.Suggestions("infra-prd", d, clock.Now())
+		require.NotEmpty(t, s)
+		assert.Equal(t, "/runbook run worker-stalled target=infra-prd "+tc.want, s[0].Command)
+	}
+}
+
+// A refused login is a credentials problem, never "unreachable → restart
+// Concourse Web".
+func TestDigest_LoginRefused(t *testing.T) {
+	clock := concoursesim.NewManualClock(digestStart)
+	srv, err := concoursesim.New(*concoursesim.DemoWorld(), concoursesim.WithClock(clock))
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	c, err := New(TargetConfig{Name: "infra-prd", URL: srv.URL(), Username: "groundcrew", Password: "wrong"}, WithClock(clock.Now))
+	require.NoError(t, err)
+	src, err := NewDigestSource(map[string]*Client{"infra-prd": c}, DigestOptions{Now: clock.Now})
+	require.NoError(t, err)
+	chat := &bottest.Chat{}
+	sched, err := digest.NewScheduler(digest.Options{Source: src, History: &memHistory{}, Chat: chat, Now: clock.Now, Targets: []string{"infra-prd"}})
+	require.NoError(t, err)
+	require.NoError(t, sched.DigestNow(context.Background(), "infra-prd", bot.Conversation{Channel: "#ops"}))
+	text := chat.Posts()[0].Msg.Text
+	assert.Contains(t, text, "login refused")
+	assert.Contains(t, text, "login failed for target infra-prd as user groundcrew")
+	assert.Contains(t, text, "check password_file")
+	assert.NotContains(t, text, "web-restart")
 }

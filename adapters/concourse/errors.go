@@ -120,6 +120,10 @@ func (e *StatusError) hint() string {
 	return ""
 }
 
+// LoginRefused reports a credentials problem (401): the digest and other
+// consumers then say so instead of "unreachable".
+func (e *StatusError) LoginRefused() bool { return e.Code == http.StatusUnauthorized }
+
 // Is maps the status code to the package's sentinel errors.
 func (e *StatusError) Is(target error) bool {
 	switch target {
