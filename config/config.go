@@ -6,6 +6,7 @@ package config
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +18,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/robfig/cron/v3"
 	"gopkg.in/yaml.v3"
 
 	"github.com/groundcrew/groundcrew/adapters/concourse"
@@ -25,7 +25,8 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/mattermost"
 	"github.com/groundcrew/groundcrew/adapters/postgres"
 	"github.com/groundcrew/groundcrew/adapters/slack"
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/bot/policy"
+	"github.com/groundcrew/groundcrew/digest"
 	"github.com/groundcrew/groundcrew/internal/secret"
 )
 
@@ -45,7 +46,7 @@ type Config struct {
 	Chat      Chat   `yaml:"chat"`
 	// Targets are the Concourse instances, by name.
 	Targets   map[string]*Target `yaml:"targets"`
-	Approvals bot.ApprovalConfig `yaml:"approvals"`
+	Approvals policy.Config      `yaml:"approvals"`
 	Digests   []Digest           `yaml:"digests"`
 	// Runbooks are directories added to (and overriding) the built-in library.
 	Runbooks []string `yaml:"runbooks"`
@@ -54,9 +55,6 @@ type Config struct {
 
 	// Path is where the file was read from.
 	Path string `yaml:"-"`
-	// SelfApprovalAt lists the policies that let requesters approve their
-	// own runs; the binary logs each one loudly at start.
-	SelfApprovalAt []string `yaml:"-"`
 }
 
 // Server is the bot's HTTP server, served in every chat mode: /healthz,
@@ -375,41 +373,6 @@ func (c *Config) validate() Errors {
 			}
 		}
 	}
-	var selfApproval []string
-	checkPolicy := func(path string, pol bot.Policy) {
-		if pol.Required < 0 {
-			add(path+".required", "must be at least 1")
-		}
-		if pol.Expires < 0 {
-			add(path+".expires", "must be positive")
-		}
-		if pol.Reject != "" && pol.Reject != "any" && pol.Reject != "quorum" {
-			add(path+".reject", "%q: use any (one reject rejects) or quorum", pol.Reject)
-		}
-		if pol.SelfApproval {
-			selfApproval = append(selfApproval, path)
-		}
-		for _, a := range pol.Approvers {
-			if strings.TrimSpace(a) == "" || a == "group:" {
-				add(path+".approvers", "has an empty entry")
-			}
-		}
-	}
-	checkPolicy("approvals.default", c.Approvals.Default)
-	for n, pol := range c.Approvals.Targets {
-		if _, ok := c.Targets[n]; !ok {
-			add("approvals.targets."+n, "no target %q is configured (targets: %s)", n, strings.Join(c.TargetNames(), ", "))
-		}
-		checkPolicy("approvals.targets."+n, pol)
-	}
-	for n, pol := range c.Approvals.Runbooks {
-		checkPolicy("approvals.runbooks."+n, pol)
-	}
-	for n, pol := range c.Approvals.Operations {
-		checkPolicy("approvals.operations."+n, pol)
-	}
-	c.SelfApprovalAt = selfApproval
-	parser := cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 	for i, d := range c.Digests {
 		p := fmt.Sprintf("digests[%d]", i)
 		if _, ok := c.Targets[d.Target]; !ok {
@@ -418,14 +381,22 @@ func (c *Config) validate() Errors {
 		if d.Channel == "" {
 			add(p+".channel", "is required (e.g. \"#ci-ops\")")
 		}
-		if _, err := parser.Parse(d.Schedule); err != nil {
-			add(p+".schedule", "%q is not a cron schedule (minute hour day month weekday, e.g. \"0 8 * * 1-5\"): %v", d.Schedule, err)
-		}
 		if d.Timezone != "" {
 			if _, err := time.LoadLocation(d.Timezone); err != nil {
 				add(p+".timezone", "%q is not a time zone (e.g. Europe/Paris): %v", d.Timezone, err)
+				continue
 			}
 		}
+		// The scheduler's own parser: config check and serve agree.
+		if _, _, err := digest.ParseSchedule(d.Schedule, d.Timezone); err != nil {
+			add(p+".schedule", "%v", err)
+		}
+	}
+	// The policy's values and target names; Check (config check and
+	// serve) adds the names only known once runbooks, operations and the
+	// chat platform are loaded.
+	for _, p := range c.Approvals.Check(context.Background(), policy.Known{Targets: c.TargetNames()}) {
+		add(p.Path, "%s", p.Msg)
 	}
 	for i, d := range c.Runbooks {
 		if st, err := os.Stat(d); err != nil || !st.IsDir() {
@@ -445,6 +416,31 @@ func (c *Config) validate() Errors {
 	}
 	return errs
 }
+
+// Check validates the configuration against what exists where it runs:
+// every name in the approval policy (targets, runbooks, operations, users
+// and groups where the platform can list them) and the runbooks' own
+// approval settings. `config check` and `serve` both call it after Load,
+// so they never disagree. Problems are returned as Errors; checks the
+// platform could not answer come back as warnings.
+func (c *Config) Check(ctx context.Context, k policy.Known) (warnings []string, err error) {
+	var errs Errors
+	for _, p := range c.Approvals.Check(ctx, k) {
+		if p.Warning {
+			warnings = append(warnings, p.String())
+			continue
+		}
+		errs = append(errs, &Error{File: c.Path, Path: p.Path, Msg: p.Msg})
+	}
+	if len(errs) > 0 {
+		return warnings, errs
+	}
+	return warnings, nil
+}
+
+// SelfApprovalAt lists the policies that let requesters approve their own
+// runs; the binary logs each one loudly at start.
+func (c *Config) SelfApprovalAt() []string { return c.Approvals.SelfApprovalAt() }
 
 // ConcourseTarget returns the client config of a target (secrets resolved).
 func (c *Config) ConcourseTarget(name string) concourse.TargetConfig {

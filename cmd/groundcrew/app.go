@@ -152,7 +152,7 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 		a.log.Info("runbook overridden", "runbook", ov.Name, "by", ov.Source, "replaces", ov.Replaced)
 	}
 	a.lib = lib
-	for _, p := range cfg.SelfApprovalAt {
+	for _, p := range cfg.SelfApprovalAt() {
 		a.log.Warn("SELF-APPROVAL ENABLED: requesters may approve their own destructive steps", "policy", p)
 	}
 
@@ -190,6 +190,11 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 		a.mux.Handle("/mattermost/", m.HTTPHandler())
 	}
 
+	// The same validation as `config check`, now with the live chat
+	// adapter: names in the policy are looked up on the platform.
+	if err := checkSetup(context.Background(), cfg, a.reg, lib, a.chat, a.log); err != nil {
+		return nil, err
+	}
 	if a.digests, err = a.newDigestScheduler(o.Now); err != nil {
 		return nil, err
 	}

@@ -140,15 +140,27 @@ func newConfigCmd() *cobra.Command {
 			}
 			// The chat adapters check their settings (token shapes,
 			// required keys) without calling the platform.
+			var chat bot.Chat
 			switch cfg.Chat.Platform {
 			case "slack":
-				if _, err := slack.New(cfg.Chat.Slack, slack.Options{}); err != nil {
+				s, err := slack.New(cfg.Chat.Slack, slack.Options{})
+				if err != nil {
 					return err
 				}
+				chat = s
 			case "mattermost":
-				if _, err := mattermost.New(cfg.Chat.Mattermost, mattermost.Options{}); err != nil {
+				m, err := mattermost.New(cfg.Chat.Mattermost, mattermost.Options{})
+				if err != nil {
 					return err
 				}
+				chat = m
+			}
+			reg, err := catalog()
+			if err != nil {
+				return err
+			}
+			if err := checkSetup(cmd.Context(), cfg, reg, a, chat, newLogger(cfg, cmd.ErrOrStderr())); err != nil {
+				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: %d target(s) (%s), chat %s, %d runbook(s), store %s\n",
 				cfg.Path, len(cfg.Targets), strings.Join(cfg.TargetNames(), ", "), cfg.Chat.Platform, len(a.List()), cfg.Store)

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/bot/policy"
+	"github.com/groundcrew/groundcrew/config"
+	"github.com/groundcrew/groundcrew/runbooks"
+)
+
+// checkSetup is the one validation `config check` and `serve` share once
+// the configuration has loaded: the approval policy against the targets,
+// runbooks and operations that exist and, where the chat adapter can look
+// them up, the users and groups it names. Checks the platform could not
+// answer are logged as warnings.
+func checkSetup(ctx context.Context, cfg *config.Config, reg *bot.Registry, lib *runbooks.Library, chat bot.Chat, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	k := policy.Known{Targets: cfg.TargetNames(), Ops: map[string]string{}}
+	for _, op := range reg.List() {
+		k.Ops[op.Name] = string(op.Class)
+	}
+	if lib != nil {
+		k.Runbooks = lib.List()
+		for _, b := range lib.BrokenList() {
+			k.Unavailable = append(k.Unavailable, b.Name)
+		}
+	}
+	if k.Runbooks == nil {
+		k.Runbooks = []*runbooks.Runbook{}
+	}
+	if ir, ok := chat.(bot.IdentityResolver); ok {
+		k.User = func(ctx context.Context, name string) (string, string, error) {
+			u, err := ir.ResolveUser(ctx, name)
+			if errors.Is(err, bot.ErrNotFound) {
+				return "", "", fmt.Errorf("%s: %w", name, policy.ErrUnknown)
+			}
+			if err != nil {
+				return "", "", err
+			}
+			return u.ID, u.NotAPerson(), nil
+		}
+	}
+	if gr, ok := chat.(bot.GroupResolver); ok {
+		k.Members = func(ctx context.Context, group string) ([]string, error) {
+			ids, err := gr.GroupMembers(ctx, group)
+			if errors.Is(err, bot.ErrNotFound) {
+				return nil, fmt.Errorf("%s: %w", group, policy.ErrUnknown)
+			}
+			return ids, err
+		}
+	}
+	warnings, err := cfg.Check(ctx, k)
+	if log != nil {
+		for _, w := range warnings {
+			log.Warn("approval policy not fully checked", "problem", w)
+		}
+	}
+	return err
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// narrowRunbook asks for alice's approval; a policy naming only bob leaves
+// no one able to approve it.
+const narrowRunbook = `name: alice-only
+title: Alice approves
+description: test
+steps:
+  - id: ok
+    kind: approval
+    title: OK?
+    approval: {approvers: [alice]}
+  - id: hi
+    kind: query
+    op: core.echo
+    args: {message: hi}
+`
+
+// TestConfigCheckAndServeAgree runs each configuration through `config
+// check` and `serve` and expects the same verdict.
+func TestConfigCheckAndServeAgree(t *testing.T) {
+	base := "chat: {platform: console}\ntargets:\n  infra-prd: {simulator: {}}\n"
+	cases := []struct {
+		name string
+		yaml string
+		want string // "" = valid
+	}{
+		{"valid", "", ""},
+		{"operation typo", "approvals: {operations: {concourse.prune_wrker: {required: 3}}}\n", `approvals.operations.concourse.prune_wrker: no operation "concourse.prune_wrker"; did you mean "concourse.prune_worker"?`},
+		{"runbook typo", "approvals: {runbooks: {worker-staled: {required: 2}}}\n", `approvals.runbooks.worker-staled: no runbook "worker-staled"; did you mean "worker-stalled"?`},
+		{"target typo", "approvals: {targets: {infra-prod: {required: 2}}}\n", `approvals.targets.infra-prod: no target "infra-prod"`},
+		{"require_groups without group:", "approvals: {default: {require_groups: [dba]}}\n", `approvals.default.require_groups: "dba" is not a group`},
+		{"operation runners work", "approvals: {operations: {concourse.prune_worker: {runners: [alice]}}}\n", ""},
+		{"operation read_only_runners work", "approvals: {operations: {concourse.workers: {read_only_runners: [alice]}}}\n", ""},
+		{"digest schedule with CRON_TZ and timezone", "digests:\n  - {target: infra-prd, channel: \"#ops\", schedule: \"CRON_TZ=Europe/Paris 0 8 * * *\", timezone: Europe/Paris}\n", "give it once"},
+		{"digest schedule with CRON_TZ", "digests:\n  - {target: infra-prd, channel: \"#ops\", schedule: \"CRON_TZ=Europe/Paris 0 8 * * *\"}\n", ""},
+		{"runbook approvers no one in the policy can satisfy", "approvals: {default: {approvers: [bob]}}\nrunbooks: [rb]\n", "step ok of runbook alice-only needs 1 approval from @bob who are also @alice, and no one can approve it"},
+		{"runbook approvers the policy allows", "approvals: {default: {approvers: [alice, bob]}}\nrunbooks: [rb]\n", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.Mkdir(filepath.Join(dir, "rb"), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "rb", "alice-only.yaml"), []byte(narrowRunbook), 0o600))
+			cfg := filepath.Join(dir, "groundcrew.yaml")
+			require.NoError(t, os.WriteFile(cfg, []byte(base+c.yaml), 0o600))
+			checkOut, checkErr := run(t, "", "config", "check", "--config", cfg)
+			serveOut, serveErr := run(t, "", "serve", "--config", cfg)
+			if c.want == "" {
+				assert.NoError(t, checkErr, "config check: %s", checkOut)
+				assert.NoError(t, serveErr, "serve: %s", serveOut)
+				return
+			}
+			require.Error(t, checkErr, "config check accepted it: %s", checkOut)
+			require.Error(t, serveErr, "serve accepted it: %s", serveOut)
+			assert.Contains(t, checkErr.Error(), c.want)
+			assert.Contains(t, serveErr.Error(), c.want)
+		})
+	}
+}
