@@ -209,7 +209,7 @@ func Parse(path string, data []byte) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil && !errors.Is(err, errEOF(err)) {
-		return nil, &Error{File: path, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+		return nil, decodeErrors(path, err)
 	}
 	c.applyEnv()
 	c.defaults(filepath.Dir(path))

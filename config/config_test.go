@@ -60,7 +60,7 @@ func TestParse_EnvOverridesSecret(t *testing.T) {
 
 func TestParse_Errors(t *testing.T) {
 	cases := []struct{ name, body, want string }{
-		{"unknown key with line", "targets:\n  x: {url: https://a.b, pasword: x}\n", "line 2: field pasword not found"},
+		{"unknown key with line", "targets:\n  x: {url: https://a.b, pasword: x}\n", `line 2: unknown key "pasword" in targets.<name>; did you mean "password"?`},
 		{"no targets", "chat: {platform: console}\n", "no Concourse target is configured"},
 		{"bad platform", "chat: {platform: teams}\ntargets: {x: {url: https://a.b}}\n", `chat.platform: "teams" is not a platform`},
 		{"bad url", "targets: {x: {url: ci.example.com}}\n", `targets.x.url: "ci.example.com" is not an http(s) URL`},
@@ -97,5 +97,28 @@ func TestExampleConfigIsValid(t *testing.T) {
 	require.ErrorAs(t, err, &errs)
 	for _, e := range errs {
 		assert.True(t, strings.Contains(e.Msg, "_file") || strings.Contains(e.Msg, "/etc/groundcrew"), "unexpected problem in the example: %s", e)
+	}
+}
+
+// Decoding errors speak YAML, not Go: the line, the key, the keys allowed
+// there and a did-you-mean; never "field consol not found in type config.Chat".
+func TestParse_DecodeErrorsSpeakToPeople(t *testing.T) {
+	p := write(t, t.TempDir(), "g.yaml", "chat:\n  platform: console\n  consol: {}\ntargets:\n  x: {url: https://a.b, team: [a]}\napprovals: {default: {required: many}}\naudit: {every: soon}\n")
+	_, err := Load(p)
+	require.Error(t, err)
+	var errs Errors
+	require.ErrorAs(t, err, &errs)
+	var msgs []string
+	for _, e := range errs {
+		msgs = append(msgs, e.Msg)
+	}
+	assert.Equal(t, []string{
+		`line 3: unknown key "consol" in chat; did you mean "console"? (known keys: console, mattermost, platform, slack)`,
+		`line 5: expected a single value, found a list`,
+		`line 6: expected a whole number, found the text "many"`,
+		`line 7: expected a duration (e.g. 30m, 1h), found the text "soon"`,
+	}, msgs)
+	for _, leak := range []string{"config.", "not found in type", "unmarshal", "!!", "time.Duration"} {
+		assert.NotContains(t, err.Error(), leak)
 	}
 }

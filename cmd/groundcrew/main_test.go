@@ -74,7 +74,7 @@ targets:
 	require.NoError(t, os.WriteFile(bad, []byte("targets:\n  x: {url: ci.example.com, pasword: y}\n"), 0o600))
 	_, err = run(t, "", "config", "check", "--config", bad)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "line 2: field pasword not found")
+	assert.Contains(t, err.Error(), `line 2: unknown key "pasword" in targets.<name>; did you mean "password"?`)
 
 	// Scripted serve: the run waits for a person at the end of input and
 	// resumes from the store on the next start.
