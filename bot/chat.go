@@ -88,12 +88,63 @@ type Message struct {
 	// Broadcast asks the adapter to make a thread reply visible in the channel
 	// too (approval needed, run finished).
 	Broadcast bool `json:"broadcast,omitempty"`
+	// RunID is the run the message belongs to ("" for none); Role and Step
+	// say which of its messages it is. Adapters may use them (the console
+	// remembers the latest run); they never need to parse Text for them.
+	RunID string      `json:"run_id,omitempty"`
+	Role  MessageRole `json:"role,omitempty"`
+	Step  string      `json:"step,omitempty"`
 }
 
-// Button is an interactive button. Action is what comes back in a button
-// Event; Value carries opaque data (run id, step id).
+// MessageRole says which message of a run a message is.
+type MessageRole string
+
+// Message roles. Reactions and buttons are answered on RoleGate (votes)
+// and RoleStep (manual steps) messages; the others are informational.
+const (
+	RoleRoot       MessageRole = "root"       // the run's first message, updated with its status
+	RoleStep       MessageRole = "step"       // one step, updated as it progresses
+	RoleGate       MessageRole = "gate"       // an approval request
+	RoleDetail     MessageRole = "detail"     // long content of a step or plan
+	RoleBreakGlass MessageRole = "breakglass" // a break-glass announcement
+	RoleReminder   MessageRole = "reminder"   // an approval reminder
+	RoleSummary    MessageRole = "summary"    // a run's summary
+	RoleFinal      MessageRole = "final"      // the run's end
+)
+
+// indexed reports whether reactions on messages of the role are looked up
+// (their references are stored in the message index).
+func (r MessageRole) indexed() bool { return r == RoleRoot || r == RoleStep || r == RoleGate }
+
+// Intent is what a person means by a reaction or a button press. Adapters
+// translate their platform's emoji and buttons into intents; the engine
+// never sees an emoji name.
+type Intent string
+
+// Intents. On a manual step's message, a reaction read as IntentApprove
+// means done and IntentReject means failed (✅/❌ are both "yes/no"
+// answers); buttons name the exact intent.
+const (
+	IntentApprove     Intent = "approve"
+	IntentReject      Intent = "reject"
+	IntentDone        Intent = "done"
+	IntentSkip        Intent = "skip"
+	IntentFail        Intent = "fail"
+	IntentAcknowledge Intent = "acknowledge" // "I am on it" (incidents)
+)
+
+// ReactionHints is implemented by chat adapters where people answer with
+// reactions: Symbol returns what to show in hints for an intent ("React ✅
+// to approve"), or "" when the intent has no reaction there. Without it the
+// engine's hints name the commands only.
+type ReactionHints interface {
+	Symbol(Intent) string
+}
+
+// Button is an interactive button. Action is the intent that comes back in
+// the button's Event; Value carries opaque data (run id, step id).
 type Button struct {
-	Action string `json:"action"`
+	Action Intent `json:"action"`
 	Label  string `json:"label"`
 	Value  string `json:"value,omitempty"`
 	Style  string `json:"style,omitempty"` // "primary", "danger" or ""
@@ -109,6 +160,14 @@ type Chat interface {
 	// Ephemeral shows a message to one user only (command errors, refusals).
 	// Adapters without ephemeral messages post a normal message.
 	Ephemeral(ctx context.Context, to Conversation, user User, m Message) error
+}
+
+// PostChecker is implemented by chat adapters that can tell whether the
+// bot may post in a conversation. The engine asks before starting a run and
+// refuses it, privately, when the answer is an error (a *UserError says how
+// to fix it, e.g. how to invite the bot).
+type PostChecker interface {
+	CanPost(ctx context.Context, to Conversation) error
 }
 
 // GroupResolver is implemented by chat adapters that can expand approver
@@ -173,14 +232,14 @@ type Event struct {
 	Text string `json:"text,omitempty"`
 	// Message is the message a reaction or a button press refers to.
 	Message MessageRef `json:"message,omitempty"`
-	// Emoji is the reaction's short name without colons ("white_check_mark").
-	Emoji string `json:"emoji,omitempty"`
+	// Intent is what a reaction or a pressed button means. Adapters leave
+	// it empty for a reaction that means nothing to groundcrew.
+	Intent Intent `json:"intent,omitempty"`
 	// Removed is true for a removed reaction.
 	Removed bool `json:"removed,omitempty"`
-	// Action and Value come from a pressed Button.
-	Action string    `json:"action,omitempty"`
-	Value  string    `json:"value,omitempty"`
-	Time   time.Time `json:"time,omitempty"`
+	// Value comes from a pressed Button.
+	Value string    `json:"value,omitempty"`
+	Time  time.Time `json:"time,omitempty"`
 }
 
 // Handler receives inbound events. The engine implements it; adapters call

@@ -237,14 +237,6 @@ func closest(s string, candidates []string) string { return runbooks.Suggest(s, 
 
 // Handle implements Handler.
 func (e *Engine) Handle(ctx context.Context, ev Event) error {
-	if ev.Kind == EventReaction {
-		// A reaction on a message the bot does not know (yet) is not
-		// recorded as seen: a redelivery after the message is stored must
-		// still count.
-		if _, err := e.reactionTarget(ctx, ev.Message); errors.Is(err, ErrNotFound) {
-			return nil
-		}
-	}
 	if ev.ID != "" {
 		seen, err := e.o.Store.SeenEvent(ctx, ev.ID, e.o.Now())
 		if err != nil {
@@ -422,14 +414,7 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 	for i := range b.Audit {
 		b.Audit[i].RunID = r.ID
 	}
-	done := e.posting()
-	defer done()
-	ref, err := e.o.Chat.Post(ctx, ev.Conversation, e.renderRoot(r).Clean())
-	if err != nil {
-		e.toOutbox(ctx, OutboxItem{To: ev.Conversation, Message: e.renderRoot(r), RunID: r.ID, Role: "root"}, err)
-	} else {
-		e.saveRef(ctx, r.ID, "root", "", ref)
-	}
+	e.postRun(ctx, ev.Conversation, r.ID, RoleRoot, "", e.renderRoot(r))
 	e.kick(r.ID)
 	return nil
 }
@@ -442,41 +427,42 @@ func quoteAll(xs []string) []string {
 	return out
 }
 
-// Reaction short names, as Slack and Mattermost send them.
-var (
-	emojiYes  = map[string]bool{"white_check_mark": true, "heavy_check_mark": true, "+1": true, "thumbsup": true, "ballot_box_with_check": true, "✅": true}
-	emojiNo   = map[string]bool{"x": true, "no_entry": true, "-1": true, "thumbsdown": true, "negative_squared_cross_mark": true, "no_entry_sign": true, "❌": true}
-	emojiSkip = map[string]bool{"track_next": true, "black_right_pointing_double_triangle_with_vertical_bar": true, "next_track_button": true, "fast_forward": true, "⏭": true}
-)
-
 func (e *Engine) reaction(ctx context.Context, ev Event) error {
-	idx, err := e.reactionTarget(ctx, ev.Message)
+	if ev.Intent == "" {
+		return nil // a reaction that means nothing to groundcrew
+	}
+	idx, err := e.messageTarget(ctx, ev.Message)
 	if errors.Is(err, ErrNotFound) {
 		return nil // a reaction on some other message
 	}
 	if err != nil {
 		return err
 	}
-	emoji := strings.Trim(ev.Emoji, ":")
-	yes, no, skip := emojiYes[emoji], emojiNo[emoji], emojiSkip[emoji]
-	if !yes && !no && !skip {
-		return nil
-	}
 	switch idx.Role {
-	case "gate":
-		if skip {
+	case RoleGate:
+		var approve bool
+		switch ev.Intent {
+		case IntentApprove:
+			approve = true
+		case IntentReject:
+		default:
 			return nil
 		}
-		e.vote(ctx, ballot{RunID: idx.RunID, Ref: ev.Message, Conv: threadConv(ev), User: ev.User, Approve: yes, Removed: ev.Removed, Via: ViaReaction})
-	case "step":
+		e.vote(ctx, ballot{RunID: idx.RunID, Ref: ev.Message, Conv: threadConv(ev), User: ev.User, Approve: approve, Removed: ev.Removed, Via: ViaReaction})
+	case RoleStep:
 		if ev.Removed {
 			return nil // a manual step once done stays done
 		}
-		status := StepSucceeded
-		if no {
+		var status StepStatus
+		switch ev.Intent {
+		case IntentApprove, IntentDone:
+			status = StepSucceeded
+		case IntentReject, IntentFail:
 			status = StepFailed
-		} else if skip {
+		case IntentSkip:
 			status = StepSkipped
+		default:
+			return nil
 		}
 		r, err := e.o.Store.GetRun(ctx, idx.RunID)
 		if err != nil || r.current() == nil || r.current().ID != idx.Step || r.current().Status != StepManual {
@@ -503,14 +489,21 @@ func (e *Engine) button(ctx context.Context, ev Event) error {
 	if runID == "" {
 		return nil
 	}
-	switch ev.Action {
-	case "approve", "reject":
-		e.vote(ctx, ballot{RunID: runID, Ref: ev.Message, Conv: threadConv(ev), User: ev.User, Approve: ev.Action == "approve", Via: ViaButton})
-	case "done":
+	if !ev.Message.IsZero() {
+		// A button pressed the moment its message appeared: wait for the
+		// message's reference to be stored, so the press is matched to it.
+		if _, err := e.messageTarget(ctx, ev.Message); err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+	}
+	switch ev.Intent {
+	case IntentApprove, IntentReject:
+		e.vote(ctx, ballot{RunID: runID, Ref: ev.Message, Conv: threadConv(ev), User: ev.User, Approve: ev.Intent == IntentApprove, Via: ViaButton})
+	case IntentDone:
 		e.manualResponse(ctx, runID, ev.Message, threadConv(ev), ev.User, StepSucceeded, "")
-	case "skip":
+	case IntentSkip:
 		e.manualResponse(ctx, runID, ev.Message, threadConv(ev), ev.User, StepSkipped, "")
-	case "fail":
+	case IntentFail:
 		e.manualResponse(ctx, runID, ev.Message, threadConv(ev), ev.User, StepFailed, "")
 	}
 	return nil

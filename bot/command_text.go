@@ -16,7 +16,7 @@ func (e *Engine) helpText() string {
 	for _, v := range verbs {
 		fmt.Fprintf(&b, "• `/runbook %s` — %s\n", v.usage, v.help)
 	}
-	fmt.Fprintf(&b, "Targets: %s. Approve by reacting ✅ (reject ❌) on the request; mark manual steps done with ✅ (⏭ skip, ❌ failed).", strings.Join(quoteAll(e.targets()), ", "))
+	fmt.Fprintf(&b, "Targets: %s. %s", strings.Join(quoteAll(e.targets()), ", "), e.helpHint())
 	return b.String()
 }
 

@@ -115,14 +115,14 @@ func runToApproval(t *testing.T, h *harness) {
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
 	m, ok := h.chat.Find("ssh w-0")
 	require.True(t, ok, h.chat.Transcript())
-	h.react(bob, m.Ref, "white_check_mark")
+	h.react(bob, m.Ref, bot.IntentApprove)
 	require.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State, h.chat.Transcript())
 }
 
 func TestDurable_OutcomeWriteRetried(t *testing.T) {
 	h, fs := flakyHarness(t, map[string]int{"outcome": 2})
 	runToApproval(t, h)
-	h.react(carol, h.gateRef(), "white_check_mark")
+	h.react(carol, h.gateRef(), bot.IntentApprove)
 	r := h.onlyRun()
 	assert.Equal(t, bot.RunSucceeded, r.State, h.chat.Transcript())
 	assert.Equal(t, 2, fs.Failed("outcome"))
@@ -142,7 +142,7 @@ func TestDurable_OutcomeWriteRetried(t *testing.T) {
 func TestDurable_OutcomeWriteLostIsLoud(t *testing.T) {
 	h, _ := flakyHarness(t, map[string]int{"outcome": -1})
 	runToApproval(t, h)
-	h.react(carol, h.gateRef(), "white_check_mark")
+	h.react(carol, h.gateRef(), bot.IntentApprove)
 	r := h.onlyRun()
 	assert.Equal(t, 1, h.world.CallCount("fake.prune"))
 	assert.Equal(t, 0, journalHas(t, h, r.ID, bot.JOutcome, "prune"))
@@ -168,7 +168,7 @@ func threadOfRun(r *bot.Run) bot.Conversation {
 func TestDurable_VoteWriteRetried(t *testing.T) {
 	h, fs := flakyHarness(t, map[string]int{"vote": 3})
 	runToApproval(t, h)
-	h.react(carol, h.gateRef(), "white_check_mark")
+	h.react(carol, h.gateRef(), bot.IntentApprove)
 	r := h.onlyRun()
 	assert.Equal(t, 3, fs.Failed("vote"))
 	assert.Equal(t, bot.RunSucceeded, r.State, "the vote counted after three failed writes:\n%s", h.chat.Transcript())
@@ -178,7 +178,7 @@ func TestDurable_VoteWriteRetried(t *testing.T) {
 func TestDurable_VoteWriteLostIsLoud(t *testing.T) {
 	h, _ := flakyHarness(t, map[string]int{"vote": -1})
 	runToApproval(t, h)
-	h.react(carol, h.gateRef(), "white_check_mark")
+	h.react(carol, h.gateRef(), bot.IntentApprove)
 	r := h.onlyRun()
 	assert.Equal(t, bot.RunAwaitingApproval, r.State)
 	assert.Equal(t, 0, h.world.CallCount("fake.prune"))
@@ -192,7 +192,7 @@ func TestDurable_MessageRefRetried(t *testing.T) {
 	runToApproval(t, h)
 	assert.Equal(t, 3, fs.Failed("ref"))
 	// Every message reference made it: the gate takes a reaction.
-	h.react(carol, h.gateRef(), "white_check_mark")
+	h.react(carol, h.gateRef(), bot.IntentApprove)
 	assert.Equal(t, bot.RunSucceeded, h.onlyRun().State, h.chat.Transcript())
 }
 

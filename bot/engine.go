@@ -138,8 +138,10 @@ type Engine struct {
 	active  map[string]bool               // runs being advanced
 	again   map[string]bool               // runs to advance once more
 	cancels map[string]context.CancelFunc // in-flight calls per run
-	// inFlight counts posts whose message reference is not stored yet.
-	inFlight int
+	// posts are the posts in flight: their message reference is not
+	// stored yet; each channel is closed once it is (see posting).
+	posts   map[uint64]chan struct{}
+	postSeq uint64
 	// gateRefresh is when each open gate message was last refreshed.
 	gateRefresh map[string]time.Time
 	idle        *sync.Cond
@@ -167,6 +169,7 @@ func New(o Options) (*Engine, error) {
 		again:       map[string]bool{},
 		cancels:     map[string]context.CancelFunc{},
 		gateRefresh: map[string]time.Time{},
+		posts:       map[uint64]chan struct{}{},
 		baseCtx:     context.Background(),
 	}
 	e.idle = sync.NewCond(&e.mu)

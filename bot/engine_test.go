@@ -25,7 +25,7 @@ func TestEngine_FullRunWithForcedGate(t *testing.T) {
 	assert.Equal(t, bot.RunAwaitingManual, r.State, h.chat.Transcript())
 	m, ok := h.chat.Find("ssh w-0")
 	require.True(t, ok, "manual step shows the rendered command")
-	h.react(bob, m.Ref, "white_check_mark")
+	h.react(bob, m.Ref, bot.IntentApprove)
 
 	r = h.onlyRun()
 	require.Equal(t, bot.RunAwaitingApproval, r.State, "destructive op is gated although the runbook has no approval step")
@@ -35,7 +35,7 @@ func TestEngine_FullRunWithForcedGate(t *testing.T) {
 	assert.Contains(t, gate.Msg.Text, "worker `w-0`")
 	assert.Contains(t, gate.Msg.Text, "not @alice (requester)")
 
-	h.react(bob, h.gateRef(), "white_check_mark")
+	h.react(bob, h.gateRef(), bot.IntentApprove)
 	r = h.onlyRun()
 	assert.Equal(t, bot.RunSucceeded, r.State, h.chat.Transcript())
 	assert.Equal(t, 1, h.world.CallCount("fake.prune"))
@@ -94,9 +94,9 @@ func indexOf(a, b string) int {
 func TestEngine_SelfApprovalRefused(t *testing.T) {
 	h := newHarness(t, stalledWorld(), nil)
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
-	h.react(bob, h.stepRef("check"), "white_check_mark")
+	h.react(bob, h.stepRef("check"), bot.IntentApprove)
 
-	h.react(alice, h.gateRef(), "white_check_mark")
+	h.react(alice, h.gateRef(), bot.IntentApprove)
 	r := h.onlyRun()
 	assert.Equal(t, bot.RunAwaitingApproval, r.State)
 	assert.Empty(t, r.Gate.Votes)
@@ -122,16 +122,16 @@ func TestEngine_ApproverList(t *testing.T) {
 	})
 	h.chat.Groups = map[string][]string{"ci-oncall": {"U3", "U4"}}
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
-	h.react(bob, h.stepRef("check"), "white_check_mark")
-	h.react(bob, h.gateRef(), "white_check_mark")
+	h.react(bob, h.stepRef("check"), bot.IntentApprove)
+	h.react(bob, h.gateRef(), bot.IntentApprove)
 	r := h.onlyRun()
 	require.Len(t, r.Gate.Refusals, 1)
 	assert.Contains(t, r.Gate.Refusals[0].Reason, "not an approver")
-	h.react(carol, h.gateRef(), "white_check_mark")
+	h.react(carol, h.gateRef(), bot.IntentApprove)
 	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State, "needs 2 approvals")
-	h.react(carol, h.gateRef(), "heavy_check_mark")
+	h.react(carol, h.gateRef(), bot.IntentApprove)
 	assert.Len(t, h.onlyRun().Gate.Votes, 1, "one vote per person")
-	h.react(bot.User{ID: "U4", Name: "dave"}, h.gateRef(), "+1")
+	h.react(bot.User{ID: "U4", Name: "dave"}, h.gateRef(), bot.IntentApprove)
 	assert.Equal(t, bot.RunSucceeded, h.onlyRun().State, h.chat.Transcript())
 	assert.Equal(t, 1, h.world.CallCount("fake.prune"))
 }
@@ -139,7 +139,7 @@ func TestEngine_ApproverList(t *testing.T) {
 func TestEngine_RejectStopsTheRun(t *testing.T) {
 	h := newHarness(t, stalledWorld(), nil)
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
-	h.react(bob, h.stepRef("check"), "white_check_mark")
+	h.react(bob, h.stepRef("check"), bot.IntentApprove)
 	r := h.onlyRun()
 	h.cmd(carol, "reject "+r.ID+" \"worker is being rebuilt\"")
 	r = h.onlyRun()
@@ -152,12 +152,12 @@ func TestEngine_DriftRequiresNewApproval(t *testing.T) {
 	w := bottest.NewWorld(map[string]string{"w-0": "stalled", "w-1": "running"})
 	h := newHarness(t, w, nil)
 	h.cmd(alice, "run prune target=infra-prd") // all non-running workers
-	h.react(bob, h.stepRef("check"), "white_check_mark")
+	h.react(bob, h.stepRef("check"), bot.IntentApprove)
 	first := h.gateRef()
 	firstHash := h.onlyRun().Gate.PlanHash
 
 	w.Set("w-1", "stalled") // the target changed before execution
-	h.react(bob, first, "white_check_mark")
+	h.react(bob, first, bot.IntentApprove)
 
 	r := h.onlyRun()
 	require.Equal(t, bot.RunAwaitingApproval, r.State, h.chat.Transcript())
@@ -169,10 +169,10 @@ func TestEngine_DriftRequiresNewApproval(t *testing.T) {
 	assert.Equal(t, first.ID, old.Ref.ID)
 
 	// A vote on the old, void request does not count.
-	h.react(carol, first, "white_check_mark")
+	h.react(carol, first, bot.IntentApprove)
 	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State)
 
-	h.react(carol, h.gateRef(), "white_check_mark")
+	h.react(carol, h.gateRef(), bot.IntentApprove)
 	assert.Equal(t, bot.RunSucceeded, h.onlyRun().State)
 	assert.Equal(t, 1, w.CallCount("fake.prune"))
 	assert.Equal(t, "", w.State("w-1"))
@@ -193,7 +193,7 @@ func TestEngine_Expiry(t *testing.T) {
 		o.Approvals.Default = bot.Policy{Expires: bot.Duration(30 * time.Minute)}
 	})
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
-	h.react(bob, h.stepRef("check"), "white_check_mark")
+	h.react(bob, h.stepRef("check"), bot.IntentApprove)
 	h.clock.Advance(26 * time.Minute)
 	h.tick()
 	rem, ok := h.chat.Find("⏰ Approval")
@@ -204,7 +204,7 @@ func TestEngine_Expiry(t *testing.T) {
 	r := h.onlyRun()
 	assert.Equal(t, bot.RunFailed, r.State)
 	assert.Contains(t, r.Error, "approval expired")
-	h.react(bob, h.gateRef(), "white_check_mark")
+	h.react(bob, h.gateRef(), bot.IntentApprove)
 	assert.Equal(t, 0, h.world.CallCount("fake.prune"))
 }
 
@@ -250,7 +250,7 @@ func TestEngine_ApprovalStepBindsToTheWriteCall(t *testing.T) {
 	r := h.onlyRun()
 	require.Equal(t, bot.RunAwaitingApproval, r.State, h.chat.Transcript())
 	assert.Equal(t, "touch", r.Gate.StepID, "the approval step is combined with the gate of the action it protects")
-	h.react(bob, h.gateRef(), "white_check_mark")
+	h.react(bob, h.gateRef(), bot.IntentApprove)
 	assert.Equal(t, bot.RunSucceeded, h.onlyRun().State)
 	assert.Equal(t, 1, w.CallCount("fake.touch"))
 }
@@ -295,12 +295,12 @@ func TestEngine_DuplicateEventsIgnored(t *testing.T) {
 func TestEngine_ApprovalSurvivesRestart(t *testing.T) {
 	h := newHarness(t, stalledWorld(), func(o *bot.Options) { o.Approvals.Default = bot.Policy{Required: 2} })
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
-	h.react(bob, h.stepRef("check"), "white_check_mark")
-	h.react(bob, h.gateRef(), "white_check_mark")
+	h.react(bob, h.stepRef("check"), bot.IntentApprove)
+	h.react(bob, h.gateRef(), bot.IntentApprove)
 	h.restart()
 	r := h.onlyRun()
 	require.Len(t, r.Gate.Votes, 1)
-	h.react(carol, h.gateRef(), "white_check_mark")
+	h.react(carol, h.gateRef(), bot.IntentApprove)
 	assert.Equal(t, bot.RunSucceeded, h.onlyRun().State)
 	assert.Equal(t, 1, h.world.CallCount("fake.prune"))
 }
@@ -325,8 +325,8 @@ func TestEngine_ApplyErrorFailsTheStep(t *testing.T) {
 	w.FailApply = errors.New("infra-prd: prune worker \"w-0\": 500 boom")
 	h := newHarness(t, w, nil)
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
-	h.react(bob, h.stepRef("check"), "white_check_mark")
-	h.react(bob, h.gateRef(), "white_check_mark")
+	h.react(bob, h.stepRef("check"), bot.IntentApprove)
+	h.react(bob, h.gateRef(), bot.IntentApprove)
 	r := h.onlyRun()
 	assert.Equal(t, bot.RunFailed, r.State)
 	assert.Contains(t, r.Steps[2].Error, "500 boom")
@@ -353,7 +353,7 @@ func TestEngine_BreakGlass(t *testing.T) {
 		o.Approvals.Default = bot.Policy{Required: 2, BreakGlass: []string{"@alice"}}
 	})
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
-	h.react(bob, h.stepRef("check"), "white_check_mark")
+	h.react(bob, h.stepRef("check"), bot.IntentApprove)
 	r := h.onlyRun()
 	h.cmd(bob, "approve "+r.ID+" --break-glass no other approver awake")
 	assert.Contains(t, last(h.chat.Ephemerals(bob.ID)), "Only @alice may break glass")
@@ -382,12 +382,12 @@ func TestEngine_RequireGroups(t *testing.T) {
 	})
 	h.chat.Groups = map[string][]string{"dba": {"U3"}}
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
-	h.react(bob, h.stepRef("check"), "white_check_mark")
-	h.react(bob, h.gateRef(), "white_check_mark")
+	h.react(bob, h.stepRef("check"), bot.IntentApprove)
+	h.react(bob, h.gateRef(), bot.IntentApprove)
 	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State)
 	gate, _ := h.chat.Find("Still needed")
 	assert.Contains(t, gate.Msg.Text, "Still needed: one from @dba")
-	h.react(carol, h.gateRef(), "white_check_mark")
+	h.react(carol, h.gateRef(), bot.IntentApprove)
 	assert.Equal(t, bot.RunSucceeded, h.onlyRun().State)
 }
 

@@ -10,6 +10,10 @@ var (
 	ErrNotConfigured     = errors.New("not configured")
 	ErrLocked            = errors.New("store is locked by another process")
 	ErrExists            = errors.New("already exists")
+	// ErrCannotPost is wrapped by chat adapters when a post can never
+	// succeed as it is (the bot is not in the channel, the channel is
+	// gone): the outbox gives it up instead of retrying.
+	ErrCannotPost = errors.New("cannot post there")
 )
 
 // UserError is an error whose message is meant for the chat user as is

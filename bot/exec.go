@@ -200,9 +200,9 @@ func (e *Engine) announceEnd(ctx context.Context, r *Run) {
 	e.refreshRoot(ctx, r)
 	j, err := e.o.Store.Journal(ctx, r.ID)
 	if err == nil {
-		e.postThread(ctx, r, "summary", "", e.Summary(r, j))
+		e.postThread(ctx, r, RoleSummary, "", e.Summary(r, j))
 	}
-	e.postThread(ctx, r, "final", "", e.renderFinal(r, j))
+	e.postThread(ctx, r, RoleFinal, "", e.renderFinal(r, j))
 }
 
 // stepFail marks the current step failed and follows on_failure.

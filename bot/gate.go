@@ -361,9 +361,9 @@ func (e *Engine) checkGateTimers(ctx context.Context, r *Run, now time.Time) {
 		if err != nil {
 			return
 		}
-		e.postThread(ctx, r2, "reminder", g.StepID, Message{Broadcast: true,
-			Text: fmt.Sprintf("⏰ Approval for `%s` (%s) expires in %s — %s. React ✅ on the request or `/runbook approve %s`.",
-				r2.ID, g.Plan.Summary, humanDuration(g.ExpiresAt.Sub(now)), g.Policy.Describe(r2.Requester.Display()), r2.ID)})
+		e.postThread(ctx, r2, RoleReminder, g.StepID, Message{Broadcast: true,
+			Text: fmt.Sprintf("⏰ Approval for `%s` (%s) expires in %s — %s. %s",
+				r2.ID, g.Plan.Summary, humanDuration(g.ExpiresAt.Sub(now)), g.Policy.Describe(r2.Requester.Display()), e.reminderHint(r2.ID))})
 		e.updateGateMessage(ctx, r2, r2.Gate)
 	}
 }

@@ -187,8 +187,8 @@ func (h *harness) cmd(u bot.User, text string) {
 	h.idle()
 }
 
-func (h *harness) react(u bot.User, ref bot.MessageRef, emoji string) {
-	require.NoError(h.t, h.eng.Handle(h.ctx, bot.Event{Kind: bot.EventReaction, User: u, Message: ref, Emoji: emoji,
+func (h *harness) react(u bot.User, ref bot.MessageRef, intent bot.Intent) {
+	require.NoError(h.t, h.eng.Handle(h.ctx, bot.Event{Kind: bot.EventReaction, User: u, Message: ref, Intent: intent,
 		Conversation: bot.Conversation{Channel: ref.Channel, Thread: ref.Thread}}))
 	h.idle()
 }

@@ -10,15 +10,15 @@ import (
 	"github.com/groundcrew/groundcrew/bot"
 )
 
-func (h *harness) unreact(u bot.User, ref bot.MessageRef, emoji string) {
-	require.NoError(h.t, h.eng.Handle(h.ctx, bot.Event{Kind: bot.EventReaction, User: u, Message: ref, Emoji: emoji, Removed: true,
+func (h *harness) unreact(u bot.User, ref bot.MessageRef, intent bot.Intent) {
+	require.NoError(h.t, h.eng.Handle(h.ctx, bot.Event{Kind: bot.EventReaction, User: u, Message: ref, Intent: intent, Removed: true,
 		Conversation: bot.Conversation{Channel: ref.Channel, Thread: ref.Thread}}))
 	h.idle()
 }
 
-func (h *harness) press(u bot.User, ref bot.MessageRef, action string) {
+func (h *harness) press(u bot.User, ref bot.MessageRef, intent bot.Intent) {
 	r := h.onlyRun()
-	require.NoError(h.t, h.eng.Handle(h.ctx, bot.Event{Kind: bot.EventButton, User: u, Message: ref, Action: action, Value: r.ID + "|" + r.Gate.ID,
+	require.NoError(h.t, h.eng.Handle(h.ctx, bot.Event{Kind: bot.EventButton, User: u, Message: ref, Intent: intent, Value: r.ID + "|" + r.Gate.ID,
 		Conversation: bot.Conversation{Channel: ref.Channel, Thread: ref.Thread}}))
 	h.idle()
 }
@@ -26,7 +26,7 @@ func (h *harness) press(u bot.User, ref bot.MessageRef, action string) {
 // toGate starts prune as alice and answers its manual step as bob.
 func (h *harness) toGate() *bot.Run {
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
-	h.react(bob, h.stepRef("check"), "white_check_mark")
+	h.react(bob, h.stepRef("check"), bot.IntentApprove)
 	r := h.onlyRun()
 	require.Equal(h.t, bot.RunAwaitingApproval, r.State, h.chat.Transcript())
 	return r
@@ -43,7 +43,7 @@ func TestEngine_RequesterMayReject(t *testing.T) {
 			case "command":
 				h.cmd(alice, "reject "+r.ID+" wrong worker")
 			case "reaction":
-				h.react(alice, h.gateRef(), "x")
+				h.react(alice, h.gateRef(), bot.IntentReject)
 			case "button":
 				h.press(alice, h.gateRef(), "reject")
 			}
@@ -79,15 +79,15 @@ func TestEngine_RemovedReactionWithdrawsOnlyItsVote(t *testing.T) {
 	})
 	r := h.toGate()
 	h.cmd(bob, "approve "+r.ID)
-	h.unreact(bob, h.gateRef(), "white_check_mark")
+	h.unreact(bob, h.gateRef(), bot.IntentApprove)
 	g := h.onlyRun().Gate
 	require.Len(t, g.Votes, 1, "a removed reaction does not withdraw a vote cast by command")
 	assert.Equal(t, bot.ViaCommand, g.Votes[0].Via)
 	assert.Empty(t, g.Withdrawals)
 
-	h.react(carol, h.gateRef(), "white_check_mark")
+	h.react(carol, h.gateRef(), bot.IntentApprove)
 	require.Len(t, h.onlyRun().Gate.Votes, 2)
-	h.unreact(carol, h.gateRef(), "white_check_mark")
+	h.unreact(carol, h.gateRef(), bot.IntentApprove)
 	g = h.onlyRun().Gate
 	require.Len(t, g.Votes, 1, "a removed reaction withdraws the vote it cast")
 	require.Len(t, g.Withdrawals, 1)
@@ -127,14 +127,14 @@ func TestEngine_OnlyActivePeopleCount(t *testing.T) {
 			assert.Empty(t, runs, "never starts a run")
 
 			h.cmd(alice, "run prune target=infra-prd worker=w-0")
-			h.react(u, h.stepRef("check"), "white_check_mark")
+			h.react(u, h.stepRef("check"), bot.IntentApprove)
 			assert.Equal(t, bot.RunAwaitingManual, h.onlyRun().State, "never answers a manual step")
-			h.react(bob, h.stepRef("check"), "white_check_mark")
+			h.react(bob, h.stepRef("check"), bot.IntentApprove)
 
-			h.react(u, h.gateRef(), "white_check_mark")
+			h.react(u, h.gateRef(), bot.IntentApprove)
 			h.press(u, h.gateRef(), "approve")
 			h.cmd(u, "approve "+h.onlyRun().ID)
-			h.react(u, h.gateRef(), "x")
+			h.react(u, h.gateRef(), bot.IntentReject)
 			r := h.onlyRun()
 			assert.Equal(t, bot.RunAwaitingApproval, r.State)
 			assert.Empty(t, r.Gate.Votes, "never votes")
@@ -159,7 +159,7 @@ func TestEngine_NamesNeverStandForIDs(t *testing.T) {
 	assert.Empty(t, runs, "runners match ids, not the name a request carries")
 	r := h.toGate()
 	h.press(mallory, h.gateRef(), "approve")
-	h.react(mallory, h.gateRef(), "white_check_mark")
+	h.react(mallory, h.gateRef(), bot.IntentApprove)
 	assert.Empty(t, h.onlyRun().Gate.Votes, "approvers match ids, not names")
 	assert.Equal(t, 0, h.world.CallCount("fake.prune"))
 	h.cmd(bob, "approve "+r.ID)

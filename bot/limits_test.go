@@ -67,7 +67,7 @@ func TestEngine_SpoofingCharacters(t *testing.T) {
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
 	m, ok := h.chat.Find("ssh w-0")
 	require.True(t, ok)
-	h.react(bob, m.Ref, "white_check_mark")
+	h.react(bob, m.Ref, bot.IntentApprove)
 	r := h.onlyRun()
 	h.cmd(carol, "reject "+r.ID+" \"not now\u202e\u200b\"")
 	for _, p := range h.chat.Posts() {

@@ -16,19 +16,40 @@ func threadOf(r *Run) Conversation {
 	return c
 }
 
-// postThread posts a message in the run's thread; a failed post goes to the
-// durable outbox and is retried by Tick.
-func (e *Engine) postThread(ctx context.Context, r *Run, role, step string, m Message) MessageRef {
-	to := threadOf(r)
+// postThread posts a message in the run's thread (see postRun).
+func (e *Engine) postThread(ctx context.Context, r *Run, role MessageRole, step string, m Message) MessageRef {
+	return e.postRun(ctx, threadOf(r), r.ID, role, step, m)
+}
+
+// postRun posts a message of run runID. The reference of a message people
+// answer (root, step, gate) is stored before the post counts as finished:
+// a reaction or click that arrives meanwhile waits for it (messageTarget),
+// however quick it is. A failed post goes to the durable outbox.
+func (e *Engine) postRun(ctx context.Context, to Conversation, runID string, role MessageRole, step string, m Message) MessageRef {
+	m.RunID, m.Role, m.Step = runID, role, step
+	done := e.posting()
+	defer done()
 	ref, err := e.o.Chat.Post(ctx, to, m.Clean())
 	if err != nil {
-		e.toOutbox(ctx, OutboxItem{To: to, Message: m, RunID: r.ID, Step: step, Role: role}, err)
+		e.toOutbox(ctx, OutboxItem{To: to, Message: m, RunID: runID, Step: step, Role: role}, err)
 		return MessageRef{}
+	}
+	if role.indexed() {
+		e.saveRef(ctx, runID, role, step, ref)
 	}
 	return ref
 }
 
-// toOutbox stores a failed post or update for a later retry.
+// Outbox retry limits: a post is tried at most maxPostAttempts times, with
+// an exponential backoff capped at maxPostBackoff (about 40 minutes in
+// all); then it is given up, which is logged and shown in /runbook status.
+const (
+	maxPostAttempts = 10
+	maxPostBackoff  = 8 * time.Minute
+)
+
+// toOutbox stores a failed post or update for a later retry, or gives it
+// up once it has failed maxPostAttempts times or cannot succeed.
 func (e *Engine) toOutbox(ctx context.Context, it OutboxItem, cause error) {
 	now := e.o.Now()
 	if it.ID == "" {
@@ -43,9 +64,14 @@ func (e *Engine) toOutbox(ctx context.Context, it OutboxItem, cause error) {
 	}
 	it.Attempts++
 	it.LastErr = userMessage(cause)
-	backoff := time.Duration(1<<min(it.Attempts, 8)) * time.Second
+	backoff := min(time.Duration(1<<min(it.Attempts, 10))*time.Second, maxPostBackoff)
 	it.NextTry = now.Add(backoff)
-	e.log.Warn("chat post failed; queued for retry", "run", it.RunID, "attempts", it.Attempts, "err", cause)
+	if it.Attempts >= maxPostAttempts || errors.Is(cause, ErrCannotPost) {
+		it.GaveUp = true
+		e.log.Error("chat post failed; gave up", "run", it.RunID, "role", it.Role, "attempts", it.Attempts, "err", cause)
+	} else {
+		e.log.Warn("chat post failed; queued for retry", "run", it.RunID, "role", it.Role, "attempts", it.Attempts, "next_try", it.NextTry, "err", cause)
+	}
 	e.putOutbox(ctx, it)
 }
 
@@ -60,7 +86,7 @@ func (e *Engine) flushOutbox(ctx context.Context) {
 	}
 	now := e.o.Now()
 	for _, it := range items {
-		if it.NextTry.After(now) {
+		if it.GaveUp || it.NextTry.After(now) {
 			continue
 		}
 		if !it.Update.IsZero() {
@@ -71,39 +97,42 @@ func (e *Engine) flushOutbox(ctx context.Context) {
 			e.deleteOutbox(ctx, it.ID, it.RunID)
 			continue
 		}
+		done := e.posting()
 		ref, err := e.o.Chat.Post(ctx, it.To, it.Message.Clean())
 		if err != nil {
+			done()
 			e.toOutbox(ctx, it, err)
 			continue
 		}
 		e.deleteOutbox(ctx, it.ID, it.RunID)
-		if it.RunID != "" {
+		if it.RunID != "" && it.Role.indexed() {
 			e.saveRef(ctx, it.RunID, it.Role, it.Step, ref)
 		}
+		done()
 	}
 }
 
 // saveRef remembers where a run's message was posted. Without it every
 // reaction on the message would be ignored, so a failed write is retried
 // and then reported in the thread with the typed command to use instead.
-func (e *Engine) saveRef(ctx context.Context, runID, role, step string, ref MessageRef) {
+func (e *Engine) saveRef(ctx context.Context, runID string, role MessageRole, step string, ref MessageRef) {
 	if ref.IsZero() {
 		return
 	}
-	what := "the reference of the " + role + " message"
+	what := "the reference of the " + string(role) + " message"
 	if step != "" {
 		what += " of step " + step
 	}
 	what += " (reactions and buttons on it are not seen; type the `/runbook` command instead)"
 	_, _ = e.updateDurably(ctx, runID, what, func(r *Run, b *Batch) error {
 		switch role {
-		case "root":
+		case RoleRoot:
 			r.Root = ref
-		case "step":
+		case RoleStep:
 			if st := r.step(step); st != nil {
 				st.Message = ref
 			}
-		case "gate":
+		case RoleGate:
 			if r.Gate != nil && r.Gate.StepID == step && r.Gate.Message.IsZero() {
 				r.Gate.Message = ref
 			}
@@ -114,12 +143,17 @@ func (e *Engine) saveRef(ctx context.Context, runID, role, step string, ref Mess
 }
 
 // updateOrPost updates ref in place, or posts when there is no ref yet.
-func (e *Engine) updateOrPost(ctx context.Context, r *Run, ref MessageRef, role, step string, m Message) {
+func (e *Engine) updateOrPost(ctx context.Context, r *Run, ref MessageRef, role MessageRole, step string, m Message) {
 	if ref.IsZero() {
-		defer e.posting()()
-		e.saveRef(ctx, r.ID, role, step, e.postThread(ctx, r, role, step, m))
+		e.postThread(ctx, r, role, step, m)
 		return
 	}
+	e.update1(ctx, r, ref, role, step, m)
+}
+
+// update1 updates one posted message of r; a failed update is retried.
+func (e *Engine) update1(ctx context.Context, r *Run, ref MessageRef, role MessageRole, step string, m Message) {
+	m.RunID, m.Role, m.Step = r.ID, role, step
 	if err := e.o.Chat.Update(ctx, ref, m.Clean()); err != nil {
 		e.toOutbox(ctx, OutboxItem{Update: ref, Message: m, RunID: r.ID, Step: step, Role: role}, err)
 	}
@@ -131,9 +165,9 @@ func (e *Engine) postStep(ctx context.Context, r *Run, stepID string) {
 	if st == nil || st.Branch && st.Message.IsZero() {
 		return
 	}
-	e.updateOrPost(ctx, r, st.Message, "step", stepID, e.renderStep(r, st))
+	e.updateOrPost(ctx, r, st.Message, RoleStep, stepID, e.renderStep(r, st))
 	if st.Detail != "" && st.Status.Done() {
-		e.postThread(ctx, r, "detail", stepID, Message{Text: st.Detail})
+		e.postThread(ctx, r, RoleDetail, stepID, Message{Text: st.Detail})
 	}
 }
 
@@ -145,12 +179,9 @@ func (e *Engine) postGate(ctx context.Context, r *Run) {
 	}
 	m := e.renderGate(r, g)
 	m.Broadcast = true
-	done := e.posting()
-	ref := e.postThread(ctx, r, "gate", g.StepID, m)
-	e.saveRef(ctx, r.ID, "gate", g.StepID, ref)
-	done()
+	e.postThread(ctx, r, RoleGate, g.StepID, m)
 	if g.Plan != nil && len(g.Plan.Items) > planInline {
-		e.postThread(ctx, r, "detail", g.StepID, Message{Text: fmt.Sprintf("Full plan of `%s` (%d items, plan hash `%s`):", g.ID, len(g.Plan.Items), short(g.PlanHash)), Detail: renderPlanItems(g.Plan, 100000)})
+		e.postThread(ctx, r, RoleDetail, g.StepID, Message{Text: fmt.Sprintf("Full plan of `%s` (%d items, plan hash `%s`):", g.ID, len(g.Plan.Items), short(g.PlanHash)), Detail: renderPlanItems(g.Plan, 100000)})
 	}
 }
 
@@ -159,9 +190,7 @@ func (e *Engine) updateGateMessage(ctx context.Context, r *Run, g *Gate) {
 	if g == nil || g.Message.IsZero() {
 		return
 	}
-	if err := e.o.Chat.Update(ctx, g.Message, e.renderGate(r, g).Clean()); err != nil {
-		e.toOutbox(ctx, OutboxItem{Update: g.Message, Message: e.renderGate(r, g), RunID: r.ID}, err)
-	}
+	e.update1(ctx, r, g.Message, RoleGate, g.StepID, e.renderGate(r, g))
 }
 
 // refreshRoot updates the run's root message with its current status.
@@ -169,10 +198,7 @@ func (e *Engine) refreshRoot(ctx context.Context, r *Run) {
 	if r.Root.IsZero() {
 		return
 	}
-	m := e.renderRoot(r)
-	if err := e.o.Chat.Update(ctx, r.Root, m.Clean()); err != nil {
-		e.toOutbox(ctx, OutboxItem{Update: r.Root, Message: m, RunID: r.ID}, err)
-	}
+	e.update1(ctx, r, r.Root, RoleRoot, "", e.renderRoot(r))
 }
 
 // reply answers a user: ephemerally where the platform allows.
@@ -182,36 +208,47 @@ func (e *Engine) reply(ctx context.Context, to Conversation, user User, text str
 	}
 }
 
-// posting marks a post whose reference is not stored yet; the returned
-// function ends it. A reaction can arrive between the two (people are
-// quick, chat servers quicker): reactionTarget waits for these.
+// posting marks a post in flight until the returned function is called,
+// which the poster does only after it stored the message's reference.
 func (e *Engine) posting() func() {
 	e.mu.Lock()
-	e.inFlight++
+	e.postSeq++
+	id, ch := e.postSeq, make(chan struct{})
+	e.posts[id] = ch
 	e.mu.Unlock()
 	return func() {
 		e.mu.Lock()
-		e.inFlight--
-		e.idle.Broadcast()
+		delete(e.posts, id)
 		e.mu.Unlock()
+		close(ch)
 	}
 }
 
-// reactionTarget finds the run a reacted message belongs to, waiting a
-// little while posts are in flight, so an early reaction is not lost.
-func (e *Engine) reactionTarget(ctx context.Context, ref MessageRef) (MessageIndex, error) {
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		idx, err := e.o.Store.RunByMessage(ctx, ref)
-		if !errors.Is(err, ErrNotFound) {
-			return idx, err
-		}
-		e.mu.Lock()
-		pending := e.inFlight
-		e.mu.Unlock()
-		if pending == 0 || time.Now().After(deadline) || ctx.Err() != nil {
-			return idx, err
-		}
-		time.Sleep(20 * time.Millisecond)
+// messageTarget finds the run a message belongs to. A reaction or a click
+// can only be on a message whose post has returned to its poster; if the
+// message is not known, it waits for the posts in flight when it was
+// called (their references are stored before they finish), then looks
+// again. It never waits for later posts.
+func (e *Engine) messageTarget(ctx context.Context, ref MessageRef) (MessageIndex, error) {
+	idx, err := e.o.Store.RunByMessage(ctx, ref)
+	if !errors.Is(err, ErrNotFound) {
+		return idx, err
 	}
+	e.mu.Lock()
+	pending := make([]chan struct{}, 0, len(e.posts))
+	for _, ch := range e.posts {
+		pending = append(pending, ch)
+	}
+	e.mu.Unlock()
+	if len(pending) == 0 {
+		return idx, err
+	}
+	for _, ch := range pending {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return idx, ctx.Err()
+		}
+	}
+	return e.o.Store.RunByMessage(ctx, ref)
 }

@@ -120,12 +120,12 @@ func (e *Engine) renderStep(r *Run, st *StepState) Message {
 	switch st.Status {
 	case StepManual:
 		b.WriteString("\n" + strings.TrimSpace(st.Text) + "\n")
-		fmt.Fprintf(&b, "React ✅ when done, ⏭ to skip, ❌ if it failed — or `/runbook done %s`.", r.ID)
+		b.WriteString(e.manualHint(r.ID))
 		if !st.Deadline.IsZero() {
 			fmt.Fprintf(&b, " Times out in %s.", humanDuration(st.Deadline.Sub(e.o.Now())))
 		}
 		v := r.ID + "|" + st.ID
-		btns = []Button{{Action: "done", Label: "Done", Value: v, Style: "primary"}, {Action: "skip", Label: "Skip", Value: v}, {Action: "fail", Label: "Failed", Value: v, Style: "danger"}}
+		btns = []Button{{Action: IntentDone, Label: "Done", Value: v, Style: "primary"}, {Action: IntentSkip, Label: "Skip", Value: v}, {Action: IntentFail, Label: "Failed", Value: v, Style: "danger"}}
 	case StepWaiting:
 		spec := r.Spec.Steps[idx]
 		fmt.Fprintf(&b, " — up to %s, checking every %s", humanDuration(time.Duration(spec.Timeout)), humanDuration(nonZero(spec.Interval, 30*time.Second)))
@@ -226,9 +226,9 @@ func (e *Engine) renderGate(r *Run, g *Gate) Message {
 		if m := Missing(g); m != "" && len(g.Votes) > 0 {
 			fmt.Fprintf(&b, "\nStill needed: %s", m)
 		}
-		fmt.Fprintf(&b, "\nReact ✅ to approve or ❌ to reject — or `/runbook approve %s` / `/runbook reject %s <reason>`", r.ID, r.ID)
+		b.WriteString("\n" + e.gateHint(r.ID))
 		v := r.ID + "|" + g.ID
-		btns = []Button{{Action: "approve", Label: "Approve", Value: v, Style: "primary"}, {Action: "reject", Label: "Reject", Value: v, Style: "danger"}}
+		btns = []Button{{Action: IntentApprove, Label: "Approve", Value: v, Style: "primary"}, {Action: IntentReject, Label: "Reject", Value: v, Style: "danger"}}
 	}
 	for _, rf := range g.Refusals {
 		fmt.Fprintf(&b, "\n• %s — not counted: %s", rf.User.Display(), rf.Reason)

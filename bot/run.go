@@ -296,10 +296,10 @@ type Batch struct {
 // MessageIndex maps a posted message to the run (and step) it belongs to, so
 // reactions and button presses find their run.
 type MessageIndex struct {
-	Ref   MessageRef `json:"ref"`
-	RunID string     `json:"run_id"`
-	Step  string     `json:"step,omitempty"`
-	Role  string     `json:"role"` // "root", "step", "gate"
+	Ref   MessageRef  `json:"ref"`
+	RunID string      `json:"run_id"`
+	Step  string      `json:"step,omitempty"`
+	Role  MessageRole `json:"role"`
 }
 
 // Note appends a journal entry to the batch.

@@ -45,12 +45,15 @@ type OutboxItem struct {
 	Update   MessageRef   `json:"update,omitzero"` // set for an update rather than a post
 	RunID    string       `json:"run_id,omitempty"`
 	Step     string       `json:"step,omitempty"`
-	Role     string       `json:"role,omitempty"`
+	Role     MessageRole  `json:"role,omitempty"`
 	Attempts int          `json:"attempts"`
 	NextTry  time.Time    `json:"next_try"`
 	LastErr  string       `json:"last_error,omitempty"`
 	// Queued is when the first attempt failed (the age of the backlog).
 	Queued time.Time `json:"queued,omitzero"`
+	// GaveUp is set once the post failed too often (or cannot succeed):
+	// it is kept to be shown in /runbook status, never retried.
+	GaveUp bool `json:"gave_up,omitempty"`
 }
 
 // Outbox keeps failed chat posts durably until they go through.

@@ -228,7 +228,7 @@ func (e *Engine) breakGlass(ctx context.Context, runID string, conv Conversation
 	}
 	e.log.Warn("break-glass approval", "run", runID, "user", user.ID, "reason", reason)
 	e.updateGateMessage(ctx, r, r.Gate)
-	e.postThread(ctx, r, "breakglass", g.StepID, Message{Broadcast: true,
+	e.postThread(ctx, r, RoleBreakGlass, g.StepID, Message{Broadcast: true,
 		Text: fmt.Sprintf("🚨 *Break-glass*: %s overrode the approval of `%s` (%s): %s", user.Display(), r.ID, g.Plan.Summary, reason)})
 	e.refreshRoot(ctx, r)
 	e.kick(runID)

@@ -9,9 +9,6 @@ import (
 	"github.com/groundcrew/groundcrew/bot"
 )
 
-// ackEmoji are the reactions that acknowledge an incident (👀).
-var ackEmoji = map[string]bool{"eyes": true, "👀": true}
-
 // Handler gives chat events about incidents to the Manager — the
 // `/runbook incidents` command, 👀 on an incident message, the incident
 // buttons — and every other event to Next (the engine). It is wired at the
@@ -31,14 +28,14 @@ func (h *Handler) Handle(ctx context.Context, ev bot.Event) error {
 			return h.command(ctx, ev, w[1:])
 		}
 	case bot.EventReaction:
-		if ackEmoji[strings.Trim(ev.Emoji, ":")] && !ev.Removed {
+		if ev.Intent == bot.IntentAcknowledge && !ev.Removed { // 👀, as the chat adapters map it
 			if in, ok := h.incidentOf(ctx, ev.Message); ok {
 				_, _, err := h.M.Acknowledge(ctx, in.ID, ev.User, "reaction")
 				return err
 			}
 		}
 	case bot.EventButton:
-		if strings.HasPrefix(ev.Action, "incident_") {
+		if strings.HasPrefix(string(ev.Intent), "incident_") {
 			return h.button(ctx, ev)
 		}
 	}
@@ -134,7 +131,7 @@ func (h *Handler) button(ctx context.Context, ev bot.Event) error {
 	if !ok {
 		return nil
 	}
-	switch ev.Action {
+	switch ev.Intent {
 	case ActionAck:
 		return h.ack(ctx, ev, in, "button")
 	case ActionRun:

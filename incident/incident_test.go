@@ -80,11 +80,11 @@ func TestSignalOpensOneIncidentAndResolves(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "#ci-ops", root.To.Channel)
 	assert.Contains(t, root.Msg.Text, "`/runbook run worker-disk-full target=infra-prd worker=0`")
-	var actions []string
+	var actions []bot.Intent
 	for _, b := range root.Msg.Buttons {
 		actions = append(actions, b.Action)
 	}
-	assert.Equal(t, []string{incident.ActionAck, incident.ActionRun}, actions)
+	assert.Equal(t, []bot.Intent{incident.ActionAck, incident.ActionRun}, actions)
 	assert.Empty(t, f.start.events, "nothing starts by itself")
 
 	// Re-notifications (Alertmanager's repeat_interval) update, never duplicate.
@@ -210,10 +210,10 @@ func TestAcknowledgeByReactionButtonAndCommand(t *testing.T) {
 	bob := bot.User{ID: "U2", Name: "bob"}
 
 	// Other reactions go to the engine.
-	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventReaction, User: bob, Emoji: "white_check_mark", Message: rootEvent(in)}))
+	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventReaction, User: bob, Intent: bot.IntentApprove, Message: rootEvent(in)}))
 	assert.Len(t, f.next.events, 1)
 
-	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventReaction, User: bob, Emoji: "eyes", Message: rootEvent(in)}))
+	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventReaction, User: bob, Intent: bot.IntentAcknowledge, Message: rootEvent(in)}))
 	got, err := f.db.GetIncident(ctx, in.ID)
 	require.NoError(t, err)
 	assert.Equal(t, incident.StateAcknowledged, got.State)
@@ -241,7 +241,7 @@ func TestRunButtonStartsTheSuggestedRunInTheThread(t *testing.T) {
 	in, err := f.m.Signal(ctx, diskSignal(true, "a"))
 	require.NoError(t, err)
 	bob := bot.User{ID: "U2", Name: "bob"}
-	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventButton, ID: "slack:action:1", User: bob, Action: incident.ActionRun, Value: in.ID, Message: in.Root}))
+	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventButton, ID: "slack:action:1", User: bob, Intent: incident.ActionRun, Value: in.ID, Message: in.Root}))
 	require.Len(t, f.start.events, 1)
 	ev := f.start.events[0]
 	assert.Equal(t, bot.EventCommand, ev.Kind)
@@ -290,7 +290,7 @@ func TestSilenceButton(t *testing.T) {
 	require.NoError(t, err)
 	root, _ := f.chat.Find("incident `" + in.ID + "`")
 	assert.Equal(t, incident.ActionSilence, root.Msg.Buttons[len(root.Msg.Buttons)-1].Action)
-	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventButton, User: bot.User{ID: "U2", Name: "bob"}, Action: incident.ActionSilence, Value: in.ID}))
+	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventButton, User: bot.User{ID: "U2", Name: "bob"}, Intent: incident.ActionSilence, Value: in.ID}))
 	assert.Equal(t, s.Silence, sil.got)
 	_, ok := f.chat.Find("🔕 @bob silenced these alerts for 1 h")
 	assert.True(t, ok)

@@ -10,9 +10,9 @@ import (
 
 // Button actions of incident messages.
 const (
-	ActionAck     = "incident_ack"
-	ActionRun     = "incident_run"
-	ActionSilence = "incident_silence"
+	ActionAck     bot.Intent = "incident_ack"
+	ActionRun     bot.Intent = "incident_run"
+	ActionSilence bot.Intent = "incident_silence"
 )
 
 // SilenceFor is how long the silence button silences.

@@ -93,8 +93,8 @@ type Input struct {
 	// Command is any /runbook command text; {run} is replaced by the id of
 	// the latest run ("approve {run} looks good").
 	Command string `yaml:"command"`
-	// React adds a reaction (✅, ❌, ⏭ or a short name such as
-	// white_check_mark) to Step's message: the open approval request of
+	// React adds a reaction (✅, ❌, ⏭ or one of the short names the chat
+	// adapters know, adapters/chatutil) to Step's message: the open approval request of
 	// that step if there is one, else the step's own message. Without Step,
 	// the message of whatever the run waits for.
 	React string `yaml:"react"`

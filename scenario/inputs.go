@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/groundcrew/groundcrew/adapters/chatutil"
 	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
 	"github.com/groundcrew/groundcrew/bot"
 )
@@ -24,19 +25,19 @@ func (e *env) apply(in *Input) []string {
 	case "command":
 		err = e.command(in.As, in.Command)
 	case "react":
-		err = e.react(in.As, in.Step, strings.Trim(in.React, ":"), false)
+		err = e.react(in.As, in.Step, chatutil.IntentOf(in.React), false)
 	case "approve":
-		emoji := "white_check_mark"
+		intent := bot.IntentApprove
 		if !*in.Approve {
-			emoji = "x"
+			intent = bot.IntentReject
 		}
-		err = e.react(in.As, "", emoji, true)
+		err = e.react(in.As, "", intent, true)
 	case "done":
-		err = e.react(in.As, in.Done, "white_check_mark", false)
+		err = e.react(in.As, in.Done, bot.IntentDone, false)
 	case "skip":
-		err = e.react(in.As, in.Skip, "track_next", false)
+		err = e.react(in.As, in.Skip, bot.IntentSkip, false)
 	case "fail":
-		err = e.react(in.As, in.Fail, "x", false)
+		err = e.react(in.As, in.Fail, bot.IntentFail, false)
 	case "advance":
 		err = e.advance(in.Advance.D())
 	case "world":
@@ -125,7 +126,7 @@ func where(r *bot.Run) string {
 
 // react adds a reaction to the message of step (or of whatever the run
 // waits for). gate requires an open approval request.
-func (e *env) react(as, step, emoji string, gate bool) error {
+func (e *env) react(as, step string, intent bot.Intent, gate bool) error {
 	r, err := e.current()
 	if err != nil {
 		return err
@@ -167,7 +168,7 @@ func (e *env) react(as, step, emoji string, gate bool) error {
 	if ref.IsZero() {
 		return fmt.Errorf("the message to react to was never posted; %s", where(r))
 	}
-	return e.handle(bot.Event{Kind: bot.EventReaction, User: user(as), Message: ref, Emoji: emoji,
+	return e.handle(bot.Event{Kind: bot.EventReaction, User: user(as), Message: ref, Intent: intent,
 		Conversation: bot.Conversation{Platform: channel.Platform, Channel: ref.Channel, Thread: ref.Thread}})
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/groundcrew/groundcrew/adapters/chatutil"
 	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/adapters/postgres/pgsim"
 	"github.com/groundcrew/groundcrew/bot"
@@ -52,13 +53,6 @@ var knownStates = []string{"none", "running", "awaiting_approval", "awaiting_man
 
 // Step statuses an expectation may name.
 var knownStatuses = []string{"pending", "running", "executing", "awaiting_approval", "awaiting_manual", "waiting", "succeeded", "failed", "skipped", "cancelled"}
-
-// reactions maps what a scenario may write to the short name chat sends.
-var reactions = map[string]string{
-	"✅": "white_check_mark", "white_check_mark": "white_check_mark", "+1": "+1", "heavy_check_mark": "heavy_check_mark",
-	"❌": "x", "x": "x", "-1": "-1",
-	"⏭": "track_next", "⏭️": "track_next", "track_next": "track_next",
-}
 
 // Parse decodes one scenario file. file names it in errors; fsys (may be
 // nil) resolves world_file paths relative to the file. Every problem found
@@ -315,8 +309,8 @@ func (p *parser) input(in *Input) {
 		p.errf(in.Line, "%s: `step` applies to react only (done/skip/fail name the step themselves)", kind)
 	}
 	if kind == "react" {
-		if _, ok := reactions[strings.Trim(in.React, ":")]; !ok {
-			p.errf(in.Line, "react %q: use ✅, ❌ or ⏭ (or white_check_mark, x, track_next)", in.React)
+		if i := chatutil.IntentOf(in.React); i != bot.IntentApprove && i != bot.IntentReject && i != bot.IntentSkip {
+			p.errf(in.Line, "react %q: use %s", in.React, reactionChoices())
 		}
 	}
 	if in.Expect != nil {
@@ -478,4 +472,15 @@ func LoadFS(fsys fs.FS) ([]*Scenario, error) {
 		return out[i].Line < out[j].Line
 	})
 	return out, errors.Join(errs...)
+}
+
+// reactionChoices lists the reactions a scenario may write: those of the
+// chat adapters (chatutil), by symbol and short name.
+func reactionChoices() string {
+	var sym, names []string
+	for _, i := range []bot.Intent{bot.IntentApprove, bot.IntentReject, bot.IntentSkip} {
+		sym = append(sym, chatutil.Symbol(i))
+		names = append(names, chatutil.Name(i))
+	}
+	return strings.Join(sym, ", ") + " (or " + strings.Join(names, ", ") + ")"
 }

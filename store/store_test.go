@@ -74,7 +74,7 @@ func TestRuns_UpdateIsAtomicWithBatch(t *testing.T) {
 	require.NoError(t, err)
 	idx, err := db.RunByMessage(ctx, ref)
 	require.NoError(t, err)
-	assert.Equal(t, "gate", idx.Role)
+	assert.Equal(t, bot.RoleGate, idx.Role)
 	j, _ = db.Journal(ctx, "r-1")
 	require.Len(t, j, 2)
 	assert.Equal(t, uint64(2), j[1].Seq)

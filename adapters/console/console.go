@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/groundcrew/groundcrew/adapters/chatutil"
 	"github.com/groundcrew/groundcrew/bot"
 )
 
@@ -92,6 +93,7 @@ var (
 	_ bot.Chat          = (*Adapter)(nil)
 	_ bot.GroupResolver = (*Adapter)(nil)
 	_ bot.ThreadReader  = (*Adapter)(nil)
+	_ bot.ReactionHints = (*Adapter)(nil)
 )
 
 // New returns a console adapter reading commands from in and printing to out.
@@ -136,8 +138,6 @@ func (a *Adapter) render(text string) string {
 	return boldRe.ReplaceAllStringFunc(text, func(m string) string { return a.bold(m[1 : len(m)-1]) })
 }
 
-var runIDRe = regexp.MustCompile("run `(r-[0-9a-z]+)`")
-
 // printMessage prints a message with its number, indenting thread replies.
 func (a *Adapter) printMessage(m *message, edited bool) {
 	indent, arrow := "", ""
@@ -175,10 +175,8 @@ func (a *Adapter) Post(_ context.Context, to bot.Conversation, m bot.Message) (b
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	msg := &message{n: len(a.msgs) + 1, thread: to.Thread, text: m.Text, author: "groundcrew", at: a.opts.Now(), buttons: m.Buttons, bot: true}
-	if msg.thread == "" && strings.Contains(m.Text, "started by") {
-		if id := runIDRe.FindStringSubmatch(m.Text); id != nil {
-			a.lastRun = id[1]
-		}
+	if m.Role == bot.RoleRoot && m.RunID != "" {
+		a.lastRun = m.RunID
 	}
 	a.msgs = append(a.msgs, msg)
 	a.printMessage(msg, false)
@@ -237,6 +235,9 @@ func (a *Adapter) Ephemeral(_ context.Context, _ bot.Conversation, u bot.User, m
 	}
 	return nil
 }
+
+// Symbol implements bot.ReactionHints: the reactions of chatutil.Reactions.
+func (a *Adapter) Symbol(i bot.Intent) string { return chatutil.Symbol(i) }
 
 // GroupMembers implements bot.GroupResolver from the configured groups.
 func (a *Adapter) GroupMembers(_ context.Context, group string) ([]string, error) {
@@ -335,9 +336,6 @@ func readLine(rd *bufio.Reader, max int) (line string, long bool, err error) {
 }
 
 var reactRe = regexp.MustCompile(`^(\+|-)?:([a-z0-9_+\-]+):\s+#?(\S+)$`)
-
-// emojiNames maps the emoji people type in a terminal to short names.
-var emojiNames = map[string]string{"✅": "white_check_mark", "❌": "x", "⏭": "track_next", "👍": "+1", "👎": "-1"}
 
 func (a *Adapter) handleLine(ctx context.Context, h bot.Handler, line string) {
 	line = strings.TrimSpace(line)
@@ -457,7 +455,7 @@ func (a *Adapter) handle(ctx context.Context, h bot.Handler, ev bot.Event) {
 func (a *Adapter) resolve(ref string) (*message, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	want := map[string]string{"gate": "approve", "manual": "done"}[ref]
+	want := map[string]bot.Intent{"gate": bot.IntentApprove, "manual": bot.IntentDone}[ref]
 	if want != "" {
 		for i := len(a.msgs) - 1; i >= 0; i-- {
 			for _, b := range a.msgs[i].buttons {
@@ -482,15 +480,16 @@ func (a *Adapter) react(ctx context.Context, h bot.Handler, u bot.User, ref, emo
 		return
 	}
 	emoji = strings.Trim(emoji, ":")
-	if n, ok := emojiNames[emoji]; ok {
-		emoji = n
+	intent := chatutil.IntentOf(emoji)
+	if name := chatutil.Name(intent); name != "" {
+		emoji = name
 	}
 	verb := "reacted"
 	if removed {
 		verb = "removed"
 	}
 	a.say("@%s %s :%s: on #%d", u.Name, verb, emoji, m.n)
-	a.handle(ctx, h, bot.Event{Kind: bot.EventReaction, User: u, Emoji: emoji, Removed: removed,
+	a.handle(ctx, h, bot.Event{Kind: bot.EventReaction, User: u, Intent: intent, Removed: removed,
 		Conversation: bot.Conversation{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread},
 		Message:      bot.MessageRef{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread, ID: a.id(m)}, Time: a.opts.Now()})
 }
@@ -503,7 +502,7 @@ func (a *Adapter) press(ctx context.Context, h bot.Handler, u bot.User, ref, act
 	}
 	var btn *bot.Button
 	for i := range m.buttons {
-		if strings.EqualFold(m.buttons[i].Action, action) || strings.EqualFold(m.buttons[i].Label, action) {
+		if strings.EqualFold(string(m.buttons[i].Action), action) || strings.EqualFold(m.buttons[i].Label, action) {
 			btn = &m.buttons[i]
 		}
 	}
@@ -512,7 +511,7 @@ func (a *Adapter) press(ctx context.Context, h bot.Handler, u bot.User, ref, act
 		return
 	}
 	a.say("@%s pressed [%s] on #%d", u.Name, btn.Label, m.n)
-	a.handle(ctx, h, bot.Event{Kind: bot.EventButton, User: u, Action: btn.Action, Value: btn.Value,
+	a.handle(ctx, h, bot.Event{Kind: bot.EventButton, User: u, Intent: btn.Action, Value: btn.Value,
 		Conversation: bot.Conversation{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread},
 		Message:      bot.MessageRef{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread, ID: a.id(m)}, Time: a.opts.Now()})
 }

@@ -8,10 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/mattermost/mattermost/server/public/model"
 
+	"github.com/groundcrew/groundcrew/adapters/chatutil"
 	"github.com/groundcrew/groundcrew/bot"
 )
 
@@ -82,7 +82,7 @@ func (a *Adapter) serveAction(w http.ResponseWriter, r *http.Request) {
 	action, value, thread, err := a.verifyContext(req.PostId, req.Context)
 	if err != nil {
 		a.log.Warn("refused a button callback", "post", req.PostId, "user", req.UserId, "remote", r.RemoteAddr, "err", err)
-		writeActionResponse(w, "⚠️ This button could not be verified (groundcrew's key may have changed). React ✅ / ❌ on the message instead.")
+		writeActionResponse(w, "⚠️ This button could not be verified (groundcrew's key may have changed). React "+chatutil.Symbol(bot.IntentApprove)+" / "+chatutil.Symbol(bot.IntentReject)+" on the message instead.")
 		return
 	}
 	if req.UserId == "" || req.UserId == a.BotUserID() {
@@ -106,12 +106,11 @@ func (a *Adapter) serveAction(w http.ResponseWriter, r *http.Request) {
 		User:         bot.User{ID: req.UserId, Name: req.UserName},
 		Conversation: bot.Conversation{Platform: Platform, Channel: req.ChannelId, Thread: thread},
 		Message:      ref,
-		Action:       action,
+		Intent:       bot.Intent(action),
 		Value:        value,
 		Time:         a.now(),
 	}
 	texts, done, err := a.interact(req.UserId, req.ChannelId, func() error {
-		a.held.wait(req.PostId, 10*time.Second) // a click right after the buttons appeared
 		return a.deliver(e)
 	})
 	switch {

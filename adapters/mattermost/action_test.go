@@ -81,7 +81,7 @@ func TestAction_Verification(t *testing.T) {
 			assert.Nil(t, resp.Update, "the engine updates the post itself")
 			e := rec.next(t)
 			assert.Equal(t, bot.EventButton, e.Kind)
-			assert.Equal(t, "approve", e.Action)
+			assert.Equal(t, bot.IntentApprove, e.Intent)
 			assert.Equal(t, "r-7f3a/5", e.Value)
 			assert.Equal(t, bot.User{ID: carolID, Name: "carol"}, e.User, "the user comes from the callback's user_id")
 			assert.Equal(t, bot.MessageRef{Platform: Platform, Channel: channelID, ID: post, Thread: "rootpost000000000000000000"}, e.Message)

@@ -29,6 +29,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/mattermost/mattermost/server/public/model"
 
+	"github.com/groundcrew/groundcrew/adapters/chatutil"
 	"github.com/groundcrew/groundcrew/bot"
 )
 
@@ -62,8 +63,6 @@ type Adapter struct {
 	ackGrace time.Duration
 
 	queue        channelQueue
-	held         holds
-	settle       time.Duration // how long events stay held after Post returned
 	watches      *watchSet
 	interactions interactions
 	reconcileCh  chan struct{}
@@ -115,7 +114,6 @@ func New(cfg Config, opts Options) (*Adapter, error) {
 		dialer:      &websocket.Dialer{HandshakeTimeout: 15 * time.Second, Proxy: http.ProxyFromEnvironment},
 		ackWait:     2 * time.Second,
 		ackGrace:    150 * time.Millisecond,
-		settle:      300 * time.Millisecond,
 		watches:     newWatchSet(opts.ReactionWindow, 5000),
 		reconcileCh: make(chan struct{}, 1),
 		groupTTL:    opts.GroupTTL,
@@ -333,3 +331,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
+
+// Symbol implements bot.ReactionHints: the reactions of chatutil.Reactions
+// (every advertised name exists on Mattermost 11.1).
+func (a *Adapter) Symbol(i bot.Intent) string { return chatutil.Symbol(i) }

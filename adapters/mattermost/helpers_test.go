@@ -84,7 +84,6 @@ func newTestAdapter(t *testing.T, f *fakeMM, mod func(*Config)) *Adapter {
 	a.backoff = backoffPolicy{min: 10 * time.Millisecond, max: 50 * time.Millisecond, stable: time.Hour}
 	a.ackWait = 2 * time.Second
 	a.ackGrace = 10 * time.Millisecond
-	a.settle = 5 * time.Millisecond
 	return a
 }
 

@@ -36,8 +36,6 @@ func (a *Adapter) Post(ctx context.Context, to bot.Conversation, m bot.Message) 
 	}
 	ref := bot.MessageRef{Platform: Platform, Channel: channel, ID: created.Id, Thread: created.RootId}
 	a.watches.add(ref, a.now(), true)
-	a.held.begin(created.Id)
-	defer a.held.release(created.Id, a.settle, func(e bot.Event) { _ = a.deliver(e) })
 
 	if len(m.Buttons) > 0 && a.buttonsEnabled() {
 		if err := a.patch(ctx, ref, r, m.Buttons); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mattermost/mattermost/server/public/model"
 
+	"github.com/groundcrew/groundcrew/adapters/chatutil"
 	"github.com/groundcrew/groundcrew/bot"
 )
 
@@ -240,12 +241,11 @@ func (a *Adapter) onLiveReaction(ctx context.Context, r *model.Reaction, channel
 	a.deliverOn(ref.ID, a.reactionEvent(ctx, ref, r.UserId, r.EmojiName, removed, at))
 }
 
-// deliverOn delivers an event about post, or queues it while the post's
-// Post call is still in flight (see holds).
-func (a *Adapter) deliverOn(post string, e bot.Event) {
-	if !a.held.enqueue(post, e) {
-		_ = a.deliver(e)
-	}
+// deliverOn delivers an event about post. An event on a post whose Post
+// call has not returned yet needs no holding back here: the engine matches
+// it once the post's reference is stored.
+func (a *Adapter) deliverOn(_ string, e bot.Event) {
+	_ = a.deliver(e)
 }
 
 // reactionEvent builds the engine event for a reaction. Its id is stable
@@ -270,7 +270,7 @@ func (a *Adapter) reactionEvent(ctx context.Context, ref bot.MessageRef, user, e
 		User:         bot.User{ID: user, Name: a.userName(ctx, user)},
 		Conversation: bot.Conversation{Platform: Platform, Channel: ref.Channel, Thread: thread},
 		Message:      ref,
-		Emoji:        emoji,
+		Intent:       chatutil.IntentOf(emoji),
 		Removed:      removed,
 		Time:         when,
 	}

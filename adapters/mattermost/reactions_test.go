@@ -3,7 +3,6 @@ package mattermost
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,7 +40,7 @@ func TestReactions_LiveEvents(t *testing.T) {
 	assert.Equal(t, bot.EventReaction, e.Kind)
 	assert.Equal(t, reactionID(gate.ID, carolID, "white_check_mark", "added", 1000), e.ID)
 	assert.Equal(t, bot.User{ID: carolID, Name: "carol"}, e.User)
-	assert.Equal(t, "white_check_mark", e.Emoji)
+	assert.Equal(t, bot.IntentApprove, e.Intent)
 	assert.False(t, e.Removed)
 	assert.Equal(t, gate, e.Message, "Message is the ref Post returned")
 	assert.Equal(t, bot.Conversation{Platform: Platform, Channel: channelID, Thread: root.ID}, e.Conversation)
@@ -64,7 +63,7 @@ func TestReactions_LiveEvents(t *testing.T) {
 	f.sendReaction(f.react(other.Id, aliceID, "+1", false, 4000), false)
 	e = rec.next(t)
 	assert.Equal(t, bot.MessageRef{Platform: Platform, Channel: channelID, ID: other.Id}, e.Message)
-	assert.Equal(t, "+1", e.Emoji)
+	assert.Equal(t, bot.IntentApprove, e.Intent)
 }
 
 func TestReactions_ReconnectRereads(t *testing.T) {
@@ -160,32 +159,6 @@ func TestReactions_RereadFailureIsRetried(t *testing.T) {
 	f.dropWS()
 	e := rec.next(t)
 	assert.Equal(t, reactionID(gate.ID, carolID, "white_check_mark", "added", 1000), e.ID)
-}
-
-func TestReactions_HeldWhilePosting(t *testing.T) {
-	f := newFakeMM(t)
-	a := newTestAdapter(t, f, nil)
-	a.settle = 30 * time.Millisecond
-	var posted atomic.Bool
-	rec := newRecorder()
-	rec.setReply(func(ctx context.Context, e bot.Event) error {
-		assert.True(t, posted.Load(), "an event on a message is delivered only after Post returned its ref")
-		return nil
-	})
-	runAdapter(t, a, rec)
-	// A user reacts and clicks while the buttons are being added, before
-	// Post has returned.
-	f.mu.Lock()
-	f.onPatch = func(id string) {
-		f.sendReaction(f.react(id, carolID, "white_check_mark", false, 100), false)
-		time.Sleep(50 * time.Millisecond)
-	}
-	f.mu.Unlock()
-	ref, err := a.Post(context.Background(), bot.Conversation{Channel: channelID}, bot.Message{Text: "🔒", Buttons: []bot.Button{{Action: "approve", Label: "Approve"}}})
-	posted.Store(true)
-	require.NoError(t, err)
-	e := rec.next(t)
-	assert.Equal(t, ref, e.Message)
 }
 
 func TestWatchSet_ExpiryAndCap(t *testing.T) {

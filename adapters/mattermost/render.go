@@ -8,6 +8,7 @@ import (
 
 	"github.com/mattermost/mattermost/server/public/model"
 
+	"github.com/groundcrew/groundcrew/adapters/chatutil"
 	"github.com/groundcrew/groundcrew/bot"
 )
 
@@ -118,82 +119,6 @@ func indexRune(rs []rune, r rune, from int) int {
 	return -1
 }
 
-// splitChunks cuts s into pieces of at most limit runes, at line breaks
-// where possible. A fenced block cut in two is closed at the end of one
-// piece and reopened at the start of the next.
-func splitChunks(s string, limit int) []string {
-	if utf8.RuneCountInString(s) <= limit {
-		return []string{s}
-	}
-	const fence = "```"
-	var out []string
-	var cur strings.Builder
-	curRunes, prefixRunes := 0, 0 // prefixRunes: the reopened fence at the start
-	inFence := false
-	fenceOpen := fence // the opening line, with its language
-	flush := func() {
-		text := cur.String()
-		if inFence {
-			text = strings.TrimRight(text, "\n") + "\n" + fence
-		}
-		out = append(out, strings.TrimRight(text, "\n"))
-		cur.Reset()
-		curRunes, prefixRunes = 0, 0
-		if inFence {
-			cur.WriteString(fenceOpen + "\n")
-			curRunes = utf8.RuneCountInString(fenceOpen) + 1
-			prefixRunes = curRunes
-		}
-	}
-	budget := limit - len(fence) - 1 // room to close a fence
-	for _, line := range strings.SplitAfter(s, "\n") {
-		for curRunes+utf8.RuneCountInString(line) > budget {
-			if curRunes > prefixRunes {
-				flush()
-				continue
-			}
-			// The line alone is longer than a piece: cut it.
-			rs := []rune(line)
-			take := budget - curRunes
-			cur.WriteString(string(rs[:take]))
-			curRunes += take
-			line = string(rs[take:])
-			flush()
-		}
-		cur.WriteString(line)
-		curRunes += utf8.RuneCountInString(line)
-		if t := strings.TrimSpace(line); strings.HasPrefix(t, fence) {
-			inFence = !inFence
-			if inFence {
-				fenceOpen = fence
-				if utf8.RuneCountInString(t) <= 20 {
-					fenceOpen = t
-				}
-			}
-		}
-	}
-	if curRunes > prefixRunes {
-		inFence = false
-		flush()
-	}
-	return out
-}
-
-// truncate cuts s to limit runes with a visible note of what was cut.
-func truncate(s string, limit int) string {
-	n := utf8.RuneCountInString(s)
-	if n <= limit {
-		return s
-	}
-	note := fmt.Sprintf("\n_(%d more characters not shown)_", n-(limit-60))
-	rs := []rune(s)
-	cut := string(rs[:limit-60])
-	if strings.Count(cut, "```")%2 == 1 {
-		cut += "\n```"
-	}
-	return cut + note
-}
-
 // rendered is a bot.Message turned into Mattermost parts.
 type rendered struct {
 	message  string
@@ -210,9 +135,9 @@ func render(m bot.Message, update bool) rendered {
 	detail := toMarkdown(m.Detail)
 	if utf8.RuneCountInString(text) > maxRunes {
 		if update {
-			text = truncate(text, maxRunes)
+			text = chatutil.Truncate(text, maxRunes)
 		} else {
-			parts := splitChunks(text, maxRunes-40)
+			parts := chatutil.Split(text, maxRunes-40)
 			text = parts[0] + "\n_(continued in the thread)_"
 			r.overflow = append(r.overflow, parts[1:]...)
 		}
@@ -223,9 +148,9 @@ func render(m bot.Message, update bool) rendered {
 	case utf8.RuneCountInString(detail) <= maxRunes && len(r.overflow) == 0:
 		r.detail = detail
 	case update:
-		r.detail = truncate(detail, maxRunes)
+		r.detail = chatutil.Truncate(detail, maxRunes)
 	default:
-		r.overflow = append(r.overflow, splitChunks(detail, maxRunes)...)
+		r.overflow = append(r.overflow, chatutil.Split(detail, maxRunes)...)
 	}
 	return r
 }
@@ -264,13 +189,13 @@ func (a *Adapter) attachments(r rendered, buttons []bot.Button, postID, thread s
 	if a.buttonsEnabled() && postID != "" {
 		for i, btn := range buttons {
 			actions = append(actions, &model.PostAction{
-				Id:    actionID(i, btn.Action),
+				Id:    actionID(i, string(btn.Action)),
 				Type:  model.PostActionTypeButton,
 				Name:  btn.Label,
 				Style: buttonStyle(btn.Style),
 				Integration: &model.PostActionIntegration{
 					URL:     a.cfg.callbackURL + ActionPath,
-					Context: a.signContext(postID, thread, btn.Action, btn.Value),
+					Context: a.signContext(postID, thread, string(btn.Action), btn.Value),
 				},
 			})
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groundcrew/groundcrew/adapters/chatutil"
 	"github.com/groundcrew/groundcrew/bot"
 )
 
@@ -35,7 +36,7 @@ func TestToMarkdown(t *testing.T) {
 
 func TestSplitChunks(t *testing.T) {
 	t.Run("short text is one piece", func(t *testing.T) {
-		assert.Equal(t, []string{"abc"}, splitChunks("abc", 10))
+		assert.Equal(t, []string{"abc"}, chatutil.Split("abc", 10))
 	})
 	t.Run("splits at lines and keeps everything", func(t *testing.T) {
 		var lines []string
@@ -43,7 +44,7 @@ func TestSplitChunks(t *testing.T) {
 			lines = append(lines, strings.Repeat("x", 9))
 		}
 		in := strings.Join(lines, "\n")
-		parts := splitChunks(in, 60)
+		parts := chatutil.Split(in, 60)
 		require.Greater(t, len(parts), 1)
 		for _, p := range parts {
 			assert.LessOrEqual(t, utf8.RuneCountInString(p), 60)
@@ -57,7 +58,7 @@ func TestSplitChunks(t *testing.T) {
 			b.WriteString("build-12345\n")
 		}
 		b.WriteString("```\nend")
-		parts := splitChunks(b.String(), 80)
+		parts := chatutil.Split(b.String(), 80)
 		require.Greater(t, len(parts), 2)
 		for i, p := range parts {
 			assert.Equal(t, 0, strings.Count(p, "```")%2, "piece %d has balanced fences: %q", i, p)
@@ -67,7 +68,7 @@ func TestSplitChunks(t *testing.T) {
 		assert.Equal(t, 30, strings.Count(strings.Join(parts, "\n"), "build-12345"))
 	})
 	t.Run("a very long line is cut", func(t *testing.T) {
-		parts := splitChunks(strings.Repeat("é", 250), 100)
+		parts := chatutil.Split(strings.Repeat("é", 250), 100)
 		require.Len(t, parts, 3)
 		assert.Equal(t, 250, utf8.RuneCountInString(strings.Join(parts, "")))
 	})

@@ -26,6 +26,7 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 
+	"github.com/groundcrew/groundcrew/adapters/chatutil"
 	"github.com/groundcrew/groundcrew/bot"
 )
 
@@ -225,3 +226,6 @@ func (s slogOutput) Output(_ int, msg string) error {
 	s.l.Debug(strings.TrimSpace(msg))
 	return nil
 }
+
+// Symbol implements bot.ReactionHints: the reactions of chatutil.Reactions.
+func (a *Adapter) Symbol(i bot.Intent) string { return chatutil.Symbol(i) }

@@ -236,19 +236,19 @@ func TestHTTP_ReactionEvents(t *testing.T) {
 			name: "added",
 			body: reactionBody("Ev01", "reaction_added", "UBOB", "white_check_mark"),
 			want: bot.Event{Kind: bot.EventReaction, ID: "Ev01", User: bot.User{ID: "UBOB", Name: "bob"},
-				Conversation: bot.Conversation{Platform: Platform, Channel: "C0OPS"}, Message: msg, Emoji: "white_check_mark"},
+				Conversation: bot.Conversation{Platform: Platform, Channel: "C0OPS"}, Message: msg, Intent: bot.IntentApprove},
 		},
 		{
 			name: "removed",
 			body: reactionBody("Ev02", "reaction_removed", "UBOB", "white_check_mark"),
 			want: bot.Event{Kind: bot.EventReaction, ID: "Ev02", User: bot.User{ID: "UBOB", Name: "bob"},
-				Conversation: bot.Conversation{Platform: Platform, Channel: "C0OPS"}, Message: msg, Emoji: "white_check_mark", Removed: true},
+				Conversation: bot.Conversation{Platform: Platform, Channel: "C0OPS"}, Message: msg, Intent: bot.IntentApprove, Removed: true},
 		},
 		{
 			name: "skin tone dropped",
 			body: reactionBody("Ev03", "reaction_added", "UCAROL", "+1::skin-tone-3"),
 			want: bot.Event{Kind: bot.EventReaction, ID: "Ev03", User: bot.User{ID: "UCAROL", Name: "carol"},
-				Conversation: bot.Conversation{Platform: Platform, Channel: "C0OPS"}, Message: msg, Emoji: "+1"},
+				Conversation: bot.Conversation{Platform: Platform, Channel: "C0OPS"}, Message: msg, Intent: bot.IntentApprove},
 		},
 	}
 	for _, tt := range tests {
@@ -349,7 +349,7 @@ func TestHTTP_BlockActionsBecomeButtonEvents(t *testing.T) {
 	assert.Equal(t, bot.User{ID: "UCAROL", Name: "carol"}, e.User)
 	assert.Equal(t, bot.Conversation{Platform: Platform, Channel: "C0OPS", Thread: "1795979000.000001"}, e.Conversation)
 	assert.Equal(t, bot.MessageRef{Platform: Platform, Channel: "C0OPS", ID: "1795979000.000009", Thread: "1795979000.000001"}, e.Message)
-	assert.Equal(t, "approve", e.Action)
+	assert.Equal(t, bot.IntentApprove, e.Intent)
 	assert.Equal(t, "r-7f3a/5", e.Value)
 	assert.Equal(t, int64(1795979200), e.Time.Unix())
 

@@ -10,6 +10,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 
+	"github.com/groundcrew/groundcrew/adapters/chatutil"
 	"github.com/groundcrew/groundcrew/bot"
 )
 
@@ -132,16 +133,10 @@ func (a *Adapter) callbackEvents(ev slackevents.EventsAPIEvent) []bot.Event {
 		User:         bot.User{ID: user},
 		Conversation: bot.Conversation{Platform: Platform, Channel: item.Channel},
 		Message:      bot.MessageRef{Platform: Platform, Channel: item.Channel, ID: item.Timestamp},
-		Emoji:        emojiName(reaction),
+		Intent:       chatutil.IntentOf(reaction),
 		Removed:      removed,
 		Time:         t,
 	}}
-}
-
-// emojiName drops a skin-tone modifier ("+1::skin-tone-3" -> "+1").
-func emojiName(reaction string) string {
-	name, _, _ := strings.Cut(reaction, "::")
-	return name
 }
 
 // interactionEvents converts block_actions (button presses); other
@@ -182,7 +177,7 @@ func (a *Adapter) interactionEvents(cb slackapi.InteractionCallback) []bot.Event
 			User:         bot.User{ID: cb.User.ID, Name: name},
 			Conversation: bot.Conversation{Platform: Platform, Channel: channel, Thread: thread},
 			Message:      bot.MessageRef{Platform: Platform, Channel: channel, ID: msgTS, Thread: msgThread},
-			Action:       act.ActionID,
+			Intent:       bot.Intent(act.ActionID),
 			Value:        act.Value,
 			Time:         tsTime(act.ActionTs),
 		}

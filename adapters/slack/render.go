@@ -11,6 +11,7 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 
+	"github.com/groundcrew/groundcrew/adapters/chatutil"
 	"github.com/groundcrew/groundcrew/bot"
 )
 
@@ -54,7 +55,7 @@ type rendered struct {
 // replies too.
 func render(m bot.Message) (rendered, error) {
 	var r rendered
-	chunks := splitMrkdwn(mrkdwn(m.Text), sectionLimit)
+	chunks := chatutil.Split(mrkdwn(m.Text), sectionLimit)
 	head, overflow := chunks, []string(nil)
 	if len(chunks) > sectionsPerMsg {
 		head, overflow = chunks[:sectionsPerMsg], chunks[sectionsPerMsg:]
@@ -74,7 +75,7 @@ func render(m bot.Message) (rendered, error) {
 		r.main.blocks = append(r.main.blocks, slackapi.NewContextBlock("",
 			slackapi.NewTextBlockObject(slackapi.MarkdownType, mrkdwn(detail), false, false)))
 	default:
-		r.replies = append(r.replies, sectionMessages(splitMrkdwn(codeBlock(detail), sectionLimit))...)
+		r.replies = append(r.replies, sectionMessages(chatutil.Split(codeBlock(detail), sectionLimit))...)
 	}
 
 	actions, err := actionBlocks(m.Buttons)
@@ -178,10 +179,10 @@ func actionBlocks(buttons []bot.Button) ([]slackapi.Block, error) {
 		}
 		label := b.Label
 		if strings.TrimSpace(label) == "" {
-			label = b.Action
+			label = string(b.Action)
 		}
-		btn := slackapi.NewButtonBlockElement(b.Action, b.Value,
-			slackapi.NewTextBlockObject(slackapi.PlainTextType, truncateRunes(label, buttonLabelLimit), true, false))
+		btn := slackapi.NewButtonBlockElement(string(b.Action), b.Value,
+			slackapi.NewTextBlockObject(slackapi.PlainTextType, chatutil.Ellipsis(label, buttonLabelLimit), true, false))
 		switch b.Style {
 		case "primary":
 			btn = btn.WithStyle(slackapi.StylePrimary)
@@ -218,82 +219,4 @@ func mrkdwn(s string) string {
 		blocks[i] = strings.Join(spans, "`")
 	}
 	return strings.Join(blocks, fence)
-}
-
-// splitMrkdwn cuts s into chunks of at most limit runes, at line boundaries
-// where it can. A chunk that ends inside a code block closes it, and the next
-// chunk reopens it. Blank chunks are dropped (Slack rejects empty sections).
-func splitMrkdwn(s string, limit int) []string {
-	if strings.TrimSpace(s) == "" {
-		return nil
-	}
-	if utf8.RuneCountInString(s) <= limit {
-		return []string{s}
-	}
-	const closeFence, openFence = "\n" + fence, fence + "\n"
-	budget := limit - len(closeFence)
-	var (
-		out     []string
-		b       strings.Builder
-		n       int    // runes in b
-		fresh   = true // nothing but a reopened fence in b
-		inFence bool
-	)
-	flush := func() {
-		chunk := b.String()
-		if inFence {
-			chunk += closeFence
-		}
-		if strings.TrimSpace(strings.Trim(chunk, "`\n ")) != "" {
-			out = append(out, chunk)
-		}
-		b.Reset()
-		n, fresh = 0, true
-		if inFence {
-			b.WriteString(openFence)
-			n = len(openFence)
-		}
-	}
-	for _, line := range strings.Split(s, "\n") {
-		for _, piece := range hardWrap(line, budget-len(openFence)-1) {
-			pn := utf8.RuneCountInString(piece)
-			if !fresh && n+1+pn > budget {
-				flush()
-			}
-			if !fresh {
-				b.WriteByte('\n')
-				n++
-			}
-			b.WriteString(piece)
-			n += pn
-			fresh = false
-		}
-		if strings.Count(line, fence)%2 == 1 {
-			inFence = !inFence
-		}
-	}
-	flush()
-	return out
-}
-
-// hardWrap cuts a line longer than max runes into pieces of max runes.
-func hardWrap(line string, max int) []string {
-	if utf8.RuneCountInString(line) <= max {
-		return []string{line}
-	}
-	var out []string
-	r := []rune(line)
-	for len(r) > max {
-		out = append(out, string(r[:max]))
-		r = r[max:]
-	}
-	return append(out, string(r))
-}
-
-func truncateRunes(s string, max int) string {
-	if utf8.RuneCountInString(s) <= max {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:max-1]) + "…"
 }

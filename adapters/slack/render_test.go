@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groundcrew/groundcrew/adapters/chatutil"
 	"github.com/groundcrew/groundcrew/bot"
 )
 
@@ -53,7 +54,7 @@ func TestSplitMrkdwn(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := splitMrkdwn(tt.in, tt.limit)
+			got := chatutil.Split(tt.in, tt.limit)
 			require.Equal(t, tt.chunks, len(got))
 			var joined []string
 			for _, c := range got {
@@ -68,7 +69,7 @@ func TestSplitMrkdwn(t *testing.T) {
 	}
 
 	t.Run("fenced content kept whole", func(t *testing.T) {
-		got := splitMrkdwn("```\n"+long+"\n```", 1000)
+		got := chatutil.Split("```\n"+long+"\n```", 1000)
 		var n int
 		for _, c := range got {
 			n += strings.Count(c, line)
@@ -148,7 +149,7 @@ func TestRender(t *testing.T) {
 	t.Run("many buttons split into actions blocks", func(t *testing.T) {
 		var bs []bot.Button
 		for i := range 30 {
-			bs = append(bs, bot.Button{Action: "a" + string(rune('A'+i)), Label: strings.Repeat("L", 100)})
+			bs = append(bs, bot.Button{Action: bot.Intent("a" + string(rune('A'+i))), Label: strings.Repeat("L", 100)})
 		}
 		r, err := render(bot.Message{Text: "pick", Buttons: bs})
 		require.NoError(t, err)
@@ -173,7 +174,7 @@ func TestRender(t *testing.T) {
 		{"empty", bot.Message{}},
 		{"button without action", bot.Message{Text: "x", Buttons: []bot.Button{{Label: "Go"}}}},
 		{"button value too long", bot.Message{Text: "x", Buttons: []bot.Button{{Action: "go", Value: strings.Repeat("v", 2001)}}}},
-		{"action too long", bot.Message{Text: "x", Buttons: []bot.Button{{Action: strings.Repeat("a", 256)}}}},
+		{"action too long", bot.Message{Text: "x", Buttons: []bot.Button{{Action: bot.Intent(strings.Repeat("a", 256))}}}},
 	}
 	for _, tt := range invalid {
 		t.Run("invalid: "+tt.name, func(t *testing.T) {

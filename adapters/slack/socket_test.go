@@ -103,13 +103,13 @@ func TestSocketMode_AcksAndDeliversEvents(t *testing.T) {
 	react := rec.next(t)
 	assert.Equal(t, bot.EventReaction, react.Kind)
 	assert.Equal(t, "Ev0SOCK", react.ID)
-	assert.Equal(t, "white_check_mark", react.Emoji)
+	assert.Equal(t, bot.IntentApprove, react.Intent)
 	assert.Equal(t, bot.User{ID: "UBOB", Name: "bob"}, react.User)
 	assert.Equal(t, bot.MessageRef{Platform: Platform, Channel: "C0OPS", ID: "1795979000.000007"}, react.Message)
 
 	btn := rec.next(t)
 	assert.Equal(t, bot.EventButton, btn.Kind)
-	assert.Equal(t, "approve", btn.Action)
+	assert.Equal(t, bot.IntentApprove, btn.Intent)
 	assert.Equal(t, "r1/5", btn.Value)
 	assert.Equal(t, "UCAROL", btn.User.ID)
 

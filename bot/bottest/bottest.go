@@ -40,6 +40,9 @@ type Chat struct {
 	// Users is the platform's user directory by name, for resolving names
 	// in policies; nil means names are ids.
 	Users map[string]bot.User
+	// OnPost, when set, is called with each posted message before Post
+	// returns (a test's way to act "the moment it appears").
+	OnPost func(ref bot.MessageRef, m bot.Message)
 }
 
 var (
@@ -69,13 +72,18 @@ func (c *Chat) ResolveUser(_ context.Context, name string) (bot.User, error) {
 // Post implements bot.Chat.
 func (c *Chat) Post(_ context.Context, to bot.Conversation, m bot.Message) (bot.MessageRef, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.FailPosts > 0 {
 		c.FailPosts--
+		c.mu.Unlock()
 		return bot.MessageRef{}, errors.New("chat is down")
 	}
 	ref := bot.MessageRef{Platform: to.Platform, Channel: to.Channel, Thread: to.Thread, ID: fmt.Sprintf("m%d", len(c.posts)+1)}
 	c.posts = append(c.posts, &Posted{Ref: ref, To: to, Msg: m, History: []bot.Message{m}})
+	on := c.OnPost
+	c.mu.Unlock()
+	if on != nil {
+		on(ref, m)
+	}
 	return ref, nil
 }
 

@@ -1,0 +1,53 @@
+package bot_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+// TestEngine_AnswerTheMomentAMessageAppears: a click or reaction that
+// arrives while the post of its message has not returned yet (the
+// platform shows a message before its API call answers) counts (#19.4).
+func TestEngine_AnswerTheMomentAMessageAppears(t *testing.T) {
+	for _, kind := range []bot.EventKind{bot.EventButton, bot.EventReaction} {
+		t.Run(string(kind), func(t *testing.T) {
+			h := newHarness(t, stalledWorld(), nil)
+			var wg sync.WaitGroup
+			answer := func(u bot.User, ref bot.MessageRef, m bot.Message, intent bot.Intent) {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ev := bot.Event{Kind: kind, User: u, Message: ref, Intent: intent, Value: m.RunID + "|x",
+						Conversation: bot.Conversation{Channel: ref.Channel, Thread: ref.Thread}}
+					assert.NoError(t, h.eng.Handle(h.ctx, ev))
+				}()
+				time.Sleep(20 * time.Millisecond) // let the answer overtake the post
+			}
+			h.chat.OnPost = func(ref bot.MessageRef, m bot.Message) {
+				switch m.Role {
+				case bot.RoleStep:
+					if len(m.Buttons) > 0 {
+						answer(bob, ref, m, bot.IntentDone)
+					}
+				case bot.RoleGate:
+					answer(bob, ref, m, bot.IntentApprove)
+				}
+			}
+			h.cmd(alice, "run prune target=infra-prd worker=w-0")
+			for range 3 {
+				wg.Wait()
+				h.idle()
+			}
+			r := h.onlyRun()
+			require.Equal(t, bot.RunSucceeded, r.State, h.chat.Transcript())
+			assert.Equal(t, []bot.User{bob}, r.Steps[2].ApprovedBy)
+			assert.Empty(t, h.chat.Ephemerals("bob"), "no 'replaced' or 'not waiting' answer")
+		})
+	}
+}
