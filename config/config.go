@@ -61,6 +61,10 @@ type Config struct {
 // /readyz, /metrics and the Slack/Mattermost callbacks.
 type Server struct {
 	Listen string `yaml:"listen"`
+	// AdminSocket is the unix socket (0600) through which `groundcrew runs`
+	// and `groundcrew audit` read the store while serve holds it (default:
+	// the store path + ".sock"; "off" disables it).
+	AdminSocket string `yaml:"admin_socket"`
 }
 
 // Audit configures where heads of the audit chain are published, so a cut
@@ -273,6 +277,13 @@ func (c *Config) defaults(dir string) {
 		return filepath.Join(dir, p)
 	}
 	c.Store = rel(c.Store)
+	switch c.Server.AdminSocket {
+	case "":
+		c.Server.AdminSocket = c.Store + ".sock"
+	case "off":
+	default:
+		c.Server.AdminSocket = rel(c.Server.AdminSocket)
+	}
 	for i, d := range c.Runbooks {
 		c.Runbooks[i] = rel(d)
 	}

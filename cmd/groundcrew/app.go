@@ -246,6 +246,12 @@ func (a *app) run(ctx context.Context) error {
 	if err := a.serveHTTP(gctx, g); err != nil {
 		return err
 	}
+	if err := a.serveAdmin(gctx, g); err != nil {
+		if !a.console {
+			return err
+		}
+		a.log.Warn("admin socket not served: runs/audit commands cannot read the store while serve runs", "err", err)
+	}
 	g.Go(func() error { a.probeTargets(gctx); return nil })
 	a.health.chatUp.Store(true)
 	defer a.health.chatUp.Store(false)

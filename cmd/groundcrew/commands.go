@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -187,29 +188,41 @@ func newAppForCheck(c *config.Config) (*runbooks.Library, error) {
 	return lib, nil
 }
 
-func openStore(cmd *cobra.Command) (*store.DB, error) {
+// openStore opens the store for the runs and audit commands. When a
+// running serve holds it, they read it through serve's admin socket.
+func openStore(cmd *cobra.Command) (storeReader, func(), error) {
 	path, _ := cmd.Flags().GetString("store")
+	socket := path + ".sock"
 	if path == "" {
 		cfg, err := loadConfig(cmd)
 		if err != nil {
-			return nil, fmt.Errorf("%w (or pass --store)", err)
+			return nil, nil, fmt.Errorf("%w (or pass --store)", err)
 		}
-		path = cfg.Store
+		path, socket = cfg.Store, cfg.Server.AdminSocket
 	}
 	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("store %s: %w", path, err)
+		return nil, nil, fmt.Errorf("store %s: %w", path, err)
 	}
-	return store.Open(path, store.Options{})
+	db, err := store.Open(path, store.Options{Timeout: 200 * time.Millisecond})
+	if errors.Is(err, bot.ErrLocked) && socket != "off" {
+		if _, serr := os.Stat(socket); serr == nil {
+			return newAdminClient(socket, path), func() {}, nil
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return db, func() { _ = db.Close() }, nil
 }
 
 // withStore opens the store for a command and closes it after.
-func withStore(fn func(cmd *cobra.Command, args []string, db *store.DB) error) func(*cobra.Command, []string) error {
+func withStore(fn func(cmd *cobra.Command, args []string, db storeReader) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		db, err := openStore(cmd)
+		db, closeDB, err := openStore(cmd)
 		if err != nil {
 			return err
 		}
-		defer db.Close()
+		defer closeDB()
 		return fn(cmd, args, db)
 	}
 }
@@ -217,14 +230,26 @@ func withStore(fn func(cmd *cobra.Command, args []string, db *store.DB) error) f
 func newRuns() *cobra.Command {
 	c := &cobra.Command{Use: "runs", Short: "List, show and export runs from the store (for post-mortems)"}
 	c.PersistentFlags().String("store", "", "bbolt store file (default: from the config)")
-	c.AddCommand(&cobra.Command{
+	list := &cobra.Command{
 		Use:   "list",
-		Short: "List runs, most recent first",
+		Short: "List runs, most recent first (--format table|json)",
 		Args:  cobra.NoArgs,
-		RunE: withStore(func(cmd *cobra.Command, _ []string, db *store.DB) error {
+		RunE: withStore(func(cmd *cobra.Command, _ []string, db storeReader) error {
+			format, _ := cmd.Flags().GetString("format")
+			if format != "table" && format != "json" {
+				return fmt.Errorf("--format %q: use table or json", format)
+			}
 			runs, err := db.ListRuns(cmd.Context(), bot.RunQuery{})
 			if err != nil {
 				return err
+			}
+			if format == "json" {
+				if runs == nil {
+					runs = []*bot.Run{}
+				}
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(runs)
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "RUN\tRUNBOOK\tTARGET\tBY\tSTATE\tSTARTED")
@@ -233,13 +258,15 @@ func newRuns() *cobra.Command {
 			}
 			return w.Flush()
 		}),
-	})
+	}
+	list.Flags().String("format", "table", "table or json")
+	c.AddCommand(list)
 	show := &cobra.Command{
 		Use:     "show <run>",
 		Aliases: []string{"export"},
 		Short:   "Show a run with its journal (--format markdown|json)",
 		Args:    cobra.ExactArgs(1),
-		RunE: withStore(func(cmd *cobra.Command, args []string, db *store.DB) error {
+		RunE: withStore(func(cmd *cobra.Command, args []string, db storeReader) error {
 			r, err := db.GetRun(cmd.Context(), args[0])
 			if err != nil {
 				if errors.Is(err, bot.ErrNotFound) {
@@ -289,7 +316,7 @@ A hash chain cannot see its last entries cut off: keep heads outside the store
 audit.checkpoint_channel) and pass one with --expect. Exit status: 0 intact,
 1 the expected head is no longer in the log, 2 the chain is broken.`,
 		Args: cobra.NoArgs,
-		RunE: withStore(func(cmd *cobra.Command, _ []string, db *store.DB) error {
+		RunE: withStore(func(cmd *cobra.Command, _ []string, db storeReader) error {
 			var want *bot.AuditHead
 			if s, _ := cmd.Flags().GetString("expect"); s != "" {
 				h, err := bot.ParseAuditHead(s)
@@ -326,7 +353,7 @@ audit.checkpoint_channel) and pass one with --expect. Exit status: 0 intact,
 		Use:   "export",
 		Short: "Write the audit log as JSON lines (for a SIEM)",
 		Args:  cobra.NoArgs,
-		RunE: withStore(func(cmd *cobra.Command, _ []string, db *store.DB) error {
+		RunE: withStore(func(cmd *cobra.Command, _ []string, db storeReader) error {
 			es, err := db.AuditEntries(cmd.Context(), "")
 			if err != nil {
 				return err

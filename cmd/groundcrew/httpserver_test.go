@@ -149,3 +149,48 @@ func TestReadyz_NotReadyWithoutChat(t *testing.T) {
 	assert.Equal(t, "not open", b.Checks["store"])
 	assert.Equal(t, "not connected", b.Checks["chat"])
 }
+
+// TestAdminSocket_CommandsWhileServeRuns: runs list|show and audit
+// verify|export work while serve holds the store, through the admin socket
+// (0600); a missing run is still "no run".
+func TestAdminSocket_CommandsWhileServeRuns(t *testing.T) {
+	a, in, out, _ := servingApp(t, "")
+	_, err := io.WriteString(in, "/runbook run list-workers target=infra-prd\n")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "list-workers on `infra-prd` finished") },
+		10*time.Second, 20*time.Millisecond, out.String())
+	require.Eventually(t, func() bool { _, err := os.Stat(a.cfg.Server.AdminSocket); return err == nil }, 5*time.Second, 10*time.Millisecond)
+	st, err := os.Stat(a.cfg.Server.AdminSocket)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+
+	store := a.cfg.Store
+	got, err := run(t, "", "runs", "list", "--store", store, "--format", "json")
+	require.NoError(t, err, got)
+	var runs []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(got), &runs), got)
+	require.Len(t, runs, 1)
+	assert.Equal(t, "list-workers", runs[0]["runbook"])
+	assert.Equal(t, "succeeded", runs[0]["state"])
+	id := runs[0]["id"].(string)
+
+	got, err = run(t, "", "runs", "list", "--store", store)
+	require.NoError(t, err, got)
+	assert.Contains(t, got, id)
+
+	got, err = run(t, "", "runs", "show", id, "--store", store)
+	require.NoError(t, err, got)
+	assert.Contains(t, got, "list-workers")
+
+	_, err = run(t, "", "runs", "show", "r-nope", "--store", store)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `no run "r-nope"`)
+
+	got, err = run(t, "", "audit", "verify", "--store", store)
+	require.NoError(t, err, got)
+	assert.Contains(t, got, "audit log intact")
+
+	got, err = run(t, "", "audit", "export", "--store", store)
+	require.NoError(t, err, got)
+	assert.Contains(t, got, `"run_started"`)
+}

@@ -1,0 +1,245 @@
+package main
+
+// The local admin endpoint: while serve holds the store (bbolt allows one
+// process), `groundcrew runs …` and `groundcrew audit …` read it through
+// serve. serve listens on a unix socket (server.admin_socket, default the
+// store path + ".sock", mode 0600: only the bot's user can connect) and
+// answers read-only calls, one per store method the commands use, as JSON
+// over HTTP. Nothing can be changed through it.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+// storeReader is what the runs and audit commands read: the store itself
+// or, while serve runs, the admin endpoint.
+type storeReader interface {
+	ListRuns(ctx context.Context, q bot.RunQuery) ([]*bot.Run, error)
+	GetRun(ctx context.Context, id string) (*bot.Run, error)
+	Journal(ctx context.Context, runID string) ([]bot.JournalEntry, error)
+	AuditEntries(ctx context.Context, runID string) ([]bot.AuditEntry, error)
+	VerifyAudit(ctx context.Context) (int, error)
+	AuditHead(ctx context.Context) (bot.AuditHead, error)
+	VerifyAuditHead(ctx context.Context, want bot.AuditHead) error
+	Path() string
+}
+
+// adminRequest is one call: the method's arguments.
+type adminRequest struct {
+	Query bot.RunQuery  `json:"query,omitzero"`
+	ID    string        `json:"id,omitempty"`
+	Head  bot.AuditHead `json:"head,omitzero"`
+}
+
+// adminResponse carries a result or an error; NotFound keeps
+// errors.Is(err, bot.ErrNotFound) true on the client side.
+type adminResponse struct {
+	Result   json.RawMessage `json:"result,omitempty"`
+	N        int             `json:"n,omitempty"`
+	Error    string          `json:"error,omitempty"`
+	NotFound bool            `json:"not_found,omitempty"`
+}
+
+// adminHandler serves the read-only calls on db.
+func adminHandler(db storeReader) http.Handler {
+	mux := http.NewServeMux()
+	handle := func(name string, call func(ctx context.Context, q adminRequest) (any, int, error)) {
+		mux.HandleFunc("POST /v1/"+name, func(w http.ResponseWriter, r *http.Request) {
+			var q adminRequest
+			if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&q); err != nil {
+				http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
+				return
+			}
+			res, n, err := call(r.Context(), q)
+			var out adminResponse
+			out.N = n
+			if err != nil {
+				out.Error, out.NotFound = err.Error(), errors.Is(err, bot.ErrNotFound)
+			}
+			if res != nil {
+				out.Result, _ = json.Marshal(res)
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(out)
+		})
+	}
+	handle("list_runs", func(ctx context.Context, q adminRequest) (any, int, error) {
+		rs, err := db.ListRuns(ctx, q.Query)
+		return rs, 0, err
+	})
+	handle("get_run", func(ctx context.Context, q adminRequest) (any, int, error) {
+		r, err := db.GetRun(ctx, q.ID)
+		return r, 0, err
+	})
+	handle("journal", func(ctx context.Context, q adminRequest) (any, int, error) {
+		j, err := db.Journal(ctx, q.ID)
+		return j, 0, err
+	})
+	handle("audit_entries", func(ctx context.Context, q adminRequest) (any, int, error) {
+		es, err := db.AuditEntries(ctx, q.ID)
+		return es, 0, err
+	})
+	handle("verify_audit", func(ctx context.Context, _ adminRequest) (any, int, error) {
+		n, err := db.VerifyAudit(ctx)
+		return nil, n, err
+	})
+	handle("audit_head", func(ctx context.Context, _ adminRequest) (any, int, error) {
+		h, err := db.AuditHead(ctx)
+		return h, 0, err
+	})
+	handle("verify_audit_head", func(ctx context.Context, q adminRequest) (any, int, error) {
+		return nil, 0, db.VerifyAuditHead(ctx, q.Head)
+	})
+	mux.HandleFunc("GET /v1/path", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, db.Path()) })
+	return mux
+}
+
+// serveAdmin listens on the admin socket until ctx ends. The socket is
+// made 0600 before it accepts a connection; a stale socket file left by
+// a killed serve is replaced (this process holds the store, so no other
+// serve of this store can be using it).
+func (a *app) serveAdmin(ctx context.Context, g *errgroup.Group) error {
+	path := a.cfg.Server.AdminSocket
+	if path == "" || path == "off" {
+		return nil
+	}
+	if st, err := os.Lstat(path); err == nil {
+		if st.Mode()&os.ModeSocket == 0 {
+			return fmt.Errorf("server.admin_socket %s exists and is not a socket", path)
+		}
+		_ = os.Remove(path)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return fmt.Errorf("server.admin_socket %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return fmt.Errorf("server.admin_socket %s: %w", path, err)
+	}
+	srv := &http.Server{Handler: adminHandler(a.db), ReadHeaderTimeout: 10 * time.Second}
+	a.log.Info("admin socket listening", "path", path)
+	g.Go(func() error {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := srv.Shutdown(sctx) // closes the listener, which removes the socket file
+		return err
+	})
+	return nil
+}
+
+// adminClient reads the store of a running serve through its admin socket.
+type adminClient struct {
+	socket string
+	store  string // the store path, for messages
+	http   *http.Client
+}
+
+func newAdminClient(socket, store string) *adminClient {
+	return &adminClient{socket: socket, store: store, http: &http.Client{
+		Timeout: 5 * time.Minute, // audit verify walks the whole chain
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		}},
+	}}
+}
+
+var _ storeReader = (*adminClient)(nil)
+
+func (c *adminClient) call(ctx context.Context, method string, q adminRequest, result any) (int, error) {
+	body, err := json.Marshal(q)
+	if err != nil {
+		return 0, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://groundcrew/v1/"+method, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("the store %s is in use and its admin socket %s does not answer: %w", c.store, c.socket, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return 0, fmt.Errorf("admin socket %s: %s: %s", c.socket, resp.Status, bytes.TrimSpace(msg))
+	}
+	var out adminResponse
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return 0, fmt.Errorf("admin socket %s: %w", c.socket, err)
+	}
+	if result != nil && len(out.Result) > 0 {
+		if err := json.Unmarshal(out.Result, result); err != nil {
+			return 0, fmt.Errorf("admin socket %s: %w", c.socket, err)
+		}
+	}
+	switch {
+	case out.NotFound:
+		return out.N, fmt.Errorf("%s: %w", out.Error, bot.ErrNotFound)
+	case out.Error != "":
+		return out.N, errors.New(out.Error)
+	}
+	return out.N, nil
+}
+
+func (c *adminClient) ListRuns(ctx context.Context, q bot.RunQuery) ([]*bot.Run, error) {
+	var rs []*bot.Run
+	_, err := c.call(ctx, "list_runs", adminRequest{Query: q}, &rs)
+	return rs, err
+}
+
+func (c *adminClient) GetRun(ctx context.Context, id string) (*bot.Run, error) {
+	var r *bot.Run
+	_, err := c.call(ctx, "get_run", adminRequest{ID: id}, &r)
+	return r, err
+}
+
+func (c *adminClient) Journal(ctx context.Context, runID string) ([]bot.JournalEntry, error) {
+	var j []bot.JournalEntry
+	_, err := c.call(ctx, "journal", adminRequest{ID: runID}, &j)
+	return j, err
+}
+
+func (c *adminClient) AuditEntries(ctx context.Context, runID string) ([]bot.AuditEntry, error) {
+	var es []bot.AuditEntry
+	_, err := c.call(ctx, "audit_entries", adminRequest{ID: runID}, &es)
+	return es, err
+}
+
+func (c *adminClient) VerifyAudit(ctx context.Context) (int, error) {
+	return c.call(ctx, "verify_audit", adminRequest{}, nil)
+}
+
+func (c *adminClient) AuditHead(ctx context.Context) (bot.AuditHead, error) {
+	var h bot.AuditHead
+	_, err := c.call(ctx, "audit_head", adminRequest{}, &h)
+	return h, err
+}
+
+func (c *adminClient) VerifyAuditHead(ctx context.Context, want bot.AuditHead) error {
+	_, err := c.call(ctx, "verify_audit_head", adminRequest{Head: want}, nil)
+	return err
+}
+
+func (c *adminClient) Path() string { return c.store }
