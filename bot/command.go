@@ -358,7 +358,7 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 	}
 	if why := ev.User.NotAPerson(); why != "" {
 		e.audit(ctx, AuditEntry{Actor: ev.User.ID, Action: ActionRunRefused, Target: target, Detail: rb.Name + ": " + why})
-		return &UserError{Msg: fmt.Sprintf("⛔ You may not run `%s` on `%s`: %s.", rb.Name, target, why)}
+		return &UserError{Msg: fmt.Sprintf("You may not run `%s` on `%s`: %s.", rb.Name, target, why)}
 	}
 	start := policy.Start{Target: target, Runbook: rb.Name}
 	for _, s := range rb.Steps {

@@ -113,7 +113,7 @@ func TestMayStart_OperationRunners(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, r)
 	assert.Equal(t, "approvals.operations.x.prune.runners", r.Source)
-	assert.Contains(t, r.Message("rb", "t"), "⛔ You may not run `rb` on `t`: policy `approvals.operations.x.prune.runners` allows only @carol to start runbooks that change things there.")
+	assert.Contains(t, r.Message("rb", "t"), "You may not run `rb` on `t`: policy `approvals.operations.x.prune.runners` allows only @carol to start runbooks that change things there.")
 	r, err = c.MayStart(ctx, s, "U3", testDir)
 	require.NoError(t, err)
 	assert.Nil(t, r)

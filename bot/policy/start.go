@@ -33,7 +33,7 @@ func (r *StartRefusal) Message(runbook, target string) string {
 	if r.Changing {
 		kind = "runbooks that change things"
 	}
-	return fmt.Sprintf("⛔ You may not run `%s` on `%s`: policy `%s` allows only %s to start %s there.", runbook, target, r.Source, DisplayList(r.Allowed), kind)
+	return fmt.Sprintf("You may not run `%s` on `%s`: policy `%s` allows only %s to start %s there.", runbook, target, r.Source, DisplayList(r.Allowed), kind)
 }
 
 // MayStart decides whether the user with id userID may start s. It returns
