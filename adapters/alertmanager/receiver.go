@@ -1,0 +1,324 @@
+package alertmanager
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/incident"
+)
+
+// Path is where the receiver listens on server.listen.
+const Path = "/alertmanager"
+
+// Sink takes the signals (the incident manager).
+type Sink interface {
+	Signal(ctx context.Context, s incident.Signal) (*incident.Incident, error)
+}
+
+// Auditor records alerts that match no route.
+type Auditor interface {
+	AppendAudit(ctx context.Context, e bot.AuditEntry) error
+}
+
+// Options configure a Receiver.
+type Options struct {
+	// Token is the Bearer token Alertmanager sends (http_config.authorization).
+	Token  string
+	Routes []*Route
+	// Targets are the configured target names; a route that renders
+	// another target opens its incident without a runbook button.
+	Targets []string
+	Sink    Sink
+	Audit   Auditor // optional
+	MaxBody int64   // default DefaultMaxBody
+	Logger  *slog.Logger
+	Now     func() time.Time
+}
+
+// Receiver is the webhook receiver, an http.Handler for Path.
+type Receiver struct {
+	o       Options
+	log     *slog.Logger
+	targets map[string]bool
+
+	mu       sync.Mutex
+	unrouted map[string]bool // fingerprints already recorded as unrouted while firing
+}
+
+// NewReceiver returns a receiver. A token is required.
+func NewReceiver(o Options) (*Receiver, error) {
+	if o.Token == "" {
+		return nil, errors.New("alertmanager receiver: a token is required (alerts.alertmanager.token_file)")
+	}
+	if o.Sink == nil {
+		return nil, errors.New("alertmanager receiver: Sink is required")
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = DefaultMaxBody
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	r := &Receiver{o: o, log: o.Logger, targets: map[string]bool{}, unrouted: map[string]bool{}}
+	for _, t := range o.Targets {
+		r.targets[t] = true
+	}
+	return r, nil
+}
+
+// ServeHTTP implements http.Handler: 401 for a missing or wrong token,
+// 400 for a body over the limit or malformed (nothing is stored), 500 when
+// the incident could not be stored (Alertmanager retries), 200 otherwise.
+func (rc *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "POST Alertmanager webhook notifications here", http.StatusMethodNotAllowed)
+		return
+	}
+	if !rc.authorized(req) {
+		rc.log.Warn("alertmanager webhook refused: missing or wrong Bearer token", "remote", req.RemoteAddr)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="groundcrew"`)
+		http.Error(w, "missing or wrong Bearer token (alerts.alertmanager.token_file)", http.StatusUnauthorized)
+		return
+	}
+	body := http.MaxBytesReader(w, req.Body, rc.o.MaxBody)
+	msg, err := Decode(body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			err = fmt.Errorf("body over %d bytes", rc.o.MaxBody)
+		}
+		rc.log.Warn("alertmanager webhook refused", "remote", req.RemoteAddr, "err", err)
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if err := rc.Handle(req.Context(), msg); err != nil {
+		rc.log.Error("alertmanager notification not recorded", "group", msg.GroupKey, "err", err)
+		http.Error(w, "could not record the notification; retry", http.StatusInternalServerError)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.WriteString(w, "ok\n")
+}
+
+func (rc *Receiver) authorized(req *http.Request) bool {
+	scheme, tok, ok := strings.Cut(req.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(rc.o.Token)) == 1
+}
+
+// Handle routes a decoded notification: the alerts of the group are split
+// by the first route each matches, and each part becomes one signal keyed
+// by receiver, group key and route — so however often Alertmanager
+// repeats the group, it is one incident. Alerts that match no route are
+// logged and recorded in the audit log (once per firing).
+func (rc *Receiver) Handle(ctx context.Context, m *Message) error {
+	parts := map[*Route][]Alert{}
+	var order []*Route
+	var unrouted []Alert
+	for _, a := range m.Alerts {
+		var route *Route
+		for _, r := range rc.o.Routes {
+			if r.Matches(a.Labels) {
+				route = r
+				break
+			}
+		}
+		if route == nil {
+			unrouted = append(unrouted, a)
+			continue
+		}
+		if _, ok := parts[route]; !ok {
+			order = append(order, route)
+		}
+		parts[route] = append(parts[route], a)
+	}
+	rc.recordUnrouted(ctx, m, unrouted)
+	var errs []error
+	for _, r := range order {
+		s := rc.signal(m, r, parts[r])
+		if _, err := rc.o.Sink.Signal(ctx, s); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// signal builds the signal of one route's part of a group.
+func (rc *Receiver) signal(m *Message, r *Route, alerts []Alert) incident.Signal {
+	var firing []Alert
+	for _, a := range alerts {
+		if a.Firing() {
+			firing = append(firing, a)
+		}
+	}
+	s := incident.Signal{
+		Key:    "alertmanager:" + m.Receiver + ":" + m.GroupKey + ":" + r.Name,
+		Source: incident.Source{Kind: incident.SourceAlert, Name: r.Name, Ref: m.GroupKey},
+		Firing: len(firing) > 0,
+		Title:  title(m, alerts),
+	}
+	ref := alerts[0]
+	if len(firing) > 0 {
+		ref = firing[0]
+		for _, a := range firing {
+			if s.Since.IsZero() || (!a.StartsAt.IsZero() && a.StartsAt.Before(s.Since)) {
+				s.Since = a.StartsAt
+			}
+		}
+	}
+	s.Evidence = evidence(m, firing)
+	if m.TruncatedAlerts > 0 {
+		s.Evidence = append(s.Evidence, fmt.Sprintf("… and %d more alerts Alertmanager did not send (max_alerts)", m.TruncatedAlerts))
+	}
+	var err error
+	if s.Channel, err = render(r.channel, ref); err != nil || s.Channel == "" {
+		rc.log.Warn("alert route channel did not render", "route", r.Name, "err", err)
+	}
+	if s.Target, err = render(r.target, ref); err != nil {
+		rc.log.Warn("alert route target did not render", "route", r.Name, "err", err)
+	}
+	runbookOK := r.Runbook != ""
+	if s.Target != "" && !rc.targets[s.Target] {
+		rc.log.Warn("alert route names a target that is not configured; no runbook is offered", "route", r.Name, "target", s.Target)
+		s.Evidence = append(s.Evidence, fmt.Sprintf("⚠️ target `%s` (from route %s) is not configured: no runbook offered", s.Target, r.Name))
+		runbookOK = false
+	}
+	if runbookOK {
+		s.Runbook, s.Params, s.Autostart = r.Runbook, map[string]string{}, r.Autostart
+		for k, t := range r.params {
+			v, err := render(t, ref)
+			if err != nil {
+				rc.log.Warn("alert route parameter did not render", "route", r.Name, "param", k, "err", err)
+			}
+			s.Params[k] = v
+		}
+	}
+	s.Silence = m.GroupLabels
+	if len(s.Silence) == 0 {
+		s.Silence = m.CommonLabels
+	}
+	return s
+}
+
+func title(m *Message, alerts []Alert) string {
+	name := m.CommonLabels["alertname"]
+	if name == "" {
+		name = m.GroupLabels["alertname"]
+	}
+	if name == "" {
+		names := map[string]bool{}
+		for _, a := range alerts {
+			names[a.Labels["alertname"]] = true
+		}
+		list := slices.Sorted(maps.Keys(names))
+		name = strings.Trim(strings.Join(list, ", "), ", ")
+	}
+	if name == "" {
+		name = "Alert"
+	}
+	return name
+}
+
+// evidence is one line per firing alert: the labels that tell it apart
+// from the rest of the group, and its summary.
+func evidence(m *Message, firing []Alert) []string {
+	// Labels every firing alert shares say nothing about one of them.
+	common := map[string]string{}
+	if len(firing) > 1 {
+		maps.Copy(common, firing[0].Labels)
+		for _, a := range firing[1:] {
+			for k, v := range common {
+				if a.Labels[k] != v {
+					delete(common, k)
+				}
+			}
+		}
+	}
+	var out []string
+	for _, a := range firing {
+		var ls []string
+		for _, k := range slices.Sorted(maps.Keys(a.Labels)) {
+			if _, ok := common[k]; ok || k == "alertname" || k == "severity" || m.GroupLabels[k] != "" {
+				continue
+			}
+			ls = append(ls, k+"="+a.Labels[k])
+		}
+		line := "`" + strings.Join(ls, " ") + "`"
+		if len(ls) == 0 {
+			line = "`" + a.Labels["alertname"] + "`"
+		}
+		sum := a.Annotations["summary"]
+		if sum == "" {
+			sum = a.Annotations["description"]
+		}
+		if sum != "" {
+			line += " — " + oneLine(sum, 200)
+		}
+		out = append(out, line)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func (rc *Receiver) recordUnrouted(ctx context.Context, m *Message, alerts []Alert) {
+	for _, a := range alerts {
+		fp := a.Fingerprint
+		if fp == "" {
+			fp = labelString(a.Labels)
+		}
+		rc.mu.Lock()
+		seen := rc.unrouted[fp]
+		if a.Firing() {
+			if len(rc.unrouted) > 10000 {
+				rc.unrouted = map[string]bool{}
+			}
+			rc.unrouted[fp] = true
+		} else {
+			delete(rc.unrouted, fp)
+		}
+		rc.mu.Unlock()
+		rc.log.Warn("alert matches no route in alerts.routes", "status", a.Status, "labels", labelString(a.Labels), "group", m.GroupKey)
+		if seen || !a.Firing() || rc.o.Audit == nil {
+			continue
+		}
+		err := rc.o.Audit.AppendAudit(ctx, bot.AuditEntry{Time: rc.o.Now(), Actor: "alertmanager", Action: "alert_unrouted",
+			Detail: labelString(a.Labels)})
+		if err != nil {
+			rc.log.Error("recording an unrouted alert", "err", err)
+		}
+	}
+}
+
+func labelString(ls map[string]string) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(ls)) {
+		parts = append(parts, fmt.Sprintf("%s=%q", k, ls[k]))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}

@@ -1,0 +1,240 @@
+package alertmanager_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/adapters/alertmanager"
+	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/incident"
+)
+
+type sink struct {
+	mu      sync.Mutex
+	signals []incident.Signal
+	err     error
+}
+
+func (s *sink) Signal(_ context.Context, sig incident.Signal) (*incident.Incident, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return nil, s.err
+	}
+	s.signals = append(s.signals, sig)
+	return &incident.Incident{}, nil
+}
+
+type audit struct{ entries []bot.AuditEntry }
+
+func (a *audit) AppendAudit(_ context.Context, e bot.AuditEntry) error {
+	a.entries = append(a.entries, e)
+	return nil
+}
+
+func diskRoute(t *testing.T) *alertmanager.Route {
+	t.Helper()
+	r, errs := alertmanager.CompileRoute(0, alertmanager.RouteConfig{
+		Match:   map[string]string{"alertname": "FileSystemSpace(FillingUp|AlmostOutOfSpace)", "mountpoint": "/opt/concourse/worker.*"},
+		Target:  "infra-prd",
+		Channel: "#ci-ops",
+		Runbook: "worker-disk-full",
+		Params:  map[string]string{"worker": "{{ .labels.instance | workerID }}"},
+	})
+	require.Empty(t, errs)
+	return r
+}
+
+type env struct {
+	srv   *httptest.Server
+	sink  *sink
+	audit *audit
+	logs  *bytes.Buffer
+}
+
+func newEnv(t *testing.T, routes ...*alertmanager.Route) *env {
+	t.Helper()
+	e := &env{sink: &sink{}, audit: &audit{}, logs: &bytes.Buffer{}}
+	rc, err := alertmanager.NewReceiver(alertmanager.Options{Token: "s3cret", Routes: routes, Targets: []string{"infra-prd"},
+		Sink: e.sink, Audit: e.audit, MaxBody: 64 << 10, Logger: slog.New(slog.NewTextHandler(e.logs, nil))})
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle(alertmanager.Path, rc)
+	e.srv = httptest.NewServer(mux)
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+func (e *env) post(t *testing.T, token string, body []byte) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, e.srv.URL+alertmanager.Path, bytes.NewReader(body))
+	require.NoError(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func fixture(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/firing.json")
+	require.NoError(t, err)
+	return b
+}
+
+func TestFiringGroupBecomesOneSignal(t *testing.T) {
+	e := newEnv(t, diskRoute(t))
+	code, _ := e.post(t, "s3cret", fixture(t))
+	require.Equal(t, http.StatusOK, code)
+	require.Len(t, e.sink.signals, 1)
+	s := e.sink.signals[0]
+	assert.True(t, s.Firing)
+	assert.Equal(t, `alertmanager:groundcrew:{}:{alertname="FileSystemSpaceFillingUp"}:routes[0]`, s.Key)
+	assert.Equal(t, "FileSystemSpaceFillingUp", s.Title)
+	assert.Equal(t, "infra-prd", s.Target)
+	assert.Equal(t, "#ci-ops", s.Channel)
+	assert.Equal(t, "worker-disk-full", s.Runbook)
+	assert.Equal(t, map[string]string{"worker": "0"}, s.Params)
+	assert.Equal(t, []string{
+		"`instance=caascad-ci-workers-infra-infra-prd-0:9100` — Filesystem has 8% space left",
+		"`instance=caascad-ci-workers-infra-infra-prd-1:9100` — Filesystem has 11% space left",
+	}, s.Evidence)
+	assert.Equal(t, time.Date(2026, 3, 1, 3, 58, 0, 0, time.UTC), s.Since)
+	assert.Equal(t, map[string]string{"alertname": "FileSystemSpaceFillingUp"}, s.Silence)
+}
+
+func TestResolvedGroup(t *testing.T) {
+	e := newEnv(t, diskRoute(t))
+	body := strings.ReplaceAll(string(fixture(t)), `"firing"`, `"resolved"`)
+	code, _ := e.post(t, "s3cret", []byte(body))
+	require.Equal(t, http.StatusOK, code)
+	require.Len(t, e.sink.signals, 1)
+	assert.False(t, e.sink.signals[0].Firing)
+}
+
+func TestTokenRequired(t *testing.T) {
+	e := newEnv(t, diskRoute(t))
+	for _, tok := range []string{"", "wrong", "s3cret2"} {
+		code, body := e.post(t, tok, fixture(t))
+		assert.Equal(t, http.StatusUnauthorized, code, tok)
+		assert.NotContains(t, body, "s3cret")
+	}
+	assert.Empty(t, e.sink.signals, "nothing stored")
+	assert.Contains(t, e.logs.String(), "missing or wrong Bearer token")
+	assert.NotContains(t, e.logs.String(), "s3cret")
+	_, err := alertmanager.NewReceiver(alertmanager.Options{Sink: e.sink})
+	assert.Error(t, err, "no token, no receiver")
+}
+
+func TestBadBodies(t *testing.T) {
+	e := newEnv(t, diskRoute(t))
+	big := strings.Replace(string(fixture(t)), `"Filesystem has 8% space left"`, `"`+strings.Repeat("x", 70<<10)+`"`, 1)
+	for name, body := range map[string]string{
+		"not json":     "hello",
+		"version 3":    strings.Replace(string(fixture(t)), `"version": "4"`, `"version": "3"`, 1),
+		"no alerts":    `{"version":"4","status":"firing","groupKey":"g","alerts":[]}`,
+		"bad status":   strings.Replace(string(fixture(t)), `"status": "firing",`, `"status": "burning",`, 1),
+		"no group key": strings.Replace(string(fixture(t)), `"groupKey"`, `"x"`, 1),
+		"trailing":     string(fixture(t)) + "{}",
+		"over limit":   big,
+	} {
+		code, resp := e.post(t, "s3cret", []byte(body))
+		assert.Equal(t, http.StatusBadRequest, code, name)
+		if name == "over limit" {
+			assert.Contains(t, resp, "body over 65536 bytes")
+		}
+	}
+	assert.Empty(t, e.sink.signals, "nothing stored")
+	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+alertmanager.Path, nil)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+}
+
+func TestSinkErrorIs500SoAlertmanagerRetries(t *testing.T) {
+	e := newEnv(t, diskRoute(t))
+	e.sink.err = errors.New("disk full")
+	code, _ := e.post(t, "s3cret", fixture(t))
+	assert.Equal(t, http.StatusInternalServerError, code)
+}
+
+func TestUnroutedAlertIsLoggedAndAuditedOnce(t *testing.T) {
+	e := newEnv(t, diskRoute(t))
+	body := strings.ReplaceAll(string(fixture(t)), "/opt/concourse/worker", "/var/log")
+	for range 3 {
+		code, _ := e.post(t, "s3cret", []byte(body))
+		require.Equal(t, http.StatusOK, code)
+	}
+	assert.Empty(t, e.sink.signals)
+	assert.Contains(t, e.logs.String(), "alert matches no route")
+	assert.Len(t, e.audit.entries, 2, "each unrouted alert is recorded once while it fires")
+	assert.Equal(t, "alert_unrouted", e.audit.entries[0].Action)
+	assert.Contains(t, e.audit.entries[0].Detail, `mountpoint="/var/log"`)
+}
+
+func TestRoutesSplitAGroupAndUnknownTargetOffersNoRunbook(t *testing.T) {
+	other, errs := alertmanager.CompileRoute(1, alertmanager.RouteConfig{Name: "by-zone", Match: map[string]string{"alertname": ".*"},
+		Target: "{{ .labels.zone }}", Channel: "#ci-{{ .labels.zone }}", Runbook: "worker-stalled"})
+	require.Empty(t, errs)
+	e := newEnv(t, diskRoute(t), other)
+	body := strings.Replace(string(fixture(t)), `"mountpoint": "/opt/concourse/worker", "severity"`, `"mountpoint": "/", "zone": "ocb", "severity"`, 1)
+	code, _ := e.post(t, "s3cret", []byte(body))
+	require.Equal(t, http.StatusOK, code)
+	require.Len(t, e.sink.signals, 2)
+	s := e.sink.signals[0]
+	if !strings.HasSuffix(s.Key, ":by-zone") {
+		s = e.sink.signals[1]
+	}
+	assert.Equal(t, "ocb", s.Target)
+	assert.Equal(t, "#ci-ocb", s.Channel)
+	assert.Empty(t, s.Runbook, "target ocb is not configured")
+	assert.Contains(t, strings.Join(s.Evidence, "\n"), "target `ocb` (from route by-zone) is not configured")
+	assert.NotEqual(t, e.sink.signals[0].Key, e.sink.signals[1].Key)
+}
+
+func TestCompileRouteErrors(t *testing.T) {
+	_, errs := alertmanager.CompileRoute(0, alertmanager.RouteConfig{Match: map[string]string{"alertname": "("},
+		Params: map[string]string{"worker": "{{ .labels.x", "target": "x"}, Autostart: "all"})
+	var fields []string
+	for _, e := range errs {
+		fields = append(fields, e.Field)
+	}
+	assert.ElementsMatch(t, []string{"match.alertname", "channel", "params.target", "params.worker", "params", "autostart"}, fields)
+}
+
+func TestSilencer(t *testing.T) {
+	var got map[string]any
+	am := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		assert.Equal(t, "/api/v2/silences", r.URL.Path)
+		require.NoError(t, json.NewDecoder(r.Body).Decode(&got))
+		_, _ = io.WriteString(w, `{"silenceID":"7b3c"}`)
+	}))
+	defer am.Close()
+	now := time.Date(2026, 3, 1, 4, 0, 0, 0, time.UTC)
+	s := &alertmanager.Silencer{URL: am.URL, Now: func() time.Time { return now }}
+	id, err := s.Silence(context.Background(), map[string]string{"alertname": "X"}, time.Hour, "@bob", "incident i-1")
+	require.NoError(t, err)
+	assert.Equal(t, "7b3c", id)
+	assert.Equal(t, "2026-03-01T05:00:00Z", got["endsAt"])
+	assert.Equal(t, "@bob", got["createdBy"])
+	assert.Equal(t, []any{map[string]any{"name": "alertname", "value": "X", "isRegex": false, "isEqual": true}}, got["matchers"])
+}
