@@ -187,7 +187,7 @@ func TestUnroutedAlertIsLoggedAndAuditedOnce(t *testing.T) {
 	assert.Empty(t, e.sink.signals)
 	assert.Contains(t, e.logs.String(), "alert matches no route")
 	assert.Len(t, e.audit.entries, 2, "each unrouted alert is recorded once while it fires")
-	assert.Equal(t, "alert_unrouted", e.audit.entries[0].Action)
+	assert.Equal(t, bot.AuditAction("alert_unrouted"), e.audit.entries[0].Action)
 	assert.Contains(t, e.audit.entries[0].Detail, `mountpoint="/var/log"`)
 }
 
