@@ -1,0 +1,424 @@
+// Package watch polls each target on a schedule and turns detected
+// conditions into incidents: a worker stalled too long, too many pending
+// builds or a too old one, build-log tables too large, and the target
+// itself unreachable or refusing the login. One incident per rule and
+// object (worker, queue, database, target), with hysteresis: a condition
+// opens its incident when it holds on two polls in a row and resolves it
+// when it has been clear for two polls in a row. A poll is one collection
+// of the digest's data source (digest.Source), so it costs no more than
+// one digest.
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/groundcrew/groundcrew/digest"
+	"github.com/groundcrew/groundcrew/incident"
+)
+
+// Rule is one entry of watch: in the config.
+type Rule struct {
+	Target  string `yaml:"target"`
+	Channel string `yaml:"channel"`
+	// Every is the poll period (default 1m).
+	Every time.Duration `yaml:"every"`
+	// WorkerStalledFor opens an incident per worker stalled at least this long.
+	WorkerStalledFor time.Duration `yaml:"worker_stalled_for"`
+	// PendingBuilds opens an incident when more builds than this are pending.
+	PendingBuilds int `yaml:"pending_builds"`
+	// OldestPending opens one when the oldest pending build waits this long.
+	OldestPending time.Duration `yaml:"oldest_pending"`
+	// BuildLogsBytes opens one when the build-log tables are larger.
+	BuildLogsBytes ByteSize `yaml:"build_logs_bytes"`
+}
+
+// DefaultEvery is the default poll period.
+const DefaultEvery = time.Minute
+
+// Polls is how many polls in a row a condition must hold to open its
+// incident, and be clear to resolve it.
+const Polls = 2
+
+// window is the build window a poll collects (pending builds are counted
+// in it).
+const window = 24 * time.Hour
+
+// ByteSize is a size in bytes written as "20GiB", "500MB" or a number.
+type ByteSize int64
+
+var sizeRe = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*([KMGT]i?B|B)?$`)
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (b *ByteSize) UnmarshalText(text []byte) error {
+	m := sizeRe.FindStringSubmatch(strings.TrimSpace(string(text)))
+	if m == nil {
+		return fmt.Errorf("%q is not a size (e.g. 20GiB, 500MB)", text)
+	}
+	n, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		return err
+	}
+	mult := map[string]float64{"": 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+		"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}[m[2]]
+	*b = ByteSize(n * mult)
+	return nil
+}
+
+func (b ByteSize) String() string {
+	f := float64(b)
+	for _, u := range []string{"B", "KiB", "MiB", "GiB", "TiB"} {
+		if f < 1024 || u == "TiB" {
+			if u == "B" {
+				return fmt.Sprintf("%d B", int64(b))
+			}
+			return fmt.Sprintf("%.1f %s", f, u)
+		}
+		f /= 1024
+	}
+	return ""
+}
+
+// Validate checks a rule (targets are checked by the config).
+func (r Rule) Validate() []error {
+	var errs []error
+	if r.Channel == "" {
+		errs = append(errs, errors.New("channel: is required (e.g. \"#ci-ops\")"))
+	}
+	if r.Every != 0 && r.Every < 10*time.Second {
+		errs = append(errs, fmt.Errorf("every: %s is too often (at least 10s: a poll costs one digest)", r.Every))
+	}
+	if r.WorkerStalledFor < 0 || r.OldestPending < 0 || r.PendingBuilds < 0 || r.BuildLogsBytes < 0 {
+		errs = append(errs, errors.New("thresholds must not be negative"))
+	}
+	return errs
+}
+
+// Sink takes the signals and knows the open incidents (the incident manager).
+type Sink interface {
+	Signal(ctx context.Context, s incident.Signal) (*incident.Incident, error)
+	Open(ctx context.Context) ([]*incident.Incident, error)
+}
+
+// Options configure a Watcher.
+type Options struct {
+	Rules  []Rule
+	Source digest.Source
+	Sink   Sink
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Watcher polls the rules. Poll is safe for concurrent use.
+type Watcher struct {
+	o   Options
+	log *slog.Logger
+
+	mu     sync.Mutex
+	rules  []*ruleState
+	seeded bool
+}
+
+type ruleState struct {
+	rule Rule
+	prev *digest.Data
+	// stalledSince is when a poll first saw each worker stalled.
+	stalledSince map[string]time.Time
+	// running counts the polls in a row a worker of stalledSince was not stalled.
+	running map[string]int
+	conds   map[string]*cond
+}
+
+// cond is the hysteresis state of one key.
+type cond struct {
+	active      bool
+	hold, clear int
+	last        incident.Signal
+}
+
+// New returns a watcher.
+func New(o Options) (*Watcher, error) {
+	if o.Source == nil || o.Sink == nil {
+		return nil, errors.New("watch: Source and Sink are required")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	w := &Watcher{o: o, log: o.Logger}
+	for _, r := range o.Rules {
+		if r.Every == 0 {
+			r.Every = DefaultEvery
+		}
+		w.rules = append(w.rules, &ruleState{rule: r, stalledSince: map[string]time.Time{}, running: map[string]int{}, conds: map[string]*cond{}})
+	}
+	return w, nil
+}
+
+// Run polls every rule at its period until ctx ends.
+func (w *Watcher) Run(ctx context.Context) error {
+	if len(w.rules) == 0 {
+		<-ctx.Done()
+		return nil
+	}
+	var wg sync.WaitGroup
+	for i, rs := range w.rules {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(rs.rule.Every)
+			defer t.Stop()
+			for {
+				if err := w.Poll(ctx, i); err != nil && ctx.Err() == nil {
+					w.log.Error("watch poll", "target", rs.rule.Target, "err", err)
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// Key is the incident key of a rule's object.
+func Key(target, cond, object string) string {
+	k := "watch:" + target + ":" + cond
+	if object != "" {
+		k += ":" + object
+	}
+	return k
+}
+
+// seed marks the keys of open watch incidents active, so that a condition
+// that cleared while the bot was down still resolves its incident.
+func (w *Watcher) seed(ctx context.Context) error {
+	if w.seeded {
+		return nil
+	}
+	open, err := w.o.Sink.Open(ctx)
+	if err != nil {
+		return fmt.Errorf("listing open incidents: %w", err)
+	}
+	for _, in := range open {
+		if in.Source.Kind != incident.SourceWatch {
+			continue
+		}
+		for _, rs := range w.rules {
+			if strings.HasPrefix(in.Key, Key(rs.rule.Target, "", "")) {
+				rs.conds[in.Key] = &cond{active: true, last: incident.Signal{Key: in.Key, Source: in.Source, Title: in.Title, Target: in.Target, Channel: in.Channel}}
+			}
+		}
+	}
+	w.seeded = true
+	return nil
+}
+
+// Poll collects rule i's target once and applies what it found.
+func (w *Watcher) Poll(ctx context.Context, i int) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.seed(ctx); err != nil {
+		return err
+	}
+	rs := w.rules[i]
+	r := rs.rule
+	data, err := w.o.Source.Collect(ctx, r.Target, window, rs.prev)
+	if err == nil && data.Err != "" {
+		err = errors.New(data.Err)
+	}
+	now := w.o.Now()
+	found := map[string]incident.Signal{}
+	unreachable := Key(r.Target, "unreachable", "")
+	if err != nil {
+		found[unreachable] = w.unreachable(r, err)
+	} else {
+		d := data
+		rs.prev = &d
+		w.evaluate(rs, d, now, found)
+	}
+	var errs []error
+	// Conditions seen on this poll.
+	for key, s := range found {
+		c := rs.conds[key]
+		if c == nil {
+			c = &cond{}
+			rs.conds[key] = c
+		}
+		c.clear, c.last = 0, s
+		c.hold++
+		if !c.active && c.hold >= Polls {
+			c.active = true
+			s.Firing = true
+			if _, err := w.o.Sink.Signal(ctx, s); err != nil {
+				errs = append(errs, err)
+				c.active = false
+			}
+		}
+	}
+	// Conditions not seen. While the target cannot be read, only its
+	// unreachable incident is known: the others keep their state.
+	for key, c := range rs.conds {
+		if _, ok := found[key]; ok || (err != nil && key != unreachable) {
+			continue
+		}
+		c.hold = 0
+		c.clear++
+		if c.active && c.clear >= Polls {
+			s := c.last
+			s.Firing = false
+			s.Evidence = nil
+			if _, err := w.o.Sink.Signal(ctx, s); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			c.active = false
+		}
+		if !c.active {
+			delete(rs.conds, key)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+var loginRe = regexp.MustCompile(`(?i)\b401\b|unauthori[sz]ed|login|password|forbidden|\b403\b`)
+
+func (w *Watcher) unreachable(r Rule, err error) incident.Signal {
+	s := incident.Signal{Key: Key(r.Target, "unreachable", ""), Source: incident.Source{Kind: incident.SourceWatch, Name: "unreachable", Ref: r.Target},
+		Target: r.Target, Channel: r.Channel}
+	msg := oneLine(err.Error())
+	if loginRe.MatchString(msg) {
+		s.Title = "Login to Concourse fails"
+		s.Evidence = []string{fmt.Sprintf("`%s`: %s — check `targets.%s.username` and `password_file`", r.Target, msg, r.Target)}
+		return s
+	}
+	s.Title = "Concourse does not answer"
+	s.Evidence = []string{fmt.Sprintf("`%s`: %s", r.Target, msg)}
+	s.Runbook = "web-restart"
+	return s
+}
+
+var trailingID = regexp.MustCompile(`-([0-9]+)$`)
+
+func (w *Watcher) evaluate(rs *ruleState, d digest.Data, now time.Time, found map[string]incident.Signal) {
+	r := rs.rule
+	sig := func(cond, object, title string) incident.Signal {
+		return incident.Signal{Key: Key(r.Target, cond, object), Source: incident.Source{Kind: incident.SourceWatch, Name: cond, Ref: object},
+			Target: r.Target, Channel: r.Channel, Title: title}
+	}
+	// Stalled workers, by name.
+	stalled := map[string]bool{}
+	for _, sw := range d.Workers.Stalled {
+		stalled[sw.Name] = true
+		since, ok := rs.stalledSince[sw.Name]
+		if !ok {
+			since = now
+			if !sw.Since.IsZero() && sw.Since.Before(now) {
+				since = sw.Since
+			}
+			rs.stalledSince[sw.Name] = since
+		}
+		if r.WorkerStalledFor <= 0 || now.Sub(since) < r.WorkerStalledFor {
+			continue
+		}
+		s := sig("worker_stalled", sw.Name, "Worker stalled")
+		s.Since = since
+		s.Evidence = []string{fmt.Sprintf("`%s` stalled for ≥ %s, %d containers", sw.Name, roundMin(r.WorkerStalledFor), sw.Containers)}
+		s.Runbook = "worker-stalled"
+		if m := trailingID.FindStringSubmatch(sw.Name); m != nil {
+			s.Params = map[string]string{"worker": m[1]}
+		} else {
+			// Ephemeral names carry no worker ID: offer the command to complete.
+			s.Params = map[string]string{"worker": "<ID>"}
+		}
+		found[s.Key] = s
+	}
+	// A worker seen running for one poll keeps its age (hysteresis).
+	for name := range rs.stalledSince {
+		if stalled[name] {
+			delete(rs.running, name)
+			continue
+		}
+		if rs.running[name]++; rs.running[name] >= Polls {
+			delete(rs.stalledSince, name)
+			delete(rs.running, name)
+		}
+	}
+	// The build queue.
+	pending := d.Builds.Count("pending")
+	var queue []string
+	if r.PendingBuilds > 0 && pending > r.PendingBuilds {
+		queue = append(queue, fmt.Sprintf("%d pending builds (more than %d)", pending, r.PendingBuilds))
+	}
+	if r.OldestPending > 0 && pending > 0 && !d.Builds.PendingSince.IsZero() && now.Sub(d.Builds.PendingSince) >= r.OldestPending {
+		queue = append(queue, fmt.Sprintf("oldest pending build queued ≥ %s ago (limit %s)", roundMin(r.OldestPending), roundMin(r.OldestPending)))
+	}
+	if len(queue) > 0 {
+		s := sig("pending_builds", "", "Workers saturated")
+		s.Evidence = queue
+		s.Runbook = "workers-saturated"
+		s.Params = map[string]string{"since": "24h"}
+		if top := d.Builds.PendingByPipeline; len(top) > 0 && 2*top[0].Count >= pending {
+			s.Params["team"], s.Params["pipeline"] = top[0].Team, top[0].Pipeline
+			s.Evidence = append(s.Evidence, fmt.Sprintf("%d of them in `%s`", top[0].Count, top[0].Ref()))
+		}
+		found[s.Key] = s
+	}
+	// The database.
+	if db := d.DB; r.BuildLogsBytes > 0 && db != nil && db.Err == "" && db.BuildLogBytes > int64(r.BuildLogsBytes) {
+		s := sig("build_logs", "database", "Build logs fill the database")
+		s.Evidence = []string{fmt.Sprintf("build-log tables take %s (limit %s)", ByteSize(db.BuildLogBytes), r.BuildLogsBytes)}
+		s.Runbook = "postgres-build-logs-full"
+		if len(db.Tables) > 0 {
+			t := db.Tables[0]
+			s.Evidence = append(s.Evidence, fmt.Sprintf("largest: `%s` %s", t.Label, ByteSize(t.Bytes)))
+			if t.Pipeline != "" {
+				s.Params = map[string]string{"team": t.Team, "pipeline": t.Pipeline}
+			}
+		}
+		found[s.Key] = s
+	}
+}
+
+func roundMin(d time.Duration) string {
+	if d < time.Minute {
+		return d.String()
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(d.Round(time.Minute).String(), "0s"), "0m")
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 300 {
+		s = s[:299] + "…"
+	}
+	return s
+}
+
+// Keys lists the active keys of rule i (tests, status).
+func (w *Watcher) Keys(i int) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for k, c := range w.rules[i].conds {
+		if c.active {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

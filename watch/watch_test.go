@@ -1,0 +1,177 @@
+package watch_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
+
+	"github.com/groundcrew/groundcrew/digest"
+	"github.com/groundcrew/groundcrew/incident"
+	"github.com/groundcrew/groundcrew/watch"
+)
+
+type source struct {
+	mu    sync.Mutex
+	data  digest.Data
+	err   error
+	calls int
+}
+
+func (s *source) Collect(_ context.Context, target string, _ time.Duration, _ *digest.Data) (digest.Data, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	d := s.data
+	d.Target = target
+	return d, s.err
+}
+
+type sink struct {
+	signals []incident.Signal
+	open    []*incident.Incident
+}
+
+func (s *sink) Signal(_ context.Context, sig incident.Signal) (*incident.Incident, error) {
+	s.signals = append(s.signals, sig)
+	return &incident.Incident{}, nil
+}
+
+func (s *sink) Open(context.Context) ([]*incident.Incident, error) { return s.open, nil }
+
+type clock struct{ t time.Time }
+
+func (c *clock) Now() time.Time { return c.t }
+
+func stalled(names ...string) digest.Data {
+	d := digest.Data{Builds: digest.BuildFigures{ByStatus: map[string]int{}}}
+	for _, n := range names {
+		d.Workers.Stalled = append(d.Workers.Stalled, digest.StalledWorker{Name: n, Containers: 236})
+	}
+	return d
+}
+
+func newWatcher(t *testing.T, r watch.Rule) (*watch.Watcher, *source, *sink, *clock) {
+	t.Helper()
+	src, sk, clk := &source{}, &sink{}, &clock{t: time.Date(2026, 3, 1, 4, 0, 0, 0, time.UTC)}
+	w, err := watch.New(watch.Options{Rules: []watch.Rule{r}, Source: src, Sink: sk, Now: clk.Now})
+	require.NoError(t, err)
+	return w, src, sk, clk
+}
+
+func TestStalledWorkerOpensAfterThresholdAndResolvesWithHysteresis(t *testing.T) {
+	w, src, sk, clk := newWatcher(t, watch.Rule{Target: "infra-prd", Channel: "#ci-ops", WorkerStalledFor: 5 * time.Minute})
+	ctx := context.Background()
+	src.data = stalled("caascad-ci-workers-infra-infra-prd-0")
+	for range 6 { // 0..5 min: under the threshold
+		require.NoError(t, w.Poll(ctx, 0))
+		clk.t = clk.t.Add(time.Minute)
+	}
+	// At 5 min the condition holds once; it opens on the second poll in a row.
+	assert.Len(t, sk.signals, 0)
+	require.NoError(t, w.Poll(ctx, 0))
+	require.Len(t, sk.signals, 1)
+	s := sk.signals[0]
+	assert.True(t, s.Firing)
+	assert.Equal(t, "watch:infra-prd:worker_stalled:caascad-ci-workers-infra-infra-prd-0", s.Key)
+	assert.Equal(t, "worker-stalled", s.Runbook)
+	assert.Equal(t, map[string]string{"worker": "0"}, s.Params)
+	assert.Equal(t, "#ci-ops", s.Channel)
+	assert.Contains(t, s.Evidence[0], "stalled for ≥ 5m")
+
+	// Still stalled: no new signal (one incident, no spam).
+	require.NoError(t, w.Poll(ctx, 0))
+	assert.Len(t, sk.signals, 1)
+	// Running again for one poll, then stalled again: no flapping.
+	src.data = stalled()
+	require.NoError(t, w.Poll(ctx, 0))
+	src.data = stalled("caascad-ci-workers-infra-infra-prd-0")
+	require.NoError(t, w.Poll(ctx, 0))
+	assert.Len(t, sk.signals, 1)
+	// Clear for two polls: resolved.
+	src.data = stalled()
+	require.NoError(t, w.Poll(ctx, 0))
+	require.NoError(t, w.Poll(ctx, 0))
+	require.Len(t, sk.signals, 2)
+	assert.False(t, sk.signals[1].Firing)
+	assert.Equal(t, s.Key, sk.signals[1].Key)
+	assert.Empty(t, w.Keys(0))
+	assert.Equal(t, 12, src.calls, "one collection per poll")
+}
+
+func TestQueueAndDatabase(t *testing.T) {
+	w, src, sk, _ := newWatcher(t, watch.Rule{Target: "infra-prd", Channel: "#ci-ops", PendingBuilds: 500, BuildLogsBytes: 20 << 30})
+	ctx := context.Background()
+	src.data = digest.Data{Builds: digest.BuildFigures{ByStatus: map[string]int{"pending": 800},
+		PendingByPipeline: []digest.PipelineCount{{Team: "main", Pipeline: "big", Count: 700}}},
+		DB: &digest.DBFigures{BuildLogBytes: 30 << 30, Tables: []digest.DBTable{{Label: "main/big", Team: "main", Pipeline: "big", Bytes: 25 << 30}}}}
+	require.NoError(t, w.Poll(ctx, 0))
+	require.NoError(t, w.Poll(ctx, 0))
+	require.Len(t, sk.signals, 2)
+	byKey := map[string]incident.Signal{}
+	for _, s := range sk.signals {
+		byKey[s.Key] = s
+	}
+	q := byKey["watch:infra-prd:pending_builds"]
+	assert.Equal(t, "workers-saturated", q.Runbook)
+	assert.Equal(t, map[string]string{"since": "24h", "team": "main", "pipeline": "big"}, q.Params)
+	assert.Equal(t, []string{"800 pending builds (more than 500)", "700 of them in `main/big`"}, q.Evidence)
+	db := byKey["watch:infra-prd:build_logs:database"]
+	assert.Equal(t, "postgres-build-logs-full", db.Runbook)
+	assert.Equal(t, "build-log tables take 30.0 GiB (limit 20.0 GiB)", db.Evidence[0])
+}
+
+func TestUnreachableAndLoginAreIncidentsOfTheirOwn(t *testing.T) {
+	w, src, sk, clk := newWatcher(t, watch.Rule{Target: "infra-prd", Channel: "#ci-ops", WorkerStalledFor: time.Minute})
+	ctx := context.Background()
+	src.data = stalled("w-1")
+	for range 3 {
+		require.NoError(t, w.Poll(ctx, 0))
+		clk.t = clk.t.Add(time.Minute)
+	}
+	require.Len(t, sk.signals, 1)
+	src.err = errors.New("logging in to infra-prd: 401 Unauthorized")
+	require.NoError(t, w.Poll(ctx, 0))
+	require.NoError(t, w.Poll(ctx, 0))
+	require.NoError(t, w.Poll(ctx, 0))
+	require.Len(t, sk.signals, 2, "the stalled worker is not resolved while the target cannot be read")
+	s := sk.signals[1]
+	assert.Equal(t, "watch:infra-prd:unreachable", s.Key)
+	assert.Equal(t, "Login to Concourse fails", s.Title)
+	assert.Empty(t, s.Runbook)
+	assert.Contains(t, s.Evidence[0], "targets.infra-prd.username")
+
+	src.err = nil
+	src.data = stalled()
+	require.NoError(t, w.Poll(ctx, 0))
+	require.NoError(t, w.Poll(ctx, 0))
+	require.Len(t, sk.signals, 4)
+	assert.False(t, sk.signals[2].Firing)
+	assert.False(t, sk.signals[3].Firing)
+}
+
+func TestOpenIncidentsResolveAfterRestart(t *testing.T) {
+	src, sk, clk := &source{}, &sink{}, &clock{t: time.Now()}
+	sk.open = []*incident.Incident{{Key: "watch:infra-prd:worker_stalled:w-1", Source: incident.Source{Kind: incident.SourceWatch}}}
+	w, err := watch.New(watch.Options{Rules: []watch.Rule{{Target: "infra-prd", Channel: "#c", WorkerStalledFor: time.Minute}}, Source: src, Sink: sk, Now: clk.Now})
+	require.NoError(t, err)
+	src.data = stalled()
+	require.NoError(t, w.Poll(context.Background(), 0))
+	require.NoError(t, w.Poll(context.Background(), 0))
+	require.Len(t, sk.signals, 1)
+	assert.False(t, sk.signals[0].Firing)
+	assert.Equal(t, "watch:infra-prd:worker_stalled:w-1", sk.signals[0].Key)
+}
+
+func TestByteSizeYAML(t *testing.T) {
+	var r watch.Rule
+	require.NoError(t, yaml.Unmarshal([]byte("build_logs_bytes: 20GiB\nevery: 1m\n"), &r))
+	assert.Equal(t, watch.ByteSize(20<<30), r.BuildLogsBytes)
+	assert.Equal(t, time.Minute, r.Every)
+	assert.Error(t, yaml.Unmarshal([]byte("build_logs_bytes: lots\n"), &r))
+}
