@@ -28,6 +28,7 @@ import (
 	"github.com/groundcrew/groundcrew/bot/policy"
 	"github.com/groundcrew/groundcrew/digest"
 	"github.com/groundcrew/groundcrew/internal/secret"
+	"github.com/groundcrew/groundcrew/watch"
 )
 
 // EnvConfig names the environment variable holding the config path.
@@ -48,6 +49,9 @@ type Config struct {
 	Targets   map[string]*Target `yaml:"targets"`
 	Approvals policy.Config      `yaml:"approvals"`
 	Digests   []Digest           `yaml:"digests"`
+	// Alerts and Watch open incidents (config/incidents.go).
+	Alerts Alerts       `yaml:"alerts"`
+	Watch  []watch.Rule `yaml:"watch"`
 	// Runbooks are directories added to (and overriding) the built-in library.
 	Runbooks []string `yaml:"runbooks"`
 	Log      Log      `yaml:"log"`
@@ -420,6 +424,7 @@ func (c *Config) validate() Errors {
 	if c.Audit.Every > 0 && c.Audit.CheckpointChannel == "" {
 		add("audit.every", "is set but audit.checkpoint_channel is not: say where to post the checkpoints (e.g. \"#ci-audit\")")
 	}
+	errs = append(errs, c.validateIncidents()...)
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
