@@ -54,6 +54,9 @@ type app struct {
 	health  health
 	// httpAddr is where the HTTP server listens, once run started it.
 	httpAddr atomic.Pointer[string]
+	// incidents: alerts and watch rules (incidents.go).
+	incidents *incidents
+	digestSrc digest.Source
 }
 
 // appOptions are the parts that differ between serve, demo and tests.
@@ -221,6 +224,9 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 	a.metrics.Outbox(func() ([]bot.OutboxItem, error) { return db.ListOutbox(context.Background()) }, now)
 	a.metrics.StoreSize(db.Size)
 	a.routes()
+	if a.incidents, err = a.newIncidents(db, a.digestSrc, o.Now); err != nil {
+		return nil, err
+	}
 	ok = true
 	return a, nil
 }
@@ -243,6 +249,7 @@ func (a *app) run(ctx context.Context) error {
 	g.Go(func() error { return a.eng.Run(gctx) })
 	g.Go(func() error { return a.digests.Run(gctx) })
 	g.Go(func() error { return a.audit.Run(gctx) })
+	g.Go(func() error { return a.incidents.run(gctx) })
 	if err := a.serveHTTP(gctx, g); err != nil {
 		return err
 	}
@@ -257,7 +264,7 @@ func (a *app) run(ctx context.Context) error {
 	defer a.health.chatUp.Store(false)
 	if a.console {
 		g.Go(func() error {
-			err := a.chat.Run(gctx, a.eng)
+			err := a.chat.Run(gctx, a.incidents.handler)
 			a.health.chatUp.Store(false)
 			if err == nil {
 				wctx, wcancel := context.WithTimeout(gctx, 10*time.Minute)
@@ -273,7 +280,7 @@ func (a *app) run(ctx context.Context) error {
 	} else {
 		g.Go(func() error {
 			defer a.health.chatUp.Store(false)
-			return a.chat.Run(gctx, a.eng)
+			return a.chat.Run(gctx, a.incidents.handler)
 		})
 	}
 	err := g.Wait()

@@ -32,6 +32,7 @@ func (a *app) newDigestScheduler(now func() time.Time) (*digest.Scheduler, error
 	if err != nil {
 		return nil, err
 	}
+	a.digestSrc = src // the watch rules poll the same source
 	ds := make([]digest.Schedule, 0, len(a.cfg.Digests))
 	for _, d := range a.cfg.Digests {
 		a.metrics.ExpectDigests(d.Target)
