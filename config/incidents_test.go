@@ -87,5 +87,5 @@ alerts:
 `)
 	_, err := Load(p)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "line 8: field matches not found")
+	assert.Contains(t, err.Error(), `line 8: unknown key "matches" in alerts.routes[]; did you mean "match"?`)
 }
