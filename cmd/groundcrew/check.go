@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/groundcrew/groundcrew/adapters/mattermost"
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/policy"
 	"github.com/groundcrew/groundcrew/config"
@@ -49,7 +50,7 @@ func checkSetup(ctx context.Context, cfg *config.Config, reg *bot.Registry, lib 
 	if gr, ok := chat.(bot.GroupResolver); ok {
 		k.Members = func(ctx context.Context, group string) ([]string, error) {
 			ids, err := gr.GroupMembers(ctx, group)
-			if errors.Is(err, bot.ErrNotFound) {
+			if errors.Is(err, bot.ErrNotFound) || errors.Is(err, mattermost.ErrUnknownGroup) {
 				return nil, fmt.Errorf("%s: %w", group, policy.ErrUnknown)
 			}
 			return ids, err
