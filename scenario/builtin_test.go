@@ -2,6 +2,7 @@ package scenario_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -57,5 +58,37 @@ func TestBuiltinScenarios_CoverEveryRunbook(t *testing.T) {
 			found = found || rb.Name == sc.Runbook
 		}
 		assert.True(t, found, "scenario %s is about runbook %q, which is not built in", sc.ID(), sc.Runbook)
+	}
+}
+
+// TestQuickRunbooks_AtMostThreeInputs keeps the effort table of
+// runbooks/LIBRARY.md true: a quick runbook's main path takes at most three
+// chat inputs (the command, an approval, a confirmation).
+func TestQuickRunbooks_AtMostThreeInputs(t *testing.T) {
+	rbs, err := runbooks.LoadFS(runbooks.Builtin(), nil)
+	require.NoError(t, err)
+	scs, err := scenario.LoadFS(scenario.Builtin())
+	require.NoError(t, err)
+	quick := map[string]bool{}
+	for _, rb := range rbs {
+		for _, tag := range rb.Tags {
+			if tag == "quick" {
+				quick[rb.Name] = true
+			}
+		}
+	}
+	require.Contains(t, quick, "abort-pending")
+	require.Contains(t, quick, "prune-stalled")
+	for _, sc := range scs {
+		if !quick[sc.Runbook] || !slices.Contains(sc.Tags, "main") {
+			continue
+		}
+		n := 0
+		for _, in := range sc.Inputs {
+			if in.As != "" {
+				n++
+			}
+		}
+		assert.LessOrEqual(t, n, 3, "%s: %d chat inputs", sc.ID(), n)
 	}
 }
