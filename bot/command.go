@@ -398,8 +398,8 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 		r.Steps = append(r.Steps, StepState{ID: s.ID, Kind: string(s.Kind), Title: title, Op: s.Op, Status: StepPending})
 	}
 	var b Batch
-	b.Note(JournalEntry{Time: now, Type: JRunStarted, Actor: ev.User.ID, Message: fmt.Sprintf("%s on %s %v", rb.Name, target, params)})
-	b.AuditLog(AuditEntry{Time: now, Actor: ev.User.ID, Action: ActionRunStarted, Target: target, Detail: fmt.Sprintf("%s %v dry_run=%v", rb.Name, params, c.DryRun)})
+	b.Note(JournalEntry{Time: now, Type: JRunStarted, Actor: ev.User.ID, Message: strings.TrimSpace(fmt.Sprintf("%s on %s %s", rb.Name, target, FormatParams(params)))})
+	b.AuditLog(AuditEntry{Time: now, Actor: ev.User.ID, Action: ActionRunStarted, Target: target, Detail: strings.TrimSpace(fmt.Sprintf("%s %s", rb.Name, FormatParams(params))) + map[bool]string{true: " (dry run)"}[c.DryRun]})
 	for range 20 {
 		r.ID = newRunID()
 		err = e.o.Store.CreateRun(ctx, r, &b)

@@ -597,14 +597,6 @@ func (e *Engine) manualTimeout(ctx context.Context, runID, stepID string) {
 	}
 }
 
-func formatArgs(a Args) string {
-	if len(a) == 0 {
-		return ""
-	}
-	b, _ := json.Marshal(a)
-	return string(b)
-}
-
 // userMessage turns an error into a sentence for chat.
 func userMessage(err error) string {
 	if err == nil {

@@ -82,7 +82,7 @@ func stateLine(r *Run) string {
 	case RunCancelled:
 		return "🚫 " + r.Error
 	}
-	return string(r.State)
+	return r.State.Human()
 }
 
 // renderRoot renders the run's root message.

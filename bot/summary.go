@@ -30,7 +30,7 @@ func RunMarkdown(r *Run, journal []JournalEntry) string {
 	if !r.FinishedAt.IsZero() {
 		end = ts(r.FinishedAt)
 	}
-	fmt.Fprintf(&b, "- **Outcome:** %s (ended %s, duration %s)\n", r.State, end, humanDuration(r.Duration(time.Now())))
+	fmt.Fprintf(&b, "- **Outcome:** %s (ended %s, duration %s)\n", r.State.Human(), end, humanDuration(r.Duration(time.Now())))
 	if r.DryRun {
 		b.WriteString("- **Dry run:** nothing was changed\n")
 	}
@@ -57,7 +57,7 @@ func RunMarkdown(r *Run, journal []JournalEntry) string {
 		if len(st.ApprovedBy) > 0 {
 			res += " — approved by " + userList(st.ApprovedBy)
 		}
-		status := string(st.Status)
+		status := st.Status.Human()
 		if st.Status == StepPending && r.State.Terminal() {
 			status = "not run"
 		}
@@ -66,11 +66,7 @@ func RunMarkdown(r *Run, journal []JournalEntry) string {
 	var votes []string
 	for _, e := range journal {
 		if e.Type == JVote || e.Type == JVoteRefused || e.Type == JGateDecided || e.Type == JGateOpened {
-			who := ""
-			if e.Actor != "" {
-				who = actorName(e.Actor, r) + " "
-			}
-			votes = append(votes, fmt.Sprintf("- %s `%s` %s%s %s%s", ts(e.Time), e.Step, who, e.Type, mdCell(e.Message), hashNote(e.PlanHash)))
+			votes = append(votes, fmt.Sprintf("- %s `%s` %s%s", ts(e.Time), e.Step, mdCell(journalLine(e, r)), hashNote(e.PlanHash)))
 		}
 	}
 	if len(votes) > 0 {
@@ -78,15 +74,11 @@ func RunMarkdown(r *Run, journal []JournalEntry) string {
 	}
 	b.WriteString("\n## Timeline\n\n")
 	for _, e := range journal {
-		actor := ""
-		if e.Actor != "" {
-			actor = " (" + e.Actor + ")"
-		}
 		step := ""
 		if e.Step != "" {
 			step = " `" + e.Step + "`"
 		}
-		fmt.Fprintf(&b, "- %s%s %s%s: %s\n", ts(e.Time), step, e.Type, actor, mdCell(e.Message))
+		fmt.Fprintf(&b, "- %s%s %s\n", ts(e.Time), step, mdCell(journalLine(e, r)))
 	}
 	return b.String()
 }
@@ -117,7 +109,7 @@ func sortedStrings(xs []string) []string {
 func (e *Engine) Summary(r *Run, journal []JournalEntry) Message {
 	now := e.o.Now()
 	var b strings.Builder
-	fmt.Fprintf(&b, "📋 *Summary* of `%s` — %s on `%s`: %s %s after %s\n", r.ID, r.Runbook, r.Target, runIcon(r.State), r.State, humanDuration(r.Duration(now)))
+	fmt.Fprintf(&b, "📋 *Summary* of `%s` — %s on `%s`: %s %s after %s\n", r.ID, r.Runbook, r.Target, runIcon(r.State), r.State.Human(), humanDuration(r.Duration(now)))
 	counts := map[StepStatus]int{}
 	for _, st := range r.Steps {
 		if st.Status == StepFailed && strings.HasPrefix(st.Error, "timed out") {
@@ -207,7 +199,7 @@ func summaryDetail(r *Run, journal []JournalEntry) string {
 	for _, st := range r.Steps {
 		if st.Kind == string(runbooks.KindManual) && st.By != nil {
 			verb := map[StepStatus]string{StepSucceeded: "done", StepSkipped: "skipped", StepFailed: "marked failed"}[st.Status]
-			manual = append(manual, fmt.Sprintf("• %s — %s by %s at %s%s", nonEmpty(st.Title, st.ID), nonEmpty(verb, string(st.Status)), st.By.Display(), hm(st.FinishedAt), optional(st.Note)))
+			manual = append(manual, fmt.Sprintf("• %s — %s by %s at %s%s", nonEmpty(st.Title, st.ID), nonEmpty(verb, st.Status.Human()), st.By.Display(), hm(st.FinishedAt), optional(st.Note)))
 		}
 	}
 	if len(manual) > 0 {
@@ -221,7 +213,7 @@ func summaryDetail(r *Run, journal []JournalEntry) string {
 	}
 	var open []string
 	if !r.State.Terminal() {
-		open = append(open, "• the run is still "+strings.ReplaceAll(string(r.State), "_", " ")+": "+stateLine(r))
+		open = append(open, "• the run is still "+r.State.Human()+": "+stateLine(r))
 	}
 	for _, st := range r.Steps {
 		// In a run that succeeded, failures were handled by the runbook's
@@ -276,7 +268,7 @@ func (e *Engine) IncidentSummary(runs []*Run, journals map[string][]JournalEntry
 	}
 	var states []string
 	for _, r := range runs {
-		states = append(states, fmt.Sprintf("`%s` %s %s", r.ID, r.Runbook, r.State))
+		states = append(states, fmt.Sprintf("`%s` %s %s", r.ID, r.Runbook, r.State.Human()))
 		for _, j := range journals[r.ID] {
 			switch j.Type {
 			case JRunStarted:

@@ -254,7 +254,7 @@ func newRuns() *cobra.Command {
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "RUN\tRUNBOOK\tTARGET\tBY\tSTATE\tSTARTED")
 			for _, r := range runs {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Runbook, r.Target, r.Requester.Display(), r.State, r.CreatedAt.UTC().Format("2006-01-02 15:04"))
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Runbook, r.Target, r.Requester.Display(), r.State.Human(), r.CreatedAt.UTC().Format("2006-01-02 15:04"))
 			}
 			return w.Flush()
 		}),

@@ -83,7 +83,7 @@ targets:
 	assert.Contains(t, out, "Wave back")
 	out, err = run(t, "", "runs", "list", "--store", filepath.Join(dir, "gc.db"))
 	require.NoError(t, err, out)
-	assert.Contains(t, out, "awaiting_manual")
+	assert.Contains(t, out, "waiting for a person")
 
 	out, err = run(t, "", "audit", "verify", "--store", filepath.Join(dir, "gc.db"))
 	require.NoError(t, err, out)

@@ -1,0 +1,168 @@
+package bot
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Words for people. Stored states, statuses and journal types are
+// identifiers ("awaiting_manual", "gate_opened"); nothing shown to a person
+// uses them directly.
+
+// Human says what a run state means, in words ("waiting for a person").
+func (s RunState) Human() string {
+	switch s {
+	case RunRunning:
+		return "running"
+	case RunAwaitingApproval:
+		return "waiting for approval"
+	case RunAwaitingManual:
+		return "waiting for a person"
+	case RunWaiting:
+		return "waiting"
+	case RunSucceeded:
+		return "succeeded"
+	case RunFailed:
+		return "failed"
+	case RunCancelled:
+		return "cancelled"
+	}
+	return strings.ReplaceAll(string(s), "_", " ")
+}
+
+// Human says what a step status means, in words.
+func (s StepStatus) Human() string {
+	switch s {
+	case StepPending:
+		return "not started"
+	case StepRunning:
+		return "running"
+	case StepExecuting:
+		return "executing"
+	case StepGated:
+		return "waiting for approval"
+	case StepManual:
+		return "waiting for a person"
+	case StepWaiting:
+		return "waiting"
+	case StepSucceeded:
+		return "succeeded"
+	case StepFailed:
+		return "failed"
+	case StepSkipped:
+		return "skipped"
+	case StepCancelled:
+		return "cancelled"
+	}
+	return strings.ReplaceAll(string(s), "_", " ")
+}
+
+// journalWords names a journal entry type for the timeline.
+var journalWords = map[string]string{
+	JRunStarted:   "run started",
+	JStepStarted:  "step started",
+	JStepDone:     "step done",
+	JStepSkipped:  "step skipped",
+	JStepFailed:   "step failed",
+	JIntent:       "about to call",
+	JOutcome:      "result",
+	JGateOpened:   "approval requested",
+	JVote:         "vote",
+	JVoteRefused:  "vote not counted",
+	JGateDecided:  "approval decided",
+	JManualDone:   "manual step answered",
+	JReconciled:   "checked again after a restart",
+	JRunFinished:  "run finished",
+	JRunCancelled: "run cancelled",
+}
+
+// journalLine renders one journal entry for people: what happened, by
+// whom (their name, not their platform id) and the message, with the
+// identifiers of older entries (a stored state, a Go map) put into words.
+func journalLine(e JournalEntry, r *Run) string {
+	what, ok := journalWords[e.Type]
+	if !ok {
+		what = strings.ReplaceAll(e.Type, "_", " ")
+	}
+	if e.Actor != "" {
+		what += " by " + actorName(e.Actor, r)
+	}
+	msg := e.Message
+	switch e.Type {
+	case JRunStarted:
+		// Written from the run, not the stored message (older versions
+		// stored the parameters as a Go map).
+		msg = fmt.Sprintf("%s on %s", r.Runbook, r.Target)
+		if p := FormatParams(r.Params); p != "" {
+			msg += " with " + p
+		}
+	case JManualDone:
+		st, note, _ := strings.Cut(msg, ": ")
+		if w, ok := manualWords[StepStatus(st)]; ok {
+			msg = w + optional(note)
+		}
+	case JRunFinished:
+		st, rest, _ := strings.Cut(msg, ": ")
+		msg = RunState(st).Human() + optional(rest)
+	}
+	if msg == "" {
+		return what
+	}
+	return what + ": " + msg
+}
+
+// manualWords says how a person answered a manual step.
+var manualWords = map[StepStatus]string{StepSucceeded: "done", StepSkipped: "skipped", StepFailed: "marked failed"}
+
+// FormatParams renders run parameters as "k=v k=v", sorted by name.
+func FormatParams(p map[string]string) string {
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + quoteIfSpaced(p[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// formatArgs renders operation arguments as "k=v k=v", sorted by name;
+// lists and mappings are written as JSON.
+func formatArgs(a Args) string {
+	keys := make([]string, 0, len(a))
+	for k := range a {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		var v string
+		switch x := a[k].(type) {
+		case string:
+			v = quoteIfSpaced(x)
+		case nil:
+			v = `""`
+		case bool, int, int64, float64, uint64:
+			v = fmt.Sprint(x)
+		default:
+			b, err := json.Marshal(x)
+			if err != nil {
+				b = []byte(fmt.Sprintf("%q", fmt.Sprint(x)))
+			}
+			v = string(b)
+		}
+		parts[i] = k + "=" + v
+	}
+	return strings.Join(parts, " ")
+}
+
+func quoteIfSpaced(s string) string {
+	if s == "" || strings.ContainsAny(s, " \t\n\"") {
+		return fmt.Sprintf("%q", s)
+	}
+	return s
+}
