@@ -29,7 +29,7 @@ func TestMessagesSpeakToPeople(t *testing.T) {
 	assert.Contains(t, sum.Detail, "the run is still waiting for a person")
 	assert.Empty(t, leaks.FindAllString(sum.Text+"\n"+sum.Detail, -1), sum.Text+"\n"+sum.Detail)
 
-	h.react(bob, h.stepRef("check"), "white_check_mark")
+	h.react(bob, h.stepRef("check"), bot.IntentDone)
 	r = h.onlyRun()
 	require.Equal(t, bot.RunAwaitingApproval, r.State)
 	j, err = h.db.Journal(h.ctx, r.ID)
