@@ -430,6 +430,11 @@ func (c *Config) validate() Errors {
 	default:
 		add("log.level", "%q: use debug, info, warn or error", c.Log.Level)
 	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		add("log.format", "%q: use text or json", c.Log.Format)
+	}
 	return errs
 }
 

@@ -69,16 +69,6 @@ type appOptions struct {
 	Now func() time.Time
 }
 
-func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
-	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(cfg.Log.Level))
-	ho := &slog.HandlerOptions{Level: lvl}
-	if cfg.Log.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, ho))
-	}
-	return slog.New(slog.NewTextHandler(w, ho))
-}
-
 // providers builds the operation registry for the configured targets.
 func (a *app) providers() error {
 	ps := []bot.Provider{core.Provider{}}
@@ -212,7 +202,7 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 		Platform: cfg.Chat.Platform, Every: cfg.Audit.Every, Now: o.Now, Logger: a.log.With("component", "audit")})
 	a.audit.Log(context.Background(), "start")
 	eng, err := bot.New(bot.Options{Store: a.audit.Store(db), Chat: a.chat, Ops: a.reg, Library: lib, Targets: targets,
-		Approvals: cfg.Approvals, Platform: cfg.Chat.Platform, Logger: a.log, Now: o.Now, Digests: a.digests, Observer: a.metrics})
+		Approvals: cfg.Approvals, Platform: cfg.Chat.Platform, Logger: a.log, Now: o.Now, Digests: a.digests, Observer: observers{theRunIndex, a.metrics, runLog{a.log}}})
 	if err != nil {
 		return nil, err
 	}

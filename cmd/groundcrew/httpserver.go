@@ -179,7 +179,10 @@ func probe(ctx context.Context, c *concourse.Client) targetStatus {
 	defer cancel()
 	st := targetStatus{Checked: time.Now()}
 	if _, err := c.Info(ctx); err != nil {
-		st.Error = err.Error()
+		// The client logs in first: an HTTP answer (a refused login
+		// included) means the target is reachable.
+		var se *concourse.StatusError
+		st.Error, st.Reachable = err.Error(), errors.As(err, &se)
 		return st
 	}
 	st.Reachable = true
