@@ -338,12 +338,10 @@ func (w *Watcher) evaluate(rs *ruleState, d digest.Data, now time.Time, found ma
 		s := sig("worker_stalled", sw.Name, "Worker stalled")
 		s.Since = since
 		s.Evidence = []string{fmt.Sprintf("`%s` stalled for ≥ %s, %d containers", sw.Name, roundMin(r.WorkerStalledFor), sw.Containers)}
-		s.Runbook = "worker-stalled"
-		if m := trailingID.FindStringSubmatch(sw.Name); m != nil {
-			s.Params = map[string]string{"worker": m[1]}
-		} else {
-			// Ephemeral names carry no worker ID: offer the command to complete.
-			s.Params = map[string]string{"worker": "<ID>"}
+		s.Runbook, s.Params = "worker-stalled", map[string]string{"worker": sw.Name}
+		if !trailingID.MatchString(sw.Name) {
+			// An ephemeral name (no worker ID): such workers are pruned, not restarted.
+			s.Runbook, s.Params = "worker-lifecycle", map[string]string{"worker": sw.Name, "action": "prune"}
 		}
 		found[s.Key] = s
 	}

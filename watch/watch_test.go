@@ -80,7 +80,7 @@ func TestStalledWorkerOpensAfterThresholdAndResolvesWithHysteresis(t *testing.T)
 	assert.True(t, s.Firing)
 	assert.Equal(t, "watch:infra-prd:worker_stalled:caascad-ci-workers-infra-infra-prd-0", s.Key)
 	assert.Equal(t, "worker-stalled", s.Runbook)
-	assert.Equal(t, map[string]string{"worker": "0"}, s.Params)
+	assert.Equal(t, map[string]string{"worker": "caascad-ci-workers-infra-infra-prd-0"}, s.Params)
 	assert.Equal(t, "#ci-ops", s.Channel)
 	assert.Contains(t, s.Evidence[0], "stalled for ≥ 5m")
 

@@ -53,7 +53,7 @@ func diskRoute(t *testing.T) *alertmanager.Route {
 		Target:  "infra-prd",
 		Channel: "#ci-ops",
 		Runbook: "worker-disk-full",
-		Params:  map[string]string{"worker": "{{ .labels.instance | workerID }}"},
+		Params:  map[string]string{"worker": "{{ .labels.instance | shortHost }}", "id": "{{ .labels.instance | workerID }}"},
 	})
 	require.Empty(t, errs)
 	return r
@@ -112,7 +112,7 @@ func TestFiringGroupBecomesOneSignal(t *testing.T) {
 	assert.Equal(t, "infra-prd", s.Target)
 	assert.Equal(t, "#ci-ops", s.Channel)
 	assert.Equal(t, "worker-disk-full", s.Runbook)
-	assert.Equal(t, map[string]string{"worker": "0"}, s.Params)
+	assert.Equal(t, map[string]string{"worker": "caascad-ci-workers-infra-infra-prd-0", "id": "0"}, s.Params)
 	assert.Equal(t, []string{
 		"`instance=caascad-ci-workers-infra-infra-prd-0:9100` — Filesystem has 8% space left",
 		"`instance=caascad-ci-workers-infra-infra-prd-1:9100` — Filesystem has 11% space left",

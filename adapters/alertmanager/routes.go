@@ -50,6 +50,16 @@ var funcs = template.FuncMap{
 	},
 	"toLower": strings.ToLower,
 	"toUpper": strings.ToUpper,
+	// shortHost drops the port and the domain of an instance
+	// ("caascad-ci-workers-infra-infra-prd-0.example.com:9100" →
+	// "caascad-ci-workers-infra-infra-prd-0").
+	"shortHost": func(s string) string {
+		if i := strings.LastIndexByte(s, ':'); i >= 0 && !strings.Contains(s[i:], "]") {
+			s = s[:i]
+		}
+		s, _, _ = strings.Cut(s, ".")
+		return s
+	},
 	// workerID is the trailing number of a worker name or instance
 	// ("caascad-ci-workers-infra-infra-prd-0:9100" → "0"), "" if none.
 	"workerID": func(s string) string {
