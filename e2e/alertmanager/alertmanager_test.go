@@ -1,0 +1,208 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// output is a goroutine-safe buffer of a process's output.
+type output struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if os.Getenv("GROUNDCREW_E2E_VERBOSE") != "" {
+		os.Stderr.Write(p)
+	}
+	return o.buf.Write(p)
+}
+
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, dump func() string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s; output:\n%s", timeout, what, dump())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func httpOK(url string) bool {
+	resp, err := http.Get(url)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+type alert struct {
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+	StartsAt    time.Time         `json:"startsAt"`
+	EndsAt      time.Time         `json:"endsAt"`
+}
+
+func postAlerts(t *testing.T, amURL string, alerts []alert) {
+	t.Helper()
+	body, err := json.Marshal(alerts)
+	require.NoError(t, err)
+	resp, err := http.Post(amURL+"/api/v2/alerts", "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+}
+
+// TestAlertmanagerOpensDedupesAndResolves: a real Alertmanager notifies
+// groundcrew; the firing group opens one incident thread, Alertmanager's
+// repeat notifications update it without a second thread, and the
+// resolved notification resolves it.
+func TestAlertmanagerOpensDedupesAndResolves(t *testing.T) {
+	amBin := os.Getenv("GROUNDCREW_E2E_ALERTMANAGER_BINARY")
+	if amBin == "" {
+		t.Skip("GROUNDCREW_E2E_ALERTMANAGER_BINARY is not set: run e2e/alertmanager/run.sh")
+	}
+	dir := t.TempDir()
+	gcBin := filepath.Join(dir, "groundcrew")
+	build := exec.Command("go", "build", "-o", gcBin, "./cmd/groundcrew")
+	build.Dir = "../.."
+	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, string(out))
+
+	gcPort, amPort := freePort(t), freePort(t)
+	gcURL, amURL := fmt.Sprintf("http://127.0.0.1:%d", gcPort), fmt.Sprintf("http://127.0.0.1:%d", amPort)
+	token := filepath.Join(dir, "am-token")
+	require.NoError(t, os.WriteFile(token, []byte("e2e-token\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "groundcrew.yaml"), []byte(fmt.Sprintf(`
+store: %s/gc.db
+server: {listen: "127.0.0.1:%d"}
+chat: {platform: console}
+targets:
+  infra-prd: {simulator: {}}
+alerts:
+  alertmanager: {token_file: %s, url: "%s"}
+  routes:
+    - match: {alertname: "FileSystemSpace(FillingUp|AlmostOutOfSpace)", mountpoint: "/opt/concourse/worker.*"}
+      target: infra-prd
+      channel: "#ci-ops"
+      runbook: worker-disk-full
+      params: {worker: "{{ .labels.instance | shortHost }}"}
+`, dir, gcPort, token, amURL)), 0o600))
+
+	// groundcrew serve with the console: stdin stays open until the end.
+	gcOut, gcErr := &output{}, &output{}
+	gc := exec.Command(gcBin, "serve", "--config", filepath.Join(dir, "groundcrew.yaml"))
+	gc.Dir = dir
+	stdin, err := gc.StdinPipe()
+	require.NoError(t, err)
+	gc.Stdout, gc.Stderr = gcOut, gcErr
+	require.NoError(t, gc.Start())
+	defer func() { _ = gc.Process.Kill(); _ = gc.Wait() }()
+	dump := func() string { return "--- groundcrew stdout\n" + gcOut.String() + "\n--- groundcrew stderr\n" + gcErr.String() }
+	waitFor(t, "groundcrew /healthz", 30*time.Second, dump, func() bool { return httpOK(gcURL + "/healthz") })
+
+	// A wrong token is refused with 401 before anything else.
+	req, _ := http.NewRequest(http.MethodPost, gcURL+"/alertmanager", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer wrong")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+
+	// A real Alertmanager with a webhook receiver pointing at groundcrew.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "alertmanager.yml"), []byte(fmt.Sprintf(`
+route:
+  receiver: groundcrew
+  group_by: [alertname]
+  group_wait: 1s
+  group_interval: 2s
+  repeat_interval: 3s
+receivers:
+  - name: groundcrew
+    webhook_configs:
+      - url: "%s/alertmanager"
+        send_resolved: true
+        http_config:
+          authorization: {type: Bearer, credentials_file: "%s"}
+`, gcURL, token)), 0o600))
+	amOut := &output{}
+	am := exec.Command(amBin, "--config.file="+filepath.Join(dir, "alertmanager.yml"), "--storage.path="+filepath.Join(dir, "am-data"),
+		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", amPort), "--cluster.listen-address=", "--log.level=debug")
+	am.Stdout, am.Stderr = amOut, amOut
+	require.NoError(t, am.Start())
+	defer func() { _ = am.Process.Kill(); _ = am.Wait() }()
+	dumpAll := func() string { return dump() + "\n--- alertmanager\n" + amOut.String() }
+	waitFor(t, "Alertmanager /-/ready", 30*time.Second, dumpAll, func() bool { return httpOK(amURL + "/-/ready") })
+
+	now := time.Now().UTC()
+	alerts := func(ends time.Time) []alert {
+		var out []alert
+		for i := range 2 {
+			out = append(out, alert{
+				Labels: map[string]string{"alertname": "FileSystemSpaceFillingUp", "mountpoint": "/opt/concourse/worker",
+					"instance": fmt.Sprintf("caascad-ci-workers-infra-infra-prd-%d:9100", i)},
+				Annotations: map[string]string{"summary": fmt.Sprintf("Filesystem has %d%% space left", 8+i)},
+				StartsAt:    now, EndsAt: ends,
+			})
+		}
+		return out
+	}
+	postAlerts(t, amURL, alerts(now.Add(10*time.Minute)))
+
+	roots := regexp.MustCompile(`(?m)^#\d+ 🚨 FileSystemSpaceFillingUp on ` + "`infra-prd`" + ` — incident ` + "`(i-[0-9a-f]+)`")
+	waitFor(t, "the incident to open", 30*time.Second, dumpAll, func() bool { return roots.MatchString(gcOut.String()) })
+	assert.Contains(t, gcOut.String(), "`instance=caascad-ci-workers-infra-infra-prd-0:9100` — Filesystem has 8% space left")
+	assert.Contains(t, gcOut.String(), "`/runbook run worker-disk-full target=infra-prd worker=caascad-ci-workers-infra-infra-prd-0`")
+
+	// Alertmanager repeats the notification every repeat_interval: the
+	// incident counts them, and no second thread opens.
+	waitFor(t, "repeat notifications", 45*time.Second, dumpAll, func() bool { return strings.Contains(gcOut.String(), "· 3 notifications") })
+	assert.Len(t, roots.FindAllString(gcOut.String(), -1), 1, "one incident thread however many notifications")
+
+	// The alerts end: Alertmanager sends the resolved notification.
+	postAlerts(t, amURL, alerts(time.Now().UTC().Add(-time.Second)))
+	waitFor(t, "the incident to resolve", 45*time.Second, dumpAll, func() bool { return strings.Contains(gcOut.String(), "✅ Resolved after") })
+	assert.Contains(t, gcOut.String(), "Alertmanager says the alerts are resolved.")
+	assert.Len(t, roots.FindAllString(gcOut.String(), -1), 1)
+
+	_, err = io.WriteString(stdin, "/runbook incidents\n")
+	require.NoError(t, err)
+	waitFor(t, "/runbook incidents", 10*time.Second, dumpAll, func() bool { return strings.Contains(gcOut.String(), "No open incidents.") })
+	assert.Equal(t, 1, strings.Count(gcErr.String(), "missing or wrong Bearer token"), "only our wrong-token request was refused")
+	_ = stdin.Close()
+}

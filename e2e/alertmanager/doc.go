@@ -1,0 +1,6 @@
+// Package e2e runs groundcrew's Alertmanager receiver against a real
+// Alertmanager (built from the Go module proxy, see server/) on loopback:
+// alerts posted to Alertmanager's API open one incident thread in
+// `groundcrew serve` (console chat), repeat notifications update it, and
+// the resolved notification resolves it. Run it with run.sh.
+package e2e
