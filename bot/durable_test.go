@@ -99,7 +99,7 @@ func flakyHarness(t *testing.T, fails map[string]int) (*harness, *flakyStore) {
 	return h, fs
 }
 
-func journalHas(t *testing.T, h *harness, runID, typ, step string) int {
+func journalHas(t *testing.T, h *harness, runID string, typ bot.JournalType, step string) int {
 	j, err := h.db.Journal(h.ctx, runID)
 	require.NoError(t, err)
 	n := 0

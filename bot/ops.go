@@ -217,16 +217,20 @@ type Table struct {
 
 // ItemResult is the outcome for one object of a bulk operation.
 type ItemResult struct {
-	ID      string `json:"id"`
-	Outcome string `json:"outcome"` // "succeeded", "already_done", "failed"
-	Reason  string `json:"reason,omitempty"`
+	ID      string      `json:"id"`
+	Outcome ItemOutcome `json:"outcome"`
+	Reason  string      `json:"reason,omitempty"`
 }
+
+// ItemOutcome is what a write or destructive call did to one item of its
+// plan. Stored as a string.
+type ItemOutcome string
 
 // Item outcomes.
 const (
-	OutcomeSucceeded   = "succeeded"
-	OutcomeAlreadyDone = "already_done"
-	OutcomeFailed      = "failed"
+	OutcomeSucceeded   ItemOutcome = "succeeded"
+	OutcomeAlreadyDone ItemOutcome = "already_done" // nothing to do: the item was already in the wanted state
+	OutcomeFailed      ItemOutcome = "failed"
 )
 
 // Result is what an operation returns.

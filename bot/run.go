@@ -242,30 +242,34 @@ type JournalEntry struct {
 	Seq      uint64         `json:"seq"`
 	Time     time.Time      `json:"time"`
 	Step     string         `json:"step,omitempty"`
-	Type     string         `json:"type"`
+	Type     JournalType    `json:"type"`
 	Actor    string         `json:"actor,omitempty"`
 	PlanHash string         `json:"plan_hash,omitempty"`
 	Message  string         `json:"message,omitempty"`
 	Data     map[string]any `json:"data,omitempty"`
 }
 
+// JournalType says what a journal entry records. Stored as a string;
+// shown to people only through journalLine.
+type JournalType string
+
 // Journal entry types.
 const (
-	JRunStarted   = "run_started"
-	JStepStarted  = "step_started"
-	JStepDone     = "step_done"
-	JStepSkipped  = "step_skipped"
-	JStepFailed   = "step_failed"
-	JIntent       = "intent"
-	JOutcome      = "outcome"
-	JGateOpened   = "gate_opened"
-	JVote         = "vote"
-	JVoteRefused  = "vote_refused"
-	JGateDecided  = "gate_decided"
-	JManualDone   = "manual_done"
-	JReconciled   = "reconciled"
-	JRunFinished  = "run_finished"
-	JRunCancelled = "run_cancelled"
+	JRunStarted   JournalType = "run_started"
+	JStepStarted  JournalType = "step_started"
+	JStepDone     JournalType = "step_done"
+	JStepSkipped  JournalType = "step_skipped"
+	JStepFailed   JournalType = "step_failed"
+	JIntent       JournalType = "intent"
+	JOutcome      JournalType = "outcome"
+	JGateOpened   JournalType = "gate_opened"
+	JVote         JournalType = "vote"
+	JVoteRefused  JournalType = "vote_refused"
+	JGateDecided  JournalType = "gate_decided"
+	JManualDone   JournalType = "manual_done"
+	JReconciled   JournalType = "reconciled"
+	JRunFinished  JournalType = "run_finished"
+	JRunCancelled JournalType = "run_cancelled"
 )
 
 // AuditEntry is one line of the append-only, hash-chained audit log.

@@ -60,7 +60,7 @@ func (s StepStatus) Human() string {
 }
 
 // journalWords names a journal entry type for the timeline.
-var journalWords = map[string]string{
+var journalWords = map[JournalType]string{
 	JRunStarted:   "run started",
 	JStepStarted:  "step started",
 	JStepDone:     "step done",
@@ -84,7 +84,7 @@ var journalWords = map[string]string{
 func journalLine(e JournalEntry, r *Run) string {
 	what, ok := journalWords[e.Type]
 	if !ok {
-		what = strings.ReplaceAll(e.Type, "_", " ")
+		what = strings.ReplaceAll(string(e.Type), "_", " ")
 	}
 	if e.Actor != "" {
 		what += " by " + actorName(e.Actor, r)

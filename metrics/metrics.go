@@ -179,7 +179,7 @@ func stepOf(r *bot.Run, id string) *bot.StepState {
 	return nil
 }
 
-func stepStatus(journalType string) string {
+func stepStatus(journalType bot.JournalType) string {
 	switch journalType {
 	case bot.JStepFailed:
 		return "failed"

@@ -381,9 +381,9 @@ func (p *Provider) applyWorkers(ctx context.Context, c bot.Call, pl bot.Plan, ve
 			res.Items = append(res.Items, itemResult(it.ID, outcome, why))
 		}
 	}
-	counts := map[string]int{}
+	counts := map[bot.ItemOutcome]int{}
 	for _, it := range res.Items {
-		key := map[string]string{bot.OutcomeSucceeded: "done", bot.OutcomeAlreadyDone: "already_done", bot.OutcomeFailed: "failed"}[it.Outcome]
+		key := map[bot.ItemOutcome]string{bot.OutcomeSucceeded: "done", bot.OutcomeAlreadyDone: "already_done", bot.OutcomeFailed: "failed"}[it.Outcome]
 		data[key] = append(data[key].([]string), it.ID)
 		counts[it.Outcome]++
 	}

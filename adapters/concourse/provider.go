@@ -223,7 +223,7 @@ func countsLine(counts map[string]int, order []string) string {
 }
 
 // itemResult is one entry of bot.Result.Items.
-func itemResult(id, outcome, reason string) bot.ItemResult {
+func itemResult(id string, outcome bot.ItemOutcome, reason string) bot.ItemResult {
 	return bot.ItemResult{ID: id, Outcome: outcome, Reason: reason}
 }
 
