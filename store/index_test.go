@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/runbooks"
 )
 
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -155,4 +156,33 @@ func TestHousekeep_RetentionKeepsAuditAndActiveRuns(t *testing.T) {
 	res, err = db.Housekeep(ctx, now)
 	require.NoError(t, err)
 	assert.Equal(t, bot.HousekeepResult{}, res)
+}
+
+// A runbook spec is stored once for all the runs of that version; runs
+// written before (spec inline) still read.
+func TestSpecs_StoredOnce(t *testing.T) {
+	db, p := openTemp(t)
+	ctx := context.Background()
+	spec := &runbooks.Runbook{Name: "prune", Title: "Prune", Steps: []runbooks.Step{{ID: "a", Kind: runbooks.KindManual, Text: "hi"}}}
+	for i := range 3 {
+		require.NoError(t, db.CreateRun(ctx, &bot.Run{ID: fmt.Sprintf("r-%d", i), State: bot.RunRunning, CreatedAt: t0, Spec: spec}, nil))
+	}
+	// A run as schema version 2 wrote it: the spec inline.
+	legacy, _ := json.Marshal(bot.Run{ID: "r-legacy", State: bot.RunRunning, CreatedAt: t0, Spec: &runbooks.Runbook{Name: "old", Title: "Old"}})
+	require.NoError(t, db.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bRuns).Put([]byte("r-legacy"), legacy) }))
+
+	require.NoError(t, db.Close())
+	db, err := Open(p, Options{})
+	require.NoError(t, err)
+	defer db.Close()
+	r, err := db.GetRun(ctx, "r-2")
+	require.NoError(t, err)
+	assert.Equal(t, spec, r.Spec)
+	r, err = db.GetRun(ctx, "r-legacy")
+	require.NoError(t, err)
+	assert.Equal(t, "Old", r.Spec.Title)
+	require.NoError(t, db.db.View(func(tx *bolt.Tx) error {
+		assert.Equal(t, 1, tx.Bucket(bSpecs).Stats().KeyN)
+		return nil
+	}))
 }

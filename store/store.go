@@ -42,12 +42,15 @@ var (
 	// time): Tick, Resume and /runbook status read only these, so their cost
 	// does not grow with the finished runs kept for the record.
 	bActive = []byte("runs_active")
+	// bSpecs holds each runbook version runs were started with, once, by
+	// content hash: a run refers to its spec instead of carrying a copy.
+	bSpecs = []byte("specs")
 )
 
 var allBuckets = [][]byte{bMeta, bRuns, bRunsByTime, bJournal, bAudit, bMessages, bEvents, bOutbox, bDigests, bKV}
 
 // SchemaVersion is the version this binary writes.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // DefaultRetention is how long finished runs are kept (Options.Retention).
 const DefaultRetention = 400 * 24 * time.Hour
@@ -62,6 +65,9 @@ type Options struct {
 	// index) is kept after it finished (default DefaultRetention). The audit
 	// log is never pruned.
 	Retention time.Duration
+	// NoSync skips the fsync after each transaction. Only for tests and
+	// benchmarks that fill a store quickly: a crash may lose data.
+	NoSync bool
 }
 
 // DB is the bbolt store. It implements bot.Store and is safe for concurrent use.
@@ -69,6 +75,7 @@ type DB struct {
 	db        *bolt.DB
 	eventTTL  time.Duration
 	retention time.Duration
+	specs     *specCache
 }
 
 var _ bot.Store = (*DB)(nil)
@@ -90,14 +97,14 @@ func Open(path string, opts Options) (*DB, error) {
 			return nil, fmt.Errorf("creating store directory %s: %w", dir, err)
 		}
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout, NoSync: opts.NoSync})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("opening store %s: %w (is another groundcrew running with this store?)", path, bot.ErrLocked)
 		}
 		return nil, fmt.Errorf("opening store %s: %w", path, err)
 	}
-	s := &DB{db: db, eventTTL: opts.EventTTL, retention: opts.Retention}
+	s := &DB{db: db, eventTTL: opts.EventTTL, retention: opts.Retention, specs: newSpecCache()}
 	if err := s.migrate(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening store %s: %w", path, err)
@@ -159,6 +166,11 @@ var migrations = []migration{
 			return ab.Put(k, []byte(r.CreatedAt.UTC().Format(time.RFC3339Nano)))
 		})
 	}},
+	// 3: runbook specs stored once (runs written before keep theirs inline).
+	{2, 3, func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(bSpecs)
+		return err
+	}},
 }
 
 // ErrTooNew is returned when the store was written by a newer groundcrew.
@@ -212,19 +224,37 @@ func (s *DB) CreateRun(_ context.Context, r *bot.Run, b *bot.Batch) error {
 		if runs.Get(runKey(r.ID)) != nil {
 			return fmt.Errorf("run %s: %w", r.ID, bot.ErrExists)
 		}
-		if err := putRun(tx, r); err != nil {
+		if err := s.putRun(tx, r); err != nil {
 			return err
 		}
 		key := r.CreatedAt.UTC().Format(time.RFC3339) + "|" + r.ID
-		if err := tx.Bucket(bRunsByTime).Put([]byte(key), []byte(r.ID)); err != nil {
+		byTime := tx.Bucket(bRunsByTime)
+		byTime.FillPercent = appendFill
+		if err := byTime.Put([]byte(key), []byte(r.ID)); err != nil {
 			return err
 		}
 		return writeBatch(tx, r.ID, b)
 	})
 }
 
-func putRun(tx *bolt.Tx, r *bot.Run) error {
-	data, err := json.Marshal(r)
+// storedRun is a run as stored: its spec by reference (SpecRef), or inline
+// (Run.Spec) in runs written before schema version 3.
+type storedRun struct {
+	*bot.Run
+	SpecRef string `json:"spec_ref,omitempty"`
+}
+
+func (s *DB) putRun(tx *bolt.Tx, r *bot.Run) error {
+	cp := *r
+	st := storedRun{Run: &cp}
+	if r.Spec != nil {
+		ref, err := s.specs.put(tx, r.Spec)
+		if err != nil {
+			return fmt.Errorf("storing the runbook of run %s: %w", r.ID, err)
+		}
+		cp.Spec, st.SpecRef = nil, ref
+	}
+	data, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("encoding run %s: %w", r.ID, err)
 	}
@@ -237,23 +267,30 @@ func putRun(tx *bolt.Tx, r *bot.Run) error {
 	return tx.Bucket(bActive).Put(runKey(r.ID), []byte(r.CreatedAt.UTC().Format(time.RFC3339Nano)))
 }
 
-func getRun(tx *bolt.Tx, id string) (*bot.Run, error) {
+func (s *DB) getRun(tx *bolt.Tx, id string) (*bot.Run, error) {
 	raw := tx.Bucket(bRuns).Get(runKey(id))
 	if raw == nil {
 		return nil, fmt.Errorf("run %s: %w", id, bot.ErrNotFound)
 	}
-	var r bot.Run
-	if err := json.Unmarshal(raw, &r); err != nil {
+	st := storedRun{Run: &bot.Run{}}
+	if err := json.Unmarshal(raw, &st); err != nil {
 		return nil, fmt.Errorf("decoding run %s: %w", id, err)
 	}
-	return &r, nil
+	if st.SpecRef != "" {
+		spec, err := s.specs.get(tx, st.SpecRef)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: %w", id, err)
+		}
+		st.Run.Spec = spec
+	}
+	return st.Run, nil
 }
 
 // UpdateRun implements bot.Runs.
 func (s *DB) UpdateRun(_ context.Context, id string, fn func(*bot.Run, *bot.Batch) error) (*bot.Run, error) {
 	var out *bot.Run
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		r, err := getRun(tx, id)
+		r, err := s.getRun(tx, id)
 		if err != nil {
 			return err
 		}
@@ -261,7 +298,7 @@ func (s *DB) UpdateRun(_ context.Context, id string, fn func(*bot.Run, *bot.Batc
 		if err := fn(r, &b); err != nil {
 			return err
 		}
-		if err := putRun(tx, r); err != nil {
+		if err := s.putRun(tx, r); err != nil {
 			return err
 		}
 		if err := writeBatch(tx, id, &b); err != nil {
@@ -282,6 +319,7 @@ func writeBatch(tx *bolt.Tx, runID string, b *bot.Batch) error {
 		if err != nil {
 			return fmt.Errorf("journal bucket for %s: %w", runID, err)
 		}
+		jb.FillPercent = appendFill
 		for _, e := range b.Journal {
 			seq, err := jb.NextSequence()
 			if err != nil {
@@ -322,7 +360,7 @@ func (s *DB) GetRun(_ context.Context, id string) (*bot.Run, error) {
 	var r *bot.Run
 	err := s.db.View(func(tx *bolt.Tx) error {
 		var err error
-		r, err = getRun(tx, id)
+		r, err = s.getRun(tx, id)
 		return err
 	})
 	return r, err
@@ -344,7 +382,7 @@ func (s *DB) ListRuns(_ context.Context, q bot.RunQuery) ([]*bot.Run, error) {
 					break
 				}
 			}
-			r, err := getRun(tx, string(v))
+			r, err := s.getRun(tx, string(v))
 			if err != nil {
 				return err
 			}
@@ -368,7 +406,7 @@ func (s *DB) listActive(q bot.RunQuery) ([]*bot.Run, error) {
 	var out []*bot.Run
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bActive).ForEach(func(k, _ []byte) error {
-			r, err := getRun(tx, string(k))
+			r, err := s.getRun(tx, string(k))
 			if err != nil {
 				return err
 			}
@@ -439,8 +477,15 @@ func auditHash(e bot.AuditEntry) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// appendFill is how full bbolt packs the pages of buckets written in key
+// order (audit log, journals, runs by time): nearly full, since nothing is
+// inserted between existing keys (bbolt's default of half-full pages
+// doubles the file for append-only data).
+const appendFill = 0.95
+
 func appendAudit(tx *bolt.Tx, e bot.AuditEntry) error {
 	ab := tx.Bucket(bAudit)
+	ab.FillPercent = appendFill
 	prev := ""
 	if k, v := ab.Cursor().Last(); k != nil {
 		var last bot.AuditEntry
@@ -678,7 +723,7 @@ func (s *DB) pruneRuns(cutoff time.Time, max int) (n int, more bool, err error) 
 				more = true
 				break
 			}
-			r, err := getRun(tx, string(v))
+			r, err := s.getRun(tx, string(v))
 			if errors.Is(err, bot.ErrNotFound) {
 				timeKeys = append(timeKeys, append([]byte(nil), k...)) // a dangling index entry
 				continue
@@ -721,4 +766,21 @@ func (s *DB) pruneRuns(cutoff time.Time, max int) (n int, more bool, err error) 
 		return nil
 	})
 	return n, more, err
+}
+
+// Size reports the file size and the bytes in use by the data (pages up
+// to the high-water mark, less the free pages); the difference is space
+// bbolt preallocated or freed, reused by later writes.
+func (s *DB) Size() (file, used int64, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		st := s.db.Stats()
+		used = tx.Size() - int64(st.FreePageN+st.PendingPageN)*int64(s.db.Info().PageSize)
+		return nil
+	})
+	if fi, serr := os.Stat(s.db.Path()); serr == nil {
+		file = fi.Size()
+	} else if err == nil {
+		err = serr
+	}
+	return file, used, err
 }

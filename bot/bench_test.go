@@ -1,0 +1,264 @@
+package bot_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/groundcrew/groundcrew/adapters/core"
+	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/bot/bottest"
+	"github.com/groundcrew/groundcrew/runbooks"
+	"github.com/groundcrew/groundcrew/store"
+)
+
+// The store at scale (README "Limits and robustness"):
+//
+//	go test -run '^$' -bench 'Store100k' -benchtime 200x ./bot/
+//
+// builds, once, a store with GROUNDCREW_BENCH_RUNS (default 100,000)
+// finished runs — clones of a real prune run with its journal, audit
+// entries and message index — plus 10 runs waiting for a person.
+
+type benchStore struct {
+	dir, path  string
+	runs       int
+	size, used int64
+	build      time.Duration
+	err        error
+}
+
+var (
+	benchOnce sync.Once
+	bench     benchStore
+)
+
+func benchEngine(db bot.Store, clock *bottest.Clock) (*bot.Engine, *bottest.Chat, error) {
+	eng, chat, _, err := benchEngineWorld(db, clock)
+	return eng, chat, err
+}
+
+func benchEngineWorld(db bot.Store, clock *bottest.Clock) (*bot.Engine, *bottest.Chat, *bottest.World, error) {
+	world := stalledWorld()
+	reg, err := bot.NewRegistry(core.Provider{}, world)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	lib, err := runbooks.NewLibrary(reg, runbooks.Source{Name: "test", FS: fstest.MapFS{"prune.yaml": {Data: []byte(pruneRunbook)}}})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	chat := &bottest.Chat{}
+	eng, err := bot.New(bot.Options{Store: db, Chat: chat, Ops: reg, Library: lib, Now: clock.Now, Platform: "test",
+		Targets: map[string]bot.TargetInfo{"infra-prd": {}}})
+	return eng, chat, world, err
+}
+
+func buildBenchStore() {
+	n := 100_000
+	if v, err := strconv.Atoi(os.Getenv("GROUNDCREW_BENCH_RUNS")); err == nil && v > 0 {
+		n = v
+	}
+	dir, err := os.MkdirTemp("", "groundcrew-bench-")
+	if err != nil {
+		bench.err = err
+		return
+	}
+	bench = benchStore{dir: dir, path: filepath.Join(dir, "gc.db"), runs: n}
+	start := time.Now()
+	bench.err = fillBenchStore(bench.path, n)
+	bench.build = time.Since(start)
+	if db, err := store.Open(bench.path, store.Options{}); err == nil {
+		bench.size, bench.used, _ = db.Size()
+		db.Close()
+	}
+}
+
+func fillBenchStore(path string, n int) error {
+	ctx := context.Background()
+	db, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	clock := bottest.NewClock(time.Now().Add(-24 * time.Hour))
+	eng, chat, world, err := benchEngineWorld(db, clock)
+	if err != nil {
+		return err
+	}
+	do := func(u bot.User, text string) error {
+		if err := eng.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: u, Conversation: chan1, Text: text}); err != nil {
+			return err
+		}
+		return eng.WaitIdle(ctx)
+	}
+	// One real run, start to finish, is the template.
+	if err := do(alice, "run prune target=infra-prd worker=w-0"); err != nil {
+		return err
+	}
+	runs, err := db.ListRuns(ctx, bot.RunQuery{})
+	if err != nil || len(runs) != 1 {
+		return fmt.Errorf("template run: %v (%d runs)", err, len(runs))
+	}
+	id := runs[0].ID
+	if err := do(bob, "done "+id); err != nil {
+		return err
+	}
+	if err := do(carol, "approve "+id); err != nil {
+		return err
+	}
+	tmpl, err := db.GetRun(ctx, id)
+	if err != nil || tmpl.State != bot.RunSucceeded {
+		return fmt.Errorf("template run did not finish: %v\n%s", err, chat.Transcript())
+	}
+	journal, err := db.Journal(ctx, id)
+	if err != nil {
+		return err
+	}
+	audit, err := db.AuditEntries(ctx, id)
+	if err != nil {
+		return err
+	}
+	for i := 1; i < n; i++ {
+		r := *tmpl
+		r.ID = fmt.Sprintf("r-b%09d", i)
+		r.CreatedAt = tmpl.CreatedAt.Add(-time.Duration(i) * time.Minute)
+		r.Root = bot.MessageRef{Platform: "test", Channel: "C1", ID: fmt.Sprintf("b%d-root", i)}
+		b := &bot.Batch{Journal: append([]bot.JournalEntry(nil), journal...)}
+		for _, a := range audit {
+			a.RunID = r.ID
+			b.Audit = append(b.Audit, a)
+		}
+		for j, st := range r.Steps {
+			b.Messages = append(b.Messages, bot.MessageIndex{Ref: bot.MessageRef{Platform: "test", Channel: "C1", ID: fmt.Sprintf("b%d-%d", i, j)}, RunID: r.ID, Step: st.ID, Role: "step"})
+		}
+		if err := db.CreateRun(ctx, &r, b); err != nil {
+			return err
+		}
+	}
+	// Ten runs wait for a person.
+	world.Set("w-0", "stalled")
+	for range 10 {
+		if err := do(alice, "run prune target=infra-prd worker=w-0"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func benchSetup(b *testing.B) {
+	benchOnce.Do(buildBenchStore)
+	if bench.err != nil {
+		b.Fatal(bench.err)
+	}
+	b.Logf("store: %d finished + 10 active runs; file %.1f MB, %.1f MB in use (%.1f KB per run); built in %s",
+		bench.runs, float64(bench.size)/1e6, float64(bench.used)/1e6, float64(bench.used)/float64(bench.runs)/1e3, bench.build.Round(time.Second))
+}
+
+// BenchmarkStore100k_Tick is one engine tick: timers of the active runs
+// and the outbox (goal ≤ 1 ms).
+func BenchmarkStore100k_Tick(b *testing.B) {
+	benchSetup(b)
+	db, err := store.Open(bench.path, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	eng, _, err := benchEngine(db, bottest.NewClock(time.Now()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	eng.Tick(ctx) // the first tick also starts housekeeping
+	_ = eng.WaitIdle(ctx)
+	b.ReportMetric(float64(bench.used)/1e6, "MB-in-use")
+	b.ResetTimer()
+	for b.Loop() {
+		eng.Tick(ctx)
+	}
+}
+
+// BenchmarkStore100k_ListAll is what every tick cost before the index of
+// active runs: decoding every stored run.
+func BenchmarkStore100k_ListAll(b *testing.B) {
+	benchSetup(b)
+	db, err := store.Open(bench.path, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	for b.Loop() {
+		if _, err := db.ListRuns(context.Background(), bot.RunQuery{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStore100k_Restart opens the store, builds an engine and resumes
+// every active run until the engine is idle (goal < 1 s).
+func BenchmarkStore100k_Restart(b *testing.B) {
+	benchSetup(b)
+	ctx := context.Background()
+	restart := func() error {
+		db, err := store.Open(bench.path, store.Options{})
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		eng, _, err := benchEngine(db, bottest.NewClock(time.Now()))
+		if err != nil {
+			return err
+		}
+		if err := eng.Resume(ctx); err != nil {
+			return err
+		}
+		if err := eng.WaitIdle(ctx); err != nil {
+			return err
+		}
+		active, err := db.ListRuns(ctx, bot.RunQuery{Active: true})
+		if err != nil || len(active) != 10 {
+			return fmt.Errorf("%d active runs resumed (%v)", len(active), err)
+		}
+		return nil
+	}
+	for b.Loop() {
+		if err := restart(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStore100k_Status is `/runbook status` (the active runs).
+func BenchmarkStore100k_Status(b *testing.B) {
+	benchSetup(b)
+	db, err := store.Open(bench.path, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	eng, _, err := benchEngine(db, bottest.NewClock(time.Now()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		if err := eng.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: alice, Conversation: chan1, Text: "status"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestMain removes the benchmark store (1.5 GB at 100,000 runs) after the run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if bench.dir != "" {
+		_ = os.RemoveAll(bench.dir)
+	}
+	os.Exit(code)
+}

@@ -1,0 +1,71 @@
+package bot_test
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+// FuzzParse: no command text makes Parse panic; what it accepts has a
+// known verb and run ids in lower case, and errors are short sentences.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		"", "help", "list", "show worker-stalled", "run worker-stalled target=infra-prd worker=0 --dry-run",
+		`run prune who="alice bob" note='x y'`, "approve R-5FB1 looks fine", "approve r-5fb1 --break-glass prod is down now",
+		"reject r-5fb1 not now", "done r-5fb1", "skip r-5fb1 note", "fail r-5fb1", "cancel r-5fb1 wrong target",
+		"status", "status r-5fb1", "digest infra-prd", "summary", "summary thread r-5fb1", "lsit", `run x a="unclosed`,
+		"run x a=b a=c", "run x =v", "run x who=\u202eevil", "“quoted” run", "run\tx\u00a0y=z",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		c, err := bot.Parse(text)
+		if err != nil {
+			var ue *bot.UserError
+			if !asUserError(err, &ue) {
+				t.Fatalf("Parse(%q) returned a non-user error: %v", text, err)
+			}
+			if len(ue.Msg) > 2000 {
+				t.Fatalf("Parse(%q): error of %d bytes", text, len(ue.Msg))
+			}
+			return
+		}
+		if c.Verb == "" {
+			t.Fatalf("Parse(%q): empty verb", text)
+		}
+		if c.Verb.TakesRun() && c.Name != strings.ToLower(c.Name) {
+			t.Fatalf("Parse(%q): run id %q not lower case", text, c.Name)
+		}
+	})
+}
+
+func asUserError(err error, ue **bot.UserError) bool {
+	u, ok := err.(*bot.UserError)
+	*ue = u
+	return ok
+}
+
+// FuzzSanitize: the output of Sanitize is valid UTF-8, has no bidi
+// control, zero-width space or control character but line breaks and
+// tabs, and sanitizing twice changes nothing.
+func FuzzSanitize(f *testing.F) {
+	for _, s := range []string{"plain", "a\u202eb", "👩‍💻 ⚠️", "\x1b[31m", "a\xffb", "\u200d\u200d", "\u2028x\u2029"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := bot.Sanitize(s)
+		if !utf8.ValidString(out) {
+			t.Fatalf("Sanitize(%q) = %q: invalid UTF-8", s, out)
+		}
+		for _, r := range out {
+			if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200b || r == 0xfeff {
+				t.Fatalf("Sanitize(%q) = %q keeps U+%04X", s, out, r)
+			}
+		}
+		if again := bot.Sanitize(out); again != out {
+			t.Fatalf("Sanitize is not idempotent: %q → %q → %q", s, out, again)
+		}
+	})
+}
