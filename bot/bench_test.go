@@ -75,7 +75,7 @@ func buildBenchStore() {
 	bench.err = fillBenchStore(bench.path, n)
 	bench.build = time.Since(start)
 	if db, err := store.Open(bench.path, store.Options{}); err == nil {
-		bench.size, bench.used, _ = db.Size()
+		bench.size, bench.used, _ = db.Usage()
 		db.Close()
 	}
 }

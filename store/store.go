@@ -768,10 +768,10 @@ func (s *DB) pruneRuns(cutoff time.Time, max int) (n int, more bool, err error) 
 	return n, more, err
 }
 
-// Size reports the file size and the bytes in use by the data (pages up
+// Usage reports the file size and the bytes in use by the data (pages up
 // to the high-water mark, less the free pages); the difference is space
 // bbolt preallocated or freed, reused by later writes.
-func (s *DB) Size() (file, used int64, err error) {
+func (s *DB) Usage() (file, used int64, err error) {
 	err = s.db.View(func(tx *bolt.Tx) error {
 		st := s.db.Stats()
 		used = tx.Size() - int64(st.FreePageN+st.PendingPageN)*int64(s.db.Info().PageSize)
