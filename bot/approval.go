@@ -136,7 +136,10 @@ func (d *directory) Member(ctx context.Context, group, userID string) (bool, err
 	d.mu.Unlock()
 	if !ok || d.now().Sub(ent.at) > d.ttl {
 		ids, err := d.groups.GroupMembers(ctx, group)
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrNotFound):
+			ids = nil // a group that does not exist has no members
+		case err != nil:
 			return false, err
 		}
 		ent = groupEntry{members: map[string]bool{}, at: d.now()}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/groundcrew/groundcrew/adapters/mattermost"
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/policy"
 	"github.com/groundcrew/groundcrew/config"
@@ -18,7 +17,8 @@ import (
 // the configuration has loaded: the approval policy against the targets,
 // runbooks and operations that exist and, where the chat adapter can look
 // them up, the users and groups it names. Checks the platform could not
-// answer are logged as warnings.
+// answer are logged as warnings; only an adapter error wrapping
+// bot.ErrNotFound (the platform says there is no such user or group) fails.
 func checkSetup(ctx context.Context, cfg *config.Config, reg *bot.Registry, lib *runbooks.Library, chat bot.Chat, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -50,7 +50,7 @@ func checkSetup(ctx context.Context, cfg *config.Config, reg *bot.Registry, lib 
 	if gr, ok := chat.(bot.GroupResolver); ok {
 		k.Members = func(ctx context.Context, group string) ([]string, error) {
 			ids, err := gr.GroupMembers(ctx, group)
-			if errors.Is(err, bot.ErrNotFound) || errors.Is(err, mattermost.ErrUnknownGroup) {
+			if errors.Is(err, bot.ErrNotFound) {
 				return nil, fmt.Errorf("%s: %w", group, policy.ErrUnknown)
 			}
 			return ids, err
