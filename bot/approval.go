@@ -3,7 +3,6 @@ package bot
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -69,8 +68,6 @@ func plural(n int) string {
 	}
 	return "s"
 }
-
-func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
 
 // directory implements policy.Directory over the chat adapter: names in
 // policies become platform ids through its IdentityResolver (without one,

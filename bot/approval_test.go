@@ -7,12 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-var (
-	tAlice = User{ID: "U1", Name: "alice"}
-	tBob   = User{ID: "U2", Name: "bob"}
-	tCarol = User{ID: "U3", Name: "carol"}
-	tDave  = User{ID: "U4", Name: "dave"}
-)
+var tBob = User{ID: "U2", Name: "bob"}
 
 func TestGate_OneVotePerPerson(t *testing.T) {
 	g := &Gate{Policy: Policy{Required: 2}}

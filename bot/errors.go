@@ -21,7 +21,3 @@ var (
 type UserError struct{ Msg string }
 
 func (e *UserError) Error() string { return e.Msg }
-
-func userErrorf(format string, args ...any) error {
-	return &UserError{Msg: sprintf(format, args...)}
-}

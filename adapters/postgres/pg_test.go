@@ -174,10 +174,10 @@ func (db *testDB) job(t *testing.T, pipelineID int64, name string) int64 {
 
 // buildSpec is a build to insert; zero ids become NULL.
 type buildSpec struct {
-	teamID, pipelineID, jobID, resourceID int64
-	status                                string // default succeeded
-	age                                   time.Duration
-	reaped                                bool
+	teamID, pipelineID, jobID int64
+	status                    string // default succeeded
+	age                       time.Duration
+	reaped                    bool
 }
 
 func nullID(id int64) *int64 {

@@ -49,20 +49,6 @@ func (a *app) newDigestScheduler(now func() time.Time) (*digest.Scheduler, error
 	return s, nil
 }
 
-// startDigests builds the scheduler and runs it until ctx ends.
-func (a *app) startDigests(ctx context.Context, now func() time.Time) (*digest.Scheduler, error) {
-	s, err := a.newDigestScheduler(now)
-	if err != nil {
-		return nil, err
-	}
-	go func() {
-		if err := s.Run(ctx); err != nil {
-			a.log.Error("digest scheduler stopped", "err", err)
-		}
-	}()
-	return s, nil
-}
-
 // digestTables reads the build-log table sizes of targets with a database
 // through the postgres.db_table_sizes operation.
 func (a *app) digestTables() concourse.DigestTables {

@@ -176,11 +176,6 @@ func (p *simPipeline) job(name string) *simJob {
 	return nil
 }
 
-func (s *state) workerRunning(name string) bool {
-	w, ok := s.workers[name]
-	return ok && w.state == StateRunning
-}
-
 // stuck reports whether a started build is on a worker that cannot make
 // progress (stalled, landed or gone). Landing and retiring workers still
 // run their builds.
