@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -81,7 +82,10 @@ func putIncident(tx *bolt.Tx, in *incident.Incident) error {
 // UpsertIncident implements incident.Store.
 func (s *DB) UpsertIncident(_ context.Context, key string, fn func(cur *incident.Incident) (*incident.Incident, error)) (*incident.Incident, error) {
 	var out *incident.Incident
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	// Group commit: a storm of notifications shares fsyncs. fn may run
+	// more than once (a failed batch is retried one by one); it only computes.
+	err := groupCommit(s.db, func(tx *bolt.Tx) error {
+		out = nil
 		if err := incidentBuckets(tx); err != nil {
 			return err
 		}
@@ -116,7 +120,8 @@ func (s *DB) UpsertIncident(_ context.Context, key string, fn func(cur *incident
 // UpdateIncident implements incident.Store.
 func (s *DB) UpdateIncident(_ context.Context, id string, fn func(in *incident.Incident) error) (*incident.Incident, error) {
 	var out *incident.Incident
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := groupCommit(s.db, func(tx *bolt.Tx) error {
+		out = nil
 		if err := incidentBuckets(tx); err != nil {
 			return err
 		}
@@ -192,4 +197,87 @@ func (s *DB) IncidentByMessage(_ context.Context, ref bot.MessageRef) (*incident
 		return err
 	})
 	return out, err
+}
+
+// committer groups the incident writes that arrive while a commit is in
+// flight into the next transaction — one fsync for many webhooks, and no
+// waiting when there is no storm (bbolt's Batch always waits MaxBatchDelay).
+type committer struct {
+	mu      sync.Mutex
+	pending []*commitOp
+	running bool
+}
+
+type commitOp struct {
+	fn   func(*bolt.Tx) error
+	done chan commitResult
+}
+
+type commitResult struct {
+	err  error
+	lead bool // this op's caller now runs the next group
+}
+
+var committers sync.Map // *bolt.DB → *committer
+
+// groupCommit runs fn in a read-write transaction shared with the other
+// writes queued meanwhile. If any fn of a group fails, the group is rolled
+// back and each fn runs again in its own transaction, so one failing write
+// never takes another down.
+func groupCommit(db *bolt.DB, fn func(*bolt.Tx) error) error {
+	v, _ := committers.LoadOrStore(db, &committer{})
+	c := v.(*committer)
+	op := &commitOp{fn: fn, done: make(chan commitResult, 1)}
+	c.mu.Lock()
+	c.pending = append(c.pending, op)
+	if c.running {
+		c.mu.Unlock()
+		r := <-op.done
+		if !r.lead {
+			return r.err
+		}
+		c.mu.Lock()
+	}
+	c.running = true
+	group := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+
+	errs := make([]error, len(group))
+	err := db.Update(func(tx *bolt.Tx) error {
+		for i, o := range group {
+			if errs[i] = o.fn(tx); errs[i] != nil {
+				return errs[i]
+			}
+		}
+		return nil
+	})
+	if err != nil && len(group) > 1 {
+		for i, o := range group {
+			errs[i] = db.Update(o.fn)
+		}
+	} else if err != nil {
+		errs[0] = err
+	}
+
+	// Hand over: the first queued writer leads the next group.
+	c.mu.Lock()
+	if len(c.pending) > 0 {
+		next := c.pending[0]
+		c.pending = c.pending[1:]
+		c.pending = append([]*commitOp{next}, c.pending...)
+		next.done <- commitResult{lead: true}
+	} else {
+		c.running = false
+	}
+	c.mu.Unlock()
+	var mine error
+	for i, o := range group {
+		if o == op {
+			mine = errs[i]
+			continue
+		}
+		o.done <- commitResult{err: errs[i]}
+	}
+	return mine
 }
