@@ -149,3 +149,50 @@ func (d *directory) Member(ctx context.Context, group, userID string) (bool, err
 	}
 	return ent.members[userID], nil
 }
+
+// resolveNames looks up every user named in the policy and the runbooks'
+// approvals once at start (filling the directory's cache), and logs the
+// names the platform does not know: they approve nothing.
+func (e *Engine) resolveNames(ctx context.Context) {
+	if e.dir.users == nil {
+		return
+	}
+	seen := map[string]bool{}
+	check := func(where string, list []string) {
+		for _, a := range list {
+			if _, ok := policy.Group(a); ok || seen[a] {
+				continue
+			}
+			seen[a] = true
+			id, err := e.dir.UserID(ctx, a)
+			switch {
+			case err != nil:
+				e.log.Warn("could not look up a user named in a policy", "where", where, "user", a, "err", err)
+			case id == "":
+				e.log.Warn("a user named in a policy is unknown or cannot act; it matches nobody", "where", where, "user", a)
+			}
+		}
+	}
+	pols := map[string]Policy{"approvals.default": e.o.Approvals.Default}
+	for n, p := range e.o.Approvals.Targets {
+		pols["approvals.targets."+n] = p
+	}
+	for n, p := range e.o.Approvals.Runbooks {
+		pols["approvals.runbooks."+n] = p
+	}
+	for n, p := range e.o.Approvals.Operations {
+		pols["approvals.operations."+n] = p
+	}
+	for where, p := range pols {
+		for _, l := range [][]string{p.Approvers, p.BreakGlass, p.Runners, p.ReadOnlyRunners} {
+			check(where, l)
+		}
+	}
+	for _, rb := range e.o.Library.List() {
+		for _, st := range rb.Steps {
+			if st.Approval != nil {
+				check("runbook "+rb.Name+" step "+st.ID, st.Approval.Approvers)
+			}
+		}
+	}
+}

@@ -49,8 +49,11 @@ func (u User) NotAPerson() string {
 
 // Display returns "@name" (or the id when no name is known).
 func (u User) Display() string {
-	if u.Name != "" {
+	switch {
+	case u.Name != "":
 		return "@" + u.Name
+	case u.ID == "":
+		return "an unidentified user"
 	}
 	return "@" + u.ID
 }

@@ -189,6 +189,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.mu.Lock()
 	e.baseCtx = ctx
 	e.mu.Unlock()
+	e.resolveNames(ctx)
 	if err := e.Resume(ctx); err != nil {
 		return err
 	}
