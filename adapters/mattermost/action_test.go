@@ -125,3 +125,52 @@ func TestAction_MethodNotAllowed(t *testing.T) {
 	a.HTTPHandler().ServeHTTP(rr, httptest.NewRequest(http.MethodGet, ActionPath, nil))
 	assert.Equal(t, http.StatusMethodNotAllowed, rr.Code)
 }
+
+// TestAction_Identity: the user of a button press is what the server says
+// of its user_id (#19.1, #19.2): a forged user_name is refused, bots,
+// deactivated and unknown accounts are flagged (the engine never lets them
+// act), and the name shown is the id's username.
+func TestAction_Identity(t *testing.T) {
+	f := newFakeMM(t)
+	f.mu.Lock()
+	f.users["mallory0000000000000000000"] = &model.User{Id: "mallory0000000000000000000", Username: "mallory", DeleteAt: 1}
+	f.users["someBot000000000000000000a"] = &model.User{Id: "someBot000000000000000000a", Username: "ci-bot", IsBot: true}
+	f.mu.Unlock()
+	a := newTestAdapter(t, f, nil)
+	rec := newRecorder()
+	runAdapter(t, a, rec)
+	const post = "gatepost000000000000000000"
+	press := func(user, name string) *model.PostActionIntegrationResponse {
+		return postAction(t, a, model.PostActionIntegrationRequest{
+			UserId: user, UserName: name, ChannelId: channelID, PostId: post,
+			TriggerId: "trig-" + user + name, Type: "button", Context: gateContext(a, post),
+		})
+	}
+
+	resp := press(aliceID, "carol")
+	assert.Contains(t, resp.EphemeralText, "does not match its user id")
+	rec.none(t, 50*time.Millisecond)
+
+	press(aliceID, "")
+	assert.Equal(t, bot.User{ID: aliceID, Name: "alice"}, rec.next(t).User, "no name in the request: named from the id")
+
+	press("mallory0000000000000000000", "mallory")
+	assert.Equal(t, bot.User{ID: "mallory0000000000000000000", Name: "mallory", Kind: bot.UserDeactivated}, rec.next(t).User)
+	press("someBot000000000000000000a", "ci-bot")
+	assert.Equal(t, bot.User{ID: "someBot000000000000000000a", Name: "ci-bot", Kind: bot.UserBot}, rec.next(t).User)
+	press("nobody00000000000000000000", "")
+	assert.Equal(t, bot.User{ID: "nobody00000000000000000000", Kind: bot.UserUnknown}, rec.next(t).User)
+}
+
+func TestResolveUser(t *testing.T) {
+	f := newFakeMM(t)
+	a := newTestAdapter(t, f, nil)
+	u, err := a.ResolveUser(context.Background(), "@carol")
+	require.NoError(t, err)
+	assert.Equal(t, bot.User{ID: carolID, Name: "carol"}, u)
+	u, err = a.ResolveUser(context.Background(), aliceID)
+	require.NoError(t, err)
+	assert.Equal(t, "alice", u.Name)
+	_, err = a.ResolveUser(context.Background(), "nobody")
+	assert.ErrorIs(t, err, bot.ErrNotFound)
+}

@@ -254,6 +254,9 @@ func (a *Adapter) deliver(e bot.Event) error {
 	if h == nil {
 		return errNotRunning
 	}
+	if err := a.identify(ctx, &e); err != nil {
+		return err
+	}
 	a.log.Debug("delivering event", "kind", e.Kind, "id", e.ID, "user", e.User.Name, "message", e.Message.ID)
 	if err := h.Handle(ctx, e); err != nil {
 		a.log.Error("engine could not handle event", "kind", e.Kind, "id", e.ID, "err", err)
@@ -264,11 +267,101 @@ func (a *Adapter) deliver(e bot.Event) error {
 
 var errNotRunning = errors.New("mattermost adapter is not running")
 
+// errForgedName refuses a request whose user name is not its user id's.
+var errForgedName = errors.New("the request's user name does not match its user id")
+
+// identify replaces the event's user by what the server says of its id:
+// the name shown is the id's username (never a name the request carries),
+// and Kind flags bots, deactivated and unknown accounts, which the engine
+// never lets act. A request whose name disagrees with its id (a forged
+// button callback: signed context, someone else's user_name) is refused
+// and logged.
+func (a *Adapter) identify(ctx context.Context, e *bot.Event) error {
+	claimed := e.User.Name
+	e.User = bot.User{ID: e.User.ID}
+	if e.User.ID == "" {
+		e.User.Kind = bot.UserUnknown
+		return nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	us, err := a.lookupUsers(lctx, []string{e.User.ID})
+	if err != nil {
+		// Without the server's word the user may not act (Kind unknown);
+		// commands that only read still work.
+		a.log.Warn("could not look up the user of an event; it cannot vote", "user", e.User.ID, "err", err)
+		e.User.Kind = bot.UserUnknown
+		return nil
+	}
+	u, ok := us[e.User.ID]
+	switch {
+	case !ok:
+		e.User.Kind = bot.UserUnknown
+	case u.bot:
+		e.User.Kind = bot.UserBot
+	case u.deleted:
+		e.User.Kind = bot.UserDeactivated
+	}
+	e.User.Name = u.name
+	if claimed != "" && ok && !strings.EqualFold(strings.TrimPrefix(claimed, "@"), u.name) {
+		a.log.Warn("refused a request: its user name does not match its user id", "kind", e.Kind, "user", e.User.ID, "username", u.name, "claimed", claimed)
+		return errForgedName
+	}
+	return nil
+}
+
+// ResolveUser implements bot.IdentityResolver: a username ("alice",
+// "@alice") or a user id, looked up on the server. It wraps bot.ErrNotFound
+// when the server has no such user.
+func (a *Adapter) ResolveUser(ctx context.Context, nameOrID string) (bot.User, error) {
+	name := strings.TrimPrefix(strings.TrimSpace(nameOrID), "@")
+	if model.IsValidId(name) {
+		us, err := a.lookupUsers(ctx, []string{name})
+		if err != nil {
+			return bot.User{}, err
+		}
+		if u, ok := us[name]; ok {
+			return u.user(name), nil
+		}
+	}
+	var got *model.User
+	err := a.call(ctx, "looking up user "+name, true, func(ctx context.Context) (*model.Response, error) {
+		var resp *model.Response
+		var err error
+		got, resp, err = a.client.GetUserByUsername(ctx, strings.ToLower(name), "")
+		return resp, err
+	})
+	if err != nil {
+		var ae *APIError
+		if errors.As(err, &ae) && ae.StatusCode == http.StatusNotFound {
+			return bot.User{}, fmt.Errorf("mattermost user %q: %w", name, bot.ErrNotFound)
+		}
+		return bot.User{}, err
+	}
+	cu := userOf(got)
+	a.mu.Lock()
+	a.users[got.Id] = cu
+	a.mu.Unlock()
+	return cu.user(got.Id), nil
+}
+
 // cachedUser is what the adapter remembers of a user.
 type cachedUser struct {
 	name    string
 	bot     bool
 	deleted bool
+}
+
+// user is the engine's view of a cached user.
+func (u cachedUser) user(id string) bot.User {
+	out := bot.User{ID: id, Name: u.name}
+	switch {
+	case u.bot:
+		out.Kind = bot.UserBot
+	case u.deleted:
+		out.Kind = bot.UserDeactivated
+	}
+	return out
 }
 
 func userOf(u *model.User) cachedUser {

@@ -133,6 +133,21 @@ func newFakeMM(t *testing.T) *fakeMM {
 		}
 		writeAppError(w, http.StatusNotFound, "app.user.missing_account.const")
 	})
+	h("GET /api/v4/users/username/{name}", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		var found *model.User
+		for _, u := range f.users {
+			if u.Username == r.PathValue("name") {
+				found = u
+			}
+		}
+		f.mu.Unlock()
+		if found != nil {
+			f.writeJSON(w, found)
+			return
+		}
+		writeAppError(w, http.StatusNotFound, "app.user.missing_account.const")
+	})
 	h("POST /api/v4/users/ids", func(w http.ResponseWriter, r *http.Request) {
 		var ids []string
 		f.decode(r, &ids)

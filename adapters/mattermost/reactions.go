@@ -267,7 +267,7 @@ func (a *Adapter) reactionEvent(ctx context.Context, ref bot.MessageRef, user, e
 	return bot.Event{
 		Kind:         bot.EventReaction,
 		ID:           fmt.Sprintf("reaction:%s:%s:%s:%s:%d", ref.ID, user, emoji, verb, at),
-		User:         bot.User{ID: user, Name: a.userName(ctx, user)},
+		User:         bot.User{ID: user}, // named by deliver, from the id
 		Conversation: bot.Conversation{Platform: Platform, Channel: ref.Channel, Thread: thread},
 		Message:      ref,
 		Intent:       chatutil.IntentOf(emoji),

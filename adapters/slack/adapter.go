@@ -204,18 +204,55 @@ func (a *Adapter) dispatch(ctx context.Context, h bot.Handler, e bot.Event) {
 		a.log.Debug("slack: ignoring own event", "kind", e.Kind, "id", e.ID)
 		return
 	}
-	if e.User.Name == "" && e.User.ID != "" {
-		lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		if name, err := a.dir.userName(lctx, e.User.ID); err == nil {
-			e.User.Name = name
-		} else {
-			a.log.Debug("slack: user name lookup failed", "user", e.User.ID, "err", err)
-		}
-		cancel()
+	if !a.identify(ctx, &e) {
+		return
 	}
 	if err := h.Handle(ctx, e); err != nil && ctx.Err() == nil {
 		a.log.Error("slack: engine rejected event", "kind", e.Kind, "id", e.ID, "user", e.User.ID, "err", err)
 	}
+}
+
+// identify replaces the event's user by what Slack says of its id: the
+// name shown is the id's handle (never a name from the payload, never the
+// editable display name) and Kind flags bots, deactivated and unknown
+// accounts, which the engine never lets act. An event whose name disagrees
+// with its id is refused and logged (false).
+func (a *Adapter) identify(ctx context.Context, e *bot.Event) bool {
+	claimed := strings.TrimPrefix(e.User.Name, "@")
+	e.User = bot.User{ID: e.User.ID}
+	if e.User.ID == "" {
+		e.User.Kind = bot.UserUnknown
+		return true
+	}
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	u, err := a.dir.user(lctx, e.User.ID)
+	if err != nil {
+		a.log.Warn("slack: could not look up the user of an event; it cannot vote", "user", e.User.ID, "err", err)
+		e.User.Kind = bot.UserUnknown
+		return true
+	}
+	if claimed != "" && u.Name != "" && !strings.EqualFold(claimed, u.Name) {
+		a.log.Warn("slack: refused an event: its user name does not match its user id", "kind", e.Kind, "id", e.ID, "user", u.ID, "username", u.Name, "claimed", claimed)
+		return false
+	}
+	e.User = u
+	return true
+}
+
+// ResolveUser implements bot.IdentityResolver: a handle ("alice",
+// "@alice") or a user id, looked up through users.list / users.info. It
+// wraps bot.ErrNotFound when Slack has no such user.
+func (a *Adapter) ResolveUser(ctx context.Context, nameOrID string) (bot.User, error) {
+	name := strings.TrimPrefix(strings.TrimSpace(nameOrID), "@")
+	if slackUserID.MatchString(name) {
+		u, err := a.dir.user(ctx, name)
+		if err == nil && u.Kind == bot.UserUnknown {
+			return bot.User{}, fmt.Errorf("slack user %s: %w", name, bot.ErrNotFound)
+		}
+		return u, err
+	}
+	return a.dir.userByName(ctx, name)
 }
 
 // slogOutput lets slack-go's logger write to slog at debug level.

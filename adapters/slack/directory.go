@@ -43,7 +43,9 @@ type directory struct {
 	mu            sync.Mutex
 	channels      map[string]string // name (without #, lower case) -> id
 	channelsAt    time.Time
-	users         map[string]cached[string]
+	users         map[string]cached[bot.User]
+	names         map[string]string // handle (lower case) -> user id
+	namesAt       time.Time
 	groupIDs      map[string]string // handle (lower case) -> id
 	groupIDsAt    time.Time
 	members       map[string]cached[[]string]
@@ -59,7 +61,8 @@ func newDirectory(api *slackapi.Client, retry *retrier, ttl time.Duration, now f
 	return &directory{
 		api: api, retry: retry, ttl: ttl, now: now, log: log,
 		channels: map[string]string{},
-		users:    map[string]cached[string]{},
+		users:    map[string]cached[bot.User]{},
+		names:    map[string]string{},
 		groupIDs: map[string]string{},
 		members:  map[string]cached[[]string]{},
 	}
@@ -137,8 +140,13 @@ func (d *directory) loadChannels(ctx context.Context) error {
 	return nil
 }
 
-// userName returns a user's name (the handle shown as @name), cached.
-func (d *directory) userName(ctx context.Context, id string) (string, error) {
+// slackUserID matches a Slack user id (U…, W… on Enterprise Grid).
+var slackUserID = regexp.MustCompile(`^[UW][A-Z0-9]{4,}$`)
+
+// user returns what Slack says of a user id, cached: the handle (the
+// account's name, never the editable display name) and Kind: bots
+// (including Slackbot), deactivated accounts, and ids Slack does not know.
+func (d *directory) user(ctx context.Context, id string) (bot.User, error) {
 	d.mu.Lock()
 	c, ok := d.users[id]
 	d.mu.Unlock()
@@ -152,25 +160,80 @@ func (d *directory) userName(ctx context.Context, id string) (string, error) {
 			u, err = d.api.GetUserInfoContext(ctx, id, slackapi.GetUserInfoOptionIncludeLocale(false))
 			return err
 		})
-		if err != nil {
-			return "", fmt.Errorf("looking up slack user %s: %w", id, err)
-		}
-		name := u.Name
-		if name == "" {
-			name = u.Profile.DisplayName
+		var out bot.User
+		switch {
+		case err != nil && strings.Contains(err.Error(), "user_not_found"):
+			out = bot.User{ID: id, Kind: bot.UserUnknown}
+		case err != nil:
+			return bot.User{}, fmt.Errorf("looking up slack user %s: %w", id, err)
+		default:
+			out = userOf(u)
 		}
 		d.mu.Lock()
-		d.users[id] = cached[string]{v: name, at: d.now()}
+		d.users[id] = cached[bot.User]{v: out, at: d.now()}
 		d.mu.Unlock()
-		return name, nil
+		return out, nil
 	})
 	if err != nil {
 		if ok {
 			return c.v, nil
 		}
-		return "", err
+		return bot.User{}, err
 	}
-	return v.(string), nil
+	return v.(bot.User), nil
+}
+
+func userOf(u *slackapi.User) bot.User {
+	out := bot.User{ID: u.ID, Name: u.Name}
+	switch {
+	case u.IsBot || u.ID == "USLACKBOT" || u.IsAppUser:
+		out.Kind = bot.UserBot
+	case u.Deleted:
+		out.Kind = bot.UserDeactivated
+	}
+	return out
+}
+
+// userByName finds a user by handle (users.list, cached for the group
+// TTL; Slack has no lookup by name). It wraps bot.ErrNotFound.
+func (d *directory) userByName(ctx context.Context, name string) (bot.User, error) {
+	key := strings.ToLower(name)
+	d.mu.Lock()
+	id, ok := d.names[key]
+	fresh := d.now().Sub(d.namesAt) < d.ttl
+	d.mu.Unlock()
+	if !ok || !fresh {
+		_, err, _ := d.sf.Do("users.list", func() (any, error) {
+			var all []slackapi.User
+			err := d.retry.do(ctx, "users.list", retryTransient, func(ctx context.Context) error {
+				var err error
+				all, err = d.api.GetUsersContext(ctx)
+				return err
+			})
+			if err != nil {
+				return nil, fmt.Errorf("listing slack users%s: %w", scopeHint(err), err)
+			}
+			names := make(map[string]string, len(all))
+			d.mu.Lock()
+			for i := range all {
+				names[strings.ToLower(all[i].Name)] = all[i].ID
+				d.users[all[i].ID] = cached[bot.User]{v: userOf(&all[i]), at: d.now()}
+			}
+			d.names, d.namesAt = names, d.now()
+			d.mu.Unlock()
+			return nil, nil
+		})
+		if err != nil {
+			return bot.User{}, err
+		}
+		d.mu.Lock()
+		id, ok = d.names[key]
+		d.mu.Unlock()
+	}
+	if !ok {
+		return bot.User{}, fmt.Errorf("slack user %q: %w", name, bot.ErrNotFound)
+	}
+	return d.user(ctx, id)
 }
 
 // groupMembers returns the user ids of a usergroup given by handle

@@ -60,6 +60,7 @@ type fakeSlack struct {
 	calls      []fakeCall
 	channels   []slackapi.Channel
 	users      map[string]string   // id -> name
+	userAttrs  map[string]obj      // id -> extra users.info fields (is_bot, deleted, profile)
 	groups     map[string]string   // handle -> id
 	members    map[string][]string // group id -> user ids
 	throttle   map[string][]string // method -> Retry-After values to answer with 429 first
@@ -83,6 +84,7 @@ func newFakeSlack(t *testing.T) *fakeSlack {
 		users:      map[string]string{"UALICE": "alice", "UBOB": "bob", "UCAROL": "carol", fakeBotUserID: "groundcrew"},
 		groups:     map[string]string{"ci-oncall": "S0CIONCALL"},
 		members:    map[string][]string{"S0CIONCALL": {"UBOB", "UCAROL"}},
+		userAttrs:  map[string]obj{},
 		throttle:   map[string][]string{},
 		notInChans: map[string]bool{},
 	}
@@ -95,6 +97,7 @@ func newFakeSlack(t *testing.T) *fakeSlack {
 		"conversations.replies": f.replies,
 		"conversations.join":    f.join,
 		"users.info":            f.usersInfo,
+		"users.list":            f.usersList,
 		"usergroups.list":       f.usergroupsList,
 		"usergroups.users.list": f.usergroupMembers,
 		"apps.connections.open": f.connectionsOpen,
@@ -297,11 +300,29 @@ func (f *fakeSlack) usersInfo(_ http.ResponseWriter, r *http.Request) any {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := r.Form.Get("user")
-	name, ok := f.users[id]
-	if !ok {
+	if _, ok := f.users[id]; !ok {
 		return slackErr("user_not_found")
 	}
-	return obj{"ok": true, "user": obj{"id": id, "name": name}}
+	return obj{"ok": true, "user": f.userObj(id)}
+}
+
+// userObj is a user record as users.info and users.list give it.
+func (f *fakeSlack) userObj(id string) obj {
+	u := obj{"id": id, "name": f.users[id]}
+	for k, v := range f.userAttrs[id] {
+		u[k] = v
+	}
+	return u
+}
+
+func (f *fakeSlack) usersList(http.ResponseWriter, *http.Request) any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var us []obj
+	for id := range f.users {
+		us = append(us, f.userObj(id))
+	}
+	return obj{"ok": true, "members": us, "response_metadata": obj{"next_cursor": ""}}
 }
 
 func (f *fakeSlack) usergroupsList(http.ResponseWriter, *http.Request) any {

@@ -266,8 +266,8 @@ func (a *Adapter) ReadThread(ctx context.Context, c bot.Conversation) ([]bot.Thr
 		}
 		switch {
 		case m.User != "":
-			if name, err := a.dir.userName(ctx, m.User); err == nil {
-				tm.Author.Name = name
+			if u, err := a.dir.user(ctx, m.User); err == nil {
+				tm.Author.Name = u.Name
 			} else if errors.Is(err, context.Canceled) {
 				return nil, err
 			}

@@ -1,0 +1,77 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+func pressAs(t *testing.T, a *Adapter, trigger, userID, name string) {
+	t.Helper()
+	var p map[string]any
+	require.NoError(t, json.Unmarshal([]byte(blockActionsPayload(trigger, "approve", "r-7f3a/5")), &p))
+	p["user"] = map[string]any{"id": userID, "username": name, "name": name, "team_id": "T0OPS"}
+	b, err := json.Marshal(p)
+	require.NoError(t, err)
+	body := []byte(url.Values{"payload": {string(b)}}.Encode())
+	res := serve(t, a.HTTPHandler(), PathInteractivity, formType, body, time.Now(), nil)
+	require.Equal(t, 200, res.Code)
+}
+
+// TestIdentity: who pressed a button is what Slack says of the payload's
+// user id (#19.1, #19.2).
+func TestIdentity(t *testing.T) {
+	f := newFakeSlack(t)
+	f.mu.Lock()
+	f.users["UMALLORY"] = "mallory"
+	f.userAttrs["UMALLORY"] = obj{"profile": obj{"display_name": "bob"}}
+	f.users["UGONE"] = "gone"
+	f.userAttrs["UGONE"] = obj{"deleted": true}
+	f.users["UCIBOT"] = "ci-bot"
+	f.userAttrs["UCIBOT"] = obj{"is_bot": true}
+	f.mu.Unlock()
+	a := newTestAdapter(t, f, Config{Mode: ModeHTTP})
+	rec := newRecorder()
+	runAdapter(t, a, rec)
+
+	// A payload naming bob with mallory's id is refused.
+	pressAs(t, a, "1", "UMALLORY", "bob")
+	rec.none(t, 100*time.Millisecond)
+
+	// Without a name, the name shown is the handle of the id — never the
+	// display name mallory set to "bob".
+	pressAs(t, a, "2", "UMALLORY", "")
+	assert.Equal(t, bot.User{ID: "UMALLORY", Name: "mallory"}, rec.next(t).User)
+
+	pressAs(t, a, "3", "UGONE", "gone")
+	assert.Equal(t, bot.User{ID: "UGONE", Name: "gone", Kind: bot.UserDeactivated}, rec.next(t).User)
+	pressAs(t, a, "4", "UCIBOT", "ci-bot")
+	assert.Equal(t, bot.User{ID: "UCIBOT", Name: "ci-bot", Kind: bot.UserBot}, rec.next(t).User)
+	pressAs(t, a, "5", "UNOBODY1", "")
+	assert.Equal(t, bot.User{ID: "UNOBODY1", Kind: bot.UserUnknown}, rec.next(t).User)
+	pressAs(t, a, "6", "", "bob")
+	assert.Equal(t, bot.UserUnknown, rec.next(t).User.Kind, "an empty user never counts")
+}
+
+func TestResolveUser(t *testing.T) {
+	f := newFakeSlack(t)
+	a := newTestAdapter(t, f, Config{Mode: ModeHTTP})
+	ctx := context.Background()
+	u, err := a.ResolveUser(ctx, "@bob")
+	require.NoError(t, err)
+	assert.Equal(t, bot.User{ID: "UBOB", Name: "bob"}, u)
+	u, err = a.ResolveUser(ctx, "UCAROL")
+	require.NoError(t, err)
+	assert.Equal(t, "carol", u.Name)
+	_, err = a.ResolveUser(ctx, "nobody")
+	assert.ErrorIs(t, err, bot.ErrNotFound)
+	_, err = a.ResolveUser(ctx, "UNOBODY1")
+	assert.ErrorIs(t, err, bot.ErrNotFound)
+}
