@@ -235,6 +235,14 @@ func (a *app) close() {
 func (a *app) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The first checkpoint is posted before anything else runs, so it is
+	// where people expect it (first in a console transcript); the
+	// scheduler posts the next ones.
+	pctx, pcancel := context.WithTimeout(ctx, 15*time.Second)
+	if err := a.audit.Post(pctx); err != nil {
+		a.log.Error("audit checkpoint not posted", "err", err)
+	}
+	pcancel()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return a.eng.Run(gctx) })
 	g.Go(func() error { return a.digests.Run(gctx) })

@@ -139,3 +139,19 @@ func TestRunsShow_ListsChanges(t *testing.T) {
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "- **Changes made:** none")
 }
+
+func TestServe_PostsAuditCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "groundcrew.yaml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte("store: gc.db\nchat: {platform: console}\ntargets:\n  infra-prd:\n    simulator: {}\naudit: {checkpoint_channel: \"#ci-audit\", every: 1h}\n"), 0o600))
+	cfg, err := config.Load(cfgPath)
+	require.NoError(t, err)
+	var logs, out bytes.Buffer
+	a, err := newApp(cfg, appOptions{In: strings.NewReader("/runbook list\n"), Out: &out, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	defer a.close()
+	require.NoError(t, a.run(context.Background()))
+	assert.Contains(t, out.String(), "Audit checkpoint")
+	assert.Contains(t, out.String(), "groundcrew audit verify --expect 0:")
+	assert.Contains(t, logs.String(), `msg="audit head posted" component=audit head=0: channel=#ci-audit`)
+}
