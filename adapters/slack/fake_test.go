@@ -77,7 +77,7 @@ type fakeCall struct {
 	Form   map[string]string
 }
 
-func newFakeSlack(t *testing.T) *fakeSlack {
+func newFakeSlack(t testing.TB) *fakeSlack {
 	t.Helper()
 	f := &fakeSlack{
 		channels:   []slackapi.Channel{chanOf("C0OPS", "ci-ops"), chanOf("C0RUN", "runbooks")},
