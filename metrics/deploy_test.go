@@ -1,0 +1,49 @@
+package metrics_test
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/digest"
+	"github.com/groundcrew/groundcrew/metrics"
+)
+
+// TestDeployReferencesExistingMetrics: every groundcrew_* series the alert
+// rules and the Grafana dashboard query is one the binary exports.
+func TestDeployReferencesExistingMetrics(t *testing.T) {
+	m := metrics.New(metrics.Options{Targets: []string{"t"}})
+	now := time.Now()
+	r := &bot.Run{ID: "r", Runbook: "rb", Target: "t", State: bot.RunSucceeded, Gate: &bot.Gate{RequestedAt: now},
+		Steps: []bot.StepState{{ID: "s", Kind: "query"}}}
+	m.RunCommitted(r, &bot.Batch{
+		Journal: []bot.JournalEntry{{Type: bot.JRunStarted}, {Type: bot.JStepDone, Step: "s"}, {Type: bot.JGateOpened}, {Type: bot.JRunFinished}},
+		Audit:   []bot.AuditEntry{{Action: bot.ActionApprovalGranted, Time: now}},
+	})
+	m.DigestSettled("t", digest.Posted, time.Second)
+	_, _ = m.Provider(fakeProvider{}).Ops()[0].Do(context.Background(), bot.Call{Target: "t"})
+	m.Transport("concourse", "t", nil)
+	m.Outbox(func() ([]bot.OutboxItem, error) { return nil, nil }, time.Now)
+	m.StoreSize(func() (int64, error) { return 1, nil })
+	m.SetTarget("t", true, true)
+	m.ChatConnected(func() bool { return true })
+	m.Ready(func() bool { return true })
+	exported := scrape(t, m)
+
+	name := regexp.MustCompile(`groundcrew_[a-z_]+`)
+	for _, f := range []string{"../deploy/helm/groundcrew/rules/groundcrew.rules.yaml", "../deploy/grafana/groundcrew-dashboard.json"} {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		names := name.FindAllString(string(data), -1)
+		require.NotEmpty(t, names, f)
+		for _, n := range names {
+			assert.Regexp(t, `(?m)^`+n+`[{ ]`, exported, "%s queries %s, which the binary does not export", f, n)
+		}
+	}
+}
