@@ -253,7 +253,17 @@ func (m *Manager) publish(ctx context.Context, in *Incident, what change, prev [
 	case changeReopened:
 		m.postThread(ctx, in, bot.Message{Text: evidenceText("🔔 Firing again", in.Evidence, nil), Broadcast: true})
 	case changeResolved:
-		m.postThread(ctx, in, bot.Message{Text: fmt.Sprintf("✅ Resolved after %s — %s", humanDuration(in.Duration(in.ResolvedAt)), sourceName(in)), Broadcast: true})
+		text := fmt.Sprintf("✅ Resolved after %s — %s", humanDuration(in.Duration(in.ResolvedAt)), sourceName(in))
+		var open []string
+		for _, r := range m.LinkedRuns(ctx, in) {
+			if !r.State.Terminal() {
+				open = append(open, fmt.Sprintf("`%s` %s (%s)", r.ID, r.Runbook, r.State))
+			}
+		}
+		if len(open) > 0 {
+			text += "\nStill open in this thread: " + strings.Join(open, ", ") + " — finish or `/runbook cancel <run>` them."
+		}
+		m.postThread(ctx, in, bot.Message{Text: text, Broadcast: true})
 	}
 	return in
 }

@@ -93,7 +93,7 @@ func (s *scriptReader) Read(p []byte) (int, error) {
 }
 
 func newDemo() *cobra.Command {
-	var interactive, noScript bool
+	var interactive, noScript, alert bool
 	var delay time.Duration
 	c := &cobra.Command{
 		Use:   "demo",
@@ -103,6 +103,11 @@ in-process Concourse simulator (target infra-prd: a stalled worker, 300
 pending builds, image-fetch errors). A script plays a full worker-stalled
 incident as alice, bob and carol: queries, a manual step, a wait, an approval
 gate (with a self-approval refused), the prune and the result.
+
+With --alert, an Alertmanager alert (posted to the real POST /alertmanager
+handler) opens an incident thread instead; bob acknowledges it with 👀 and
+starts the suggested runbook from its button. /alert firing|resolved sends
+the notification again at the prompt.
 
 With -i you get the prompt afterwards (or only the prompt with --no-script):
 type /help for console commands and /runbook help for the bot.`,
@@ -126,14 +131,19 @@ type /help for console commands and /runbook help for the bot.`,
 				Approvals: bot.ApprovalConfig{Default: bot.Policy{Approvers: []string{"group:ci-oncall"}, Required: 1, Expires: bot.Duration(30 * time.Minute)}},
 				Log:       config.Log{Level: "warn", Format: "text"},
 			}
+			script := demoScript
+			if alert {
+				script = demoAlertScript
+				demoAlertConfig(cfg)
+			}
 			clock := &offsetClock{}
 			out := cmd.OutOrStdout()
 			tty := term.IsTerminal(int(os.Stdout.Fd()))
-			var in io.Reader = &scriptReader{lines: demoScript, delay: delay}
+			var in io.Reader = &scriptReader{lines: script, delay: delay}
 			if noScript {
 				in = os.Stdin
 			} else if interactive {
-				in = &scriptReader{lines: demoScript, delay: delay, then: bufio.NewReader(os.Stdin)}
+				in = &scriptReader{lines: script, delay: delay, then: bufio.NewReader(os.Stdin)}
 			}
 			var a *app
 			copts := console.Options{Color: tty, Echo: !noScript, Now: clock.Now,
@@ -150,6 +160,7 @@ type /help for console commands and /runbook help for the bot.`,
 						a.eng.Tick(cmd.Context())
 						return fmt.Sprintf("the clock moved %s forward", d)
 					},
+					"/alert": func(args []string) string { return demoAlert(a, clock.Now(), args) },
 				},
 				AfterLine: func() { _ = a.eng.WaitIdle(cmd.Context()) },
 			}
@@ -165,6 +176,7 @@ type /help for console commands and /runbook help for the bot.`,
 	}
 	c.Flags().BoolVarP(&interactive, "interactive", "i", false, "after the script, keep the prompt open (type /help)")
 	c.Flags().BoolVar(&noScript, "no-script", false, "skip the script and start at the prompt")
+	c.Flags().BoolVar(&alert, "alert", false, "play the incident script instead: an Alertmanager alert opens an incident, the runbook starts from its button")
 	c.Flags().DurationVar(&delay, "delay", 700*time.Millisecond, "pause between scripted lines")
 	return c
 }

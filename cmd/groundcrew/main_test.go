@@ -42,6 +42,29 @@ func TestDemo(t *testing.T) {
 	}
 }
 
+// TestDemoAlert: an alert opens an incident, 👀 acknowledges, the button
+// starts the runbook in the incident thread, the resolved alert resolves it.
+func TestDemoAlert(t *testing.T) {
+	out, err := run(t, "", "demo", "--alert", "--delay", "0")
+	require.NoError(t, err, out)
+	for _, want := range []string{
+		"#1 🚨 FileSystemSpaceFillingUp on `infra-prd` — incident `i-",
+		"Suggested: `/runbook run worker-disk-full target=infra-prd worker=0`",
+		"[👀 Acknowledge] [▶ Run worker-disk-full]",
+		"Alertmanager → POST /alertmanager (firing, 1 alert): 200 ok",
+		"👀 @bob acknowledged",
+		"Source: Alertmanager (routes[0]) · 2 notifications",
+		"↳ 🛠 worker-disk-full on `infra-prd` — started by @bob",
+		"Approved by @carol",
+		"✅ Resolved after 15 min — Alertmanager says the alerts are resolved.",
+		"Still open in this thread: `r-",
+		"✅ No open incidents.",
+	} {
+		assert.Contains(t, out, want)
+	}
+	assert.Equal(t, 1, strings.Count(out, "🚨 FileSystemSpaceFillingUp on `infra-prd` — incident"), "one incident however many notifications")
+}
+
 func TestLint(t *testing.T) {
 	out, err := run(t, "", "lint")
 	require.NoError(t, err, out)
