@@ -241,7 +241,11 @@ func (a *Adapter) Symbol(i bot.Intent) string { return chatutil.Symbol(i) }
 
 // GroupMembers implements bot.GroupResolver from the configured groups.
 func (a *Adapter) GroupMembers(_ context.Context, group string) ([]string, error) {
-	return a.cfg.Groups[group], nil
+	members, ok := a.cfg.Groups[group]
+	if !ok {
+		return nil, fmt.Errorf("console group %q is not configured (chat.console.groups): %w", group, bot.ErrNotFound)
+	}
+	return members, nil
 }
 
 // ReadThread implements bot.ThreadReader.

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -44,6 +45,8 @@ func TestConfigCheckAndServeAgree(t *testing.T) {
 		{"digest schedule with CRON_TZ and timezone", "digests:\n  - {target: infra-prd, channel: \"#ops\", schedule: \"CRON_TZ=Europe/Paris 0 8 * * *\", timezone: Europe/Paris}\n", "give it once"},
 		{"digest schedule with CRON_TZ", "digests:\n  - {target: infra-prd, channel: \"#ops\", schedule: \"CRON_TZ=Europe/Paris 0 8 * * *\"}\n", ""},
 		{"runbook approvers no one in the policy can satisfy", "approvals: {default: {approvers: [bob]}}\nrunbooks: [rb]\n", "step ok of runbook alice-only needs 1 approval from @bob who are also @alice, and no one can approve it"},
+		{"unknown console group", "approvals: {default: {approvers: [group:sre]}}\n", `approvals.default.approvers: no group "sre" on the chat platform`},
+		{"known console group", "approvals: {default: {approvers: [group:sre]}}\n", ""},
 		{"runbook approvers the policy allows", "approvals: {default: {approvers: [alice, bob]}}\nrunbooks: [rb]\n", ""},
 	}
 	for _, c := range cases {
@@ -52,7 +55,11 @@ func TestConfigCheckAndServeAgree(t *testing.T) {
 			require.NoError(t, os.Mkdir(filepath.Join(dir, "rb"), 0o755))
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "rb", "alice-only.yaml"), []byte(narrowRunbook), 0o600))
 			cfg := filepath.Join(dir, "groundcrew.yaml")
-			require.NoError(t, os.WriteFile(cfg, []byte(base+c.yaml), 0o600))
+			b := base
+			if c.name == "known console group" {
+				b = strings.Replace(b, "chat: {platform: console}", "chat: {platform: console, console: {groups: {sre: [bob]}}}", 1)
+			}
+			require.NoError(t, os.WriteFile(cfg, []byte(b+c.yaml), 0o600))
 			checkOut, checkErr := run(t, "", "config", "check", "--config", cfg)
 			serveOut, serveErr := run(t, "", "serve", "--config", cfg)
 			if c.want == "" {

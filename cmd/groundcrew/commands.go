@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -143,6 +144,8 @@ func newConfigCmd() *cobra.Command {
 			// required keys) without calling the platform.
 			var chat bot.Chat
 			switch cfg.Chat.Platform {
+			case "console":
+				chat = console.New(cfg.Chat.Console, nil, io.Discard, console.Options{})
 			case "slack":
 				s, err := slack.New(cfg.Chat.Slack, slack.Options{})
 				if err != nil {
