@@ -26,11 +26,11 @@ func RunMarkdown(r *Run, journal []JournalEntry) string {
 		}
 		fmt.Fprintf(&b, "- **Parameters:** %s\n", strings.Join(sortedStrings(ps), " "))
 	}
-	end := "still open"
-	if !r.FinishedAt.IsZero() {
-		end = ts(r.FinishedAt)
+	if r.FinishedAt.IsZero() {
+		fmt.Fprintf(&b, "- **Outcome:** still open — %s (for %s)\n", r.State.Human(), humanDuration(r.Duration(time.Now())))
+	} else {
+		fmt.Fprintf(&b, "- **Outcome:** %s (ended %s, duration %s)\n", r.State.Human(), ts(r.FinishedAt), humanDuration(r.Duration(time.Now())))
 	}
-	fmt.Fprintf(&b, "- **Outcome:** %s (ended %s, duration %s)\n", r.State.Human(), end, humanDuration(r.Duration(time.Now())))
 	if r.DryRun {
 		b.WriteString("- **Dry run:** nothing was changed\n")
 	}
@@ -273,8 +273,11 @@ func (e *Engine) IncidentSummary(runs []*Run, journals map[string][]JournalEntry
 			switch j.Type {
 			case JRunStarted:
 				items = append(items, item{j.Time, fmt.Sprintf("▶ `%s` %s started by %s", r.ID, r.Runbook, r.Requester.Display())})
-			case JGateDecided, JManualDone:
+			case JGateDecided:
 				items = append(items, item{j.Time, fmt.Sprintf("`%s` %s: %s", r.ID, j.Step, j.Message)})
+			case JManualDone:
+				st, note, _ := strings.Cut(j.Message, ": ")
+				items = append(items, item{j.Time, fmt.Sprintf("`%s` %s: %s by %s%s", r.ID, j.Step, nonEmpty(manualWords[StepStatus(st)], StepStatus(st).Human()), actorName(j.Actor, r), optional(note))})
 			case JOutcome:
 				items = append(items, item{j.Time, fmt.Sprintf("`%s` %s changed: %s", r.ID, j.Step, j.Message)})
 			case JRunFinished, JRunCancelled:

@@ -35,7 +35,7 @@ func TestMessagesSpeakToPeople(t *testing.T) {
 	j, err = h.db.Journal(h.ctx, r.ID)
 	require.NoError(t, err)
 	md := bot.RunMarkdown(r, j)
-	assert.Contains(t, md, "- **Outcome:** waiting for approval (ended still open")
+	assert.Contains(t, md, "- **Outcome:** still open — waiting for approval (for ")
 	assert.Contains(t, md, "run started by @alice: prune on infra-prd with worker=w-0")
 	assert.Contains(t, md, "manual step answered by @bob: done")
 	assert.Contains(t, md, "| waiting for approval |")
@@ -57,4 +57,16 @@ func TestMessagesSpeakToPeople(t *testing.T) {
 func TestFormatParams(t *testing.T) {
 	assert.Equal(t, `pipeline=app team=main why="two words"`, bot.FormatParams(map[string]string{"team": "main", "pipeline": "app", "why": "two words"}))
 	assert.Equal(t, "", bot.FormatParams(nil))
+}
+
+func TestIncidentTimeline_ManualAnswersInWords(t *testing.T) {
+	h := newHarness(t, stalledWorld(), nil)
+	h.cmd(alice, "run prune target=infra-prd worker=w-0")
+	h.react(bob, h.stepRef("check"), bot.IntentDone)
+	r := h.onlyRun()
+	j, err := h.db.Journal(h.ctx, r.ID)
+	require.NoError(t, err)
+	inc := h.eng.IncidentSummary([]*bot.Run{r}, map[string][]bot.JournalEntry{r.ID: j}, nil)
+	assert.Contains(t, inc.Detail, "check: done by @bob")
+	assert.NotContains(t, inc.Detail, "check: succeeded")
 }
