@@ -395,7 +395,10 @@ func (e *Engine) runWrite(ctx context.Context, r *Run, spec *runbooks.Step, op O
 	}
 	e.hook("before-call:" + spec.ID)
 	cctx, done := e.callCtx(context.WithoutCancel(ctx), r.ID, false)
+	var stop func()
+	call.Progress, stop = e.progress(ctx, r.ID, spec.ID)
 	res, err := op.Do(cctx, call)
+	stop()
 	done()
 	e.hook("after-call:" + spec.ID)
 	e.recordOutcome(ctx, r.ID, spec.ID, op, "", res, err)

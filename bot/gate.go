@@ -243,7 +243,10 @@ func (e *Engine) execute(ctx context.Context, runID string, spec *runbooks.Step,
 	e.hook("before-apply:" + spec.ID)
 	// A destructive call is never interrupted half-way by a cancel.
 	cctx, done := e.callCtx(context.WithoutCancel(ctx), runID, false)
+	var stop func()
+	call.Progress, stop = e.progress(ctx, runID, spec.ID)
 	res, err := op.Apply(cctx, call, plan)
+	stop()
 	done()
 	e.hook("after-apply:" + spec.ID)
 	e.recordOutcome(ctx, runID, spec.ID, op, hash, res, err)

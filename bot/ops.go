@@ -57,6 +57,18 @@ type Call struct {
 	Args   Args
 	RunID  string
 	StepID string
+	// Progress, when set, shows how a long call is going in its step
+	// message ("aborting 1,200 / 5,000 · 310/s"). The engine rate-limits
+	// it; operations call Report, which is safe from any goroutine.
+	Progress func(text string)
+}
+
+// Report passes a progress line to the engine (nothing when there is no
+// Progress callback).
+func (c Call) Report(text string) {
+	if c.Progress != nil {
+		c.Progress(text)
+	}
 }
 
 // Args are resolved operation arguments (templates already rendered).

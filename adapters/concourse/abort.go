@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -45,6 +46,33 @@ type AbortOptions struct {
 	Timeout time.Duration
 	// PollInterval overrides the client's poll interval.
 	PollInterval time.Duration
+	// Progress, when set, is called as the aborts are sent (Phase
+	// "sending", Done of Total) and after each verification poll (Phase
+	// "verifying", Pending builds not stopped yet). It may be called from
+	// several goroutines at once.
+	Progress func(AbortProgress)
+}
+
+// AbortProgress is how far a bulk abort is.
+type AbortProgress struct {
+	Phase   string // "sending" or "verifying"
+	Done    int    // aborts sent (sending) or builds stopped (verifying)
+	Total   int
+	Pending int // builds not stopped yet (verifying)
+	// Elapsed is the time since the phase started, on the client's clock.
+	Elapsed time.Duration
+}
+
+// VerifyRate is the rate, in builds per second, the abort verification
+// counts on when it sizes its wait: half the ~60/s at which a Concourse
+// 8.2.5 web node turns aborted builds aborted.
+const VerifyRate = 30
+
+// VerifyTimeout is how long to wait for n aborted builds to stop: base, or
+// the time n builds take at VerifyRate when that is longer (5,000 builds:
+// 2m47s).
+func VerifyTimeout(base time.Duration, n int) time.Duration {
+	return max(base, (time.Duration(n) * time.Second / VerifyRate).Round(time.Second))
 }
 
 // AbortBuilds sends the abort requests with the per-target concurrency
@@ -56,8 +84,14 @@ func (c *Client) AbortBuilds(ctx context.Context, ids []int, opts AbortOptions) 
 	for i, id := range ids {
 		results[i] = AbortResult{ID: id}
 	}
+	start := c.now()
+	var sent atomic.Int64
 	c.forEach(ctx, len(ids), func(ctx context.Context, i int) {
-		if err := c.AbortBuild(ctx, ids[i], opts.Force); err != nil {
+		err := c.AbortBuild(ctx, ids[i], opts.Force)
+		if opts.Progress != nil {
+			opts.Progress(AbortProgress{Phase: "sending", Done: int(sent.Add(1)), Total: len(ids), Elapsed: c.now().Sub(start)})
+		}
+		if err != nil {
 			results[i].Outcome, results[i].Err = AbortFailed, err
 			return
 		}
@@ -79,14 +113,18 @@ func (c *Client) AbortAndWait(ctx context.Context, ids []int, opts AbortOptions)
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = c.poll
 	}
-	deadline := time.Now().Add(opts.Timeout)
 	results := c.AbortBuilds(ctx, ids, opts)
+	start, realStart := c.now(), time.Now()
+	// the wait ends when the timeout passed on the client's clock or in
+	// real time, whichever comes first (tests may hold either still)
+	over := func() bool { return c.now().Sub(start) >= opts.Timeout || time.Since(realStart) >= opts.Timeout }
 	waiting := make([]int, 0, len(results))
 	for i := range results {
 		if results[i].Outcome == AbortRequested {
 			waiting = append(waiting, i)
 		}
 	}
+	total := len(waiting)
 	for len(waiting) > 0 {
 		if err := c.sleep(ctx, opts.PollInterval); err != nil {
 			c.markNotStopped(results, waiting, fmt.Errorf("%s: waiting for builds to stop: %w", c.cfg.Name, err))
@@ -119,11 +157,14 @@ func (c *Client) AbortAndWait(ctx context.Context, ids []int, opts AbortOptions)
 			still = append(still, waiting[k])
 		})
 		waiting = still
+		if opts.Progress != nil {
+			opts.Progress(AbortProgress{Phase: "verifying", Done: total - len(waiting), Total: total, Pending: len(waiting), Elapsed: c.now().Sub(start)})
+		}
 		if ctx.Err() != nil {
 			c.markNotStopped(results, waiting, fmt.Errorf("%s: waiting for builds to stop: %w", c.cfg.Name, ctx.Err()))
 			return results, ctx.Err()
 		}
-		if len(waiting) > 0 && !time.Now().Before(deadline) {
+		if len(waiting) > 0 && over() {
 			c.markNotStopped(results, waiting, nil)
 			break
 		}

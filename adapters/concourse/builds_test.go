@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"regexp"
+	"sync"
 	"testing"
 	"time"
 
@@ -282,3 +283,58 @@ func TestBuildEvents_FollowsARunningBuild(t *testing.T) {
 }
 
 func errEOF() error { return io.EOF }
+
+// A real Concourse turns aborted builds aborted at about 60 per second: the
+// simulator models it, the verification waits for all of them (its default
+// wait grows with the plan) and progress reports how many remain.
+func TestAbortAndWait_AtTheServersRate(t *testing.T) {
+	w := concoursesim.NewWorld().RunningWorkers("w", 1)
+	w.AddPipeline(concoursesim.Pipeline{Name: "queue", Jobs: []concoursesim.Job{{Name: "deploy", Serial: true}}})
+	w.AddBuilds(concoursesim.Build{ID: 1, Pipeline: "queue", Job: "deploy", Status: "pending", Count: 600})
+	env := newSimEnv(t, w, []concoursesim.Option{concoursesim.WithAbortDelay(0), concoursesim.WithAbortRate(60)})
+	env.c.sleep = func(_ context.Context, d time.Duration) error { env.clock.Advance(d); return nil }
+	ids := make([]int, 600)
+	for i := range ids {
+		ids[i] = i + 1
+	}
+	var mu sync.Mutex
+	var pending []int
+	sent := 0
+	progress := func(p AbortProgress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if p.Phase == "verifying" {
+			pending = append(pending, p.Pending)
+		} else {
+			sent = max(sent, p.Done)
+		}
+	}
+
+	t.Run("a fixed short wait reports what remains", func(t *testing.T) {
+		res, err := env.c.AbortAndWait(context.Background(), ids[:300], AbortOptions{Timeout: 2 * time.Second, PollInterval: time.Second, Progress: progress})
+		require.NoError(t, err)
+		stopped := 300 - len(NotStopped(res))
+		assert.InDelta(t, 120, stopped, 70, "about 60 per second for 2 s")
+		assert.NotEmpty(t, NotStopped(res))
+	})
+	t.Run("the default wait scales with the plan", func(t *testing.T) {
+		pending, sent = nil, 0
+		timeout := VerifyTimeout(5*time.Second, 300)
+		assert.Equal(t, 5*time.Second, VerifyTimeout(5*time.Second, 30))
+		assert.Equal(t, 10*time.Second, timeout)
+		res, err := env.c.AbortAndWait(context.Background(), ids[300:], AbortOptions{Timeout: timeout, PollInterval: time.Second, Progress: progress})
+		require.NoError(t, err)
+		assert.Empty(t, NotStopped(res), "300 builds at 60/s stop within the scaled wait")
+		assert.Equal(t, 300, sent)
+		require.Greater(t, len(pending), 2)
+		assert.Greater(t, pending[0], pending[len(pending)-2], "what remains goes down")
+		assert.Equal(t, 0, pending[len(pending)-1])
+	})
+}
+
+func TestAbortProgressLine(t *testing.T) {
+	assert.Equal(t, "aborting 1,200 / 5,000 · 300/s", abortProgressLine(AbortProgress{Phase: "sending", Done: 1200, Total: 5000, Elapsed: 4 * time.Second}))
+	assert.Equal(t, "aborting 3 / 5,000", abortProgressLine(AbortProgress{Phase: "sending", Done: 3, Total: 5000}))
+	assert.Equal(t, "verifying: 3,800 of 5,000 still pending or started · 60/s",
+		abortProgressLine(AbortProgress{Phase: "verifying", Done: 1200, Pending: 3800, Total: 5000, Elapsed: 20 * time.Second}))
+}

@@ -188,7 +188,7 @@ func (p *Provider) opAbortBuilds() bot.Op {
 	args := append([]bot.ArgSpec{
 		{Name: "ids", Doc: "build ids to abort (instead of, or narrowed by, the filter)"},
 		{Name: "force", Doc: "true to mark builds aborted at once (for builds stuck on a dead worker)"},
-		{Name: "timeout", Doc: "how long to wait for the builds to stop (default 60s)"},
+		{Name: "timeout", Doc: "how long to wait for the builds to stop (default 60s, or 1s per 30 builds when longer: Concourse turns about 60 aborted builds per second aborted)"},
 	}, buildFilterArgs...)
 	return bot.Op{
 		Name: op, Class: bot.ClassDestructive,
@@ -321,7 +321,9 @@ func (p *Provider) applyAbort(ctx context.Context, c bot.Call, pl bot.Plan) (bot
 	if err != nil {
 		return bot.Result{}, err
 	}
-	timeout, err := c.Args.Duration("timeout", p.opts.AbortTimeout)
+	// the verification waits longer for more builds: Concourse turns them
+	// aborted at about 60 per second
+	timeout, err := c.Args.Duration("timeout", VerifyTimeout(p.opts.AbortTimeout, len(pl.Items)))
 	if err != nil {
 		return bot.Result{}, err
 	}
@@ -335,7 +337,8 @@ func (p *Provider) applyAbort(ctx context.Context, c bot.Call, pl bot.Plan) (bot
 		ids = append(ids, n)
 		attrs[n] = it.Attrs
 	}
-	results, werr := cl.AbortAndWait(ctx, ids, AbortOptions{Force: c.Args.Bool("force"), Timeout: timeout, PollInterval: p.opts.AbortPoll})
+	results, werr := cl.AbortAndWait(ctx, ids, AbortOptions{Force: c.Args.Bool("force"), Timeout: timeout, PollInterval: p.opts.AbortPoll,
+		Progress: func(pr AbortProgress) { c.Report(abortProgressLine(pr)) }})
 	res := bot.Result{}
 	counts := map[AbortOutcome]int{}
 	var notStopped, failedIDs []int
@@ -403,6 +406,36 @@ func (p *Provider) applyAbort(ctx context.Context, c bot.Call, pl bot.Plan) (bot
 		return res, fmt.Errorf("%s: no build could be aborted: %s", cl.Name(), res.Failed()[0].Reason)
 	}
 	return res, nil
+}
+
+// abortProgressLine renders a bulk abort's progress for the step message:
+// "aborting 1,200 / 5,000 · 310/s", then "verifying: 3,800 of 5,000 still
+// pending · 60/s".
+func abortProgressLine(pr AbortProgress) string {
+	rate := ""
+	if s := pr.Elapsed.Seconds(); s >= 0.5 && pr.Done > 0 {
+		rate = fmt.Sprintf(" · %s/s", thousands(int(float64(pr.Done)/s)))
+	}
+	if pr.Phase == "verifying" {
+		return fmt.Sprintf("verifying: %s of %s still pending or started%s", thousands(pr.Pending), thousands(pr.Total), rate)
+	}
+	return fmt.Sprintf("aborting %s / %s%s", thousands(pr.Done), thousands(pr.Total), rate)
+}
+
+// thousands renders 5000 as "5,000".
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func errText(err error) string {

@@ -196,6 +196,9 @@ type World struct {
 	ApplyHook func(op string)
 	// FailApply makes Apply return this error.
 	FailApply error
+	// Progress, when set, runs inside fake.prune's Apply with the call's
+	// progress reporter (tests of live progress).
+	Progress func(report func(string))
 }
 
 // NewWorld returns a world with the given workers.
@@ -288,6 +291,9 @@ func (w *World) Ops() []bot.Op {
 			Apply: func(_ context.Context, c bot.Call, p bot.Plan) (bot.Result, error) {
 				if w.ApplyHook != nil {
 					w.ApplyHook("fake.prune")
+				}
+				if w.Progress != nil {
+					w.Progress(c.Report)
 				}
 				w.mu.Lock()
 				defer w.mu.Unlock()

@@ -28,7 +28,7 @@ func (a *app) startSimulators() error {
 		if err != nil {
 			return fmt.Errorf("targets.%s.simulator.world: %w", name, err)
 		}
-		sim, err := concoursesim.New(*w, concoursesim.WithTSA())
+		sim, err := concoursesim.New(*w, concoursesim.WithTSA(), concoursesim.WithAbortRate(60))
 		if err != nil {
 			return fmt.Errorf("targets.%s.simulator: %w", name, err)
 		}
@@ -111,7 +111,7 @@ image-fetch errors; user groundcrew, password groundcrew.`,
 			if err != nil {
 				return err
 			}
-			sim, err := concoursesim.NewUnstarted(*w)
+			sim, err := concoursesim.NewUnstarted(*w, concoursesim.WithAbortRate(60))
 			if err != nil {
 				return err
 			}

@@ -234,7 +234,7 @@ func handleAbort(c *reqCtx) {
 		if force {
 			c.st.finish(b, StatusAborted, c.now)
 		} else if !b.abortRequested {
-			b.abortRequested, b.abortAt = true, c.now.Add(c.st.abortDelay)
+			b.abortRequested, b.abortAt = true, c.st.abortTime(c.now)
 		}
 	}
 	c.w.WriteHeader(http.StatusNoContent)

@@ -55,6 +55,7 @@ type Fault struct {
 type config struct {
 	clock         Clock
 	abortDelay    time.Duration
+	abortRate     float64
 	heartbeatTTL  time.Duration
 	schedInterval time.Duration
 	checkDuration time.Duration
@@ -72,6 +73,12 @@ func WithClock(c Clock) Option { return func(o *config) { o.clock = c } }
 // WithAbortDelay sets how long after PUT …/abort a build becomes aborted
 // (default 500ms; the real server takes "a moment").
 func WithAbortDelay(d time.Duration) Option { return func(o *config) { o.abortDelay = d } }
+
+// WithAbortRate makes aborted builds turn aborted at most n per second, one
+// after the other, as a real Concourse 8.2.5 web node does (about 60/s:
+// the scheduler applies the aborts). 0 (the default) applies them all
+// after the abort delay.
+func WithAbortRate(n float64) Option { return func(o *config) { o.abortRate = n } }
 
 // WithHeartbeatTTL sets how long after its last heartbeat a running worker
 // stalls (default 60s, Concourse's TTL).
@@ -117,7 +124,7 @@ func NewUnstarted(w World, opts ...Option) (*Server, error) {
 		o(&cfg)
 	}
 	st := &state{
-		clock: cfg.clock, abortDelay: cfg.abortDelay, heartbeatTTL: cfg.heartbeatTTL,
+		clock: cfg.clock, abortDelay: cfg.abortDelay, abortRate: cfg.abortRate, heartbeatTTL: cfg.heartbeatTTL,
 		schedInterval: cfg.schedInterval, checkDuration: cfg.checkDuration, tokenTTL: cfg.tokenTTL,
 	}
 	if err := st.load(w, cfg.clock.Now()); err != nil {

@@ -124,6 +124,8 @@ type state struct {
 	workerVersion string
 	cluster       string
 	abortDelay    time.Duration
+	abortRate     float64   // aborts applied per second (0: unlimited)
+	abortNext     time.Time // when the next abort may take effect at abortRate
 	heartbeatTTL  time.Duration
 	schedInterval time.Duration
 	checkDuration time.Duration
@@ -174,6 +176,20 @@ func (p *simPipeline) job(name string) *simJob {
 		}
 	}
 	return nil
+}
+
+// abortAt is when an abort requested at now takes effect: after the abort
+// delay and, with an abort rate, after the aborts queued before it.
+func (s *state) abortTime(now time.Time) time.Time {
+	at := now.Add(s.abortDelay)
+	if s.abortRate <= 0 {
+		return at
+	}
+	if at.Before(s.abortNext) {
+		at = s.abortNext
+	}
+	s.abortNext = at.Add(time.Duration(float64(time.Second) / s.abortRate))
+	return at
 }
 
 // stuck reports whether a started build is on a worker that cannot make

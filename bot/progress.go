@@ -1,0 +1,50 @@
+package bot
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// ProgressInterval is the least time between two progress edits of a step
+// message: chat platforms rate-limit edits, and people read no faster.
+const ProgressInterval = 2 * time.Second
+
+// progress returns a Call.Progress callback for step stepID of run runID,
+// and stop, which must be called when the call returns: after stop no
+// progress edit is made, so the outcome is never overwritten. The first
+// report is shown at once, later ones at most every ProgressInterval (of
+// the engine's clock); progress lives only in the message, not the store.
+func (e *Engine) progress(ctx context.Context, runID, stepID string) (report func(string), stop func()) {
+	var (
+		mu      sync.Mutex
+		last    time.Time
+		stopped bool
+	)
+	report = func(text string) {
+		mu.Lock()
+		defer mu.Unlock()
+		now := e.o.Now()
+		if stopped || (!last.IsZero() && now.Sub(last) < ProgressInterval) {
+			return
+		}
+		last = now
+		r, err := e.o.Store.GetRun(ctx, runID)
+		if err != nil {
+			return
+		}
+		st := r.step(stepID)
+		if st == nil || st.Message.IsZero() || (st.Status != StepExecuting && st.Status != StepRunning) {
+			return
+		}
+		m := e.renderStep(r, st)
+		m.Text += "\n⏳ " + text
+		e.update1(ctx, r, st.Message, RoleStep, stepID, m)
+	}
+	stop = func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+	}
+	return report, stop
+}
