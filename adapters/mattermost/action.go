@@ -13,6 +13,7 @@ import (
 
 	"github.com/groundcrew/groundcrew/adapters/chatutil"
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/internal/httpguard"
 )
 
 // Keys of a button's integration context.
@@ -75,6 +76,7 @@ func (a *Adapter) serveAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req model.PostActionIntegrationRequest
+	httpguard.Deadline(w, 0) // a client trickling its body is cut off (#19.7)
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&req); err != nil {
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return

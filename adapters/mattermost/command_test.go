@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/internal/httpguard"
+	"github.com/groundcrew/groundcrew/internal/httpguard/httpguardtest"
 )
 
 // postCommand sends a slash command request to the adapter's handler.
@@ -236,4 +238,18 @@ func TestRun_RetriesWhileServerFails(t *testing.T) {
 	assert.Equal(t, botID, a.BotUserID())
 	cancel()
 	assert.NoError(t, <-done)
+}
+
+// TestCommand_TricklingRequestIsDropped: a request trickling its body is
+// cut off at the body deadline, not held (#19.7).
+func TestCommand_TricklingRequestIsDropped(t *testing.T) {
+	f := newFakeMM(t)
+	a := newTestAdapter(t, f, nil)
+	srv := httptest.NewUnstartedServer(a.HTTPHandler())
+	srv.Config = httpguard.Server(a.HTTPHandler())
+	srv.Start()
+	defer srv.Close()
+	took, answer := httpguardtest.Trickle(t, srv.Listener.Addr().String(), CommandPath, 500*time.Millisecond, 20*time.Second)
+	assert.NotEqual(t, "still open", answer)
+	assert.Less(t, took, httpguard.BodyTimeout+3*time.Second, answer)
 }

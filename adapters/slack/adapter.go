@@ -61,6 +61,10 @@ type Options struct {
 // Adapter is the Slack chat adapter. It is safe for concurrent use. Call Run
 // once; in http mode also mount HTTPHandler on the bot's HTTP server.
 type Adapter struct {
+	// bodyTimeout bounds reading a request body on the HTTP endpoints
+	// (0: httpguard.BodyTimeout).
+	bodyTimeout time.Duration
+
 	cfg   Config
 	api   *slackapi.Client
 	opts  Options

@@ -13,6 +13,8 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
+
+	"github.com/groundcrew/groundcrew/internal/httpguard"
 )
 
 // HTTP endpoint paths served by HTTPHandler (the manifest's request URLs).
@@ -48,7 +50,9 @@ func (a *Adapter) verified(next func(w http.ResponseWriter, r *http.Request, bod
 			http.Error(w, "slack http endpoints are off: no signing_secret configured (socket mode)", http.StatusNotFound)
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		// The body is read within a deadline before the signature can be
+		// checked: an unsigned client trickling bytes is cut off (#19.7).
+		body, err := httpguard.ReadBody(w, r, maxBody, a.bodyTimeout)
 		if err != nil {
 			a.reject(w, r, "reading body: "+err.Error(), http.StatusBadRequest)
 			return

@@ -18,6 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/internal/httpguard"
+	"github.com/groundcrew/groundcrew/internal/httpguard/httpguardtest"
 )
 
 // serve sends body to path through h, signed with testSecret at ts unless
@@ -364,4 +366,20 @@ func TestHTTP_BlockActionsBecomeButtonEvents(t *testing.T) {
 		assert.Equal(t, http.StatusBadRequest, w.Code)
 		rec.none(t, 100*time.Millisecond)
 	})
+}
+
+// TestHTTP_TricklingRequestIsDropped: an unsigned request announcing a
+// large body and sending a byte at a time is cut off at the body deadline
+// (#19.7), through a server with groundcrew's timeouts.
+func TestHTTP_TricklingRequestIsDropped(t *testing.T) {
+	f := newFakeSlack(t)
+	a := newTestAdapter(t, f, Config{Mode: ModeHTTP})
+	a.bodyTimeout = 300 * time.Millisecond
+	srv := httptest.NewUnstartedServer(a.HTTPHandler())
+	srv.Config = httpguard.Server(a.HTTPHandler())
+	srv.Start()
+	defer srv.Close()
+	took, answer := httpguardtest.Trickle(t, srv.Listener.Addr().String(), PathCommands, 100*time.Millisecond, 10*time.Second)
+	assert.NotEqual(t, "still open", answer)
+	assert.Less(t, took, 5*time.Second, answer)
 }

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/internal/httpguard"
 )
 
 // storeReader is what the runs and audit commands read: the store itself
@@ -130,7 +131,7 @@ func (a *app) serveAdmin(ctx context.Context, g *errgroup.Group) error {
 		ln.Close()
 		return fmt.Errorf("server.admin_socket %s: %w", path, err)
 	}
-	srv := &http.Server{Handler: adminHandler(a.db), ReadHeaderTimeout: 10 * time.Second}
+	srv := httpguard.Server(adminHandler(a.db))
 	a.log.Info("admin socket listening", "path", path)
 	g.Go(func() error {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -6,13 +6,13 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/internal/httpguard"
 	"github.com/groundcrew/groundcrew/internal/secret"
 )
 
@@ -120,7 +120,7 @@ image-fetch errors; user groundcrew, password groundcrew.`,
 			if err != nil {
 				return fmt.Errorf("--listen %s: %w", listen, err)
 			}
-			srv := &http.Server{Handler: sim.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			srv := httpguard.Server(sim.Handler())
 			fmt.Fprintf(cmd.OutOrStdout(), "Concourse simulator on http://%s (Ctrl-C to stop)\n", ln.Addr())
 			go func() {
 				<-cmd.Context().Done()

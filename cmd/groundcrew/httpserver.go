@@ -28,6 +28,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/groundcrew/groundcrew/adapters/concourse"
+	"github.com/groundcrew/groundcrew/internal/httpguard"
 )
 
 // probeInterval is how often each target's API and login are checked.
@@ -122,7 +123,7 @@ func (a *app) serveHTTP(ctx context.Context, g *errgroup.Group) error {
 	}
 	addr := ln.Addr().String()
 	a.httpAddr.Store(&addr)
-	srv := &http.Server{Handler: a.mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := httpguard.Server(a.mux)
 	a.log.Info("listening", "addr", addr)
 	g.Go(func() error {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
