@@ -231,7 +231,11 @@ func (e *Engine) renderGate(r *Run, g *Gate) Message {
 		btns = []Button{{Action: IntentApprove, Label: "Approve", Value: v, Style: "primary"}, {Action: IntentReject, Label: "Reject", Value: v, Style: "danger"}}
 	}
 	for _, rf := range g.Refusals {
-		fmt.Fprintf(&b, "\n• %s — not counted: %s", rf.User.Display(), rf.Reason)
+		what := "" // an approval, as before
+		if rf.Action != "" && rf.Action != "approval" {
+			what = rf.Action + " "
+		}
+		fmt.Fprintf(&b, "\n• %s — %snot counted: %s", rf.User.Display(), what, rf.Reason)
 	}
 	for _, w := range g.Withdrawals {
 		what := "approval"
