@@ -100,8 +100,6 @@ type Run struct {
 	UpdatedAt       time.Time `json:"updated_at"`
 	FinishedAt      time.Time `json:"finished_at,omitzero"`
 	Error           string    `json:"error,omitempty"`
-	// Outcome is a one-line summary of what the run changed.
-	Outcome string `json:"outcome,omitempty"`
 }
 
 // StepState is the state of one step of a run.
