@@ -27,6 +27,7 @@ func TestDeployReferencesExistingMetrics(t *testing.T) {
 		Audit:   []bot.AuditEntry{{Action: bot.ActionApprovalGranted, Time: now}},
 	})
 	m.DigestSettled("t", digest.Posted, time.Second)
+	m.WatchPolled("t", 0, time.Second, nil)
 	_, _ = m.Provider(fakeProvider{}).Ops()[0].Do(context.Background(), bot.Call{Target: "t"})
 	m.Transport("concourse", "t", nil)
 	m.Outbox(func() ([]bot.OutboxItem, error) { return nil, nil }, time.Now)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/digest"
+	"github.com/groundcrew/groundcrew/watch"
 )
 
 const ns = "groundcrew"
@@ -52,6 +53,9 @@ type Metrics struct {
 	apiThrottled *prometheus.CounterVec
 	digests      *prometheus.CounterVec
 	digestLag    *prometheus.HistogramVec
+	watchPolls   *prometheus.CounterVec
+	watchLag     *prometheus.HistogramVec
+	watchTook    *prometheus.HistogramVec
 	targetUp     *prometheus.GaugeVec
 	targetLogin  *prometheus.GaugeVec
 
@@ -103,13 +107,21 @@ func New(o Options) *Metrics {
 	m.digestLag = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "digest_lag_seconds",
 		Help:    "How late after its fire time a digest was posted (scheduler lag).",
 		Buckets: []float64{1, 5, 15, 30, 60, 300, 900, 3600}}, []string{"target"})
+	m.watchPolls = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "watch_polls_total",
+		Help: "Scheduled polls of watch rules, by target and outcome (ok, error)."}, []string{"target", "outcome"})
+	m.watchLag = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "watch_lag_seconds",
+		Help:    "How late after its due time a watch poll started (scheduler lag).",
+		Buckets: []float64{0.1, 1, 5, 15, 30, 60, 300}}, []string{"target"})
+	m.watchTook = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "watch_poll_duration_seconds",
+		Help:    "Duration of watch polls (collecting the target's figures).",
+		Buckets: []float64{0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120}}, []string{"target"})
 	m.targetUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "target_up",
 		Help: "1 when the target's API answered the last probe."}, []string{"target"})
 	m.targetLogin = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "target_login_ok",
 		Help: "1 when the last login to the target succeeded."}, []string{"target"})
 	for _, c := range []prometheus.Collector{m.runsStarted, m.runsFinished, m.stepDuration, m.gatesOpened, m.gatesDecided,
 		m.gateDecision, m.opCalls, m.opDuration, m.apiRequests, m.apiErrors, m.apiThrottled, m.digests, m.digestLag,
-		m.targetUp, m.targetLogin} {
+		m.watchPolls, m.watchLag, m.watchTook, m.targetUp, m.targetLogin} {
 		f(c)
 	}
 	for _, d := range []string{"approved", "rejected", "expired", "void"} {
@@ -218,6 +230,19 @@ func (m *Metrics) DigestSettled(target string, state digest.State, lag time.Dura
 	if state == digest.Posted {
 		m.digestLag.WithLabelValues(t).Observe(max(lag, 0).Seconds())
 	}
+}
+
+var _ watch.Observer = (*Metrics)(nil)
+
+// WatchPolled implements watch.Observer.
+func (m *Metrics) WatchPolled(target string, lag, took time.Duration, err error) {
+	t, outcome := m.target(target), "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	m.watchPolls.WithLabelValues(t, outcome).Inc()
+	m.watchLag.WithLabelValues(t).Observe(lag.Seconds())
+	m.watchTook.WithLabelValues(t).Observe(took.Seconds())
 }
 
 // ExpectDigests makes the digest counters of target exist at 0, so that

@@ -52,6 +52,17 @@ func TestDigestSettled(t *testing.T) {
 	assert.Contains(t, out, `groundcrew_digest_lag_seconds_sum{target="infra-prd"} 90`)
 }
 
+func TestWatchPolled(t *testing.T) {
+	m := metrics.New(metrics.Options{Targets: []string{"infra-prd"}})
+	m.WatchPolled("infra-prd", 2*time.Second, 3*time.Second, nil)
+	m.WatchPolled("infra-prd", 0, time.Second, errors.New("503"))
+	out := scrape(t, m)
+	assert.Contains(t, out, `groundcrew_watch_polls_total{outcome="ok",target="infra-prd"} 1`)
+	assert.Contains(t, out, `groundcrew_watch_polls_total{outcome="error",target="infra-prd"} 1`)
+	assert.Contains(t, out, `groundcrew_watch_lag_seconds_sum{target="infra-prd"} 2`)
+	assert.Contains(t, out, `groundcrew_watch_poll_duration_seconds_sum{target="infra-prd"} 4`)
+}
+
 func TestProvider_CountsCallsAndBoundsTargets(t *testing.T) {
 	m := metrics.New(metrics.Options{Targets: []string{"infra-prd"}})
 	p := m.Provider(fakeProvider{})

@@ -116,7 +116,19 @@ type Options struct {
 	Sink   Sink
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Observer is told of every scheduled poll (metrics); optional.
+	Observer Observer
 }
+
+// Observer learns how each scheduled poll of a rule went: lag is how late
+// it started after its due time (0 when on time), took how long it ran.
+type Observer interface {
+	WatchPolled(target string, lag, took time.Duration, err error)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) WatchPolled(string, time.Duration, time.Duration, error) {}
 
 // Watcher polls the rules. Poll is safe for concurrent use.
 type Watcher struct {
@@ -156,6 +168,9 @@ func New(o Options) (*Watcher, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
+	}
 	w := &Watcher{o: o, log: o.Logger}
 	for _, r := range o.Rules {
 		if r.Every == 0 {
@@ -179,8 +194,16 @@ func (w *Watcher) Run(ctx context.Context) error {
 			defer wg.Done()
 			t := time.NewTicker(rs.rule.Every)
 			defer t.Stop()
+			due := time.Now()
 			for {
-				if err := w.Poll(ctx, i); err != nil && ctx.Err() == nil {
+				start := time.Now()
+				err := w.Poll(ctx, i)
+				if ctx.Err() != nil {
+					return
+				}
+				w.o.Observer.WatchPolled(rs.rule.Target, max(start.Sub(due), 0), time.Since(start), err)
+				due = start.Add(rs.rule.Every)
+				if err != nil {
 					w.log.Error("watch poll", "target", rs.rule.Target, "err", err)
 				}
 				select {

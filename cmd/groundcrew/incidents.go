@@ -58,7 +58,7 @@ func (a *app) newIncidents(audit incident.Auditor, src digest.Source, now func()
 		a.mux.Handle(alertmanager.Path, rc)
 	}
 	if len(a.cfg.Watch) > 0 {
-		w, err := watch.New(watch.Options{Rules: a.cfg.Watch, Source: src, Sink: m, Now: now, Logger: a.log.With("component", "watch")})
+		w, err := watch.New(watch.Options{Rules: a.cfg.Watch, Source: src, Sink: m, Now: now, Logger: a.log.With("component", "watch"), Observer: a.metrics})
 		if err != nil {
 			return nil, fmt.Errorf("watch: %w", err)
 		}
