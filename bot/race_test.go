@@ -1,6 +1,7 @@
 package bot_test
 
 import (
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -50,4 +51,21 @@ func TestEngine_AnswerTheMomentAMessageAppears(t *testing.T) {
 			assert.Empty(t, h.chat.Ephemerals("bob"), "no 'replaced' or 'not waiting' answer")
 		})
 	}
+}
+
+// TestEngine_RefusalListedOnce: one person's refused vote, by reaction and
+// then by button, is one line on the gate, shown by name (#19.8).
+func TestEngine_RefusalListedOnce(t *testing.T) {
+	h := newHarness(t, stalledWorld(), nil)
+	h.cmd(alice, "run prune target=infra-prd worker=w-0")
+	h.react(bob, h.stepRef("check"), bot.IntentApprove)
+	h.react(alice, h.gateRef(), bot.IntentApprove)
+	r := h.onlyRun()
+	require.NoError(t, h.eng.Handle(h.ctx, bot.Event{Kind: bot.EventButton, User: alice, Message: h.gateRef(), Intent: bot.IntentApprove, Value: r.ID + "|" + r.Gate.ID}))
+	h.idle()
+	r = h.onlyRun()
+	require.Len(t, r.Gate.Refusals, 1, h.chat.Transcript())
+	gate, ok := h.chat.Find("Approval needed")
+	require.True(t, ok)
+	assert.Equal(t, 1, strings.Count(gate.Msg.Text, "@alice — not counted"), gate.Msg.Text)
 }

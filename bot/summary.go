@@ -238,6 +238,11 @@ func actorName(id string, r *Run) string {
 				return v.User.Display()
 			}
 		}
+		for _, rf := range r.Gate.Refusals {
+			if rf.User.ID == id {
+				return rf.User.Display()
+			}
+		}
 	}
 	for _, st := range r.Steps {
 		for _, u := range st.ApprovedBy {

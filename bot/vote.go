@@ -81,8 +81,12 @@ func (e *Engine) vote(ctx context.Context, v ballot) {
 		}
 		g := r.Gate
 		if why != "" {
-			g.Refusals = append(g.Refusals, Refusal{User: v.User, Reason: why, At: now, Action: v.action()})
-			b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVoteRefused, Actor: v.User.ID, PlanHash: g.PlanHash, Message: verb + " not counted: " + why})
+			// One line per decision: the same refusal again (a reaction,
+			// then the button) is audited, not listed twice.
+			if !g.refused(v.User.ID, v.action(), why) {
+				g.Refusals = append(g.Refusals, Refusal{User: v.User, Reason: why, At: now, Action: v.action()})
+				b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVoteRefused, Actor: v.User.ID, PlanHash: g.PlanHash, Message: verb + " not counted: " + why})
+			}
 			b.AuditLog(AuditEntry{Time: now, Actor: v.User.ID, Action: ActionVoteRefused, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(v.Via), Detail: verb + ": " + why})
 			return nil
 		}
@@ -381,4 +385,14 @@ func (e *Engine) cancel(ctx context.Context, runID string, conv Conversation, us
 		e.updateGateMessage(ctx, r, r.Gate)
 	}
 	e.announceEnd(ctx, r)
+}
+
+// refused reports whether the gate already lists this refusal.
+func (g *Gate) refused(userID, action, why string) bool {
+	for _, rf := range g.Refusals {
+		if rf.User.ID == userID && rf.Action == action && rf.Reason == why {
+			return true
+		}
+	}
+	return false
 }

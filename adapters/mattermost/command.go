@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"strings"
 
 	"github.com/mattermost/mattermost/server/public/model"
@@ -34,7 +35,37 @@ func (a *Adapter) HTTPHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc(CommandPath, a.serveCommand)
 	mux.HandleFunc(ActionPath, a.serveAction)
-	return mux
+	return a.fromAllowedSources(mux)
+}
+
+// fromAllowedSources refuses requests whose peer address is not in
+// allowed_sources (when set) before anything else is read.
+func (a *Adapter) fromAllowedSources(next http.Handler) http.Handler {
+	if len(a.cfg.sources) == 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !a.allowedSource(r.RemoteAddr) {
+			a.log.Warn("refused a request from outside allowed_sources", "remote", r.RemoteAddr, "path", r.URL.Path)
+			http.Error(w, "forbidden", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (a *Adapter) allowedSource(remote string) bool {
+	ap, err := netip.ParseAddrPort(remote)
+	if err != nil {
+		return false
+	}
+	ip := ap.Addr().Unmap()
+	for _, p := range a.cfg.sources {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // serveCommand handles "/runbook …". The token is checked before anything

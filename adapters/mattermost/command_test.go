@@ -253,3 +253,23 @@ func TestCommand_TricklingRequestIsDropped(t *testing.T) {
 	assert.NotEqual(t, "still open", answer)
 	assert.Less(t, took, httpguard.BodyTimeout+3*time.Second, answer)
 }
+
+func TestAllowedSources(t *testing.T) {
+	f := newFakeMM(t)
+	a := newTestAdapter(t, f, func(c *Config) { c.AllowedSources = []string{"10.0.4.0/24", "192.0.2.7"} })
+	for remote, want := range map[string]int{
+		"10.0.4.17:4000": http.StatusUnauthorized, // let through: the token check answers
+		"192.0.2.7:1":    http.StatusUnauthorized,
+		"192.0.2.8:1":    http.StatusForbidden,
+		"[::1]:80":       http.StatusForbidden,
+	} {
+		r := httptest.NewRequest(http.MethodPost, CommandPath, strings.NewReader("token=bad"))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r.RemoteAddr = remote
+		rr := httptest.NewRecorder()
+		a.HTTPHandler().ServeHTTP(rr, r)
+		assert.Equal(t, want, rr.Code, remote)
+	}
+	_, err := New(Config{URL: "https://chat.example.com", BotToken: "x", CommandToken: "y", AllowedSources: []string{"nope"}}, Options{})
+	assert.ErrorContains(t, err, "allowed_sources[0]")
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -45,6 +46,14 @@ type Config struct {
 	// RegisterCommand makes the adapter create (or fix) the /runbook command
 	// in Team on start-up. Needs a bot allowed to manage slash commands.
 	RegisterCommand bool `yaml:"register_command"`
+	// AllowedSources lists the addresses (CIDRs like 10.0.4.0/24, or
+	// single IPs) allowed to call /mattermost/*: the Mattermost server's.
+	// Requests from anywhere else are refused with 403 and logged. The
+	// address is the TCP peer's: behind a reverse proxy, list the proxy and
+	// let only the Mattermost server through it. Empty: no check (then keep
+	// the endpoints reachable only from the Mattermost server by network
+	// policy).
+	AllowedSources []string `yaml:"allowed_sources"`
 }
 
 // Options are the adapter's non-config dependencies.
@@ -81,6 +90,7 @@ type resolved struct {
 	team         string
 	callbackURL  string // without trailing slash
 	register     bool
+	sources      []netip.Prefix
 }
 
 func (c Config) resolve() (resolved, error) {
@@ -131,6 +141,18 @@ func (c Config) resolve() (resolved, error) {
 		if len(r.hmacKey) < 16 {
 			return bad("chat.mattermost.action_hmac_key must be at least 16 characters when callback_url is set (buttons are signed with it); generate one with `openssl rand -hex 32`")
 		}
+	}
+	for i, src := range c.AllowedSources {
+		src = strings.TrimSpace(src)
+		p, err := netip.ParsePrefix(src)
+		if err != nil {
+			a, aerr := netip.ParseAddr(src)
+			if aerr != nil {
+				return bad("chat.mattermost.allowed_sources[%d]: %q is neither a CIDR (10.0.4.0/24) nor an IP address", i, src)
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		r.sources = append(r.sources, p.Masked())
 	}
 	if r.register {
 		if r.team == "" {
