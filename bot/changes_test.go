@@ -94,3 +94,33 @@ func TestChanges_ReadOnlyRunSaysNothingChanged(t *testing.T) {
 	require.True(t, ok)
 	assert.Contains(t, final.Msg.Text, " — nothing was changed")
 }
+
+// A call that failed may have changed part of its plan: the end-of-run
+// message and the posted summary list the attempt, although the failure
+// is what ended the run.
+func TestChanges_FailedCallIsListedInThePostedMessages(t *testing.T) {
+	w := stalledWorld()
+	w.FailApply = errString("infra-prd: prune worker \"w-0\": 500 Internal Server Error")
+	h := newHarness(t, w, nil)
+	h.cmd(alice, "run prune target=infra-prd worker=w-0")
+	h.react(bob, h.stepRef("check"), bot.IntentDone)
+	h.react(carol, h.gateRef(), bot.IntentApprove)
+	require.Equal(t, bot.RunFailed, h.onlyRun().State, h.chat.Transcript())
+
+	final, ok := h.chat.Find("failed after")
+	require.True(t, ok, h.chat.Transcript())
+	assert.Contains(t, final.Msg.Text, "— attempted prune 1 worker — failed: infra-prd: prune worker \"w-0\": 500 Internal Server Error (approved by @carol)")
+	sum, ok := h.chat.Find("📋 *Summary*")
+	require.True(t, ok)
+	assert.Contains(t, sum.Msg.Text, "\nChanges: attempted prune 1 worker — failed")
+
+	j, err := h.db.Journal(h.ctx, h.onlyRun().ID)
+	require.NoError(t, err)
+	var outcomes []bot.CallOutcome
+	for _, e := range j {
+		if e.Type == bot.JOutcome {
+			outcomes = append(outcomes, e.Outcome)
+		}
+	}
+	assert.Equal(t, []bot.CallOutcome{bot.CallFailed}, outcomes)
+}

@@ -408,13 +408,20 @@ func (e *Engine) runWrite(ctx context.Context, r *Run, spec *runbooks.Step, op O
 func (e *Engine) recordOutcome(ctx context.Context, runID, stepID string, op Op, planHash string, res Result, callErr error) {
 	failed := res.Failed()
 	if callErr != nil {
+		// The outcome is journaled before the step fails, so the run's
+		// summary and end-of-run message (posted when the failure ends the
+		// run) list the attempt under Changes.
+		e.noteOutcome(ctx, runID, stepID, op, planHash, CallFailed, outcomeFailedPrefix+userMessage(callErr))
 		e.stepFail(ctx, runID, stepID, callErr, func(st *StepState) {
 			setResult(st, res)
 		})
-		e.noteOutcome(ctx, runID, stepID, op, planHash, outcomeFailedPrefix+userMessage(callErr))
 		return
 	}
-	e.noteOutcome(ctx, runID, stepID, op, planHash, res.Summary)
+	outcome := CallSucceeded
+	if len(failed) > 0 {
+		outcome = CallPartlyFailed
+	}
+	e.noteOutcome(ctx, runID, stepID, op, planHash, outcome, res.Summary)
 	if len(failed) > 0 {
 		e.stepFail(ctx, runID, stepID, fmt.Errorf("%d of %d items failed", len(failed), len(res.Items)), func(st *StepState) { setResult(st, res) })
 		return
@@ -425,9 +432,9 @@ func (e *Engine) recordOutcome(ctx context.Context, runID, stepID string, op Op,
 // noteOutcome appends the outcome journal/audit entries (even on a run
 // cancelled meanwhile: what happened must be on record).
 // A failed write is retried and then reported in the thread (durable.go).
-func (e *Engine) noteOutcome(ctx context.Context, runID, stepID string, op Op, planHash, msg string) {
+func (e *Engine) noteOutcome(ctx context.Context, runID, stepID string, op Op, planHash string, outcome CallOutcome, msg string) {
 	_, _ = e.updateDurably(ctx, runID, "the outcome of step "+stepID+" ("+op.Name+": "+msg+")", func(r *Run, b *Batch) error {
-		b.Note(JournalEntry{Time: e.o.Now(), Step: stepID, Type: JOutcome, PlanHash: planHash, Message: msg})
+		b.Note(JournalEntry{Time: e.o.Now(), Step: stepID, Type: JOutcome, Outcome: outcome, PlanHash: planHash, Message: msg})
 		b.AuditLog(AuditEntry{Time: e.o.Now(), Actor: e.o.BotName, Action: ActionOutcome, Step: stepID, Target: r.Target, PlanHash: planHash, Detail: op.Name + ": " + msg})
 		return nil
 	})

@@ -328,7 +328,7 @@ func RunChanges(r *Run, journal []JournalEntry) []Change {
 		}
 		var s string
 		switch {
-		case j.Type == JOutcome && strings.HasPrefix(j.Message, outcomeFailedPrefix):
+		case j.Type == JOutcome && (j.Outcome == CallFailed || j.Outcome == "" && strings.HasPrefix(j.Message, outcomeFailedPrefix)):
 			s = "attempted " + attempted(st) + " — failed: " + strings.TrimPrefix(j.Message, outcomeFailedPrefix)
 		case j.Type == JOutcome:
 			s = nonEmpty(j.Message, attempted(st))
@@ -352,7 +352,8 @@ func RunChanges(r *Run, journal []JournalEntry) []Change {
 	return out
 }
 
-// outcomeFailedPrefix starts the journal outcome of a call that failed.
+// outcomeFailedPrefix starts the journal message of a call that failed
+// (entries written before CallOutcome are recognised by it).
 const outcomeFailedPrefix = "failed: "
 
 // attempted names what a step's call was meant to do.

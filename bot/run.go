@@ -245,7 +245,19 @@ type JournalEntry struct {
 	PlanHash string         `json:"plan_hash,omitempty"`
 	Message  string         `json:"message,omitempty"`
 	Data     map[string]any `json:"data,omitempty"`
+	// Outcome is how the call ended, on JOutcome entries.
+	Outcome CallOutcome `json:"outcome,omitempty"`
 }
+
+// CallOutcome is how a write or destructive call ended. Stored as a string.
+type CallOutcome string
+
+// Call outcomes.
+const (
+	CallSucceeded    CallOutcome = "succeeded"
+	CallPartlyFailed CallOutcome = "partly_failed" // some items of the plan did not succeed
+	CallFailed       CallOutcome = "failed"        // the call returned an error; it may have changed part of its plan
+)
 
 // JournalType says what a journal entry records. Stored as a string;
 // shown to people only through journalLine.
