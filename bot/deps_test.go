@@ -2,24 +2,126 @@ package bot_test
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+)
+
+const module = "github.com/groundcrew/groundcrew/"
+
+// deps is a package's transitive dependencies: those of the module
+// (relative to it) and the others.
+type deps struct{ mod, ext []string }
+
+// pkgDeps lists every package of the module (relative to it) with its deps.
+func pkgDeps(t *testing.T) map[string]deps {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}|{{join .Deps \" \"}}", module+"...").CombinedOutput()
+	require.NoError(t, err, string(out))
+	all := map[string]deps{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, ds, _ := strings.Cut(line, "|")
+		var d deps
+		for _, dep := range strings.Fields(ds) {
+			if rel, ok := strings.CutPrefix(dep, module); ok {
+				d.mod = append(d.mod, rel)
+			} else {
+				d.ext = append(d.ext, dep)
+			}
+		}
+		all[strings.TrimPrefix(pkg, module)] = d
+	}
+	require.Contains(t, all, "bot")
+	return all
+}
+
+// under reports whether pkg is one of the roots or below one.
+func under(pkg string, roots ...string) bool {
+	for _, r := range roots {
+		if pkg == r || strings.HasPrefix(pkg, r+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	chatAdapters = []string{"adapters/console", "adapters/slack", "adapters/mattermost", "adapters/chatutil"}
+	opsAdapters  = []string{"adapters/concourse", "adapters/postgres", "adapters/core", "adapters/alertmanager"}
+	platformLibs = []string{"go.etcd.io/bbolt", "github.com/slack-go", "github.com/mattermost", "github.com/jackc/pgx",
+		"github.com/prometheus"}
+	// subsystems are the engine's neighbours: they use its ports and never an edge.
+	subsystems = []string{"digest", "incident", "watch", "checkpoint", "metrics"}
 )
 
 // TestDependencyDirection keeps the engine free of adapters, the store and
 // platform libraries: it talks to them only through the ports it owns.
 func TestDependencyDirection(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "github.com/groundcrew/groundcrew/bot", "github.com/groundcrew/groundcrew/runbooks").CombinedOutput()
-	require.NoError(t, err, string(out))
-	for _, dep := range strings.Fields(string(out)) {
-		for _, banned := range []string{
-			"github.com/groundcrew/groundcrew/adapters", "github.com/groundcrew/groundcrew/store",
-			"github.com/groundcrew/groundcrew/config", "go.etcd.io/bbolt", "github.com/slack-go",
-			"github.com/mattermost", "github.com/jackc/pgx",
-		} {
-			require.False(t, strings.HasPrefix(dep, banned), "bot/runbooks must not depend on %s", dep)
+	deps := pkgDeps(t)
+	for _, pkg := range []string{"bot", "bot/policy"} {
+		for _, d := range deps[pkg].mod {
+			assert.False(t, under(d, "adapters", "store", "config", "cmd", "scenario"), "%s must not depend on %s", pkg, d)
+			assert.False(t, under(d, subsystems...), "%s must not depend on the subsystem %s (it depends on bot)", pkg, d)
+		}
+		for _, d := range deps[pkg].ext {
+			for _, lib := range platformLibs {
+				assert.False(t, strings.HasPrefix(d, lib), "%s must not depend on %s", pkg, d)
+			}
+		}
+	}
+}
+
+// TestArchitecture checks every rule of the README's architecture map.
+func TestArchitecture(t *testing.T) {
+	deps := pkgDeps(t)
+	for pkg, ds := range deps {
+		mod := ds.mod
+		switch {
+		case under(pkg, "runbooks"):
+			assert.Empty(t, mod, "runbooks imports nothing of the module")
+		case under(pkg, chatAdapters...):
+			for _, d := range mod {
+				assert.False(t, under(d, opsAdapters...), "chat adapter %s must not import the ops adapter %s", pkg, d)
+				assert.False(t, under(d, "store", "config", "cmd", "scenario"), "chat adapter %s must not import %s", pkg, d)
+			}
+		case under(pkg, opsAdapters...):
+			for _, d := range mod {
+				assert.False(t, under(d, chatAdapters...), "ops adapter %s must not import the chat adapter %s", pkg, d)
+				assert.False(t, under(d, "store", "config", "cmd", "scenario"), "ops adapter %s must not import %s", pkg, d)
+				if under(d, opsAdapters...) {
+					own := strings.Join(strings.SplitN(pkg, "/", 3)[:2], "/")
+					assert.True(t, under(d, own), "ops adapter %s must not import another ops adapter, %s", pkg, d)
+				}
+			}
+		case under(pkg, subsystems...):
+			for _, d := range mod {
+				assert.False(t, under(d, "adapters", "store", "config", "cmd", "scenario"), "%s must reach %s only through a port", pkg, d)
+			}
+		case under(pkg, "store"):
+			for _, d := range mod {
+				assert.False(t, under(d, "adapters", "config", "cmd", "scenario"), "the store must not import %s", d)
+			}
+		}
+	}
+}
+
+// TestBinaryHasNoTestCode: the production binary links no test fake and no
+// package of the module imports testing outside tests.
+func TestBinaryHasNoTestCode(t *testing.T) {
+	deps := pkgDeps(t)
+	bin := append(slices.Clone(deps["cmd/groundcrew"].mod), "cmd/groundcrew")
+	require.Greater(t, len(bin), 10)
+	for _, d := range bin {
+		last := d[strings.LastIndex(d, "/")+1:]
+		assert.False(t, strings.HasSuffix(last, "test"), "the binary links the test fake %s", d)
+		out, err := exec.Command("go", "list", "-f", "{{join .Imports \" \"}}", module+d).CombinedOutput()
+		require.NoError(t, err, string(out))
+		for _, imp := range strings.Fields(string(out)) {
+			assert.NotEqual(t, "testing", imp, "%s (in the binary) imports testing", d)
+			assert.False(t, strings.HasPrefix(imp, "github.com/stretchr/testify"), "%s (in the binary) imports testify", d)
 		}
 	}
 }
