@@ -24,8 +24,25 @@ var _ bot.Handler = (*Handler)(nil)
 func (h *Handler) Handle(ctx context.Context, ev bot.Event) error {
 	switch ev.Kind {
 	case bot.EventCommand:
-		if w := strings.Fields(ev.Text); len(w) > 0 && strings.EqualFold(w[0], "incidents") {
+		w := strings.Fields(ev.Text)
+		switch {
+		case len(w) > 0 && (strings.EqualFold(w[0], "incidents") || strings.EqualFold(w[0], "incident")):
 			return h.command(ctx, ev, w[1:])
+		case len(w) == 0 || len(w) == 1 && strings.EqualFold(w[0], "help"):
+			err := h.Next.Handle(ctx, ev)
+			h.reply(ctx, ev, helpText)
+			return err
+		case len(w) == 1 && strings.EqualFold(w[0], "summary") && ev.Conversation.Thread != "":
+			// In an incident thread, the summary of its runs and messages
+			// is followed by the incident's own timeline.
+			err := h.Next.Handle(ctx, ev)
+			conv := ev.Conversation
+			if in, ok := h.incidentOf(ctx, bot.MessageRef{Platform: conv.Platform, Channel: conv.Channel, ID: conv.Thread}); ok {
+				if _, perr := h.M.o.Chat.Post(ctx, in.Thread(), bot.Message{Text: h.M.TimelineText(in)}); perr != nil {
+					h.M.log.Warn("posting an incident timeline", "incident", in.ID, "err", perr)
+				}
+			}
+			return err
 		}
 	case bot.EventReaction:
 		if ev.Intent == bot.IntentAcknowledge && !ev.Removed { // 👀, as the chat adapters map it
@@ -72,6 +89,8 @@ func (h *Handler) reply(ctx context.Context, ev bot.Event, text string) {
 		h.M.log.Warn("ephemeral reply failed", "user", ev.User.ID, "err", err)
 	}
 }
+
+const helpText = "• `/runbook incidents` — the open incidents (from Alertmanager alerts and watch rules); `/runbook incidents ack <incident>` acknowledges one (or react 👀 on it)"
 
 const usage = "Usage: `/runbook incidents` (the open incidents) · `/runbook incidents ack <incident>`"
 

@@ -295,3 +295,33 @@ func TestSilenceButton(t *testing.T) {
 	_, ok := f.chat.Find("🔕 @bob silenced these alerts for 1 h")
 	assert.True(t, ok)
 }
+
+func TestSummaryInTheIncidentThreadAddsItsTimelineAndHelpMentionsIncidents(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	in, err := f.m.Signal(ctx, diskSignal(true, "a"))
+	require.NoError(t, err)
+	bob := bot.User{ID: "U2", Name: "bob"}
+	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventReaction, Intent: bot.IntentAcknowledge, User: bob, Message: in.Root}))
+	f.clock.Advance(7 * time.Minute)
+	_, err = f.m.Signal(ctx, diskSignal(false))
+	require.NoError(t, err)
+
+	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: bob, Text: "summary", Conversation: in.Thread()}))
+	require.Len(t, f.next.events, 1, "the engine summarises the thread's runs and messages")
+	tl, ok := f.chat.Find("*Incident* `" + in.ID + "`")
+	require.True(t, ok)
+	assert.Equal(t, in.Root.ID, tl.To.Thread)
+	assert.Contains(t, tl.Msg.Text, "resolved after 7 min")
+	assert.Contains(t, tl.Msg.Text, "04:00 acknowledged — @bob acknowledged (reaction)")
+	assert.Contains(t, tl.Msg.Text, "04:07 resolved — resolved after 7 min")
+
+	// A summary elsewhere is the engine's alone.
+	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: bob, Text: "summary", Conversation: bot.Conversation{Platform: "slack", Channel: "#x", Thread: "other"}}))
+	assert.Len(t, f.next.events, 2)
+
+	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: bob, Text: "help"}))
+	assert.Len(t, f.next.events, 3)
+	eph := f.chat.Ephemerals("U2")
+	assert.Contains(t, eph[len(eph)-1], "`/runbook incidents`")
+}

@@ -134,3 +134,27 @@ func (m *Manager) ListText(ins []*Incident, runs func(*Incident) []*bot.Run) str
 	b.WriteString("\nAcknowledge: react 👀 on the incident, or `/runbook incidents ack <incident>`.")
 	return b.String()
 }
+
+// TimelineText renders the incident's timeline, for its thread's summary.
+func (m *Manager) TimelineText(in *Incident) string {
+	now := m.o.Now()
+	var b strings.Builder
+	where := ""
+	if in.Target != "" {
+		where = " on `" + in.Target + "`"
+	}
+	state := string(in.State)
+	switch in.State {
+	case StateResolved:
+		state = "resolved after " + humanDuration(in.Duration(now))
+	case StateAcknowledged:
+		state = "acknowledged by " + in.AckedBy.Display() + ", open for " + humanDuration(in.Duration(now))
+	default:
+		state = "open for " + humanDuration(in.Duration(now))
+	}
+	fmt.Fprintf(&b, "%s *Incident* `%s` — %s%s: %s\n%s\nTimeline (UTC):", stateIcon(in.State), in.ID, in.Title, where, state, sourceLine(in))
+	for _, e := range in.Timeline {
+		fmt.Fprintf(&b, "\n%s %s — %s", e.Time.UTC().Format("15:04"), e.Kind, e.Text)
+	}
+	return b.String()
+}

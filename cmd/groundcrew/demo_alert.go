@@ -50,6 +50,7 @@ func demoAlertConfig(cfg *config.Config) {
 	cfg.Alerts = config.Alerts{
 		Alertmanager: config.AlertmanagerConfig{Token: demoAlertToken},
 		Routes: []alertmanager.RouteConfig{{
+			Name:    "disk-full",
 			Match:   map[string]string{"alertname": "FileSystemSpace(FillingUp|AlmostOutOfSpace)", "mountpoint": "/opt/concourse/worker.*"},
 			Target:  "infra-prd",
 			Channel: "#ci-ops",
