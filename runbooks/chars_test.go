@@ -3,6 +3,7 @@ package runbooks
 import (
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -52,4 +53,16 @@ func TestValidateParams_HugeValueNotEchoed(t *testing.T) {
 	require.Error(t, err)
 	assert.Less(t, len(err.Error()), 200)
 	assert.Contains(t, err.Error(), "… (900 characters)")
+}
+
+func TestParse_FileTooLarge(t *testing.T) {
+	data := []byte("name: big\n# " + strings.Repeat("x", MaxFileSize) + "\n")
+	_, err := Parse("big.yaml", data, testCatalog())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "big.yaml: the file is 257 KiB; the limit for a runbook file is 256 KiB")
+	lib, err := NewLibrary(testCatalog(), Source{Name: "dir", FS: fstest.MapFS{"big.yaml": {Data: data}}})
+	require.Error(t, err)
+	require.NotNil(t, lib)
+	_, broken := lib.Broken("big")
+	assert.True(t, broken)
 }

@@ -9,6 +9,14 @@ import (
 	"strings"
 )
 
+// MaxFileSize is the largest runbook file the loader reads (the largest
+// built-in runbook is under 8 KiB).
+const MaxFileSize = 256 << 10
+
+func tooLarge(file string, n int64) *Error {
+	return &Error{File: file, Msg: fmt.Sprintf("the file is %d KiB; the limit for a runbook file is %d KiB", (n+1023)>>10, MaxFileSize>>10)}
+}
+
 // Parse decodes and validates one runbook. file names it in errors and in
 // Runbook.Source. cat says which operations exist; a nil cat skips the
 // operation checks (format-only validation). On failure the error is an
@@ -23,6 +31,9 @@ func Parse(file string, data []byte, cat Catalog) (*Runbook, error) {
 
 // parseRaw is Parse returning the YAML nodes too.
 func parseRaw(file string, data []byte, cat Catalog) (*rawRunbook, ErrorList) {
+	if len(data) > MaxFileSize {
+		return nil, ErrorList{tooLarge(file, int64(len(data)))}
+	}
 	d := &decoder{file: file, data: data}
 	root := d.document()
 	if root == nil {
@@ -89,6 +100,12 @@ func loadFS(fsys fs.FS, prefix string, cat Catalog) ([]*Runbook, []Broken, error
 		}
 		ext := path.Ext(p)
 		if ext != ".yaml" && ext != ".yml" || strings.HasPrefix(de.Name(), ".") {
+			return nil
+		}
+		if info, err := de.Info(); err == nil && info.Size() > MaxFileSize {
+			e := tooLarge(name, info.Size())
+			errs = append(errs, e)
+			broken = append(broken, Broken{Name: intendedName(nil, nil, p), File: name, Dir: prefix, Errors: ErrorList{e}})
 			return nil
 		}
 		data, err := fs.ReadFile(fsys, p)

@@ -54,10 +54,16 @@ var knownStates = []string{"none", "running", "awaiting_approval", "awaiting_man
 // Step statuses an expectation may name.
 var knownStatuses = []string{"pending", "running", "executing", "awaiting_approval", "awaiting_manual", "waiting", "succeeded", "failed", "skipped", "cancelled"}
 
+// MaxFileSize is the largest scenario (or world) file read.
+const MaxFileSize = 1 << 20
+
 // Parse decodes one scenario file. file names it in errors; fsys (may be
 // nil) resolves world_file paths relative to the file. Every problem found
 // is reported, each prefixed with file:line.
 func Parse(file string, data []byte, fsys fs.FS) ([]*Scenario, error) {
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("%s: the file is %d KiB; the limit for a scenario file is %d KiB", file, (len(data)+1023)>>10, MaxFileSize>>10)
+	}
 	var raw fileRaw
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
