@@ -217,7 +217,7 @@ func Parse(path string, data []byte) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil && !errors.Is(err, errEOF(err)) {
-		return nil, decodeErrors(path, err)
+		return nil, decodeErrors(path, data, err)
 	}
 	c.applyEnv()
 	c.defaults(filepath.Dir(path))

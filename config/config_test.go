@@ -71,6 +71,7 @@ func TestParse_Errors(t *testing.T) {
 		{"bad cron", "targets: {x: {url: https://a.b}}\ndigests: [{target: x, channel: '#a', schedule: '0 8 * *'}]\n", "digests[0].schedule"},
 		{"bad timezone", "targets: {x: {url: https://a.b}}\ndigests: [{target: x, channel: '#a', schedule: '0 8 * * *', timezone: Mars/Base}]\n", "digests[0].timezone"},
 		{"bad duration", "targets: {x: {url: https://a.b}}\napprovals: {default: {expires: soon}}\n", "not a duration"},
+		{"yaml syntax at its line", "store: gc.db\ntargets:\n  x: {url: https://a.b\nchat: [\n", "line 3: invalid YAML: did not find expected ',' or '}' (in the block that starts at line 2)"},
 		{"audit every too short", "targets: {x: {url: https://a.b}}\naudit: {checkpoint_channel: '#audit', every: 1s}\n", "audit.every: 1s: post checkpoints at most once a minute"},
 		{"audit every without channel", "targets: {x: {url: https://a.b}}\naudit: {every: 1h}\n", "audit.every: is set but audit.checkpoint_channel is not"},
 		{"runbook dir missing", "targets: {x: {url: https://a.b}}\nrunbooks: [/does/not/exist]\n", "runbooks[0]: /does/not/exist is not a directory"},

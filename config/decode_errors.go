@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
@@ -18,12 +19,16 @@ import (
 // the line, the key or value at fault, the keys that are allowed there and
 // a did-you-mean — never a Go type name ("field consol not found in type
 // config.Chat").
-func decodeErrors(file string, err error) error {
+func decodeErrors(file string, data []byte, err error) error {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
 		msg := strings.TrimPrefix(err.Error(), "yaml: ")
 		if m := yamlLine.FindStringSubmatch(msg); m != nil {
 			msg = "line " + m[1] + ": invalid YAML: " + m[2]
+			// yaml.v3 names the line where the enclosing block starts.
+			if p := problemLine(data); p > 0 && fmt.Sprint(p) != m[1] {
+				msg = fmt.Sprintf("line %d: invalid YAML: %s (in the block that starts at line %s)", p, m[2], m[1])
+			}
 		}
 		return Errors{{File: file, Msg: msg}}
 	}
@@ -171,4 +176,22 @@ func join(path, key string) string {
 		return key
 	}
 	return path + "." + key
+}
+
+// problemLine returns the first line n such that the first n lines of data
+// do not parse as YAML, or 0 (bounded to the first 2000 lines).
+func problemLine(data []byte) int {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	var prefix []byte
+	for i, l := range lines {
+		if i >= 2000 {
+			break
+		}
+		prefix = append(prefix, l...)
+		var n yaml.Node
+		if err := yaml.Unmarshal(prefix, &n); err != nil {
+			return i + 1
+		}
+	}
+	return 0
 }
