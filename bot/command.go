@@ -383,6 +383,9 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 	if err != nil {
 		return &UserError{Msg: err.Error() + fmt.Sprintf(" See `/runbook show %s`.", rb.Name)}
 	}
+	if err := e.canPost(ctx, ev.Conversation); err != nil {
+		return err
+	}
 	now := e.o.Now()
 	r := &Run{
 		Runbook: rb.Name, Title: rb.Title, Target: target, Params: params, Vars: ti.Vars,
@@ -568,4 +571,29 @@ func (e *Engine) post(ctx context.Context, to Conversation, m Message) {
 	if _, err := e.o.Chat.Post(ctx, to, m.Clean()); err != nil {
 		e.toOutbox(ctx, OutboxItem{To: to, Message: m}, err)
 	}
+}
+
+// canPost refuses a run the bot could not post (#19.5): a channel it is
+// not in. The adapter's answer says how to invite it. A check that could
+// not be made (the platform unreachable) does not refuse: the outbox
+// retries then.
+func (e *Engine) canPost(ctx context.Context, to Conversation) error {
+	pc, ok := e.o.Chat.(PostChecker)
+	if !ok {
+		return nil
+	}
+	err := pc.CanPost(ctx, to)
+	if err == nil {
+		return nil
+	}
+	var ue *UserError
+	if errors.As(err, &ue) || errors.Is(err, ErrCannotPost) {
+		e.log.Warn("run refused: the bot cannot post in the channel", "channel", to.Channel, "err", err)
+		if ue != nil {
+			return ue
+		}
+		return &UserError{Msg: "I cannot post in this channel: " + userMessage(err)}
+	}
+	e.log.Warn("could not check that the bot can post in the channel; starting the run anyway", "channel", to.Channel, "err", err)
+	return nil
 }

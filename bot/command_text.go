@@ -163,6 +163,7 @@ func (e *Engine) statusText(ctx context.Context, id string, conv Conversation) s
 	if failed := e.writes.For(r.ID); len(failed) > 0 {
 		fmt.Fprintf(&b, "⚠️ %d store write%s failed (see the log): %s\n", len(failed), plural(len(failed)), strings.Join(failed, "; "))
 	}
+	b.WriteString(e.outboxStatus(ctx, r.ID))
 	if n := nextAction(r); n != "" {
 		b.WriteString(strings.TrimPrefix(n, " "))
 	}
@@ -178,4 +179,34 @@ func nextAction(r *Run) string {
 		return fmt.Sprintf(" → `/runbook done|skip|fail %s`", r.ID)
 	}
 	return ""
+}
+
+// outboxStatus says which of a run's messages could not be posted yet, or
+// were given up (#19.5); "" when none.
+func (e *Engine) outboxStatus(ctx context.Context, runID string) string {
+	items, err := e.o.Store.ListOutbox(ctx)
+	if err != nil {
+		return "⚠️ Could not read the outbox: " + userMessage(err) + "\n"
+	}
+	var pending, gaveUp int
+	var last string
+	for _, it := range items {
+		if it.RunID != runID {
+			continue
+		}
+		if it.GaveUp {
+			gaveUp++
+		} else {
+			pending++
+		}
+		last = it.LastErr
+	}
+	var b strings.Builder
+	if pending > 0 {
+		fmt.Fprintf(&b, "⚠️ %d message%s not posted yet, retrying (last error: %s)\n", pending, plural(pending), last)
+	}
+	if gaveUp > 0 {
+		fmt.Fprintf(&b, "❌ %d message%s could not be posted and %s given up (last error: %s); follow the run here with `/runbook status %s`\n", gaveUp, plural(gaveUp), map[bool]string{true: "was", false: "were"}[gaveUp == 1], last, runID)
+	}
+	return b.String()
 }

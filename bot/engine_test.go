@@ -397,3 +397,41 @@ func last(xs []string) string {
 	}
 	return xs[len(xs)-1]
 }
+
+// TestEngine_RunRefusedWhereTheBotCannotPost: a run is refused up front,
+// privately, in a channel the bot cannot post in (#19.5).
+func TestEngine_RunRefusedWhereTheBotCannotPost(t *testing.T) {
+	h := newHarness(t, stalledWorld(), nil)
+	h.chat.CannotPost = map[string]string{chan1.Channel: "I am not in this private channel: invite me with `/invite @groundcrew`, then run it again."}
+	h.cmd(alice, "run prune target=infra-prd worker=w-0")
+	runs, err := h.db.ListRuns(h.ctx, bot.RunQuery{})
+	require.NoError(t, err)
+	assert.Empty(t, runs, "no run created")
+	eph := h.chat.Ephemerals(alice.ID)
+	require.NotEmpty(t, eph)
+	assert.Contains(t, eph[len(eph)-1], "/invite @groundcrew")
+}
+
+// TestEngine_OutboxRetriesAreBounded: a post that keeps failing is given
+// up after a bounded number of tries, and /runbook status says so (#19.5).
+func TestEngine_OutboxRetriesAreBounded(t *testing.T) {
+	h := newHarness(t, stalledWorld(), nil)
+	h.chat.FailPosts = 1000
+	h.cmd(alice, "run prune target=infra-prd worker=w-0")
+	for range 30 {
+		h.clock.Advance(10 * time.Minute)
+		h.tick()
+	}
+	items, err := h.db.ListOutbox(h.ctx)
+	require.NoError(t, err)
+	require.NotEmpty(t, items)
+	for _, it := range items {
+		assert.True(t, it.GaveUp, "given up: %+v", it)
+		assert.LessOrEqual(t, it.Attempts, 10)
+	}
+	h.chat.FailPosts = 0
+	r := h.onlyRun()
+	h.cmd(alice, "status "+r.ID)
+	eph := h.chat.Ephemerals(alice.ID)
+	assert.Contains(t, eph[len(eph)-1], "could not be posted")
+}

@@ -174,3 +174,15 @@ func TestResolveUser(t *testing.T) {
 	_, err = a.ResolveUser(context.Background(), "nobody")
 	assert.ErrorIs(t, err, bot.ErrNotFound)
 }
+
+func TestCanPost(t *testing.T) {
+	f := newFakeMM(t)
+	a := newTestAdapter(t, f, nil)
+	rec := newRecorder()
+	runAdapter(t, a, rec)
+	assert.NoError(t, a.CanPost(context.Background(), bot.Conversation{Channel: channelID}))
+	err := a.CanPost(context.Background(), bot.Conversation{Channel: "otherchannel00000000000000"})
+	var ue *bot.UserError
+	require.ErrorAs(t, err, &ue)
+	assert.Contains(t, ue.Msg, "/invite @groundcrew")
+}

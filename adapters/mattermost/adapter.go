@@ -72,6 +72,7 @@ type Adapter struct {
 	handler     bot.Handler
 	handlerCtx  context.Context
 	botID       string
+	botUsername string
 	teamID      string
 	siteURL     string // the server's public URL, for permalinks
 	extraToken  string // token of the command registered by the adapter
@@ -194,7 +195,7 @@ func (a *Adapter) startOnce(ctx context.Context) error {
 		return err
 	}
 	a.mu.Lock()
-	a.botID = me.Id
+	a.botID, a.botUsername = me.Id, me.Username
 	a.users[me.Id] = cachedUser{name: me.Username, bot: true}
 	a.mu.Unlock()
 
@@ -238,6 +239,16 @@ func (a *Adapter) BotUserID() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.botID
+}
+
+// botName is the bot's username, for "/invite @…" hints.
+func (a *Adapter) botName() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.botUsername == "" {
+		return "groundcrew"
+	}
+	return a.botUsername
 }
 
 // currentHandler returns the handler given to Run and the context to call it

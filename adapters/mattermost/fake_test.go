@@ -203,6 +203,22 @@ func newFakeMM(t *testing.T) *fakeMM {
 		}
 		f.writeJSONLocked(w, out)
 	})
+	h("GET /api/v4/channels/{id}/members/{user}", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		id, user := r.PathValue("id"), r.PathValue("user")
+		if id == channelID && user == botID {
+			f.writeJSONLocked(w, model.ChannelMember{ChannelId: id, UserId: user})
+			return
+		}
+		for _, u := range f.members[id] {
+			if u == user {
+				f.writeJSONLocked(w, model.ChannelMember{ChannelId: id, UserId: user})
+				return
+			}
+		}
+		writeAppError(w, http.StatusNotFound, "app.channel.get_member.missing.app_error")
+	})
 	h("POST /api/v4/groups/names", func(w http.ResponseWriter, r *http.Request) {
 		var names []string
 		f.decode(r, &names)

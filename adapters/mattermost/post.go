@@ -2,6 +2,7 @@ package mattermost
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -164,9 +165,31 @@ func (a *Adapter) createPost(ctx context.Context, post *model.Post) (*model.Post
 		}
 	}
 	if err != nil {
+		var ae *APIError
+		if errors.As(err, &ae) && (ae.StatusCode == http.StatusForbidden || ae.StatusCode == http.StatusNotFound) {
+			return nil, fmt.Errorf("%w (%w)", err, bot.ErrCannotPost)
+		}
 		return nil, err
 	}
 	return created, nil
+}
+
+// CanPost implements bot.PostChecker: the bot must be a member of the
+// channel. Otherwise the run is refused with how to add it.
+func (a *Adapter) CanPost(ctx context.Context, to bot.Conversation) error {
+	channel, err := a.channelID(ctx, to.Channel)
+	if err != nil {
+		return err
+	}
+	err = a.call(ctx, "checking the bot is in channel "+channel, true, func(ctx context.Context) (*model.Response, error) {
+		_, resp, err := a.client.GetChannelMember(ctx, channel, a.BotUserID(), "")
+		return resp, err
+	})
+	var ae *APIError
+	if errors.As(err, &ae) && (ae.StatusCode == http.StatusNotFound || ae.StatusCode == http.StatusForbidden) {
+		return &bot.UserError{Msg: "⛔ I cannot post in this channel: I am not a member. Add me with `/invite @" + a.botName() + "` (or `mmctl channel users add <team>:<channel> " + a.botName() + "`), then run the command again."}
+	}
+	return err
 }
 
 // rootOf returns the root post id of the thread postID belongs to.

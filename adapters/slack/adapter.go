@@ -80,6 +80,7 @@ type Adapter struct {
 
 	mu        sync.Mutex
 	botUserID string
+	botName   string
 	replies   map[string]string // message ref key -> repliesKey of what was last posted for it
 }
 
@@ -189,10 +190,20 @@ func (a *Adapter) authTest(ctx context.Context) error {
 		return fmt.Errorf("slack: checking bot_token with auth.test: %w", err)
 	}
 	a.mu.Lock()
-	a.botUserID = resp.UserID
+	a.botUserID, a.botName = resp.UserID, resp.User
 	a.mu.Unlock()
 	a.log.Info("slack: authenticated", "bot_user", resp.User, "bot_user_id", resp.UserID, "team", resp.Team)
 	return nil
+}
+
+// selfName is the bot's handle, for "/invite @…" hints.
+func (a *Adapter) selfName() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.botName == "" {
+		return "groundcrew"
+	}
+	return a.botName
 }
 
 func (a *Adapter) selfID() string {

@@ -65,6 +65,8 @@ type fakeSlack struct {
 	members    map[string][]string // group id -> user ids
 	throttle   map[string][]string // method -> Retry-After values to answer with 429 first
 	notInChans map[string]bool     // channels the bot must join before posting
+	private    map[string]bool     // private channels (conversations.info)
+	hidden     map[string]bool     // channels the bot cannot see (private, not invited)
 	ws         func(*websocket.Conn)
 	openErr    string // apps.connections.open answers this error when set
 	authErr    string // auth.test answers this error when set
@@ -87,6 +89,8 @@ func newFakeSlack(t testing.TB) *fakeSlack {
 		userAttrs:  map[string]obj{},
 		throttle:   map[string][]string{},
 		notInChans: map[string]bool{},
+		private:    map[string]bool{},
+		hidden:     map[string]bool{},
 	}
 	methods := map[string]func(http.ResponseWriter, *http.Request) any{
 		"auth.test":             f.authTest,
@@ -96,6 +100,7 @@ func newFakeSlack(t testing.TB) *fakeSlack {
 		"conversations.list":    f.conversationsList,
 		"conversations.replies": f.replies,
 		"conversations.join":    f.join,
+		"conversations.info":    f.conversationsInfo,
 		"users.info":            f.usersInfo,
 		"users.list":            f.usersList,
 		"usergroups.list":       f.usergroupsList,
@@ -323,6 +328,21 @@ func (f *fakeSlack) usersList(http.ResponseWriter, *http.Request) any {
 		us = append(us, f.userObj(id))
 	}
 	return obj{"ok": true, "members": us, "response_metadata": obj{"next_cursor": ""}}
+}
+
+func (f *fakeSlack) conversationsInfo(_ http.ResponseWriter, r *http.Request) any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id := r.Form.Get("channel")
+	if f.hidden[id] {
+		return slackErr("channel_not_found")
+	}
+	for _, c := range f.channels {
+		if c.ID == id {
+			return obj{"ok": true, "channel": obj{"id": id, "name": c.Name, "is_private": f.private[id], "is_member": !f.notInChans[id]}}
+		}
+	}
+	return slackErr("channel_not_found")
 }
 
 func (f *fakeSlack) usergroupsList(http.ResponseWriter, *http.Request) any {

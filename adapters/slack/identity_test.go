@@ -75,3 +75,25 @@ func TestResolveUser(t *testing.T) {
 	_, err = a.ResolveUser(ctx, "UNOBODY1")
 	assert.ErrorIs(t, err, bot.ErrNotFound)
 }
+
+// TestCanPost: a run is refused up front where the bot cannot post: a
+// private channel it is not in, or one it cannot even see (#19.5).
+func TestCanPost(t *testing.T) {
+	f := newFakeSlack(t)
+	f.mu.Lock()
+	f.channels = append(f.channels, chanOf("C0PRIV", "secret"), chanOf("C0HIDE", "hidden"))
+	f.private["C0PRIV"], f.notInChans["C0PRIV"] = true, true
+	f.hidden["C0HIDE"] = true
+	f.notInChans["C0RUN"] = true // public: the bot joins it when posting
+	f.mu.Unlock()
+	a := newTestAdapter(t, f, Config{Mode: ModeHTTP})
+	ctx := context.Background()
+	assert.NoError(t, a.CanPost(ctx, bot.Conversation{Channel: "C0OPS"}))
+	assert.NoError(t, a.CanPost(ctx, bot.Conversation{Channel: "C0RUN"}))
+	for _, ch := range []string{"C0PRIV", "C0HIDE"} {
+		err := a.CanPost(ctx, bot.Conversation{Channel: ch})
+		var ue *bot.UserError
+		require.ErrorAs(t, err, &ue, ch)
+		assert.Contains(t, ue.Msg, "/invite @", ch)
+	}
+}

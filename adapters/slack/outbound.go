@@ -40,6 +40,9 @@ func (a *Adapter) Post(ctx context.Context, to bot.Conversation, m bot.Message) 
 		var ts string
 		err := a.postMessage(ctx, s, ch, &ts, opts)
 		if err != nil {
+			if cannotPost(err) {
+				return fmt.Errorf("posting to slack channel %s: %w (%w)", to.Channel, err, bot.ErrCannotPost)
+			}
 			return fmt.Errorf("posting to slack channel %s: %w", to.Channel, err)
 		}
 		ref = bot.MessageRef{Platform: Platform, Channel: ch, ID: ts, Thread: to.Thread}
@@ -55,6 +58,44 @@ func (a *Adapter) Post(ctx context.Context, to bot.Conversation, m bot.Message) 
 	}
 	a.rememberReplies(ref, r.repliesKey())
 	return ref, nil
+}
+
+// cannotPost reports whether a post failed for good: the bot is not in a
+// private channel (joining failed), or the channel is gone.
+func cannotPost(err error) bool {
+	switch slackErrorCode(err) {
+	case "not_in_channel", "channel_not_found", "is_archived", "restricted_action":
+		return true
+	}
+	return false
+}
+
+// CanPost implements bot.PostChecker: the bot may post in a public channel
+// (it joins it) or in a private one it was invited to. A private channel
+// it is not in is refused with how to invite it.
+func (a *Adapter) CanPost(ctx context.Context, to bot.Conversation) error {
+	ch, err := a.dir.channelID(ctx, to.Channel)
+	if err != nil {
+		return err
+	}
+	var c *slackapi.Channel
+	err = a.retry.do(ctx, "conversations.info", retryTransient, func(ctx context.Context) error {
+		var err error
+		c, err = a.api.GetConversationInfoContext(ctx, &slackapi.GetConversationInfoInput{ChannelID: ch})
+		return err
+	})
+	invite := &bot.UserError{Msg: "⛔ I cannot post in this channel: it is private (or a direct message) and I am not in it. Invite me with `/invite @" + a.selfName() + "`, then run the command again."}
+	switch {
+	case slackErrorCode(err) == "channel_not_found":
+		return invite
+	case err != nil:
+		return fmt.Errorf("checking slack channel %s: %w", to.Channel, err)
+	case c.IsArchived:
+		return &bot.UserError{Msg: "⛔ This channel is archived: start the run in another channel."}
+	case c.IsPrivate && !c.IsMember:
+		return invite
+	}
+	return nil
 }
 
 // postMessage posts once (429s waited out), joining a public channel the bot

@@ -43,6 +43,9 @@ type Chat struct {
 	// OnPost, when set, is called with each posted message before Post
 	// returns (a test's way to act "the moment it appears").
 	OnPost func(ref bot.MessageRef, m bot.Message)
+	// CannotPost names channels the bot is not in: CanPost refuses them
+	// with the message given.
+	CannotPost map[string]string
 }
 
 var (
@@ -85,6 +88,16 @@ func (c *Chat) Post(_ context.Context, to bot.Conversation, m bot.Message) (bot.
 		on(ref, m)
 	}
 	return ref, nil
+}
+
+// CanPost implements bot.PostChecker over CannotPost.
+func (c *Chat) CanPost(_ context.Context, to bot.Conversation) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if msg, ok := c.CannotPost[to.Channel]; ok {
+		return &bot.UserError{Msg: msg}
+	}
+	return nil
 }
 
 // Update implements bot.Chat.
