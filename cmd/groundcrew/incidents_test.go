@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/config"
+	"github.com/groundcrew/groundcrew/incident"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestWatchOnTheSimulator: watch rules poll the real digest source of a
+// simulated Concourse (a stalled worker, 300 pending builds): after two
+// polls the stalled worker and the queue each have their incident, in the
+// console's channel, with the runbook command; more polls add none.
+func TestWatchOnTheSimulator(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "groundcrew.yaml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(`store: gc.db
+server: {listen: "127.0.0.1:0"}
+chat: {platform: console}
+targets:
+  infra-prd: {simulator: {}}
+watch:
+  - {target: infra-prd, channel: "#ci-ops", every: 1m, worker_stalled_for: 5m, pending_builds: 100}
+`), 0o600))
+	cfg, err := config.Load(cfgPath)
+	require.NoError(t, err)
+	now := time.Now()
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	out := &lockedBuffer{}
+	a, err := newApp(cfg, appOptions{In: strings.NewReader(""), Out: out, Now: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	defer a.close()
+	require.NotNil(t, a.incidents.watcher)
+	ctx := context.Background()
+	for range 4 {
+		require.NoError(t, a.incidents.watcher.Poll(ctx, 0))
+		mu.Lock()
+		now = now.Add(3 * time.Minute)
+		mu.Unlock()
+	}
+	open, err := a.incidents.m.Open(ctx)
+	require.NoError(t, err)
+	keys := map[string]*incident.Incident{}
+	for _, in := range open {
+		keys[in.Key] = in
+	}
+	require.Len(t, keys, 2, out.String())
+	w := keys["watch:infra-prd:worker_stalled:caascad-ci-workers-infra-infra-prd-0"]
+	require.NotNil(t, w, out.String())
+	assert.Equal(t, "worker-stalled", w.Runbook)
+	assert.Equal(t, "#ops", w.Channel, "the console has one channel")
+	q := keys["watch:infra-prd:pending_builds"]
+	require.NotNil(t, q)
+	assert.Contains(t, out.String(), "🚨 Workers saturated on `infra-prd` — incident `"+q.ID+"`")
+	assert.Contains(t, out.String(), "Suggested: `/runbook run worker-stalled target=infra-prd worker=caascad-ci-workers-infra-infra-prd-0`")
+	assert.Len(t, regexp.MustCompile(`(?m)^#\d+ 🚨 `).FindAllString(out.String(), -1), 2, "two incidents, each posted once")
+}
