@@ -262,3 +262,20 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// BenchmarkStore100k_ThreadRuns is the lookup of an incident thread's runs
+// (`/runbook summary` in a thread), through the thread index.
+func BenchmarkStore100k_ThreadRuns(b *testing.B) {
+	benchSetup(b)
+	db, err := store.Open(bench.path, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	for b.Loop() {
+		runs, err := db.ListRuns(context.Background(), bot.RunQuery{Thread: "b5000-root"})
+		if err != nil || len(runs) != 1 {
+			b.Fatalf("%d runs, %v", len(runs), err)
+		}
+	}
+}

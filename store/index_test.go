@@ -75,7 +75,8 @@ func TestMigration_BuildsActiveIndex(t *testing.T) {
 			return err
 		}
 		for i, st := range []bot.RunState{bot.RunSucceeded, bot.RunAwaitingApproval, bot.RunFailed, bot.RunWaiting} {
-			data, _ := json.Marshal(bot.Run{ID: fmt.Sprintf("r-%04x", i), State: st, CreatedAt: t0.Add(time.Duration(i) * time.Hour)})
+			data, _ := json.Marshal(bot.Run{ID: fmt.Sprintf("r-%04x", i), State: st, CreatedAt: t0.Add(time.Duration(i) * time.Hour),
+				Conversation: bot.Conversation{Channel: "C", Thread: map[bool]string{true: "T1"}[i%2 == 0]}, Root: bot.MessageRef{ID: fmt.Sprintf("root-%d", i)}})
 			if err := tx.Bucket(bRuns).Put([]byte(fmt.Sprintf("r-%04x", i)), data); err != nil {
 				return err
 			}
@@ -98,6 +99,12 @@ func TestMigration_BuildsActiveIndex(t *testing.T) {
 		assert.Equal(t, fmt.Sprint(SchemaVersion), string(tx.Bucket(bMeta).Get([]byte("schema_version"))))
 		return nil
 	}))
+	inThread, err := db.ListRuns(context.Background(), bot.RunQuery{Thread: "T1"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"r-0002", "r-0000"}, ids(inThread), "the thread index is built")
+	byRoot, err := db.ListRuns(context.Background(), bot.RunQuery{Thread: "root-3"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"r-0003"}, ids(byRoot), "a run's own thread is its root message")
 	// Old four-hex-digit ids still work, in any case.
 	_, err = db.GetRun(context.Background(), "R-0003")
 	require.NoError(t, err)
@@ -111,7 +118,7 @@ func TestHousekeep_RetentionKeepsAuditAndActiveRuns(t *testing.T) {
 	ctx := context.Background()
 	now := t0.Add(100 * 24 * time.Hour)
 	mk := func(id string, created time.Time, st bot.RunState, finished time.Time) {
-		r := &bot.Run{ID: id, State: st, CreatedAt: created, FinishedAt: finished, UpdatedAt: created}
+		r := &bot.Run{ID: id, State: st, CreatedAt: created, FinishedAt: finished, UpdatedAt: created, Conversation: bot.Conversation{Channel: "C", Thread: "T"}}
 		b := &bot.Batch{
 			Journal:  []bot.JournalEntry{{Type: bot.JRunStarted}},
 			Audit:    []bot.AuditEntry{{Action: "run_started", Time: created}},
@@ -140,6 +147,9 @@ func TestHousekeep_RetentionKeepsAuditAndActiveRuns(t *testing.T) {
 	j, err := db.Journal(ctx, "r-old")
 	require.NoError(t, err)
 	assert.Empty(t, j)
+	inThread, err := db.ListRuns(ctx, bot.RunQuery{Thread: "T"})
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"r-oldactive", "r-recent"}, ids(inThread))
 	_, err = db.RunByMessage(ctx, bot.MessageRef{Platform: "t", Channel: "C", ID: "m-r-old"})
 	assert.ErrorIs(t, err, bot.ErrNotFound)
 	_, err = db.RunByMessage(ctx, bot.MessageRef{Platform: "t", Channel: "C", ID: "m-r-recent"})

@@ -7,6 +7,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -45,12 +46,15 @@ var (
 	// bSpecs holds each runbook version runs were started with, once, by
 	// content hash: a run refers to its spec instead of carrying a copy.
 	bSpecs = []byte("specs")
+	// bByThread indexes runs by the chat thread they belong to (key:
+	// thread id, NUL, run id), for the incident summary of a thread.
+	bByThread = []byte("runs_by_thread")
 )
 
 var allBuckets = [][]byte{bMeta, bRuns, bRunsByTime, bJournal, bAudit, bMessages, bEvents, bOutbox, bDigests, bKV}
 
 // SchemaVersion is the version this binary writes.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // DefaultRetention is how long finished runs are kept (Options.Retention).
 const DefaultRetention = 400 * 24 * time.Hour
@@ -171,6 +175,30 @@ var migrations = []migration{
 		_, err := tx.CreateBucketIfNotExists(bSpecs)
 		return err
 	}},
+	// 4: the index of runs by thread.
+	{3, 4, func(tx *bolt.Tx) error {
+		tb, err := tx.CreateBucketIfNotExists(bByThread)
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bRuns).ForEach(func(k, v []byte) error {
+			var r struct {
+				Conversation bot.Conversation `json:"conversation"`
+				Root         bot.MessageRef   `json:"root"`
+			}
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("decoding run %s: %w", k, err)
+			}
+			for _, th := range []string{r.Conversation.Thread, r.Root.ID} {
+				if th != "" {
+					if err := tb.Put(threadKey(th, string(k)), nil); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+	}},
 }
 
 // ErrTooNew is returned when the store was written by a newer groundcrew.
@@ -211,6 +239,10 @@ func u64(n uint64) []byte {
 // runKey is the key of a run id: ids are lowercase, and a person may type
 // them in any case (R-5FB1 finds r-5fb1).
 func runKey(id string) []byte { return []byte(strings.ToLower(strings.TrimSpace(id))) }
+
+func threadKey(thread, runID string) []byte {
+	return []byte(thread + "\x00" + strings.ToLower(runID))
+}
 
 func msgKey(ref bot.MessageRef) []byte {
 	return []byte(ref.Platform + "\x00" + ref.Channel + "\x00" + ref.ID)
@@ -260,6 +292,13 @@ func (s *DB) putRun(tx *bolt.Tx, r *bot.Run) error {
 	}
 	if err := tx.Bucket(bRuns).Put(runKey(r.ID), data); err != nil {
 		return err
+	}
+	for _, th := range []string{r.Conversation.Thread, r.Root.ID} {
+		if th != "" {
+			if err := tx.Bucket(bByThread).Put(threadKey(th, r.ID), nil); err != nil {
+				return err
+			}
+		}
 	}
 	if r.State.Terminal() {
 		return tx.Bucket(bActive).Delete(runKey(r.ID))
@@ -373,6 +412,9 @@ func (s *DB) ListRuns(_ context.Context, q bot.RunQuery) ([]*bot.Run, error) {
 	if q.Active {
 		return s.listActive(q)
 	}
+	if q.Thread != "" {
+		return s.listThread(q)
+	}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bRunsByTime).Cursor()
 		for k, v := c.Last(); k != nil; k, v = c.Prev() {
@@ -402,6 +444,46 @@ func (s *DB) ListRuns(_ context.Context, q bot.RunQuery) ([]*bot.Run, error) {
 	return out, err
 }
 
+// listThread reads the runs of one thread through the thread index.
+func (s *DB) listThread(q bot.RunQuery) ([]*bot.Run, error) {
+	var out []*bot.Run
+	err := s.db.View(func(tx *bolt.Tx) error {
+		prefix := []byte(q.Thread + "\x00")
+		c := tx.Bucket(bByThread).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			r, err := s.getRun(tx, string(k[len(prefix):]))
+			if errors.Is(err, bot.ErrNotFound) {
+				continue // deleted by retention
+			}
+			if err != nil {
+				return err
+			}
+			if r.Conversation.Thread != q.Thread && r.Root.ID != q.Thread {
+				continue
+			}
+			if !q.Since.IsZero() && r.CreatedAt.Before(q.Since.Truncate(time.Second)) {
+				continue
+			}
+			out = append(out, r)
+		}
+		return nil
+	})
+	sortRecentFirst(out)
+	if q.Limit > 0 && len(out) > q.Limit {
+		out = out[:q.Limit]
+	}
+	return out, err
+}
+
+func sortRecentFirst(out []*bot.Run) {
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.After(out[j].CreatedAt)
+		}
+		return out[i].ID > out[j].ID
+	})
+}
+
 func (s *DB) listActive(q bot.RunQuery) ([]*bot.Run, error) {
 	var out []*bot.Run
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -423,12 +505,7 @@ func (s *DB) listActive(q bot.RunQuery) ([]*bot.Run, error) {
 			return nil
 		})
 	})
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.After(out[j].CreatedAt)
-		}
-		return out[i].ID > out[j].ID
-	})
+	sortRecentFirst(out)
 	if q.Limit > 0 && len(out) > q.Limit {
 		out = out[:q.Limit]
 	}
@@ -713,6 +790,7 @@ func (s *DB) pruneRuns(cutoff time.Time, max int) (n int, more bool, err error) 
 		byTime := tx.Bucket(bRunsByTime)
 		var timeKeys [][]byte
 		ids := map[string]bool{}
+		threads := map[string][]string{}
 		c := byTime.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			ts, _, _ := strings.Cut(string(k), "|")
@@ -740,6 +818,7 @@ func (s *DB) pruneRuns(cutoff time.Time, max int) (n int, more bool, err error) 
 			}
 			timeKeys = append(timeKeys, append([]byte(nil), k...))
 			ids[r.ID] = true
+			threads[r.ID] = []string{r.Conversation.Thread, r.Root.ID}
 		}
 		for _, k := range timeKeys {
 			if err := byTime.Delete(k); err != nil {
@@ -755,6 +834,11 @@ func (s *DB) pruneRuns(cutoff time.Time, max int) (n int, more bool, err error) 
 			}
 			if err := tx.Bucket(bActive).Delete(runKey(id)); err != nil {
 				return err
+			}
+			for _, th := range threads[id] {
+				if err := tx.Bucket(bByThread).Delete(threadKey(th, id)); err != nil {
+					return err
+				}
 			}
 			if tx.Bucket(bJournal).Bucket(runKey(id)) != nil {
 				if err := tx.Bucket(bJournal).DeleteBucket(runKey(id)); err != nil {
