@@ -75,6 +75,8 @@ func TestParse_Errors(t *testing.T) {
 		{"audit every too short", "targets: {x: {url: https://a.b}}\naudit: {checkpoint_channel: '#audit', every: 1s}\n", "audit.every: 1s: post checkpoints at most once a minute"},
 		{"audit every without channel", "targets: {x: {url: https://a.b}}\naudit: {every: 1h}\n", "audit.every: is set but audit.checkpoint_channel is not"},
 		{"runbook dir missing", "targets: {x: {url: https://a.b}}\nrunbooks: [/does/not/exist]\n", "runbooks[0]: /does/not/exist is not a directory"},
+		{"bad log format", "targets: {x: {url: https://a.b}}\nlog: {format: xml}\n", `log.format: "xml": use text or json`},
+		{"bad log level", "targets: {x: {url: https://a.b}}\nlog: {level: loud}\n", `log.level: "loud": use debug, info, warn or error`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -85,6 +87,19 @@ func TestParse_Errors(t *testing.T) {
 			assert.Contains(t, err.Error(), p, "errors name the file")
 		})
 	}
+}
+
+func TestAdminSocketDefaultsNextToTheStore(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Load(write(t, dir, "g.yaml", "store: data/gc.db\ntargets: {x: {url: https://a.b}}\n"))
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(dir, "data/gc.db.sock"), c.Server.AdminSocket)
+	c, err = Load(write(t, dir, "g.yaml", "server: {admin_socket: admin.sock}\ntargets: {x: {url: https://a.b}}\n"))
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(dir, "admin.sock"), c.Server.AdminSocket)
+	c, err = Load(write(t, dir, "g.yaml", "server: {admin_socket: \"off\"}\ntargets: {x: {url: https://a.b}}\n"))
+	require.NoError(t, err)
+	assert.Equal(t, "off", c.Server.AdminSocket)
 }
 
 func TestExampleConfigIsValid(t *testing.T) {
