@@ -21,12 +21,10 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/groundcrew/groundcrew/adapters/concourse"
-	"github.com/groundcrew/groundcrew/adapters/console"
-	"github.com/groundcrew/groundcrew/adapters/mattermost"
 	"github.com/groundcrew/groundcrew/adapters/postgres"
-	"github.com/groundcrew/groundcrew/adapters/slack"
 	"github.com/groundcrew/groundcrew/bot/policy"
 	"github.com/groundcrew/groundcrew/digest"
+	"github.com/groundcrew/groundcrew/internal/chatplatform"
 	"github.com/groundcrew/groundcrew/internal/secret"
 	"github.com/groundcrew/groundcrew/watch"
 )
@@ -86,13 +84,9 @@ type Log struct {
 	Format string `yaml:"format"` // text (default) or json
 }
 
-// Chat selects and configures the chat platform.
-type Chat struct {
-	Platform   string            `yaml:"platform"` // slack | mattermost | console
-	Console    console.Config    `yaml:"console"`
-	Slack      slack.Config      `yaml:"slack"`
-	Mattermost mattermost.Config `yaml:"mattermost"`
-}
+// Chat selects and configures the chat platform (the registry of
+// platforms is chatplatform).
+type Chat = chatplatform.Config
 
 // Target is one Concourse instance.
 type Target struct {
@@ -330,10 +324,8 @@ func (c *Config) validate() Errors {
 	add := func(path, format string, args ...any) {
 		errs = append(errs, &Error{Path: path, Msg: fmt.Sprintf(format, args...)})
 	}
-	switch c.Chat.Platform {
-	case "console", "slack", "mattermost":
-	default:
-		add("chat.platform", "%q is not a platform: use slack, mattermost or console", c.Chat.Platform)
+	if !chatplatform.Known(c.Chat.Platform) {
+		add("chat.platform", "%q is not a platform: use %s", c.Chat.Platform, strings.Join(chatplatform.Names(), ", "))
 	}
 	if len(c.Targets) == 0 {
 		add("targets", "no Concourse target is configured: add one under targets (see deploy/groundcrew.example.yaml)")

@@ -16,24 +16,17 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
 	"github.com/groundcrew/groundcrew/adapters/console"
 	"github.com/groundcrew/groundcrew/adapters/core"
-	"github.com/groundcrew/groundcrew/adapters/mattermost"
 	"github.com/groundcrew/groundcrew/adapters/postgres"
 	"github.com/groundcrew/groundcrew/adapters/postgres/pgsim"
-	"github.com/groundcrew/groundcrew/adapters/slack"
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/checkpoint"
 	"github.com/groundcrew/groundcrew/config"
 	"github.com/groundcrew/groundcrew/digest"
+	"github.com/groundcrew/groundcrew/internal/chatplatform"
 	"github.com/groundcrew/groundcrew/metrics"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/store"
 )
-
-// chatAdapter is what every chat adapter offers the binary.
-type chatAdapter interface {
-	bot.Chat
-	Run(ctx context.Context, h bot.Handler) error
-}
 
 // app is the wired bot.
 type app struct {
@@ -43,7 +36,7 @@ type app struct {
 	reg     *bot.Registry
 	lib     *runbooks.Library
 	eng     *bot.Engine
-	chat    chatAdapter
+	chat    chatplatform.Chat
 	mux     *http.ServeMux
 	console bool
 	sims    []*concoursesim.Server
@@ -156,31 +149,21 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 	a.db = db
 	a.closers = append(a.closers, func() { _ = db.Close() })
 
-	switch cfg.Chat.Platform {
-	case "console":
-		in, out := o.In, o.Out
-		if in == nil {
-			in = os.Stdin
-		}
-		if out == nil {
-			out = os.Stdout
-		}
-		a.chat = console.New(cfg.Chat.Console, in, out, o.Console)
-		a.console = true
-	case "slack":
-		s, err := slack.New(cfg.Chat.Slack, slack.Options{Logger: a.log, HTTPClient: a.metrics.HTTPClient("slack", nil, 30*time.Second)})
-		if err != nil {
-			return nil, err
-		}
-		a.chat = s
-		a.mux.Handle("/slack/", s.HTTPHandler())
-	case "mattermost":
-		m, err := mattermost.New(cfg.Chat.Mattermost, mattermost.Options{Logger: a.log, HTTPClient: a.metrics.HTTPClient("mattermost", nil, 30*time.Second)})
-		if err != nil {
-			return nil, fmt.Errorf("chat.mattermost: %w", err)
-		}
-		a.chat = m
-		a.mux.Handle("/mattermost/", m.HTTPHandler())
+	in, out := o.In, o.Out
+	if in == nil {
+		in = os.Stdin
+	}
+	if out == nil {
+		out = os.Stdout
+	}
+	ad, err := chatplatform.Open(cfg.Chat, chatplatform.Deps{Logger: a.log, In: in, Out: out, Console: o.Console,
+		HTTPClient: func(name string) *http.Client { return a.metrics.HTTPClient(name, nil, 30*time.Second) }})
+	if err != nil {
+		return nil, err
+	}
+	a.chat, a.console = ad.Chat, ad.Console
+	if ad.Handler != nil {
+		a.mux.Handle(ad.Path, ad.Handler)
 	}
 
 	// The same validation as `config check`, now with the live chat

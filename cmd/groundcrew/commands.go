@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sort"
 	"strings"
@@ -15,10 +14,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/groundcrew/groundcrew/adapters/console"
-	"github.com/groundcrew/groundcrew/adapters/mattermost"
-	"github.com/groundcrew/groundcrew/adapters/slack"
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/config"
+	"github.com/groundcrew/groundcrew/internal/chatplatform"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/store"
 )
@@ -142,23 +140,11 @@ func newConfigCmd() *cobra.Command {
 			}
 			// The chat adapters check their settings (token shapes,
 			// required keys) without calling the platform.
-			var chat bot.Chat
-			switch cfg.Chat.Platform {
-			case "console":
-				chat = console.New(cfg.Chat.Console, nil, io.Discard, console.Options{})
-			case "slack":
-				s, err := slack.New(cfg.Chat.Slack, slack.Options{})
-				if err != nil {
-					return err
-				}
-				chat = s
-			case "mattermost":
-				m, err := mattermost.New(cfg.Chat.Mattermost, mattermost.Options{})
-				if err != nil {
-					return err
-				}
-				chat = m
+			ad, err := chatplatform.Open(cfg.Chat, chatplatform.Deps{})
+			if err != nil {
+				return err
 			}
+			chat := ad.Chat
 			reg, err := catalog()
 			if err != nil {
 				return err
