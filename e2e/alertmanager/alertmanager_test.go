@@ -194,6 +194,37 @@ receivers:
 	waitFor(t, "repeat notifications", 45*time.Second, dumpAll, func() bool { return strings.Contains(gcOut.String(), "· 3 notifications") })
 	assert.Len(t, roots.FindAllString(gcOut.String(), -1), 1, "one incident thread however many notifications")
 
+	// 🔕 Silence 1 h creates a silence through Alertmanager's v2 API, by the
+	// person who pressed it. It is expired again so that the resolved
+	// notification goes out.
+	_, err = io.WriteString(stdin, "/as bob\n/press 1 incident_silence\n")
+	require.NoError(t, err)
+	waitFor(t, "the silence", 20*time.Second, dumpAll, func() bool { return strings.Contains(gcOut.String(), "🔕 @bob silenced these alerts for 1 h") })
+	silenceID := regexp.MustCompile("silence `([^`]+)`").FindStringSubmatch(gcOut.String())[1]
+	resp, err = http.Get(amURL + "/api/v2/silence/" + silenceID)
+	require.NoError(t, err)
+	var sil struct {
+		CreatedBy string `json:"createdBy"`
+		Status    struct {
+			State string `json:"state"`
+		} `json:"status"`
+		Matchers []struct {
+			Name, Value string
+		} `json:"matchers"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&sil))
+	resp.Body.Close()
+	assert.Equal(t, "@bob", sil.CreatedBy)
+	assert.Equal(t, "active", sil.Status.State)
+	require.Len(t, sil.Matchers, 1)
+	assert.Equal(t, "alertname", sil.Matchers[0].Name)
+	assert.Equal(t, "FileSystemSpaceFillingUp", sil.Matchers[0].Value)
+	del, _ := http.NewRequest(http.MethodDelete, amURL+"/api/v2/silence/"+silenceID, nil)
+	resp, err = http.DefaultClient.Do(del)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
 	// The alerts end: Alertmanager sends the resolved notification.
 	postAlerts(t, amURL, alerts(time.Now().UTC().Add(-time.Second)))
 	waitFor(t, "the incident to resolve", 45*time.Second, dumpAll, func() bool { return strings.Contains(gcOut.String(), "✅ Resolved after") })

@@ -2,5 +2,6 @@
 // Alertmanager (built from the Go module proxy, see server/) on loopback:
 // alerts posted to Alertmanager's API open one incident thread in
 // `groundcrew serve` (console chat), repeat notifications update it, and
-// the resolved notification resolves it. Run it with run.sh.
+// the 🔕 button creates a real silence through the v2 API, and the resolved
+// notification resolves the incident. Run it with run.sh.
 package e2e
