@@ -78,7 +78,7 @@ func (p *Provider) purgeApply(ctx context.Context, c bot.Call, plan bot.Plan) (b
 		if s.mode == ModeTruncate {
 			t, err = d.truncate(ctx, s, idents[i])
 		} else {
-			t, err = d.deleteOlderThan(ctx, s, idents[i])
+			t, err = d.deleteOlderThan(ctx, s, idents[i], c.Report)
 		}
 		if err != nil {
 			err = d.explain(ctx, err, "purge of "+s.table(), idents[i])
@@ -241,7 +241,10 @@ func (d *targetDB) truncate(ctx context.Context, s purgeScope, ident string) (Pu
 // the way Concourse's reaper does (DeleteBuildEventsByBuildIDs): per batch of
 // build ids, DELETE their events and set builds.reap_time, in one
 // transaction. Committed batches stay committed if a later one fails.
-func (d *targetDB) deleteOlderThan(ctx context.Context, s purgeScope, ident string) (PurgedTable, error) {
+// report receives a progress line after each batch ("deleting the logs of
+// main/app older than 14 days: 12,000 builds reaped, 3,400,000 rows · 52,000
+// rows/s").
+func (d *targetDB) deleteOlderThan(ctx context.Context, s purgeScope, ident string, report func(string)) (PurgedTable, error) {
 	t := s.result()
 	cutoff, before, err := d.cutoffAndSize(ctx, s.days, ident)
 	if err != nil {
@@ -249,6 +252,7 @@ func (d *targetDB) deleteOlderThan(ctx context.Context, s purgeScope, ident stri
 	}
 	t.BytesBefore = before
 	var last int64
+	start := time.Now()
 	for {
 		if err := ctx.Err(); err != nil {
 			return t, err
@@ -264,6 +268,14 @@ func (d *targetDB) deleteOlderThan(ctx context.Context, s purgeScope, ident stri
 		t.BuildsReaped += n
 		t.RowsDeleted += rows
 		last = lastID
+		if report != nil {
+			line := fmt.Sprintf("deleting the logs of %s older than %s: %s reaped, %s rows",
+				s.label(), plural(int64(s.days), "day", "days"), plural(t.BuildsReaped, "build", "builds"), humanCount(t.RowsDeleted))
+			if secs := time.Since(start).Seconds(); secs >= 0.5 {
+				line += fmt.Sprintf(" · %s rows/s", humanCount(int64(float64(t.RowsDeleted)/secs)))
+			}
+			report(line)
+		}
 	}
 	_, after, err := d.cutoffAndSize(ctx, s.days, ident)
 	if err != nil {

@@ -189,10 +189,15 @@ func TestPurge_OlderThanBatches(t *testing.T) {
 		assert.Equal(t, int64(100), db.count(t, table, ""))
 	})
 
-	res, err := op.Apply(ctx, call(args), plan)
+	var progress []string
+	c := call(args)
+	c.Progress = func(s string) { progress = append(progress, s) }
+	res, err := op.Apply(ctx, c, plan)
 	require.NoError(t, err)
 	data := res.Data.(PurgeResult)
 	assert.Equal(t, int64(100), data.BuildsReaped, "the rest")
+	require.NotEmpty(t, progress, "each batch reports progress")
+	assert.Contains(t, progress[len(progress)-1], "deleting the logs of main/busy older than 7 days: 100 builds reaped, 100 rows")
 	assert.Equal(t, 1, data.Tables[0].Batches)
 	assert.Zero(t, db.count(t, table, ""))
 	assert.Zero(t, db.int(t, `SELECT count(*) FROM builds WHERE pipeline_id = $1 AND reap_time IS NULL`, pipe))
