@@ -153,7 +153,7 @@ func setup(ctx context.Context, sc *Scenario, o Options) (*env, func(), error) {
 	if err != nil {
 		return nil, cleanup, err
 	}
-	sim, err := concoursesim.New(world, concoursesim.WithClock(e.clock), concoursesim.WithAbortDelay(0), concoursesim.WithTSA())
+	sim, err := concoursesim.New(world, concoursesim.WithClock(e.clock), concoursesim.WithAbortDelay(0), concoursesim.WithCheckDuration(0), concoursesim.WithTSA())
 	if err != nil {
 		return nil, cleanup, fmt.Errorf("starting the simulator: %w", err)
 	}

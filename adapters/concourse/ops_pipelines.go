@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -363,114 +362,6 @@ func (p *Provider) applyEach(cl *Client, pl bot.Plan, past string, act func(bot.
 		}
 	}
 	return res, nil
-}
-
-func (p *Provider) opCheckResource() bot.Op {
-	return bot.Op{
-		Name: "concourse.check_resource", Class: bot.ClassWrite,
-		Doc:  "Start a check of resources (fly check-resource); without resource, every resource of the pipeline.",
-		Args: []bot.ArgSpec{argTeam, argPipeline, {Name: "resource", Doc: "resource name or list (default: all)"}},
-		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
-			cl, team, pipeline, err := p.pipelineClient(c)
-			if err != nil {
-				return bot.Result{}, err
-			}
-			names := c.Args.Strings("resource")
-			if len(names) == 0 {
-				rs, err := cl.Resources(ctx, team, pipeline)
-				if err != nil {
-					return bot.Result{}, err
-				}
-				for _, r := range rs {
-					names = append(names, r.Name)
-				}
-			}
-			checks := []map[string]any{}
-			pl := bot.Plan{}
-			for _, n := range names {
-				pl.Items = append(pl.Items, bot.PlanItem{ID: n})
-			}
-			res, err := p.applyEach(cl, pl, "checked", func(it bot.PlanItem) (string, error) {
-				b, err := cl.CheckResource(ctx, team, pipeline, it.ID)
-				if err != nil {
-					return "", err
-				}
-				checks = append(checks, map[string]any{"resource": it.ID, "build_id": b.ID, "status": b.Status})
-				return "check build " + strconv.Itoa(b.ID), nil
-			})
-			if data, ok := res.Data.(map[string]any); ok {
-				data["checks"] = checks
-			}
-			return res, err
-		},
-	}
-}
-
-func (p *Provider) opCheckResourceType() bot.Op {
-	return bot.Op{
-		Name: "concourse.check_resource_type", Class: bot.ClassWrite,
-		Doc: "Start a check of a custom resource type (fly check-resource-type), in one pipeline or in each of a list (e.g. steps.scan.result.pipelines).",
-		Args: []bot.ArgSpec{
-			argTeam,
-			{Name: "pipeline", Doc: "pipeline name (or use pipelines)"},
-			{Name: "pipelines", Doc: "list of team/pipeline to check in each"},
-			{Name: "resource_type", Doc: "resource type name (default registry-image)"},
-		},
-		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
-			cl, err := p.client(c)
-			if err != nil {
-				return bot.Result{}, err
-			}
-			rt := or(c.Args.String("resource_type"), "registry-image")
-			refs := c.Args.Strings("pipelines")
-			if pl := c.Args.String("pipeline"); pl != "" {
-				refs = append(refs, pl)
-			}
-			if len(refs) == 0 {
-				return bot.Result{}, errors.New("give pipeline=<name> or pipelines=[team/name, …]")
-			}
-			res := bot.Result{}
-			checked, skipped := []string{}, []string{}
-			checks := []map[string]any{}
-			for _, ref := range refs {
-				team, name := splitRef(ref, c.Args.String("team"), cl.Team())
-				id := team + "/" + name
-				types, err := cl.ResourceTypes(ctx, team, name)
-				if err != nil {
-					res.Items = append(res.Items, itemResult(id, bot.OutcomeFailed, err.Error()))
-					continue
-				}
-				if !hasType(types, rt) {
-					skipped = append(skipped, id)
-					res.Items = append(res.Items, itemResult(id, bot.OutcomeAlreadyDone,
-						fmt.Sprintf("no custom resource type %q in this pipeline (it uses the built-in one); nothing to check", rt)))
-					continue
-				}
-				b, err := cl.CheckResourceType(ctx, team, name, rt)
-				if err != nil {
-					res.Items = append(res.Items, itemResult(id, bot.OutcomeFailed, err.Error()))
-					continue
-				}
-				checked = append(checked, id)
-				checks = append(checks, map[string]any{"team": team, "pipeline": name, "build_id": b.ID, "status": b.Status})
-				res.Items = append(res.Items, itemResult(id, bot.OutcomeSucceeded, "check build "+strconv.Itoa(b.ID)))
-			}
-			failed := len(res.Failed())
-			res.Summary = fmt.Sprintf("checked %s in %s", rt, plural(len(checked), "pipeline"))
-			if len(skipped) > 0 {
-				res.Summary += fmt.Sprintf("; %d without it", len(skipped))
-			}
-			if failed > 0 {
-				res.Warn = true
-				res.Summary += fmt.Sprintf("; %d failed", failed)
-			}
-			res.Data = map[string]any{"resource_type": rt, "checked": checked, "skipped": skipped, "checks": checks, "failed_count": failed}
-			if failed > 0 && len(checked)+len(skipped) == 0 {
-				return res, fmt.Errorf("%s: %s", cl.Name(), res.Failed()[0].Reason)
-			}
-			return res, nil
-		},
-	}
 }
 
 func hasType(types []ResourceType, name string) bool {

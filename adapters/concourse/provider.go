@@ -28,6 +28,8 @@ type ProviderOptions struct {
 	AbortTimeout time.Duration
 	// AbortPoll overrides the clients' poll interval for abort_builds.
 	AbortPoll time.Duration
+	// CheckTimeout bounds how long a check build is followed (default 2m).
+	CheckTimeout time.Duration
 	// MaxItems caps the rows of tables and the entries of long lists in
 	// result data (default 200); counts always cover everything.
 	MaxItems int
@@ -68,6 +70,9 @@ func NewProvider(targets map[string]*Client, opts ProviderOptions) (*Provider, e
 	}
 	if opts.AbortTimeout <= 0 {
 		opts.AbortTimeout = 60 * time.Second
+	}
+	if opts.CheckTimeout <= 0 {
+		opts.CheckTimeout = 2 * time.Minute
 	}
 	if opts.MaxItems <= 0 {
 		opts.MaxItems = 200

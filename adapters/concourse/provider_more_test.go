@@ -214,3 +214,38 @@ func TestPausedJobs(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []any{"deploy"}, decoded(t, res)["paused"])
 }
+
+// fly check-resource-type waits for the check build and prints its result;
+// so does the operation: a check that errors fails the step with the
+// server's error, as seen on a real Concourse 8.2.5.
+func TestOpChecks_FollowTheCheckBuild(t *testing.T) {
+	w := concoursesim.NewWorld().RunningWorkers("w", 1)
+	w.AddPipeline(concoursesim.Pipeline{Name: "app",
+		Resources:     []concoursesim.Resource{{Name: "src", Type: "git"}, {Name: "image", Type: "registry-image", CheckError: true}},
+		ResourceTypes: []concoursesim.ResourceType{{Name: "registry-image", Type: "registry-image", CheckError: "create resource config: base resource type not found: registry-image"}},
+		Jobs:          []concoursesim.Job{{Name: "unit"}},
+	})
+	w.AddPipeline(concoursesim.Pipeline{Name: "docs",
+		ResourceTypes: []concoursesim.ResourceType{{Name: "registry-image", Type: "registry-image"}}, Jobs: []concoursesim.Job{{Name: "build"}}})
+	e := newProvEnv(t, w)
+
+	res, err := e.do(t, "concourse.check_resource_type", bot.Args{"pipeline": "docs"})
+	require.NoError(t, err)
+	assert.Equal(t, "checked registry-image in 1 pipeline", res.Summary)
+	d := decoded(t, res)
+	assert.Equal(t, "succeeded", d["checks"].([]any)[0].(map[string]any)["status"])
+
+	res, err = e.do(t, "concourse.check_resource_type", bot.Args{"pipelines": "main/app, main/docs"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "infra-prd: check of main/app failed: check build")
+	assert.Contains(t, err.Error(), "errored: create resource config: base resource type not found: registry-image")
+	d = decoded(t, res)
+	assert.Equal(t, []any{"main/docs"}, d["checked"])
+	assert.Equal(t, []any{"main/app"}, d["failed"])
+	assert.Equal(t, "errored", d["checks"].([]any)[0].(map[string]any)["status"])
+
+	res, err = e.do(t, "concourse.check_resource", bot.Args{"pipeline": "app"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "check of image failed")
+	assert.Equal(t, "checked 1 of 2: src; 1 failed", res.Summary)
+}

@@ -21,6 +21,11 @@ type provEnv struct {
 func newProvEnv(t *testing.T, w *concoursesim.World, simOpts ...concoursesim.Option) *provEnv {
 	t.Helper()
 	env := newSimEnv(t, w, simOpts)
+	// waits (check builds, abort verification) move the simulator's clock
+	env.c.sleep = func(ctx context.Context, d time.Duration) error {
+		env.clock.Advance(time.Second)
+		return ctx.Err()
+	}
 	p, err := NewProvider(map[string]*Client{"infra-prd": env.c}, ProviderOptions{
 		Now: env.clock.Now, AbortPoll: time.Millisecond, AbortTimeout: 100 * time.Millisecond,
 	})

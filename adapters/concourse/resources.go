@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
+	"time"
 )
 
 // Resources lists a pipeline's resources.
@@ -86,4 +88,63 @@ func (c *Client) ClearTaskCache(ctx context.Context, team, pipeline, job, step, 
 		action: fmt.Sprintf("clear the cache of task %q in job %s/%s/%s", step, team, pipeline, job),
 	}, &out)
 	return out.CachesRemoved, err
+}
+
+// CheckOutcome is how a check build ended, as `fly check-resource` prints it.
+type CheckOutcome struct {
+	Build Build
+	// Error is the check's error event ("create resource config: base
+	// resource type not found: registry-image") or its last log line, for a
+	// check that did not succeed.
+	Error string
+}
+
+// Succeeded reports whether the check build succeeded.
+func (o CheckOutcome) Succeeded() bool { return o.Build.Status == StatusSucceeded }
+
+// WaitCheck follows a check build to its end, like fly does after
+// check-resource and check-resource-type: it polls the build until it
+// finishes (or timeout passes: the outcome is then the last status seen)
+// and, when it did not succeed, reads its events for the error.
+func (c *Client) WaitCheck(ctx context.Context, b Build, timeout time.Duration) (CheckOutcome, error) {
+	start, realStart := c.now(), time.Now()
+	for b.Running() {
+		if c.now().Sub(start) >= timeout || time.Since(realStart) >= timeout {
+			return CheckOutcome{Build: b, Error: fmt.Sprintf("still %s after %s", b.Status, timeout)}, nil
+		}
+		if err := c.sleep(ctx, c.poll); err != nil {
+			return CheckOutcome{Build: b}, fmt.Errorf("%s: waiting for check build %d: %w", c.cfg.Name, b.ID, err)
+		}
+		nb, err := c.Build(ctx, b.ID)
+		if err != nil {
+			return CheckOutcome{Build: b}, err
+		}
+		b = nb
+	}
+	out := CheckOutcome{Build: b}
+	if out.Succeeded() {
+		return out, nil
+	}
+	evs, err := c.AllBuildEvents(ctx, b.ID)
+	if err != nil {
+		out.Error = "its events could not be read: " + err.Error()
+		return out, nil
+	}
+	for _, ev := range evs {
+		switch {
+		case ev.Type == "error" && ev.Message != "":
+			out.Error = ev.Message
+		case ev.Type == "log" && strings.TrimSpace(ev.Payload) != "" && out.Error == "":
+			out.Error = strings.TrimSpace(lastLine(ev.Payload))
+		}
+	}
+	return out, nil
+}
+
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
 }

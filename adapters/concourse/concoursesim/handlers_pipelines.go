@@ -156,7 +156,7 @@ func handleCheckResource(c *reqCtx) {
 		if r.cfg.Name == c.r.PathValue("resource") {
 			b := c.st.newCheckBuild(p, r.cfg.Name, true, c.now)
 			if r.cfg.CheckError {
-				b.result = StatusErrored
+				b.result, b.errMsg = StatusErrored, "resource script '/opt/resource/check []' failed: exit status 1"
 			}
 			r.lastCheck = b
 			writeCheckBuild(c, b)
@@ -174,6 +174,9 @@ func handleCheckResourceType(c *reqCtx) {
 	for _, t := range p.types {
 		if t.cfg.Name == c.r.PathValue("type") {
 			b := c.st.newCheckBuild(p, t.cfg.Name, false, c.now)
+			if t.cfg.CheckError != "" {
+				b.result, b.errMsg = StatusErrored, t.cfg.CheckError
+			}
 			t.lastCheck = b
 			writeCheckBuild(c, b)
 			return

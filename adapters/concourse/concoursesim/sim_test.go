@@ -1,9 +1,11 @@
 package concoursesim_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -205,4 +207,37 @@ func TestDemoWorld(t *testing.T) {
 	var workers []map[string]any
 	h.getJSON(t, "/api/v1/workers", &workers)
 	assert.Len(t, workers, 4)
+}
+
+// As recorded on a real Concourse 8.2.5: a build running on a worker killed
+// with SIGKILL stays started while the worker is stalled, and errors with
+// "unknown handle" once the worker comes back.
+func TestSim_BuildOnAKilledWorkerErrorsWhenItReturns(t *testing.T) {
+	w := concoursesim.NewWorld().RunningWorkers("w", 1)
+	w.AddPipeline(concoursesim.Pipeline{Name: "demo", Jobs: []concoursesim.Job{{Name: "slow", Duration: concoursesim.Duration(20 * time.Second), Log: []string{"sleeping"}}}})
+	w.AddBuilds(concoursesim.Build{ID: 1, Pipeline: "demo", Job: "slow", Status: "started", Worker: "w-0", Age: concoursesim.Duration(time.Second)})
+	h := newHarness(t, *w)
+	require.NoError(t, h.srv.StopHeartbeat("w-0")) // SIGKILL
+	h.clock.Advance(70 * time.Second)
+	ws, _ := h.srv.Worker("w-0")
+	require.Equal(t, "stalled", ws.State)
+	b, _ := h.srv.Build(1)
+	assert.Equal(t, "started", b.Status, "started as long as the worker is stalled, long past its duration")
+	h.clock.Advance(10 * time.Minute)
+	b, _ = h.srv.Build(1)
+	assert.Equal(t, "started", b.Status)
+
+	h.srv.ResumeHeartbeat("w-0")
+	h.clock.Advance(time.Second)
+	b, _ = h.srv.Build(1)
+	assert.Equal(t, "errored", b.Status)
+	resp := h.do(t, "GET", "/api/v1/builds/1/events", "", "admin")
+	defer resp.Body.Close()
+	var stream strings.Builder
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() && sc.Text() != "event: end" { // the stream stays open after its end
+		stream.WriteString(sc.Text() + "\n")
+	}
+	assert.Contains(t, stream.String(), `"message":"unknown handle"`)
+	assert.Contains(t, stream.String(), "sleeping", "after the lines it had printed")
 }

@@ -107,6 +107,7 @@ type simBuild struct {
 	abortRequested bool
 	abortAt        time.Time
 	finishAt       time.Time // zero: runs until aborted
+	lostContainer  bool      // was started on a worker that stalled
 	result         string
 	log            []string
 	errMsg         string
@@ -211,11 +212,25 @@ func (s *state) advance(now time.Time) {
 		}
 	}
 	for _, b := range s.activeSorted() {
-		if b.abortRequested && !now.Before(b.abortAt) && !s.stuck(b) {
+		if s.stuck(b) {
+			if w, ok := s.workers[b.worker]; !ok || w.state == StateStalled {
+				// its containers died with the worker (SIGKILL): a real
+				// server shows it started until the worker returns, then
+				// errors it with "unknown handle"
+				b.lostContainer = true
+			}
+			continue
+		}
+		if b.lostContainer {
+			b.errMsg = "unknown handle"
+			s.finish(b, StatusErrored, now)
+			continue
+		}
+		if b.abortRequested && !now.Before(b.abortAt) {
 			s.finish(b, StatusAborted, now)
 			continue
 		}
-		if b.status == StatusStarted && !b.finishAt.IsZero() && !now.Before(b.finishAt) && !s.stuck(b) {
+		if b.status == StatusStarted && !b.finishAt.IsZero() && !now.Before(b.finishAt) {
 			s.finish(b, b.result, now)
 		}
 	}

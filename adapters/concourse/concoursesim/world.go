@@ -141,6 +141,10 @@ type ResourceType struct {
 	Name   string         `yaml:"name" json:"name"`
 	Type   string         `yaml:"type" json:"type"`
 	Source map[string]any `yaml:"source,omitempty" json:"source,omitempty"`
+	// CheckError makes its checks end errored with this message, as a real
+	// server does when no worker offers the base type: "create resource
+	// config: base resource type not found: registry-image".
+	CheckError string `yaml:"check_error,omitempty" json:"check_error,omitempty"`
 }
 
 // Build statuses.
