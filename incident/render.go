@@ -143,7 +143,7 @@ func (m *Manager) TimelineText(in *Incident) string {
 	if in.Target != "" {
 		where = " on `" + in.Target + "`"
 	}
-	state := string(in.State)
+	var state string
 	switch in.State {
 	case StateResolved:
 		state = "resolved after " + humanDuration(in.Duration(now))
