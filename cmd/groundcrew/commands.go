@@ -152,6 +152,9 @@ func newConfigCmd() *cobra.Command {
 			if err := checkSetup(cmd.Context(), cfg, reg, a, chat, newLogger(cfg, cmd.ErrOrStderr())); err != nil {
 				return err
 			}
+			if err := checkRoutes(cfg, a); err != nil {
+				return err
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: %d target(s) (%s), chat %s, %d runbook(s), store %s\n",
 				cfg.Path, len(cfg.Targets), strings.Join(cfg.TargetNames(), ", "), cfg.Chat.Platform, len(a.List()), cfg.Store)
 			return nil

@@ -2,13 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/groundcrew/groundcrew/adapters/alertmanager"
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/config"
 	"github.com/groundcrew/groundcrew/digest"
 	"github.com/groundcrew/groundcrew/incident"
+	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/watch"
 )
 
@@ -41,12 +46,8 @@ func (a *app) newIncidents(audit incident.Auditor, src digest.Source, now func()
 		return nil, err
 	}
 	in := &incidents{m: m, handler: &incident.Handler{M: m, Next: a.eng}}
-	for _, r := range a.cfg.Alerts.Routes {
-		if r.Runbook != "" {
-			if _, ok := a.lib.Get(r.Runbook); !ok {
-				a.log.Error("alert route names a runbook that is not loaded; its incidents offer a command that will fail", "runbook", r.Runbook)
-			}
-		}
+	for _, p := range routeProblems(a.cfg, a.lib) {
+		a.log.Error("alert route: its incidents offer a command that will fail", "problem", p)
 	}
 	if a.cfg.Alerts.Enabled() {
 		rc, err := alertmanager.NewReceiver(alertmanager.Options{Token: a.cfg.Alerts.Alertmanager.Token.Value(),
@@ -67,10 +68,56 @@ func (a *app) newIncidents(audit incident.Auditor, src digest.Source, now func()
 	return in, nil
 }
 
+// routeProblems checks the alert routes against the runbook library: the
+// runbook exists and takes the route's parameters.
+func routeProblems(cfg *config.Config, lib *runbooks.Library) []string {
+	var out []string
+	var names []string
+	for _, rb := range lib.List() {
+		names = append(names, rb.Name)
+	}
+	for i, r := range cfg.Alerts.Routes {
+		if r.Runbook == "" {
+			continue
+		}
+		p := fmt.Sprintf("alerts.routes[%d]", i)
+		rb, ok := lib.Get(r.Runbook)
+		if !ok {
+			msg := fmt.Sprintf("%s.runbook: there is no runbook %q", p, r.Runbook)
+			if s := runbooks.Suggest(r.Runbook, names); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			out = append(out, msg)
+			continue
+		}
+		known := map[string]bool{}
+		var params []string
+		for _, prm := range rb.Params {
+			known[prm.Name] = true
+			params = append(params, prm.Name)
+		}
+		for k := range r.Params {
+			if !known[k] {
+				out = append(out, fmt.Sprintf("%s.params.%s: runbook %s has no parameter %q (it has: %s)", p, k, rb.Name, k, strings.Join(params, ", ")))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // run polls the watch rules until ctx ends.
 func (in *incidents) run(ctx context.Context) error {
 	if in.watcher == nil {
 		return nil
 	}
 	return in.watcher.Run(ctx)
+}
+
+// checkRoutes is config check's part for alert routes.
+func checkRoutes(cfg *config.Config, lib *runbooks.Library) error {
+	if ps := routeProblems(cfg, lib); len(ps) > 0 {
+		return fmt.Errorf("%d problem(s) in %s:\n%w", len(ps), cfg.Path, errors.New(strings.Join(ps, "\n")))
+	}
+	return nil
 }

@@ -86,3 +86,23 @@ watch:
 	assert.Contains(t, out.String(), "Suggested: `/runbook run worker-stalled target=infra-prd worker=caascad-ci-workers-infra-infra-prd-0`")
 	assert.Len(t, regexp.MustCompile(`(?m)^#\d+ 🚨 `).FindAllString(out.String(), -1), 2, "two incidents, each posted once")
 }
+
+func TestConfigCheckAlertRoutesAgainstTheLibrary(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tok"), []byte("t\n"), 0o600))
+	cfgPath := filepath.Join(dir, "groundcrew.yaml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(`store: gc.db
+chat: {platform: console}
+targets:
+  infra-prd: {simulator: {}}
+alerts:
+  alertmanager: {token_file: tok}
+  routes:
+    - {match: {alertname: A}, channel: "#c", runbook: worker-disk-ful}
+    - {match: {alertname: B}, channel: "#c", runbook: worker-disk-full, params: {wrker: "0"}}
+`), 0o600))
+	_, err := run(t, "", "config", "check", "--config", cfgPath)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `alerts.routes[0].runbook: there is no runbook "worker-disk-ful" (did you mean "worker-disk-full"?)`)
+	assert.Contains(t, err.Error(), `alerts.routes[1].params.wrker: runbook worker-disk-full has no parameter "wrker" (it has: worker)`)
+}
