@@ -269,6 +269,9 @@ func (e *Engine) startStep(ctx context.Context, r *Run, spec *runbooks.Step) {
 			e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("evaluating when: %w", err), nil)
 			return
 		}
+		if !ok && e.dryRunBranch(ctx, r, spec, env) {
+			return
+		}
 		if !ok {
 			e.stepDone(ctx, r.ID, spec.ID, StepSkipped, func(st *StepState, _ *Batch) {
 				st.Summary = "skipped: condition not met (" + spec.When + ")"

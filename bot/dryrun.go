@@ -1,0 +1,53 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/groundcrew/groundcrew/runbooks"
+)
+
+// dryRunBranch answers "what would this do?" for a destructive step a dry
+// run does not reach: one behind a manual choice (the choice is not made in
+// a dry run) or another condition. Its plan is resolved — read-only, as
+// every plan — and shown, the step is skipped. It reports whether it
+// handled the step.
+func (e *Engine) dryRunBranch(ctx context.Context, r *Run, spec *runbooks.Step, env runbooks.Env) bool {
+	if !r.DryRun || spec.Kind != runbooks.KindAction {
+		return false
+	}
+	op, ok := e.o.Ops.Get(spec.Op)
+	if !ok || op.Class != ClassDestructive {
+		return false
+	}
+	cond := "only if " + spec.When
+	args, err := runbooks.RenderArgs(spec.Args, env)
+	if err != nil {
+		e.stepDone(ctx, r.ID, spec.ID, StepSkipped, func(st *StepState, _ *Batch) {
+			st.Summary = fmt.Sprintf("dry run: not reached (%s); its plan depends on earlier choices: %v", cond, err)
+		})
+		return true
+	}
+	call := Call{Target: r.Target, Args: Args(args), RunID: r.ID, StepID: spec.ID}
+	cctx, done := e.callCtx(ctx, r.ID, true)
+	p, err := op.Plan(cctx, call)
+	done()
+	if ctx.Err() != nil {
+		return true
+	}
+	e.stepDone(ctx, r.ID, spec.ID, StepSkipped, func(st *StepState, _ *Batch) {
+		st.Args = call.Args
+		switch {
+		case err != nil:
+			st.Summary = fmt.Sprintf("dry run: not reached (%s); its plan could not be resolved: %v", cond, err)
+		case p.Empty():
+			st.Summary = fmt.Sprintf("dry run: would do nothing (%s): %s", cond, nonEmpty(p.Summary, "the plan is empty"))
+		default:
+			p.Op, p.Target = op.Name, r.Target
+			st.Plan, st.PlanHash = &p, p.Hash()
+			st.Summary = fmt.Sprintf("dry run: would %s (%s)", p.Summary, cond)
+			st.Detail = renderPlanItems(&p, 1000)
+		}
+	})
+	return true
+}
