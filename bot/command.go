@@ -381,7 +381,7 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 	}
 	params, err := runbooks.ValidateParams(rb, c.Params)
 	if err != nil {
-		return &UserError{Msg: err.Error() + fmt.Sprintf(" See `/runbook show %s`.", rb.Name)}
+		return &UserError{Msg: err.Error() + fmt.Sprintf(". See `/runbook show %s`.", rb.Name)}
 	}
 	if err := e.canPost(ctx, ev.Conversation); err != nil {
 		return err

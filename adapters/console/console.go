@@ -357,7 +357,7 @@ func (a *Adapter) handleLine(ctx context.Context, h bot.Handler, line string) {
 	line = strings.ReplaceAll(line, "$RUN", a.lastRun)
 	a.mu.Unlock()
 	if a.opts.Echo {
-		fmt.Fprintf(a.out, "\n%s %s\n", a.bold(user+">"), line)
+		fmt.Fprintf(a.out, "\n%s %s\n", a.bold(user+">"), bot.Sanitize(line))
 	}
 	u := bot.User{ID: user, Name: user}
 	conv := bot.Conversation{Platform: "console", Channel: a.cfg.Channel, Thread: a.currentThread()}
