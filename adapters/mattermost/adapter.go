@@ -196,7 +196,7 @@ func (a *Adapter) startOnce(ctx context.Context) error {
 	}
 	a.mu.Lock()
 	a.botID, a.botUsername = me.Id, me.Username
-	a.users[me.Id] = cachedUser{name: me.Username, bot: true}
+	a.users[me.Id] = cachedUser{name: me.Username, bot: true, at: time.Now()}
 	a.mu.Unlock()
 
 	// Permalinks should use the URL people open, which may differ from the
@@ -356,8 +356,13 @@ func (a *Adapter) ResolveUser(ctx context.Context, nameOrID string) (bot.User, e
 	return cu.user(got.Id), nil
 }
 
+// userTTL is how long what the server said of a user is trusted: a user
+// deactivated or renamed counts as such at most this long after.
+const userTTL = 5 * time.Minute
+
 // cachedUser is what the adapter remembers of a user.
 type cachedUser struct {
+	at      time.Time
 	name    string
 	bot     bool
 	deleted bool
@@ -376,7 +381,7 @@ func (u cachedUser) user(id string) bot.User {
 }
 
 func userOf(u *model.User) cachedUser {
-	return cachedUser{name: u.Username, bot: u.IsBot, deleted: u.DeleteAt != 0}
+	return cachedUser{name: u.Username, bot: u.IsBot, deleted: u.DeleteAt != 0, at: time.Now()}
 }
 
 // userName returns the username of a user id, cached; "" if unknown.
@@ -396,7 +401,7 @@ func (a *Adapter) lookupUsers(ctx context.Context, ids []string) (map[string]cac
 	var missing []string
 	a.mu.Lock()
 	for _, id := range ids {
-		if u, ok := a.users[id]; ok {
+		if u, ok := a.users[id]; ok && time.Since(u.at) < userTTL {
 			out[id] = u
 		} else if id != "" {
 			missing = append(missing, id)
