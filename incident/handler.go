@@ -146,6 +146,15 @@ func (h *Handler) ack(ctx context.Context, ev bot.Event, in *Incident, via strin
 }
 
 func (h *Handler) button(ctx context.Context, ev bot.Event) error {
+	if d := h.M.o.Dedupe; d != nil && ev.ID != "" {
+		seen, err := d.SeenEvent(ctx, ev.ID, h.M.o.Now())
+		if err != nil {
+			return fmt.Errorf("recording event %s: %w", ev.ID, err)
+		}
+		if seen {
+			return nil // a redelivered press
+		}
+	}
 	in, ok := h.find(ctx, ev, ev.Value)
 	if !ok {
 		return nil

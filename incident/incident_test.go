@@ -2,6 +2,7 @@ package incident_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -324,4 +325,39 @@ func TestSummaryInTheIncidentThreadAddsItsTimelineAndHelpMentionsIncidents(t *te
 	assert.Len(t, f.next.events, 3)
 	eph := f.chat.Ephemerals("U2")
 	assert.Contains(t, eph[len(eph)-1], "`/runbook incidents`")
+}
+
+type countingSilencer struct{ n int }
+
+func (s *countingSilencer) Silence(context.Context, map[string]string, time.Duration, string, string) (string, error) {
+	s.n++
+	return fmt.Sprintf("sil-%d", s.n), nil
+}
+
+type watchingChat struct {
+	*bottest.Chat
+	watched []bot.MessageRef
+}
+
+func (w *watchingChat) WatchReactions(ref bot.MessageRef) { w.watched = append(w.watched, ref) }
+
+func TestRedeliveredPressIsDroppedAndOpenIncidentsAreRewatched(t *testing.T) {
+	f := newFixture(t)
+	sil := &countingSilencer{}
+	wc := &watchingChat{Chat: f.chat}
+	m, err := incident.New(incident.Options{Store: f.db, Chat: wc, Silencer: sil, Dedupe: f.db, Platform: "slack", Now: f.clock.Now})
+	require.NoError(t, err)
+	h := &incident.Handler{M: m, Next: f.next}
+	ctx := context.Background()
+	s := diskSignal(true, "a")
+	s.Silence = map[string]string{"alertname": "X"}
+	in, err := m.Signal(ctx, s)
+	require.NoError(t, err)
+	press := bot.Event{Kind: bot.EventButton, ID: "slack:action:U2:1.5", User: bot.User{ID: "U2", Name: "bob"}, Intent: incident.ActionSilence, Value: in.ID}
+	require.NoError(t, h.Handle(ctx, press))
+	require.NoError(t, h.Handle(ctx, press))
+	assert.Equal(t, 1, sil.n, "one silence for one press, however often it is delivered")
+
+	require.NoError(t, m.Rewatch(ctx))
+	assert.Equal(t, []bot.MessageRef{in.Root}, wc.watched)
 }

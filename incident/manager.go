@@ -38,6 +38,8 @@ type Options struct {
 	Audit   Auditor // optional
 	// Silencer, when set, adds a "silence 1 h" button to alert incidents.
 	Silencer Silencer
+	// Dedupe, when set, drops redelivered button presses (a second silence).
+	Dedupe bot.Dedupe
 	Platform string
 	// Channel, when set, is where every incident is posted whatever its
 	// route says (the console has one channel).
@@ -437,6 +439,26 @@ func (m *Manager) Silence(ctx context.Context, in *Incident, who bot.User, d tim
 	m.audit(ctx, in, who.ID, "incident_silenced", id)
 	m.postThread(ctx, in, bot.Message{Text: fmt.Sprintf("🔕 %s silenced these alerts for %s in Alertmanager (silence `%s`).", who.Display(), humanDuration(d), id)})
 	return id, nil
+}
+
+// Rewatch asks the chat adapter (when it is a bot.ReactionWatcher) to
+// re-read the reactions of every open incident's message after a restart,
+// so that a 👀 given while groundcrew was down still acknowledges.
+func (m *Manager) Rewatch(ctx context.Context) error {
+	w, ok := m.o.Chat.(bot.ReactionWatcher)
+	if !ok {
+		return nil
+	}
+	ins, err := m.Open(ctx)
+	if err != nil {
+		return fmt.Errorf("listing open incidents: %w", err)
+	}
+	for _, in := range ins {
+		if !in.Root.IsZero() && in.State == StateOpen {
+			w.WatchReactions(in.Root)
+		}
+	}
+	return nil
 }
 
 // Open lists the incidents that are not resolved, oldest first.

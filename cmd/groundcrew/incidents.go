@@ -40,7 +40,7 @@ func (a *app) newIncidents(audit incident.Auditor, src digest.Source, now func()
 			channel = "#ops"
 		}
 	}
-	m, err := incident.New(incident.Options{Store: a.db, Chat: a.chat, Starter: a.eng, Runs: a.db, Audit: audit,
+	m, err := incident.New(incident.Options{Store: a.db, Chat: a.chat, Starter: a.eng, Runs: a.db, Audit: audit, Dedupe: a.db,
 		Silencer: sil, Platform: a.cfg.Chat.Platform, Channel: channel, Now: now, Logger: a.log.With("component", "incidents")})
 	if err != nil {
 		return nil, err
@@ -108,6 +108,9 @@ func routeProblems(cfg *config.Config, lib *runbooks.Library) []string {
 
 // run polls the watch rules until ctx ends.
 func (in *incidents) run(ctx context.Context) error {
+	if err := in.m.Rewatch(ctx); err != nil {
+		return err
+	}
 	if in.watcher == nil {
 		return nil
 	}
