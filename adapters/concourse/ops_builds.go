@@ -65,11 +65,13 @@ func (p *Provider) buildQuery(a bot.Args, defStatus []string, defSince time.Dura
 	return q, nil
 }
 
-// pipelineGroup aggregates builds of one pipeline.
+// pipelineGroup aggregates builds of one pipeline (by_pipeline entries of
+// concourse.builds).
 type pipelineGroup struct {
-	Team, Pipeline string
-	Count          int
-	ByStatus       map[string]int
+	Team     string         `json:"team"`
+	Pipeline string         `json:"pipeline"`
+	Count    int            `json:"count"`
+	ByStatus map[string]int `json:"by_status"`
 }
 
 type groups map[string]*pipelineGroup
@@ -100,19 +102,50 @@ func (g groups) sorted() []*pipelineGroup {
 	return out
 }
 
-func (g groups) data() []map[string]any {
-	out := []map[string]any{}
-	for _, pg := range g.sorted() {
-		out = append(out, map[string]any{"team": pg.Team, "pipeline": pg.Pipeline, "count": pg.Count, "by_status": pg.ByStatus})
-	}
-	return out
+func (g groups) data() []*pipelineGroup {
+	return listOrEmpty(g.sorted())
 }
 
-func (p *Provider) buildData(b Build, now time.Time) map[string]any {
-	return map[string]any{
-		"id": b.ID, "team": b.TeamName, "pipeline": b.PipelineName, "job": b.JobName, "name": b.Name,
-		"status": b.Status, "start_time": b.StartTime, "end_time": b.EndTime,
-		"age_seconds": seconds(since(now, b.Started())), "ref": b.Ref(),
+// BuildData is one build in result data.
+type BuildData struct {
+	ID         int    `json:"id"`
+	Team       string `json:"team"`
+	Pipeline   string `json:"pipeline"`
+	Job        string `json:"job"`
+	Name       string `json:"name"`
+	Status     string `json:"status"`
+	StartTime  int64  `json:"start_time"`
+	EndTime    int64  `json:"end_time"`
+	AgeSeconds int64  `json:"age_seconds"`
+	Ref        string `json:"ref"` // pipeline/job #name
+}
+
+// BuildsData is the result of concourse.builds.
+type BuildsData struct {
+	Count      int              `json:"count"`
+	Truncated  bool             `json:"truncated"` // builds lists fewer than count
+	ByStatus   map[string]int   `json:"by_status"`
+	ByPipeline []*pipelineGroup `json:"by_pipeline"`
+	Pipelines  []string         `json:"pipelines"` // team/pipeline, largest first
+	Builds     []BuildData      `json:"builds"`
+}
+
+// AbortData is the result of concourse.abort_builds.
+type AbortData struct {
+	Requested       int   `json:"requested"`
+	Aborted         int   `json:"aborted"`
+	AlreadyFinished int   `json:"already_finished"`
+	NotStopped      []int `json:"not_stopped"`
+	NotStoppedCount int   `json:"not_stopped_count"`
+	Failed          []int `json:"failed"`
+	FailedCount     int   `json:"failed_count"`
+}
+
+func (p *Provider) buildData(b Build, now time.Time) BuildData {
+	return BuildData{
+		ID: b.ID, Team: b.TeamName, Pipeline: b.PipelineName, Job: b.JobName, Name: b.Name,
+		Status: b.Status, StartTime: b.StartTime, EndTime: b.EndTime,
+		AgeSeconds: seconds(since(now, b.Started())), Ref: b.Ref(),
 	}
 }
 
@@ -133,7 +166,7 @@ func (p *Provider) opBuilds() bot.Op {
 			now := p.opts.Now()
 			byStatus := map[string]int{}
 			g := groups{}
-			list := []map[string]any{}
+			list := []BuildData{}
 			count := 0
 			err = cl.EachBuild(ctx, q.filter, func(b Build) error {
 				if !q.keep(b) {
@@ -166,9 +199,9 @@ func (p *Provider) opBuilds() bot.Op {
 			}
 			return bot.Result{
 				Summary: summary, Table: table,
-				Data: map[string]any{
-					"count": count, "by_status": byStatus, "by_pipeline": g.data(), "builds": list,
-					"truncated": count > len(list), "pipelines": pipelineRefs(g),
+				Data: BuildsData{
+					Count: count, ByStatus: byStatus, ByPipeline: g.data(), Builds: list,
+					Truncated: count > len(list), Pipelines: pipelineRefs(g),
 				},
 			}, nil
 		},
@@ -381,10 +414,10 @@ func (p *Provider) applyAbort(ctx context.Context, c bot.Call, pl bot.Plan) (bot
 		res.Table.Rows = append(res.Table.Rows, []string{k, strconv.Itoa(r.aborted), strconv.Itoa(r.finished), strconv.Itoa(r.failed)})
 	}
 	shown, _ := truncate(notStopped, p.opts.MaxItems)
-	res.Data = map[string]any{
-		"requested": len(ids), "aborted": counts[AbortAborted], "already_finished": counts[AbortAlreadyFinished],
-		"not_stopped": listOrEmpty(shown), "not_stopped_count": len(notStopped),
-		"failed": listOrEmpty(failedIDs), "failed_count": len(failedIDs),
+	res.Data = AbortData{
+		Requested: len(ids), Aborted: counts[AbortAborted], AlreadyFinished: counts[AbortAlreadyFinished],
+		NotStopped: listOrEmpty(shown), NotStoppedCount: len(notStopped),
+		Failed: listOrEmpty(failedIDs), FailedCount: len(failedIDs),
 	}
 	res.Summary = fmt.Sprintf("aborted %d of %s", counts[AbortAborted], plural(len(ids), "build"))
 	if n := counts[AbortAlreadyFinished]; n > 0 {

@@ -60,7 +60,7 @@ func (p *Provider) opClearResourceCache() bot.Op {
 			}
 			var total int64
 			byResource := map[string]int64{}
-			res, err := p.applyEach(cl, pl, "cleared", func(it bot.PlanItem) (string, error) {
+			res, d, err := p.applyEach(cl, pl, "cleared", func(it bot.PlanItem) (string, error) {
 				n, err := cl.ClearResourceCache(ctx, it.Attrs["team"], it.Attrs["pipeline"], it.Attrs["resource"])
 				if err != nil {
 					return "", err
@@ -73,13 +73,26 @@ func (p *Provider) opClearResourceCache() bot.Op {
 			if n := len(res.Failed()); n > 0 {
 				res.Summary += fmt.Sprintf("; %d failed", n)
 			}
-			if data, ok := res.Data.(map[string]any); ok {
-				data["caches_removed"] = total
-				data["by_resource"] = byResource
-			}
+			res.Data = ClearResourceCacheData{BulkData: d, Cleared: d.Done, CachesRemoved: total, ByResource: byResource}
 			return res, err
 		},
 	}
+}
+
+// ClearResourceCacheData is the result of concourse.clear_resource_cache.
+type ClearResourceCacheData struct {
+	BulkData
+	Cleared       []string         `json:"cleared"` // team/pipeline/resource
+	CachesRemoved int64            `json:"caches_removed"`
+	ByResource    map[string]int64 `json:"by_resource"`
+}
+
+// ClearTaskCacheData is the result of concourse.clear_task_cache.
+type ClearTaskCacheData struct {
+	BulkData
+	Cleared       []string         `json:"cleared"` // team/pipeline/job/step
+	CachesRemoved int64            `json:"caches_removed"`
+	ByStep        map[string]int64 `json:"by_step"`
 }
 
 func (p *Provider) opClearTaskCache() bot.Op {
@@ -144,7 +157,7 @@ func (p *Provider) opClearTaskCache() bot.Op {
 			}
 			var total int64
 			byStep := map[string]int64{}
-			res, err := p.applyEach(cl, pl, "cleared", func(it bot.PlanItem) (string, error) {
+			res, d, err := p.applyEach(cl, pl, "cleared", func(it bot.PlanItem) (string, error) {
 				a := it.Attrs
 				n, err := cl.ClearTaskCache(ctx, a["team"], a["pipeline"], a["job"], a["step"], a["cache_path"])
 				if err != nil {
@@ -158,10 +171,7 @@ func (p *Provider) opClearTaskCache() bot.Op {
 			if n := len(res.Failed()); n > 0 {
 				res.Summary += fmt.Sprintf("; %d failed", n)
 			}
-			if data, ok := res.Data.(map[string]any); ok {
-				data["caches_removed"] = total
-				data["by_step"] = byStep
-			}
+			res.Data = ClearTaskCacheData{BulkData: d, Cleared: d.Done, CachesRemoved: total, ByStep: byStep}
 			return res, err
 		},
 	}

@@ -124,18 +124,18 @@ func (p *Provider) scanBuilds(ctx context.Context, cl *Client, builds []Build, r
 			all = append(all, scanHit{build: b, m: m})
 		}
 	}
-	matches := []map[string]any{}
+	matches := []EventMatchData{}
 	table := &bot.Table{Columns: []string{"build", "pipeline/job", "line"}}
 	var detail strings.Builder
 	for _, h := range all {
 		if len(matches) >= p.opts.MaxItems {
 			break
 		}
-		matches = append(matches, map[string]any{
-			"build_id": h.build.ID, "team": h.build.TeamName, "pipeline": h.build.PipelineName, "job": h.build.JobName,
-			"build": h.build.Name, "status": h.build.Status, "line": h.m.Line.Text, "event": h.m.Line.EventType,
-			"origin": h.m.Line.Origin.ID, "source": h.m.Line.Origin.Source,
-			"before": listOrEmpty(h.m.Before), "after": listOrEmpty(h.m.After),
+		matches = append(matches, EventMatchData{
+			BuildID: h.build.ID, Team: h.build.TeamName, Pipeline: h.build.PipelineName, Job: h.build.JobName,
+			Build: h.build.Name, Status: h.build.Status, Line: h.m.Line.Text, Event: h.m.Line.EventType,
+			Origin: h.m.Line.Origin.ID, Source: h.m.Line.Origin.Source,
+			Before: listOrEmpty(h.m.Before), After: listOrEmpty(h.m.After),
 		})
 		table.Rows = append(table.Rows, []string{strconv.Itoa(h.build.ID), h.build.PipelineName + "/" + h.build.JobName, h.m.Line.Text})
 		fmt.Fprintf(&detail, "==> %s (build %d, %s)\n", h.build.Ref(), h.build.ID, h.build.Status)
@@ -147,11 +147,11 @@ func (p *Provider) scanBuilds(ctx context.Context, cl *Client, builds []Build, r
 			detail.WriteString("    " + l + "\n")
 		}
 	}
-	byPipeline := []map[string]any{}
+	byPipeline := []ScanPipeline{}
 	for _, pg := range g.sorted() {
 		ids := perPipeline[pg.Team+"/"+pg.Pipeline]
 		sort.Ints(ids)
-		byPipeline = append(byPipeline, map[string]any{"team": pg.Team, "pipeline": pg.Pipeline, "count": pg.Count, "build_ids": ids})
+		byPipeline = append(byPipeline, ScanPipeline{Team: pg.Team, Pipeline: pg.Pipeline, Count: pg.Count, BuildIDs: ids})
 	}
 	matched := 0
 	for _, h := range hits {
@@ -170,9 +170,45 @@ func (p *Provider) scanBuilds(ctx context.Context, cl *Client, builds []Build, r
 	shownErrs, _ := truncate(scanErrs, 10)
 	return bot.Result{
 		Summary: summary, Table: table, Detail: detail.String(), Warn: matched > 0 || len(scanErrs) > 0,
-		Data: map[string]any{
-			"pattern": text, "builds_scanned": len(builds), "builds_matched": matched, "match_count": len(all),
-			"matches": matches, "by_pipeline": byPipeline, "pipelines": pipelineRefs(g), "errors": listOrEmpty(shownErrs),
+		Data: ScanData{
+			Pattern: text, BuildsScanned: len(builds), BuildsMatched: matched, MatchCount: len(all),
+			Matches: matches, ByPipeline: byPipeline, Pipelines: pipelineRefs(g), Errors: listOrEmpty(shownErrs),
 		},
 	}, nil
+}
+
+// ScanData is the result of concourse.build_events_scan.
+type ScanData struct {
+	Pattern       string           `json:"pattern"`
+	BuildsScanned int              `json:"builds_scanned"`
+	BuildsMatched int              `json:"builds_matched"`
+	MatchCount    int              `json:"match_count"`
+	Matches       []EventMatchData `json:"matches"`
+	ByPipeline    []ScanPipeline   `json:"by_pipeline"`
+	Pipelines     []string         `json:"pipelines"` // team/pipeline, e.g. for check_resource_type
+	Errors        []string         `json:"errors"`    // builds that could not be read
+}
+
+// EventMatchData is one matching line with its context.
+type EventMatchData struct {
+	BuildID  int      `json:"build_id"`
+	Team     string   `json:"team"`
+	Pipeline string   `json:"pipeline"`
+	Job      string   `json:"job"`
+	Build    string   `json:"build"`
+	Status   string   `json:"status"`
+	Line     string   `json:"line"`
+	Event    string   `json:"event"`  // log or error
+	Origin   string   `json:"origin"` // plan id
+	Source   string   `json:"source"` // stdout, stderr or ""
+	Before   []string `json:"before"`
+	After    []string `json:"after"`
+}
+
+// ScanPipeline is one pipeline's matching builds.
+type ScanPipeline struct {
+	Team     string `json:"team"`
+	Pipeline string `json:"pipeline"`
+	Count    int    `json:"count"`
+	BuildIDs []int  `json:"build_ids"`
 }

@@ -24,9 +24,9 @@ func (p *Provider) opInfo() bot.Op {
 			if err != nil {
 				return bot.Result{}, err
 			}
-			data := map[string]any{
-				"target": cl.Name(), "url": cl.URL(), "team": cl.Team(), "version": info.Version,
-				"worker_version": info.WorkerVersion, "cluster_name": info.ClusterName, "external_url": info.ExternalURL,
+			data := InfoData{
+				Target: cl.Name(), URL: cl.URL(), Team: cl.Team(), Version: info.Version,
+				WorkerVersion: info.WorkerVersion, ClusterName: info.ClusterName, ExternalURL: info.ExternalURL,
 			}
 			summary := fmt.Sprintf("Concourse %s", info.Version)
 			if info.ClusterName != "" {
@@ -44,7 +44,7 @@ func (p *Provider) opInfo() bot.Op {
 					}
 				}
 				sort.Strings(roles)
-				data["user"] = map[string]any{"name": or(u.DisplayUserID, u.UserName), "is_admin": u.IsAdmin, "roles": roles}
+				data.User = &InfoUser{Name: or(u.DisplayUserID, u.UserName), IsAdmin: u.IsAdmin, Roles: roles}
 				summary += fmt.Sprintf(", logged in as %s", or(u.DisplayUserID, u.UserName))
 				if u.IsAdmin {
 					summary += " (admin)"
@@ -55,6 +55,39 @@ func (p *Provider) opInfo() bot.Op {
 			return bot.Result{Summary: summary, Data: data}, nil
 		},
 	}
+}
+
+// InfoData is the result of concourse.info.
+type InfoData struct {
+	Target        string    `json:"target"`
+	URL           string    `json:"url"`
+	Team          string    `json:"team"`
+	Version       string    `json:"version"`
+	WorkerVersion string    `json:"worker_version"`
+	ClusterName   string    `json:"cluster_name"`
+	ExternalURL   string    `json:"external_url"`
+	User          *InfoUser `json:"user,omitempty"` // nil for anonymous targets
+}
+
+// InfoUser is the user the bot is logged in as.
+type InfoUser struct {
+	Name    string   `json:"name"`
+	IsAdmin bool     `json:"is_admin"`
+	Roles   []string `json:"roles"` // team/role
+}
+
+// TSAData is the result of concourse.tsa_connectivity.
+type TSAData struct {
+	Host        string   `json:"host"`
+	Port        string   `json:"port"`
+	Address     string   `json:"address"`
+	Resolved    bool     `json:"resolved"`
+	IPs         []string `json:"ips"`
+	ResolveMS   int64    `json:"resolve_ms"`
+	Connected   bool     `json:"connected"`
+	ConnectedIP string   `json:"connected_ip"`
+	ConnectMS   int64    `json:"connect_ms"`
+	Error       string   `json:"error"`
 }
 
 func (p *Provider) opTSAConnectivity() bot.Op {
@@ -86,21 +119,20 @@ func (p *Provider) opTSAConnectivity() bot.Op {
 
 // probe resolves host and dials each address until one connects.
 func (p *Provider) probe(ctx context.Context, host, port string, timeout time.Duration) bot.Result {
-	data := map[string]any{"host": host, "port": port, "address": net.JoinHostPort(host, port),
-		"ips": []string{}, "resolved": false, "connected": false, "error": ""}
+	data := TSAData{Host: host, Port: port, Address: net.JoinHostPort(host, port), IPs: []string{}}
 	fail := func(summary string, err error) bot.Result {
-		data["error"] = err.Error()
+		data.Error = err.Error()
 		return bot.Result{Summary: summary, Data: data, Warn: true}
 	}
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	ips, err := p.opts.LookupHost(rctx, host)
 	cancel()
-	data["resolve_ms"] = time.Since(start).Milliseconds()
+	data.ResolveMS = time.Since(start).Milliseconds()
 	if err != nil {
 		return fail(fmt.Sprintf("DNS lookup of %s failed: %v; check the resolver and the name", host, err), err)
 	}
-	data["ips"], data["resolved"] = ips, true
+	data.IPs, data.Resolved = ips, true
 	var lastErr error
 	for _, ip := range ips {
 		start = time.Now()
@@ -113,7 +145,7 @@ func (p *Provider) probe(ctx context.Context, host, port string, timeout time.Du
 		}
 		ms := time.Since(start).Milliseconds()
 		_ = conn.Close()
-		data["connected"], data["connected_ip"], data["connect_ms"] = true, ip, ms
+		data.Connected, data.ConnectedIP, data.ConnectMS = true, ip, ms
 		return bot.Result{
 			Summary: fmt.Sprintf("TSA reachable: %s:%s → %s, connect %d ms", host, port, strings.Join(ips, ", "), ms),
 			Data:    data,

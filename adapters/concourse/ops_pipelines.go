@@ -10,11 +10,87 @@ import (
 	"github.com/groundcrew/groundcrew/bot"
 )
 
-func (p *Provider) pipelineData(pl Pipeline, now time.Time) map[string]any {
-	return map[string]any{
-		"id": pl.ID, "name": pl.Name, "team": pl.TeamName, "ref": pl.Ref(), "paused": pl.Paused,
-		"paused_by": pl.PausedBy, "paused_at": pl.PausedAt, "public": pl.Public, "archived": pl.Archived,
-		"last_updated": pl.LastUpdated, "paused_seconds": seconds(since(now, unixTime(pl.PausedAt))),
+// PipelineData is one pipeline in result data.
+type PipelineData struct {
+	ID            int    `json:"id"`
+	Name          string `json:"name"`
+	Team          string `json:"team"`
+	Ref           string `json:"ref"` // team/name
+	Paused        bool   `json:"paused"`
+	PausedBy      string `json:"paused_by"`
+	PausedAt      int64  `json:"paused_at"`
+	PausedSeconds int64  `json:"paused_seconds"`
+	Public        bool   `json:"public"`
+	Archived      bool   `json:"archived"`
+	LastUpdated   int64  `json:"last_updated"`
+}
+
+// PipelinesData is the result of concourse.pipelines.
+type PipelinesData struct {
+	Count       int            `json:"count"`
+	Pipelines   []PipelineData `json:"pipelines"`
+	Paused      []string       `json:"paused"` // team/name
+	PausedCount int            `json:"paused_count"`
+}
+
+// JobData is one job in result data.
+type JobData struct {
+	Name     string `json:"name"`
+	Paused   bool   `json:"paused"`
+	PausedBy string `json:"paused_by"`
+	Status   string `json:"status"` // of the last finished build, or "n/a"
+	Next     string `json:"next"`   // of the next build, or "n/a"
+}
+
+// JobsData is the result of concourse.jobs.
+type JobsData struct {
+	Count  int       `json:"count"`
+	Jobs   []JobData `json:"jobs"`
+	Paused []string  `json:"paused"`
+}
+
+// ResourceData is one resource in result data.
+type ResourceData struct {
+	Name             string `json:"name"`
+	Type             string `json:"type"`
+	LastCheckStatus  string `json:"last_check_status"`
+	LastCheckBuildID int    `json:"last_check_build_id"`
+}
+
+// ResourcesData is the result of concourse.resources.
+type ResourcesData struct {
+	Count         int            `json:"count"`
+	Resources     []ResourceData `json:"resources"`
+	Names         []string       `json:"names"`
+	FailingChecks int            `json:"failing_checks"`
+}
+
+// ResourceTypeData is one custom resource type in result data.
+type ResourceTypeData struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+// ResourceTypesData is the result of concourse.resource_types.
+type ResourceTypesData struct {
+	Count         int                `json:"count"`
+	ResourceTypes []ResourceTypeData `json:"resource_types"`
+	Names         []string           `json:"names"`
+}
+
+// UnpauseData is the result of concourse.unpause_pipeline.
+type UnpauseData struct {
+	Team      string `json:"team"`
+	Pipeline  string `json:"pipeline"`
+	WasPaused bool   `json:"was_paused"`
+	Paused    bool   `json:"paused"`
+}
+
+func (p *Provider) pipelineData(pl Pipeline, now time.Time) PipelineData {
+	return PipelineData{
+		ID: pl.ID, Name: pl.Name, Team: pl.TeamName, Ref: pl.Ref(), Paused: pl.Paused,
+		PausedBy: pl.PausedBy, PausedAt: pl.PausedAt, Public: pl.Public, Archived: pl.Archived,
+		LastUpdated: pl.LastUpdated, PausedSeconds: seconds(since(now, unixTime(pl.PausedAt))),
 	}
 }
 
@@ -46,7 +122,7 @@ func (p *Provider) opPipelines() bot.Op {
 				return bot.Result{}, err
 			}
 			now := p.opts.Now()
-			list := []map[string]any{}
+			list := []PipelineData{}
 			paused := []string{}
 			table := &bot.Table{Columns: []string{"team", "name", "paused", "public"}}
 			for _, pl := range ps {
@@ -65,7 +141,7 @@ func (p *Provider) opPipelines() bot.Op {
 			}
 			return bot.Result{
 				Summary: summary, Table: table,
-				Data: map[string]any{"count": len(list), "pipelines": list, "paused": paused, "paused_count": len(paused)},
+				Data: PipelinesData{Count: len(list), Pipelines: list, Paused: paused, PausedCount: len(paused)},
 			}, nil
 		},
 	}
@@ -92,7 +168,7 @@ func (p *Provider) opJobs() bot.Op {
 			if err != nil {
 				return bot.Result{}, err
 			}
-			list := []map[string]any{}
+			list := []JobData{}
 			paused := []string{}
 			lastStatus := map[string]int{}
 			table := &bot.Table{Columns: []string{"name", "paused", "status", "next"}}
@@ -111,9 +187,7 @@ func (p *Provider) opJobs() bot.Op {
 				if j.Paused {
 					paused = append(paused, j.Name)
 				}
-				list = append(list, map[string]any{
-					"name": j.Name, "paused": j.Paused, "paused_by": j.PausedBy, "status": status, "next": next,
-				})
+				list = append(list, JobData{Name: j.Name, Paused: j.Paused, PausedBy: j.PausedBy, Status: status, Next: next})
 				table.Rows = append(table.Rows, []string{j.Name, yesNo(j.Paused), status, next})
 			}
 			summary := plural(len(list), "job")
@@ -123,7 +197,7 @@ func (p *Provider) opJobs() bot.Op {
 			if s := countsLine(lastStatus, BuildStatuses); s != "" {
 				summary += "; last builds: " + s
 			}
-			return bot.Result{Summary: summary, Table: table, Data: map[string]any{"count": len(list), "jobs": list, "paused": paused}}, nil
+			return bot.Result{Summary: summary, Table: table, Data: JobsData{Count: len(list), Jobs: list, Paused: paused}}, nil
 		},
 	}
 }
@@ -168,7 +242,7 @@ func (p *Provider) opResources() bot.Op {
 			if err != nil {
 				return bot.Result{}, err
 			}
-			list, names := []map[string]any{}, []string{}
+			list, names := []ResourceData{}, []string{}
 			failing := 0
 			table := &bot.Table{Columns: []string{"name", "type", "last check"}}
 			for _, r := range rs {
@@ -180,7 +254,7 @@ func (p *Provider) opResources() bot.Op {
 					failing++
 				}
 				names = append(names, r.Name)
-				list = append(list, map[string]any{"name": r.Name, "type": r.Type, "last_check_status": status, "last_check_build_id": id})
+				list = append(list, ResourceData{Name: r.Name, Type: r.Type, LastCheckStatus: status, LastCheckBuildID: id})
 				table.Rows = append(table.Rows, []string{r.Name, r.Type, or(status, "n/a")})
 			}
 			summary := plural(len(list), "resource")
@@ -188,7 +262,7 @@ func (p *Provider) opResources() bot.Op {
 				summary += fmt.Sprintf(", %d with a failing check", failing)
 			}
 			return bot.Result{Summary: summary, Table: table, Warn: failing > 0,
-				Data: map[string]any{"count": len(list), "resources": list, "names": names, "failing_checks": failing}}, nil
+				Data: ResourcesData{Count: len(list), Resources: list, Names: names, FailingChecks: failing}}, nil
 		},
 	}
 }
@@ -214,15 +288,15 @@ func (p *Provider) opResourceTypes() bot.Op {
 			if err != nil {
 				return bot.Result{}, err
 			}
-			list, names := []map[string]any{}, []string{}
+			list, names := []ResourceTypeData{}, []string{}
 			table := &bot.Table{Columns: []string{"name", "type"}}
 			for _, rt := range rts {
 				names = append(names, rt.Name)
-				list = append(list, map[string]any{"name": rt.Name, "type": rt.Type})
+				list = append(list, ResourceTypeData{Name: rt.Name, Type: rt.Type})
 				table.Rows = append(table.Rows, []string{rt.Name, rt.Type})
 			}
 			return bot.Result{Summary: plural(len(list), "custom resource type"), Table: table,
-				Data: map[string]any{"count": len(list), "resource_types": list, "names": names}}, nil
+				Data: ResourceTypesData{Count: len(list), ResourceTypes: list, Names: names}}, nil
 		},
 	}
 }
@@ -255,8 +329,8 @@ func (p *Provider) opUnpausePipeline() bot.Op {
 			if !before.Paused {
 				summary = after.Ref() + " was not paused"
 			}
-			return bot.Result{Summary: summary, Data: map[string]any{
-				"team": after.TeamName, "pipeline": after.Name, "was_paused": before.Paused, "paused": false,
+			return bot.Result{Summary: summary, Data: UnpauseData{
+				Team: after.TeamName, Pipeline: after.Name, WasPaused: before.Paused, Paused: false,
 			}}, nil
 		},
 	}
@@ -306,7 +380,7 @@ func (p *Provider) opPausePipeline() bot.Op {
 			if err != nil {
 				return bot.Result{}, err
 			}
-			return p.applyEach(cl, pl, "paused", func(it bot.PlanItem) (string, error) {
+			res, d, err := p.applyEach(cl, pl, "paused", func(it bot.PlanItem) (string, error) {
 				if err := cl.PausePipeline(ctx, it.Attrs["team"], it.Attrs["pipeline"]); err != nil {
 					return "", err
 				}
@@ -319,6 +393,8 @@ func (p *Provider) opPausePipeline() bot.Op {
 				}
 				return "paused", nil
 			})
+			res.Data = PauseData{d, d.Done}
+			return res, err
 		},
 	}
 }
@@ -334,9 +410,22 @@ func splitRef(ref, team, def string) (string, string) {
 	return team, ref
 }
 
+// BulkData is the result data common to bulk operations over plan items.
+type BulkData struct {
+	Done   []string `json:"done"`
+	Failed []string `json:"failed"`
+}
+
+// PauseData is the result of concourse.pause_pipeline.
+type PauseData struct {
+	BulkData
+	Paused []string `json:"paused"` // team/pipeline
+}
+
 // applyEach runs act on each plan item in turn and builds the result; the
-// string act returns is the item's reason on success.
-func (p *Provider) applyEach(cl *Client, pl bot.Plan, past string, act func(bot.PlanItem) (string, error)) (bot.Result, error) {
+// string act returns is the item's reason on success. The caller wraps the
+// data in its type.
+func (p *Provider) applyEach(cl *Client, pl bot.Plan, past string, act func(bot.PlanItem) (string, error)) (bot.Result, BulkData, error) {
 	res := bot.Result{}
 	done, failed := []string{}, []string{}
 	for _, it := range pl.Items {
@@ -353,15 +442,15 @@ func (p *Provider) applyEach(cl *Client, pl bot.Plan, past string, act func(bot.
 	if len(done) > 0 && len(done) <= 3 {
 		res.Summary += ": " + strings.Join(done, ", ")
 	}
-	res.Data = map[string]any{"done": done, "failed": failed, past: done}
+	data := BulkData{Done: done, Failed: failed}
 	if len(failed) > 0 {
 		res.Warn = true
 		res.Summary += fmt.Sprintf("; %d failed", len(failed))
 		if len(done) == 0 {
-			return res, fmt.Errorf("%s: %s", cl.Name(), res.Failed()[0].Reason)
+			return res, data, fmt.Errorf("%s: %s", cl.Name(), res.Failed()[0].Reason)
 		}
 	}
-	return res, nil
+	return res, data, nil
 }
 
 func hasType(types []ResourceType, name string) bool {

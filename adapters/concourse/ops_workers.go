@@ -244,7 +244,7 @@ func (p *Provider) opPruneWorker() bot.Op {
 			return pl, nil
 		},
 		Apply: func(ctx context.Context, c bot.Call, pl bot.Plan) (bot.Result, error) {
-			return p.applyWorkers(ctx, c, pl, "prune", func(cl *Client, it bot.PlanItem) error {
+			res, d, err := p.applyWorkers(ctx, c, pl, "prune", func(cl *Client, it bot.PlanItem) error {
 				return cl.PruneWorker(ctx, it.ID)
 			}, func(w *Worker, found bool) (bool, string) {
 				if found {
@@ -252,6 +252,8 @@ func (p *Provider) opPruneWorker() bot.Op {
 				}
 				return true, "pruned"
 			})
+			res.Data = PruneData{d, d.Done}
+			return res, err
 		},
 	}
 }
@@ -282,7 +284,7 @@ func (p *Provider) opLandWorker() bot.Op {
 			return pl, nil
 		},
 		Apply: func(ctx context.Context, c bot.Call, pl bot.Plan) (bot.Result, error) {
-			return p.applyWorkers(ctx, c, pl, "land", func(cl *Client, it bot.PlanItem) error {
+			res, d, err := p.applyWorkers(ctx, c, pl, "land", func(cl *Client, it bot.PlanItem) error {
 				return cl.LandWorker(ctx, it.ID, it.Attrs["team"])
 			}, func(w *Worker, found bool) (bool, string) {
 				if !found {
@@ -290,6 +292,8 @@ func (p *Provider) opLandWorker() bot.Op {
 				}
 				return w.State == WorkerLanding || w.State == WorkerLanded, "now " + w.State
 			})
+			res.Data = LandData{d, d.Done}
+			return res, err
 		},
 	}
 }
@@ -317,7 +321,7 @@ func (p *Provider) opRetireWorker() bot.Op {
 			return pl, nil
 		},
 		Apply: func(ctx context.Context, c bot.Call, pl bot.Plan) (bot.Result, error) {
-			return p.applyWorkers(ctx, c, pl, "retire", func(cl *Client, it bot.PlanItem) error {
+			res, d, err := p.applyWorkers(ctx, c, pl, "retire", func(cl *Client, it bot.PlanItem) error {
 				return cl.RetireWorker(ctx, it.ID, it.Attrs["team"])
 			}, func(w *Worker, found bool) (bool, string) {
 				if !found {
@@ -325,21 +329,51 @@ func (p *Provider) opRetireWorker() bot.Op {
 				}
 				return w.State == WorkerRetiring, "now " + w.State
 			})
+			res.Data = RetireData{d, d.Done}
+			return res, err
 		},
 	}
 }
 
+// WorkerChangeData is the result data common to prune, land and retire.
+type WorkerChangeData struct {
+	Done        []string `json:"done"`
+	AlreadyDone []string `json:"already_done"`
+	Failed      []string `json:"failed"`
+	// States are the workers' states read back after the change (no entry
+	// for a worker that is gone).
+	States map[string]string `json:"states"`
+}
+
+// PruneData is the result of concourse.prune_worker.
+type PruneData struct {
+	WorkerChangeData
+	Pruned []string `json:"pruned"`
+}
+
+// LandData is the result of concourse.land_worker.
+type LandData struct {
+	WorkerChangeData
+	Landed []string `json:"landed"`
+}
+
+// RetireData is the result of concourse.retire_worker.
+type RetireData struct {
+	WorkerChangeData
+	Retired []string `json:"retired"`
+}
+
 // applyWorkers runs act on each plan item, then lists the workers once to
-// verify each outcome with check.
+// verify each outcome with check. The caller wraps the data in its type.
 func (p *Provider) applyWorkers(ctx context.Context, c bot.Call, pl bot.Plan, verb string,
-	act func(*Client, bot.PlanItem) error, check func(w *Worker, found bool) (bool, string)) (bot.Result, error) {
+	act func(*Client, bot.PlanItem) error, check func(w *Worker, found bool) (bool, string)) (bot.Result, WorkerChangeData, error) {
+	data := WorkerChangeData{Done: []string{}, AlreadyDone: []string{}, Failed: []string{}, States: map[string]string{}}
 	cl, err := p.client(c)
 	if err != nil {
-		return bot.Result{}, err
+		return bot.Result{}, data, err
 	}
 	res := bot.Result{}
 	done := map[string]bool{}
-	data := map[string]any{"done": []string{}, "already_done": []string{}, "failed": []string{}, "states": map[string]string{}}
 	for _, it := range pl.Items {
 		err := act(cl, it)
 		var se *StatusError
@@ -358,13 +392,13 @@ func (p *Provider) applyWorkers(ctx context.Context, c bot.Call, pl bot.Plan, ve
 	if len(done) > 0 {
 		ws, err := cl.Workers(ctx)
 		if err != nil {
-			return bot.Result{}, fmt.Errorf("verifying the %s: %w", verb, err)
+			return bot.Result{}, data, fmt.Errorf("verifying the %s: %w", verb, err)
 		}
 		byName := map[string]*Worker{}
 		for i := range ws {
 			byName[ws[i].Name] = &ws[i]
 		}
-		states := data["states"].(map[string]string)
+		states := data.States
 		for _, it := range pl.Items {
 			if !done[it.ID] {
 				continue
@@ -383,16 +417,20 @@ func (p *Provider) applyWorkers(ctx context.Context, c bot.Call, pl bot.Plan, ve
 	}
 	counts := map[bot.ItemOutcome]int{}
 	for _, it := range res.Items {
-		key := map[bot.ItemOutcome]string{bot.OutcomeSucceeded: "done", bot.OutcomeAlreadyDone: "already_done", bot.OutcomeFailed: "failed"}[it.Outcome]
-		data[key] = append(data[key].([]string), it.ID)
+		switch it.Outcome {
+		case bot.OutcomeSucceeded:
+			data.Done = append(data.Done, it.ID)
+		case bot.OutcomeAlreadyDone:
+			data.AlreadyDone = append(data.AlreadyDone, it.ID)
+		default:
+			data.Failed = append(data.Failed, it.ID)
+		}
 		counts[it.Outcome]++
 	}
 	past := map[string]string{"prune": "pruned", "land": "landed", "retire": "retired"}[verb]
-	data[past] = data["done"]
-	res.Data = data
 	res.Summary = fmt.Sprintf("%s %s", past, plural(counts[bot.OutcomeSucceeded], "worker"))
 	if n := counts[bot.OutcomeSucceeded]; n > 0 && n <= 3 {
-		res.Summary += ": " + strings.Join(data["done"].([]string), ", ")
+		res.Summary += ": " + strings.Join(data.Done, ", ")
 	}
 	if n := counts[bot.OutcomeAlreadyDone]; n > 0 {
 		res.Summary += fmt.Sprintf("; %d already gone", n)
@@ -401,8 +439,8 @@ func (p *Provider) applyWorkers(ctx context.Context, c bot.Call, pl bot.Plan, ve
 		res.Warn = true
 		res.Summary += fmt.Sprintf("; %d failed", n)
 		if counts[bot.OutcomeSucceeded] == 0 && counts[bot.OutcomeAlreadyDone] == 0 {
-			return res, fmt.Errorf("%s: %s failed for every worker: %s", cl.Name(), verb, res.Failed()[0].Reason)
+			return res, data, fmt.Errorf("%s: %s failed for every worker: %s", cl.Name(), verb, res.Failed()[0].Reason)
 		}
 	}
-	return res, nil
+	return res, data, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -248,4 +249,30 @@ func TestOpChecks_FollowTheCheckBuild(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "check of image failed")
 	assert.Equal(t, "checked 1 of 2: src; 1 failed", res.Summary)
+}
+
+// Operations return typed structs (as the PostgreSQL provider does), never
+// map[string]any: the field names runbooks use are the JSON tags.
+func TestOps_ResultDataIsTyped(t *testing.T) {
+	e := newProvEnv(t, concoursesim.DemoWorld(), concoursesim.WithTSA())
+	pipe := bot.Args{"team": "deploy", "pipeline": "caascad-alert-prepare"}
+	for name, args := range map[string]bot.Args{
+		"concourse.workers": {}, "concourse.worker": {"name": "caascad-ci-workers-infra-infra-prd-0"},
+		"concourse.find_worker": {"worker": "0"}, "concourse.builds": {"status": "pending"},
+		"concourse.build_events_scan": {}, "concourse.pipelines": {}, "concourse.jobs": pipe,
+		"concourse.resources": pipe, "concourse.resource_types": {"team": "main", "pipeline": "app"},
+		"concourse.info": {}, "concourse.tsa_connectivity": {"address": "127.0.0.1:1", "timeout": "100ms"},
+	} {
+		res, err := e.do(t, name, args)
+		require.NoError(t, err, name)
+		require.NotNil(t, res.Data, name)
+		assert.Equal(t, reflect.Struct, reflect.TypeOf(res.Data).Kind(), "%s returns %T", name, res.Data)
+	}
+	pl := e.plan(t, "concourse.prune_worker", bot.Args{"name": "caascad-ci-workers-infra-infra-prd-0"})
+	res, err := e.apply(t, "concourse.prune_worker", bot.Args{"name": "caascad-ci-workers-infra-infra-prd-0"}, pl)
+	require.NoError(t, err)
+	require.IsType(t, PruneData{}, res.Data)
+	d := decoded(t, res)
+	assert.Equal(t, []any{"caascad-ci-workers-infra-infra-prd-0"}, d["pruned"])
+	assert.Equal(t, []any{}, d["already_done"], "lists are never null")
 }
