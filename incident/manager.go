@@ -39,7 +39,7 @@ type Options struct {
 	// Silencer, when set, adds a "silence 1 h" button to alert incidents.
 	Silencer Silencer
 	// Dedupe, when set, drops redelivered button presses (a second silence).
-	Dedupe bot.Dedupe
+	Dedupe   bot.Dedupe
 	Platform string
 	// Channel, when set, is where every incident is posted whatever its
 	// route says (the console has one channel).
