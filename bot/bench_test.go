@@ -24,12 +24,14 @@ import (
 //
 // builds, once, a store with GROUNDCREW_BENCH_RUNS (default 100,000)
 // finished runs — clones of a real prune run with its journal, audit
-// entries and message index — plus 10 runs waiting for a person.
+// entries and message index — plus 10 runs waiting for a person (5 at a
+// manual step, 5 at an approval gate).
 
 type benchStore struct {
 	dir, path  string
 	runs       int
 	size, used int64
+	now        time.Time // the engines' clock: just after the store was filled
 	build      time.Duration
 	err        error
 }
@@ -72,7 +74,7 @@ func buildBenchStore() {
 	}
 	bench = benchStore{dir: dir, path: filepath.Join(dir, "gc.db"), runs: n}
 	start := time.Now()
-	bench.err = fillBenchStore(bench.path, n)
+	bench.err = fillBenchStore(bench.path, n, &bench.now)
 	bench.build = time.Since(start)
 	if db, err := store.Open(bench.path, store.Options{}); err == nil {
 		bench.size, bench.used, _ = db.Usage()
@@ -80,7 +82,7 @@ func buildBenchStore() {
 	}
 }
 
-func fillBenchStore(path string, n int) error {
+func fillBenchStore(path string, n int, now *time.Time) error {
 	ctx := context.Background()
 	db, err := store.Open(path, store.Options{NoSync: true})
 	if err != nil {
@@ -142,12 +144,36 @@ func fillBenchStore(path string, n int) error {
 			return err
 		}
 	}
-	// Ten runs wait for a person.
+	// Ten runs wait for a person: five at a manual step, five at a gate.
 	world.Set("w-0", "stalled")
-	for range 10 {
+	for i := range 10 {
+		clock.Advance(time.Second) // the newest active run is the one just started
 		if err := do(alice, "run prune target=infra-prd worker=w-0"); err != nil {
 			return err
 		}
+		if i%2 == 1 {
+			active, err := db.ListRuns(ctx, bot.RunQuery{Active: true, Limit: 1})
+			if err != nil || len(active) != 1 {
+				return fmt.Errorf("active run: %v", err)
+			}
+			if err := do(bob, "done "+active[0].ID); err != nil {
+				return err
+			}
+		}
+	}
+	active, err := db.ListRuns(ctx, bot.RunQuery{Active: true})
+	if err != nil {
+		return err
+	}
+	gates := 0
+	for _, r := range active {
+		if r.State == bot.RunAwaitingApproval {
+			gates++
+		}
+	}
+	*now = clock.Now().Add(time.Second) // gates stay open (they expire after 30 min)
+	if len(active) != 10 || gates != 5 {
+		return fmt.Errorf("%d active runs, %d at a gate:\n%s", len(active), gates, chat.Transcript())
 	}
 	return nil
 }
@@ -170,7 +196,7 @@ func BenchmarkStore100k_Tick(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	eng, _, err := benchEngine(db, bottest.NewClock(time.Now()))
+	eng, _, err := benchEngine(db, bottest.NewClock(bench.now))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -211,7 +237,7 @@ func BenchmarkStore100k_Restart(b *testing.B) {
 			return err
 		}
 		defer db.Close()
-		eng, _, err := benchEngine(db, bottest.NewClock(time.Now()))
+		eng, _, err := benchEngine(db, bottest.NewClock(bench.now))
 		if err != nil {
 			return err
 		}
@@ -242,7 +268,7 @@ func BenchmarkStore100k_Status(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	eng, _, err := benchEngine(db, bottest.NewClock(time.Now()))
+	eng, _, err := benchEngine(db, bottest.NewClock(bench.now))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -273,7 +299,7 @@ func BenchmarkStore100k_ThreadRuns(b *testing.B) {
 	}
 	defer db.Close()
 	for b.Loop() {
-		runs, err := db.ListRuns(context.Background(), bot.RunQuery{Thread: "b5000-root"})
+		runs, err := db.ListRuns(context.Background(), bot.RunQuery{Thread: "b5-root"})
 		if err != nil || len(runs) != 1 {
 			b.Fatalf("%d runs, %v", len(runs), err)
 		}
