@@ -77,6 +77,9 @@ func TestParse_Errors(t *testing.T) {
 		{"runbook dir missing", "targets: {x: {url: https://a.b}}\nrunbooks: [/does/not/exist]\n", "runbooks[0]: /does/not/exist is not a directory"},
 		{"bad log format", "targets: {x: {url: https://a.b}}\nlog: {format: xml}\n", `log.format: "xml": use text or json`},
 		{"bad log level", "targets: {x: {url: https://a.b}}\nlog: {level: loud}\n", `log.level: "loud": use debug, info, warn or error`},
+		{"workers template without id", "targets: {x: {url: https://a.b, workers: {name: worker}}}\n", "targets.x.workers: target \"x\": workers.name \"worker\" does not use {{.id}}"},
+		{"workers template with a missing var", "targets: {x: {url: https://a.b, vars: {target: infra}, workers: {name: 'ci-{{.vars.zone}}-{{.id}}'}}}\n", `targets.x.workers: target "x": workers.name`},
+		{"workers unknown key", "targets: {x: {url: https://a.b, workers: {nmae: 'w-{{.id}}'}}}\n", `unknown key "nmae"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
