@@ -133,7 +133,9 @@ alerts:
 	gc.Stdout, gc.Stderr = gcOut, gcErr
 	require.NoError(t, gc.Start())
 	defer func() { _ = gc.Process.Kill(); _ = gc.Wait() }()
-	dump := func() string { return "--- groundcrew stdout\n" + gcOut.String() + "\n--- groundcrew stderr\n" + gcErr.String() }
+	dump := func() string {
+		return "--- groundcrew stdout\n" + gcOut.String() + "\n--- groundcrew stderr\n" + gcErr.String()
+	}
 	waitFor(t, "groundcrew /healthz", 30*time.Second, dump, func() bool { return httpOK(gcURL + "/healthz") })
 
 	// A wrong token is refused with 401 before anything else.
