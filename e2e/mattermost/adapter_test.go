@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groundcrew/groundcrew/adapters/chatutil"
 	"github.com/groundcrew/groundcrew/adapters/mattermost"
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/internal/secret"
@@ -174,6 +177,11 @@ func TestAdapterAgainstServer(t *testing.T) {
 	rec := newRecorder()
 	mux := http.NewServeMux()
 	callback := serveAdapter(t, mux)
+	// forgeAs, when set, rewrites the user_name of button callbacks on their
+	// way to groundcrew: a callback with a genuine signed context, the real
+	// user_id and someone else's name (#19.1).
+	var forgeMu sync.Mutex
+	forgeAs := ""
 	a, err := mattermost.New(mattermost.Config{
 		URL:             proxy.URL,
 		BotToken:        secretOf(w.BotToken),
@@ -183,7 +191,7 @@ func TestAdapterAgainstServer(t *testing.T) {
 		RegisterCommand: true,
 	}, mattermost.Options{Logger: testLogger(t)})
 	require.NoError(t, err)
-	mux.Handle("/mattermost/", a.HTTPHandler())
+	mux.Handle("/mattermost/", forging(a.HTTPHandler(), func() string { forgeMu.Lock(); defer forgeMu.Unlock(); return forgeAs }))
 	runCtx, stopRun := context.WithCancel(ctx)
 	runDone := make(chan error, 1)
 	go func() { runDone <- a.Run(runCtx, rec) }()
@@ -255,7 +263,7 @@ func TestAdapterAgainstServer(t *testing.T) {
 	e = rec.waitFor(t, "carol's ✅", 10*time.Second, func(e bot.Event) bool { return e.Kind == bot.EventReaction })
 	assert.Equal(t, gate.ID, e.Message.ID)
 	assert.Equal(t, root.ID, e.Message.Thread)
-	assert.Equal(t, "white_check_mark", e.Emoji)
+	assert.Equal(t, bot.IntentApprove, e.Intent)
 	assert.Equal(t, bot.User{ID: carol.User.Id, Name: "carol"}, e.User)
 	assert.True(t, strings.HasPrefix(e.ID, "reaction:"+gate.ID+":"+carol.User.Id+":white_check_mark:added:"), e.ID)
 	carolAddID := e.ID
@@ -268,13 +276,55 @@ func TestAdapterAgainstServer(t *testing.T) {
 	require.NoError(t, err)
 	e = rec.waitFor(t, "dave's +1", 10*time.Second, func(e bot.Event) bool { return e.Kind == bot.EventReaction })
 	assert.Equal(t, dave.User.Id, e.User.ID, "the bot's own reaction must not be delivered")
-	assert.Equal(t, "+1", e.Emoji)
+	assert.Equal(t, bot.IntentApprove, e.Intent)
+
+	// Every reaction groundcrew advertises exists on this server: reacting
+	// with it through the API works (no 404) and arrives as its intent
+	// (#19.8: track_next does not exist on Mattermost 11.1).
+	for _, r := range chatutil.Reactions {
+		name := r.Names[0]
+		_, _, err := dave.SaveReaction(ctx, &model.Reaction{UserId: dave.User.Id, PostId: root.ID, EmojiName: name})
+		require.NoError(t, err, "reacting :%s: (advertised for %s)", name, r.Intent)
+		e = rec.waitFor(t, "dave's :"+name+":", 10*time.Second, func(e bot.Event) bool { return e.Kind == bot.EventReaction && e.Message.ID == root.ID })
+		assert.Equal(t, r.Intent, e.Intent, name)
+	}
+	for _, i := range []bot.Intent{bot.IntentApprove, bot.IntentReject, bot.IntentSkip, bot.IntentDone, bot.IntentFail} {
+		assert.NotEmpty(t, a.Symbol(i), "a hint symbol for %s", i)
+	}
+
+	// A bot account's reaction is delivered flagged as a bot: it never counts.
+	other, _, err := w.Admin.CreateBot(ctx, &model.Bot{Username: "ci-bot", DisplayName: "CI bot"})
+	require.NoError(t, err)
+	otherTok, _, err := w.Admin.CreateUserAccessToken(ctx, other.UserId, "e2e")
+	require.NoError(t, err)
+	_, _, err = w.Admin.AddTeamMember(ctx, w.Team.Id, other.UserId)
+	require.NoError(t, err)
+	_, _, err = w.Admin.AddChannelMember(ctx, w.Channel.Id, other.UserId)
+	require.NoError(t, err)
+	otherClient := model.NewAPIv4Client(srv.URL)
+	otherClient.SetToken(otherTok.Token)
+	_, _, err = otherClient.SaveReaction(ctx, &model.Reaction{UserId: other.UserId, PostId: gate.ID, EmojiName: "white_check_mark"})
+	require.NoError(t, err)
+	e = rec.waitFor(t, "the other bot's ✅", 10*time.Second, func(e bot.Event) bool { return e.Kind == bot.EventReaction && e.User.ID == other.UserId })
+	assert.Equal(t, bot.User{ID: other.UserId, Name: "ci-bot", Kind: bot.UserBot}, e.User)
+
+	// A deactivated user resolves as such (policies name people; the
+	// engine never counts them).
+	mallory := createUser(ctx, t, srv.URL, "mallory")
+	_, err = w.Admin.DeleteUser(ctx, mallory.User.Id)
+	require.NoError(t, err)
+	u, err := a.ResolveUser(ctx, "@mallory")
+	require.NoError(t, err)
+	assert.Equal(t, bot.UserDeactivated, u.Kind)
+	u, err = a.ResolveUser(ctx, "carol")
+	require.NoError(t, err)
+	assert.Equal(t, bot.User{ID: carol.User.Id, Name: "carol"}, u)
 
 	// Buttons: the clicker comes from Mattermost's user_id; the requester's
 	// refusal comes back to her as an ephemeral message.
 	clickAs(ctx, t, carol, gate.ID, "Approve")
 	e = rec.waitFor(t, "carol's click", 10*time.Second, func(e bot.Event) bool { return e.Kind == bot.EventButton })
-	assert.Equal(t, "approve", e.Action)
+	assert.Equal(t, bot.IntentApprove, e.Intent)
 	assert.Equal(t, "r1/s5", e.Value)
 	assert.Equal(t, carol.User.Id, e.User.ID)
 	assert.Equal(t, gate, e.Message)
@@ -283,6 +333,22 @@ func TestAdapterAgainstServer(t *testing.T) {
 	clickAs(ctx, t, alice, gate.ID, "Approve")
 	rec.waitFor(t, "alice's click", 10*time.Second, func(e bot.Event) bool { return e.Kind == bot.EventButton })
 	aliceEph.waitFor(t, "you started this run", 10*time.Second)
+
+	// Alice's click forged to say user_name "carol" (the signed context is
+	// genuine) is refused, and never reaches the engine (#19.1).
+	forgeMu.Lock()
+	forgeAs = "carol"
+	forgeMu.Unlock()
+	clickAs(ctx, t, alice, gate.ID, "Approve")
+	aliceEph.waitFor(t, "does not match its user id", 10*time.Second)
+	forgeMu.Lock()
+	forgeAs = ""
+	forgeMu.Unlock()
+	select {
+	case e := <-rec.events:
+		assert.NotEqual(t, bot.EventButton, e.Kind, "a forged click must not be delivered: %+v", e)
+	case <-time.After(500 * time.Millisecond):
+	}
 
 	// Updating the gate in place drops the buttons.
 	require.NoError(t, a.Update(ctx, gate, bot.Message{Text: "✅ Approved by @carol"}))
@@ -344,10 +410,31 @@ func TestAdapterAgainstServer(t *testing.T) {
 	proxy.restore()
 	removed := rec.waitFor(t, "carol's ✅ removal, re-read", 30*time.Second, func(e bot.Event) bool { return e.Kind == bot.EventReaction && e.Removed })
 	assert.Equal(t, strings.Replace(carolAddID, ":added:", ":removed:", 1), removed.ID)
-	added := rec.waitFor(t, "dave's ❌, re-read", 10*time.Second, func(e bot.Event) bool { return e.Kind == bot.EventReaction && !e.Removed })
-	assert.Equal(t, "x", added.Emoji)
+	added := rec.waitFor(t, "dave's ❌, re-read", 10*time.Second, func(e bot.Event) bool { return e.Kind == bot.EventReaction && !e.Removed && e.Message.ID == gate.ID })
+	assert.Equal(t, bot.IntentReject, added.Intent)
 	assert.Equal(t, dave.User.Id, added.User.ID)
 	assert.Equal(t, gate.ID, added.Message.ID)
+}
+
+// forging rewrites the user_name of button callbacks to as() when set.
+func forging(next http.Handler, as func() string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := as()
+		if name == "" || r.URL.Path != mattermost.ActionPath {
+			next.ServeHTTP(w, r)
+			return
+		}
+		var req map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		req["user_name"] = name
+		b, _ := json.Marshal(req)
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		r.ContentLength = int64(len(b))
+		next.ServeHTTP(w, r)
+	})
 }
 
 // clickAs presses the button labelled label on a post as u, as the web app

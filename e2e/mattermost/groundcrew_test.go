@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -138,6 +139,10 @@ targets:
     username: groundcrew
     password: groundcrew-pass
     vars: {target: infra, zone: infra-prd}
+    workers:
+      name: "caascad-ci-workers-{{.vars.target}}-{{.vars.zone}}-{{.id}}"
+      host: "{{.name}}.{{.vars.zone}}.caascad.com"
+      jump: 'ssh -t "cloud@bst.{{.vars.zone}}.caascad.com"'
 approvals:
   default: {approvers: ["group:ci-oncall"], required: 1, expires: 30m}
 `, filepath.Join(dir, "groundcrew.db"), listen, w.Server.URL, w.BotToken, listen, targetName, sim.URL(), sim.TSAAddr())
@@ -326,7 +331,8 @@ func e2eSim(t *testing.T) *concoursesim.Server {
 		AddUser("groundcrew", "groundcrew-pass", map[string]string{"main": concoursesim.RoleOwner}).
 		RunningWorkers(strings.TrimSuffix(workerPrefix, "-"), 4).
 		StalledWorker(workerPrefix + "0").
-		StalledWorker(workerPrefix + "1")
+		StalledWorker(workerPrefix + "1").
+		StalledWorker(workerPrefix + "2")
 	for i := range world.Users {
 		if world.Users[i].Name == "groundcrew" {
 			world.Users[i].Admin = true
@@ -398,7 +404,7 @@ func TestGroundcrewWorkerStalled(t *testing.T) {
 		root := findRunRoot(ctx, t, w, carol, since, "worker-stalled", worker)
 		assert.Contains(t, root.Message, "@alice", "the root names the requester")
 
-		react(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Connect to worker 0").Id, "x")
+		react(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Connect to the worker").Id, "x")
 		react(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Restart the VM").Id, "next_track_button")
 		react(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Rebuild the worker").Id, "next_track_button")
 		gate := findGate(ctx, t, carol, root.Id)
@@ -433,7 +439,7 @@ func TestGroundcrewWorkerStalled(t *testing.T) {
 		_, err := alice.runCommand(ctx, w.Channel.Id, "", "/runbook run worker-stalled target="+targetName+" worker=1")
 		require.NoError(t, err)
 		root := findRunRoot(ctx, t, w, carol, since, "worker-stalled", worker)
-		clickAs(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Connect to worker 1").Id, "Failed")
+		clickAs(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Connect to the worker").Id, "Failed")
 		clickAs(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Restart the VM").Id, "Skip")
 		clickAs(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Rebuild the worker").Id, "Skip")
 		gate := findGate(ctx, t, carol, root.Id)
@@ -456,4 +462,65 @@ func TestGroundcrewWorkerStalled(t *testing.T) {
 			return strings.Contains(threadText(ctx, t, carol, root.Id), "Summary")
 		})
 	})
+
+	// #19.4: dave presses Approve the instant the gate's buttons appear
+	// (on the WebSocket event, before groundcrew's post has returned): the
+	// click counts.
+	t.Run("a click the instant the gate appears", func(t *testing.T) {
+		worker, since := workerPrefix+"2", time.Now()
+		clicked := clickOnAppearance(ctx, t, srv.URL, dave, "Approve")
+		_, err := alice.runCommand(ctx, w.Channel.Id, "", "/runbook run worker-stalled target="+targetName+" worker=2")
+		require.NoError(t, err)
+		root := findRunRoot(ctx, t, w, carol, since, "worker-stalled", worker)
+		clickAs(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Connect to the worker").Id, "Failed")
+		clickAs(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Restart the VM").Id, "Skip")
+		clickAs(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Rebuild the worker").Id, "Skip")
+		select {
+		case err := <-clicked:
+			require.NoError(t, err, "dave's instant click")
+		case <-time.After(60 * time.Second):
+			t.Fatal("the gate's buttons never appeared")
+		}
+		waitPruned(ctx, t, sim, carol, root.Id, worker)
+		txt := threadText(ctx, t, carol, root.Id)
+		assert.NotContains(t, txt, "was replaced", "the instant click was matched to its gate")
+	})
+}
+
+// clickOnAppearance presses the button labelled label as u on the first
+// post whose buttons appear on u's WebSocket (posted or edited), at once.
+func clickOnAppearance(ctx context.Context, t *testing.T, serverURL string, u *mmUser, label string) <-chan error {
+	t.Helper()
+	ws, err := model.NewWebSocketClient4("ws"+strings.TrimPrefix(serverURL, "http"), u.AuthToken)
+	require.NoError(t, err)
+	ws.Listen()
+	t.Cleanup(ws.Close)
+	out := make(chan error, 1)
+	go func() {
+		for range ws.ResponseChannel {
+		}
+	}()
+	go func() {
+		done := false
+		for ev := range ws.EventChannel {
+			if done || (ev.EventType() != model.WebsocketEventPosted && ev.EventType() != model.WebsocketEventPostEdited) {
+				continue
+			}
+			raw, _ := ev.GetData()["post"].(string)
+			var p model.Post
+			if json.Unmarshal([]byte(raw), &p) != nil {
+				continue
+			}
+			for _, att := range p.Attachments() {
+				for _, act := range att.Actions {
+					if act.Name == label && !done {
+						done = true
+						_, err := u.DoPostActionWithCookie(ctx, p.Id, act.Id, "", act.Cookie)
+						out <- err
+					}
+				}
+			}
+		}
+	}()
+	return out
 }
