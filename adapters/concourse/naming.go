@@ -16,8 +16,10 @@ import (
 //	host: "{{.name}}.{{.vars.zone}}.caascad.com"
 //	jump: "ssh -t cloud@bst.{{.vars.zone}}.caascad.com"
 //
-// Without name, `worker=` takes only full worker names; without host, manual
-// steps cannot show an ssh command and say so.
+// Without name, `worker=` takes only full worker names; without host (and
+// ssh), manual steps cannot show a shell command and say so. ssh alone
+// works for workers without a host of their own:
+// `kubectl -n concourse exec -it {{.name}} -- bash`.
 type WorkerNaming struct {
 	// Name turns an ID into the worker's name.
 	Name string `yaml:"name" json:"name,omitempty"`
@@ -154,32 +156,38 @@ type Access struct {
 	ForgetHostKey string
 }
 
-// AccessOf renders the host and ssh commands of a worker ("" without a host
-// template).
+// AccessOf renders the host and shell commands of a worker. Without a host
+// template there is no host and no ssh; an ssh template alone (e.g.
+// `kubectl -n concourse exec -it {{.name}} -- bash`) still gives the shell
+// command.
 func (n *naming) AccessOf(name, id string) (Access, error) {
 	var a Access
-	if n == nil || n.host == nil {
+	if n == nil || (n.host == nil && n.ss == nil) {
 		return a, nil
 	}
-	host, err := n.render(n.host, "host", map[string]any{"id": id, "name": name})
-	if err != nil {
-		return a, err
+	var err error
+	if n.host != nil {
+		if a.Host, err = n.render(n.host, "host", map[string]any{"id": id, "name": name}); err != nil {
+			return a, err
+		}
 	}
-	a.Host = host
 	jump := ""
 	if n.jump != nil {
-		if jump, err = n.render(n.jump, "jump", map[string]any{"id": id, "name": name, "host": host}); err != nil {
+		if jump, err = n.render(n.jump, "jump", map[string]any{"id": id, "name": name, "host": a.Host}); err != nil {
 			return a, err
 		}
 		jump = strings.TrimSpace(jump) + " "
 	}
-	a.SSH = fmt.Sprintf("%sssh %q", jump, host)
 	if n.ss != nil {
-		if a.SSH, err = n.render(n.ss, "ssh", map[string]any{"id": id, "name": name, "host": host}); err != nil {
+		if a.SSH, err = n.render(n.ss, "ssh", map[string]any{"id": id, "name": name, "host": a.Host}); err != nil {
 			return a, err
 		}
+	} else {
+		a.SSH = fmt.Sprintf("%sssh %q", jump, a.Host)
 	}
-	a.ForgetHostKey = fmt.Sprintf("%sssh-keygen -R %q", jump, host)
+	if a.Host != "" {
+		a.ForgetHostKey = fmt.Sprintf("%sssh-keygen -R %q", jump, a.Host)
+	}
 	return a, nil
 }
 

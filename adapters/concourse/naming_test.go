@@ -39,6 +39,13 @@ func TestNaming_RefAddressesExactlyThatWorker(t *testing.T) {
 	assert.Equal(t, "1", k8s.Ref("concourse-worker-1"))
 	assert.Equal(t, "10", k8s.Ref("concourse-worker-10"))
 	assert.Equal(t, "worker-0", k8s.Ref("worker-0"))
+
+	pods, err := compileNaming("t", nil, WorkerNaming{Name: "concourse-worker-{{.id}}", SSH: "kubectl -n concourse exec -it {{.name}} -- bash"})
+	require.NoError(t, err)
+	a, err = pods.AccessOf("concourse-worker-1", "1")
+	require.NoError(t, err)
+	assert.Equal(t, "kubectl -n concourse exec -it concourse-worker-1 -- bash", a.SSH, "a shell command without a host")
+	assert.Empty(t, a.ForgetHostKey)
 }
 
 func TestNaming_BadTemplatesFailAtStart(t *testing.T) {

@@ -194,6 +194,9 @@ func connectText(target string, f FoundWorker, jump bool) string {
 			"so groundcrew cannot show an ssh command: open a shell on `%s` the way your platform does (ssh, `docker exec`, `kubectl exec`).",
 			target, target, f.Name)
 	}
+	if f.ForgetHostKey == "" {
+		return fmt.Sprintf("Open a shell on the worker:\n```\n%s\n```", f.SSH)
+	}
 	via, where := "", ""
 	if jump {
 		via, where = ", through the jump host", " on the jump host"
