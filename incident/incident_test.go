@@ -361,3 +361,20 @@ func TestRedeliveredPressIsDroppedAndOpenIncidentsAreRewatched(t *testing.T) {
 	require.NoError(t, m.Rewatch(ctx))
 	assert.Equal(t, []bot.MessageRef{in.Root}, wc.watched)
 }
+
+func TestListShowsTheOldestTwenty(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	for i := range 25 {
+		s := diskSignal(true, "a")
+		s.Key = fmt.Sprintf("k%d", i)
+		_, err := f.m.Signal(ctx, s)
+		require.NoError(t, err)
+		f.clock.Advance(time.Minute)
+	}
+	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: bot.User{ID: "U9"}, Text: "incidents"}))
+	list := f.chat.Ephemerals("U9")[0]
+	assert.Contains(t, list, "*Open incidents* (25)")
+	assert.Contains(t, list, "… and 5 more, newer")
+	assert.Equal(t, 20, strings.Count(list, "🚨 `i-"))
+}

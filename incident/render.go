@@ -18,6 +18,9 @@ const (
 // SilenceFor is how long the silence button silences.
 const SilenceFor = time.Hour
 
+// maxListed is how many incidents `/runbook incidents` shows.
+const maxListed = 20
+
 // maxEvidence is how many evidence lines the root message shows; the rest
 // go in the detail.
 const maxEvidence = 5
@@ -111,6 +114,10 @@ func (m *Manager) ListText(ins []*Incident, runs func(*Incident) []*bot.Run) str
 	now := m.o.Now()
 	var b strings.Builder
 	fmt.Fprintf(&b, "*Open incidents* (%d)", len(ins))
+	more := 0
+	if len(ins) > maxListed {
+		ins, more = ins[:maxListed], len(ins)-maxListed
+	}
 	for _, in := range ins {
 		where := ""
 		if in.Target != "" {
@@ -130,6 +137,9 @@ func (m *Manager) ListText(ins []*Incident, runs func(*Incident) []*bot.Run) str
 		} else if cmd := in.Command(); cmd != "" {
 			b.WriteString("\n    suggested: `" + cmd + "`")
 		}
+	}
+	if more > 0 {
+		fmt.Fprintf(&b, "\n… and %d more, newer (resolve or acknowledge the oldest first).", more)
 	}
 	b.WriteString("\nAcknowledge: react 👀 on the incident, or `/runbook incidents ack <incident>`.")
 	return b.String()

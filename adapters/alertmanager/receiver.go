@@ -190,7 +190,8 @@ func (rc *Receiver) signal(m *Message, r *Route, alerts []Alert) incident.Signal
 	}
 	var err error
 	if s.Channel, err = render(r.channel, ref); err != nil || s.Channel == "" {
-		rc.log.Warn("alert route channel did not render", "route", r.Name, "err", err)
+		rc.log.Warn("alert route channel did not render; posting to its text as written", "route", r.Name, "err", err)
+		s.Channel = r.channelText
 	}
 	if s.Target, err = render(r.target, ref); err != nil {
 		rc.log.Warn("alert route target did not render", "route", r.Name, "err", err)

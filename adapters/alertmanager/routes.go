@@ -30,13 +30,16 @@ const AutostartReadOnly = "read_only"
 
 // Route is a compiled route.
 type Route struct {
-	Name      string
-	match     map[string]*regexp.Regexp
-	target    *template.Template
-	channel   *template.Template
-	Runbook   string
-	params    map[string]*template.Template
-	Autostart bool
+	Name    string
+	match   map[string]*regexp.Regexp
+	target  *template.Template
+	channel *template.Template
+	// channelText is the channel as configured, used when the template
+	// renders nothing.
+	channelText string
+	Runbook     string
+	params      map[string]*template.Template
+	Autostart   bool
 }
 
 // funcs are the template functions, as in Prometheus templates.
@@ -113,7 +116,7 @@ func CompileRoute(index int, rc RouteConfig) (*Route, []*FieldError) {
 	if rc.Channel == "" {
 		bad("channel", "is required (e.g. \"#ci-ops\")")
 	} else {
-		r.channel = tmpl("channel", rc.Channel)
+		r.channel, r.channelText = tmpl("channel", rc.Channel), rc.Channel
 	}
 	for _, k := range slices.Sorted(maps.Keys(rc.Params)) {
 		if k == "target" {
