@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -69,10 +70,15 @@ func plural(n int) string {
 	return "s"
 }
 
+// staleGroupLimit is how long group members may be served from a stale
+// entry when the platform cannot be reached.
+const staleGroupLimit = 24 * time.Hour
+
 // directory implements policy.Directory over the chat adapter: names in
 // policies become platform ids through its IdentityResolver (without one,
 // names are ids), group members through its GroupResolver; both cached.
 type directory struct {
+	log     *slog.Logger
 	users   IdentityResolver
 	groups  GroupResolver
 	ttl     time.Duration
@@ -137,6 +143,14 @@ func (d *directory) Member(ctx context.Context, group, userID string) (bool, err
 		case errors.Is(err, ErrNotFound):
 			ids = nil // a group that does not exist has no members
 		case err != nil:
+			// The one group cache: when the platform cannot be asked, a
+			// list up to staleGroupLimit old still answers (logged).
+			if ok && d.now().Sub(ent.at) < staleGroupLimit {
+				if d.log != nil {
+					d.log.Warn("group members refresh failed; using the cached list", "group", group, "age", d.now().Sub(ent.at).Round(time.Second), "err", err)
+				}
+				return ent.members[userID], nil
+			}
 			return false, err
 		}
 		ent = groupEntry{members: map[string]bool{}, at: d.now()}

@@ -173,7 +173,7 @@ func New(o Options) (*Engine, error) {
 		baseCtx:     context.Background(),
 	}
 	e.idle = sync.NewCond(&e.mu)
-	e.dir = directory{ttl: o.GroupTTL, now: o.Now, ids: map[string]idEntry{}, members: map[string]groupEntry{}}
+	e.dir = directory{log: o.Logger, ttl: o.GroupTTL, now: o.Now, ids: map[string]idEntry{}, members: map[string]groupEntry{}}
 	if gr, ok := o.Chat.(GroupResolver); ok {
 		e.dir.groups = gr
 	}

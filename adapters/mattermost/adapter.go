@@ -66,7 +66,6 @@ type Adapter struct {
 	watches      *watchSet
 	interactions interactions
 	reconcileCh  chan struct{}
-	groupTTL     time.Duration
 
 	mu          sync.Mutex // guards the fields below
 	handler     bot.Handler
@@ -78,7 +77,6 @@ type Adapter struct {
 	extraToken  string // token of the command registered by the adapter
 	channelIDs  map[string]string
 	users       map[string]cachedUser
-	groups      map[string]groupEntry
 	noEphemeral bool // the bot lacks create_post_ephemeral
 	connected   bool
 }
@@ -99,9 +97,6 @@ func New(cfg Config, opts Options) (*Adapter, error) {
 	if opts.ReactionWindow <= 0 {
 		opts.ReactionWindow = 24 * time.Hour
 	}
-	if opts.GroupTTL <= 0 {
-		opts.GroupTTL = 5 * time.Minute
-	}
 	client := model.NewAPIv4Client(r.url)
 	client.HTTPClient = opts.HTTPClient
 	client.SetToken(r.botToken)
@@ -117,10 +112,8 @@ func New(cfg Config, opts Options) (*Adapter, error) {
 		ackGrace:    150 * time.Millisecond,
 		watches:     newWatchSet(opts.ReactionWindow, 5000),
 		reconcileCh: make(chan struct{}, 1),
-		groupTTL:    opts.GroupTTL,
 		channelIDs:  map[string]string{},
 		users:       map[string]cachedUser{},
-		groups:      map[string]groupEntry{},
 	}
 	return a, nil
 }

@@ -66,8 +66,6 @@ type Options struct {
 	// ReactionWindow is how long a posted message is watched so that its
 	// reactions are re-read after a WebSocket reconnect (default 24h).
 	ReactionWindow time.Duration
-	// GroupTTL is how long group memberships are cached (default 5m).
-	GroupTTL time.Duration
 }
 
 // Environment variables that override the secrets of Config.

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/mattermost/mattermost/server/public/model"
 )
@@ -16,11 +15,6 @@ import (
 // ErrUnknownGroup is wrapped by GroupMembers when a name matches no role,
 // user group or private channel.
 var ErrUnknownGroup = errors.New("unknown mattermost group")
-
-type groupEntry struct {
-	members []string
-	expires time.Time
-}
 
 // Role names GroupMembers resolves to the holders of a role.
 const (
@@ -38,18 +32,12 @@ const (
 //     on servers without the licence; public channels are never used, as
 //     anyone can join them).
 //
-// Bots and deactivated users are left out. Results are cached for
-// Options.GroupTTL.
+// Bots and deactivated users are left out. Results are not cached here:
+// the engine's directory is the one group cache.
 func (a *Adapter) GroupMembers(ctx context.Context, group string) ([]string, error) {
 	name := strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(group), "group:"), "@")
 	if name == "" {
 		return nil, fmt.Errorf("%w: empty group name", ErrUnknownGroup)
-	}
-	a.mu.Lock()
-	e, ok := a.groups[name]
-	a.mu.Unlock()
-	if ok && a.now().Before(e.expires) {
-		return slices.Clone(e.members), nil
 	}
 	members, err := a.resolveGroup(ctx, name)
 	if err != nil {
@@ -61,10 +49,7 @@ func (a *Adapter) GroupMembers(ctx context.Context, group string) ([]string, err
 	}
 	slices.Sort(members)
 	members = slices.Compact(members)
-	a.mu.Lock()
-	a.groups[name] = groupEntry{members: members, expires: a.now().Add(a.groupTTL)}
-	a.mu.Unlock()
-	return slices.Clone(members), nil
+	return members, nil
 }
 
 func (a *Adapter) resolveGroup(ctx context.Context, name string) ([]string, error) {

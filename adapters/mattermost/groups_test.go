@@ -3,7 +3,6 @@ package mattermost
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/mattermost/mattermost/server/public/model"
 	"github.com/stretchr/testify/assert"
@@ -54,27 +53,6 @@ func TestGroupMembers_LicensedUserGroup(t *testing.T) {
 	got, err = a.GroupMembers(context.Background(), "ci-oncall")
 	require.NoError(t, err)
 	assert.Equal(t, []string{adminID}, got, "a user group wins over a private channel of the same name")
-}
-
-func TestGroupMembers_Cached(t *testing.T) {
-	f := newFakeMM(t)
-	a := newTestAdapter(t, f, nil)
-	now := time.Unix(1000, 0)
-	a.now = func() time.Time { return now }
-	runAdapter(t, a, newRecorder())
-	ctx := context.Background()
-	key := "GET /api/v4/teams/" + teamID + "/members"
-
-	_, err := a.GroupMembers(ctx, "team_admin")
-	require.NoError(t, err)
-	_, err = a.GroupMembers(ctx, "team_admin")
-	require.NoError(t, err)
-	assert.Equal(t, 1, f.callCount(key))
-
-	now = now.Add(6 * time.Minute)
-	_, err = a.GroupMembers(ctx, "team_admin")
-	require.NoError(t, err)
-	assert.Equal(t, 2, f.callCount(key), "looked up again after the TTL")
 }
 
 func TestReadThread(t *testing.T) {

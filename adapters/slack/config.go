@@ -48,8 +48,8 @@ type Config struct {
 	// SigningSecret verifies inbound requests in http mode.
 	SigningSecret     secret.Secret `yaml:"signing_secret"`
 	SigningSecretFile string        `yaml:"signing_secret_file"`
-	// UsergroupCacheTTL is how long usergroup handles and members are cached
-	// (default 5m).
+	// UsergroupCacheTTL is how long usergroup handles are cached here and
+	// members by the engine (its one group cache) (default 5m).
 	UsergroupCacheTTL time.Duration `yaml:"usergroup_cache_ttl"`
 }
 

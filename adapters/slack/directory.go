@@ -21,9 +21,6 @@ const (
 	// channelMissRefresh bounds how often an unknown channel name triggers a
 	// new conversations.list.
 	channelMissRefresh = time.Minute
-	// staleGroupLimit is how long group members may be served from a stale
-	// cache entry when Slack cannot be reached.
-	staleGroupLimit = 24 * time.Hour
 )
 
 // usergroupID matches a Slack usergroup id (S…), accepted instead of a handle.
@@ -48,7 +45,6 @@ type directory struct {
 	namesAt       time.Time
 	groupIDs      map[string]string // handle (lower case) -> id
 	groupIDsAt    time.Time
-	members       map[string]cached[[]string]
 	channelsTried time.Time
 }
 
@@ -64,7 +60,6 @@ func newDirectory(api *slackapi.Client, retry *retrier, ttl time.Duration, now f
 		users:    map[string]cached[bot.User]{},
 		names:    map[string]string{},
 		groupIDs: map[string]string{},
-		members:  map[string]cached[[]string]{},
 	}
 }
 
@@ -254,12 +249,8 @@ func (d *directory) groupMembers(ctx context.Context, group string) ([]string, e
 			return nil, err
 		}
 	}
-	d.mu.Lock()
-	c, ok := d.members[id]
-	d.mu.Unlock()
-	if ok && d.now().Sub(c.at) < d.ttl {
-		return append([]string(nil), c.v...), nil
-	}
+	// Members are not cached here: the engine's directory is the one group
+	// cache (with its stale fallback when Slack cannot be reached).
 	v, err, _ := d.sf.Do("members:"+id, func() (any, error) {
 		var ids []string
 		err := d.retry.do(ctx, "usergroups.users.list", retryTransient, func(ctx context.Context) error {
@@ -267,19 +258,9 @@ func (d *directory) groupMembers(ctx context.Context, group string) ([]string, e
 			ids, err = d.api.GetUserGroupMembersContext(ctx, id)
 			return err
 		})
-		if err != nil {
-			return nil, err
-		}
-		d.mu.Lock()
-		d.members[id] = cached[[]string]{v: ids, at: d.now()}
-		d.mu.Unlock()
-		return ids, nil
+		return ids, err
 	})
 	if err != nil {
-		if ok && d.now().Sub(c.at) < staleGroupLimit {
-			d.log.Warn("slack: usergroup members refresh failed, using cached list", "group", handle, "age", d.now().Sub(c.at).Round(time.Second), "err", err)
-			return append([]string(nil), c.v...), nil
-		}
 		return nil, fmt.Errorf("listing members of slack usergroup @%s: %w%s", handle, err, scopeHint(err))
 	}
 	return append([]string(nil), v.([]string)...), nil

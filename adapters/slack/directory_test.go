@@ -46,37 +46,9 @@ func TestGroupMembers(t *testing.T) {
 		})
 	}
 	assert.Len(t, f.callsTo("usergroups.list"), 1, "handles cached")
-	assert.Len(t, f.callsTo("usergroups.users.list"), 1, "members cached")
-
-	t.Run("expiry", func(t *testing.T) {
-		f.mu.Lock()
-		f.members["S0CIONCALL"] = []string{"UBOB", "UCAROL", "UDAVE"}
-		f.mu.Unlock()
-		clock.add(9 * time.Minute)
-		got, err := a.GroupMembers(ctx, "ci-oncall")
-		require.NoError(t, err)
-		assert.Len(t, got, 2, "still cached")
-		clock.add(2 * time.Minute)
-		got, err = a.GroupMembers(ctx, "ci-oncall")
-		require.NoError(t, err)
-		assert.Equal(t, []string{"UBOB", "UCAROL", "UDAVE"}, got)
-		assert.Len(t, f.callsTo("usergroups.users.list"), 2)
-	})
-
-	t.Run("stale list served when slack fails", func(t *testing.T) {
-		clock.add(11 * time.Minute)
-		f.mu.Lock()
-		f.throttle["usergroups.users.list"] = []string{"", "", "", "", ""} // 429s without Retry-After
-		f.mu.Unlock()
-		a.retry.sleep = func(context.Context, time.Duration) error { return context.Canceled }
-		got, err := a.GroupMembers(ctx, "ci-oncall")
-		require.NoError(t, err)
-		assert.Len(t, got, 3)
-		a.retry.sleep = sleepCtx
-		f.mu.Lock()
-		f.throttle["usergroups.users.list"] = nil
-		f.mu.Unlock()
-	})
+	// Members are cached (with a stale fallback) by the engine's directory,
+	// the one group cache: bot.TestDirectory_GroupCache.
+	assert.Len(t, f.callsTo("usergroups.users.list"), 4, "members asked each time")
 
 	t.Run("unknown group", func(t *testing.T) {
 		_, err := a.GroupMembers(ctx, "group:nobody")

@@ -30,21 +30,23 @@ import (
 
 // app is the wired bot.
 type app struct {
-	cfg     *config.Config
-	log     *slog.Logger
-	db      *store.DB
-	reg     *bot.Registry
-	lib     *runbooks.Library
-	eng     *bot.Engine
-	chat    chatplatform.Chat
-	mux     *http.ServeMux
-	console bool
-	sims    []*concoursesim.Server
-	digests *digest.Scheduler
-	audit   *checkpoint.Checkpointer
-	closers []func()
-	metrics *metrics.Metrics
-	health  health
+	cfg  *config.Config
+	log  *slog.Logger
+	db   *store.DB
+	reg  *bot.Registry
+	lib  *runbooks.Library
+	eng  *bot.Engine
+	chat chatplatform.Chat
+	// groupTTL is how long the engine caches group members.
+	groupTTL time.Duration
+	mux      *http.ServeMux
+	console  bool
+	sims     []*concoursesim.Server
+	digests  *digest.Scheduler
+	audit    *checkpoint.Checkpointer
+	closers  []func()
+	metrics  *metrics.Metrics
+	health   health
 	// httpAddr is where the HTTP server listens, once run started it.
 	httpAddr atomic.Pointer[string]
 	// incidents: alerts and watch rules (incidents.go).
@@ -161,7 +163,7 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.chat, a.console = ad.Chat, ad.Console
+	a.chat, a.console, a.groupTTL = ad.Chat, ad.Console, ad.GroupTTL
 	if ad.Handler != nil {
 		a.mux.Handle(ad.Path, ad.Handler)
 	}
@@ -185,7 +187,7 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 		Platform: cfg.Chat.Platform, Every: cfg.Audit.Every, Now: o.Now, Logger: a.log.With("component", "audit")})
 	a.audit.Log(context.Background(), "start")
 	eng, err := bot.New(bot.Options{Store: a.audit.Store(db), Chat: a.chat, Ops: a.reg, Library: lib, Targets: targets,
-		Approvals: cfg.Approvals, Platform: cfg.Chat.Platform, Logger: a.log, Now: o.Now, Digests: a.digests, Observer: observers{theRunIndex, a.metrics, runLog{a.log}}})
+		Approvals: cfg.Approvals, Platform: cfg.Chat.Platform, GroupTTL: a.groupTTL, Logger: a.log, Now: o.Now, Digests: a.digests, Observer: observers{theRunIndex, a.metrics, runLog{a.log}}})
 	if err != nil {
 		return nil, err
 	}

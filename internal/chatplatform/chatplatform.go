@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/groundcrew/groundcrew/adapters/console"
 	"github.com/groundcrew/groundcrew/adapters/mattermost"
@@ -58,6 +59,9 @@ type Adapter struct {
 	Handler http.Handler
 	// Console is true for the terminal chat.
 	Console bool
+	// GroupTTL is how long the engine caches group members (0: its
+	// default), from the platform's settings.
+	GroupTTL time.Duration
 }
 
 // Platform builds one platform's adapter.
@@ -79,7 +83,7 @@ var Platforms = map[string]Platform{
 		if err != nil {
 			return Adapter{}, err
 		}
-		return Adapter{Chat: s, Path: "/slack/", Handler: s.HTTPHandler()}, nil
+		return Adapter{Chat: s, Path: "/slack/", Handler: s.HTTPHandler(), GroupTTL: c.Slack.UsergroupCacheTTL}, nil
 	}},
 	"mattermost": {Open: func(c Config, d Deps) (Adapter, error) {
 		m, err := mattermost.New(c.Mattermost, mattermost.Options{Logger: d.Logger, HTTPClient: client(d, "mattermost")})
