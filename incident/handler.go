@@ -90,9 +90,9 @@ func (h *Handler) reply(ctx context.Context, ev bot.Event, text string) {
 	}
 }
 
-const helpText = "• `/runbook incidents` — the open incidents (from Alertmanager alerts and watch rules); `/runbook incidents ack <incident>` acknowledges one (or react 👀 on it)"
+const helpText = "• `/runbook incidents` — the open incidents (from Alertmanager alerts and watch rules); `/runbook incidents show <incident>` its timeline; `/runbook incidents ack <incident>` acknowledges one (or react 👀 on it)"
 
-const usage = "Usage: `/runbook incidents` (the open incidents) · `/runbook incidents ack <incident>`"
+const usage = "Usage: `/runbook incidents` (the open incidents) · `/runbook incidents show <incident>` (its timeline) · `/runbook incidents ack <incident>`"
 
 func (h *Handler) command(ctx context.Context, ev bot.Event, args []string) error {
 	switch {
@@ -103,6 +103,20 @@ func (h *Handler) command(ctx context.Context, ev bot.Event, args []string) erro
 			return err
 		}
 		h.reply(ctx, ev, h.M.ListText(ins, func(in *Incident) []*bot.Run { return h.M.LinkedRuns(ctx, in) }))
+	case len(args) == 2 && strings.EqualFold(args[0], "show"):
+		in, ok := h.find(ctx, ev, args[1])
+		if !ok {
+			return nil
+		}
+		text := h.M.TimelineText(in)
+		var rs []string
+		for _, r := range h.M.LinkedRuns(ctx, in) {
+			rs = append(rs, fmt.Sprintf("`%s` %s %s", r.ID, r.Runbook, r.State))
+		}
+		if len(rs) > 0 {
+			text += "\nRuns in its thread: " + strings.Join(rs, ", ")
+		}
+		h.reply(ctx, ev, text)
 	case len(args) == 2 && strings.EqualFold(args[0], "ack"):
 		in, ok := h.find(ctx, ev, args[1])
 		if !ok {

@@ -321,9 +321,13 @@ func TestSummaryInTheIncidentThreadAddsItsTimelineAndHelpMentionsIncidents(t *te
 	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: bob, Text: "summary", Conversation: bot.Conversation{Platform: "slack", Channel: "#x", Thread: "other"}}))
 	assert.Len(t, f.next.events, 2)
 
+	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: bob, Text: "incidents show " + in.ID}))
+	eph := f.chat.Ephemerals("U2")
+	assert.Contains(t, eph[len(eph)-1], "04:07 resolved — resolved after 7 min", "Slack cannot type commands in threads: show names the incident")
+
 	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: bob, Text: "help"}))
 	assert.Len(t, f.next.events, 3)
-	eph := f.chat.Ephemerals("U2")
+	eph = f.chat.Ephemerals("U2")
 	assert.Contains(t, eph[len(eph)-1], "`/runbook incidents`")
 }
 
