@@ -17,18 +17,24 @@ const ProgressInterval = 2 * time.Second
 // the engine's clock); progress lives only in the message, not the store.
 func (e *Engine) progress(ctx context.Context, runID, stepID string) (report func(string), stop func()) {
 	var (
-		mu      sync.Mutex
-		last    time.Time
-		stopped bool
+		mu       sync.Mutex
+		last     time.Time
+		stopped  bool
+		inflight sync.WaitGroup
 	)
 	report = func(text string) {
 		mu.Lock()
-		defer mu.Unlock()
 		now := e.o.Now()
 		if stopped || (!last.IsZero() && now.Sub(last) < ProgressInterval) {
+			mu.Unlock()
 			return
 		}
 		last = now
+		inflight.Add(1)
+		mu.Unlock()
+		// the edit runs outside the lock: the call's other goroutines are
+		// not held up by a slow chat API
+		defer inflight.Done()
 		r, err := e.o.Store.GetRun(ctx, runID)
 		if err != nil {
 			return
@@ -45,6 +51,7 @@ func (e *Engine) progress(ctx context.Context, runID, stepID string) (report fun
 		mu.Lock()
 		stopped = true
 		mu.Unlock()
+		inflight.Wait() // no progress edit lands after the outcome
 	}
 	return report, stop
 }
