@@ -137,7 +137,7 @@ const (
 )
 
 // ReactionHints is implemented by chat adapters where people answer with
-// reactions: Symbol returns what to show in hints for an intent ("React ✅
+// reactions: Symbol returns what to show in hints for an intent ("React <symbol>
 // to approve"), or "" when the intent has no reaction there. Without it the
 // engine's hints name the commands only.
 type ReactionHints interface {
