@@ -91,7 +91,7 @@ func (c *Checkpointer) Post(ctx context.Context) error {
 	if c.posted != nil && *c.posted == h {
 		return nil
 	}
-	if _, err := c.o.Chat.Post(ctx, bot.Conversation{Platform: c.o.Platform, Channel: c.o.Channel}, Message(h, c.o.Now())); err != nil {
+	if _, err := c.o.Chat.Post(ctx, bot.Conversation{Platform: c.o.Platform, Channel: c.o.Channel}, Message(h, c.o.Now()).Clean()); err != nil {
 		return fmt.Errorf("posting the audit head to %s: %w", c.o.Channel, err)
 	}
 	c.posted = &h

@@ -418,7 +418,7 @@ func (s *Scheduler) post(ctx context.Context, log *slog.Logger, j *digestJob, re
 		log.Error("recording digest intent; not posting", "err", err)
 		return
 	}
-	ref, err := s.o.Chat.Post(ctx, bot.Conversation{Platform: s.o.Platform, Channel: j.cfg.Channel}, msg)
+	ref, err := s.o.Chat.Post(ctx, bot.Conversation{Platform: s.o.Platform, Channel: j.cfg.Channel}, msg.Clean())
 	if err != nil {
 		if ctx.Err() != nil {
 			return // stopping mid-post: the intent stands (at most once)
@@ -503,7 +503,7 @@ func (s *Scheduler) DigestNow(ctx context.Context, target string, to bot.Convers
 	}
 	now := s.o.Now()
 	data := s.collect(ctx, target, window, prev, now)
-	if _, err := s.o.Chat.Post(ctx, to, Render(target, data, prev, now.In(loc))); err != nil {
+	if _, err := s.o.Chat.Post(ctx, to, Render(target, data, prev, now.In(loc)).Clean()); err != nil {
 		return fmt.Errorf("posting the digest of %s: %w", target, err)
 	}
 	return nil

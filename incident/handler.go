@@ -38,7 +38,7 @@ func (h *Handler) Handle(ctx context.Context, ev bot.Event) error {
 			err := h.Next.Handle(ctx, ev)
 			conv := ev.Conversation
 			if in, ok := h.incidentOf(ctx, bot.MessageRef{Platform: conv.Platform, Channel: conv.Channel, ID: conv.Thread}); ok {
-				if _, perr := h.M.o.Chat.Post(ctx, in.Thread(), bot.Message{Text: h.M.TimelineText(in)}); perr != nil {
+				if _, perr := h.M.o.Chat.Post(ctx, in.Thread(), bot.Message{Text: h.M.TimelineText(in)}.Clean()); perr != nil {
 					h.M.log.Warn("posting an incident timeline", "incident", in.ID, "err", perr)
 				}
 			}
@@ -85,7 +85,7 @@ func (h *Handler) reply(ctx context.Context, ev bot.Event, text string) {
 	if to.Channel == "" {
 		to.Channel = ev.Message.Channel
 	}
-	if err := h.M.o.Chat.Ephemeral(ctx, to, ev.User, bot.Message{Text: text}); err != nil {
+	if err := h.M.o.Chat.Ephemeral(ctx, to, ev.User, bot.Message{Text: text}.Clean()); err != nil {
 		h.M.log.Warn("ephemeral reply failed", "user", ev.User.ID, "err", err)
 	}
 }

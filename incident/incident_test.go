@@ -382,3 +382,26 @@ func TestListShowsTheOldestTwenty(t *testing.T) {
 	assert.Contains(t, list, "… and 5 more, newer")
 	assert.Equal(t, 20, strings.Count(list, "🚨 `i-"))
 }
+
+// Alert labels and annotations are outside input: what reaches a channel
+// must not carry bidi overrides or zero-width characters raw.
+func TestAlertTextIsSanitizedBeforePosting(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s := diskSignal(true, "`worker-0` disk\u202efull\u200b 8% left")
+	s.Title = "FileSystem\u202eSpaceFillingUp"
+	in, err := f.m.Signal(ctx, s)
+	require.NoError(t, err)
+	require.NotNil(t, in)
+	_, err = f.m.Signal(ctx, diskSignal(true, "`worker-0` \u202e5% left"))
+	require.NoError(t, err)
+	posted := f.chat.Posts()
+	require.NotEmpty(t, posted)
+	for _, p := range posted {
+		for _, m := range append([]bot.Message{p.Msg}, p.History...) {
+			assert.NotContains(t, m.Text, "\u202e")
+			assert.NotContains(t, m.Text, "\u200b")
+			assert.NotContains(t, m.Detail, "\u202e")
+		}
+	}
+}

@@ -228,7 +228,7 @@ func (in *Incident) add(e Entry) {
 func (m *Manager) publish(ctx context.Context, in *Incident, what change, prev []string) *Incident {
 	root := m.render(in)
 	if in.Root.IsZero() {
-		ref, err := m.o.Chat.Post(ctx, bot.Conversation{Platform: in.Platform, Channel: in.Channel}, root)
+		ref, err := m.o.Chat.Post(ctx, bot.Conversation{Platform: in.Platform, Channel: in.Channel}, root.Clean())
 		if err != nil {
 			m.log.Error("posting incident", "incident", in.ID, "err", err)
 			return in
@@ -246,7 +246,7 @@ func (m *Manager) publish(ctx context.Context, in *Incident, what change, prev [
 		if what != changeResolved {
 			return in
 		}
-	} else if err := m.o.Chat.Update(ctx, in.Root, root); err != nil {
+	} else if err := m.o.Chat.Update(ctx, in.Root, root.Clean()); err != nil {
 		m.log.Warn("updating incident message", "incident", in.ID, "err", err)
 	}
 	switch what {
@@ -306,7 +306,7 @@ func (m *Manager) postThread(ctx context.Context, in *Incident, msg bot.Message)
 	if in.Root.IsZero() {
 		return
 	}
-	if _, err := m.o.Chat.Post(ctx, in.Thread(), msg); err != nil {
+	if _, err := m.o.Chat.Post(ctx, in.Thread(), msg.Clean()); err != nil {
 		m.log.Warn("posting in incident thread", "incident", in.ID, "err", err)
 	}
 }
@@ -371,7 +371,7 @@ func (m *Manager) Acknowledge(ctx context.Context, id string, who bot.User, via 
 	}
 	m.audit(ctx, in, who.ID, "incident_acknowledged", via)
 	if !in.Root.IsZero() {
-		if err := m.o.Chat.Update(ctx, in.Root, m.render(in)); err != nil {
+		if err := m.o.Chat.Update(ctx, in.Root, m.render(in).Clean()); err != nil {
 			m.log.Warn("updating incident message", "incident", in.ID, "err", err)
 		}
 	}
