@@ -1,6 +1,8 @@
 // Command groundcrew is a ChatOps bot that runs Concourse incident runbooks
-// as step-by-step chat workflows with approval gates. This is the only
-// place that reads flags and the environment and handles signals.
+// as step-by-step chat workflows with approval gates. It is the composition
+// root: it reads the flags and GROUNDCREW_CONFIG, handles signals and wires
+// the parts (config and internal/secret read the other GROUNDCREW_*
+// variables).
 package main
 
 import (
