@@ -12,7 +12,7 @@ import (
 	"github.com/groundcrew/groundcrew/bot"
 )
 
-// fakeClock is a settable clock.
+// fakeClock is a fixed clock.
 type fakeClock struct {
 	mu sync.Mutex
 	t  time.Time
@@ -22,12 +22,6 @@ func (c *fakeClock) now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.t
-}
-
-func (c *fakeClock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
 }
 
 func TestGroupMembers(t *testing.T) {
