@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/groundcrew/groundcrew/internal/human"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -546,7 +547,7 @@ func (e *Engine) pollWait(ctx context.Context, r *Run) {
 			}
 			setResult(st, res)
 			st.Status, st.FinishedAt = StepFailed, now
-			st.Error = fmt.Sprintf("timed out after %s", humanDuration(now.Sub(st.StartedAt)))
+			st.Error = fmt.Sprintf("timed out after %s", human.Duration(now.Sub(st.StartedAt)))
 			b.Note(JournalEntry{Time: now, Step: st.ID, Type: JStepFailed, Message: st.Error})
 			if err := r.setState(RunRunning); err != nil {
 				return err

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/groundcrew/groundcrew/internal/human"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -326,7 +327,7 @@ func (e *Engine) checkGateTimers(ctx context.Context, r *Run, now time.Time) {
 			r.Gate.Decision = GateExpired
 			st := r.current()
 			st.Status, st.FinishedAt = StepFailed, now
-			st.Error = fmt.Sprintf("approval expired after %s with %d of %d approvals", humanDuration(time.Duration(g.Policy.Expires)), len(g.Votes), g.Policy.WithDefaults().Required)
+			st.Error = fmt.Sprintf("approval expired after %s with %d of %d approvals", human.Duration(time.Duration(g.Policy.Expires)), len(g.Votes), g.Policy.WithDefaults().Required)
 			b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, PlanHash: g.PlanHash, Message: "expired"})
 			b.AuditLog(AuditEntry{Time: now, Actor: e.o.BotName, Action: ActionApprovalExpired, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash})
 			return e.endRun(r, b, RunFailed, st.Error)
@@ -366,7 +367,7 @@ func (e *Engine) checkGateTimers(ctx context.Context, r *Run, now time.Time) {
 		}
 		e.postThread(ctx, r2, RoleReminder, g.StepID, Message{Broadcast: true,
 			Text: fmt.Sprintf("⏰ Approval for `%s` (%s) expires in %s — %s. %s",
-				r2.ID, g.Plan.Summary, humanDuration(g.ExpiresAt.Sub(now)), g.Policy.Describe(r2.Requester.Display()), e.reminderHint(r2.ID))})
+				r2.ID, g.Plan.Summary, human.Duration(g.ExpiresAt.Sub(now)), g.Policy.Describe(r2.Requester.Display()), e.reminderHint(r2.ID))})
 		e.updateGateMessage(ctx, r2, r2.Gate)
 	}
 }

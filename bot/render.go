@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/groundcrew/groundcrew/internal/human"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -94,7 +95,7 @@ func (e *Engine) renderRoot(r *Run) Message {
 	text := fmt.Sprintf("%s *%s* on `%s`%s — started by %s · run `%s`\nStatus: %s",
 		runIcon(r.State), r.Runbook, r.Target, dry, r.Requester.Display(), r.ID, stateLine(r))
 	if r.State.Terminal() {
-		text += fmt.Sprintf(" · %s", humanDuration(r.Duration(e.o.Now())))
+		text += fmt.Sprintf(" · %s", human.Duration(r.Duration(e.o.Now())))
 	} else {
 		text += "\nThread below."
 	}
@@ -122,13 +123,13 @@ func (e *Engine) renderStep(r *Run, st *StepState) Message {
 		b.WriteString("\n" + strings.TrimSpace(st.Text) + "\n")
 		b.WriteString(e.manualHint(r.ID))
 		if !st.Deadline.IsZero() {
-			fmt.Fprintf(&b, " Times out in %s.", humanDuration(st.Deadline.Sub(e.o.Now())))
+			fmt.Fprintf(&b, " Times out in %s.", human.Duration(st.Deadline.Sub(e.o.Now())))
 		}
 		v := r.ID + "|" + st.ID
 		btns = []Button{{Action: IntentDone, Label: "Done", Value: v, Style: "primary"}, {Action: IntentSkip, Label: "Skip", Value: v}, {Action: IntentFail, Label: "Failed", Value: v, Style: "danger"}}
 	case StepWaiting:
 		spec := r.Spec.Steps[idx]
-		fmt.Fprintf(&b, " — up to %s, checking every %s", humanDuration(time.Duration(spec.Timeout)), humanDuration(nonZero(spec.Interval, 30*time.Second)))
+		fmt.Fprintf(&b, " — up to %s, checking every %s", human.Duration(time.Duration(spec.Timeout)), human.Duration(nonZero(spec.Interval, 30*time.Second)))
 		if st.Note != "" {
 			b.WriteString("\n" + st.Note)
 		}
@@ -222,7 +223,7 @@ func (e *Engine) renderGate(r *Run, g *Gate) Message {
 	var btns []Button
 	if g.Decision == GatePending {
 		left := g.ExpiresAt.Sub(e.o.Now())
-		fmt.Fprintf(&b, "\n%s · expires in %s (%s UTC)", g.Policy.Describe(r.Requester.Display()), humanDuration(left), g.ExpiresAt.UTC().Format("15:04"))
+		fmt.Fprintf(&b, "\n%s · expires in %s (%s UTC)", g.Policy.Describe(r.Requester.Display()), human.Duration(left), g.ExpiresAt.UTC().Format("15:04"))
 		if m := Missing(g); m != "" && len(g.Votes) > 0 {
 			fmt.Fprintf(&b, "\nStill needed: %s", m)
 		}
@@ -279,7 +280,7 @@ func renderPlanItems(p *Plan, n int) string {
 func (e *Engine) renderFinal(r *Run, journal []JournalEntry) Message {
 	var b strings.Builder
 	verb := map[RunState]string{RunSucceeded: "finished", RunFailed: "failed", RunCancelled: "was cancelled"}[r.State]
-	fmt.Fprintf(&b, "%s *%s* on `%s` %s after %s", runIcon(r.State), r.Runbook, r.Target, verb, humanDuration(r.Duration(e.o.Now())))
+	fmt.Fprintf(&b, "%s *%s* on `%s` %s after %s", runIcon(r.State), r.Runbook, r.Target, verb, human.Duration(r.Duration(e.o.Now())))
 	if changes := changesMade(r, journal); changes != "" {
 		b.WriteString(" — " + changes)
 	} else if !r.DryRun && journal != nil { // nil: the journal could not be read
@@ -415,25 +416,4 @@ func short(hash string) string {
 		return hash[:12]
 	}
 	return hash
-}
-
-// humanDuration renders a duration for people: "45 s", "12 min", "2 h 5 min", "3 d".
-func humanDuration(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%d s", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%d min", int(d.Minutes()))
-	case d < 48*time.Hour:
-		h := int(d.Hours())
-		m := int(d.Minutes()) - 60*h
-		if m == 0 {
-			return fmt.Sprintf("%d h", h)
-		}
-		return fmt.Sprintf("%d h %d min", h, m)
-	}
-	return fmt.Sprintf("%d d", int(d.Hours()/24))
 }

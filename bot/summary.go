@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/groundcrew/groundcrew/internal/human"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -27,9 +28,9 @@ func RunMarkdown(r *Run, journal []JournalEntry) string {
 		fmt.Fprintf(&b, "- **Parameters:** %s\n", strings.Join(sortedStrings(ps), " "))
 	}
 	if r.FinishedAt.IsZero() {
-		fmt.Fprintf(&b, "- **Outcome:** still open — %s (for %s)\n", r.State.Human(), humanDuration(r.Duration(time.Now())))
+		fmt.Fprintf(&b, "- **Outcome:** still open — %s (for %s)\n", r.State.Human(), human.Duration(r.Duration(time.Now())))
 	} else {
-		fmt.Fprintf(&b, "- **Outcome:** %s (ended %s, duration %s)\n", r.State.Human(), ts(r.FinishedAt), humanDuration(r.Duration(time.Now())))
+		fmt.Fprintf(&b, "- **Outcome:** %s (ended %s, duration %s)\n", r.State.Human(), ts(r.FinishedAt), human.Duration(r.Duration(time.Now())))
 	}
 	if r.DryRun {
 		b.WriteString("- **Dry run:** nothing was changed\n")
@@ -109,7 +110,7 @@ func sortedStrings(xs []string) []string {
 func (e *Engine) Summary(r *Run, journal []JournalEntry) Message {
 	now := e.o.Now()
 	var b strings.Builder
-	fmt.Fprintf(&b, "📋 *Summary* of `%s` — %s on `%s`: %s %s after %s\n", r.ID, r.Runbook, r.Target, runIcon(r.State), r.State.Human(), humanDuration(r.Duration(now)))
+	fmt.Fprintf(&b, "📋 *Summary* of `%s` — %s on `%s`: %s %s after %s\n", r.ID, r.Runbook, r.Target, runIcon(r.State), r.State.Human(), human.Duration(r.Duration(now)))
 	counts := map[StepStatus]int{}
 	for _, st := range r.Steps {
 		if st.Status == StepFailed && strings.HasPrefix(st.Error, "timed out") {

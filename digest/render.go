@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/internal/human"
 )
 
 func sPlural(n int) string {
@@ -156,11 +157,11 @@ func Render(target string, cur Data, prev *Data, now time.Time) bot.Message {
 		}
 		counts = append(counts, c)
 	}
-	fmt.Fprintf(&b, "\nBuilds (%s): %s", humanDuration(cur.Window), nonEmpty(strings.Join(counts, ", "), "none finished"))
+	fmt.Fprintf(&b, "\nBuilds (%s): %s", human.Duration(cur.Window), nonEmpty(strings.Join(counts, ", "), "none finished"))
 	if n, p := bf.Count(statusPending), pv.Builds.Count(statusPending); n > 0 || (has && p > 0) {
 		fmt.Fprintf(&b, " · %d pending%s", n, trendInt(n, p, has))
 		if n > 0 && !bf.PendingSince.IsZero() {
-			fmt.Fprintf(&b, ", oldest queued ≥ %s", humanDuration(now.Sub(bf.PendingSince)))
+			fmt.Fprintf(&b, ", oldest queued ≥ %s", human.Duration(now.Sub(bf.PendingSince)))
 		}
 	}
 	if n := bf.Count(statusStarted); n > 0 {
@@ -226,7 +227,7 @@ func renderDigestDetail(cur Data, prev *Data, now time.Time) string {
 	if len(w.Missing) > 0 {
 		line("• gone since the last digest: %s", codeList(w.Missing, 50))
 	}
-	line("Builds since %s (%s):", when(cur.At.Add(-cur.Window)), humanDuration(cur.Window))
+	line("Builds since %s (%s):", when(cur.At.Add(-cur.Window)), human.Duration(cur.Window))
 	for _, s := range digestStatuses {
 		if n := bf.Count(s); n > 0 {
 			line("• %s: %d", s, n)
@@ -235,7 +236,7 @@ func renderDigestDetail(cur Data, prev *Data, now time.Time) string {
 	if bf.OldestPendingID > 0 {
 		age := "queue time unknown"
 		if !bf.PendingSince.IsZero() {
-			age = "queued ≥ " + humanDuration(now.Sub(bf.PendingSince))
+			age = "queued ≥ " + human.Duration(now.Sub(bf.PendingSince))
 		}
 		line("• oldest pending: build %d, %s", bf.OldestPendingID, age)
 	}
@@ -255,11 +256,11 @@ func renderDigestDetail(cur Data, prev *Data, now time.Time) string {
 			switch {
 			case p.Since.IsZero():
 			case p.Exact:
-				how = "paused for " + humanDuration(now.Sub(p.Since))
+				how = "paused for " + human.Duration(now.Sub(p.Since))
 			case !p.Since.Before(cur.At):
 				how = "paused (first seen now)"
 			default:
-				how = "paused for ≥ " + humanDuration(now.Sub(p.Since))
+				how = "paused for ≥ " + human.Duration(now.Sub(p.Since))
 			}
 			if p.By != "" {
 				how += " by " + p.By

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/groundcrew/groundcrew/internal/human"
 )
 
 // Suggestion is a problem a digest found and the runbook command that
@@ -76,7 +78,7 @@ func Suggestions(target string, cur Data, now time.Time) []Suggestion {
 	if pending >= PendingAlert || (pending > 0 && pendingAge >= PendingAgeAlert) {
 		problem := fmt.Sprintf("%d pending build%s", pending, sPlural(pending))
 		if pendingAge > 0 {
-			problem += ", oldest queued ≥ " + humanDuration(pendingAge)
+			problem += ", oldest queued ≥ " + human.Duration(pendingAge)
 		}
 		team, pipeline := "", ""
 		if len(b.PendingByPipeline) > 0 && 2*b.PendingByPipeline[0].Count >= pending {
@@ -134,5 +136,5 @@ func stalledFor(w StalledWorker, at, now time.Time) string {
 	case w.Since.IsZero() || !w.Since.Before(at):
 		return "is stalled"
 	}
-	return "stalled for ≥ " + humanDuration(now.Sub(w.Since))
+	return "stalled for ≥ " + human.Duration(now.Sub(w.Since))
 }

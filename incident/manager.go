@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/internal/human"
 )
 
 // ReopenWindow is how soon after being resolved a firing key reopens its
@@ -143,7 +144,7 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 			if len(s.Evidence) > 0 {
 				prevEvidence, cur.Evidence = cur.Evidence, s.Evidence
 			}
-			cur.add(Entry{Time: now, Kind: "resolved", Text: "resolved after " + humanDuration(cur.Duration(now))})
+			cur.add(Entry{Time: now, Kind: "resolved", Text: "resolved after " + human.Duration(cur.Duration(now))})
 			return cur, nil
 		case cur == nil || cur.State == StateResolved && now.Sub(cur.ResolvedAt) > ReopenWindow:
 			what = changeOpened
@@ -188,7 +189,7 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 	case changeOpened:
 		m.audit(ctx, in, "", "incident_opened", in.Title)
 	case changeResolved:
-		m.audit(ctx, in, "", "incident_resolved", humanDuration(in.Duration(now)))
+		m.audit(ctx, in, "", "incident_resolved", human.Duration(in.Duration(now)))
 	case changeReopened:
 		m.audit(ctx, in, "", "incident_reopened", in.Title)
 	}
@@ -255,7 +256,7 @@ func (m *Manager) publish(ctx context.Context, in *Incident, what change, prev [
 	case changeReopened:
 		m.postThread(ctx, in, bot.Message{Text: evidenceText("🔔 Firing again", in.Evidence, nil), Broadcast: true})
 	case changeResolved:
-		text := fmt.Sprintf("✅ Resolved after %s — %s", humanDuration(in.Duration(in.ResolvedAt)), sourceName(in))
+		text := fmt.Sprintf("✅ Resolved after %s — %s", human.Duration(in.Duration(in.ResolvedAt)), sourceName(in))
 		var open []string
 		for _, r := range m.LinkedRuns(ctx, in) {
 			if !r.State.Terminal() {
@@ -375,7 +376,7 @@ func (m *Manager) Acknowledge(ctx context.Context, id string, who bot.User, via 
 			m.log.Warn("updating incident message", "incident", in.ID, "err", err)
 		}
 	}
-	m.postThread(ctx, in, bot.Message{Text: fmt.Sprintf("👀 %s acknowledged — %s after it opened.", who.Display(), humanDuration(now.Sub(in.OpenedAt)))})
+	m.postThread(ctx, in, bot.Message{Text: fmt.Sprintf("👀 %s acknowledged — %s after it opened.", who.Display(), human.Duration(now.Sub(in.OpenedAt)))})
 	return in, true, nil
 }
 
@@ -431,13 +432,13 @@ func (m *Manager) Silence(ctx context.Context, in *Incident, who bot.User, d tim
 	}
 	now := m.o.Now()
 	if _, err := m.o.Store.UpdateIncident(ctx, in.ID, func(x *Incident) error {
-		x.add(Entry{Time: now, Kind: "silenced", Actor: who.ID, Text: fmt.Sprintf("%s silenced for %s (silence %s)", who.Display(), humanDuration(d), id)})
+		x.add(Entry{Time: now, Kind: "silenced", Actor: who.ID, Text: fmt.Sprintf("%s silenced for %s (silence %s)", who.Display(), human.Duration(d), id)})
 		return nil
 	}); err != nil {
 		return id, err
 	}
 	m.audit(ctx, in, who.ID, "incident_silenced", id)
-	m.postThread(ctx, in, bot.Message{Text: fmt.Sprintf("🔕 %s silenced these alerts for %s in Alertmanager (silence `%s`).", who.Display(), humanDuration(d), id)})
+	m.postThread(ctx, in, bot.Message{Text: fmt.Sprintf("🔕 %s silenced these alerts for %s in Alertmanager (silence `%s`).", who.Display(), human.Duration(d), id)})
 	return id, nil
 }
 
@@ -483,23 +484,4 @@ func (m *Manager) LinkedRuns(ctx context.Context, in *Incident) []*bot.Run {
 	}
 	sort.Slice(runs, func(i, j int) bool { return runs[i].CreatedAt.Before(runs[j].CreatedAt) })
 	return runs
-}
-
-func humanDuration(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%d s", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%d min", int(d.Minutes()))
-	case d < 48*time.Hour:
-		h := int(d.Hours())
-		if mn := int(d.Minutes()) - 60*h; mn != 0 {
-			return fmt.Sprintf("%d h %d min", h, mn)
-		}
-		return fmt.Sprintf("%d h", h)
-	}
-	return fmt.Sprintf("%d d", int(d.Hours()/24))
 }

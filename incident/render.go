@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/internal/human"
 )
 
 // Button actions of incident messages.
@@ -47,11 +48,11 @@ func (m *Manager) render(in *Incident) bot.Message {
 	fmt.Fprintf(&b, "%s *%s*%s — incident `%s`\n", stateIcon(in.State), in.Title, where, in.ID)
 	switch in.State {
 	case StateOpen:
-		fmt.Fprintf(&b, "Status: open for %s · not acknowledged", humanDuration(in.Duration(now)))
+		fmt.Fprintf(&b, "Status: open for %s · not acknowledged", human.Duration(in.Duration(now)))
 	case StateAcknowledged:
-		fmt.Fprintf(&b, "Status: acknowledged by %s · open for %s", in.AckedBy.Display(), humanDuration(in.Duration(now)))
+		fmt.Fprintf(&b, "Status: acknowledged by %s · open for %s", in.AckedBy.Display(), human.Duration(in.Duration(now)))
 	case StateResolved:
-		fmt.Fprintf(&b, "Status: resolved after %s", humanDuration(in.Duration(now)))
+		fmt.Fprintf(&b, "Status: resolved after %s", human.Duration(in.Duration(now)))
 		if in.AckedBy != nil {
 			fmt.Fprintf(&b, " · acknowledged by %s", in.AckedBy.Display())
 		}
@@ -127,7 +128,7 @@ func (m *Manager) ListText(ins []*Incident, runs func(*Incident) []*bot.Run) str
 		if in.State == StateAcknowledged {
 			state = "acknowledged by " + in.AckedBy.Display()
 		}
-		fmt.Fprintf(&b, "\n%s `%s` %s%s — %s, %s", stateIcon(in.State), in.ID, in.Title, where, state, humanDuration(in.Duration(now)))
+		fmt.Fprintf(&b, "\n%s `%s` %s%s — %s, %s", stateIcon(in.State), in.ID, in.Title, where, state, human.Duration(in.Duration(now)))
 		var rs []string
 		for _, r := range runs(in) {
 			rs = append(rs, fmt.Sprintf("`%s` %s %s", r.ID, r.Runbook, r.State))
@@ -156,11 +157,11 @@ func (m *Manager) TimelineText(in *Incident) string {
 	var state string
 	switch in.State {
 	case StateResolved:
-		state = "resolved after " + humanDuration(in.Duration(now))
+		state = "resolved after " + human.Duration(in.Duration(now))
 	case StateAcknowledged:
-		state = "acknowledged by " + in.AckedBy.Display() + ", open for " + humanDuration(in.Duration(now))
+		state = "acknowledged by " + in.AckedBy.Display() + ", open for " + human.Duration(in.Duration(now))
 	default:
-		state = "open for " + humanDuration(in.Duration(now))
+		state = "open for " + human.Duration(in.Duration(now))
 	}
 	fmt.Fprintf(&b, "%s *Incident* `%s` — %s%s: %s\n%s\nTimeline (UTC):", stateIcon(in.State), in.ID, in.Title, where, state, sourceLine(in))
 	for _, e := range in.Timeline {
