@@ -133,19 +133,7 @@ func (a *app) serveAdmin(ctx context.Context, g *errgroup.Group) error {
 	}
 	srv := httpguard.Server(adminHandler(a.db))
 	a.log.Info("admin socket listening", "path", path)
-	g.Go(func() error {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
-	})
-	g.Go(func() error {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		err := srv.Shutdown(sctx) // closes the listener, which removes the socket file
-		return err
-	})
+	serveUntil(ctx, g, srv, ln, 5*time.Second) // Shutdown closes the listener, which removes the socket file
 	return nil
 }
 

@@ -125,6 +125,13 @@ func (a *app) serveHTTP(ctx context.Context, g *errgroup.Group) error {
 	a.httpAddr.Store(&addr)
 	srv := httpguard.Server(a.mux)
 	a.log.Info("listening", "addr", addr)
+	serveUntil(ctx, g, srv, ln, 10*time.Second)
+	return nil
+}
+
+// serveUntil serves srv on ln in g until ctx ends, then shuts it down,
+// giving open requests up to grace to finish.
+func serveUntil(ctx context.Context, g *errgroup.Group, srv *http.Server, ln net.Listener, grace time.Duration) {
 	g.Go(func() error {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			return err
@@ -133,11 +140,10 @@ func (a *app) serveHTTP(ctx context.Context, g *errgroup.Group) error {
 	})
 	g.Go(func() error {
 		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
 		return srv.Shutdown(sctx)
 	})
-	return nil
 }
 
 // probeTargets checks every Concourse target's API (GET /api/v1/info) and
