@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/internal/human"
 )
 
 // buildQuery is the filter shared by builds, abort_builds and
@@ -447,28 +448,12 @@ func (p *Provider) applyAbort(ctx context.Context, c bot.Call, pl bot.Plan) (bot
 func abortProgressLine(pr AbortProgress) string {
 	rate := ""
 	if s := pr.Elapsed.Seconds(); s >= 0.5 && pr.Done > 0 {
-		rate = fmt.Sprintf(" · %s/s", thousands(int(float64(pr.Done)/s)))
+		rate = fmt.Sprintf(" · %s/s", human.Count(int(float64(pr.Done)/s)))
 	}
 	if pr.Phase == "verifying" {
-		return fmt.Sprintf("verifying: %s of %s still pending or started%s", thousands(pr.Pending), thousands(pr.Total), rate)
+		return fmt.Sprintf("verifying: %s of %s still pending or started%s", human.Count(pr.Pending), human.Count(pr.Total), rate)
 	}
-	return fmt.Sprintf("aborting %s / %s%s", thousands(pr.Done), thousands(pr.Total), rate)
-}
-
-// thousands renders 5000 as "5,000".
-func thousands(n int) string {
-	s := strconv.Itoa(n)
-	if n < 0 {
-		return "-" + thousands(-n)
-	}
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return fmt.Sprintf("aborting %s / %s%s", human.Count(pr.Done), human.Count(pr.Total), rate)
 }
 
 func errText(err error) string {

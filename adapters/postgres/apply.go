@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/internal/human"
 )
 
 // PurgeResult is the Data of postgres.purge_build_logs.
@@ -84,7 +85,7 @@ func (p *Provider) purgeApply(ctx context.Context, c bot.Call, plan bot.Plan) (b
 			err = d.explain(ctx, err, "purge of "+s.table(), idents[i])
 			if t.Batches > 0 {
 				err = withProgress(err, fmt.Sprintf("%s committed before that (%s reaped, %s rows deleted); run the purge again to go on",
-					plural(int64(t.Batches), "batch was", "batches were"), plural(t.BuildsReaped, "build", "builds"), humanCount(t.RowsDeleted)))
+					plural(int64(t.Batches), "batch was", "batches were"), plural(t.BuildsReaped, "build", "builds"), human.Count(t.RowsDeleted)))
 			}
 			items = append(items, bot.ItemResult{ID: s.table(), Outcome: bot.OutcomeFailed, Reason: err.Error()})
 			out.add(t)
@@ -270,9 +271,9 @@ func (d *targetDB) deleteOlderThan(ctx context.Context, s purgeScope, ident stri
 		last = lastID
 		if report != nil {
 			line := fmt.Sprintf("deleting the logs of %s older than %s: %s reaped, %s rows",
-				s.label(), plural(int64(s.days), "day", "days"), plural(t.BuildsReaped, "build", "builds"), humanCount(t.RowsDeleted))
+				s.label(), plural(int64(s.days), "day", "days"), plural(t.BuildsReaped, "build", "builds"), human.Count(t.RowsDeleted))
 			if secs := time.Since(start).Seconds(); secs >= 0.5 {
-				line += fmt.Sprintf(" · %s rows/s", humanCount(int64(float64(t.RowsDeleted)/secs)))
+				line += fmt.Sprintf(" · %s rows/s", human.Count(int64(float64(t.RowsDeleted)/secs)))
 			}
 			report(line)
 		}
@@ -411,10 +412,10 @@ func purgeSummary(scopes []purgeScope, r PurgeResult) string {
 		switch t.Mode {
 		case ModeTruncate:
 			parts = append(parts, fmt.Sprintf("truncated %s (%s): freed %s, ~%s rows; %s marked reaped",
-				t.Table, s.label(), humanBytes(t.BytesFreed), humanCount(t.RowsDeleted), plural(t.BuildsReaped, "build", "builds")))
+				t.Table, s.label(), humanBytes(t.BytesFreed), human.Count(t.RowsDeleted), plural(t.BuildsReaped, "build", "builds")))
 		default:
 			parts = append(parts, fmt.Sprintf("deleted %s rows of %s older than %s from %s (%s); the table stays %s on disk until vacuum reuses the space",
-				humanCount(t.RowsDeleted), plural(t.BuildsReaped, "build", "builds"), plural(int64(t.Days), "day", "days"),
+				human.Count(t.RowsDeleted), plural(t.BuildsReaped, "build", "builds"), plural(int64(t.Days), "day", "days"),
 				t.Table, s.label(), humanBytes(t.BytesAfter)))
 		}
 	}

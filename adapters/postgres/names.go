@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/groundcrew/groundcrew/internal/human"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -101,28 +102,12 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%.0f %s", v, units[i])
 }
 
-// humanCount renders 1234567 as "1,234,567".
-func humanCount(n int64) string {
-	if n < 0 {
-		return "-" + humanCount(-n)
-	}
-	s := strconv.FormatInt(n, 10)
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 // plural returns "1 build" or "3 builds".
 func plural(n int64, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}
-	return humanCount(n) + " " + many
+	return human.Count(n) + " " + many
 }
 
 // owner labels a pipeline for humans: "main/demo", with instance vars when

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/groundcrew/groundcrew/internal/human"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -88,7 +89,7 @@ func TestHumanBytes(t *testing.T) {
 func TestHumanCount(t *testing.T) {
 	cases := map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -1234: "-1,234"}
 	for n, want := range cases {
-		assert.Equal(t, want, humanCount(n))
+		assert.Equal(t, want, human.Count(n))
 	}
 	assert.Equal(t, "1 build", plural(1, "build", "builds"))
 	assert.Equal(t, "1,200 builds", plural(1200, "build", "builds"))

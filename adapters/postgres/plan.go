@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/internal/human"
 )
 
 // purgePlan resolves the team and pipeline to the table a purge would touch
@@ -78,9 +79,9 @@ func (d *targetDB) purgePlan(ctx context.Context, req purgeRequest) (bot.Plan, e
 	item := bot.PlanItem{Kind: PlanItemKind, ID: table, Attrs: s.attrs()}
 	switch s.mode {
 	case ModeTruncate:
-		item.Detail = fmt.Sprintf("~%s rows, %s", humanCount(st.estRows), humanBytes(st.bytes))
+		item.Detail = fmt.Sprintf("~%s rows, %s", human.Count(st.estRows), humanBytes(st.bytes))
 		plan.Summary = fmt.Sprintf("truncate %s (%s): ~%s rows, %s",
-			table, s.label(), humanCount(st.estRows), humanBytes(st.bytes))
+			table, s.label(), human.Count(st.estRows), humanBytes(st.bytes))
 		notes = append(notes,
 			fmt.Sprintf("TRUNCATE removes the logs of every build of %s and frees %s on disk at once; %s will be marked reaped so the UI says so.",
 				s.label(), humanBytes(st.bytes), plural(st.unreaped, "completed build", "completed builds")),
@@ -93,10 +94,10 @@ func (d *targetDB) purgePlan(ctx context.Context, req purgeRequest) (bot.Plan, e
 		}
 		item.Detail = fmt.Sprintf("logs of %s that ended before %s: %s%s rows (table ~%s rows, %s)",
 			plural(st.matched, "build", "builds"), st.cutoff.UTC().Format(time.RFC3339), approx,
-			humanCount(st.rowsToDelete), humanCount(st.estRows), humanBytes(st.bytes))
+			human.Count(st.rowsToDelete), human.Count(st.estRows), humanBytes(st.bytes))
 		plan.Summary = fmt.Sprintf("delete the logs of %s older than %s from %s (%s): %s%s rows",
 			plural(st.matched, "build", "builds"), plural(int64(s.days), "day", "days"), table, s.label(),
-			approx, humanCount(st.rowsToDelete))
+			approx, human.Count(st.rowsToDelete))
 		notes = append(notes,
 			fmt.Sprintf("Deletes in batches of %d builds, one transaction each, and marks them reaped, as Concourse's build reaper does; running builds are never touched.", reapBatch),
 			"DELETE does not shrink the table file: the space is reused by new logs after (auto)vacuum. If the disk is full now, mode truncate is what frees space at once.")

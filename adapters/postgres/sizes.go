@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/internal/human"
 )
 
 // TableSizes is the Data of postgres.db_table_sizes.
@@ -183,7 +184,7 @@ func sizesResult(s TableSizes) bot.Result {
 		case t.InstanceVars != "":
 			pipeline += " " + t.InstanceVars
 		}
-		tbl.Rows = append(tbl.Rows, []string{t.Table, team, pipeline, humanBytes(t.Bytes), "~" + humanCount(t.Rows)})
+		tbl.Rows = append(tbl.Rows, []string{t.Table, team, pipeline, humanBytes(t.Bytes), "~" + human.Count(t.Rows)})
 	}
 	var detail []string
 	if orphans > 0 {

@@ -4,6 +4,8 @@ package human
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -27,4 +29,21 @@ func Duration(d time.Duration) string {
 		return fmt.Sprintf("%d h %d min", h, m)
 	}
 	return fmt.Sprintf("%d d", int(d.Hours()/24))
+}
+
+// Count renders a whole number with thousands separators: 1234567 as
+// "1,234,567".
+func Count[N ~int | ~int64](n N) string {
+	if n < 0 {
+		return "-" + Count(-n)
+	}
+	s := strconv.FormatInt(int64(n), 10)
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

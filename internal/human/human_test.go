@@ -22,3 +22,10 @@ func TestDuration(t *testing.T) {
 		assert.Equal(t, want, Duration(d), "%v", d)
 	}
 }
+
+func TestCount(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -1234: "-1,234"} {
+		assert.Equal(t, want, Count(n))
+		assert.Equal(t, want, Count(int(n)))
+	}
+}

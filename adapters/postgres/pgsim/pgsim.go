@@ -17,6 +17,7 @@ import (
 
 	"github.com/groundcrew/groundcrew/adapters/postgres"
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/internal/human"
 )
 
 // Size is a number of bytes written 123, "800MB" or "38GB" (powers of 1024).
@@ -281,7 +282,7 @@ func (d *Sim) sizes(_ context.Context, c bot.Call) (bot.Result, error) {
 		case "team":
 			pipeline = "(one-off builds)"
 		}
-		tbl.Rows = append(tbl.Rows, []string{t.Table, t.Team, pipeline, humanBytes(t.Bytes), "~" + humanCount(t.Rows)})
+		tbl.Rows = append(tbl.Rows, []string{t.Table, t.Team, pipeline, humanBytes(t.Bytes), "~" + human.Count(t.Rows)})
 	}
 	return bot.Result{Summary: summary, Table: tbl, Detail: "Sizes include indexes and TOAST; rows are PostgreSQL's estimates.", Data: s}, nil
 }
@@ -339,12 +340,12 @@ func (d *Sim) purgePlan(_ context.Context, c bot.Call) (bot.Plan, error) {
 			plan.Summary = fmt.Sprintf("nothing to purge: no build of %s ended more than %d days ago without being reaped", label, days)
 			return plan, nil
 		}
-		item.Detail = fmt.Sprintf("logs of builds older than %d days: ~%s rows (table ~%s rows, %s)", days, humanCount(t.oldRows), humanCount(t.Rows), humanBytes(t.Bytes))
-		plan.Summary = fmt.Sprintf("delete the logs of builds older than %d days from %s (%s): ~%s rows", days, t.Table, label, humanCount(t.oldRows))
+		item.Detail = fmt.Sprintf("logs of builds older than %d days: ~%s rows (table ~%s rows, %s)", days, human.Count(t.oldRows), human.Count(t.Rows), humanBytes(t.Bytes))
+		plan.Summary = fmt.Sprintf("delete the logs of builds older than %d days from %s (%s): ~%s rows", days, t.Table, label, human.Count(t.oldRows))
 		plan.Notes = append(plan.Notes, "DELETE does not shrink the table file: the space is reused by new logs after (auto)vacuum. If the disk is full now, mode truncate is what frees space at once.")
 	} else {
-		item.Detail = fmt.Sprintf("~%s rows, %s", humanCount(t.Rows), humanBytes(t.Bytes))
-		plan.Summary = fmt.Sprintf("truncate %s (%s): ~%s rows, %s", t.Table, label, humanCount(t.Rows), humanBytes(t.Bytes))
+		item.Detail = fmt.Sprintf("~%s rows, %s", human.Count(t.Rows), humanBytes(t.Bytes))
+		plan.Summary = fmt.Sprintf("truncate %s (%s): ~%s rows, %s", t.Table, label, human.Count(t.Rows), humanBytes(t.Bytes))
 		plan.Notes = append(plan.Notes, fmt.Sprintf("TRUNCATE removes the logs of every build of %s and frees %s on disk at once.", label, humanBytes(t.Bytes)))
 		if t.running > 0 {
 			plan.Notes = append(plan.Notes, fmt.Sprintf("%d build(s) of %s still running: the output logged so far is lost. Consider waiting, or pausing the pipeline first.", t.running, label))
@@ -381,13 +382,13 @@ func (d *Sim) purgeApply(_ context.Context, c bot.Call, plan bot.Plan) (bot.Resu
 			t.oldRows = 0
 			pt.BytesAfter = t.Bytes
 			parts = append(parts, fmt.Sprintf("deleted %s rows older than %d days from %s; the table stays %s on disk until vacuum reuses the space",
-				humanCount(pt.RowsDeleted), pt.Days, t.Table, humanBytes(t.Bytes)))
+				human.Count(pt.RowsDeleted), pt.Days, t.Table, humanBytes(t.Bytes)))
 		} else {
 			pt.RowsDeleted, pt.RowsEstimated = t.Rows, true
 			t.Rows, t.oldRows, t.Bytes = 0, 0, 16<<10
 			pt.BytesAfter = t.Bytes
 			parts = append(parts, fmt.Sprintf("truncated %s (%s/%s): freed %s, ~%s rows", t.Table, t.Team, t.Pipeline,
-				humanBytes(pt.BytesBefore-pt.BytesAfter), humanCount(pt.RowsDeleted)))
+				humanBytes(pt.BytesBefore-pt.BytesAfter), human.Count(pt.RowsDeleted)))
 		}
 		pt.BytesFreed = pt.BytesBefore - pt.BytesAfter
 		out.RowsDeleted += pt.RowsDeleted
@@ -416,20 +417,4 @@ func humanBytes(n int64) string {
 		return strings.TrimSuffix(strconv.FormatFloat(v, 'f', 1, 64), ".0") + " " + units[i]
 	}
 	return fmt.Sprintf("%.0f %s", v, units[i])
-}
-
-// humanCount renders 1234567 as "1,234,567".
-func humanCount(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	if n < 0 {
-		return "-" + humanCount(-n)
-	}
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
