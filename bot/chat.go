@@ -205,6 +205,24 @@ type ThreadMessage struct {
 	Author User      `json:"author"`
 	Text   string    `json:"text"`
 	Bot    bool      `json:"bot,omitempty"`
+	// From, when set, names the subsystem that recorded this item (an
+	// "incident" timeline entry) rather than a person: Text is shown as is.
+	From string `json:"from,omitempty"`
+}
+
+// ThreadNotes is what a subsystem that owns a thread (an incident) adds to
+// that thread's summary: a heading shown first and its own timeline items
+// (From set), merged by time with the runs and people's messages.
+type ThreadNotes struct {
+	Heading string
+	Items   []ThreadMessage
+}
+
+// ThreadNoter is a subsystem that knows some threads (the incidents); the
+// engine asks it when summarising a thread. ok is false for a thread it
+// does not know.
+type ThreadNoter interface {
+	ThreadNotes(ctx context.Context, thread Conversation) (notes ThreadNotes, ok bool)
 }
 
 // ThreadReader is implemented by chat adapters that can read a thread back.

@@ -559,11 +559,17 @@ func (e *Engine) summaryCommand(ctx context.Context, ev Event, runID string, who
 			e.log.Warn("reading the thread for a summary", "err", err)
 		}
 	}
-	if len(runs) == 0 && len(msgs) == 0 {
+	var notes *ThreadNotes
+	if e.o.Threads != nil {
+		if n, ok := e.o.Threads.ThreadNotes(ctx, ev.Conversation); ok {
+			notes = &n
+		}
+	}
+	if len(runs) == 0 && len(msgs) == 0 && notes == nil {
 		e.reply(ctx, ev.Conversation, ev.User, "Nothing to summarise in this thread yet.")
 		return
 	}
-	e.post(ctx, ev.Conversation, e.IncidentSummary(runs, journals, msgs))
+	e.post(ctx, ev.Conversation, e.IncidentSummary(runs, journals, msgs, notes))
 }
 
 // post posts a message that belongs to no run (summaries, digests).

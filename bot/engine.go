@@ -65,6 +65,9 @@ type Options struct {
 	Digests interface {
 		DigestNow(ctx context.Context, target string, to Conversation) error
 	}
+	// Threads adds what other subsystems know of a thread (an incident's
+	// heading and timeline) to its summary; optional.
+	Threads ThreadNoter
 	// HousekeepEvery is how often a Store that is a Housekeeper forgets old
 	// dedupe entries and finished runs past the retention (default 1h; the
 	// first pass runs on the first Tick).

@@ -259,13 +259,20 @@ func actorName(id string, r *Run) string {
 }
 
 // IncidentSummary merges the runs started in a thread with the people's
-// messages of that thread into one timeline.
-func (e *Engine) IncidentSummary(runs []*Run, journals map[string][]JournalEntry, msgs []ThreadMessage) Message {
+// messages of that thread into one timeline. notes, when the thread belongs
+// to another subsystem (an incident), heads the summary and adds its own
+// timeline items; the engine knows nothing more of them.
+func (e *Engine) IncidentSummary(runs []*Run, journals map[string][]JournalEntry, msgs []ThreadMessage, notes *ThreadNotes) Message {
 	type item struct {
 		at   time.Time
 		text string
 	}
 	var items []item
+	if notes != nil {
+		for _, m := range notes.Items {
+			items = append(items, item{m.Time, firstLine(m.Text)})
+		}
+	}
 	for _, m := range msgs {
 		if m.Bot {
 			continue
@@ -293,7 +300,15 @@ func (e *Engine) IncidentSummary(runs []*Run, journals map[string][]JournalEntry
 	}
 	sort.SliceStable(items, func(i, j int) bool { return items[i].at.Before(items[j].at) })
 	var b strings.Builder
-	fmt.Fprintf(&b, "📋 *Incident summary* — %d run%s in this thread: %s", len(runs), plural(len(runs)), strings.Join(states, "; "))
+	b.WriteString("📋 *Incident summary* — ")
+	if notes != nil && notes.Heading != "" {
+		b.WriteString(strings.TrimSpace(notes.Heading) + "\n")
+	}
+	if len(runs) == 0 {
+		b.WriteString("no runs in this thread yet")
+	} else {
+		fmt.Fprintf(&b, "%d run%s in this thread: %s", len(runs), plural(len(runs)), strings.Join(states, "; "))
+	}
 	var changes []string
 	for _, r := range runs {
 		if c := changesMade(r, journals[r.ID]); c != "" {

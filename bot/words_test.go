@@ -41,7 +41,7 @@ func TestMessagesSpeakToPeople(t *testing.T) {
 	assert.Contains(t, md, "| waiting for approval |")
 	assert.Empty(t, leaks.FindAllString(md, -1), md)
 
-	inc := h.eng.IncidentSummary([]*bot.Run{r}, map[string][]bot.JournalEntry{r.ID: j}, nil)
+	inc := h.eng.IncidentSummary([]*bot.Run{r}, map[string][]bot.JournalEntry{r.ID: j}, nil, nil)
 	assert.Contains(t, inc.Text, "prune waiting for approval")
 	assert.Empty(t, leaks.FindAllString(inc.Text+"\n"+inc.Detail, -1))
 
@@ -66,7 +66,7 @@ func TestIncidentTimeline_ManualAnswersInWords(t *testing.T) {
 	r := h.onlyRun()
 	j, err := h.db.Journal(h.ctx, r.ID)
 	require.NoError(t, err)
-	inc := h.eng.IncidentSummary([]*bot.Run{r}, map[string][]bot.JournalEntry{r.ID: j}, nil)
+	inc := h.eng.IncidentSummary([]*bot.Run{r}, map[string][]bot.JournalEntry{r.ID: j}, nil, nil)
 	assert.Contains(t, inc.Detail, "check: done by @bob")
 	assert.NotContains(t, inc.Detail, "check: succeeded")
 }

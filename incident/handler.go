@@ -18,7 +18,23 @@ type Handler struct {
 	Next bot.Handler
 }
 
-var _ bot.Handler = (*Handler)(nil)
+var (
+	_ bot.Handler     = (*Handler)(nil)
+	_ bot.ThreadNoter = (*Handler)(nil)
+)
+
+// ThreadNotes implements bot.ThreadNoter: in an incident's thread, the
+// engine's summary is headed by the incident and merges its timeline.
+func (h *Handler) ThreadNotes(ctx context.Context, thread bot.Conversation) (bot.ThreadNotes, bool) {
+	if thread.Thread == "" {
+		return bot.ThreadNotes{}, false
+	}
+	in, ok := h.incidentOf(ctx, bot.MessageRef{Platform: thread.Platform, Channel: thread.Channel, ID: thread.Thread})
+	if !ok {
+		return bot.ThreadNotes{}, false
+	}
+	return h.M.Notes(in), true
+}
 
 // Handle implements bot.Handler.
 func (h *Handler) Handle(ctx context.Context, ev bot.Event) error {
@@ -31,17 +47,6 @@ func (h *Handler) Handle(ctx context.Context, ev bot.Event) error {
 		case len(w) == 0 || len(w) == 1 && strings.EqualFold(w[0], "help"):
 			err := h.Next.Handle(ctx, ev)
 			h.reply(ctx, ev, helpText)
-			return err
-		case len(w) == 1 && strings.EqualFold(w[0], "summary") && ev.Conversation.Thread != "":
-			// In an incident thread, the summary of its runs and messages
-			// is followed by the incident's own timeline.
-			err := h.Next.Handle(ctx, ev)
-			conv := ev.Conversation
-			if in, ok := h.incidentOf(ctx, bot.MessageRef{Platform: conv.Platform, Channel: conv.Channel, ID: conv.Thread}); ok {
-				if _, perr := h.M.o.Chat.Post(ctx, in.Thread(), bot.Message{Text: h.M.TimelineText(in)}.Clean()); perr != nil {
-					h.M.log.Warn("posting an incident timeline", "incident", in.ID, "err", perr)
-				}
-			}
 			return err
 		}
 	case bot.EventReaction:

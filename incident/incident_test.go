@@ -15,6 +15,7 @@ import (
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
 	"github.com/groundcrew/groundcrew/incident"
+	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/store"
 )
 
@@ -297,38 +298,105 @@ func TestSilenceButton(t *testing.T) {
 	assert.True(t, ok)
 }
 
-func TestSummaryInTheIncidentThreadAddsItsTimelineAndHelpMentionsIncidents(t *testing.T) {
+// noRunbooks is an engine library without runbooks.
+type noRunbooks struct{}
+
+func (noRunbooks) Get(string) (*runbooks.Runbook, bool)  { return nil, false }
+func (noRunbooks) List() []*runbooks.Runbook             { return nil }
+func (noRunbooks) BrokenList() []runbooks.Broken         { return nil }
+func (noRunbooks) Broken(string) (runbooks.Broken, bool) { return runbooks.Broken{}, false }
+
+// TestSummaryInTheIncidentThreadIsOneTimeline: `/runbook summary` in an
+// incident's thread, answered by the real engine, is ONE message headed by
+// the incident, its own entries merged by time with the people's messages.
+func TestSummaryInTheIncidentThreadIsOneTimelineAndHelpMentionsIncidents(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
+	reg, err := bot.NewRegistry()
+	require.NoError(t, err)
+	h := &incident.Handler{M: f.m}
+	carol := bot.ThreadMessage{Time: f.clock.Now().Add(3 * time.Minute), Author: bot.User{ID: "U3", Name: "carol"}, Text: "df says 8% left"}
+	chat := &threadChat{Chat: f.chat, msgs: []bot.ThreadMessage{carol}}
+	eng, err := bot.New(bot.Options{Store: f.db, Chat: chat, Ops: reg, Library: noRunbooks{}, Platform: "slack", Now: f.clock.Now, Threads: h})
+	require.NoError(t, err)
+	h.Next = eng
 	in, err := f.m.Signal(ctx, diskSignal(true, "a"))
 	require.NoError(t, err)
 	bob := bot.User{ID: "U2", Name: "bob"}
-	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventReaction, Intent: bot.IntentAcknowledge, User: bob, Message: in.Root}))
+	require.NoError(t, h.Handle(ctx, bot.Event{Kind: bot.EventReaction, Intent: bot.IntentAcknowledge, User: bob, Message: in.Root}))
 	f.clock.Advance(7 * time.Minute)
 	_, err = f.m.Signal(ctx, diskSignal(false))
 	require.NoError(t, err)
 
-	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: bob, Text: "summary", Conversation: in.Thread()}))
-	require.Len(t, f.next.events, 1, "the engine summarises the thread's runs and messages")
-	tl, ok := f.chat.Find("*Incident* `" + in.ID + "`")
-	require.True(t, ok)
-	assert.Equal(t, in.Root.ID, tl.To.Thread)
-	assert.Contains(t, tl.Msg.Text, "resolved after 7 min")
-	assert.Contains(t, tl.Msg.Text, "04:00 acknowledged — @bob acknowledged (reaction)")
-	assert.Contains(t, tl.Msg.Text, "04:07 resolved — resolved after 7 min")
+	before := len(f.chat.Posts())
+	require.NoError(t, h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: bob, Text: "summary", Conversation: in.Thread()}))
+	posts := f.chat.Posts()[before:]
+	require.Len(t, posts, 1, "one summary, not the engine's and then the incident's")
+	sum := posts[0]
+	assert.Equal(t, in.Root.ID, sum.To.Thread)
+	assert.True(t, strings.HasPrefix(sum.Msg.Text, "📋 *Incident summary* — ✅ incident `"+in.ID+"` FileSystemSpaceFillingUp on `infra-prd`: resolved after 7 min · acknowledged by @bob\n"), sum.Msg.Text)
+	assert.Contains(t, sum.Msg.Text, "Source: Alertmanager (routes[0])")
+	assert.Contains(t, sum.Msg.Text, "no runs in this thread yet")
+	assert.Empty(t, f.chat.Ephemerals("U2"), "no 'nothing to summarise'")
+	assert.Equal(t, "Timeline (UTC):\n"+
+		"04:00 🚨 opened — FileSystemSpaceFillingUp\n"+
+		"04:00 👀 acknowledged — @bob acknowledged (reaction)\n"+
+		"04:03 @carol: df says 8% left\n"+
+		"04:07 ✅ resolved — resolved after 7 min", sum.Msg.Detail)
 
 	// A summary elsewhere is the engine's alone.
-	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: bob, Text: "summary", Conversation: bot.Conversation{Platform: "slack", Channel: "#x", Thread: "other"}}))
-	assert.Len(t, f.next.events, 2)
+	before = len(f.chat.Posts())
+	require.NoError(t, h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: bob, Text: "summary", Conversation: bot.Conversation{Platform: "slack", Channel: "#x", Thread: "other"}}))
+	posts = f.chat.Posts()[before:]
+	require.Len(t, posts, 1)
+	assert.NotContains(t, posts[0].Msg.Text, in.ID, "another thread's summary is the engine's alone")
 
-	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: bob, Text: "incidents show " + in.ID}))
+	require.NoError(t, h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: bob, Text: "incidents show " + in.ID}))
 	eph := f.chat.Ephemerals("U2")
 	assert.Contains(t, eph[len(eph)-1], "04:07 resolved — resolved after 7 min", "Slack cannot type commands in threads: show names the incident")
 
-	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: bob, Text: "help"}))
-	assert.Len(t, f.next.events, 3)
+	require.NoError(t, h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: bob, Text: "help"}))
 	eph = f.chat.Ephemerals("U2")
 	assert.Contains(t, eph[len(eph)-1], "`/runbook incidents`")
+}
+
+// threadChat reads back the people's messages of a thread.
+type threadChat struct {
+	*bottest.Chat
+	msgs []bot.ThreadMessage
+}
+
+func (c *threadChat) ReadThread(context.Context, bot.Conversation) ([]bot.ThreadMessage, error) {
+	return c.msgs, nil
+}
+
+// TestThreadNotesMergeWithRunsAndMessages: the incident's items and
+// heading go through the engine's summary builder with a run and a
+// person's message, in time order.
+func TestThreadNotesMergeWithRunsAndMessages(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	in, err := f.m.Signal(ctx, diskSignal(true, "a"))
+	require.NoError(t, err)
+	notes, ok := f.h.ThreadNotes(ctx, in.Thread())
+	require.True(t, ok)
+	_, ok = f.h.ThreadNotes(ctx, bot.Conversation{Platform: "slack", Channel: "#ci-ops", Thread: "nope"})
+	assert.False(t, ok)
+	for _, it := range notes.Items {
+		assert.Equal(t, "incident", it.From)
+	}
+	reg, err := bot.NewRegistry()
+	require.NoError(t, err)
+	eng, err := bot.New(bot.Options{Store: f.db, Chat: f.chat, Ops: reg, Library: noRunbooks{}, Now: f.clock.Now})
+	require.NoError(t, err)
+	t0 := f.clock.Now()
+	r := &bot.Run{ID: "r-1", Runbook: "worker-disk-full", Target: "infra-prd", State: bot.RunSucceeded, Requester: bot.User{ID: "U2", Name: "bob"}, CreatedAt: t0.Add(2 * time.Minute)}
+	j := map[string][]bot.JournalEntry{"r-1": {{Type: bot.JRunStarted, Time: t0.Add(2 * time.Minute)}}}
+	msgs := []bot.ThreadMessage{{Time: t0.Add(time.Minute), Author: bot.User{ID: "U3", Name: "carol"}, Text: "looking"}}
+	m := eng.IncidentSummary([]*bot.Run{r}, j, msgs, &notes)
+	assert.Contains(t, m.Text, "🚨 incident `"+in.ID+"` FileSystemSpaceFillingUp on `infra-prd`: open for 0 s, not acknowledged")
+	assert.Contains(t, m.Text, "1 run in this thread: `r-1` worker-disk-full")
+	assert.Equal(t, "Timeline (UTC):\n04:00 🚨 opened — FileSystemSpaceFillingUp\n04:01 @carol: looking\n04:02 ▶ `r-1` worker-disk-full started by @bob", m.Detail)
 }
 
 type countingSilencer struct{ n int }

@@ -146,10 +146,20 @@ func (m *Manager) ListText(ins []*Incident, runs func(*Incident) []*bot.Run) str
 	return b.String()
 }
 
-// TimelineText renders the incident's timeline, for its thread's summary.
+// TimelineText renders the incident's timeline, for `/runbook incidents show`.
 func (m *Manager) TimelineText(in *Incident) string {
-	now := m.o.Now()
 	var b strings.Builder
+	fmt.Fprintf(&b, "%s *Incident* `%s` — %s\nTimeline (UTC):", stateIcon(in.State), in.ID, m.heading(in))
+	for _, e := range in.Timeline {
+		fmt.Fprintf(&b, "\n%s %s — %s", e.Time.UTC().Format("15:04"), e.Kind, e.Text)
+	}
+	return b.String()
+}
+
+// heading is the incident in two lines: title, target, state, duration,
+// who acknowledged; then its source.
+func (m *Manager) heading(in *Incident) string {
+	now := m.o.Now()
 	where := ""
 	if in.Target != "" {
 		where = " on `" + in.Target + "`"
@@ -158,14 +168,32 @@ func (m *Manager) TimelineText(in *Incident) string {
 	switch in.State {
 	case StateResolved:
 		state = "resolved after " + human.Duration(in.Duration(now))
+		if in.AckedBy != nil {
+			state += " · acknowledged by " + in.AckedBy.Display()
+		}
 	case StateAcknowledged:
 		state = "acknowledged by " + in.AckedBy.Display() + ", open for " + human.Duration(in.Duration(now))
 	default:
-		state = "open for " + human.Duration(in.Duration(now))
+		state = "open for " + human.Duration(in.Duration(now)) + ", not acknowledged"
 	}
-	fmt.Fprintf(&b, "%s *Incident* `%s` — %s%s: %s\n%s\nTimeline (UTC):", stateIcon(in.State), in.ID, in.Title, where, state, sourceLine(in))
+	return fmt.Sprintf("%s%s: %s\n%s", in.Title, where, state, sourceLine(in))
+}
+
+// entryIcons mark the incident's own items in its thread's summary.
+var entryIcons = map[string]string{"opened": "🚨", "reopened": "🚨", "changed": "🔔", "acknowledged": "👀",
+	"silenced": "🔕", "resolved": "✅", "run": "🔗", "autostart": "▶"}
+
+// Notes is the incident as its thread's summary shows it: headed by the
+// incident, its timeline entries as items merged with the runs and
+// people's messages (bot.ThreadNoter, through the Handler).
+func (m *Manager) Notes(in *Incident) bot.ThreadNotes {
+	n := bot.ThreadNotes{Heading: fmt.Sprintf("%s incident `%s` %s", stateIcon(in.State), in.ID, m.heading(in))}
 	for _, e := range in.Timeline {
-		fmt.Fprintf(&b, "\n%s %s — %s", e.Time.UTC().Format("15:04"), e.Kind, e.Text)
+		icon := entryIcons[e.Kind]
+		if icon == "" {
+			icon = "•"
+		}
+		n.Items = append(n.Items, bot.ThreadMessage{Time: e.Time, Text: fmt.Sprintf("%s %s — %s", icon, e.Kind, e.Text), From: "incident"})
 	}
-	return b.String()
+	return n
 }

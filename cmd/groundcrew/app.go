@@ -30,6 +30,8 @@ import (
 
 // app is the wired bot.
 type app struct {
+	// threads lets the engine ask the incidents, wired after it, about a thread.
+	threads lateNotes
 	cfg  *config.Config
 	log  *slog.Logger
 	db   *store.DB
@@ -186,7 +188,7 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 	a.audit = checkpoint.New(checkpoint.Options{Heads: db, Chat: a.chat, Channel: cfg.Audit.CheckpointChannel,
 		Platform: cfg.Chat.Platform, Every: cfg.Audit.Every, Now: o.Now, Logger: a.log.With("component", "audit")})
 	a.audit.Log(context.Background(), "start")
-	eng, err := bot.New(bot.Options{Store: a.audit.Store(db), Chat: a.chat, Ops: a.reg, Library: lib, Targets: targets,
+	eng, err := bot.New(bot.Options{Threads: &a.threads, Store: a.audit.Store(db), Chat: a.chat, Ops: a.reg, Library: lib, Targets: targets,
 		Approvals: cfg.Approvals, Platform: cfg.Chat.Platform, GroupTTL: a.groupTTL, Logger: a.log, Now: o.Now, Digests: a.digests, Observer: observers{theRunIndex, a.metrics, runLog{a.log}}})
 	if err != nil {
 		return nil, err

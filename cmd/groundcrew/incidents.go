@@ -45,7 +45,9 @@ func (a *app) newIncidents(audit incident.Auditor, src digest.Source, now func()
 	if err != nil {
 		return nil, err
 	}
-	in := &incidents{m: m, handler: &incident.Handler{M: m, Next: a.eng}}
+	h := &incident.Handler{M: m, Next: a.eng}
+	a.threads.n = h // a thread summary is the incident's summary
+	in := &incidents{m: m, handler: h}
 	for _, p := range routeProblems(a.cfg, a.lib) {
 		a.log.Error("alert route: its incidents offer a command that will fail", "problem", p)
 	}
@@ -123,4 +125,15 @@ func checkRoutes(cfg *config.Config, lib *runbooks.Library) error {
 		return fmt.Errorf("%d problem(s) in %s:\n%w", len(ps), cfg.Path, errors.New(strings.Join(ps, "\n")))
 	}
 	return nil
+}
+
+// lateNotes is the engine's bot.ThreadNoter: the incident handler, set once
+// it is wired (after the engine, before anything is served).
+type lateNotes struct{ n bot.ThreadNoter }
+
+func (l *lateNotes) ThreadNotes(ctx context.Context, c bot.Conversation) (bot.ThreadNotes, bool) {
+	if l.n == nil {
+		return bot.ThreadNotes{}, false
+	}
+	return l.n.ThreadNotes(ctx, c)
 }

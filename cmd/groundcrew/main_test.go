@@ -54,7 +54,6 @@ func TestDemoAlert(t *testing.T) {
 		"Alertmanager → POST /alertmanager (firing, 1 alert): 200 ok",
 		"👀 @bob acknowledged",
 		"Source: Alertmanager (disk-full) · 2 notifications",
-		"✅ Incident `i-",
 		"↳ 🛠 worker-disk-full on `infra-prd` — started by @bob",
 		"Approved by @carol",
 		"✅ Resolved after 15 min — Alertmanager says the alerts are resolved.",
@@ -64,6 +63,13 @@ func TestDemoAlert(t *testing.T) {
 		assert.Contains(t, out, want)
 	}
 	assert.Equal(t, 1, strings.Count(out, "🚨 FileSystemSpaceFillingUp on `infra-prd` — incident"), "one incident however many notifications")
+	_, sum, ok := strings.Cut(out, "📋 Incident summary — ✅ incident `i-")
+	require.True(t, ok, "the thread's summary is headed by the incident")
+	for _, want := range []string{"resolved after 15 min · acknowledged by @bob", "1 run in this thread", "🚨 opened — FileSystemSpaceFillingUp",
+		"👀 acknowledged — @bob", "started by @bob", "go_ahead: approved by @carol", "✅ resolved — resolved after 15 min"} {
+		assert.Contains(t, sum, want, "one timeline")
+	}
+	assert.NotContains(t, sum, "✅ Incident `i-", "no second message with the incident's own timeline")
 }
 
 func TestLint(t *testing.T) {
