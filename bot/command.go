@@ -280,7 +280,7 @@ func (e *Engine) command(ctx context.Context, ev Event) error {
 				e.reply(ctx, ev.Conversation, ev.User, "⚠️ "+ue.Msg)
 				return nil
 			}
-			e.reply(ctx, ev.Conversation, ev.User, "❌ Could not start the run: "+userMessage(err))
+			e.reply(ctx, ev.Conversation, ev.User, "❌ Could not start the run: "+UserMessage(err))
 			return err
 		}
 	case VerbApprove, VerbReject:
@@ -315,7 +315,7 @@ func (e *Engine) command(ctx context.Context, ev Event) error {
 					e.reply(dctx, ev.Conversation, ev.User, "⚠️ "+ue.Msg)
 					return
 				}
-				e.reply(dctx, ev.Conversation, ev.User, "❌ Could not post the digest: "+userMessage(err))
+				e.reply(dctx, ev.Conversation, ev.User, "❌ Could not post the digest: "+UserMessage(err))
 			}
 		})
 	}
@@ -531,7 +531,7 @@ func (e *Engine) summaryCommand(ctx context.Context, ev Event, runID string, who
 		}
 		j, err := e.o.Store.Journal(ctx, r.ID)
 		if err != nil {
-			e.reply(ctx, ev.Conversation, ev.User, "⚠️ Could not read the journal: "+userMessage(err))
+			e.reply(ctx, ev.Conversation, ev.User, "⚠️ Could not read the journal: "+UserMessage(err))
 			return
 		}
 		e.post(ctx, ev.Conversation, e.Summary(r, j))
@@ -544,7 +544,7 @@ func (e *Engine) summaryCommand(ctx context.Context, ev Event, runID string, who
 	}
 	runs, err := e.o.Store.ListRuns(ctx, RunQuery{Thread: thread})
 	if err != nil {
-		e.reply(ctx, ev.Conversation, ev.User, "⚠️ Could not list the runs: "+userMessage(err))
+		e.reply(ctx, ev.Conversation, ev.User, "⚠️ Could not list the runs: "+UserMessage(err))
 		return
 	}
 	sort.Slice(runs, func(i, j int) bool { return runs[i].CreatedAt.Before(runs[j].CreatedAt) })
@@ -598,7 +598,7 @@ func (e *Engine) canPost(ctx context.Context, to Conversation) error {
 		if ue != nil {
 			return ue
 		}
-		return &UserError{Msg: "I cannot post in this channel: " + userMessage(err)}
+		return &UserError{Msg: "I cannot post in this channel: " + UserMessage(err)}
 	}
 	e.log.Warn("could not check that the bot can post in the channel; starting the run anyway", "channel", to.Channel, "err", err)
 	return nil

@@ -124,7 +124,7 @@ func (e *Engine) statusText(ctx context.Context, id string, conv Conversation) s
 	if id == "" {
 		runs, err := e.o.Store.ListRuns(ctx, RunQuery{Active: true})
 		if err != nil {
-			return "Could not list runs: " + userMessage(err)
+			return "Could not list runs: " + UserMessage(err)
 		}
 		if len(runs) == 0 {
 			return "No active runs. Start one with `/runbook run <runbook>`."
@@ -142,7 +142,7 @@ func (e *Engine) statusText(ctx context.Context, id string, conv Conversation) s
 		if errors.Is(err, ErrNotFound) {
 			return fmt.Sprintf("There is no run %q. `/runbook status` lists the active runs.", id)
 		}
-		return "Could not read the run: " + userMessage(err)
+		return "Could not read the run: " + UserMessage(err)
 	}
 	var b strings.Builder
 	b.WriteString(e.renderRoot(r).Text + "\n")
@@ -186,7 +186,7 @@ func nextAction(r *Run) string {
 func (e *Engine) outboxStatus(ctx context.Context, runID string) string {
 	items, err := e.o.Store.ListOutbox(ctx)
 	if err != nil {
-		return "⚠️ Could not read the outbox: " + userMessage(err) + "\n"
+		return "⚠️ Could not read the outbox: " + UserMessage(err) + "\n"
 	}
 	var pending, gaveUp int
 	var last string

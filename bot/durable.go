@@ -85,7 +85,7 @@ func (e *Engine) writeFailed(ctx context.Context, runID, what string, err error)
 		return
 	}
 	text := fmt.Sprintf("⚠️ groundcrew could not save %s of run `%s` to its store (%d attempts): %s\nThe run may not show it. Check `/runbook status %s`; if you just voted or answered a step, do it again.",
-		what, r.ID, len(writeRetries)+1, userMessage(err), r.ID)
+		what, r.ID, len(writeRetries)+1, UserMessage(err), r.ID)
 	if _, perr := e.o.Chat.Post(ctx, threadOf(r), Message{Text: text}.Clean()); perr != nil {
 		e.log.Error("could not announce a failed store write", "run", runID, "err", perr)
 	}

@@ -213,7 +213,7 @@ func (e *Engine) stepFail(ctx context.Context, id, stepID string, cause error, s
 		if r.State.Terminal() || st == nil || st.ID != stepID {
 			return errRunOver
 		}
-		st.Status, st.FinishedAt, st.Error = StepFailed, e.o.Now(), userMessage(cause)
+		st.Status, st.FinishedAt, st.Error = StepFailed, e.o.Now(), UserMessage(cause)
 		if set != nil {
 			set(st)
 		}
@@ -415,7 +415,7 @@ func (e *Engine) recordOutcome(ctx context.Context, runID, stepID string, op Op,
 		// The outcome is journaled before the step fails, so the run's
 		// summary and end-of-run message (posted when the failure ends the
 		// run) list the attempt under Changes.
-		e.noteOutcome(ctx, runID, stepID, op, planHash, CallFailed, outcomeFailedPrefix+userMessage(callErr))
+		e.noteOutcome(ctx, runID, stepID, op, planHash, CallFailed, outcomeFailedPrefix+UserMessage(callErr))
 		e.stepFail(ctx, runID, stepID, callErr, func(st *StepState) {
 			setResult(st, res)
 		})
@@ -575,7 +575,7 @@ func (e *Engine) pollWait(ctx context.Context, r *Run) {
 		st.Polls++
 		st.NextPoll = now.Add(interval)
 		if pollErr != nil {
-			st.Note = "last poll failed: " + userMessage(pollErr)
+			st.Note = "last poll failed: " + UserMessage(pollErr)
 		} else {
 			st.Note = "last poll: " + res.Summary
 		}
@@ -611,8 +611,9 @@ func (e *Engine) manualTimeout(ctx context.Context, runID, stepID string) {
 	}
 }
 
-// userMessage turns an error into a sentence for chat.
-func userMessage(err error) string {
+// UserMessage turns an error into a sentence for chat, for the engine's
+// subsystems too: a timeout says so.
+func UserMessage(err error) string {
 	if err == nil {
 		return ""
 	}

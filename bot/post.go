@@ -63,7 +63,7 @@ func (e *Engine) toOutbox(ctx context.Context, it OutboxItem, cause error) {
 		it.Queued = now
 	}
 	it.Attempts++
-	it.LastErr = userMessage(cause)
+	it.LastErr = UserMessage(cause)
 	backoff := min(time.Duration(1<<min(it.Attempts, 10))*time.Second, maxPostBackoff)
 	it.NextTry = now.Add(backoff)
 	if it.Attempts >= maxPostAttempts || errors.Is(cause, ErrCannotPost) {

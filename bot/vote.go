@@ -69,7 +69,7 @@ func (e *Engine) vote(ctx context.Context, v ballot) {
 		}
 	}
 	if err != nil {
-		e.reply(ctx, v.Conv, v.User, fmt.Sprintf("⚠️ Your %s was not counted: could not check your approval rights: %s. Try again in a minute.", v.action(), userMessage(err)))
+		e.reply(ctx, v.Conv, v.User, fmt.Sprintf("⚠️ Your %s was not counted: could not check your approval rights: %s. Try again in a minute.", v.action(), UserMessage(err)))
 		return
 	}
 	now := e.o.Now()
@@ -204,7 +204,7 @@ func (e *Engine) breakGlass(ctx context.Context, runID string, conv Conversation
 	}
 	in, err := policy.InList(ctx, g.Policy.BreakGlass, user.ID, &e.dir)
 	if err != nil {
-		refuse("Could not check your break-glass rights: " + userMessage(err) + ". Try again in a minute.")
+		refuse("Could not check your break-glass rights: " + UserMessage(err) + ". Try again in a minute.")
 		return
 	}
 	if !in {
@@ -327,7 +327,7 @@ func (e *Engine) runFor(ctx context.Context, id string, conv Conversation, user 
 		e.reply(ctx, conv, user, fmt.Sprintf("There is no run `%s`. `/runbook status` lists the active runs.", id))
 		return nil, false
 	case err != nil:
-		e.reply(ctx, conv, user, "⚠️ Could not read run `"+id+"`: "+userMessage(err))
+		e.reply(ctx, conv, user, "⚠️ Could not read run `"+id+"`: "+UserMessage(err))
 		return nil, false
 	}
 	return r, true
@@ -373,7 +373,7 @@ func (e *Engine) cancel(ctx context.Context, runID string, conv Conversation, us
 		return e.endRun(r, b, RunCancelled, "cancelled by "+user.Display()+optional(reason))
 	})
 	if err != nil {
-		e.reply(ctx, conv, user, fmt.Sprintf("Cannot cancel `%s`: %s", runID, userMessage(err)))
+		e.reply(ctx, conv, user, fmt.Sprintf("Cannot cancel `%s`: %s", runID, UserMessage(err)))
 		return
 	}
 	e.mu.Lock()

@@ -1,7 +1,6 @@
 package digest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -13,17 +12,6 @@ func nonEmpty(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// userMessage is an error as shown in chat.
-func userMessage(err error) string {
-	if err == nil {
-		return ""
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "timed out: " + err.Error()
-	}
-	return err.Error()
 }
 
 // loginRefused reports whether err says the target refused the bot's

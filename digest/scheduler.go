@@ -424,7 +424,7 @@ func (s *Scheduler) post(ctx context.Context, log *slog.Logger, j *digestJob, re
 			return // stopping mid-post: the intent stands (at most once)
 		}
 		out := rec
-		out.State, out.LastError = Failed, userMessage(err)
+		out.State, out.LastError = Failed, bot.UserMessage(err)
 		if !out.Retry.Equal(fire) {
 			out.Retry, out.Attempts = fire, 0
 		}
@@ -458,7 +458,7 @@ func (s *Scheduler) collect(ctx context.Context, target string, window time.Dura
 	defer cancel()
 	data, err := s.o.Source.Collect(cctx, target, window, prev)
 	if err != nil {
-		data = Data{Err: userMessage(err), LoginRefused: loginRefused(err)}
+		data = Data{Err: bot.UserMessage(err), LoginRefused: loginRefused(err)}
 	}
 	data.Target, data.Window = target, window
 	if data.At.IsZero() {
