@@ -468,20 +468,22 @@ func (s *DB) listThread(q bot.RunQuery) ([]*bot.Run, error) {
 		}
 		return nil
 	})
-	sortRecentFirst(out)
-	if q.Limit > 0 && len(out) > q.Limit {
-		out = out[:q.Limit]
-	}
-	return out, err
+	return recentFirst(out, q.Limit), err
 }
 
-func sortRecentFirst(out []*bot.Run) {
+// recentFirst sorts runs most recent first and keeps the first limit of
+// them (all when limit is 0).
+func recentFirst(out []*bot.Run, limit int) []*bot.Run {
 	sort.SliceStable(out, func(i, j int) bool {
 		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
 			return out[i].CreatedAt.After(out[j].CreatedAt)
 		}
 		return out[i].ID > out[j].ID
 	})
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out
 }
 
 func (s *DB) listActive(q bot.RunQuery) ([]*bot.Run, error) {
@@ -505,11 +507,7 @@ func (s *DB) listActive(q bot.RunQuery) ([]*bot.Run, error) {
 			return nil
 		})
 	})
-	sortRecentFirst(out)
-	if q.Limit > 0 && len(out) > q.Limit {
-		out = out[:q.Limit]
-	}
-	return out, err
+	return recentFirst(out, q.Limit), err
 }
 
 // RunByMessage implements bot.Runs.
