@@ -44,6 +44,22 @@ type CheckResourceTypeData struct {
 	Checks       []Check  `json:"checks"`
 }
 
+// runCheck follows the check build b that starting the check returned
+// (with err) into chk, adds chk to checks when it has a build, and returns
+// item id's result and whether the check succeeded.
+func (p *Provider) runCheck(ctx context.Context, cl *Client, id string, chk Check, b Build, err error, checks *[]Check) (bot.ItemResult, bool) {
+	if err == nil {
+		err = p.follow(ctx, cl, &chk, b)
+	}
+	if chk.BuildID != 0 {
+		*checks = append(*checks, chk)
+	}
+	if err != nil {
+		return itemResult(id, bot.OutcomeFailed, err.Error()), false
+	}
+	return itemResult(id, bot.OutcomeSucceeded, "check build "+strconv.Itoa(chk.BuildID)+" succeeded"), true
+}
+
 // follow waits for a started check build and describes its outcome.
 func (p *Provider) follow(ctx context.Context, cl *Client, chk *Check, b Build) error {
 	chk.BuildID, chk.Status = b.ID, b.Status
@@ -84,21 +100,14 @@ func (p *Provider) opCheckResource() bot.Op {
 			res := bot.Result{}
 			for i, n := range names {
 				c.Report(fmt.Sprintf("checking %s (%d of %d)", n, i+1, len(names)))
-				chk := Check{Team: team, Pipeline: pipeline, Resource: n}
 				b, err := cl.CheckResource(ctx, team, pipeline, n)
-				if err == nil {
-					err = p.follow(ctx, cl, &chk, b)
-				}
-				if chk.BuildID != 0 {
-					data.Checks = append(data.Checks, chk)
-				}
-				if err != nil {
+				it, ok := p.runCheck(ctx, cl, n, Check{Team: team, Pipeline: pipeline, Resource: n}, b, err, &data.Checks)
+				res.Items = append(res.Items, it)
+				if !ok {
 					data.Failed = append(data.Failed, n)
-					res.Items = append(res.Items, itemResult(n, bot.OutcomeFailed, err.Error()))
 					continue
 				}
 				data.Checked, data.Done = append(data.Checked, n), append(data.Done, n)
-				res.Items = append(res.Items, itemResult(n, bot.OutcomeSucceeded, "check build "+strconv.Itoa(chk.BuildID)+" succeeded"))
 			}
 			res.Data = data
 			res.Summary = fmt.Sprintf("checked %d of %d", len(data.Checked), len(names))
@@ -168,21 +177,14 @@ func (p *Provider) opCheckResourceType() bot.Op {
 						fmt.Sprintf("no custom resource type %q in this pipeline (it uses the built-in one); nothing to check", rt)))
 					continue
 				}
-				chk := Check{Team: team, Pipeline: name, ResourceType: rt}
 				b, err := cl.CheckResourceType(ctx, team, name, rt)
-				if err == nil {
-					err = p.follow(ctx, cl, &chk, b)
-				}
-				if chk.BuildID != 0 {
-					data.Checks = append(data.Checks, chk)
-				}
-				if err != nil {
+				it, ok := p.runCheck(ctx, cl, id, Check{Team: team, Pipeline: name, ResourceType: rt}, b, err, &data.Checks)
+				res.Items = append(res.Items, it)
+				if !ok {
 					data.Failed = append(data.Failed, id)
-					res.Items = append(res.Items, itemResult(id, bot.OutcomeFailed, err.Error()))
 					continue
 				}
 				data.Checked = append(data.Checked, id)
-				res.Items = append(res.Items, itemResult(id, bot.OutcomeSucceeded, "check build "+strconv.Itoa(chk.BuildID)+" succeeded"))
 			}
 			data.FailedCount = len(data.Failed)
 			res.Data = data
