@@ -32,13 +32,13 @@ import (
 type app struct {
 	// threads lets the engine ask the incidents, wired after it, about a thread.
 	threads lateNotes
-	cfg  *config.Config
-	log  *slog.Logger
-	db   *store.DB
-	reg  *bot.Registry
-	lib  *runbooks.Library
-	eng  *bot.Engine
-	chat chatplatform.Chat
+	cfg     *config.Config
+	log     *slog.Logger
+	db      *store.DB
+	reg     *bot.Registry
+	lib     *runbooks.Library
+	eng     *bot.Engine
+	chat    chatplatform.Chat
 	// groupTTL is how long the engine caches group members.
 	groupTTL time.Duration
 	mux      *http.ServeMux
