@@ -188,8 +188,14 @@ receivers:
 
 	roots := regexp.MustCompile(`(?m)^#\d+ 🚨 FileSystemSpaceFillingUp on ` + "`infra-prd`" + ` — incident ` + "`(i-[0-9a-f]+)`")
 	waitFor(t, "the incident to open", 30*time.Second, dumpAll, func() bool { return roots.MatchString(gcOut.String()) })
-	assert.Contains(t, gcOut.String(), "`instance=caascad-ci-workers-infra-infra-prd-0:9100` — Filesystem has 8% space left")
-	assert.Contains(t, gcOut.String(), "`/runbook run worker-disk-full target=infra-prd worker=caascad-ci-workers-infra-infra-prd-0`")
+	// The console writes a message in more than one write: wait for the
+	// whole root message, not just its first line.
+	for _, want := range []string{
+		"`instance=caascad-ci-workers-infra-infra-prd-0:9100` — Filesystem has 8% space left",
+		"`/runbook run worker-disk-full target=infra-prd worker=caascad-ci-workers-infra-infra-prd-0`",
+	} {
+		waitFor(t, "the incident message to show "+want, 10*time.Second, dumpAll, func() bool { return strings.Contains(gcOut.String(), want) })
+	}
 
 	// Alertmanager repeats the notification every repeat_interval: the
 	// incident counts them, and no second thread opens.
