@@ -162,10 +162,10 @@ func Parse(text string) (Command, error) {
 			}
 			k, v, ok := strings.Cut(a, "=")
 			if !ok || k == "" {
-				return c, &UserError{Msg: fmt.Sprintf("Cannot read %q: parameters are key=value (e.g. `target=infra-prd`). Usage: `/runbook %s`", a, verbs[2].usage)}
+				return c, &UserError{Msg: fmt.Sprintf("Cannot read %q: parameters are key=value (e.g. `target=infra-prd`). Usage: `/runbook %s`", Sanitize(limitText(a, 60)), verbs[2].usage)}
 			}
 			if _, dup := c.Params[k]; dup {
-				return c, &UserError{Msg: fmt.Sprintf("Parameter %q is given twice.", k)}
+				return c, &UserError{Msg: fmt.Sprintf("Parameter %q is given twice.", Sanitize(limitText(k, 60)))}
 			}
 			c.Params[k] = v
 		}
