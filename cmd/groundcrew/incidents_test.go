@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -19,23 +18,6 @@ import (
 	"github.com/groundcrew/groundcrew/config"
 	"github.com/groundcrew/groundcrew/incident"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestWatchOnTheSimulator: watch rules poll the real digest source of a
 // simulated Concourse (a stalled worker, 300 pending builds): after two
@@ -57,7 +39,7 @@ watch:
 	now := time.Now()
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	out := &lockedBuffer{}
+	out := &syncBuffer{}
 	a, err := newApp(cfg, appOptions{In: strings.NewReader(""), Out: out, Now: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	defer a.close()
