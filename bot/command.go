@@ -261,26 +261,26 @@ func (e *Engine) Handle(ctx context.Context, ev Event) error {
 func (e *Engine) command(ctx context.Context, ev Event) error {
 	c, err := Parse(ev.Text)
 	if err != nil {
-		e.reply(ctx, ev.Conversation, ev.User, "⚠️ "+err.Error())
+		e.out.reply(ctx, ev.Conversation, ev.User, "⚠️ "+err.Error())
 		return nil
 	}
 	switch c.Verb {
 	case VerbHelp:
-		e.reply(ctx, ev.Conversation, ev.User, e.helpText())
+		e.out.reply(ctx, ev.Conversation, ev.User, e.helpText())
 	case VerbList:
-		e.reply(ctx, ev.Conversation, ev.User, e.listText())
+		e.out.reply(ctx, ev.Conversation, ev.User, e.listText())
 	case VerbShow:
-		e.reply(ctx, ev.Conversation, ev.User, e.showText(c.Name))
+		e.out.reply(ctx, ev.Conversation, ev.User, e.showText(c.Name))
 	case VerbStatus:
-		e.reply(ctx, ev.Conversation, ev.User, e.statusText(ctx, c.Name, ev.Conversation))
+		e.out.reply(ctx, ev.Conversation, ev.User, e.statusText(ctx, c.Name, ev.Conversation))
 	case VerbRun:
 		if err := e.start(ctx, ev, c); err != nil {
 			var ue *UserError
 			if errors.As(err, &ue) {
-				e.reply(ctx, ev.Conversation, ev.User, "⚠️ "+ue.Msg)
+				e.out.reply(ctx, ev.Conversation, ev.User, "⚠️ "+ue.Msg)
 				return nil
 			}
-			e.reply(ctx, ev.Conversation, ev.User, "❌ Could not start the run: "+UserMessage(err))
+			e.out.reply(ctx, ev.Conversation, ev.User, "❌ Could not start the run: "+UserMessage(err))
 			return err
 		}
 	case VerbApprove, VerbReject:
@@ -301,10 +301,10 @@ func (e *Engine) command(ctx context.Context, ev Event) error {
 		e.summaryCommand(ctx, ev, c.Name, c.Rest == "thread")
 	case VerbDigest:
 		if e.o.Digests == nil {
-			e.reply(ctx, ev.Conversation, ev.User, "Digests are not available in this setup.")
+			e.out.reply(ctx, ev.Conversation, ev.User, "Digests are not available in this setup.")
 			return nil
 		}
-		e.reply(ctx, ev.Conversation, ev.User, "⏳ Collecting the digest…")
+		e.out.reply(ctx, ev.Conversation, ev.User, "⏳ Collecting the digest…")
 		e.background(func() {
 			// Collecting takes seconds: do it outside the event.
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
@@ -312,10 +312,10 @@ func (e *Engine) command(ctx context.Context, ev Event) error {
 			if err := e.o.Digests.DigestNow(dctx, c.Name, ev.Conversation); err != nil {
 				var ue *UserError
 				if errors.As(err, &ue) {
-					e.reply(dctx, ev.Conversation, ev.User, "⚠️ "+ue.Msg)
+					e.out.reply(dctx, ev.Conversation, ev.User, "⚠️ "+ue.Msg)
 					return
 				}
-				e.reply(dctx, ev.Conversation, ev.User, "❌ Could not post the digest: "+UserMessage(err))
+				e.out.reply(dctx, ev.Conversation, ev.User, "❌ Could not post the digest: "+UserMessage(err))
 			}
 		})
 	}
@@ -357,7 +357,7 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 		return &UserError{Msg: msg + " Configured targets: " + strings.Join(quoteAll(targets), ", ") + "."}
 	}
 	if why := ev.User.NotAPerson(); why != "" {
-		e.audit(ctx, AuditEntry{Actor: ev.User.ID, Action: ActionRunRefused, Target: target, Detail: rb.Name + ": " + why})
+		e.writes.audit(ctx, AuditEntry{Actor: ev.User.ID, Action: ActionRunRefused, Target: target, Detail: rb.Name + ": " + why})
 		return &UserError{Msg: fmt.Sprintf("You may not run `%s` on `%s`: %s.", rb.Name, target, why)}
 	}
 	start := policy.Start{Target: target, Runbook: rb.Name}
@@ -376,14 +376,14 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 		return err
 	}
 	if refusal != nil {
-		e.audit(ctx, AuditEntry{Actor: ev.User.ID, Action: ActionRunRefused, Target: target, Detail: rb.Name + ": " + refusal.Source})
+		e.writes.audit(ctx, AuditEntry{Actor: ev.User.ID, Action: ActionRunRefused, Target: target, Detail: rb.Name + ": " + refusal.Source})
 		return &UserError{Msg: refusal.Message(rb.Name, target)}
 	}
 	params, err := runbooks.ValidateParams(rb, c.Params)
 	if err != nil {
 		return &UserError{Msg: err.Error() + fmt.Sprintf(". See `/runbook show %s`.", rb.Name)}
 	}
-	if err := e.canPost(ctx, ev.Conversation); err != nil {
+	if err := e.out.canPost(ctx, ev.Conversation); err != nil {
 		return err
 	}
 	now := e.o.Now()
@@ -417,7 +417,7 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 	for i := range b.Audit {
 		b.Audit[i].RunID = r.ID
 	}
-	e.postRun(ctx, ev.Conversation, r.ID, RoleRoot, "", e.renderRoot(r))
+	e.out.run(ctx, ev.Conversation, r.ID, RoleRoot, "", e.renderRoot(r))
 	e.kick(r.ID)
 	return nil
 }
@@ -434,7 +434,7 @@ func (e *Engine) reaction(ctx context.Context, ev Event) error {
 	if ev.Intent == "" {
 		return nil // a reaction that means nothing to groundcrew
 	}
-	idx, err := e.messageTarget(ctx, ev.Message)
+	idx, err := e.out.messageTarget(ctx, ev.Message)
 	if errors.Is(err, ErrNotFound) {
 		return nil // a reaction on some other message
 	}
@@ -495,7 +495,7 @@ func (e *Engine) button(ctx context.Context, ev Event) error {
 	if !ev.Message.IsZero() {
 		// A button pressed the moment its message appeared: wait for the
 		// message's reference to be stored, so the press is matched to it.
-		if _, err := e.messageTarget(ctx, ev.Message); err != nil && !errors.Is(err, ErrNotFound) {
+		if _, err := e.out.messageTarget(ctx, ev.Message); err != nil && !errors.Is(err, ErrNotFound) {
 			return err
 		}
 	}
@@ -531,20 +531,20 @@ func (e *Engine) summaryCommand(ctx context.Context, ev Event, runID string, who
 		}
 		j, err := e.o.Store.Journal(ctx, r.ID)
 		if err != nil {
-			e.reply(ctx, ev.Conversation, ev.User, "⚠️ Could not read the journal: "+UserMessage(err))
+			e.out.reply(ctx, ev.Conversation, ev.User, "⚠️ Could not read the journal: "+UserMessage(err))
 			return
 		}
-		e.post(ctx, ev.Conversation, e.Summary(r, j))
+		e.out.plain(ctx, ev.Conversation, e.Summary(r, j))
 		return
 	}
 	thread := ev.Conversation.Thread
 	if thread == "" {
-		e.reply(ctx, ev.Conversation, ev.User, "Type `/runbook summary` inside the incident thread, or name a run: `/runbook summary <run>` (that run) or `/runbook summary thread <run>` (its whole thread).")
+		e.out.reply(ctx, ev.Conversation, ev.User, "Type `/runbook summary` inside the incident thread, or name a run: `/runbook summary <run>` (that run) or `/runbook summary thread <run>` (its whole thread).")
 		return
 	}
 	runs, err := e.o.Store.ListRuns(ctx, RunQuery{Thread: thread})
 	if err != nil {
-		e.reply(ctx, ev.Conversation, ev.User, "⚠️ Could not list the runs: "+UserMessage(err))
+		e.out.reply(ctx, ev.Conversation, ev.User, "⚠️ Could not list the runs: "+UserMessage(err))
 		return
 	}
 	sort.Slice(runs, func(i, j int) bool { return runs[i].CreatedAt.Before(runs[j].CreatedAt) })
@@ -566,40 +566,8 @@ func (e *Engine) summaryCommand(ctx context.Context, ev Event, runID string, who
 		}
 	}
 	if len(runs) == 0 && len(msgs) == 0 && notes == nil {
-		e.reply(ctx, ev.Conversation, ev.User, "Nothing to summarise in this thread yet.")
+		e.out.reply(ctx, ev.Conversation, ev.User, "Nothing to summarise in this thread yet.")
 		return
 	}
-	e.post(ctx, ev.Conversation, e.IncidentSummary(runs, journals, msgs, notes))
-}
-
-// post posts a message that belongs to no run (summaries, digests).
-func (e *Engine) post(ctx context.Context, to Conversation, m Message) {
-	if _, err := e.o.Chat.Post(ctx, to, m.Clean()); err != nil {
-		e.toOutbox(ctx, OutboxItem{To: to, Message: m}, err)
-	}
-}
-
-// canPost refuses a run the bot could not post (#19.5): a channel it is
-// not in. The adapter's answer says how to invite it. A check that could
-// not be made (the platform unreachable) does not refuse: the outbox
-// retries then.
-func (e *Engine) canPost(ctx context.Context, to Conversation) error {
-	pc, ok := e.o.Chat.(PostChecker)
-	if !ok {
-		return nil
-	}
-	err := pc.CanPost(ctx, to)
-	if err == nil {
-		return nil
-	}
-	var ue *UserError
-	if errors.As(err, &ue) || errors.Is(err, ErrCannotPost) {
-		e.log.Warn("run refused: the bot cannot post in the channel", "channel", to.Channel, "err", err)
-		if ue != nil {
-			return ue
-		}
-		return &UserError{Msg: "I cannot post in this channel: " + UserMessage(err)}
-	}
-	e.log.Warn("could not check that the bot can post in the channel; starting the run anyway", "channel", to.Channel, "err", err)
-	return nil
+	e.out.plain(ctx, ev.Conversation, e.IncidentSummary(runs, journals, msgs, notes))
 }

@@ -160,7 +160,7 @@ func (e *Engine) statusText(ctx context.Context, id string, conv Conversation) s
 		}
 		b.WriteString(line + "\n")
 	}
-	if failed := e.writes.For(r.ID); len(failed) > 0 {
+	if failed := e.writes.failures(r.ID); len(failed) > 0 {
 		fmt.Fprintf(&b, "⚠️ %d store write%s failed (see the log): %s\n", len(failed), plural(len(failed)), strings.Join(failed, "; "))
 	}
 	b.WriteString(e.outboxStatus(ctx, r.ID))

@@ -4,44 +4,37 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"log/slog"
 	"sync"
 	"time"
 )
-
-// Durability: every store write the engine makes either succeeds, is
-// retried, or fails loudly — logged at error level with the run id,
-// remembered so `/runbook status` shows it, and announced in the run's
-// thread so a person sees it. Nothing is dropped silently.
 
 // writeRetries are the pauses before each further attempt of a failed
 // store write (a full disk or a slow fsync is often over in a moment).
 var writeRetries = []time.Duration{10 * time.Millisecond, 50 * time.Millisecond, 250 * time.Millisecond}
 
-// writeFailures remembers, per run, the writes that failed after every
-// retry (in memory: the store is what failed).
-type writeFailures struct {
+// durableWriter has one concern: every store write the engine makes either
+// succeeds, is retried, or fails loudly — logged at error level with the
+// run id, remembered so `/runbook status` shows it, and announced in the
+// run's thread so a person sees it. Nothing is dropped silently.
+//
+// The failures it remembers are kept in memory: the store is what failed.
+type durableWriter struct {
+	store Store
+	chat  Chat
+	log   *slog.Logger
+	now   func() time.Time
+
 	mu    sync.Mutex
-	byRun map[string][]string
-	// delivered are outbox items that were posted but could not be
-	// deleted from the store: they are never posted again.
-	delivered map[string]bool
-	// outbox keeps failed posts that could not be saved to the store's
-	// outbox, so they are still retried while the process lives.
-	outbox map[string]OutboxItem
+	byRun map[string][]string // failed writes per run, oldest first
 }
 
-func (w *writeFailures) add(runID, what string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.byRun == nil {
-		w.byRun = map[string][]string{}
-	}
-	w.byRun[runID] = append(w.byRun[runID], what)
+func newDurableWriter(store Store, chat Chat, log *slog.Logger, now func() time.Time) *durableWriter {
+	return &durableWriter{store: store, chat: chat, log: log, now: now, byRun: map[string][]string{}}
 }
 
-// For returns the failed writes of a run, oldest first.
-func (w *writeFailures) For(runID string) []string {
+// failures returns the failed writes of a run, oldest first.
+func (w *durableWriter) failures(runID string) []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]string(nil), w.byRun[runID]...)
@@ -49,12 +42,12 @@ func (w *writeFailures) For(runID string) []string {
 
 // FailedWrites returns the store writes of a run that failed after every
 // retry since the process started (shown by /runbook status).
-func (e *Engine) FailedWrites(runID string) []string { return e.writes.For(runID) }
+func (e *Engine) FailedWrites(runID string) []string { return e.writes.failures(runID) }
 
-// durably runs write, retrying a failure; permanent (a typed user error,
+// do runs write, retrying a failure; permanent (a typed user error,
 // errRunOver, ErrNotFound) ends the attempts at once. After the last
 // failed attempt it fails loudly and returns the error.
-func (e *Engine) durably(ctx context.Context, runID, what string, write func() (permanent bool, err error)) error {
+func (w *durableWriter) do(ctx context.Context, runID, what string, write func() (permanent bool, err error)) error {
 	var err error
 	for i := 0; ; i++ {
 		var permanent bool
@@ -65,40 +58,42 @@ func (e *Engine) durably(ctx context.Context, runID, what string, write func() (
 		if i >= len(writeRetries) {
 			break
 		}
-		e.log.Warn("store write failed; retrying", "run", runID, "what", what, "attempt", i+1, "err", err)
+		w.log.Warn("store write failed; retrying", "run", runID, "what", what, "attempt", i+1, "err", err)
 		time.Sleep(writeRetries[i])
 	}
-	e.writeFailed(ctx, runID, what, err)
+	w.failed(ctx, runID, what, err)
 	return err
 }
 
-// writeFailed makes a lost write visible: error log, the run's failure
-// list, and a message in the run's thread.
-func (e *Engine) writeFailed(ctx context.Context, runID, what string, err error) {
-	e.log.Error("store write failed after retries: a person must check this run", "run", runID, "what", what, "attempts", len(writeRetries)+1, "err", err)
+// failed makes a lost write visible: error log, the run's failure list,
+// and a message in the run's thread.
+func (w *durableWriter) failed(ctx context.Context, runID, what string, err error) {
+	w.log.Error("store write failed after retries: a person must check this run", "run", runID, "what", what, "attempts", len(writeRetries)+1, "err", err)
 	if runID == "" {
 		return
 	}
-	e.writes.add(runID, what)
-	r, gerr := e.o.Store.GetRun(ctx, runID)
+	w.mu.Lock()
+	w.byRun[runID] = append(w.byRun[runID], what)
+	w.mu.Unlock()
+	r, gerr := w.store.GetRun(ctx, runID)
 	if gerr != nil {
 		return
 	}
 	text := fmt.Sprintf("⚠️ groundcrew could not save %s of run `%s` to its store (%d attempts): %s\nThe run may not show it. Check `/runbook status %s`; if you just voted or answered a step, do it again.",
 		what, r.ID, len(writeRetries)+1, UserMessage(err), r.ID)
-	if _, perr := e.o.Chat.Post(ctx, threadOf(r), Message{Text: text}.Clean()); perr != nil {
-		e.log.Error("could not announce a failed store write", "run", runID, "err", perr)
+	if _, perr := w.chat.Post(ctx, threadOf(r), Message{Text: text}.Clean()); perr != nil {
+		w.log.Error("could not announce a failed store write", "run", runID, "err", perr)
 	}
 }
 
-// updateDurably is Store.UpdateRun with retries of store failures: fn is
-// run again on the freshly read run (nothing of a failed transaction was
+// updateRun is Store.UpdateRun with retries of store failures: fn is run
+// again on the freshly read run (nothing of a failed transaction was
 // written). An error returned by fn, or ErrNotFound, is not retried.
-func (e *Engine) updateDurably(ctx context.Context, id, what string, fn func(*Run, *Batch) error) (*Run, error) {
+func (w *durableWriter) updateRun(ctx context.Context, id, what string, fn func(*Run, *Batch) error) (*Run, error) {
 	var out *Run
-	err := e.durably(ctx, id, what, func() (bool, error) {
+	err := w.do(ctx, id, what, func() (bool, error) {
 		var fnErr error
-		r, err := e.o.Store.UpdateRun(ctx, id, func(r *Run, b *Batch) error {
+		r, err := w.store.UpdateRun(ctx, id, func(r *Run, b *Batch) error {
 			fnErr = fn(r, b)
 			return fnErr
 		})
@@ -111,66 +106,14 @@ func (e *Engine) updateDurably(ctx context.Context, id, what string, fn func(*Ru
 	return out, err
 }
 
-// putOutbox saves a failed post durably; when the store refuses it the
-// post is kept in memory and still retried.
-func (e *Engine) putOutbox(ctx context.Context, it OutboxItem) {
-	err := e.durably(ctx, it.RunID, "a chat message waiting to be re-sent", func() (bool, error) {
-		return false, e.o.Store.PutOutbox(ctx, it)
-	})
-	e.writes.mu.Lock()
-	defer e.writes.mu.Unlock()
-	if e.writes.outbox == nil {
-		e.writes.outbox = map[string]OutboxItem{}
+// audit appends one audit entry outside a run update.
+func (w *durableWriter) audit(ctx context.Context, a AuditEntry) {
+	if a.Time.IsZero() {
+		a.Time = w.now()
 	}
-	if err != nil {
-		e.writes.outbox[it.ID] = it
-	} else {
-		delete(e.writes.outbox, it.ID)
+	if err := w.do(ctx, a.RunID, "an audit entry ("+string(a.Action)+")", func() (bool, error) {
+		return false, w.store.AppendAudit(ctx, a)
+	}); err != nil {
+		w.log.Error("writing the audit log", "run", a.RunID, "err", err)
 	}
-}
-
-// deleteOutbox removes a delivered post from the outbox. If the store
-// refuses, the item is remembered as delivered so it is never posted twice,
-// and its deletion is tried again at the next flush.
-func (e *Engine) deleteOutbox(ctx context.Context, id, runID string) {
-	err := e.durably(ctx, runID, "the removal of a delivered message from the outbox", func() (bool, error) {
-		return false, e.o.Store.DeleteOutbox(ctx, id)
-	})
-	e.writes.mu.Lock()
-	defer e.writes.mu.Unlock()
-	delete(e.writes.outbox, id)
-	if e.writes.delivered == nil {
-		e.writes.delivered = map[string]bool{}
-	}
-	if err != nil {
-		e.writes.delivered[id] = true
-	} else {
-		delete(e.writes.delivered, id)
-	}
-}
-
-// outboxItems returns the store's outbox plus the items kept in memory,
-// oldest first, and the delivered ids whose deletion must be retried.
-func (e *Engine) outboxItems(ctx context.Context) ([]OutboxItem, []string, error) {
-	items, err := e.o.Store.ListOutbox(ctx)
-	e.writes.mu.Lock()
-	defer e.writes.mu.Unlock()
-	seen := map[string]bool{}
-	var out []OutboxItem
-	var redelete []string
-	for _, it := range items {
-		seen[it.ID] = true
-		if e.writes.delivered[it.ID] {
-			redelete = append(redelete, it.ID)
-			continue
-		}
-		out = append(out, it)
-	}
-	for id, it := range e.writes.outbox {
-		if !seen[id] && !e.writes.delivered[id] {
-			out = append(out, it)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, redelete, err
 }

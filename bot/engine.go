@@ -141,10 +141,6 @@ type Engine struct {
 	active  map[string]bool               // runs being advanced
 	again   map[string]bool               // runs to advance once more
 	cancels map[string]context.CancelFunc // in-flight calls per run
-	// posts are the posts in flight: their message reference is not
-	// stored yet; each channel is closed once it is (see posting).
-	posts   map[uint64]chan struct{}
-	postSeq uint64
 	// gateRefresh is when each open gate message was last refreshed.
 	gateRefresh map[string]time.Time
 	idle        *sync.Cond
@@ -152,8 +148,12 @@ type Engine struct {
 	baseCtx     context.Context
 	// lastHousekeep is when the store was last housekept.
 	lastHousekeep time.Time
-	// writes tracks durability writes that failed (see durable.go).
-	writes writeFailures
+	// writes makes every store write succeed, retry or fail loudly.
+	writes *durableWriter
+	// outbox keeps the posts and edits that failed, for a retry.
+	outbox *outbox
+	// out posts and edits the engine's messages.
+	out *poster
 
 	dir directory
 }
@@ -172,10 +172,12 @@ func New(o Options) (*Engine, error) {
 		again:       map[string]bool{},
 		cancels:     map[string]context.CancelFunc{},
 		gateRefresh: map[string]time.Time{},
-		posts:       map[uint64]chan struct{}{},
 		baseCtx:     context.Background(),
 	}
 	e.idle = sync.NewCond(&e.mu)
+	e.writes = newDurableWriter(o.Store, o.Chat, o.Logger, o.Now)
+	e.outbox = newOutbox(o.Store, e.writes, o.Logger, o.Now)
+	e.out = newPoster(o.Chat, o.Store, e.writes, e.outbox, o.Logger)
 	e.dir = directory{log: o.Logger, ttl: o.GroupTTL, now: o.Now, ids: map[string]idEntry{}, members: map[string]groupEntry{}}
 	if gr, ok := o.Chat.(GroupResolver); ok {
 		e.dir.groups = gr
@@ -261,7 +263,7 @@ func (e *Engine) Tick(ctx context.Context) {
 			}
 		}
 	}
-	e.flushOutbox(ctx)
+	e.out.flush(ctx)
 	e.housekeep(ctx, now)
 }
 

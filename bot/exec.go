@@ -65,7 +65,7 @@ func (e *Engine) advance(ctx context.Context, id string) {
 // write is retried and, if it still fails, reported loudly (durable.go).
 func (e *Engine) update(ctx context.Context, id string, fn func(*Run, *Batch) error) (*Run, error) {
 	var batch *Batch
-	r, err := e.updateDurably(ctx, id, "a change", func(r *Run, b *Batch) error {
+	r, err := e.writes.updateRun(ctx, id, "a change", func(r *Run, b *Batch) error {
 		if err := fn(r, b); err != nil {
 			return err
 		}
@@ -201,9 +201,9 @@ func (e *Engine) announceEnd(ctx context.Context, r *Run) {
 	e.refreshRoot(ctx, r)
 	j, err := e.o.Store.Journal(ctx, r.ID)
 	if err == nil {
-		e.postThread(ctx, r, RoleSummary, "", e.Summary(r, j))
+		e.out.thread(ctx, r, RoleSummary, "", e.Summary(r, j))
 	}
-	e.postThread(ctx, r, RoleFinal, "", e.renderFinal(r, j))
+	e.out.thread(ctx, r, RoleFinal, "", e.renderFinal(r, j))
 }
 
 // stepFail marks the current step failed and follows on_failure.
@@ -437,7 +437,7 @@ func (e *Engine) recordOutcome(ctx context.Context, runID, stepID string, op Op,
 // cancelled meanwhile: what happened must be on record).
 // A failed write is retried and then reported in the thread (durable.go).
 func (e *Engine) noteOutcome(ctx context.Context, runID, stepID string, op Op, planHash string, outcome CallOutcome, msg string) {
-	_, _ = e.updateDurably(ctx, runID, "the outcome of step "+stepID+" ("+op.Name+": "+msg+")", func(r *Run, b *Batch) error {
+	_, _ = e.writes.updateRun(ctx, runID, "the outcome of step "+stepID+" ("+op.Name+": "+msg+")", func(r *Run, b *Batch) error {
 		b.Note(JournalEntry{Time: e.o.Now(), Step: stepID, Type: JOutcome, Outcome: outcome, PlanHash: planHash, Message: msg})
 		b.AuditLog(AuditEntry{Time: e.o.Now(), Actor: e.o.BotName, Action: ActionOutcome, Step: stepID, Target: r.Target, PlanHash: planHash, Detail: op.Name + ": " + msg})
 		return nil

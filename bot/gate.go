@@ -365,7 +365,7 @@ func (e *Engine) checkGateTimers(ctx context.Context, r *Run, now time.Time) {
 		if err != nil {
 			return
 		}
-		e.postThread(ctx, r2, RoleReminder, g.StepID, Message{Broadcast: true,
+		e.out.thread(ctx, r2, RoleReminder, g.StepID, Message{Broadcast: true,
 			Text: fmt.Sprintf("⏰ Approval for `%s` (%s) expires in %s — %s. %s",
 				r2.ID, g.Plan.Summary, human.Duration(g.ExpiresAt.Sub(now)), g.Policy.Describe(r2.Requester.Display()), e.reminderHint(r2.ID))})
 		e.updateGateMessage(ctx, r2, r2.Gate)

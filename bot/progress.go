@@ -45,7 +45,7 @@ func (e *Engine) progress(ctx context.Context, runID, stepID string) (report fun
 		}
 		m := e.renderStep(r, st)
 		m.Text += "\n⏳ " + text
-		e.update1(ctx, r, st.Message, RoleStep, stepID, m)
+		e.out.update(ctx, r, st.Message, RoleStep, stepID, m)
 	}
 	stop = func() {
 		mu.Lock()

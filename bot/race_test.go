@@ -19,11 +19,33 @@ func TestEngine_AnswerTheMomentAMessageAppears(t *testing.T) {
 	for _, kind := range []bot.EventKind{bot.EventButton, bot.EventReaction} {
 		t.Run(string(kind), func(t *testing.T) {
 			h := newHarness(t, stalledWorld(), nil)
-			var wg sync.WaitGroup
+			// answers are the answers in flight; a WaitGroup would be
+			// Add-ed from zero while the test Waits on it (a data race).
+			var (
+				mu      sync.Mutex
+				answers []chan struct{}
+			)
+			wait := func() { // until no answer is in flight
+				for {
+					mu.Lock()
+					pending := answers
+					answers = nil
+					mu.Unlock()
+					if len(pending) == 0 {
+						return
+					}
+					for _, ch := range pending {
+						<-ch
+					}
+				}
+			}
 			answer := func(u bot.User, ref bot.MessageRef, m bot.Message, intent bot.Intent) {
-				wg.Add(1)
+				done := make(chan struct{})
+				mu.Lock()
+				answers = append(answers, done)
+				mu.Unlock()
 				go func() {
-					defer wg.Done()
+					defer close(done)
 					ev := bot.Event{Kind: kind, User: u, Message: ref, Intent: intent, Value: m.RunID + "|x",
 						Conversation: bot.Conversation{Channel: ref.Channel, Thread: ref.Thread}}
 					assert.NoError(t, h.eng.Handle(h.ctx, ev))
@@ -42,7 +64,7 @@ func TestEngine_AnswerTheMomentAMessageAppears(t *testing.T) {
 			}
 			h.cmd(alice, "run prune target=infra-prd worker=w-0")
 			for range 3 {
-				wg.Wait()
+				wait()
 				h.idle()
 			}
 			r := h.onlyRun()

@@ -45,13 +45,13 @@ func (e *Engine) vote(ctx context.Context, v ballot) {
 	g := r.Gate
 	if r.State.Terminal() || g == nil || g.Decision != GatePending {
 		if !v.Removed {
-			e.reply(ctx, v.Conv, v.User, fmt.Sprintf("Your %s was not counted: run `%s` has no open approval request (it is %s).", v.action(), r.ID, strings.ReplaceAll(string(r.State), "_", " ")))
+			e.out.reply(ctx, v.Conv, v.User, fmt.Sprintf("Your %s was not counted: run `%s` has no open approval request (it is %s).", v.action(), r.ID, strings.ReplaceAll(string(r.State), "_", " ")))
 		}
 		return
 	}
 	if !v.Ref.IsZero() && v.Ref.ID != g.Message.ID {
 		if !v.Removed {
-			e.reply(ctx, v.Conv, v.User, fmt.Sprintf("Your %s was not counted: that approval request was replaced (the plan changed or it was re-opened); vote on the latest request in the thread.", v.action()))
+			e.out.reply(ctx, v.Conv, v.User, fmt.Sprintf("Your %s was not counted: that approval request was replaced (the plan changed or it was re-opened); vote on the latest request in the thread.", v.action()))
 		}
 		return
 	}
@@ -69,7 +69,7 @@ func (e *Engine) vote(ctx context.Context, v ballot) {
 		}
 	}
 	if err != nil {
-		e.reply(ctx, v.Conv, v.User, fmt.Sprintf("⚠️ Your %s was not counted: could not check your approval rights: %s. Try again in a minute.", v.action(), UserMessage(err)))
+		e.out.reply(ctx, v.Conv, v.User, fmt.Sprintf("⚠️ Your %s was not counted: could not check your approval rights: %s. Try again in a minute.", v.action(), UserMessage(err)))
 		return
 	}
 	now := e.o.Now()
@@ -107,7 +107,7 @@ func (e *Engine) vote(ctx context.Context, v ballot) {
 	e.hook("voted:" + v.User.ID)
 	e.updateGateMessage(ctx, r, r.Gate)
 	if why != "" {
-		e.reply(ctx, v.Conv, v.User, fmt.Sprintf("🚫 Your %s on `%s` was not counted: %s.", v.action(), r.ID, why))
+		e.out.reply(ctx, v.Conv, v.User, fmt.Sprintf("🚫 Your %s on `%s` was not counted: %s.", v.action(), r.ID, why))
 		return
 	}
 	e.afterDecision(ctx, r, decision)
@@ -188,7 +188,7 @@ func (e *Engine) breakGlass(ctx context.Context, runID string, conv Conversation
 	}
 	g := r.Gate
 	refuse := func(why string) {
-		e.reply(ctx, conv, user, fmt.Sprintf("⛔ Break-glass approval of `%s` refused. %s", r.ID, why))
+		e.out.reply(ctx, conv, user, fmt.Sprintf("⛔ Break-glass approval of `%s` refused. %s", r.ID, why))
 	}
 	if r.State.Terminal() || g == nil || g.Decision != GatePending {
 		refuse(fmt.Sprintf("Run `%s` has no open approval request.", r.ID))
@@ -212,7 +212,7 @@ func (e *Engine) breakGlass(ctx context.Context, runID string, conv Conversation
 		return
 	}
 	if len(strings.Fields(reason)) < 2 {
-		e.reply(ctx, conv, user, fmt.Sprintf("A break-glass approval needs a reason: `/runbook approve %s --break-glass <why this cannot wait>`.", r.ID))
+		e.out.reply(ctx, conv, user, fmt.Sprintf("A break-glass approval needs a reason: `/runbook approve %s --break-glass <why this cannot wait>`.", r.ID))
 		return
 	}
 	now := e.o.Now()
@@ -232,22 +232,10 @@ func (e *Engine) breakGlass(ctx context.Context, runID string, conv Conversation
 	}
 	e.log.Warn("break-glass approval", "run", runID, "user", user.ID, "reason", reason)
 	e.updateGateMessage(ctx, r, r.Gate)
-	e.postThread(ctx, r, RoleBreakGlass, g.StepID, Message{Broadcast: true,
+	e.out.thread(ctx, r, RoleBreakGlass, g.StepID, Message{Broadcast: true,
 		Text: fmt.Sprintf("🚨 *Break-glass*: %s overrode the approval of `%s` (%s): %s", user.Display(), r.ID, g.Plan.Summary, reason)})
 	e.refreshRoot(ctx, r)
 	e.kick(runID)
-}
-
-// audit appends one audit entry outside a run update.
-func (e *Engine) audit(ctx context.Context, a AuditEntry) {
-	if a.Time.IsZero() {
-		a.Time = e.o.Now()
-	}
-	if err := e.durably(ctx, a.RunID, "an audit entry ("+string(a.Action)+")", func() (bool, error) {
-		return false, e.o.Store.AppendAudit(ctx, a)
-	}); err != nil {
-		e.log.Error("writing the audit log", "run", a.RunID, "err", err)
-	}
 }
 
 func voters(g *Gate) []User {
@@ -277,14 +265,14 @@ func (e *Engine) manualResponse(ctx context.Context, runID string, ref MessageRe
 	}
 	st := r.current()
 	if r.State != RunAwaitingManual || st == nil || st.Status != StepManual || (!ref.IsZero() && ref.ID != st.Message.ID) {
-		e.reply(ctx, conv, user, fmt.Sprintf("Your %s was not counted: run `%s` is not waiting for that manual step (it is %s).", manualVerb(status), r.ID, strings.ReplaceAll(string(r.State), "_", " ")))
+		e.out.reply(ctx, conv, user, fmt.Sprintf("Your %s was not counted: run `%s` is not waiting for that manual step (it is %s).", manualVerb(status), r.ID, strings.ReplaceAll(string(r.State), "_", " ")))
 		return
 	}
 	stepID := st.ID
 	now := e.o.Now()
 	if why := user.NotAPerson(); why != "" {
-		e.audit(ctx, AuditEntry{Actor: user.ID, Action: ActionManualRefused, RunID: r.ID, Step: stepID, Target: r.Target, Detail: manualVerb(status) + ": " + why})
-		e.reply(ctx, conv, user, fmt.Sprintf("🚫 Your %s on `%s` was not counted: %s.", manualVerb(status), r.ID, why))
+		e.writes.audit(ctx, AuditEntry{Actor: user.ID, Action: ActionManualRefused, RunID: r.ID, Step: stepID, Target: r.Target, Detail: manualVerb(status) + ": " + why})
+		e.out.reply(ctx, conv, user, fmt.Sprintf("🚫 Your %s on `%s` was not counted: %s.", manualVerb(status), r.ID, why))
 		return
 	}
 	r, err := e.update(ctx, runID, func(r *Run, b *Batch) error {
@@ -324,10 +312,10 @@ func (e *Engine) runFor(ctx context.Context, id string, conv Conversation, user 
 	r, err := e.o.Store.GetRun(ctx, id)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		e.reply(ctx, conv, user, fmt.Sprintf("There is no run `%s`. `/runbook status` lists the active runs.", id))
+		e.out.reply(ctx, conv, user, fmt.Sprintf("There is no run `%s`. `/runbook status` lists the active runs.", id))
 		return nil, false
 	case err != nil:
-		e.reply(ctx, conv, user, "⚠️ Could not read run `"+id+"`: "+UserMessage(err))
+		e.out.reply(ctx, conv, user, "⚠️ Could not read run `"+id+"`: "+UserMessage(err))
 		return nil, false
 	}
 	return r, true
@@ -357,7 +345,7 @@ func upperFirst(s string) string {
 // outcome is recorded.
 func (e *Engine) cancel(ctx context.Context, runID string, conv Conversation, user User, reason string) {
 	if why := user.NotAPerson(); why != "" {
-		e.reply(ctx, conv, user, fmt.Sprintf("Cannot cancel `%s`: %s.", runID, why))
+		e.out.reply(ctx, conv, user, fmt.Sprintf("Cannot cancel `%s`: %s.", runID, why))
 		return
 	}
 	now := e.o.Now()
@@ -373,7 +361,7 @@ func (e *Engine) cancel(ctx context.Context, runID string, conv Conversation, us
 		return e.endRun(r, b, RunCancelled, "cancelled by "+user.Display()+optional(reason))
 	})
 	if err != nil {
-		e.reply(ctx, conv, user, fmt.Sprintf("Cannot cancel `%s`: %s", runID, UserMessage(err)))
+		e.out.reply(ctx, conv, user, fmt.Sprintf("Cannot cancel `%s`: %s", runID, UserMessage(err)))
 		return
 	}
 	e.mu.Lock()

@@ -1,0 +1,222 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+)
+
+// threadOf is where a run's replies go.
+func threadOf(r *Run) Conversation {
+	c := r.Conversation
+	if c.Thread == "" {
+		c.Thread = r.Root.ID
+	}
+	return c
+}
+
+// poster has one concern: getting the engine's messages to chat. It posts
+// and edits them, stores the reference of every message people answer
+// (root, step, gate) before its post counts as finished, keeps track of the
+// posts in flight so a reaction that outruns its message's reference waits
+// for it (messageTarget), and hands every failed post or edit to the
+// outbox, which it flushes on each tick.
+type poster struct {
+	chat   Chat
+	store  Store
+	writes *durableWriter
+	outbox *outbox
+	log    *slog.Logger
+
+	mu sync.Mutex
+	// inFlight are the posts whose message reference is not stored yet;
+	// each channel is closed once it is (see posting).
+	inFlight map[uint64]chan struct{}
+	seq      uint64
+}
+
+func newPoster(chat Chat, store Store, writes *durableWriter, ob *outbox, log *slog.Logger) *poster {
+	return &poster{chat: chat, store: store, writes: writes, outbox: ob, log: log, inFlight: map[uint64]chan struct{}{}}
+}
+
+// thread posts a message in the run's thread (see run).
+func (p *poster) thread(ctx context.Context, r *Run, role MessageRole, step string, m Message) MessageRef {
+	return p.run(ctx, threadOf(r), r.ID, role, step, m)
+}
+
+// run posts a message of run runID. The reference of a message people
+// answer (root, step, gate) is stored before the post counts as finished:
+// a reaction or click that arrives meanwhile waits for it (messageTarget),
+// however quick it is. A failed post goes to the durable outbox.
+func (p *poster) run(ctx context.Context, to Conversation, runID string, role MessageRole, step string, m Message) MessageRef {
+	m.RunID, m.Role, m.Step = runID, role, step
+	done := p.posting()
+	defer done()
+	ref, err := p.chat.Post(ctx, to, m.Clean())
+	if err != nil {
+		p.outbox.queue(ctx, OutboxItem{To: to, Message: m, RunID: runID, Step: step, Role: role}, err)
+		return MessageRef{}
+	}
+	if role.indexed() {
+		p.saveRef(ctx, runID, role, step, ref)
+	}
+	return ref
+}
+
+// plain posts a message that belongs to no run (summaries, digests).
+func (p *poster) plain(ctx context.Context, to Conversation, m Message) {
+	if _, err := p.chat.Post(ctx, to, m.Clean()); err != nil {
+		p.outbox.queue(ctx, OutboxItem{To: to, Message: m}, err)
+	}
+}
+
+// update updates one posted message of r; a failed update is retried.
+func (p *poster) update(ctx context.Context, r *Run, ref MessageRef, role MessageRole, step string, m Message) {
+	m.RunID, m.Role, m.Step = r.ID, role, step
+	if err := p.chat.Update(ctx, ref, m.Clean()); err != nil {
+		p.outbox.queue(ctx, OutboxItem{Update: ref, Message: m, RunID: r.ID, Step: step, Role: role}, err)
+	}
+}
+
+// updateOrPost updates ref in place, or posts when there is no ref yet.
+func (p *poster) updateOrPost(ctx context.Context, r *Run, ref MessageRef, role MessageRole, step string, m Message) {
+	if ref.IsZero() {
+		p.thread(ctx, r, role, step, m)
+		return
+	}
+	p.update(ctx, r, ref, role, step, m)
+}
+
+// reply answers a user: ephemerally where the platform allows.
+func (p *poster) reply(ctx context.Context, to Conversation, user User, text string) {
+	if err := p.chat.Ephemeral(ctx, to, user, Message{Text: text}.Clean()); err != nil {
+		p.log.Warn("ephemeral reply failed", "user", user.ID, "err", err)
+	}
+}
+
+// flush retries the outbox's posts and updates that are due.
+func (p *poster) flush(ctx context.Context) {
+	for _, it := range p.outbox.due(ctx) {
+		if !it.Update.IsZero() {
+			if err := p.chat.Update(ctx, it.Update, it.Message.Clean()); err != nil {
+				p.outbox.queue(ctx, it, err)
+				continue
+			}
+			p.outbox.done(ctx, it.ID, it.RunID)
+			continue
+		}
+		done := p.posting()
+		ref, err := p.chat.Post(ctx, it.To, it.Message.Clean())
+		if err != nil {
+			done()
+			p.outbox.queue(ctx, it, err)
+			continue
+		}
+		p.outbox.done(ctx, it.ID, it.RunID)
+		if it.RunID != "" && it.Role.indexed() {
+			p.saveRef(ctx, it.RunID, it.Role, it.Step, ref)
+		}
+		done()
+	}
+}
+
+// saveRef remembers where a run's message was posted. Without it every
+// reaction on the message would be ignored, so a failed write is retried
+// and then reported in the thread with the typed command to use instead.
+func (p *poster) saveRef(ctx context.Context, runID string, role MessageRole, step string, ref MessageRef) {
+	if ref.IsZero() {
+		return
+	}
+	what := "the reference of the " + string(role) + " message"
+	if step != "" {
+		what += " of step " + step
+	}
+	what += " (reactions and buttons on it are not seen; type the `/runbook` command instead)"
+	_, _ = p.writes.updateRun(ctx, runID, what, func(r *Run, b *Batch) error {
+		switch role {
+		case RoleRoot:
+			r.Root = ref
+		case RoleStep:
+			if st := r.step(step); st != nil {
+				st.Message = ref
+			}
+		case RoleGate:
+			if r.Gate != nil && r.Gate.StepID == step && r.Gate.Message.IsZero() {
+				r.Gate.Message = ref
+			}
+		}
+		b.Messages = append(b.Messages, MessageIndex{Ref: ref, RunID: runID, Step: step, Role: role})
+		return nil
+	})
+}
+
+// posting marks a post in flight until the returned function is called,
+// which the poster does only after it stored the message's reference.
+func (p *poster) posting() func() {
+	p.mu.Lock()
+	p.seq++
+	id, ch := p.seq, make(chan struct{})
+	p.inFlight[id] = ch
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		delete(p.inFlight, id)
+		p.mu.Unlock()
+		close(ch)
+	}
+}
+
+// messageTarget finds the run a message belongs to. A reaction or a click
+// can only be on a message whose post has returned to its poster; if the
+// message is not known, it waits for the posts in flight when it was
+// called (their references are stored before they finish), then looks
+// again. It never waits for later posts.
+func (p *poster) messageTarget(ctx context.Context, ref MessageRef) (MessageIndex, error) {
+	idx, err := p.store.RunByMessage(ctx, ref)
+	if !errors.Is(err, ErrNotFound) {
+		return idx, err
+	}
+	p.mu.Lock()
+	pending := make([]chan struct{}, 0, len(p.inFlight))
+	for _, ch := range p.inFlight {
+		pending = append(pending, ch)
+	}
+	p.mu.Unlock()
+	if len(pending) == 0 {
+		return idx, err
+	}
+	for _, ch := range pending {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return idx, ctx.Err()
+		}
+	}
+	return p.store.RunByMessage(ctx, ref)
+}
+
+// canPost refuses a run the bot could not post (#19.5): a channel it is
+// not in. The adapter's answer says how to invite it. A check that could
+// not be made (the platform unreachable) does not refuse: the outbox
+// retries then.
+func (p *poster) canPost(ctx context.Context, to Conversation) error {
+	pc, ok := p.chat.(PostChecker)
+	if !ok {
+		return nil
+	}
+	err := pc.CanPost(ctx, to)
+	if err == nil {
+		return nil
+	}
+	var ue *UserError
+	if errors.As(err, &ue) || errors.Is(err, ErrCannotPost) {
+		p.log.Warn("run refused: the bot cannot post in the channel", "channel", to.Channel, "err", err)
+		if ue != nil {
+			return ue
+		}
+		return &UserError{Msg: "I cannot post in this channel: " + UserMessage(err)}
+	}
+	p.log.Warn("could not check that the bot can post in the channel; starting the run anyway", "channel", to.Channel, "err", err)
+	return nil
+}
