@@ -25,15 +25,35 @@ const (
 	BodyTimeout = 5 * time.Second
 )
 
-// Server returns an http.Server for h with the timeouts above.
+// Server returns an http.Server for h with the timeouts above; every
+// request's body must arrive within BodyTimeout (see Guard).
 func Server(h http.Handler) *http.Server {
+	return server(h, BodyTimeout)
+}
+
+func server(h http.Handler, body time.Duration) *http.Server {
 	return &http.Server{
-		Handler:           h,
+		Handler:           Guard(h, body),
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		ReadTimeout:       ReadTimeout,
 		WriteTimeout:      WriteTimeout,
 		IdleTimeout:       IdleTimeout,
 	}
+}
+
+// Guard sets the connection's read deadline to timeout from the start of
+// each request (BodyTimeout when 0), before h runs. Without it, a handler
+// that answers without reading the body (a 401 for a missing token, a
+// health check) still holds the connection: net/http drains an unread body
+// of up to 256 KiB before writing the answer, for as long as ReadTimeout
+// allows. Handlers that need longer set their own deadline (Deadline).
+func Guard(h http.Handler, timeout time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 {
+			Deadline(w, timeout)
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // ErrTooLarge is returned by ReadBody for a body over its limit.
