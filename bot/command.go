@@ -392,13 +392,14 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 		Requester: ev.User, Conversation: ev.Conversation, State: RunRunning, DryRun: c.DryRun,
 		Spec: rb, CreatedAt: now, UpdatedAt: now,
 	}
-	env := e.env(r)
 	for _, s := range rb.Steps {
-		title := s.Title
-		if t, err := runbooks.Render(s.Title, env); err == nil {
-			title = t
-		}
-		r.Steps = append(r.Steps, StepState{ID: s.ID, Kind: string(s.Kind), Title: title, Op: s.Op, Status: StepPending})
+		r.Steps = append(r.Steps, StepState{ID: s.ID, Kind: string(s.Kind), Op: s.Op, Status: StepPending})
+	}
+	env := e.env(r)
+	for i, s := range rb.Steps {
+		// Until its step starts (resolveTitles), a title that names an
+		// earlier step's result shows its fallback.
+		r.Steps[i].Title = runbooks.RenderTitle(s.Title, env)
 	}
 	var b Batch
 	b.Note(JournalEntry{Time: now, Type: JRunStarted, Actor: ev.User.ID, Message: strings.TrimSpace(fmt.Sprintf("%s on %s %s", rb.Name, target, FormatParams(params)))})

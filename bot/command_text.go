@@ -71,6 +71,20 @@ func firstLine(s string) string {
 	return l
 }
 
+// showEnv is what titles see in /runbook show, before any run: the
+// params' defaults, no results yet (titles show their fallback).
+func showEnv(rb *runbooks.Runbook) runbooks.Env {
+	params, steps := map[string]any{}, map[string]any{}
+	for _, p := range rb.Params {
+		params[p.Name] = p.Default
+	}
+	for _, s := range rb.Steps {
+		steps[s.ID] = map[string]any{"status": string(StepPending), "summary": "", "result": nil, "by": ""}
+	}
+	return runbooks.Env{"params": params, "vars": map[string]any{}, "target": "the target", "steps": steps,
+		"run": map[string]any{"id": "", "requester": "", "dry_run": false}}
+}
+
 func (e *Engine) showText(name string) string {
 	rb, ok := e.o.Library.Get(name)
 	if br, broken := e.o.Library.Broken(name); !ok && broken {
@@ -106,6 +120,7 @@ func (e *Engine) showText(name string) string {
 		}
 	}
 	b.WriteString("*Steps*:\n")
+	env := showEnv(rb)
 	for i, s := range rb.Steps {
 		mark := ""
 		if op, ok := e.o.Ops.Get(s.Op); ok {
@@ -114,7 +129,7 @@ func (e *Engine) showText(name string) string {
 				mark += " 🔒 approval required"
 			}
 		}
-		fmt.Fprintf(&b, "%d. %s (%s%s)\n", i+1, nonEmpty(s.Title, s.ID), s.Kind, mark)
+		fmt.Fprintf(&b, "%d. %s (%s%s)\n", i+1, nonEmpty(runbooks.RenderTitle(s.Title, env), s.ID), s.Kind, mark)
 	}
 	fmt.Fprintf(&b, "Source: %s", rb.Source)
 	return b.String()

@@ -264,6 +264,7 @@ func (e *Engine) stepDone(ctx context.Context, id, stepID string, status StepSta
 // startStep begins the step at the cursor.
 func (e *Engine) startStep(ctx context.Context, r *Run, spec *runbooks.Step) {
 	env := e.env(r)
+	e.resolveTitles(ctx, r, env)
 	if spec.When != "" {
 		ok, err := runbooks.EvalBool(spec.When, env)
 		if err != nil {

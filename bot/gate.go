@@ -133,7 +133,7 @@ func (e *Engine) startApproval(ctx context.Context, r *Run, spec *runbooks.Step,
 			return
 		}
 	}
-	summary := spec.Title
+	summary := runbooks.RenderTitle(spec.Title, env)
 	if spec.Text != "" {
 		if t, err := runbooks.Render(spec.Text, env); err == nil {
 			summary = t

@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -51,6 +52,40 @@ func runIcon(s RunState) string {
 		return "🚫"
 	}
 	return "🛠"
+}
+
+// resolveTitles renders the titles of the steps not started yet — the one
+// at the cursor, which starts now, and those after it — with the results
+// of the steps before them ("Wait for caascad-ci-workers-infra-infra-prd-0
+// to be running"), and stores them. A step keeps the title it had when it
+// started: once started it is not rendered again, restarts included. A
+// result not there yet gives the template's fallback (runbooks.RenderTitle).
+func (e *Engine) resolveTitles(ctx context.Context, r *Run, env runbooks.Env) {
+	titles := map[int]string{}
+	for i := range r.Steps {
+		if r.Steps[i].Status != StepPending || i >= len(r.Spec.Steps) || !strings.Contains(r.Spec.Steps[i].Title, "{{") {
+			continue
+		}
+		if t := runbooks.RenderTitle(r.Spec.Steps[i].Title, env); t != r.Steps[i].Title {
+			titles[i] = t
+		}
+	}
+	if len(titles) == 0 {
+		return
+	}
+	_, err := e.update(ctx, r.ID, func(r *Run, _ *Batch) error {
+		for i, t := range titles {
+			if i < len(r.Steps) && r.Steps[i].Status == StepPending {
+				r.Steps[i].Title = t
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		for i, t := range titles {
+			r.Steps[i].Title = t
+		}
+	}
 }
 
 func (e *Engine) stepTitle(r *Run, st *StepState) string {

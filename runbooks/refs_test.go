@@ -33,7 +33,12 @@ func TestParse_ReferenceForms(t *testing.T) {
 		{"template range changes dot", `text: "{{ range .steps.a.result }}{{ .name }}{{ end }}"`, ""},
 		{"template range else keeps dot", `text: "{{ range .steps.a.result }}x{{ else }}{{ .nope }}{{ end }}"`, `x.yaml:10:53: text of step "b" uses unknown field .nope (templates see .params, .vars, .target, .steps, .run)`},
 		{"template variable", `text: "{{ $s := .steps.a }}{{ $s.status }}"`, ""},
-		{"template title cannot use steps", `title: "After {{ .steps.a.summary }}"`, `x.yaml:10:22: title of step "b" uses .steps; titles are rendered when the run starts, so they can use .params, .vars, .target and .run only`},
+		{"template title uses an earlier step", `title: "After {{ .steps.a.summary }}"`, ""},
+		{"template title result with default", `title: 'Wait for {{ .steps.a.result.name | default "the worker" }}'`, ""},
+		{"template title result guarded by with", `title: "Wait for {{ with .steps.a.result }}{{ .name }}{{ else }}the worker{{ end }}"`, ""},
+		{"template title result guarded by if", `title: "Wait{{ if .steps.a.result.name }} for {{ .steps.a.result.name }}{{ end }}"`, ""},
+		{"template title result without fallback", `title: "Wait for {{ .steps.a.result.name }}"`, `x.yaml:10:25: title of step "b" shows .steps.a.result.name without a fallback; a title is shown before its step runs (the run's first message, /runbook show), when earlier results are not there yet: give one, e.g. {{ .steps.a.result.name | default "the worker" }}`},
+		{"template title later step", `title: 'After {{ .steps.c.result.name | default "x" }}'`, `x.yaml:10:22: title of step "b" refers to step "c", which comes later (line 12); only earlier steps have results`},
 		{"template title", `title: "Prune {{ .params.wroker }}"`, `x.yaml:10:22: title of step "b" uses undeclared param "wroker"; did you mean "worker"? (params: worker)`},
 	}
 	for _, tt := range tests {

@@ -84,19 +84,96 @@ func (v *validator) checkTemplate(i int, what string, n *yaml.Node, withResult b
 			v.errorAt(line, col, "%s uses unknown field .%s%s (templates see %s)", where, root, dotHint(root, roots), "."+strings.Join(roots, ", ."))
 			return
 		}
-		if what == "title" && root == EnvSteps {
-			v.errorAt(line, col, "%s uses .steps; titles are rendered when the run starts, so they can use .params, .vars, .target and .run only", where)
-			return
-		}
 		if len(path) > 1 {
 			v.reference(i, where, root, path[1], line, col)
 		}
 	}}
+	before := len(v.errs)
 	for _, tree := range t.Templates() {
 		if tree.Tree != nil && tree.Root != nil {
 			tw.list(tree.Root, tree.Name() == "")
 		}
 	}
+	if what == "title" && len(v.errs) == before {
+		for _, ref := range resultsWithoutFallback(t) {
+			line, col := v.srcPos(n, src, refStart(src, int(ref.pos)))
+			v.errorAt(line, col, "%s shows .%s without a fallback; a title is shown before its step runs (the run's first message, /runbook show), "+
+				"when earlier results are not there yet: give one, e.g. {{ .%s | default \"the worker\" }}", where, strings.Join(ref.path, "."), strings.Join(ref.path, "."))
+		}
+	}
+}
+
+// resultRef is a reference to a step result in a template.
+type resultRef struct {
+	path []string
+	pos  parse.Pos
+}
+
+// resultsWithoutFallback returns the step results a title prints bare:
+// not piped through default and not guarded by an if, with or range
+// (whose else, or nothing, is shown while the result is missing).
+func resultsWithoutFallback(t *template.Template) []resultRef {
+	var out []resultRef
+	var walk func(l *parse.ListNode)
+	walk = func(l *parse.ListNode) {
+		if l == nil {
+			return
+		}
+		for _, n := range l.Nodes {
+			switch n := n.(type) {
+			case *parse.ActionNode:
+				if !hasDefault(n.Pipe) {
+					out = append(out, stepResults(n.Pipe)...)
+				}
+			case *parse.IfNode:
+				walk(n.ElseList)
+				if len(stepResults(n.Pipe)) == 0 {
+					walk(n.List)
+				}
+			case *parse.WithNode:
+				walk(n.ElseList)
+				if len(stepResults(n.Pipe)) == 0 {
+					walk(n.List)
+				}
+			case *parse.RangeNode:
+				walk(n.ElseList)
+			case *parse.ListNode:
+				walk(n)
+			}
+		}
+	}
+	for _, tree := range t.Templates() {
+		if tree.Tree != nil && tree.Root != nil && tree.Name() == "" {
+			walk(tree.Root)
+		}
+	}
+	return out
+}
+
+// stepResults returns the .steps.<id>.result… references of a pipeline.
+func stepResults(p *parse.PipeNode) []resultRef {
+	var out []resultRef
+	tmplWalker{visit: func(path []string, pos parse.Pos) {
+		if len(path) >= 3 && path[0] == EnvSteps && path[2] == "result" {
+			out = append(out, resultRef{path, pos})
+		}
+	}}.pipe(p, true)
+	return out
+}
+
+// hasDefault reports whether a pipeline calls default.
+func hasDefault(p *parse.PipeNode) bool {
+	if p == nil {
+		return false
+	}
+	for _, c := range p.Cmds {
+		if len(c.Args) > 0 {
+			if id, ok := c.Args[0].(*parse.IdentifierNode); ok && id.Ident == "default" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // refStart moves a template position back to the start of the field

@@ -125,6 +125,9 @@ func checkRun(r *bot.Run, x *Expect) []string {
 			}
 			fail("step %s: want %s, got %s", id, want.Status, got)
 		}
+		if want.Title != "" && st.Title != want.Title {
+			fail("step %s title: want %q, got %q", id, want.Title, st.Title)
+		}
 		if want.Summary != "" && !strings.Contains(st.Summary, want.Summary) {
 			fail("step %s summary: want it to contain %q, got %q", id, want.Summary, st.Summary)
 		}

@@ -225,6 +225,7 @@ type Expect struct {
 // StepExpect is the expected outcome of one step.
 type StepExpect struct {
 	Status     string   `yaml:"status"`
+	Title      string   `yaml:"title"`
 	Summary    string   `yaml:"summary"`
 	Error      string   `yaml:"error"`
 	By         string   `yaml:"by"`
@@ -237,7 +238,7 @@ func (s *StepExpect) UnmarshalYAML(n *yaml.Node) error {
 		s.Status = n.Value
 		return nil
 	}
-	if err := checkKeys(n, "status", "summary", "error", "by", "approved_by"); err != nil {
+	if err := checkKeys(n, "status", "title", "summary", "error", "by", "approved_by"); err != nil {
 		return err
 	}
 	type plain StepExpect

@@ -1,0 +1,98 @@
+package runbooks
+
+import (
+	"regexp"
+	"strings"
+	"sync"
+	"text/template"
+)
+
+// Step titles are rendered when their step starts, against the run's state
+// at that moment: params, vars, target, run, and the results of the steps
+// before it. Before that — the run's first message, a dry run's plan,
+// `/runbook show` — a result is not there yet and the title shows its
+// fallback: `{{ .steps.worker.result.name | default "the worker" }}` reads
+// "the worker" until the worker step has run. Load-time validation
+// requires that fallback (checkTitleFallbacks).
+
+// lenientTemplates caches titles parsed with missingkey=zero.
+var lenientTemplates sync.Map // string -> *template.Template
+
+// noValue is what text/template prints for a missing value.
+const noValue = "<no value>"
+
+// templateAction matches one {{ … }} action.
+var templateAction = regexp.MustCompile(`\{\{-?\s*(.*?)\s*-?\}\}`)
+
+// RenderTitle renders a step title (or any one-line label) for people: it
+// never fails and never shows "<no value>". A step result that is not
+// there yet is empty, so `default` gives the title's fallback; a title that
+// still cannot be rendered shows "…" in place of each of its {{ }}.
+func RenderTitle(text string, env Env) string {
+	if !strings.Contains(text, "{{") {
+		return text
+	}
+	if out, err := Render(text, env); err == nil && !strings.Contains(out, noValue) {
+		return oneLine(out)
+	}
+	if out, ok := renderLenient(text, env); ok {
+		return oneLine(out)
+	}
+	return oneLine(templateAction.ReplaceAllString(text, "…"))
+}
+
+// renderLenient renders text with missing map keys read as nil and the
+// results of steps that have none yet read as empty maps.
+func renderLenient(text string, env Env) (string, bool) {
+	t, err := lenientTemplate(text)
+	if err != nil {
+		return "", false
+	}
+	data := make(map[string]any, len(env))
+	for k, v := range env {
+		data[k] = v
+	}
+	if steps, ok := env[EnvSteps].(map[string]any); ok {
+		pending := make(map[string]any, len(steps))
+		for id, s := range steps {
+			st, ok := s.(map[string]any)
+			if !ok || st["result"] != nil {
+				pending[id] = s
+				continue
+			}
+			cp := make(map[string]any, len(st)+1)
+			for k, v := range st {
+				cp[k] = v
+			}
+			cp["result"] = map[string]any{}
+			pending[id] = cp
+		}
+		data[EnvSteps] = pending
+	}
+	var b strings.Builder
+	if err := t.Execute(&b, data); err != nil {
+		return "", false
+	}
+	out := b.String()
+	if strings.Contains(out, noValue) {
+		return "", false
+	}
+	return out, true
+}
+
+func lenientTemplate(text string) (*template.Template, error) {
+	if t, ok := lenientTemplates.Load(text); ok {
+		return t.(*template.Template), nil
+	}
+	t, err := template.New("").Option("missingkey=zero").Funcs(templateFuncs).Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	lenientTemplates.Store(text, t)
+	return t, nil
+}
+
+// oneLine joins the lines of a rendered title and trims it.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,43 @@
+package runbooks
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestRenderTitle checks that a title shows its fallback until the result
+// it names is there, and never "<no value>" or an error.
+func TestRenderTitle(t *testing.T) {
+	pending := Env{
+		EnvParams: map[string]any{"worker": ""}, EnvTarget: "infra-prd", EnvVars: map[string]any{},
+		EnvSteps: map[string]any{"worker": map[string]any{"status": "pending", "summary": "", "result": nil, "by": ""}},
+	}
+	found := Env{
+		EnvParams: map[string]any{"worker": ""}, EnvTarget: "infra-prd", EnvVars: map[string]any{},
+		EnvSteps: map[string]any{"worker": map[string]any{"status": "succeeded", "summary": "stalled",
+			"result": map[string]any{"name": "infra-prd-0", "found": true}, "by": ""}},
+	}
+	tests := []struct {
+		name, title, pending, found string
+	}{
+		{"plain", "Restart concourse-worker", "Restart concourse-worker", "Restart concourse-worker"},
+		{"default", `Wait for {{ .steps.worker.result.name | default "the worker" }} to be running`,
+			"Wait for the worker to be running", "Wait for infra-prd-0 to be running"},
+		{"with else", `Prune {{ with .steps.worker.result }}{{ .name }}{{ else }}the stalled worker{{ end }}`,
+			"Prune the stalled worker", "Prune infra-prd-0"},
+		{"missing key gets the default", `Restart {{ .steps.worker.result.host | default "the VM" }}`, "Restart the VM", "Restart the VM"},
+		{"param and target", `Workers of {{ .target }}{{ with .params.worker }} ({{ . }}){{ end }}`, "Workers of infra-prd", "Workers of infra-prd"},
+		{"bare result: no <no value>", `Wait for {{ .steps.worker.result.name }}`, "Wait for …", "Wait for infra-prd-0"},
+		{"unknown var: no <no value>", `Zone {{ .vars.zone }}`, "Zone …", "Zone …"},
+		{"execution error", `Zone {{ .steps.nope.result.name }}`, "Zone …", "Zone …"},
+		{"parse error", `Zone {{ .params.worker `, "Zone {{ .params.worker", "Zone {{ .params.worker"},
+		{"lines joined", "Wait\n  for {{ .target }}", "Wait for infra-prd", "Wait for infra-prd"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.pending, RenderTitle(tt.title, pending), "before the worker step ran")
+			assert.Equal(t, tt.found, RenderTitle(tt.title, found), "after")
+		})
+	}
+}
