@@ -473,3 +473,28 @@ func TestAlertTextIsSanitizedBeforePosting(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyParamIsAPlaceholderNotDropped: a parameter the source could not
+// fill (an alert's instance without a worker number) stays in the
+// suggestion as a placeholder, the Run button is not offered and a press
+// of an older button starts nothing: a run without worker= would act on
+// the stalled worker, not the one that alerted.
+func TestEmptyParamIsAPlaceholderNotDropped(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	sig := diskSignal(true, "`instance=10.0.4.17:9100` disk full")
+	sig.Params = map[string]string{"worker": ""}
+	in, err := f.m.Signal(ctx, sig)
+	require.NoError(t, err)
+	root, ok := f.chat.Find("incident `" + in.ID + "`")
+	require.True(t, ok)
+	assert.Contains(t, root.Msg.Text, "`/runbook run worker-disk-full target=infra-prd worker=<worker>`")
+	for _, b := range root.Msg.Buttons {
+		assert.NotEqual(t, incident.ActionRun, b.Action, "no Run button for an incomplete command")
+	}
+	bob := bot.User{ID: "U2", Name: "bob"}
+	err = f.h.Handle(ctx, bot.Event{Kind: bot.EventButton, ID: "slack:action:2", User: bob, Intent: incident.ActionRun, Value: in.ID, Message: in.Root})
+	require.Error(t, err)
+	assert.Empty(t, f.start.events, "an incomplete command is never started")
+	assert.Contains(t, strings.Join(f.chat.Ephemerals("U2"), "\n"), "incomplete")
+}

@@ -339,7 +339,11 @@ func (in *Incident) Command() string {
 	for _, k := range slices.Sorted(maps.Keys(in.Params)) {
 		v := in.Params[k]
 		if v == "" {
-			continue
+			// A parameter the source could not fill stays visible as a
+			// placeholder: without it the runbook might act on
+			// another object. A command with a placeholder gets no Run
+			// button and is not started.
+			v = "<" + k + ">"
 		}
 		if strings.ContainsAny(v, " \t\"'") {
 			v = `"` + strings.ReplaceAll(v, `"`, "") + `"`
@@ -391,6 +395,9 @@ func (m *Manager) Run(ctx context.Context, in *Incident, who bot.User, eventID s
 		return errors.New("the incident has no thread yet")
 	}
 	text := strings.TrimPrefix(in.Command(), "/runbook ")
+	if strings.Contains(text, "<") {
+		return fmt.Errorf("the suggested command is incomplete (%s): type it with the missing values", text)
+	}
 	if dryRun {
 		text += " --dry-run"
 	}

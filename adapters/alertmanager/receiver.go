@@ -204,10 +204,17 @@ func (rc *Receiver) signal(m *Message, r *Route, alerts []Alert) incident.Signal
 	}
 	if runbookOK {
 		s.Runbook, s.Params, s.Autostart = r.Runbook, map[string]string{}, r.Autostart
-		for k, t := range r.params {
-			v, err := render(t, ref)
+		for _, k := range slices.Sorted(maps.Keys(r.params)) {
+			v, err := render(r.params[k], ref)
 			if err != nil {
 				rc.log.Warn("alert route parameter did not render", "route", r.Name, "param", k, "err", err)
+			}
+			if strings.TrimSpace(v) == "" {
+				// Never drop it: a runbook run without it could pick
+				// another object (worker-disk-full without worker= takes
+				// the stalled worker, not the one that alerted).
+				v = ""
+				s.Evidence = append(s.Evidence, fmt.Sprintf("⚠️ parameter `%s` could not be filled from this alert (route %s, params.%s gave nothing): fill it in the suggested command", k, r.Name, k))
 			}
 			s.Params[k] = v
 		}

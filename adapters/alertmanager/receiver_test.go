@@ -238,3 +238,20 @@ func TestSilencer(t *testing.T) {
 	assert.Equal(t, "@bob", got["createdBy"])
 	assert.Equal(t, []any{map[string]any{"name": "alertname", "value": "X", "isRegex": false, "isEqual": true}}, got["matchers"])
 }
+
+// TestParamThatRendersEmptyIsKeptAndExplained: an instance without a
+// worker number gives workerID ""; the parameter is kept (empty, so the
+// incident shows a placeholder) and the evidence says why, instead of the
+// parameter silently disappearing from the suggested run. shortHost keeps
+// an IP address whole (it used to cut it to "10").
+func TestParamThatRendersEmptyIsKeptAndExplained(t *testing.T) {
+	e := newEnv(t, diskRoute(t))
+	body := strings.ReplaceAll(string(fixture(t)), "caascad-ci-workers-infra-infra-prd-0:9100", "10.0.4.17:9100")
+	body = strings.ReplaceAll(body, "caascad-ci-workers-infra-infra-prd-1:9100", "10.0.4.18:9100")
+	code, _ := e.post(t, "s3cret", []byte(body))
+	require.Equal(t, http.StatusOK, code)
+	require.Len(t, e.sink.signals, 1)
+	s := e.sink.signals[0]
+	assert.Equal(t, map[string]string{"worker": "10.0.4.17", "id": ""}, s.Params)
+	assert.Contains(t, strings.Join(s.Evidence, "\n"), "⚠️ parameter `id` could not be filled from this alert (route routes[0], params.id gave nothing)")
+}

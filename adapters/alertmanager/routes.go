@@ -3,6 +3,7 @@ package alertmanager
 import (
 	"fmt"
 	"maps"
+	"net"
 	"regexp"
 	"slices"
 	"strings"
@@ -59,6 +60,9 @@ var funcs = template.FuncMap{
 	"shortHost": func(s string) string {
 		if i := strings.LastIndexByte(s, ':'); i >= 0 && !strings.Contains(s[i:], "]") {
 			s = s[:i]
+		}
+		if net.ParseIP(strings.Trim(s, "[]")) != nil {
+			return strings.Trim(s, "[]") // an address has no domain to drop
 		}
 		s, _, _ = strings.Cut(s, ".")
 		return s
