@@ -74,3 +74,20 @@ func TestConfigCheckAndServeAgree(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigCheckListsEveryProblem: a broken runbook override does not hide
+// the other problems — one run of config check names the runbook's error
+// and the policy's typo (it used to stop at the runbook).
+func TestConfigCheckListsEveryProblem(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "rb"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "rb", "worker-stalled.yaml"), []byte(
+		"name: worker-stalled\ntitle: Ours\nsteps:\n  - id: w\n    kind: query\n    op: concourse.list_wrkers\n"), 0o600))
+	cfg := filepath.Join(dir, "groundcrew.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("chat: {platform: console}\ntargets:\n  infra-prd: {simulator: {}}\nrunbooks: [rb]\n"+
+		"approvals: {operations: {concourse.prune_wrker: {required: 3}}}\n"), 0o600))
+	out, err := run(t, "", "config", "check", "--config", cfg)
+	require.Error(t, err, out)
+	assert.Contains(t, err.Error(), `worker-stalled.yaml:6:9: unknown operation "concourse.list_wrkers"`)
+	assert.Contains(t, err.Error(), `approvals.operations.concourse.prune_wrker: no operation "concourse.prune_wrker"; did you mean "concourse.prune_worker"?`)
+}

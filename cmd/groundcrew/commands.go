@@ -134,9 +134,17 @@ func newConfigCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// A broken runbook file is one problem among others: the
+			// policy and routes are still checked (against the runbooks
+			// that load, the broken names unavailable), so one run of
+			// config check lists everything to fix.
+			var problems []error
 			a, err := newAppForCheck(cfg)
-			if err != nil {
+			if a == nil {
 				return err
+			}
+			if err != nil {
+				problems = append(problems, err)
 			}
 			// The chat adapters check their settings (token shapes,
 			// required keys) without calling the platform.
@@ -150,10 +158,13 @@ func newConfigCmd() *cobra.Command {
 				return err
 			}
 			if err := checkSetup(cmd.Context(), cfg, reg, a, chat, newLogger(cfg, cmd.ErrOrStderr())); err != nil {
-				return err
+				problems = append(problems, err)
 			}
 			if err := checkRoutes(cfg, a); err != nil {
-				return err
+				problems = append(problems, err)
+			}
+			if len(problems) > 0 {
+				return errors.Join(problems...)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: %d target(s) (%s), chat %s, %d runbook(s), store %s\n",
 				cfg.Path, len(cfg.Targets), strings.Join(cfg.TargetNames(), ", "), cfg.Chat.Platform, len(a.List()), cfg.Store)
@@ -163,7 +174,9 @@ func newConfigCmd() *cobra.Command {
 	return c
 }
 
-// newAppForCheck loads the runbook library the configuration asks for.
+// newAppForCheck loads the runbook library the configuration asks for. With
+// broken runbook files it returns the library of those that load and the
+// errors.
 func newAppForCheck(c *config.Config) (*runbooks.Library, error) {
 	reg, err := catalog()
 	if err != nil {
@@ -174,8 +187,14 @@ func newAppForCheck(c *config.Config) (*runbooks.Library, error) {
 		sources = append(sources, runbooks.DirSource(d))
 	}
 	lib, err := runbooks.NewLibrary(reg, sources...)
-	if err != nil {
+	var bad runbooks.ErrorList
+	if err != nil && !(errors.As(err, &bad) && lib != nil) {
 		return nil, fmt.Errorf("runbooks:\n%w", err)
+	}
+	if err != nil {
+		// As serve: the runbooks that load are checked on, the broken
+		// ones are unavailable.
+		return lib, fmt.Errorf("runbooks:\n%w", err)
 	}
 	return lib, nil
 }
