@@ -1,6 +1,7 @@
 package runbooks
 
 import (
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -84,7 +85,7 @@ func lenientTemplate(text string) (*template.Template, error) {
 	if t, ok := lenientTemplates.Load(text); ok {
 		return t.(*template.Template), nil
 	}
-	t, err := template.New("").Option("missingkey=zero").Funcs(templateFuncs).Parse(text)
+	t, err := template.New("").Option("missingkey=zero").Funcs(templateFuncs).Funcs(lenientFuncs).Parse(text)
 	if err != nil {
 		return nil, err
 	}
@@ -95,4 +96,53 @@ func lenientTemplate(text string) (*template.Template, error) {
 // oneLine joins the lines of a rendered title and trims it.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// lenientFuncs replace the functions that fail on a value not there yet.
+var lenientFuncs = template.FuncMap{"index": lenientIndex}
+
+// lenientIndex is index that gives nil for a nil collection, a missing key
+// or an index out of range: {{ (index .steps.p.result.by_pipeline 0).pipeline | default "the pipeline" }}.
+func lenientIndex(item any, keys ...any) any {
+	v := reflect.ValueOf(item)
+	for _, k := range keys {
+		for v.IsValid() && v.Kind() == reflect.Interface {
+			v = v.Elem()
+		}
+		if !v.IsValid() {
+			return nil
+		}
+		switch v.Kind() {
+		case reflect.Map:
+			kv := reflect.ValueOf(k)
+			if !kv.IsValid() || !kv.Type().AssignableTo(v.Type().Key()) {
+				return nil
+			}
+			v = v.MapIndex(kv)
+		case reflect.Slice, reflect.Array, reflect.String:
+			i, ok := toInt(k)
+			if !ok || i < 0 || i >= v.Len() {
+				return nil
+			}
+			v = v.Index(i)
+		default:
+			return nil
+		}
+	}
+	if !v.IsValid() {
+		return nil
+	}
+	return v.Interface()
+}
+
+func toInt(k any) (int, bool) {
+	switch t := k.(type) {
+	case int:
+		return t, true
+	case int64:
+		return int(t), true
+	case float64:
+		return int(t), t == float64(int(t))
+	}
+	return 0, false
 }

@@ -32,6 +32,8 @@ func TestRenderTitle(t *testing.T) {
 		{"unknown var: no <no value>", `Zone {{ .vars.zone }}`, "Zone …", "Zone …"},
 		{"execution error", `Zone {{ .steps.nope.result.name }}`, "Zone …", "Zone …"},
 		{"parse error", `Zone {{ .params.worker `, "Zone {{ .params.worker", "Zone {{ .params.worker"},
+		{"index of a result not there yet", `Pause {{ (index .steps.worker.result.pipelines 0).name | default "the heaviest pipeline" }}`,
+			"Pause the heaviest pipeline", "Pause the heaviest pipeline"},
 		{"lines joined", "Wait\n  for {{ .target }}", "Wait for infra-prd", "Wait for infra-prd"},
 	}
 	for _, tt := range tests {
