@@ -266,13 +266,13 @@ func (e *Engine) command(ctx context.Context, ev Event) error {
 	}
 	switch c.Verb {
 	case VerbHelp:
-		e.out.reply(ctx, ev.Conversation, ev.User, e.helpText())
+		e.out.reply(ctx, ev.Conversation, ev.User, helpText(e.targets(), e.hints))
 	case VerbList:
-		e.out.reply(ctx, ev.Conversation, ev.User, e.listText())
+		e.out.reply(ctx, ev.Conversation, ev.User, listText(e.o.Library, e.o.Ops))
 	case VerbShow:
-		e.out.reply(ctx, ev.Conversation, ev.User, e.showText(c.Name))
+		e.out.reply(ctx, ev.Conversation, ev.User, showText(e.o.Library, e.o.Ops, c.Name))
 	case VerbStatus:
-		e.out.reply(ctx, ev.Conversation, ev.User, e.statusText(ctx, c.Name, ev.Conversation))
+		e.out.reply(ctx, ev.Conversation, ev.User, statusText(ctx, e.o.Store, c.Name, e.o.Now(), e.writes.failures))
 	case VerbRun:
 		if err := e.start(ctx, ev, c); err != nil {
 			var ue *UserError
@@ -395,7 +395,7 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 	for _, s := range rb.Steps {
 		r.Steps = append(r.Steps, StepState{ID: s.ID, Kind: string(s.Kind), Op: s.Op, Status: StepPending})
 	}
-	env := e.env(r)
+	env := runEnv(r)
 	for i, s := range rb.Steps {
 		// Until its step starts (resolveTitles), a title that names an
 		// earlier step's result shows its fallback.
@@ -418,7 +418,7 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 	for i := range b.Audit {
 		b.Audit[i].RunID = r.ID
 	}
-	e.out.run(ctx, ev.Conversation, r.ID, RoleRoot, "", e.renderRoot(r))
+	e.out.run(ctx, ev.Conversation, r.ID, RoleRoot, "", renderRoot(r, e.o.Now()))
 	e.kick(r.ID)
 	return nil
 }
@@ -535,7 +535,7 @@ func (e *Engine) summaryCommand(ctx context.Context, ev Event, runID string, who
 			e.out.reply(ctx, ev.Conversation, ev.User, "⚠️ Could not read the journal: "+UserMessage(err))
 			return
 		}
-		e.out.plain(ctx, ev.Conversation, e.Summary(r, j))
+		e.out.plain(ctx, ev.Conversation, summarize(r, j, e.o.Now()))
 		return
 	}
 	thread := ev.Conversation.Thread
@@ -570,5 +570,5 @@ func (e *Engine) summaryCommand(ctx context.Context, ev Event, runID string, who
 		e.out.reply(ctx, ev.Conversation, ev.User, "Nothing to summarise in this thread yet.")
 		return
 	}
-	e.out.plain(ctx, ev.Conversation, e.IncidentSummary(runs, journals, msgs, notes))
+	e.out.plain(ctx, ev.Conversation, incidentSummary(runs, journals, msgs, notes))
 }

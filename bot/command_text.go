@@ -6,35 +6,38 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
-func (e *Engine) helpText() string {
+// helpText is /runbook help for these targets.
+func helpText(targets []string, h hints) string {
 	var b strings.Builder
 	b.WriteString("*groundcrew* runs Concourse runbooks step by step, with approval before anything destructive.\n")
 	for _, v := range verbs {
 		fmt.Fprintf(&b, "• `/runbook %s` — %s\n", v.usage, v.help)
 	}
-	fmt.Fprintf(&b, "Targets: %s. %s", strings.Join(quoteAll(e.targets()), ", "), e.helpHint())
+	fmt.Fprintf(&b, "Targets: %s. %s", strings.Join(quoteAll(targets), ", "), h.help())
 	return b.String()
 }
 
-func (e *Engine) listText() string {
-	rbs := e.o.Library.List()
+// listText is /runbook list.
+func listText(lib Library, ops *Registry) string {
+	rbs := lib.List()
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%d runbooks* — `/runbook show <name>` for details\n", len(rbs))
 	for _, rb := range rbs {
 		gated := ""
 		for _, s := range rb.Steps {
-			if op, ok := e.o.Ops.Get(s.Op); ok && op.Class == ClassDestructive {
+			if op, ok := ops.Get(s.Op); ok && op.Class == ClassDestructive {
 				gated = " 🔒"
 				break
 			}
 		}
 		fmt.Fprintf(&b, "• `%s`%s — %s\n", rb.Name, gated, nonEmpty(rb.Title, firstLine(rb.Description)))
 	}
-	for _, br := range e.o.Library.BrokenList() {
+	for _, br := range lib.BrokenList() {
 		fmt.Fprintf(&b, "• `%s` ⚠️ broken — `%s` does not load; unavailable until it is fixed\n", br.Name, br.File)
 	}
 	b.WriteString("🔒 = has destructive steps (approval required)")
@@ -85,14 +88,15 @@ func showEnv(rb *runbooks.Runbook) runbooks.Env {
 		"run": map[string]any{"id": "", "requester": "", "dry_run": false}}
 }
 
-func (e *Engine) showText(name string) string {
-	rb, ok := e.o.Library.Get(name)
-	if br, broken := e.o.Library.Broken(name); !ok && broken {
+// showText is /runbook show name.
+func showText(lib Library, ops *Registry, name string) string {
+	rb, ok := lib.Get(name)
+	if br, broken := lib.Broken(name); !ok && broken {
 		return "⚠️ " + brokenText(br)
 	}
 	if !ok {
 		var names []string
-		for _, r := range e.o.Library.List() {
+		for _, r := range lib.List() {
 			names = append(names, r.Name)
 		}
 		msg := fmt.Sprintf("There is no runbook %q.", name)
@@ -123,7 +127,7 @@ func (e *Engine) showText(name string) string {
 	env := showEnv(rb)
 	for i, s := range rb.Steps {
 		mark := ""
-		if op, ok := e.o.Ops.Get(s.Op); ok {
+		if op, ok := ops.Get(s.Op); ok {
 			mark = " · " + string(op.Class)
 			if op.Class == ClassDestructive {
 				mark += " 🔒 approval required"
@@ -135,9 +139,11 @@ func (e *Engine) showText(name string) string {
 	return b.String()
 }
 
-func (e *Engine) statusText(ctx context.Context, id string, conv Conversation) string {
+// statusText is /runbook status [id] at time now; failedWrites names the
+// run's store writes that failed.
+func statusText(ctx context.Context, store Store, id string, now time.Time, failedWrites func(runID string) []string) string {
 	if id == "" {
-		runs, err := e.o.Store.ListRuns(ctx, RunQuery{Active: true})
+		runs, err := store.ListRuns(ctx, RunQuery{Active: true})
 		if err != nil {
 			return "Could not list runs: " + UserMessage(err)
 		}
@@ -152,7 +158,7 @@ func (e *Engine) statusText(ctx context.Context, id string, conv Conversation) s
 		}
 		return strings.TrimRight(b.String(), "\n")
 	}
-	r, err := e.o.Store.GetRun(ctx, id)
+	r, err := store.GetRun(ctx, id)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return fmt.Sprintf("There is no run %q. `/runbook status` lists the active runs.", id)
@@ -160,7 +166,7 @@ func (e *Engine) statusText(ctx context.Context, id string, conv Conversation) s
 		return "Could not read the run: " + UserMessage(err)
 	}
 	var b strings.Builder
-	b.WriteString(e.renderRoot(r).Text + "\n")
+	b.WriteString(renderRoot(r, now).Text + "\n")
 	for i := range r.Steps {
 		st := &r.Steps[i]
 		line := fmt.Sprintf("%d. %s %s", i+1, stepIcon(st), nonEmpty(st.Title, st.ID))
@@ -175,10 +181,10 @@ func (e *Engine) statusText(ctx context.Context, id string, conv Conversation) s
 		}
 		b.WriteString(line + "\n")
 	}
-	if failed := e.writes.failures(r.ID); len(failed) > 0 {
+	if failed := failedWrites(r.ID); len(failed) > 0 {
 		fmt.Fprintf(&b, "⚠️ %d store write%s failed (see the log): %s\n", len(failed), plural(len(failed)), strings.Join(failed, "; "))
 	}
-	b.WriteString(e.outboxStatus(ctx, r.ID))
+	b.WriteString(outboxStatus(ctx, store, r.ID))
 	if n := nextAction(r); n != "" {
 		b.WriteString(strings.TrimPrefix(n, " "))
 	}
@@ -198,8 +204,8 @@ func nextAction(r *Run) string {
 
 // outboxStatus says which of a run's messages could not be posted yet, or
 // were given up (#19.5); "" when none.
-func (e *Engine) outboxStatus(ctx context.Context, runID string) string {
-	items, err := e.o.Store.ListOutbox(ctx)
+func outboxStatus(ctx context.Context, store Store, runID string) string {
+	items, err := store.ListOutbox(ctx)
 	if err != nil {
 		return "⚠️ Could not read the outbox: " + UserMessage(err) + "\n"
 	}

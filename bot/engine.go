@@ -154,6 +154,8 @@ type Engine struct {
 	outbox *outbox
 	// out posts and edits the engine's messages.
 	out *poster
+	// hints tell people how to answer on this platform.
+	hints hints
 
 	dir directory
 }
@@ -177,7 +179,8 @@ func New(o Options) (*Engine, error) {
 	e.idle = sync.NewCond(&e.mu)
 	e.writes = newDurableWriter(o.Store, o.Chat, o.Logger, o.Now)
 	e.outbox = newOutbox(o.Store, e.writes, o.Logger, o.Now)
-	e.out = newPoster(o.Chat, o.Store, e.writes, e.outbox, o.Logger)
+	e.out = newPoster(o.Chat, o.Store, e.writes, e.outbox, o.Logger, o.Now)
+	e.hints = e.out.hints
 	e.dir = directory{log: o.Logger, ttl: o.GroupTTL, now: o.Now, ids: map[string]idEntry{}, members: map[string]groupEntry{}}
 	if gr, ok := o.Chat.(GroupResolver); ok {
 		e.dir.groups = gr

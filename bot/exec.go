@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/groundcrew/groundcrew/internal/human"
@@ -81,8 +82,8 @@ func (e *Engine) update(ctx context.Context, id string, fn func(*Run, *Batch) er
 	return r, err
 }
 
-// env is what expressions and templates see.
-func (e *Engine) env(r *Run) runbooks.Env {
+// runEnv is what expressions and templates see.
+func runEnv(r *Run) runbooks.Env {
 	steps := map[string]any{}
 	for _, st := range r.Steps {
 		var res any
@@ -198,12 +199,12 @@ func (e *Engine) finish(ctx context.Context, id string, to RunState, msg string)
 
 // announceEnd posts the final message and refreshes the root message.
 func (e *Engine) announceEnd(ctx context.Context, r *Run) {
-	e.refreshRoot(ctx, r)
+	e.out.refreshRoot(ctx, r)
 	j, err := e.o.Store.Journal(ctx, r.ID)
 	if err == nil {
-		e.out.thread(ctx, r, RoleSummary, "", e.Summary(r, j))
+		e.out.thread(ctx, r, RoleSummary, "", summarize(r, j, e.o.Now()))
 	}
-	e.out.thread(ctx, r, RoleFinal, "", e.renderFinal(r, j))
+	e.out.thread(ctx, r, RoleFinal, "", renderFinal(r, j, e.o.Now()))
 }
 
 // stepFail marks the current step failed and follows on_failure.
@@ -223,7 +224,7 @@ func (e *Engine) stepFail(ctx context.Context, id, stepID string, cause error, s
 	if err != nil {
 		return nil
 	}
-	e.postStep(ctx, r, stepID)
+	e.out.step(ctx, r, stepID)
 	if r.State.Terminal() {
 		e.announceEnd(ctx, r)
 	}
@@ -254,7 +255,7 @@ func (e *Engine) stepDone(ctx context.Context, id, stepID string, status StepSta
 	if err != nil {
 		return nil
 	}
-	e.postStep(ctx, r, stepID)
+	e.out.step(ctx, r, stepID)
 	if r.State.Terminal() {
 		e.announceEnd(ctx, r)
 	}
@@ -263,7 +264,7 @@ func (e *Engine) stepDone(ctx context.Context, id, stepID string, status StepSta
 
 // startStep begins the step at the cursor.
 func (e *Engine) startStep(ctx context.Context, r *Run, spec *runbooks.Step) {
-	env := e.env(r)
+	env := runEnv(r)
 	e.resolveTitles(ctx, r, env)
 	if spec.When != "" {
 		ok, err := runbooks.EvalBool(spec.When, env)
@@ -321,6 +322,40 @@ func (e *Engine) startStep(ctx context.Context, r *Run, spec *runbooks.Step) {
 		e.openActionGate(ctx, r, spec, op, call, "")
 	default:
 		e.runWrite(ctx, r, spec, op, call, nil)
+	}
+}
+
+// resolveTitles renders the titles of the steps not started yet — the one
+// at the cursor, which starts now, and those after it — with the results
+// of the steps before them ("Wait for caascad-ci-workers-infra-infra-prd-0
+// to be running"), and stores them. A step keeps the title it had when it
+// started: once started it is not rendered again, restarts included. A
+// result not there yet gives the template's fallback (runbooks.RenderTitle).
+func (e *Engine) resolveTitles(ctx context.Context, r *Run, env runbooks.Env) {
+	titles := map[int]string{}
+	for i := range r.Steps {
+		if r.Steps[i].Status != StepPending || i >= len(r.Spec.Steps) || !strings.Contains(r.Spec.Steps[i].Title, "{{") {
+			continue
+		}
+		if t := runbooks.RenderTitle(r.Spec.Steps[i].Title, env); t != r.Steps[i].Title {
+			titles[i] = t
+		}
+	}
+	if len(titles) == 0 {
+		return
+	}
+	_, err := e.update(ctx, r.ID, func(r *Run, _ *Batch) error {
+		for i, t := range titles {
+			if i < len(r.Steps) && r.Steps[i].Status == StepPending {
+				r.Steps[i].Title = t
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		for i, t := range titles {
+			r.Steps[i].Title = t
+		}
 	}
 }
 
@@ -473,8 +508,8 @@ func (e *Engine) startManual(ctx context.Context, r *Run, spec *runbooks.Step, e
 	if err != nil {
 		return
 	}
-	e.postStep(ctx, r, spec.ID)
-	e.refreshRoot(ctx, r)
+	e.out.step(ctx, r, spec.ID)
+	e.out.refreshRoot(ctx, r)
 }
 
 // startWait begins polling.
@@ -493,8 +528,8 @@ func (e *Engine) startWait(ctx context.Context, r *Run, spec *runbooks.Step, cal
 	if err != nil {
 		return
 	}
-	e.postStep(ctx, r, spec.ID)
-	e.refreshRoot(ctx, r)
+	e.out.step(ctx, r, spec.ID)
+	e.out.refreshRoot(ctx, r)
 }
 
 // pollWait polls a wait step once.
@@ -515,7 +550,7 @@ func (e *Engine) pollWait(ctx context.Context, r *Run) {
 	met := false
 	var evalErr error
 	if pollErr == nil {
-		env := e.env(r)
+		env := runEnv(r)
 		var data any
 		if b, mErr := json.Marshal(res.Data); mErr == nil {
 			_ = json.Unmarshal(b, &data)
@@ -558,7 +593,7 @@ func (e *Engine) pollWait(ctx context.Context, r *Run) {
 		if err != nil {
 			return
 		}
-		e.postStep(ctx, r2, spec.ID)
+		e.out.step(ctx, r2, spec.ID)
 		if r2.State.Terminal() {
 			e.announceEnd(ctx, r2)
 		}
@@ -583,7 +618,7 @@ func (e *Engine) pollWait(ctx context.Context, r *Run) {
 		return nil
 	})
 	if err == nil {
-		e.postStep(ctx, r2, spec.ID)
+		e.out.step(ctx, r2, spec.ID)
 	}
 }
 
@@ -604,7 +639,7 @@ func (e *Engine) manualTimeout(ctx context.Context, runID, stepID string) {
 	if err != nil {
 		return
 	}
-	e.postStep(ctx, r, stepID)
+	e.out.step(ctx, r, stepID)
 	if r.State.Terminal() {
 		e.announceEnd(ctx, r)
 	} else {

@@ -111,8 +111,8 @@ func (e *Engine) openGate(ctx context.Context, runID string, spec *runbooks.Step
 	if err != nil {
 		return
 	}
-	e.postGate(ctx, r)
-	e.refreshRoot(ctx, r)
+	e.out.gate(ctx, r)
+	e.out.refreshRoot(ctx, r)
 }
 
 // startApproval handles an explicit approval step. When the next step calls
@@ -207,7 +207,7 @@ func (e *Engine) afterGate(ctx context.Context, r *Run, spec *runbooks.Step) {
 			return
 		}
 		if r2, err := e.o.Store.GetRun(ctx, r.ID); err == nil {
-			e.updateGateMessage(ctx, r2, r2.Gate)
+			e.out.refreshGate(ctx, r2, r2.Gate)
 		}
 		e.openGate(ctx, r.ID, spec, &plan, st.Args, g.Policy, "the plan changed since it was approved: "+PlanDiff(old, &plan))
 		return
@@ -239,7 +239,7 @@ func (e *Engine) execute(ctx context.Context, runID string, spec *runbooks.Step,
 		return
 	}
 	if r, err := e.o.Store.GetRun(ctx, runID); err == nil {
-		e.postStep(ctx, r, spec.ID)
+		e.out.step(ctx, r, spec.ID)
 	}
 	e.hook("before-apply:" + spec.ID)
 	// A destructive call is never interrupted half-way by a cancel.
@@ -335,7 +335,7 @@ func (e *Engine) checkGateTimers(ctx context.Context, r *Run, now time.Time) {
 		if err != nil {
 			return
 		}
-		e.updateGateMessage(ctx, r2, r2.Gate)
+		e.out.refreshGate(ctx, r2, r2.Gate)
 		e.announceEnd(ctx, r2)
 		return
 	}
@@ -348,7 +348,7 @@ func (e *Engine) checkGateTimers(ctx context.Context, r *Run, now time.Time) {
 	}
 	e.mu.Unlock()
 	if due && seen {
-		e.updateGateMessage(ctx, r, g)
+		e.out.refreshGate(ctx, r, g)
 	}
 	remind := time.Duration(g.Policy.Expires) / 6
 	if remind > 5*time.Minute {
@@ -367,7 +367,7 @@ func (e *Engine) checkGateTimers(ctx context.Context, r *Run, now time.Time) {
 		}
 		e.out.thread(ctx, r2, RoleReminder, g.StepID, Message{Broadcast: true,
 			Text: fmt.Sprintf("⏰ Approval for `%s` (%s) expires in %s — %s. %s",
-				r2.ID, g.Plan.Summary, human.Duration(g.ExpiresAt.Sub(now)), g.Policy.Describe(r2.Requester.Display()), e.reminderHint(r2.ID))})
-		e.updateGateMessage(ctx, r2, r2.Gate)
+				r2.ID, g.Plan.Summary, human.Duration(g.ExpiresAt.Sub(now)), g.Policy.Describe(r2.Requester.Display()), e.hints.reminder(r2.ID))})
+		e.out.refreshGate(ctx, r2, r2.Gate)
 	}
 }

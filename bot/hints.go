@@ -2,44 +2,56 @@ package bot
 
 import "fmt"
 
-// symbol is what people react with for an intent on this platform ("" when
-// the adapter names none). The engine knows no emoji: adapters do.
-func (e *Engine) symbol(i Intent) string {
-	if h, ok := e.o.Chat.(ReactionHints); ok {
-		return h.Symbol(i)
-	}
-	return ""
+// hints has one concern: telling people how to answer. Where the chat
+// adapter names a reaction for an intent (ReactionHints) the hint shows it,
+// else the typed command. The engine knows no emoji: adapters do.
+type hints struct{ reactions ReactionHints }
+
+// hintsFor returns the hints of a chat (typed commands only when it names
+// no reactions).
+func hintsFor(c Chat) hints {
+	h, _ := c.(ReactionHints)
+	return hints{reactions: h}
 }
 
-// manualHint tells people how to answer a manual step.
-func (e *Engine) manualHint(runID string) string {
-	yes, skip, no := e.symbol(IntentDone), e.symbol(IntentSkip), e.symbol(IntentFail)
+// symbol is what people react with for an intent on this platform ("" when
+// the adapter names none).
+func (h hints) symbol(i Intent) string {
+	if h.reactions == nil {
+		return ""
+	}
+	return h.reactions.Symbol(i)
+}
+
+// manual tells people how to answer a manual step.
+func (h hints) manual(runID string) string {
+	yes, skip, no := h.symbol(IntentDone), h.symbol(IntentSkip), h.symbol(IntentFail)
 	if yes == "" || skip == "" || no == "" {
 		return fmt.Sprintf("Answer with `/runbook done %s` (or `skip`, `fail`).", runID)
 	}
 	return fmt.Sprintf("React %s when done, %s to skip, %s if it failed — or `/runbook done %s`.", yes, skip, no, runID)
 }
 
-// gateHint tells people how to vote on an approval request.
-func (e *Engine) gateHint(runID string) string {
-	yes, no := e.symbol(IntentApprove), e.symbol(IntentReject)
+// gate tells people how to vote on an approval request.
+func (h hints) gate(runID string) string {
+	yes, no := h.symbol(IntentApprove), h.symbol(IntentReject)
 	if yes == "" || no == "" {
 		return fmt.Sprintf("Vote with `/runbook approve %s` / `/runbook reject %s <reason>`", runID, runID)
 	}
 	return fmt.Sprintf("React %s to approve or %s to reject — or `/runbook approve %s` / `/runbook reject %s <reason>`", yes, no, runID, runID)
 }
 
-// reminderHint ends an approval reminder.
-func (e *Engine) reminderHint(runID string) string {
-	if yes := e.symbol(IntentApprove); yes != "" {
+// reminder ends an approval reminder.
+func (h hints) reminder(runID string) string {
+	if yes := h.symbol(IntentApprove); yes != "" {
 		return fmt.Sprintf("React %s on the request or `/runbook approve %s`.", yes, runID)
 	}
 	return fmt.Sprintf("Approve with `/runbook approve %s`.", runID)
 }
 
-// helpHint is the last line of /runbook help.
-func (e *Engine) helpHint() string {
-	yes, no, skip, done, fail := e.symbol(IntentApprove), e.symbol(IntentReject), e.symbol(IntentSkip), e.symbol(IntentDone), e.symbol(IntentFail)
+// help is the last line of /runbook help.
+func (h hints) help() string {
+	yes, no, skip, done, fail := h.symbol(IntentApprove), h.symbol(IntentReject), h.symbol(IntentSkip), h.symbol(IntentDone), h.symbol(IntentFail)
 	if yes == "" || no == "" || skip == "" || done == "" || fail == "" {
 		return "Vote with `approve`/`reject`; answer manual steps with `done`, `skip` or `fail`."
 	}

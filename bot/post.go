@@ -1,48 +1,50 @@
 package bot
 
+// The run messages the poster renders (with render.go) and posts.
+
 import (
 	"context"
 	"fmt"
 )
 
-// postStep posts or updates the message of one step.
-func (e *Engine) postStep(ctx context.Context, r *Run, stepID string) {
+// step posts or updates the message of one step.
+func (p *poster) step(ctx context.Context, r *Run, stepID string) {
 	st := r.step(stepID)
 	if st == nil || st.Branch && st.Message.IsZero() {
 		return
 	}
-	e.out.updateOrPost(ctx, r, st.Message, RoleStep, stepID, e.renderStep(r, st))
+	p.updateOrPost(ctx, r, st.Message, RoleStep, stepID, renderStep(r, st, p.now(), p.hints))
 	if st.Detail != "" && st.Status.Done() {
-		e.out.thread(ctx, r, RoleDetail, stepID, Message{Text: st.Detail})
+		p.thread(ctx, r, RoleDetail, stepID, Message{Text: st.Detail})
 	}
 }
 
-// postGate posts the gate message of the run's open gate.
-func (e *Engine) postGate(ctx context.Context, r *Run) {
+// gate posts the gate message of the run's open gate.
+func (p *poster) gate(ctx context.Context, r *Run) {
 	g := r.Gate
 	if g == nil {
 		return
 	}
-	m := e.renderGate(r, g)
+	m := renderGate(r, g, p.now(), p.hints)
 	m.Broadcast = true
-	e.out.thread(ctx, r, RoleGate, g.StepID, m)
+	p.thread(ctx, r, RoleGate, g.StepID, m)
 	if g.Plan != nil && len(g.Plan.Items) > planInline {
-		e.out.thread(ctx, r, RoleDetail, g.StepID, Message{Text: fmt.Sprintf("Full plan of `%s` (%d items, plan hash `%s`):", g.ID, len(g.Plan.Items), short(g.PlanHash)), Detail: renderPlanItems(g.Plan, 100000)})
+		p.thread(ctx, r, RoleDetail, g.StepID, Message{Text: fmt.Sprintf("Full plan of `%s` (%d items, plan hash `%s`):", g.ID, len(g.Plan.Items), short(g.PlanHash)), Detail: renderPlanItems(g.Plan, 100000)})
 	}
 }
 
-// updateGateMessage refreshes a gate message in place.
-func (e *Engine) updateGateMessage(ctx context.Context, r *Run, g *Gate) {
+// refreshGate refreshes a gate message in place.
+func (p *poster) refreshGate(ctx context.Context, r *Run, g *Gate) {
 	if g == nil || g.Message.IsZero() {
 		return
 	}
-	e.out.update(ctx, r, g.Message, RoleGate, g.StepID, e.renderGate(r, g))
+	p.update(ctx, r, g.Message, RoleGate, g.StepID, renderGate(r, g, p.now(), p.hints))
 }
 
 // refreshRoot updates the run's root message with its current status.
-func (e *Engine) refreshRoot(ctx context.Context, r *Run) {
+func (p *poster) refreshRoot(ctx context.Context, r *Run) {
 	if r.Root.IsZero() {
 		return
 	}
-	e.out.update(ctx, r, r.Root, RoleRoot, "", e.renderRoot(r))
+	p.update(ctx, r, r.Root, RoleRoot, "", renderRoot(r, p.now()))
 }

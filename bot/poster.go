@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"time"
 )
 
 // threadOf is where a run's replies go.
@@ -16,7 +17,8 @@ func threadOf(r *Run) Conversation {
 	return c
 }
 
-// poster has one concern: getting the engine's messages to chat. It posts
+// poster has one concern: getting the engine's messages to chat. It renders
+// a run's messages (root, steps, gate: plain functions in render.go), posts
 // and edits them, stores the reference of every message people answer
 // (root, step, gate) before its post counts as finished, keeps track of the
 // posts in flight so a reaction that outruns its message's reference waits
@@ -28,6 +30,8 @@ type poster struct {
 	writes *durableWriter
 	outbox *outbox
 	log    *slog.Logger
+	now    func() time.Time
+	hints  hints
 
 	mu sync.Mutex
 	// inFlight are the posts whose message reference is not stored yet;
@@ -36,8 +40,8 @@ type poster struct {
 	seq      uint64
 }
 
-func newPoster(chat Chat, store Store, writes *durableWriter, ob *outbox, log *slog.Logger) *poster {
-	return &poster{chat: chat, store: store, writes: writes, outbox: ob, log: log, inFlight: map[uint64]chan struct{}{}}
+func newPoster(chat Chat, store Store, writes *durableWriter, ob *outbox, log *slog.Logger, now func() time.Time) *poster {
+	return &poster{chat: chat, store: store, writes: writes, outbox: ob, log: log, now: now, hints: hintsFor(chat), inFlight: map[uint64]chan struct{}{}}
 }
 
 // thread posts a message in the run's thread (see run).

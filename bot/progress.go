@@ -43,7 +43,7 @@ func (e *Engine) progress(ctx context.Context, runID, stepID string) (report fun
 		if st == nil || st.Message.IsZero() || (st.Status != StepExecuting && st.Status != StepRunning) {
 			return
 		}
-		m := e.renderStep(r, st)
+		m := renderStep(r, st, e.o.Now(), e.hints)
 		m.Text += "\n⏳ " + text
 		e.out.update(ctx, r, st.Message, RoleStep, stepID, m)
 	}

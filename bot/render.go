@@ -1,7 +1,6 @@
 package bot
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -54,41 +53,7 @@ func runIcon(s RunState) string {
 	return "🛠"
 }
 
-// resolveTitles renders the titles of the steps not started yet — the one
-// at the cursor, which starts now, and those after it — with the results
-// of the steps before them ("Wait for caascad-ci-workers-infra-infra-prd-0
-// to be running"), and stores them. A step keeps the title it had when it
-// started: once started it is not rendered again, restarts included. A
-// result not there yet gives the template's fallback (runbooks.RenderTitle).
-func (e *Engine) resolveTitles(ctx context.Context, r *Run, env runbooks.Env) {
-	titles := map[int]string{}
-	for i := range r.Steps {
-		if r.Steps[i].Status != StepPending || i >= len(r.Spec.Steps) || !strings.Contains(r.Spec.Steps[i].Title, "{{") {
-			continue
-		}
-		if t := runbooks.RenderTitle(r.Spec.Steps[i].Title, env); t != r.Steps[i].Title {
-			titles[i] = t
-		}
-	}
-	if len(titles) == 0 {
-		return
-	}
-	_, err := e.update(ctx, r.ID, func(r *Run, _ *Batch) error {
-		for i, t := range titles {
-			if i < len(r.Steps) && r.Steps[i].Status == StepPending {
-				r.Steps[i].Title = t
-			}
-		}
-		return nil
-	})
-	if err == nil {
-		for i, t := range titles {
-			r.Steps[i].Title = t
-		}
-	}
-}
-
-func (e *Engine) stepTitle(r *Run, st *StepState) string {
+func stepTitle(st *StepState) string {
 	if st.Title != "" {
 		return st.Title
 	}
@@ -121,8 +86,8 @@ func stateLine(r *Run) string {
 	return r.State.Human()
 }
 
-// renderRoot renders the run's root message.
-func (e *Engine) renderRoot(r *Run) Message {
+// renderRoot renders the run's root message at time now.
+func renderRoot(r *Run, now time.Time) Message {
 	dry := ""
 	if r.DryRun {
 		dry = " (dry run)"
@@ -130,15 +95,15 @@ func (e *Engine) renderRoot(r *Run) Message {
 	text := fmt.Sprintf("%s *%s* on `%s`%s — started by %s · run `%s`\nStatus: %s",
 		runIcon(r.State), r.Runbook, r.Target, dry, r.Requester.Display(), r.ID, stateLine(r))
 	if r.State.Terminal() {
-		text += fmt.Sprintf(" · %s", human.Duration(r.Duration(e.o.Now())))
+		text += fmt.Sprintf(" · %s", human.Duration(r.Duration(now)))
 	} else {
 		text += "\nThread below."
 	}
 	return Message{Text: text}
 }
 
-// renderStep renders one step's message.
-func (e *Engine) renderStep(r *Run, st *StepState) Message {
+// renderStep renders one step's message at time now.
+func renderStep(r *Run, st *StepState, now time.Time, h hints) Message {
 	idx := 0
 	for i := range r.Steps {
 		if r.Steps[i].ID == st.ID {
@@ -146,7 +111,7 @@ func (e *Engine) renderStep(r *Run, st *StepState) Message {
 		}
 	}
 	var b strings.Builder
-	head := fmt.Sprintf("%d/%d %s *%s*", idx+1, len(r.Steps), stepIcon(st), e.stepTitle(r, st))
+	head := fmt.Sprintf("%d/%d %s *%s*", idx+1, len(r.Steps), stepIcon(st), stepTitle(st))
 	b.WriteString(head)
 	note := ""
 	if st.Text != "" && st.Kind != string(runbooks.KindManual) {
@@ -156,9 +121,9 @@ func (e *Engine) renderStep(r *Run, st *StepState) Message {
 	switch st.Status {
 	case StepManual:
 		b.WriteString("\n" + strings.TrimSpace(st.Text) + "\n")
-		b.WriteString(e.manualHint(r.ID))
+		b.WriteString(h.manual(r.ID))
 		if !st.Deadline.IsZero() {
-			fmt.Fprintf(&b, " Times out in %s.", human.Duration(st.Deadline.Sub(e.o.Now())))
+			fmt.Fprintf(&b, " Times out in %s.", human.Duration(st.Deadline.Sub(now)))
 		}
 		v := r.ID + "|" + st.ID
 		btns = []Button{{Action: IntentDone, Label: "Done", Value: v, Style: "primary"}, {Action: IntentSkip, Label: "Skip", Value: v}, {Action: IntentFail, Label: "Failed", Value: v, Style: "danger"}}
@@ -216,8 +181,8 @@ func nonZero(d, def time.Duration) time.Duration {
 	return d
 }
 
-// renderGate renders an approval request, with its live state.
-func (e *Engine) renderGate(r *Run, g *Gate) Message {
+// renderGate renders an approval request, with its live state at time now.
+func renderGate(r *Run, g *Gate, now time.Time, h hints) Message {
 	st := r.step(g.StepID)
 	idx := 0
 	for i := range r.Steps {
@@ -228,7 +193,7 @@ func (e *Engine) renderGate(r *Run, g *Gate) Message {
 	var b strings.Builder
 	title := g.StepID
 	if st != nil {
-		title = e.stepTitle(r, st)
+		title = stepTitle(st)
 	}
 	icon, verdict := "🔒", "Approval needed"
 	switch g.Decision {
@@ -257,12 +222,12 @@ func (e *Engine) renderGate(r *Run, g *Gate) Message {
 	}
 	var btns []Button
 	if g.Decision == GatePending {
-		left := g.ExpiresAt.Sub(e.o.Now())
+		left := g.ExpiresAt.Sub(now)
 		fmt.Fprintf(&b, "\n%s · expires in %s (%s UTC)", g.Policy.Describe(r.Requester.Display()), human.Duration(left), g.ExpiresAt.UTC().Format("15:04"))
 		if m := Missing(g); m != "" && len(g.Votes) > 0 {
 			fmt.Fprintf(&b, "\nStill needed: %s", m)
 		}
-		b.WriteString("\n" + e.gateHint(r.ID))
+		b.WriteString("\n" + h.gate(r.ID))
 		v := r.ID + "|" + g.ID
 		btns = []Button{{Action: IntentApprove, Label: "Approve", Value: v, Style: "primary"}, {Action: IntentReject, Label: "Reject", Value: v, Style: "danger"}}
 	}
@@ -312,10 +277,10 @@ func renderPlanItems(p *Plan, n int) string {
 
 // renderFinal renders the message posted when a run ends; journal is the
 // run's journal (for the changes it made).
-func (e *Engine) renderFinal(r *Run, journal []JournalEntry) Message {
+func renderFinal(r *Run, journal []JournalEntry, now time.Time) Message {
 	var b strings.Builder
 	verb := map[RunState]string{RunSucceeded: "finished", RunFailed: "failed", RunCancelled: "was cancelled"}[r.State]
-	fmt.Fprintf(&b, "%s *%s* on `%s` %s after %s", runIcon(r.State), r.Runbook, r.Target, verb, human.Duration(r.Duration(e.o.Now())))
+	fmt.Fprintf(&b, "%s *%s* on `%s` %s after %s", runIcon(r.State), r.Runbook, r.Target, verb, human.Duration(r.Duration(now)))
 	if changes := changesMade(r, journal); changes != "" {
 		b.WriteString(" — " + changes)
 	} else if !r.DryRun && journal != nil { // nil: the journal could not be read
@@ -325,7 +290,7 @@ func (e *Engine) renderFinal(r *Run, journal []JournalEntry) Message {
 		b.WriteString("\n" + r.Error)
 	}
 	fmt.Fprintf(&b, "\nSummary in the thread · `/runbook summary %s`", r.ID)
-	if fu := e.followUps(r); len(fu) > 0 && r.State != RunSucceeded {
+	if fu := followUps(r); len(fu) > 0 && r.State != RunSucceeded {
 		b.WriteString(" · follow-up: " + fu[0])
 	}
 	return Message{Text: b.String(), Broadcast: true}

@@ -108,7 +108,11 @@ func sortedStrings(xs []string) []string {
 // Summary renders the end-of-run summary from the run and its journal: a
 // short message for the thread, with the details one tap away.
 func (e *Engine) Summary(r *Run, journal []JournalEntry) Message {
-	now := e.o.Now()
+	return summarize(r, journal, e.o.Now())
+}
+
+// summarize renders the end-of-run summary at time now (see Summary).
+func summarize(r *Run, journal []JournalEntry, now time.Time) Message {
 	var b strings.Builder
 	fmt.Fprintf(&b, "📋 *Summary* of `%s` — %s on `%s`: %s %s after %s\n", r.ID, r.Runbook, r.Target, runIcon(r.State), r.State.Human(), human.Duration(r.Duration(now)))
 	counts := map[StepStatus]int{}
@@ -141,19 +145,19 @@ func (e *Engine) Summary(r *Run, journal []JournalEntry) Message {
 	if r.Error != "" && r.State != RunSucceeded {
 		b.WriteString("\nWhy it stopped: " + r.Error)
 	}
-	if fu := e.followUps(r); len(fu) > 0 {
+	if fu := followUps(r); len(fu) > 0 {
 		b.WriteString("\nFollow-up: " + strings.Join(fu, " · "))
 	}
 	return Message{Text: b.String(), Detail: summaryDetail(r, journal)}
 }
 
 // followUps renders the runbook's follow_up suggestions as commands.
-func (e *Engine) followUps(r *Run) []string {
+func followUps(r *Run) []string {
 	if r.Spec == nil {
 		return nil
 	}
 	var out []string
-	env := e.env(r)
+	env := runEnv(r)
 	for _, f := range r.Spec.FollowUp {
 		s, err := runbooks.Render(f, env)
 		if err != nil || strings.TrimSpace(s) == "" {
@@ -263,6 +267,11 @@ func actorName(id string, r *Run) string {
 // to another subsystem (an incident), heads the summary and adds its own
 // timeline items; the engine knows nothing more of them.
 func (e *Engine) IncidentSummary(runs []*Run, journals map[string][]JournalEntry, msgs []ThreadMessage, notes *ThreadNotes) Message {
+	return incidentSummary(runs, journals, msgs, notes)
+}
+
+// incidentSummary is IncidentSummary: a plain function of its data.
+func incidentSummary(runs []*Run, journals map[string][]JournalEntry, msgs []ThreadMessage, notes *ThreadNotes) Message {
 	type item struct {
 		at   time.Time
 		text string

@@ -105,7 +105,7 @@ func (e *Engine) vote(ctx context.Context, v ballot) {
 		return
 	}
 	e.hook("voted:" + v.User.ID)
-	e.updateGateMessage(ctx, r, r.Gate)
+	e.out.refreshGate(ctx, r, r.Gate)
 	if why != "" {
 		e.out.reply(ctx, v.Conv, v.User, fmt.Sprintf("🚫 Your %s on `%s` was not counted: %s.", v.action(), r.ID, why))
 		return
@@ -143,7 +143,7 @@ func (e *Engine) withdrawVote(ctx context.Context, r *Run, v ballot) {
 		return
 	}
 	e.hook("voted:" + v.User.ID)
-	e.updateGateMessage(ctx, r, r.Gate)
+	e.out.refreshGate(ctx, r, r.Gate)
 	e.afterDecision(ctx, r, decision)
 }
 
@@ -173,7 +173,7 @@ func (e *Engine) decide(r *Run, b *Batch, now time.Time, by User, reason string)
 func (e *Engine) afterDecision(ctx context.Context, r *Run, decision GateDecision) {
 	switch decision {
 	case GateApproved:
-		e.refreshRoot(ctx, r)
+		e.out.refreshRoot(ctx, r)
 		e.kick(r.ID)
 	case GateRejected:
 		e.announceEnd(ctx, r)
@@ -231,10 +231,10 @@ func (e *Engine) breakGlass(ctx context.Context, runID string, conv Conversation
 		return
 	}
 	e.log.Warn("break-glass approval", "run", runID, "user", user.ID, "reason", reason)
-	e.updateGateMessage(ctx, r, r.Gate)
+	e.out.refreshGate(ctx, r, r.Gate)
 	e.out.thread(ctx, r, RoleBreakGlass, g.StepID, Message{Broadcast: true,
 		Text: fmt.Sprintf("🚨 *Break-glass*: %s overrode the approval of `%s` (%s): %s", user.Display(), r.ID, g.Plan.Summary, reason)})
-	e.refreshRoot(ctx, r)
+	e.out.refreshRoot(ctx, r)
 	e.kick(runID)
 }
 
@@ -299,7 +299,7 @@ func (e *Engine) manualResponse(ctx context.Context, runID string, ref MessageRe
 	if err != nil {
 		return
 	}
-	e.postStep(ctx, r, stepID)
+	e.out.step(ctx, r, stepID)
 	if r.State.Terminal() {
 		e.announceEnd(ctx, r)
 		return
@@ -370,7 +370,7 @@ func (e *Engine) cancel(ctx context.Context, runID string, conv Conversation, us
 	}
 	e.mu.Unlock()
 	if r.Gate != nil {
-		e.updateGateMessage(ctx, r, r.Gate)
+		e.out.refreshGate(ctx, r, r.Gate)
 	}
 	e.announceEnd(ctx, r)
 }
