@@ -1,8 +1,10 @@
 package incident_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -497,4 +499,28 @@ func TestEmptyParamIsAPlaceholderNotDropped(t *testing.T) {
 	require.Error(t, err)
 	assert.Empty(t, f.start.events, "an incomplete command is never started")
 	assert.Contains(t, strings.Join(f.chat.Ephemerals("U2"), "\n"), "incomplete")
+}
+
+// TestIncidentChangesAreLogged: opening, acknowledging and resolving an
+// incident each write a log line naming the incident, its title and target
+// (the operator's log said nothing about incidents; only the audit log had
+// them).
+func TestIncidentChangesAreLogged(t *testing.T) {
+	f := newFixture(t)
+	var logs bytes.Buffer
+	m, err := incident.New(incident.Options{Store: f.db, Chat: f.chat, Starter: f.start, Runs: f.db, Audit: f.db,
+		Platform: "slack", Now: f.clock.Now, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	ctx := context.Background()
+	in, err := m.Signal(ctx, diskSignal(true, "a"))
+	require.NoError(t, err)
+	_, _, err = m.Acknowledge(ctx, in.ID, bot.User{ID: "U2", Name: "bob"}, "reaction")
+	require.NoError(t, err)
+	_, err = m.Signal(ctx, diskSignal(false))
+	require.NoError(t, err)
+	out := logs.String()
+	for _, want := range []string{`msg="incident opened" incident=` + in.ID + ` title=FileSystemSpaceFillingUp target=infra-prd channel=#ci-ops`,
+		`msg="incident acknowledged" incident=` + in.ID, `by=U2`, `msg="incident resolved" incident=` + in.ID} {
+		assert.Contains(t, out, want)
+	}
 }

@@ -312,12 +312,17 @@ func (m *Manager) postThread(ctx context.Context, in *Incident, msg bot.Message)
 	}
 }
 
+// audit records an incident's change in the audit log and in the bot's
+// log (an operator reading the log sees incidents open and resolve, not
+// only runs).
 func (m *Manager) audit(ctx context.Context, in *Incident, actor, action, detail string) {
-	if m.o.Audit == nil {
-		return
-	}
 	if actor == "" {
 		actor = string(in.Source.Kind)
+	}
+	m.log.Info(strings.ReplaceAll(action, "_", " "), "incident", in.ID, "title", in.Title, "target", in.Target,
+		"channel", in.Channel, "source", string(in.Source.Kind)+":"+in.Source.Name, "by", actor, "detail", detail)
+	if m.o.Audit == nil {
+		return
 	}
 	err := m.o.Audit.AppendAudit(ctx, bot.AuditEntry{Time: m.o.Now(), Actor: actor, Action: bot.AuditAction(action), Target: in.Target,
 		Detail: in.ID + " " + in.Key + ": " + detail})
