@@ -17,12 +17,32 @@ func TestGate_OneVotePerPerson(t *testing.T) {
 	assert.Equal(t, GatePending, Decide(g, time.Now()))
 	assert.Equal(t, "1 more approval", Missing(g))
 	g.castVote(Vote{User: tBob, Approve: false})
-	_, ok := g.withdraw("U2", false, ViaReaction)
+	_, _, ok := g.withdraw("U2", false, ViaReaction)
 	assert.False(t, ok, "a removed reaction withdraws only a vote cast by a reaction")
 	assert.Equal(t, GateRejected, Decide(g, time.Now()), "changing one's mind replaces the vote")
-	_, ok = g.withdraw("U2", false, "")
+	_, withdrawn, ok := g.withdraw("U2", false, "")
 	assert.True(t, ok)
+	assert.True(t, withdrawn)
 	assert.Empty(t, g.Votes)
+}
+
+func TestGate_VoteKeepsItsChannels(t *testing.T) {
+	g := &Gate{Policy: Policy{Required: 2}}
+	g.castVote(Vote{User: tBob, Approve: true, Via: ViaCommand})
+	g.castVote(Vote{User: tBob, Approve: true, Via: ViaReaction})
+	g.castVote(Vote{User: tBob, Approve: true, Via: ViaReaction})
+	assert.Len(t, g.Votes, 1)
+	assert.Equal(t, ViaCommand, g.Votes[0].Via)
+	assert.Equal(t, []VoteVia{ViaReaction}, g.Votes[0].AlsoVia)
+	_, withdrawn, ok := g.withdraw("U2", true, ViaReaction)
+	assert.True(t, ok)
+	assert.False(t, withdrawn, "the vote cast by command stands")
+	assert.Equal(t, Vote{User: tBob, Approve: true, Via: ViaCommand}, g.Votes[0])
+	_, _, ok = g.withdraw("U2", true, ViaReaction)
+	assert.False(t, ok, "the reaction was already taken back")
+
+	g.castVote(Vote{User: tBob, Approve: false, Via: ViaReaction})
+	assert.Equal(t, Vote{User: tBob, Approve: false, Via: ViaReaction}, g.Votes[0], "a vote the other way replaces it")
 }
 
 func TestPlanHash_BindsIdentityNotDetail(t *testing.T) {

@@ -15,14 +15,17 @@ const (
 	ActionReject              AuditAction = "reject"
 	ActionVoteRefused         AuditAction = "vote_refused"
 	ActionVoteWithdrawn       AuditAction = "vote_withdrawn"
-	ActionApprovalGranted     AuditAction = "approval_granted"
-	ActionApprovalRejected    AuditAction = "approval_rejected"
-	ActionApprovalExpired     AuditAction = "approval_expired"
-	ActionApprovalVoidDrift   AuditAction = "approval_void_drift"
-	ActionBreakGlass          AuditAction = "break_glass"
-	ActionManualRefused       AuditAction = "manual_refused"
-	ActionExecute             AuditAction = "execute"
-	ActionOutcome             AuditAction = "outcome"
+	// ActionReactionRemoved is a removed reaction whose vote stands,
+	// because the same person cast it by command or button too.
+	ActionReactionRemoved   AuditAction = "reaction_removed"
+	ActionApprovalGranted   AuditAction = "approval_granted"
+	ActionApprovalRejected  AuditAction = "approval_rejected"
+	ActionApprovalExpired   AuditAction = "approval_expired"
+	ActionApprovalVoidDrift AuditAction = "approval_void_drift"
+	ActionBreakGlass        AuditAction = "break_glass"
+	ActionManualRefused     AuditAction = "manual_refused"
+	ActionExecute           AuditAction = "execute"
+	ActionOutcome           AuditAction = "outcome"
 )
 
 // ActionManual is the audit action of a manual step answered with status

@@ -208,3 +208,75 @@ func TestEngine_RunbookApproversNarrowThePolicy(t *testing.T) {
 	h.cmd(carol, "approve "+r.ID)
 	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State)
 }
+
+// Issue #13 point 5: a vote cast by command and then again by reaction
+// keeps both channels; removing the reaction leaves the command's vote.
+func TestEngine_RemovedReactionKeepsTheSameVoteCastByCommand(t *testing.T) {
+	for _, first := range []string{"command", "button", "reaction"} {
+		t.Run(first, func(t *testing.T) {
+			h := newHarness(t, stalledWorld(), func(o *bot.Options) {
+				o.Approvals.Default = bot.Policy{Required: 2}
+			})
+			r := h.toGate()
+			switch first {
+			case "command":
+				h.cmd(bob, "approve "+r.ID)
+				h.react(bob, h.gateRef(), bot.IntentApprove)
+			case "button":
+				h.press(bob, h.gateRef(), bot.IntentApprove)
+				h.react(bob, h.gateRef(), bot.IntentApprove)
+			case "reaction": // the reaction first, then the command
+				h.react(bob, h.gateRef(), bot.IntentApprove)
+				h.cmd(bob, "approve "+r.ID)
+			}
+			require.Len(t, h.onlyRun().Gate.Votes, 1, "one vote per person")
+			h.unreact(bob, h.gateRef(), bot.IntentApprove)
+			g := h.onlyRun().Gate
+			require.Len(t, g.Votes, 1, "the vote cast by %s stands:\n%s", first, h.chat.Transcript())
+			assert.NotEqual(t, bot.ViaReaction, g.Votes[0].Via)
+			assert.Empty(t, g.Votes[0].AlsoVia)
+			assert.Empty(t, g.Withdrawals)
+			gate, _ := h.chat.Find("Approval needed")
+			assert.NotContains(t, gate.Msg.Text, "withdrew")
+			assert.Contains(t, gate.Msg.Text, "@bob ✅ approved")
+
+			audit, err := h.db.AuditEntries(h.ctx, r.ID)
+			require.NoError(t, err)
+			kept := false
+			for _, a := range audit {
+				assert.NotEqual(t, bot.ActionVoteWithdrawn, a.Action, "nothing was withdrawn")
+				kept = kept || (a.Action == bot.ActionReactionRemoved && a.Actor == bob.ID)
+			}
+			assert.True(t, kept, "the removed reaction is audited, with the vote standing")
+
+			// The vote survives a restart, and carol's approval completes the gate.
+			h.restart()
+			require.Len(t, h.onlyRun().Gate.Votes, 1)
+			h.cmd(carol, "approve "+r.ID)
+			assert.Equal(t, 1, h.world.CallCount("fake.prune"), "bob's and carol's approvals open the gate:\n%s", h.chat.Transcript())
+		})
+	}
+}
+
+// A reaction added to a command's vote and removed after a restart still
+// takes back only the reaction.
+func TestEngine_VoteChannelsSurviveRestart(t *testing.T) {
+	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
+		o.Approvals.Default = bot.Policy{Required: 3}
+	})
+	r := h.toGate()
+	h.cmd(bob, "approve "+r.ID)
+	h.react(bob, h.gateRef(), bot.IntentApprove)
+	h.react(carol, h.gateRef(), bot.IntentApprove)
+	h.restart()
+	g := h.onlyRun().Gate
+	require.Len(t, g.Votes, 2)
+	assert.Equal(t, []bot.VoteVia{bot.ViaReaction}, g.Votes[0].AlsoVia)
+	h.unreact(bob, h.gateRef(), bot.IntentApprove)
+	h.unreact(carol, h.gateRef(), bot.IntentApprove)
+	g = h.onlyRun().Gate
+	require.Len(t, g.Votes, 1, h.chat.Transcript())
+	assert.Equal(t, bob.ID, g.Votes[0].User.ID)
+	require.Len(t, g.Withdrawals, 1)
+	assert.Equal(t, carol.ID, g.Withdrawals[0].User.ID)
+}

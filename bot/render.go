@@ -253,7 +253,11 @@ func renderGate(r *Run, g *Gate, now time.Time, h hints) Message {
 		if v.BreakGlass {
 			verb = "🚨 BREAK-GLASS approved"
 		}
-		fmt.Fprintf(&b, "\n• %s %s %s (%s)%s", v.User.Display(), verb, v.At.UTC().Format("15:04"), v.Via, optional(v.Reason))
+		via := string(v.Via)
+		for _, c := range v.AlsoVia {
+			via += " and " + string(c)
+		}
+		fmt.Fprintf(&b, "\n• %s %s %s (%s)%s", v.User.Display(), verb, v.At.UTC().Format("15:04"), via, optional(v.Reason))
 	}
 	return Message{Text: b.String(), Buttons: btns}
 }

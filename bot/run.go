@@ -184,11 +184,15 @@ const (
 
 // Vote is one approve/reject by one person.
 type Vote struct {
-	User     User      `json:"user"`
-	Approve  bool      `json:"approve"`
-	Reason   string    `json:"reason,omitempty"`
-	At       time.Time `json:"at"`
-	Via      VoteVia   `json:"via"`
+	User    User      `json:"user"`
+	Approve bool      `json:"approve"`
+	Reason  string    `json:"reason,omitempty"`
+	At      time.Time `json:"at"`
+	Via     VoteVia   `json:"via"`
+	// AlsoVia are the other channels the same vote was cast through (an
+	// approval by command, then a ✅ reaction): removing that reaction
+	// takes its channel away, and the vote stands while one is left.
+	AlsoVia  []VoteVia `json:"also_via,omitempty"`
 	PlanHash string    `json:"plan_hash,omitempty"`
 	// Groups are the policy's required groups the voter belonged to when voting.
 	Groups []string `json:"groups,omitempty"`

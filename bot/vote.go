@@ -114,7 +114,8 @@ func (e *Engine) vote(ctx context.Context, v ballot) {
 }
 
 // withdrawVote takes back the vote a removed reaction cast. A vote cast by
-// command or button stays: only the hand that cast a vote withdraws it.
+// command or button stays, even when the same person also reacted: only
+// the hand that cast a vote withdraws it.
 func (e *Engine) withdrawVote(ctx context.Context, r *Run, v ballot) {
 	if v.Via != ViaReaction || v.User.ID == "" {
 		return
@@ -128,9 +129,16 @@ func (e *Engine) withdrawVote(ctx context.Context, r *Run, v ballot) {
 		if g == nil || g.ID != gateID || g.Decision != GatePending {
 			return errRunOver
 		}
-		old, ok := g.withdraw(v.User.ID, v.Approve, v.Via)
+		old, withdrawn, ok := g.withdraw(v.User.ID, v.Approve, v.Via)
 		if !ok {
 			return errRunOver
+		}
+		if !withdrawn {
+			// The same vote was also cast by command or button: it stands.
+			stands := "still counted (cast by " + string(old.otherVia(v.Via)) + " too)"
+			b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVote, Actor: v.User.ID, PlanHash: g.PlanHash, Message: "removed " + verb + " reaction; " + verb + " " + stands})
+			b.AuditLog(AuditEntry{Time: now, Actor: v.User.ID, Action: ActionReactionRemoved, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(v.Via), Detail: verb + " " + stands})
+			return nil
 		}
 		g.Withdrawals = append(g.Withdrawals, Withdrawal{User: old.User, Approve: old.Approve, Via: old.Via, At: now})
 		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVote, Actor: v.User.ID, PlanHash: g.PlanHash, Message: "withdrew " + verb + " (reaction removed)"})
