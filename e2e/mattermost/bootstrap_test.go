@@ -34,6 +34,29 @@ type world struct {
 
 func bootstrap(t *testing.T, srv *mmServer) *world {
 	t.Helper()
+	w := bootstrapPeople(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	b, _, err := w.Admin.CreateBot(ctx, &model.Bot{Username: "groundcrew", DisplayName: "groundcrew", Description: "runbook bot"})
+	require.NoError(t, err, "creating the bot (EnableBotAccountCreation)")
+	tok, _, err := w.Admin.CreateUserAccessToken(ctx, b.UserId, "e2e")
+	require.NoError(t, err, "creating the bot token")
+	w.BotToken = tok.Token
+	_, _, err = w.Admin.AddTeamMember(ctx, w.Team.Id, b.UserId)
+	require.NoError(t, err, "adding the bot to the team")
+	_, err = w.Admin.UpdateTeamMemberSchemeRoles(ctx, w.Team.Id, b.UserId, &model.SchemeRoles{SchemeUser: true, SchemeAdmin: true})
+	require.NoError(t, err, "making the bot team admin")
+	_, _, err = w.Admin.AddChannelMember(ctx, w.Channel.Id, b.UserId)
+	require.NoError(t, err, "adding the bot to the channel")
+	w.BotUser, _, err = w.Admin.GetUser(ctx, b.UserId, "")
+	require.NoError(t, err)
+	return w
+}
+
+// bootstrapPeople is bootstrap without the bot: the admin, the users, the
+// team and the channel.
+func bootstrapPeople(t *testing.T, srv *mmServer) *world {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	w := &world{Server: srv, Users: map[string]*mmUser{}}
@@ -54,20 +77,6 @@ func bootstrap(t *testing.T, srv *mmServer) *world {
 		_, _, err = w.Admin.AddChannelMember(ctx, w.Channel.Id, u.User.Id)
 		require.NoError(t, err, "adding %s to the channel", u.User.Username)
 	}
-
-	b, _, err := w.Admin.CreateBot(ctx, &model.Bot{Username: "groundcrew", DisplayName: "groundcrew", Description: "runbook bot"})
-	require.NoError(t, err, "creating the bot (EnableBotAccountCreation)")
-	tok, _, err := w.Admin.CreateUserAccessToken(ctx, b.UserId, "e2e")
-	require.NoError(t, err, "creating the bot token")
-	w.BotToken = tok.Token
-	_, _, err = w.Admin.AddTeamMember(ctx, w.Team.Id, b.UserId)
-	require.NoError(t, err, "adding the bot to the team")
-	_, err = w.Admin.UpdateTeamMemberSchemeRoles(ctx, w.Team.Id, b.UserId, &model.SchemeRoles{SchemeUser: true, SchemeAdmin: true})
-	require.NoError(t, err, "making the bot team admin")
-	_, _, err = w.Admin.AddChannelMember(ctx, w.Channel.Id, b.UserId)
-	require.NoError(t, err, "adding the bot to the channel")
-	w.BotUser, _, err = w.Admin.GetUser(ctx, b.UserId, "")
-	require.NoError(t, err)
 	return w
 }
 

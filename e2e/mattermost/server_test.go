@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,6 +30,8 @@ const (
 	// EnvPostgres is the admin DSN of the PostgreSQL server used for the
 	// test database (default postgres://postgres@127.0.0.1:5432/postgres).
 	EnvPostgres = "GROUNDCREW_E2E_POSTGRES"
+	// EnvMmctl points at a prebuilt mmctl binary (skips the build).
+	EnvMmctl = "GROUNDCREW_E2E_MMCTL"
 )
 
 // mmServer is a Mattermost server process started for a test.
@@ -43,28 +46,45 @@ type mmServer struct {
 // binaryPath returns the cached server binary, building it if missing.
 func binaryPath(tb testing.TB) string {
 	tb.Helper()
-	if p := os.Getenv(EnvBinary); p != "" {
+	return cachedBinary(tb, EnvBinary, "mattermost", "github.com/mattermost/mattermost/server/v8/cmd/mattermost")
+}
+
+// mmctlPath returns the cached mmctl binary (Mattermost's admin CLI, same
+// version as the server), building it if missing.
+func mmctlPath(tb testing.TB) string {
+	tb.Helper()
+	return cachedBinary(tb, EnvMmctl, "mmctl", "github.com/mattermost/mattermost/server/v8/cmd/mmctl")
+}
+
+// cachedBinary returns $env, or the binary name cached for this Mattermost
+// version, building pkg from the module in ./server when it is missing.
+func cachedBinary(tb testing.TB, env, name, pkg string) string {
+	tb.Helper()
+	if p := os.Getenv(env); p != "" {
 		return p
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
-		tb.Fatalf("no cache directory for the mattermost binary (set %s): %v", EnvBinary, err)
+		tb.Fatalf("no cache directory for %s (set %s): %v", name, env, err)
 	}
-	bin := filepath.Join(cache, "groundcrew", "mattermost-"+MattermostVersion, "mattermost")
+	bin := filepath.Join(cache, "groundcrew", "mattermost-"+MattermostVersion, name)
 	if _, err := os.Stat(bin); err == nil {
 		return bin
 	}
-	tb.Logf("building mattermost %s into %s (2-3 min the first time)…", MattermostVersion, bin)
+	tb.Logf("building %s %s into %s (minutes the first time)…", name, MattermostVersion, bin)
 	wd, err := os.Getwd()
 	if err != nil {
 		tb.Fatal(err)
 	}
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		tb.Fatal(err)
+	}
 	tmp := bin + ".tmp"
-	cmd := exec.Command("go", "build", "-o", tmp, "github.com/mattermost/mattermost/server/v8/cmd/mattermost")
+	cmd := exec.Command("go", "build", "-o", tmp, pkg)
 	cmd.Dir = filepath.Join(wd, "server")
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("building the mattermost server failed (see e2e/mattermost/server/go.mod): %v\n%s", err, tail(string(out), 40))
+		tb.Fatalf("building %s failed (see e2e/mattermost/server/go.mod): %v\n%s", name, err, tail(string(out), 40))
 	}
 	if err := os.Rename(tmp, bin); err != nil {
 		tb.Fatal(err)
@@ -122,8 +142,11 @@ func freshDatabase(tb testing.TB) string {
 }
 
 // startServer starts Mattermost on a free loopback port with a fresh
-// database and stops it (by PID) when the test ends.
-func startServer(tb testing.TB) *mmServer {
+// database and stops it (by PID) when the test ends. env adds or overrides
+// MM_* settings ("MM_RATELIMITSETTINGS_ENABLE=true"; the last value of a
+// variable wins); a bare name ("MM_SERVICESETTINGS_ENABLECOMMANDS") removes
+// the harness's setting, leaving the server's default or config.json.
+func startServer(tb testing.TB, env ...string) *mmServer {
 	tb.Helper()
 	bin := binaryPath(tb)
 	dsn := freshDatabase(tb)
@@ -134,6 +157,15 @@ func startServer(tb testing.TB) *mmServer {
 		dir:     dir,
 		logPath: filepath.Join(dir, "mattermost.log"),
 		exited:  make(chan error, 1),
+	}
+	// The module proxy serves the server without its web app: a stand-in
+	// page makes GET / answer 200 as on a real install (mmctl auth login
+	// checks it).
+	if err := os.MkdirAll(filepath.Join(dir, "client"), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "client", "root.html"), []byte("<!doctype html><title>Mattermost</title>\n"), 0o644); err != nil {
+		tb.Fatal(err)
 	}
 	logFile, err := os.Create(s.logPath)
 	if err != nil {
@@ -166,6 +198,13 @@ func startServer(tb testing.TB) *mmServer {
 		"MM_LOGSETTINGS_CONSOLELEVEL=ERROR",
 		"MM_FILESETTINGS_DIRECTORY="+filepath.Join(dir, "data")+"/",
 	)
+	for _, e := range env {
+		if strings.Contains(e, "=") {
+			s.cmd.Env = append(s.cmd.Env, e)
+			continue
+		}
+		s.cmd.Env = slices.DeleteFunc(s.cmd.Env, func(v string) bool { return strings.HasPrefix(v, e+"=") })
+	}
 	if err := s.cmd.Start(); err != nil {
 		tb.Fatalf("starting %s: %v", bin, err)
 	}
