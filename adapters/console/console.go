@@ -197,11 +197,16 @@ func (a *Adapter) Update(_ context.Context, ref bot.MessageRef, m bot.Message) e
 	}
 	if session != a.session || n > len(a.msgs) {
 		// A message from an earlier session: the terminal cannot edit it,
-		// so show the new version as a new message.
-		msg := &message{n: len(a.msgs) + 1, thread: ref.Thread, text: m.Text, author: "groundcrew", at: a.opts.Now(), buttons: m.Buttons, bot: true, ref: ref.ID}
-		a.msgs = append(a.msgs, msg)
-		a.printMessage(msg, false)
-		return nil
+		// so its new version is shown once as a new message, and later
+		// updates edit that copy (not one more copy per update).
+		shown := a.shownCopy(ref.ID)
+		if shown == nil {
+			msg := &message{n: len(a.msgs) + 1, thread: ref.Thread, text: m.Text, author: "groundcrew", at: a.opts.Now(), buttons: m.Buttons, bot: true, ref: ref.ID}
+			a.msgs = append(a.msgs, msg)
+			a.printMessage(msg, false)
+			return nil
+		}
+		n = shown.n
 	}
 	msg := a.msgs[n-1]
 	if msg.text == m.Text && len(msg.buttons) == len(m.Buttons) {
@@ -221,6 +226,16 @@ func (a *Adapter) Update(_ context.Context, ref bot.MessageRef, m bot.Message) e
 	}
 	msg.text, msg.buttons = m.Text, m.Buttons
 	a.printMessage(&message{n: msg.n, thread: msg.thread, text: strings.Join(shown, "\n"), buttons: m.Buttons}, true)
+	return nil
+}
+
+// shownCopy is this session's copy of an earlier session's message.
+func (a *Adapter) shownCopy(id string) *message {
+	for i := len(a.msgs) - 1; i >= 0; i-- {
+		if a.msgs[i].ref == id {
+			return a.msgs[i]
+		}
+	}
 	return nil
 }
 

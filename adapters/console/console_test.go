@@ -140,3 +140,20 @@ func TestConsole_IncidentThreadSummary(t *testing.T) {
 	assert.Less(t, strings.Index(tl, "looking at the worker"), strings.Index(tl, "approved by @carol"), "one timeline, in order")
 	assert.Less(t, strings.Index(tl, "approved by @carol"), strings.Index(tl, "closing the incident"))
 }
+
+// TestConsole_EarlierSessionMessageShownOnceThenEdited: after a restart the
+// engine updates messages of the previous session (a run's root, a wait
+// step's poll line). The first update shows the message again; later
+// updates edit that copy instead of printing one more copy each time.
+func TestConsole_EarlierSessionMessageShownOnceThenEdited(t *testing.T) {
+	var out bytes.Buffer
+	a := console.New(console.Config{}, strings.NewReader(""), &out, console.Options{})
+	old := bot.MessageRef{Platform: "console", Channel: "#ops", ID: "oldsession.10"}
+	ctx := context.Background()
+	require.NoError(t, a.Update(ctx, old, bot.Message{Text: "🛠 run r-1\nStatus: waiting\nThread below."}))
+	require.NoError(t, a.Update(ctx, old, bot.Message{Text: "🛠 run r-1\nStatus: running\nThread below."}))
+	require.NoError(t, a.Update(ctx, old, bot.Message{Text: "🛠 run r-1\nStatus: running\nThread below."}))
+	assert.Equal(t, 1, strings.Count(out.String(), "Thread below."), "shown once, then edited: %s", out.String())
+	assert.Contains(t, out.String(), "#1 (edited)")
+	assert.Contains(t, out.String(), "Status: running")
+}
