@@ -215,8 +215,8 @@ func (d *directory) Member(ctx context.Context, group, userID string) (bool, err
 // resolveNames looks up every user named in the policy and the runbooks'
 // approvals once at start (filling the directory's cache), and logs the
 // names the platform does not know: they approve nothing.
-func (e *Engine) resolveNames(ctx context.Context) {
-	if e.dir.users == nil {
+func (d *directory) resolveNames(ctx context.Context, approvals ApprovalConfig, lib Library) {
+	if d.users == nil {
 		return
 	}
 	seen := map[string]bool{}
@@ -226,23 +226,23 @@ func (e *Engine) resolveNames(ctx context.Context) {
 				continue
 			}
 			seen[a] = true
-			id, err := e.dir.UserID(ctx, a)
+			id, err := d.UserID(ctx, a)
 			switch {
 			case err != nil:
-				e.log.Warn("could not look up a user named in a policy", "where", where, "user", a, "err", err)
+				d.log.Warn("could not look up a user named in a policy", "where", where, "user", a, "err", err)
 			case id == "":
-				e.log.Warn("a user named in a policy is unknown or cannot act; it matches nobody", "where", where, "user", a)
+				d.log.Warn("a user named in a policy is unknown or cannot act; it matches nobody", "where", where, "user", a)
 			}
 		}
 	}
-	pols := map[string]Policy{"approvals.default": e.o.Approvals.Default}
-	for n, p := range e.o.Approvals.Targets {
+	pols := map[string]Policy{"approvals.default": approvals.Default}
+	for n, p := range approvals.Targets {
 		pols["approvals.targets."+n] = p
 	}
-	for n, p := range e.o.Approvals.Runbooks {
+	for n, p := range approvals.Runbooks {
 		pols["approvals.runbooks."+n] = p
 	}
-	for n, p := range e.o.Approvals.Operations {
+	for n, p := range approvals.Operations {
 		pols["approvals.operations."+n] = p
 	}
 	for where, p := range pols {
@@ -250,7 +250,7 @@ func (e *Engine) resolveNames(ctx context.Context) {
 			check(where, l)
 		}
 	}
-	for _, rb := range e.o.Library.List() {
+	for _, rb := range lib.List() {
 		for _, st := range rb.Steps {
 			if st.Approval != nil {
 				check("runbook "+rb.Name+" step "+st.ID, st.Approval.Approvers)

@@ -266,7 +266,7 @@ func (e *Engine) command(ctx context.Context, ev Event) error {
 	}
 	switch c.Verb {
 	case VerbHelp:
-		e.out.reply(ctx, ev.Conversation, ev.User, helpText(e.targets(), e.hints))
+		e.out.reply(ctx, ev.Conversation, ev.User, helpText(targetNames(e.o.Targets), e.hints))
 	case VerbList:
 		e.out.reply(ctx, ev.Conversation, ev.User, listText(e.o.Library, e.o.Ops))
 	case VerbShow:
@@ -305,7 +305,7 @@ func (e *Engine) command(ctx context.Context, ev Event) error {
 			return nil
 		}
 		e.out.reply(ctx, ev.Conversation, ev.User, "⏳ Collecting the digest…")
-		e.background(func() {
+		e.work.background(func() {
 			// Collecting takes seconds: do it outside the event.
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
 			defer cancel()
@@ -341,7 +341,7 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 	}
 	target := c.Params["target"]
 	delete(c.Params, "target")
-	targets := e.targets()
+	targets := targetNames(e.o.Targets)
 	if target == "" {
 		if len(targets) != 1 {
 			return &UserError{Msg: fmt.Sprintf("Which target? Add `target=<name>`; configured targets: %s.", strings.Join(quoteAll(targets), ", "))}
@@ -419,7 +419,7 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 		b.Audit[i].RunID = r.ID
 	}
 	e.out.run(ctx, ev.Conversation, r.ID, RoleRoot, "", renderRoot(r, e.o.Now()))
-	e.kick(r.ID)
+	e.work.kick(r.ID)
 	return nil
 }
 

@@ -29,7 +29,7 @@ func (e *Engine) dryRunBranch(ctx context.Context, r *Run, spec *runbooks.Step, 
 		return true
 	}
 	call := Call{Target: r.Target, Args: Args(args), RunID: r.ID, StepID: spec.ID}
-	cctx, done := e.callCtx(ctx, r.ID, true)
+	cctx, done := e.work.callCtx(ctx, r.ID, true)
 	p, err := op.Plan(cctx, call)
 	done()
 	if ctx.Err() != nil {

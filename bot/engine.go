@@ -132,32 +132,26 @@ type nopObserver struct{}
 func (nopObserver) RunCommitted(*Run, *Batch) {}
 
 // Engine runs runbooks. It implements Handler. All methods are safe for
-// concurrent use.
+// concurrent use. It is the coordinator: it handles events (command.go),
+// advances runs (exec.go), opens and decides gates (gate.go, vote.go), and
+// wires the subsystems below, each a small type with one concern.
 type Engine struct {
 	o   Options
 	log *slog.Logger
 
-	mu      sync.Mutex
-	active  map[string]bool               // runs being advanced
-	again   map[string]bool               // runs to advance once more
-	cancels map[string]context.CancelFunc // in-flight calls per run
+	// The subsystems the engine wires (each in its own file):
+	writes *durableWriter // every store write succeeds, is retried, or fails loudly
+	outbox *outbox        // the posts and edits that failed, for a retry
+	out    *poster        // renders and posts the run's messages
+	hints  hints          // how people answer on this platform
+	work   *workers       // the goroutines that advance runs; calls in flight
+	sm     machine        // the run state machine's moves inside an update
+	hk     *housekeeping  // the store's housekeeping
+	dir    directory      // user ids and group members for the approval policy
+
+	mu sync.Mutex
 	// gateRefresh is when each open gate message was last refreshed.
 	gateRefresh map[string]time.Time
-	idle        *sync.Cond
-	busy        int
-	baseCtx     context.Context
-	// lastHousekeep is when the store was last housekept.
-	lastHousekeep time.Time
-	// writes makes every store write succeed, retry or fail loudly.
-	writes *durableWriter
-	// outbox keeps the posts and edits that failed, for a retry.
-	outbox *outbox
-	// out posts and edits the engine's messages.
-	out *poster
-	// hints tell people how to answer on this platform.
-	hints hints
-
-	dir directory
 }
 
 var _ Handler = (*Engine)(nil)
@@ -170,13 +164,12 @@ func New(o Options) (*Engine, error) {
 	e := &Engine{
 		o:           o,
 		log:         o.Logger,
-		active:      map[string]bool{},
-		again:       map[string]bool{},
-		cancels:     map[string]context.CancelFunc{},
 		gateRefresh: map[string]time.Time{},
-		baseCtx:     context.Background(),
 	}
-	e.idle = sync.NewCond(&e.mu)
+	e.work = newWorkers(o.Logger, o.OpTimeout, e.advance)
+	e.sm = machine{now: o.Now, bot: o.BotName}
+	e.hk = &housekeeping{log: o.Logger, every: o.HousekeepEvery}
+	e.hk.store, _ = o.Store.(Housekeeper)
 	e.writes = newDurableWriter(o.Store, o.Chat, o.Logger, o.Now)
 	e.outbox = newOutbox(o.Store, e.writes, o.Logger, o.Now)
 	e.out = newPoster(o.Chat, o.Store, e.writes, e.outbox, o.Logger, o.Now)
@@ -194,10 +187,8 @@ func New(o Options) (*Engine, error) {
 // Run resumes the stored runs, then checks timers (gate expiry, reminders,
 // wait polls, the outbox) until ctx ends. It returns nil on cancellation.
 func (e *Engine) Run(ctx context.Context) error {
-	e.mu.Lock()
-	e.baseCtx = ctx
-	e.mu.Unlock()
-	e.resolveNames(ctx)
+	e.work.setContext(ctx)
+	e.dir.resolveNames(ctx, e.o.Approvals, e.o.Library)
 	if err := e.Resume(ctx); err != nil {
 		return err
 	}
@@ -206,7 +197,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			e.wait()
+			e.work.wait()
 			return nil
 		case <-t.C:
 			e.Tick(ctx)
@@ -238,7 +229,7 @@ func (e *Engine) Resume(ctx context.Context) error {
 				continue
 			}
 		}
-		e.kick(r.ID)
+		e.work.kick(r.ID)
 	}
 	return nil
 }
@@ -258,7 +249,7 @@ func (e *Engine) Tick(ctx context.Context) {
 			e.checkGateTimers(ctx, r, now)
 		case RunWaiting:
 			if st := r.current(); st != nil && !st.NextPoll.After(now) {
-				e.kick(r.ID)
+				e.work.kick(r.ID)
 			}
 		case RunAwaitingManual:
 			if st := r.current(); st != nil && !st.Deadline.IsZero() && !now.Before(st.Deadline) {
@@ -267,41 +258,14 @@ func (e *Engine) Tick(ctx context.Context) {
 		}
 	}
 	e.out.flush(ctx)
-	e.housekeep(ctx, now)
-}
-
-// housekeep runs the store's housekeeping when it is due, in the background.
-func (e *Engine) housekeep(ctx context.Context, now time.Time) {
-	hk, ok := e.o.Store.(Housekeeper)
-	if !ok {
-		return
-	}
-	e.mu.Lock()
-	due := e.lastHousekeep.IsZero() || now.Sub(e.lastHousekeep) >= e.o.HousekeepEvery
-	if due {
-		e.lastHousekeep = now
-	}
-	e.mu.Unlock()
-	if !due {
-		return
-	}
-	e.background(func() {
-		res, err := hk.Housekeep(ctx, now)
-		if err != nil {
-			e.log.Error("store housekeeping failed; retrying at the next pass", "err", err)
-			return
-		}
-		if res.Events > 0 || res.Runs > 0 {
-			e.log.Info("store housekeeping", "forgotten_event_ids", res.Events, "deleted_finished_runs", res.Runs)
-		}
-	})
+	e.hk.maybe(ctx, now, e.work.background)
 }
 
 // WaitIdle blocks until no run is being advanced and no run is in the
 // running state (every run is finished or waits for a person or a timer).
 func (e *Engine) WaitIdle(ctx context.Context) error {
 	for {
-		e.wait()
+		e.work.wait()
 		runs, err := e.o.Store.ListRuns(ctx, RunQuery{Active: true})
 		if err != nil {
 			return err
@@ -310,11 +274,11 @@ func (e *Engine) WaitIdle(ctx context.Context) error {
 		for _, r := range runs {
 			if r.State == RunRunning {
 				running = true
-				e.kick(r.ID)
+				e.work.kick(r.ID)
 			}
 		}
 		if !running {
-			e.wait()
+			e.work.wait()
 			return nil
 		}
 		select {
@@ -323,70 +287,6 @@ func (e *Engine) WaitIdle(ctx context.Context) error {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-}
-
-func (e *Engine) wait() {
-	e.mu.Lock()
-	for e.busy > 0 {
-		e.idle.Wait()
-	}
-	e.mu.Unlock()
-}
-
-// kick advances a run in the background; concurrent kicks of the same run
-// coalesce into one more pass.
-func (e *Engine) kick(id string) {
-	e.mu.Lock()
-	if e.active[id] {
-		e.again[id] = true
-		e.mu.Unlock()
-		return
-	}
-	e.active[id] = true
-	e.busy++
-	ctx := e.baseCtx
-	e.mu.Unlock()
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				e.log.Error("panic while advancing run", "run", id, "panic", p)
-			}
-			e.mu.Lock()
-			delete(e.active, id)
-			e.busy--
-			e.idle.Broadcast()
-			e.mu.Unlock()
-		}()
-		for {
-			e.advance(ctx, id)
-			e.mu.Lock()
-			if !e.again[id] || ctx.Err() != nil {
-				e.mu.Unlock()
-				return
-			}
-			e.again[id] = false
-			e.mu.Unlock()
-		}
-	}()
-}
-
-// background runs fn in a goroutine that WaitIdle waits for.
-func (e *Engine) background(fn func()) {
-	e.mu.Lock()
-	e.busy++
-	e.mu.Unlock()
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				e.log.Error("panic in background work", "panic", p)
-			}
-			e.mu.Lock()
-			e.busy--
-			e.idle.Broadcast()
-			e.mu.Unlock()
-		}()
-		fn()
-	}()
 }
 
 func (e *Engine) hook(point string) {
@@ -423,10 +323,10 @@ func (r *Run) current() *StepState {
 	return &r.Steps[r.Cursor]
 }
 
-// targets returns the configured target names, sorted.
-func (e *Engine) targets() []string {
-	out := make([]string, 0, len(e.o.Targets))
-	for t := range e.o.Targets {
+// targetNames returns the configured target names, sorted.
+func targetNames(targets map[string]TargetInfo) []string {
+	out := make([]string, 0, len(targets))
+	for t := range targets {
 		out = append(out, t)
 	}
 	sort.Strings(out)

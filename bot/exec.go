@@ -55,7 +55,7 @@ func (e *Engine) advance(ctx context.Context, id string) {
 		default:
 			// A finished step at the cursor: move on.
 			_, _ = e.update(ctx, r.ID, func(r *Run, b *Batch) error {
-				return e.moveOn(r, b, r.current().Status == StepSucceeded || r.current().Status == StepSkipped)
+				return e.sm.moveOn(r, b, r.current().Status == StepSucceeded || r.current().Status == StepSkipped)
 			})
 		}
 	}
@@ -110,77 +110,6 @@ func runEnv(r *Run) runbooks.Env {
 	}
 }
 
-// moveOn sets the cursor after the current step finished (ok = succeeded or
-// skipped), following goto/on_failure, and finishes the run at the end.
-func (e *Engine) moveOn(r *Run, b *Batch, ok bool) error {
-	spec := r.Spec.Steps[r.Cursor]
-	target := ""
-	if ok {
-		// A skipped step goes on to the next step; only a step that ran follows its goto.
-		if r.Steps[r.Cursor].Status == StepSucceeded {
-			target = spec.Goto
-		}
-	} else {
-		target = spec.OnFailure
-		if target == "" {
-			target = runbooks.TargetFail
-		}
-	}
-	return e.jump(r, b, target)
-}
-
-// jump moves the cursor to target: "" (next step), a step id, end, fail, continue.
-func (e *Engine) jump(r *Run, b *Batch, target string) error {
-	switch target {
-	case "", runbooks.TargetContinue:
-		r.Cursor++
-	case runbooks.TargetEnd:
-		r.Cursor = len(r.Steps)
-	case runbooks.TargetFail:
-		st := r.current()
-		msg := "step failed"
-		if st != nil {
-			msg = fmt.Sprintf("step %s failed", st.ID)
-			if st.Error != "" {
-				msg += ": " + st.Error
-			}
-		}
-		return e.endRun(r, b, RunFailed, msg)
-	default:
-		i, _ := r.Spec.StepByID(target)
-		if i < 0 {
-			return e.endRun(r, b, RunFailed, fmt.Sprintf("runbook jumps to unknown step %q", target))
-		}
-		r.Cursor = i
-	}
-	if r.State != RunRunning {
-		if err := r.setState(RunRunning); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// endRun moves the run to a terminal state inside a transaction.
-func (e *Engine) endRun(r *Run, b *Batch, to RunState, msg string) error {
-	if r.State.Terminal() {
-		return nil
-	}
-	if err := r.setState(to); err != nil {
-		return err
-	}
-	r.FinishedAt = e.o.Now()
-	if to != RunSucceeded && msg != "" {
-		r.Error = msg
-	}
-	if r.Gate != nil && r.Gate.Decision == GatePending {
-		r.Gate.Decision = GateVoid
-	}
-	b.Note(JournalEntry{Time: r.FinishedAt, Type: JRunFinished, Message: string(to) + optional(msg)})
-	b.AuditLog(AuditEntry{Time: r.FinishedAt, Actor: e.o.BotName, Action: ActionRun(to), Target: r.Target, Detail: msg})
-	return nil
-}
-
 func optional(s string) string {
 	if s == "" {
 		return ""
@@ -190,21 +119,11 @@ func optional(s string) string {
 
 // finish ends a run (if not already) and posts the final message.
 func (e *Engine) finish(ctx context.Context, id string, to RunState, msg string) {
-	r, err := e.update(ctx, id, func(r *Run, b *Batch) error { return e.endRun(r, b, to, msg) })
+	r, err := e.update(ctx, id, func(r *Run, b *Batch) error { return e.sm.endRun(r, b, to, msg) })
 	if err != nil {
 		return
 	}
-	e.announceEnd(ctx, r)
-}
-
-// announceEnd posts the final message and refreshes the root message.
-func (e *Engine) announceEnd(ctx context.Context, r *Run) {
-	e.out.refreshRoot(ctx, r)
-	j, err := e.o.Store.Journal(ctx, r.ID)
-	if err == nil {
-		e.out.thread(ctx, r, RoleSummary, "", summarize(r, j, e.o.Now()))
-	}
-	e.out.thread(ctx, r, RoleFinal, "", renderFinal(r, j, e.o.Now()))
+	e.out.end(ctx, r)
 }
 
 // stepFail marks the current step failed and follows on_failure.
@@ -219,14 +138,14 @@ func (e *Engine) stepFail(ctx context.Context, id, stepID string, cause error, s
 			set(st)
 		}
 		b.Note(JournalEntry{Time: st.FinishedAt, Step: st.ID, Type: JStepFailed, Message: st.Error})
-		return e.moveOn(r, b, false)
+		return e.sm.moveOn(r, b, false)
 	})
 	if err != nil {
 		return nil
 	}
 	e.out.step(ctx, r, stepID)
 	if r.State.Terminal() {
-		e.announceEnd(ctx, r)
+		e.out.end(ctx, r)
 	}
 	return r
 }
@@ -250,14 +169,14 @@ func (e *Engine) stepDone(ctx context.Context, id, stepID string, status StepSta
 		if r.State.Terminal() {
 			return nil // outcome recorded on a cancelled run; no moving on
 		}
-		return e.moveOn(r, b, true)
+		return e.sm.moveOn(r, b, true)
 	})
 	if err != nil {
 		return nil
 	}
 	e.out.step(ctx, r, stepID)
 	if r.State.Terminal() {
-		e.announceEnd(ctx, r)
+		e.out.end(ctx, r)
 	}
 	return r
 }
@@ -359,24 +278,6 @@ func (e *Engine) resolveTitles(ctx context.Context, r *Run, env runbooks.Env) {
 	}
 }
 
-// callCtx bounds one operation call and registers it for cancellation.
-func (e *Engine) callCtx(ctx context.Context, runID string, cancellable bool) (context.Context, func()) {
-	cctx, cancel := context.WithTimeout(ctx, e.o.OpTimeout)
-	if cancellable {
-		e.mu.Lock()
-		e.cancels[runID] = cancel
-		e.mu.Unlock()
-	}
-	return cctx, func() {
-		cancel()
-		if cancellable {
-			e.mu.Lock()
-			delete(e.cancels, runID)
-			e.mu.Unlock()
-		}
-	}
-}
-
 // runRead runs a read operation: safe to redo, so no intent is recorded.
 func (e *Engine) runRead(ctx context.Context, r *Run, spec *runbooks.Step, op Op, call Call) {
 	_, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
@@ -390,7 +291,7 @@ func (e *Engine) runRead(ctx context.Context, r *Run, spec *runbooks.Step, op Op
 	if err != nil {
 		return
 	}
-	cctx, done := e.callCtx(ctx, r.ID, true)
+	cctx, done := e.work.callCtx(ctx, r.ID, true)
 	res, err := op.Do(cctx, call)
 	done()
 	if err != nil {
@@ -434,9 +335,9 @@ func (e *Engine) runWrite(ctx context.Context, r *Run, spec *runbooks.Step, op O
 		return
 	}
 	e.hook("before-call:" + spec.ID)
-	cctx, done := e.callCtx(context.WithoutCancel(ctx), r.ID, false)
+	cctx, done := e.work.callCtx(context.WithoutCancel(ctx), r.ID, false)
 	var stop func()
-	call.Progress, stop = e.progress(ctx, r.ID, spec.ID)
+	call.Progress, stop = e.out.progress(ctx, r.ID, spec.ID)
 	res, err := op.Do(cctx, call)
 	stop()
 	done()
@@ -540,7 +441,7 @@ func (e *Engine) pollWait(ctx context.Context, r *Run) {
 		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("operation %s is not available", spec.Op), nil)
 		return
 	}
-	cctx, done := e.callCtx(ctx, r.ID, true)
+	cctx, done := e.work.callCtx(ctx, r.ID, true)
 	res, pollErr := op.Do(cctx, Call{Target: r.Target, Args: st.Args, RunID: r.ID, StepID: st.ID})
 	done()
 	if ctx.Err() != nil {
@@ -588,14 +489,14 @@ func (e *Engine) pollWait(ctx context.Context, r *Run) {
 			if err := r.setState(RunRunning); err != nil {
 				return err
 			}
-			return e.jump(r, b, timeout)
+			return e.sm.jump(r, b, timeout)
 		})
 		if err != nil {
 			return
 		}
 		e.out.step(ctx, r2, spec.ID)
 		if r2.State.Terminal() {
-			e.announceEnd(ctx, r2)
+			e.out.end(ctx, r2)
 		}
 		return
 	}
@@ -634,16 +535,16 @@ func (e *Engine) manualTimeout(ctx context.Context, runID, stepID string) {
 		if err := r.setState(RunRunning); err != nil {
 			return err
 		}
-		return e.moveOn(r, b, false)
+		return e.sm.moveOn(r, b, false)
 	})
 	if err != nil {
 		return
 	}
 	e.out.step(ctx, r, stepID)
 	if r.State.Terminal() {
-		e.announceEnd(ctx, r)
+		e.out.end(ctx, r)
 	} else {
-		e.kick(runID)
+		e.work.kick(runID)
 	}
 }
 

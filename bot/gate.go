@@ -46,7 +46,7 @@ func (e *Engine) gatePolicy(r *Run, spec *runbooks.Step, op string) Policy {
 func (e *Engine) openActionGate(ctx context.Context, r *Run, spec *runbooks.Step, op Op, call Call, reason string) {
 	var plan *Plan
 	if op.Class == ClassDestructive {
-		cctx, done := e.callCtx(ctx, r.ID, true)
+		cctx, done := e.work.callCtx(ctx, r.ID, true)
 		p, err := op.Plan(cctx, call)
 		done()
 		if err != nil {
@@ -176,7 +176,7 @@ func (e *Engine) afterGate(ctx context.Context, r *Run, spec *runbooks.Step) {
 		e.runWrite(ctx, r, spec, op, call, approvers)
 		return
 	}
-	cctx, done := e.callCtx(ctx, r.ID, true)
+	cctx, done := e.work.callCtx(ctx, r.ID, true)
 	plan, err := op.Plan(cctx, call)
 	done()
 	if err != nil {
@@ -243,9 +243,9 @@ func (e *Engine) execute(ctx context.Context, runID string, spec *runbooks.Step,
 	}
 	e.hook("before-apply:" + spec.ID)
 	// A destructive call is never interrupted half-way by a cancel.
-	cctx, done := e.callCtx(context.WithoutCancel(ctx), runID, false)
+	cctx, done := e.work.callCtx(context.WithoutCancel(ctx), runID, false)
 	var stop func()
-	call.Progress, stop = e.progress(ctx, runID, spec.ID)
+	call.Progress, stop = e.out.progress(ctx, runID, spec.ID)
 	res, err := op.Apply(cctx, call, plan)
 	stop()
 	done()
@@ -280,7 +280,7 @@ func (e *Engine) reconcile(ctx context.Context, r *Run, spec *runbooks.Step) {
 	call := Call{Target: r.Target, Args: st.Args, RunID: r.ID, StepID: spec.ID}
 	reason := "groundcrew stopped while this step was executing; it was not repeated automatically"
 	if op.Class == ClassDestructive {
-		cctx, done := e.callCtx(ctx, r.ID, true)
+		cctx, done := e.work.callCtx(ctx, r.ID, true)
 		plan, err := op.Plan(cctx, call)
 		done()
 		if err != nil {
@@ -330,13 +330,13 @@ func (e *Engine) checkGateTimers(ctx context.Context, r *Run, now time.Time) {
 			st.Error = fmt.Sprintf("approval expired after %s with %d of %d approvals", human.Duration(time.Duration(g.Policy.Expires)), len(g.Votes), g.Policy.WithDefaults().Required)
 			b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, PlanHash: g.PlanHash, Message: "expired"})
 			b.AuditLog(AuditEntry{Time: now, Actor: e.o.BotName, Action: ActionApprovalExpired, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash})
-			return e.endRun(r, b, RunFailed, st.Error)
+			return e.sm.endRun(r, b, RunFailed, st.Error)
 		})
 		if err != nil {
 			return
 		}
 		e.out.refreshGate(ctx, r2, r2.Gate)
-		e.announceEnd(ctx, r2)
+		e.out.end(ctx, r2)
 		return
 	}
 	// Keep "expires in …" roughly right without flooding the chat's edit limits.

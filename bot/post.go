@@ -48,3 +48,13 @@ func (p *poster) refreshRoot(ctx context.Context, r *Run) {
 	}
 	p.update(ctx, r, r.Root, RoleRoot, "", renderRoot(r, p.now()))
 }
+
+// end posts the final message and refreshes the root message.
+func (p *poster) end(ctx context.Context, r *Run) {
+	p.refreshRoot(ctx, r)
+	j, err := p.store.Journal(ctx, r.ID)
+	if err == nil {
+		p.thread(ctx, r, RoleSummary, "", summarize(r, j, p.now()))
+	}
+	p.thread(ctx, r, RoleFinal, "", renderFinal(r, j, p.now()))
+}

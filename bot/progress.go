@@ -15,7 +15,7 @@ const ProgressInterval = 2 * time.Second
 // progress edit is made, so the outcome is never overwritten. The first
 // report is shown at once, later ones at most every ProgressInterval (of
 // the engine's clock); progress lives only in the message, not the store.
-func (e *Engine) progress(ctx context.Context, runID, stepID string) (report func(string), stop func()) {
+func (p *poster) progress(ctx context.Context, runID, stepID string) (report func(string), stop func()) {
 	var (
 		mu       sync.Mutex
 		last     time.Time
@@ -24,7 +24,7 @@ func (e *Engine) progress(ctx context.Context, runID, stepID string) (report fun
 	)
 	report = func(text string) {
 		mu.Lock()
-		now := e.o.Now()
+		now := p.now()
 		if stopped || (!last.IsZero() && now.Sub(last) < ProgressInterval) {
 			mu.Unlock()
 			return
@@ -35,7 +35,7 @@ func (e *Engine) progress(ctx context.Context, runID, stepID string) (report fun
 		// the edit runs outside the lock: the call's other goroutines are
 		// not held up by a slow chat API
 		defer inflight.Done()
-		r, err := e.o.Store.GetRun(ctx, runID)
+		r, err := p.store.GetRun(ctx, runID)
 		if err != nil {
 			return
 		}
@@ -43,9 +43,9 @@ func (e *Engine) progress(ctx context.Context, runID, stepID string) (report fun
 		if st == nil || st.Message.IsZero() || (st.Status != StepExecuting && st.Status != StepRunning) {
 			return
 		}
-		m := renderStep(r, st, e.o.Now(), e.hints)
+		m := renderStep(r, st, p.now(), p.hints)
 		m.Text += "\n⏳ " + text
-		e.out.update(ctx, r, st.Message, RoleStep, stepID, m)
+		p.update(ctx, r, st.Message, RoleStep, stepID, m)
 	}
 	stop = func() {
 		mu.Lock()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/groundcrew/groundcrew/bot/policy"
 )
@@ -98,7 +97,7 @@ func (e *Engine) vote(ctx context.Context, v ballot) {
 		}
 		b.AuditLog(AuditEntry{Time: now, Actor: v.User.ID, Action: action, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(v.Via), Detail: v.Reason})
 		var err error
-		decision, err = e.decide(r, b, now, v.User, v.Reason)
+		decision, err = e.sm.decide(r, b, now, v.User, v.Reason)
 		return err
 	})
 	if err != nil {
@@ -144,7 +143,7 @@ func (e *Engine) withdrawVote(ctx context.Context, r *Run, v ballot) {
 		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVote, Actor: v.User.ID, PlanHash: g.PlanHash, Message: "withdrew " + verb + " (reaction removed)"})
 		b.AuditLog(AuditEntry{Time: now, Actor: v.User.ID, Action: ActionVoteWithdrawn, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(v.Via), Detail: verb})
 		var err error
-		decision, err = e.decide(r, b, now, v.User, "")
+		decision, err = e.sm.decide(r, b, now, v.User, "")
 		return err
 	})
 	if err != nil {
@@ -155,36 +154,14 @@ func (e *Engine) withdrawVote(ctx context.Context, r *Run, v ballot) {
 	e.afterDecision(ctx, r, decision)
 }
 
-// decide applies the gate's decision after a vote changed, inside a run update.
-func (e *Engine) decide(r *Run, b *Batch, now time.Time, by User, reason string) (GateDecision, error) {
-	g := r.Gate
-	decision := Decide(g, now)
-	switch decision {
-	case GateApproved:
-		g.Decision = GateApproved
-		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, PlanHash: g.PlanHash, Message: "approved by " + userList(voters(g))})
-		b.AuditLog(AuditEntry{Time: now, Actor: e.o.BotName, Action: ActionApprovalGranted, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Detail: "approved by " + userList(voters(g))})
-		return decision, r.setState(RunRunning)
-	case GateRejected:
-		g.Decision = GateRejected
-		st := r.current()
-		st.Status, st.FinishedAt = StepFailed, now
-		st.Error = "rejected by " + by.Display() + optional(reason)
-		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, PlanHash: g.PlanHash, Message: st.Error})
-		b.AuditLog(AuditEntry{Time: now, Actor: e.o.BotName, Action: ActionApprovalRejected, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Detail: st.Error})
-		return decision, e.endRun(r, b, RunFailed, st.Error)
-	}
-	return decision, nil
-}
-
 // afterDecision continues or announces a run whose gate was just decided.
 func (e *Engine) afterDecision(ctx context.Context, r *Run, decision GateDecision) {
 	switch decision {
 	case GateApproved:
 		e.out.refreshRoot(ctx, r)
-		e.kick(r.ID)
+		e.work.kick(r.ID)
 	case GateRejected:
-		e.announceEnd(ctx, r)
+		e.out.end(ctx, r)
 	}
 }
 
@@ -243,7 +220,7 @@ func (e *Engine) breakGlass(ctx context.Context, runID string, conv Conversation
 	e.out.thread(ctx, r, RoleBreakGlass, g.StepID, Message{Broadcast: true,
 		Text: fmt.Sprintf("🚨 *Break-glass*: %s overrode the approval of `%s` (%s): %s", user.Display(), r.ID, g.Plan.Summary, reason)})
 	e.out.refreshRoot(ctx, r)
-	e.kick(runID)
+	e.work.kick(runID)
 }
 
 func voters(g *Gate) []User {
@@ -302,17 +279,17 @@ func (e *Engine) manualResponse(ctx context.Context, runID string, ref MessageRe
 		if err := r.setState(RunRunning); err != nil {
 			return err
 		}
-		return e.moveOn(r, b, status != StepFailed)
+		return e.sm.moveOn(r, b, status != StepFailed)
 	})
 	if err != nil {
 		return
 	}
 	e.out.step(ctx, r, stepID)
 	if r.State.Terminal() {
-		e.announceEnd(ctx, r)
+		e.out.end(ctx, r)
 		return
 	}
-	e.kick(runID)
+	e.work.kick(runID)
 }
 
 // runFor loads a run named in a command, answering the user when it cannot.
@@ -366,21 +343,17 @@ func (e *Engine) cancel(ctx context.Context, runID string, conv Conversation, us
 		}
 		b.Note(JournalEntry{Time: now, Type: JRunCancelled, Actor: user.ID, Message: reason})
 		b.AuditLog(AuditEntry{Time: now, Actor: user.ID, Action: ActionCancel, Target: r.Target, Detail: reason})
-		return e.endRun(r, b, RunCancelled, "cancelled by "+user.Display()+optional(reason))
+		return e.sm.endRun(r, b, RunCancelled, "cancelled by "+user.Display()+optional(reason))
 	})
 	if err != nil {
 		e.out.reply(ctx, conv, user, fmt.Sprintf("Cannot cancel `%s`: %s", runID, UserMessage(err)))
 		return
 	}
-	e.mu.Lock()
-	if c := e.cancels[runID]; c != nil {
-		c()
-	}
-	e.mu.Unlock()
+	e.work.cancel(runID)
 	if r.Gate != nil {
 		e.out.refreshGate(ctx, r, r.Gate)
 	}
-	e.announceEnd(ctx, r)
+	e.out.end(ctx, r)
 }
 
 // refused reports whether the gate already lists this refusal.

@@ -1,0 +1,110 @@
+package bot
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/groundcrew/groundcrew/runbooks"
+)
+
+// machine has one concern: the run state machine's moves inside one run
+// update — where the cursor goes after a step, how a run ends, what a
+// gate's votes decide. They are pure changes of the Run and of the journal
+// and audit entries of its Batch: no I/O, no lock.
+type machine struct {
+	now func() time.Time
+	bot string // the actor of the audit entries the engine writes itself
+}
+
+// moveOn sets the cursor after the current step finished (ok = succeeded or
+// skipped), following goto/on_failure, and finishes the run at the end.
+func (m machine) moveOn(r *Run, b *Batch, ok bool) error {
+	spec := r.Spec.Steps[r.Cursor]
+	target := ""
+	if ok {
+		// A skipped step goes on to the next step; only a step that ran follows its goto.
+		if r.Steps[r.Cursor].Status == StepSucceeded {
+			target = spec.Goto
+		}
+	} else {
+		target = spec.OnFailure
+		if target == "" {
+			target = runbooks.TargetFail
+		}
+	}
+	return m.jump(r, b, target)
+}
+
+// jump moves the cursor to target: "" (next step), a step id, end, fail, continue.
+func (m machine) jump(r *Run, b *Batch, target string) error {
+	switch target {
+	case "", runbooks.TargetContinue:
+		r.Cursor++
+	case runbooks.TargetEnd:
+		r.Cursor = len(r.Steps)
+	case runbooks.TargetFail:
+		st := r.current()
+		msg := "step failed"
+		if st != nil {
+			msg = fmt.Sprintf("step %s failed", st.ID)
+			if st.Error != "" {
+				msg += ": " + st.Error
+			}
+		}
+		return m.endRun(r, b, RunFailed, msg)
+	default:
+		i, _ := r.Spec.StepByID(target)
+		if i < 0 {
+			return m.endRun(r, b, RunFailed, fmt.Sprintf("runbook jumps to unknown step %q", target))
+		}
+		r.Cursor = i
+	}
+	if r.State != RunRunning {
+		if err := r.setState(RunRunning); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// endRun moves the run to a terminal state inside a transaction.
+func (m machine) endRun(r *Run, b *Batch, to RunState, msg string) error {
+	if r.State.Terminal() {
+		return nil
+	}
+	if err := r.setState(to); err != nil {
+		return err
+	}
+	r.FinishedAt = m.now()
+	if to != RunSucceeded && msg != "" {
+		r.Error = msg
+	}
+	if r.Gate != nil && r.Gate.Decision == GatePending {
+		r.Gate.Decision = GateVoid
+	}
+	b.Note(JournalEntry{Time: r.FinishedAt, Type: JRunFinished, Message: string(to) + optional(msg)})
+	b.AuditLog(AuditEntry{Time: r.FinishedAt, Actor: m.bot, Action: ActionRun(to), Target: r.Target, Detail: msg})
+	return nil
+}
+
+// decide applies the gate's decision after a vote changed, inside a run update.
+func (m machine) decide(r *Run, b *Batch, now time.Time, by User, reason string) (GateDecision, error) {
+	g := r.Gate
+	decision := Decide(g, now)
+	switch decision {
+	case GateApproved:
+		g.Decision = GateApproved
+		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, PlanHash: g.PlanHash, Message: "approved by " + userList(voters(g))})
+		b.AuditLog(AuditEntry{Time: now, Actor: m.bot, Action: ActionApprovalGranted, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Detail: "approved by " + userList(voters(g))})
+		return decision, r.setState(RunRunning)
+	case GateRejected:
+		g.Decision = GateRejected
+		st := r.current()
+		st.Status, st.FinishedAt = StepFailed, now
+		st.Error = "rejected by " + by.Display() + optional(reason)
+		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, PlanHash: g.PlanHash, Message: st.Error})
+		b.AuditLog(AuditEntry{Time: now, Actor: m.bot, Action: ActionApprovalRejected, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Detail: st.Error})
+		return decision, m.endRun(r, b, RunFailed, st.Error)
+	}
+	return decision, nil
+}
