@@ -222,7 +222,9 @@ func renderGate(r *Run, g *Gate, now time.Time, h hints) Message {
 	}
 	var btns []Button
 	if g.Decision == GatePending {
-		left := g.ExpiresAt.Sub(now)
+		// Rounded to the second: a gate posted at 03:33 that expires at
+		// 04:03 says 30 min, not 29 (29 min 59.9 s, truncated).
+		left := g.ExpiresAt.Sub(now).Round(time.Second)
 		fmt.Fprintf(&b, "\n%s · expires in %s (%s UTC)", g.Policy.Describe(r.Requester.Display()), human.Duration(left), g.ExpiresAt.UTC().Format("15:04"))
 		if m := Missing(g); m != "" && len(g.Votes) > 0 {
 			fmt.Fprintf(&b, "\nStill needed: %s", m)

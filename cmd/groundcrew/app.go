@@ -54,6 +54,9 @@ type app struct {
 	// incidents: alerts and watch rules (incidents.go).
 	incidents *incidents
 	digestSrc digest.Source
+	// now is appOptions.Now: nil is the real clock. Simulators and their
+	// clients read it too, so a demo's world has one clock.
+	now func() time.Time
 }
 
 // appOptions are the parts that differ between serve, demo and tests.
@@ -108,7 +111,7 @@ func (a *app) providers() error {
 // newApp wires store, providers, library, chat and engine from cfg.
 func newApp(cfg *config.Config, o appOptions) (*app, error) {
 	a := &app{cfg: cfg, log: o.Logger, mux: http.NewServeMux(),
-		metrics: metrics.New(metrics.Options{Version: version, Targets: cfg.TargetNames()})}
+		metrics: metrics.New(metrics.Options{Version: version, Targets: cfg.TargetNames()}), now: o.Now}
 	a.health.targets = map[string]targetStatus{}
 	if a.log == nil {
 		a.log = newLogger(cfg, os.Stderr)

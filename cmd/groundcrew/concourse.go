@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -28,7 +29,11 @@ func (a *app) startSimulators() error {
 		if err != nil {
 			return fmt.Errorf("targets.%s.simulator.world: %w", name, err)
 		}
-		sim, err := concoursesim.New(*w, concoursesim.WithTSA(), concoursesim.WithAbortRate(60))
+		opts := []concoursesim.Option{concoursesim.WithTSA(), concoursesim.WithAbortRate(60)}
+		if a.now != nil {
+			opts = append(opts, concoursesim.WithClock(clockFunc(a.now)))
+		}
+		sim, err := concoursesim.New(*w, opts...)
 		if err != nil {
 			return fmt.Errorf("targets.%s.simulator: %w", name, err)
 		}
@@ -66,19 +71,28 @@ func (a *app) concourseProvider() (bot.Provider, error) {
 		}
 		clients["none"] = c
 	}
-	return concourse.NewProvider(clients, concourse.ProviderOptions{Logger: a.log})
+	return concourse.NewProvider(clients, concourse.ProviderOptions{Logger: a.log, Now: a.now})
 }
 
 // concourseOptions are the client options of every Concourse client of
 // target: its requests are counted in the metrics.
 func (a *app) concourseOptions(target string) []concourse.Option {
-	if a.metrics == nil {
-		return nil
+	var opts []concourse.Option
+	if a.now != nil {
+		opts = append(opts, concourse.WithClock(a.now))
 	}
-	return []concourse.Option{concourse.WithTransport(func(rt http.RoundTripper) http.RoundTripper {
+	if a.metrics == nil {
+		return opts
+	}
+	return append(opts, concourse.WithTransport(func(rt http.RoundTripper) http.RoundTripper {
 		return a.metrics.Transport("concourse", target, rt)
-	})}
+	}))
 }
+
+// clockFunc adapts a func to concoursesim.Clock.
+type clockFunc func() time.Time
+
+func (f clockFunc) Now() time.Time { return f() }
 
 // loadWorld reads a simulator world file, or returns the demo world for "".
 func loadWorld(path string) (*concoursesim.World, error) {

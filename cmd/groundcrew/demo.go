@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,7 +24,7 @@ import (
 // latest run id; "gate"/"manual" address the latest approval request or
 // manual step.
 var demoScript = []string{
-	"# alice is on call. Concourse infra-prd (simulated here) has a stalled worker. Which runbooks are there?",
+	"# alice is on call. Concourse infra-prd (simulated here) has a stalled worker. Which runbooks are there?", // storyLines adds the time
 	"/runbook list",
 	"# She starts the worker-stalled runbook for worker 0. The bot queries Concourse and checks the TSA.",
 	"/runbook run worker-stalled target=infra-prd worker=0",
@@ -32,7 +33,7 @@ var demoScript = []string{
 	"/react manual ✅",
 	"/react manual ✅",
 	"/react manual ✅",
-	"# The worker does not come back within 20 minutes (the demo moves the bot's clock forward).",
+	"# The worker does not come back within 20 minutes (the demo moves the clock forward, for the bot and the simulated Concourse).",
 	"/clock +21m",
 	"# Restarting the VM and rebuilding are not wanted tonight: bob skips both; the bot moves to the prune.",
 	"/react manual ⏭",
@@ -48,22 +49,45 @@ var demoScript = []string{
 	"# Try any other runbook with `groundcrew demo --no-script` (/runbook list, /help).",
 }
 
-// offsetClock is the real clock plus an offset the demo can move.
-type offsetClock struct {
-	mu  sync.Mutex
-	off time.Duration
+// The demo tells its story at night, at a fixed time of a fixed day, so
+// what the script says ("03:12") is what the messages show.
+var (
+	demoStoryStart      = time.Date(2026, 11, 29, 3, 12, 0, 0, time.UTC)
+	demoAlertStoryStart = time.Date(2026, 11, 29, 4, 12, 0, 0, time.UTC)
+)
+
+// storyClock is the one clock of the demo's world: the engine, the console,
+// the incidents, the Concourse simulator and its client all read it. It
+// starts at the story's time, runs at the speed of the real clock (waits
+// poll, durations grow) and jumps forward on /clock.
+type storyClock struct {
+	mu    sync.Mutex
+	start time.Time // story time at began
+	began time.Time // real time the demo started
+	off   time.Duration
 }
 
-func (c *offsetClock) Now() time.Time {
+func newStoryClock(start time.Time) *storyClock {
+	return &storyClock{start: start, began: time.Now()}
+}
+
+func (c *storyClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return time.Now().Add(c.off)
+	return c.start.Add(time.Since(c.began) + c.off)
 }
 
-func (c *offsetClock) advance(d time.Duration) {
+func (c *storyClock) advance(d time.Duration) {
 	c.mu.Lock()
 	c.off += d
 	c.mu.Unlock()
+}
+
+// storyLines puts the story's start time in the script's first comment.
+func storyLines(start time.Time, lines []string) []string {
+	out := slices.Clone(lines)
+	out[0] = "# " + start.Format("15:04") + ". " + strings.TrimPrefix(out[0], "# ")
+	return out
 }
 
 // scriptReader types the script line by line, waiting for the bot after
@@ -102,7 +126,9 @@ func newDemo() *cobra.Command {
 in-process Concourse simulator (target infra-prd: a stalled worker, 300
 pending builds, image-fetch errors). A script plays a full worker-stalled
 incident as alice, bob and carol: queries, a manual step, a wait, an approval
-gate (with a self-approval refused), the prune and the result.
+gate (with a self-approval refused), the prune and the result. The story
+plays at 03:12 UTC (04:12 with --alert) on one clock shared by the bot and
+the simulated Concourse; it runs in real time, and /clock +20m moves it on.
 
 With --alert, an Alertmanager alert (posted to the real POST /alertmanager
 handler) opens an incident thread instead; bob acknowledges it with 👀 and
@@ -131,12 +157,11 @@ type /help for console commands and /runbook help for the bot.`,
 				Approvals: bot.ApprovalConfig{Default: bot.Policy{Approvers: []string{"group:ci-oncall"}, Required: 1, Expires: bot.Duration(30 * time.Minute)}},
 				Log:       config.Log{Level: "warn", Format: "text"},
 			}
-			script := demoScript
+			script, clock := storyLines(demoStoryStart, demoScript), newStoryClock(demoStoryStart)
 			if alert {
-				script = demoAlertScript
+				script, clock = storyLines(demoAlertStoryStart, demoAlertScript), newStoryClock(demoAlertStoryStart)
 				demoAlertConfig(cfg)
 			}
-			clock := &offsetClock{}
 			out := cmd.OutOrStdout()
 			tty := term.IsTerminal(int(os.Stdout.Fd()))
 			var in io.Reader = &scriptReader{lines: script, delay: delay}
@@ -150,7 +175,7 @@ type /help for console commands and /runbook help for the bot.`,
 				Extra: map[string]func([]string) string{
 					"/clock": func(args []string) string {
 						if len(args) != 1 || !strings.HasPrefix(args[0], "+") {
-							return "usage: /clock +20m   (moves the bot's clock forward)"
+							return "usage: /clock +20m   (moves the clock forward: the bot's and the simulated Concourse's)"
 						}
 						d, err := time.ParseDuration(args[0][1:])
 						if err != nil {

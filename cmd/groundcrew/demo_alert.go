@@ -18,7 +18,7 @@ const demoAlertToken = "demo"
 // demoAlertScript is the `demo --alert` script: an alert opens an incident
 // and the runbook starts from its button. Message #1 is the incident.
 var demoAlertScript = []string{
-	"# 04:12. Prometheus sees worker 0's /opt/concourse/worker filling up; Alertmanager notifies groundcrew (POST /alertmanager).",
+	"# For 3 minutes Prometheus has seen worker 0's /opt/concourse/worker filling up; Alertmanager notifies groundcrew (POST /alertmanager).", // storyLines adds the time
 	"/alert firing",
 	"# groundcrew opens one incident thread: the evidence, the suggested runbook as a button and as the exact command. Nothing starts by itself.",
 	"# bob is on call: he reacts 👀 to acknowledge.",

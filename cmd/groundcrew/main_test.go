@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -37,9 +38,38 @@ func TestDemo(t *testing.T) {
 		"@alice — not counted: you started this run",
 		"Approved by @carol",
 		"✅ worker-stalled on `infra-prd` finished",
+		"Approval needed — Prune the stalled worker caascad-ci-workers-infra-infra-prd-0",
+		"Wait for caascad-ci-workers-infra-infra-prd-0 to be running",
 	} {
 		assert.Contains(t, out, want)
 	}
+	// One clock for the story, the bot and the simulated Concourse: the
+	// script says 03:12, bob's steps are done then, the clock jumps 21 min,
+	// carol approves at 03:33 and the gate expires 30 min later.
+	assert.Contains(t, out, "# 03:12. alice is on call.")
+	assertStoryTimes(t, out, "03:12", "04:03")
+	for _, want := range []string{"done by @bob at 03:12", "approved 03:33", "expires in 30 min (04:03 UTC)", "up 38d", "succeeded after 21 min"} {
+		assert.Contains(t, out, want)
+	}
+}
+
+var shownTime = regexp.MustCompile(`(?:^|[\s(])([0-2][0-9]:[0-5][0-9])(?:$|[\s)])`)
+
+// assertStoryTimes checks that every time of day the bot shows (not the
+// script's comments) is in [from, to] of the story.
+func assertStoryTimes(t *testing.T, out, from, to string) {
+	t.Helper()
+	n := 0
+	for line := range strings.Lines(out) {
+		if strings.HasPrefix(line, "#") || strings.HasPrefix(line, "groundcrew demo") {
+			continue
+		}
+		for _, m := range shownTime.FindAllStringSubmatch(line, -1) {
+			n++
+			assert.True(t, m[1] >= from && m[1] <= to, "time %s outside the story (%s–%s): %s", m[1], from, to, strings.TrimSpace(line))
+		}
+	}
+	assert.Positive(t, n, "the demo shows times")
 }
 
 // TestDemoAlert: an alert opens an incident, 👀 acknowledges, the button
@@ -70,6 +100,13 @@ func TestDemoAlert(t *testing.T) {
 		assert.Contains(t, sum, want, "one timeline")
 	}
 	assert.NotContains(t, sum, "✅ Incident `i-", "no second message with the incident's own timeline")
+	// The story's clock: the alert fires at 04:09, is notified at 04:12, and
+	// resolves 12 min later (04:24), 15 min after it started.
+	assert.Contains(t, out, "# 04:12. For 3 minutes Prometheus")
+	assertStoryTimes(t, out, "04:12", "04:43")
+	for _, want := range []string{"Status: open for 3 min", "04:12 🚨 opened", "04:24 ✅ resolved — resolved after 15 min", "expires in 30 min (04:42 UTC)"} {
+		assert.Contains(t, out, want)
+	}
 }
 
 func TestLint(t *testing.T) {
