@@ -194,6 +194,16 @@ func TestReadmeMmctlCommands(t *testing.T) {
 				assert.NoError(t, err, "the bot can post in ci-ops")
 			},
 		},
+		"mmctl team search ops --json": {
+			after: func(out string) {
+				assert.Contains(t, out, `"id": "`+w.Team.Id+`"`, "the team id for the schemeRoles call")
+			},
+		},
+		"mmctl user search groundcrew --json": {
+			after: func(out string) {
+				assert.Contains(t, out, `"id": "`+bot.Id+`"`, "the bot's user id for the schemeRoles call")
+			},
+		},
 		"mmctl permissions add system_user create_post_ephemeral": {
 			before: func() {
 				resp, err := ephemeral()
