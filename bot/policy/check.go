@@ -99,7 +99,9 @@ func (c Config) Check(ctx context.Context, k Known) []Problem {
 			out = append(out, checkValues("approvals."+lvl.name+"."+n, lvl.m[n])...)
 		}
 	}
+	k = k.cached()
 	out = append(out, c.checkNames(ctx, k)...)
+	out = append(out, c.checkLevels(ctx, k)...)
 	for _, rb := range k.Runbooks {
 		out = append(out, c.checkNarrowing(ctx, k, rb)...)
 	}
@@ -254,10 +256,199 @@ func (k Known) people(ctx context.Context, list []string) (ids map[string]bool, 
 	return ids, complete
 }
 
+// cached returns k with each user and group looked up once: the checks
+// below resolve the same names for many combinations of levels.
+func (k Known) cached() Known {
+	if k.User != nil {
+		type res struct {
+			id, notPerson string
+			err           error
+		}
+		user, seen := k.User, map[string]res{}
+		k.User = func(ctx context.Context, entry string) (string, string, error) {
+			r, ok := seen[entry]
+			if !ok {
+				r.id, r.notPerson, r.err = user(ctx, entry)
+				seen[entry] = r
+			}
+			return r.id, r.notPerson, r.err
+		}
+	}
+	if k.Members != nil {
+		type res struct {
+			ids []string
+			err error
+		}
+		members, seen := k.Members, map[string]res{}
+		k.Members = func(ctx context.Context, group string) ([]string, error) {
+			r, ok := seen[group]
+			if !ok {
+				r.ids, r.err = members(ctx, group)
+				seen[group] = r
+			}
+			return r.ids, r.err
+		}
+	}
+	return k
+}
+
+// approvable says who can approve a gate under p when that can be
+// counted: the people in every approvers list, less the requester when
+// self-approval is off and every person who may start the run is one of
+// them. It returns "" when enough people can approve it (or when a group
+// cannot be listed or anyone may approve: then nothing is refused).
+func (k Known) approvable(ctx context.Context, p Policy, changing bool) string {
+	eligible, complete := k.people(ctx, p.Approvers)
+	if len(p.Approvers) == 0 {
+		complete = false // anyone
+	}
+	// Every list an approver must be in bounds who can approve: their
+	// intersection is an upper bound of the eligible people.
+	for _, also := range p.AlsoApprovers {
+		more, ok := k.people(ctx, also)
+		switch {
+		case !ok:
+		case !complete:
+			eligible, complete = more, true
+		default:
+			for id := range eligible {
+				if !more[id] {
+					delete(eligible, id)
+				}
+			}
+		}
+	}
+	if !complete {
+		return ""
+	}
+	n := len(eligible)
+	if n > p.Required || n == p.Required && p.SelfApproval {
+		return ""
+	}
+	if n >= p.Required {
+		// Exactly enough: a run started by one of them cannot be approved.
+		// That refuses only when every run is started by one of them.
+		lists := [][]string{p.Runners}
+		if !changing {
+			lists = append(lists, p.ReadOnlyRunners)
+		}
+		for _, l := range lists {
+			runners, ok := k.people(ctx, l)
+			if len(l) == 0 || !ok || len(runners) == 0 {
+				return ""
+			}
+			for id := range runners {
+				if !eligible[id] {
+					return ""
+				}
+			}
+		}
+		return fmt.Sprintf("only %d other than the requester can approve it (self-approval is off, and every person who may start the run is an approver: %s)",
+			n-1, DisplayList(p.Runners))
+	}
+	if n == 0 {
+		return "no one can approve it"
+	}
+	return fmt.Sprintf("only %d %s can approve it", n, map[bool]string{true: "person", false: "people"}[n == 1])
+}
+
+// levelRank orders the policy levels from the least specific.
+var levelRank = map[string]int{"default": 0, "targets": 1, "runbooks": 2, "operations": 3}
+
+// fieldSource returns the most specific configuration key of (target,
+// runbook, op) that sets a field, "" for the built-in default.
+func (c Config) fieldSource(target, runbook, op string, set func(Policy) bool) string {
+	if p, ok := c.Operations[op]; ok && op != "" && set(p) {
+		return "approvals.operations." + op
+	}
+	if p, ok := c.Runbooks[runbook]; ok && set(p) {
+		return "approvals.runbooks." + runbook
+	}
+	if p, ok := c.Targets[target]; ok && set(p) {
+		return "approvals.targets." + target
+	}
+	if set(c.Default) {
+		return "approvals.default"
+	}
+	return ""
+}
+
+// checkLevels reports the policies, as merged for a gate on each target,
+// runbook and operation the configuration names, that no one can satisfy
+// (`approvers: [alice], required: 2`): every run needing that approval
+// would only expire. Each mistake is reported once, at the most specific
+// key that sets the approvers or the count.
+func (c Config) checkLevels(ctx context.Context, k Known) []Problem {
+	var out []Problem
+	targets := k.Targets
+	if len(targets) == 0 {
+		targets = []string{""}
+	}
+	rbs := append([]string{""}, sortedKeys(c.Runbooks)...)
+	ops := []string{""}
+	for _, op := range sortedKeys(c.Operations) {
+		if k.Ops == nil || k.Ops[op] != "read" { // a read opens no gate
+			ops = append(ops, op)
+		}
+	}
+	// op "" stands for approval steps and the operations not configured:
+	// a gate there is on a changing run when such an operation changes something.
+	otherChanging := k.Ops == nil
+	for op, class := range k.Ops {
+		if _, ok := c.Operations[op]; !ok && class != "read" {
+			otherChanging = true
+		}
+	}
+	seen := map[string]bool{}
+	for _, t := range targets {
+		for _, rb := range rbs {
+			for _, op := range ops {
+				p := c.Resolve(t, rb, op)
+				who := k.approvable(ctx, p, op != "" || otherChanging)
+				if who == "" {
+					continue
+				}
+				from := c.fieldSource(t, rb, op, func(p Policy) bool { return len(p.Approvers) > 0 })
+				count := c.fieldSource(t, rb, op, func(p Policy) bool { return p.Required > 0 })
+				path, detail := from, ""
+				if count != "" && count != from {
+					if levelRank[strings.Split(count, ".")[1]] > levelRank[strings.Split(from, ".")[1]] {
+						path = count
+					}
+					detail = fmt.Sprintf(" (approvers from %s, required from %s)", from, count)
+				}
+				if strings.Contains(who, "self-approval") {
+					if src := c.fieldSource(t, rb, op, func(p Policy) bool { return len(p.Runners) > 0 }); levelRank[strings.Split(src, ".")[1]] > levelRank[strings.Split(path, ".")[1]] {
+						path = src
+					}
+				}
+				fix := "lower required or add approvers"
+				if strings.Contains(who, "self-approval") {
+					fix += ", or let others start runs"
+				}
+				msg := fmt.Sprintf("needs %d approval%s from %s%s, and %s: every run that needs this approval would expire; %s",
+					p.Required, plural(p.Required), describeApprovers(p), detail, who, fix)
+				if seen[path+msg] {
+					continue
+				}
+				seen[path+msg] = true
+				out = append(out, Problem{Path: path, Msg: msg})
+			}
+		}
+	}
+	return out
+}
+
 // checkNarrowing reports the runbook steps whose own approval settings,
 // combined with the policy for some target, no one can satisfy.
 func (c Config) checkNarrowing(ctx context.Context, k Known, rb *runbooks.Runbook) []Problem {
 	var out []Problem
+	changing := false // the runbook changes something: its runners start it
+	for _, st := range rb.Steps {
+		if st.Kind == runbooks.KindAction && (k.Ops == nil || k.Ops[st.Op] != "read") {
+			changing = true
+		}
+	}
 	for i, st := range rb.Steps {
 		if st.Approval == nil || len(st.Approval.Approvers) == 0 && st.Approval.Required <= 1 {
 			continue
@@ -277,37 +468,18 @@ func (c Config) checkNarrowing(ctx context.Context, k Known, rb *runbooks.Runboo
 			targets = []string{""}
 		}
 		for _, t := range targets {
-			p := c.Resolve(t, rb.Name, op).Narrow(st.Approval.Approvers, st.Approval.Required, st.Approval.Expires)
-			eligible, complete := k.people(ctx, p.Approvers)
-			if len(p.Approvers) == 0 {
-				complete = false // anyone
+			base := c.Resolve(t, rb.Name, op)
+			if (op == "" || k.Ops[op] != "read") && k.approvable(ctx, base, changing) != "" {
+				continue // the policy alone cannot be satisfied: reported by checkLevels
 			}
-			// Every list an approver must be in bounds who can approve:
-			// their intersection is an upper bound of the eligible people.
-			for _, also := range p.AlsoApprovers {
-				more, ok := k.people(ctx, also)
-				switch {
-				case !ok:
-				case !complete:
-					eligible, complete = more, true
-				default:
-					for id := range eligible {
-						if !more[id] {
-							delete(eligible, id)
-						}
-					}
-				}
-			}
-			if !complete || len(eligible) >= p.Required {
+			p := base.Narrow(st.Approval.Approvers, st.Approval.Required, st.Approval.Expires)
+			who := k.approvable(ctx, p, changing)
+			if who == "" {
 				continue
 			}
 			where := fmt.Sprintf("step %s of runbook %s", st.ID, rb.Name)
 			if rb.Source != "" {
 				where = fmt.Sprintf("%s:%d: %s", rb.Source, st.Line, where)
-			}
-			who := "no one can approve it"
-			if len(eligible) > 0 {
-				who = fmt.Sprintf("only %d %s can approve it", len(eligible), map[bool]string{true: "person", false: "people"}[len(eligible) == 1])
 			}
 			path := "approvals"
 			if t != "" {

@@ -87,3 +87,70 @@ func TestCheck_NamesNameSomething(t *testing.T) {
 	k.User, k.Members = nil, nil
 	assert.Empty(t, Config{Default: Policy{Approvers: []string{"anyone-at-all", "group:whatever"}}}.Check(ctx, k), "without a directory names are ids and groups cannot be listed")
 }
+
+// A policy no one can satisfy is refused at every level, once, at the key
+// that makes it so: every run needing that approval would only expire.
+func TestCheck_EveryLevelCanBeSatisfied(t *testing.T) {
+	ctx := context.Background()
+	prune := "concourse.prune_worker"
+	cases := []struct {
+		name string
+		c    Config
+		want string
+	}{
+		{"default", Config{Default: Policy{Approvers: []string{"alice"}, Required: 2}},
+			"approvals.default: needs 2 approvals from @alice, and only 1 person can approve it: every run that needs this approval would expire"},
+		{"target", Config{Targets: map[string]Policy{"infra-prd": {Approvers: []string{"group:dba"}, Required: 2}}},
+			"approvals.targets.infra-prd: needs 2 approvals from @dba, and only 1 person can approve it"},
+		{"runbook", Config{Runbooks: map[string]Policy{"worker-stalled": {Approvers: []string{"deploy-bot"}}}},
+			"approvals.runbooks.worker-stalled: needs 1 approval from @deploy-bot, and no one can approve it"},
+		{"operation", Config{Operations: map[string]Policy{prune: {Approvers: []string{"alice", "bob"}, Required: 3}}},
+			"approvals.operations.concourse.prune_worker: needs 3 approvals from @alice, @bob, and only 2 people can approve it"},
+		{"merge", Config{Default: Policy{Approvers: []string{"alice", "@bob"}}, Targets: map[string]Policy{"infra-stg": {Required: 3}}},
+			"approvals.targets.infra-stg: needs 3 approvals from @alice, @bob (approvers from approvals.default, required from approvals.targets.infra-stg), and only 2 people can approve it"},
+		{"narrowing, self-approval off", Config{Default: Policy{Runners: []string{"alice", "carol"}}, Runbooks: map[string]Policy{"worker-stalled": {Required: 2}}},
+			"step ok of runbook worker-stalled needs 2 approvals from @alice, @dba, and only 1 other than the requester can approve it (self-approval is off, and every person who may start the run is an approver: @alice, @carol)"},
+		{"self-approval off", Config{Default: Policy{Approvers: []string{"alice", "bob"}, Required: 2, Runners: []string{"alice", "bob"}}},
+			"approvals.default: needs 2 approvals from @alice, @bob, and only 1 other than the requester can approve it (self-approval is off, and every person who may start the run is an approver: @alice, @bob)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ps := c.c.Check(ctx, known())
+			assert.Contains(t, problems(ps), c.want)
+			n := 0
+			for _, p := range ps {
+				assert.False(t, p.Warning, p.String())
+				if strings.Contains(p.Msg, "would expire") || strings.Contains(p.Msg, "narrow the policy") {
+					n++
+				}
+			}
+			want := 1
+			if strings.HasPrefix(c.name, "narrowing") {
+				want = 2 // per target, as before
+			}
+			assert.Equal(t, want, n, "reported once:\n%s", problems(ps))
+		})
+	}
+
+	for name, c := range map[string]Config{
+		"exactly enough":              {Default: Policy{Approvers: []string{"alice", "carol"}, Required: 2}},
+		"self-approval on":            {Default: Policy{Approvers: []string{"alice", "carol"}, Required: 2, Runners: []string{"alice", "carol"}, SelfApproval: true}},
+		"a runner who is no approver": {Default: Policy{Approvers: []string{"alice", "carol"}, Required: 2, Runners: []string{"alice", "bob"}}},
+		"a read opens no gate":        {Operations: map[string]Policy{"concourse.workers": {Approvers: []string{"alice"}, Required: 2}}},
+		"overridden everywhere":       {Default: Policy{Approvers: []string{"alice", "bob", "carol"}, Required: 2}, Runbooks: map[string]Policy{"worker-stalled": {Required: 1}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.Empty(t, problems(c.Check(ctx, known())))
+		})
+	}
+
+	k := known()
+	k.Members = nil
+	assert.Empty(t, Config{Default: Policy{Approvers: []string{"group:ci-oncall"}, Required: 5}}.Check(ctx, k),
+		"a group whose members cannot be listed cannot be counted: not refused")
+	assert.Empty(t, Config{Default: Policy{Approvers: []string{"group:ci-oncall", "alice"}, Required: 5}}.Check(ctx, k))
+	k.User = nil
+	assert.Contains(t, problems(Config{Default: Policy{Approvers: []string{"alice", "@alice"}, Required: 2}}.Check(ctx, k)),
+		"approvals.default: needs 2 approvals from @alice, @alice, and only 1 person can approve it",
+		"without a directory names are ids: config load catches it too")
+}
