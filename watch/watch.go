@@ -323,10 +323,15 @@ var loginRe = regexp.MustCompile(`(?i)\b401\b|unauthori[sz]ed|login|password|for
 func (w *Watcher) unreachable(r Rule, err error) incident.Signal {
 	s := incident.Signal{Key: Key(r.Target, "unreachable", ""), Source: incident.Source{Kind: incident.SourceWatch, Name: "unreachable", Ref: r.Target},
 		Target: r.Target, Channel: r.Channel}
-	msg := oneLine(err.Error())
+	// The line names the target once (the client's errors start with it).
+	msg := strings.TrimPrefix(oneLine(err.Error()), r.Target+": ")
 	if loginRe.MatchString(msg) {
-		s.Title = "Login to Concourse fails"
-		s.Evidence = []string{fmt.Sprintf("`%s`: %s — check `targets.%s.username` and `password_file`", r.Target, msg, r.Target)}
+		s.Title, s.Source.Name = "Login to Concourse fails", "login"
+		line := fmt.Sprintf("`%s`: %s", r.Target, msg)
+		if !strings.Contains(msg, "password_file") { // the client's login error already says what to check
+			line += fmt.Sprintf(" — check `targets.%s.username` and `password_file`", r.Target)
+		}
+		s.Evidence = []string{line}
 		return s
 	}
 	s.Title = "Concourse does not answer"

@@ -3,6 +3,7 @@ package watch_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -145,6 +146,17 @@ func TestUnreachableAndLoginAreIncidentsOfTheirOwn(t *testing.T) {
 	assert.Equal(t, "Login to Concourse fails", s.Title)
 	assert.Empty(t, s.Runbook)
 	assert.Contains(t, s.Evidence[0], "targets.infra-prd.username")
+	assert.Equal(t, "login", s.Source.Name, "a login failure is not shown as `unreachable`")
+
+	// The target is named once, and a hint the error already gives is not repeated.
+	src.err = errors.New("infra-prd: list workers: cannot reach 127.0.0.1:18081 (check the target's url and that the web node is up)")
+	sig := watch.UnreachableSignal(w, watch.Rule{Target: "infra-prd", Channel: "#c"}, src.err)
+	assert.Equal(t, []string{"`infra-prd`: list workers: cannot reach 127.0.0.1:18081 (check the target's url and that the web node is up)"}, sig.Evidence)
+	assert.Equal(t, "unreachable", sig.Source.Name)
+	sig = watch.UnreachableSignal(w, watch.Rule{Target: "infra-prd", Channel: "#c"},
+		errors.New("login failed for target infra-prd as user groundcrew: 401 Invalid username or password: check password_file (and that the user exists in Concourse)"))
+	assert.Equal(t, 1, strings.Count(sig.Evidence[0], "password_file"), sig.Evidence[0])
+	src.err = errors.New("logging in to infra-prd: 401 Unauthorized")
 
 	src.err = nil
 	src.data = stalled()
