@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 	"unicode"
@@ -298,7 +297,7 @@ func (e *Engine) command(ctx context.Context, ev Event) error {
 	case VerbCancel:
 		e.cancel(ctx, c.Name, ev.Conversation, ev.User, c.Rest)
 	case VerbSummary:
-		e.summaryCommand(ctx, ev, c.Name, c.Rest == "thread")
+		e.sums.command(ctx, ev, c.Name, c.Rest == "thread")
 	case VerbDigest:
 		if e.o.Digests == nil {
 			e.out.reply(ctx, ev.Conversation, ev.User, "Digests are not available in this setup.")
@@ -511,64 +510,4 @@ func (e *Engine) button(ctx context.Context, ev Event) error {
 		e.manualResponse(ctx, runID, ev.Message, threadConv(ev), ev.User, StepFailed, "")
 	}
 	return nil
-}
-
-// summaryCommand posts a run summary, or the incident summary of the thread.
-func (e *Engine) summaryCommand(ctx context.Context, ev Event, runID string, wholeThread bool) {
-	if wholeThread {
-		// Slack cannot run slash commands inside threads: name a run of
-		// the incident thread instead.
-		r, ok := e.runFor(ctx, runID, ev.Conversation, ev.User)
-		if !ok {
-			return
-		}
-		ev.Conversation = threadOf(r)
-		runID = ""
-	}
-	if runID != "" {
-		r, ok := e.runFor(ctx, runID, ev.Conversation, ev.User)
-		if !ok {
-			return
-		}
-		j, err := e.o.Store.Journal(ctx, r.ID)
-		if err != nil {
-			e.out.reply(ctx, ev.Conversation, ev.User, "⚠️ Could not read the journal: "+UserMessage(err))
-			return
-		}
-		e.out.plain(ctx, ev.Conversation, summarize(r, j, e.o.Now()))
-		return
-	}
-	thread := ev.Conversation.Thread
-	if thread == "" {
-		e.out.reply(ctx, ev.Conversation, ev.User, "Type `/runbook summary` inside the incident thread, or name a run: `/runbook summary <run>` (that run) or `/runbook summary thread <run>` (its whole thread).")
-		return
-	}
-	runs, err := e.o.Store.ListRuns(ctx, RunQuery{Thread: thread})
-	if err != nil {
-		e.out.reply(ctx, ev.Conversation, ev.User, "⚠️ Could not list the runs: "+UserMessage(err))
-		return
-	}
-	sort.Slice(runs, func(i, j int) bool { return runs[i].CreatedAt.Before(runs[j].CreatedAt) })
-	journals := map[string][]JournalEntry{}
-	for _, r := range runs {
-		journals[r.ID], _ = e.o.Store.Journal(ctx, r.ID)
-	}
-	var msgs []ThreadMessage
-	if tr, ok := e.o.Chat.(ThreadReader); ok {
-		msgs, err = tr.ReadThread(ctx, ev.Conversation)
-		if err != nil {
-			e.log.Warn("reading the thread for a summary", "err", err)
-		}
-	}
-	var notes *ThreadNotes
-	if e.o.Threads != nil {
-		if n, ok := e.o.Threads.ThreadNotes(ctx, ev.Conversation); ok {
-			notes = &n
-		}
-	}
-	if len(runs) == 0 && len(msgs) == 0 && notes == nil {
-		e.out.reply(ctx, ev.Conversation, ev.User, "Nothing to summarise in this thread yet.")
-		return
-	}
-	e.out.plain(ctx, ev.Conversation, incidentSummary(runs, journals, msgs, notes))
 }

@@ -147,6 +147,7 @@ type Engine struct {
 	work   *workers       // the goroutines that advance runs; calls in flight
 	sm     machine        // the run state machine's moves inside an update
 	hk     *housekeeping  // the store's housekeeping
+	sums   *summaries     // /runbook summary: a run's or a whole thread's
 	dir    directory      // user ids and group members for the approval policy
 
 	mu sync.Mutex
@@ -166,14 +167,16 @@ func New(o Options) (*Engine, error) {
 		log:         o.Logger,
 		gateRefresh: map[string]time.Time{},
 	}
-	e.work = newWorkers(o.Logger, o.OpTimeout, e.advance)
-	e.sm = machine{now: o.Now, bot: o.BotName}
-	e.hk = &housekeeping{log: o.Logger, every: o.HousekeepEvery}
-	e.hk.store, _ = o.Store.(Housekeeper)
 	e.writes = newDurableWriter(o.Store, o.Chat, o.Logger, o.Now)
 	e.outbox = newOutbox(o.Store, e.writes, o.Logger, o.Now)
 	e.out = newPoster(o.Chat, o.Store, e.writes, e.outbox, o.Logger, o.Now)
 	e.hints = e.out.hints
+	e.work = newWorkers(o.Logger, o.OpTimeout, e.advance)
+	e.sm = machine{now: o.Now, bot: o.BotName}
+	e.hk = &housekeeping{log: o.Logger, every: o.HousekeepEvery}
+	e.hk.store, _ = o.Store.(Housekeeper)
+	e.sums = &summaries{store: o.Store, notes: o.Threads, out: e.out, log: o.Logger, now: o.Now}
+	e.sums.reader, _ = o.Chat.(ThreadReader)
 	e.dir = directory{log: o.Logger, ttl: o.GroupTTL, now: o.Now, ids: map[string]idEntry{}, members: map[string]groupEntry{}}
 	if gr, ok := o.Chat.(GroupResolver); ok {
 		e.dir.groups = gr

@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -97,6 +98,20 @@ func (p *poster) reply(ctx context.Context, to Conversation, user User, text str
 	if err := p.chat.Ephemeral(ctx, to, user, Message{Text: text}.Clean()); err != nil {
 		p.log.Warn("ephemeral reply failed", "user", user.ID, "err", err)
 	}
+}
+
+// runFor loads a run named in a command, answering the user when it cannot.
+func (p *poster) runFor(ctx context.Context, id string, conv Conversation, user User) (*Run, bool) {
+	r, err := p.store.GetRun(ctx, id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		p.reply(ctx, conv, user, fmt.Sprintf("There is no run `%s`. `/runbook status` lists the active runs.", id))
+		return nil, false
+	case err != nil:
+		p.reply(ctx, conv, user, "⚠️ Could not read run `"+id+"`: "+UserMessage(err))
+		return nil, false
+	}
+	return r, true
 }
 
 // flush retries the outbox's posts and updates that are due.

@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -37,7 +36,7 @@ func (v ballot) action() string {
 // active person, the requester included. A removed reaction withdraws only
 // the vote that reaction cast.
 func (e *Engine) vote(ctx context.Context, v ballot) {
-	r, ok := e.runFor(ctx, v.RunID, v.Conv, v.User)
+	r, ok := e.out.runFor(ctx, v.RunID, v.Conv, v.User)
 	if !ok {
 		return
 	}
@@ -167,7 +166,7 @@ func (e *Engine) afterDecision(ctx context.Context, r *Run, decision GateDecisio
 
 // breakGlass lets a break-glass user approve a gate alone, with a reason.
 func (e *Engine) breakGlass(ctx context.Context, runID string, conv Conversation, user User, reason string) {
-	r, ok := e.runFor(ctx, runID, conv, user)
+	r, ok := e.out.runFor(ctx, runID, conv, user)
 	if !ok {
 		return
 	}
@@ -244,7 +243,7 @@ func userList(us []User) string {
 
 // manualResponse completes, skips or fails the open manual step.
 func (e *Engine) manualResponse(ctx context.Context, runID string, ref MessageRef, conv Conversation, user User, status StepStatus, note string) {
-	r, ok := e.runFor(ctx, runID, conv, user)
+	r, ok := e.out.runFor(ctx, runID, conv, user)
 	if !ok {
 		return
 	}
@@ -290,20 +289,6 @@ func (e *Engine) manualResponse(ctx context.Context, runID string, ref MessageRe
 		return
 	}
 	e.work.kick(runID)
-}
-
-// runFor loads a run named in a command, answering the user when it cannot.
-func (e *Engine) runFor(ctx context.Context, id string, conv Conversation, user User) (*Run, bool) {
-	r, err := e.o.Store.GetRun(ctx, id)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		e.out.reply(ctx, conv, user, fmt.Sprintf("There is no run `%s`. `/runbook status` lists the active runs.", id))
-		return nil, false
-	case err != nil:
-		e.out.reply(ctx, conv, user, "⚠️ Could not read run `"+id+"`: "+UserMessage(err))
-		return nil, false
-	}
-	return r, true
 }
 
 // manualVerb names a manual answer for refusals.
