@@ -61,6 +61,10 @@ type Adapter struct {
 	// ackGrace is how long to keep collecting ephemeral replies after
 	// Handle returned.
 	ackGrace time.Duration
+	// ephemeralRecheck is how long a 403 from CreatePostEphemeral is
+	// remembered before the API is tried again (a permission granted
+	// meanwhile then takes effect without a restart).
+	ephemeralRecheck time.Duration
 
 	queue        channelQueue
 	watches      *watchSet
@@ -77,7 +81,7 @@ type Adapter struct {
 	extraToken  string // token of the command registered by the adapter
 	channelIDs  map[string]string
 	users       map[string]cachedUser
-	noEphemeral bool // the bot lacks create_post_ephemeral
+	noEphemeral time.Time // until then, the bot lacks create_post_ephemeral
 	connected   bool
 }
 
@@ -101,19 +105,20 @@ func New(cfg Config, opts Options) (*Adapter, error) {
 	client.HTTPClient = opts.HTTPClient
 	client.SetToken(r.botToken)
 	a := &Adapter{
-		cfg:         r,
-		client:      client,
-		log:         opts.Logger.With("adapter", Platform),
-		now:         time.Now,
-		retry:       defaultRetry,
-		backoff:     defaultBackoff,
-		dialer:      &websocket.Dialer{HandshakeTimeout: 15 * time.Second, Proxy: http.ProxyFromEnvironment},
-		ackWait:     2 * time.Second,
-		ackGrace:    150 * time.Millisecond,
-		watches:     newWatchSet(opts.ReactionWindow, 5000),
-		reconcileCh: make(chan struct{}, 1),
-		channelIDs:  map[string]string{},
-		users:       map[string]cachedUser{},
+		cfg:              r,
+		client:           client,
+		log:              opts.Logger.With("adapter", Platform),
+		now:              time.Now,
+		retry:            defaultRetry,
+		backoff:          defaultBackoff,
+		dialer:           &websocket.Dialer{HandshakeTimeout: 15 * time.Second, Proxy: http.ProxyFromEnvironment},
+		ackWait:          2 * time.Second,
+		ackGrace:         150 * time.Millisecond,
+		ephemeralRecheck: 10 * time.Minute,
+		watches:          newWatchSet(opts.ReactionWindow, 5000),
+		reconcileCh:      make(chan struct{}, 1),
+		channelIDs:       map[string]string{},
+		users:            map[string]cachedUser{},
 	}
 	return a, nil
 }

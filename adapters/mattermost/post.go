@@ -89,8 +89,8 @@ func (a *Adapter) patch(ctx context.Context, ref bot.MessageRef, r rendered, but
 // the text goes into the HTTP answer (a real ephemeral message). Otherwise
 // it is posted with CreatePostEphemeral, which Mattermost allows only to
 // accounts with the create_post_ephemeral permission (system admins); for a
-// plain bot the adapter falls back, once and for all, to a normal post in
-// the thread that mentions the user.
+// plain bot the adapter falls back to a normal post in the thread that
+// mentions the user, and tries the API again after ephemeralRecheck.
 func (a *Adapter) Ephemeral(ctx context.Context, to bot.Conversation, user bot.User, m bot.Message) error {
 	channel, err := a.channelID(ctx, to.Channel)
 	if err != nil {
@@ -105,7 +105,7 @@ func (a *Adapter) Ephemeral(ctx context.Context, to bot.Conversation, user bot.U
 		return nil
 	}
 	a.mu.Lock()
-	forbidden := a.noEphemeral
+	forbidden := a.now().Before(a.noEphemeral)
 	a.mu.Unlock()
 	if !forbidden {
 		err := a.queue.do(ctx, channel, a.retry.channelSpace, func() error {
@@ -123,9 +123,9 @@ func (a *Adapter) Ephemeral(ctx context.Context, to bot.Conversation, user bot.U
 		if statusOf(err) != http.StatusForbidden {
 			return err
 		}
-		a.log.Info("the bot may not post ephemeral messages (needs create_post_ephemeral); mentioning users in the thread instead")
+		a.log.Info("the bot may not post ephemeral messages (needs create_post_ephemeral); mentioning users in the thread instead", "retry_in", a.ephemeralRecheck)
 		a.mu.Lock()
-		a.noEphemeral = true
+		a.noEphemeral = a.now().Add(a.ephemeralRecheck)
 		a.mu.Unlock()
 	}
 	name := user.Name

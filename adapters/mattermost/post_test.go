@@ -247,6 +247,33 @@ func TestEphemeral_FallsBackToAMention(t *testing.T) {
 	assert.Equal(t, 1, f.callCount("POST /api/v4/posts/ephemeral"), "the 403 is remembered")
 }
 
+func TestEphemeral_PermissionGrantedLaterIsUsedWithoutARestart(t *testing.T) {
+	f := newFakeMM(t)
+	a := newTestAdapter(t, f, nil)
+	a.ephemeralRecheck = 200 * time.Millisecond
+	runAdapter(t, a, newRecorder())
+	ctx := context.Background()
+	root, err := a.Post(ctx, bot.Conversation{Channel: channelID}, bot.Message{Text: "run"})
+	require.NoError(t, err)
+	to := bot.Conversation{Channel: channelID, Thread: root.ID}
+	user := bot.User{ID: aliceID, Name: "alice"}
+
+	require.NoError(t, a.Ephemeral(ctx, to, user, bot.Message{Text: "first"}))
+	require.NoError(t, a.Ephemeral(ctx, to, user, bot.Message{Text: "second"}))
+	assert.Equal(t, 1, f.callCount("POST /api/v4/posts/ephemeral"), "the 403 is remembered")
+
+	f.mu.Lock()
+	f.ephemeralOK = true // an admin granted create_post_ephemeral
+	f.mu.Unlock()
+	time.Sleep(250 * time.Millisecond)
+	require.NoError(t, a.Ephemeral(ctx, to, user, bot.Message{Text: "third"}))
+	assert.Equal(t, 2, f.callCount("POST /api/v4/posts/ephemeral"), "tried again after ephemeralRecheck")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	require.Len(t, f.ephemerals, 1)
+	assert.Equal(t, "third", f.ephemerals[0].Post.Message)
+}
+
 func TestEphemeral_WhenAllowed(t *testing.T) {
 	f := newFakeMM(t)
 	f.ephemeralOK = true

@@ -17,6 +17,9 @@ import (
 	"github.com/mattermost/mattermost/server/public/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/adapters/mattermost"
+	"github.com/groundcrew/groundcrew/bot"
 )
 
 // adapterReadme is the README whose mmctl commands TestReadmeMmctlCommands runs.
@@ -111,7 +114,7 @@ func TestReadmeMmctlCommands(t *testing.T) {
 
 	var (
 		botToken string
-		bot      *model.User
+		botUser  *model.User
 	)
 	botClient := func() *model.Client4 {
 		c := model.NewAPIv4Client(srv.URL)
@@ -162,11 +165,11 @@ func TestReadmeMmctlCommands(t *testing.T) {
 			out: regexp.MustCompile(`^Created bot [a-z0-9]{26}$`),
 			after: func(out string) {
 				var err error
-				bot, _, err = w.Admin.GetUserByUsername(ctx, "groundcrew", "")
+				botUser, _, err = w.Admin.GetUserByUsername(ctx, "groundcrew", "")
 				require.NoError(t, err)
-				assert.True(t, bot.IsBot)
-				assert.Equal(t, "Created bot "+bot.Id, out)
-				b, _, err := w.Admin.GetBot(ctx, bot.Id, "")
+				assert.True(t, botUser.IsBot)
+				assert.Equal(t, "Created bot "+botUser.Id, out)
+				b, _, err := w.Admin.GetBot(ctx, botUser.Id, "")
 				require.NoError(t, err)
 				assert.Equal(t, "Runbooks for Concourse", b.Description)
 			},
@@ -177,13 +180,13 @@ func TestReadmeMmctlCommands(t *testing.T) {
 				botToken, _, _ = strings.Cut(out, ":")
 				me, _, err := botClient().GetMe(ctx, "")
 				require.NoError(t, err, "the printed token (before the colon) authenticates the bot, personal access tokens being off")
-				assert.Equal(t, bot.Id, me.Id)
+				assert.Equal(t, botUser.Id, me.Id)
 			},
 		},
 		"mmctl team users add ops groundcrew": {
 			out: regexp.MustCompile(`^$`),
 			after: func(string) {
-				_, _, err := w.Admin.GetTeamMember(ctx, w.Team.Id, bot.Id, "")
+				_, _, err := w.Admin.GetTeamMember(ctx, w.Team.Id, botUser.Id, "")
 				assert.NoError(t, err, "the bot is in team ops")
 			},
 		},
@@ -201,7 +204,7 @@ func TestReadmeMmctlCommands(t *testing.T) {
 		},
 		"mmctl user search groundcrew --json": {
 			after: func(out string) {
-				assert.Contains(t, out, `"id": "`+bot.Id+`"`, "the bot's user id for the schemeRoles call")
+				assert.Contains(t, out, `"id": "`+botUser.Id+`"`, "the bot's user id for the schemeRoles call")
 			},
 		},
 		"mmctl permissions add system_user create_post_ephemeral": {
@@ -213,12 +216,30 @@ func TestReadmeMmctlCommands(t *testing.T) {
 			after: func(string) {
 				_, err := ephemeral()
 				assert.NoError(t, err, "with the permission on system_user, the bot posts ephemeral messages (no licence needed)")
+				// And the adapter uses them: a refusal outside a command
+				// reaches alice alone, no mention in the channel.
+				aliceEph := listenEphemeral(t, srv.URL, alice)
+				a, err := mattermost.New(mattermost.Config{URL: srv.URL, BotToken: secretOf(botToken), CommandToken: secretOf("unused"), Team: "ops"},
+					mattermost.Options{Logger: testLogger(t)})
+				require.NoError(t, err)
+				runCtx, stop := context.WithCancel(ctx)
+				defer stop()
+				go func() { _ = a.Run(runCtx, newRecorder()) }()
+				eventually(t, 30*time.Second, "the adapter connected", a.Connected)
+				require.NoError(t, a.Ephemeral(ctx, bot.Conversation{Channel: w.Channel.Id}, bot.User{ID: alice.User.Id, Name: "alice"}, bot.Message{Text: "Not counted: you started this run."}))
+				p := aliceEph.waitFor(t, "you started this run", 10*time.Second)
+				assert.Equal(t, botUser.Id, p.UserId)
+				list, _, err := w.Admin.GetPostsForChannel(ctx, w.Channel.Id, 0, 20, "", false, false)
+				require.NoError(t, err)
+				for _, p := range list.Posts {
+					assert.NotContains(t, p.Message, "you started this run", "no public fallback when the permission is granted")
+				}
 			},
 		},
 		"mmctl roles system-admin groundcrew": {
 			out: regexp.MustCompile(`^System admin role assigned to user "groundcrew". Current roles are: .*system_admin`),
 			after: func(string) {
-				u, _, err := w.Admin.GetUser(ctx, bot.Id, "")
+				u, _, err := w.Admin.GetUser(ctx, botUser.Id, "")
 				require.NoError(t, err)
 				assert.Contains(t, strings.Fields(u.Roles), model.SystemAdminRoleId)
 			},
