@@ -524,3 +524,23 @@ func TestIncidentChangesAreLogged(t *testing.T) {
 		assert.Contains(t, out, want)
 	}
 }
+
+// TestAcknowledgedAfterCountsFromWhenItStarted: an alert that started
+// firing 11 min before groundcrew heard of it shows "open for 11 min"; the
+// acknowledgement says the same clock ("11 min after it started"), not
+// "16 s after it opened".
+func TestAcknowledgedAfterCountsFromWhenItStarted(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	sig := diskSignal(true, "a")
+	sig.Since = f.clock.Now().Add(-11 * time.Minute)
+	in, err := f.m.Signal(ctx, sig)
+	require.NoError(t, err)
+	f.clock.Advance(16 * time.Second)
+	_, _, err = f.m.Acknowledge(ctx, in.ID, bot.User{ID: "U2", Name: "bob"}, "reaction")
+	require.NoError(t, err)
+	root, _ := f.chat.Find("incident `" + in.ID + "`")
+	assert.Contains(t, root.Msg.Text, "open for 11 min")
+	_, ok := f.chat.Find("👀 @bob acknowledged — 11 min after it started.")
+	assert.True(t, ok, "the acknowledgement counts from when the alert started")
+}

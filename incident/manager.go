@@ -385,7 +385,7 @@ func (m *Manager) Acknowledge(ctx context.Context, id string, who bot.User, via 
 			m.log.Warn("updating incident message", "incident", in.ID, "err", err)
 		}
 	}
-	m.postThread(ctx, in, bot.Message{Text: fmt.Sprintf("👀 %s acknowledged — %s after it opened.", who.Display(), human.Duration(now.Sub(in.OpenedAt)))})
+	m.postThread(ctx, in, bot.Message{Text: fmt.Sprintf("👀 %s acknowledged — %s after it started.", who.Display(), human.Duration(in.Duration(now)))})
 	return in, true, nil
 }
 
