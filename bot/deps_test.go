@@ -1,7 +1,11 @@
 package bot_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -124,4 +128,35 @@ func TestBinaryHasNoTestCode(t *testing.T) {
 			assert.False(t, strings.HasPrefix(imp, "github.com/stretchr/testify"), "%s (in the binary) imports testify", d)
 		}
 	}
+}
+
+// TestEngineStaysACoordinator: Engine wires small types, one concern each
+// (DEVELOPERS.md); a new concern gets its own type, not more Engine
+// methods. It had 98 methods before the subsystems were split out.
+func TestEngineStaysACoordinator(t *testing.T) {
+	const limit = 50
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	var methods []string
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv == nil || len(fn.Recv.List) != 1 {
+				continue
+			}
+			if star, ok := fn.Recv.List[0].Type.(*ast.StarExpr); ok {
+				if id, ok := star.X.(*ast.Ident); ok && id.Name == "Engine" {
+					methods = append(methods, name+": "+fn.Name.Name)
+				}
+			}
+		}
+	}
+	require.NotEmpty(t, methods)
+	assert.LessOrEqual(t, len(methods), limit, "Engine has %d methods; give the new concern its own type:\n%s", len(methods), strings.Join(methods, "\n"))
 }

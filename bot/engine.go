@@ -14,7 +14,6 @@ import (
 	"io"
 	"log/slog"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/groundcrew/groundcrew/runbooks"
@@ -140,19 +139,16 @@ type Engine struct {
 	log *slog.Logger
 
 	// The subsystems the engine wires (each in its own file):
-	writes *durableWriter // every store write succeeds, is retried, or fails loudly
-	outbox *outbox        // the posts and edits that failed, for a retry
-	out    *poster        // renders and posts the run's messages
-	hints  hints          // how people answer on this platform
-	work   *workers       // the goroutines that advance runs; calls in flight
-	sm     machine        // the run state machine's moves inside an update
-	hk     *housekeeping  // the store's housekeeping
-	sums   *summaries     // /runbook summary: a run's or a whole thread's
-	dir    directory      // user ids and group members for the approval policy
-
-	mu sync.Mutex
-	// gateRefresh is when each open gate message was last refreshed.
-	gateRefresh map[string]time.Time
+	writes    *durableWriter // every store write succeeds, is retried, or fails loudly
+	outbox    *outbox        // the posts and edits that failed, for a retry
+	out       *poster        // renders and posts the run's messages
+	hints     hints          // how people answer on this platform
+	work      *workers       // the goroutines that advance runs; calls in flight
+	sm        machine        // the run state machine's moves inside an update
+	hk        *housekeeping  // the store's housekeeping
+	sums      *summaries     // /runbook summary: a run's or a whole thread's
+	dir       directory      // user ids and group members for the approval policy
+	gateEdits gateEdits      // how often an open gate's message is edited
 }
 
 var _ Handler = (*Engine)(nil)
@@ -163,9 +159,8 @@ func New(o Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{
-		o:           o,
-		log:         o.Logger,
-		gateRefresh: map[string]time.Time{},
+		o:   o,
+		log: o.Logger,
 	}
 	e.writes = newDurableWriter(o.Store, o.Chat, o.Logger, o.Now)
 	e.outbox = newOutbox(o.Store, e.writes, o.Logger, o.Now)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/groundcrew/groundcrew/internal/human"
@@ -340,14 +341,7 @@ func (e *Engine) checkGateTimers(ctx context.Context, r *Run, now time.Time) {
 		return
 	}
 	// Keep "expires in …" roughly right without flooding the chat's edit limits.
-	e.mu.Lock()
-	last, seen := e.gateRefresh[g.ID]
-	due := !seen || now.Sub(last) >= 5*time.Minute
-	if due {
-		e.gateRefresh[g.ID] = now
-	}
-	e.mu.Unlock()
-	if due && seen {
+	if e.gateEdits.due(g.ID, now) {
 		e.out.refreshGate(ctx, r, g)
 	}
 	remind := time.Duration(g.Policy.Expires) / 6
@@ -370,4 +364,29 @@ func (e *Engine) checkGateTimers(ctx context.Context, r *Run, now time.Time) {
 				r2.ID, g.Plan.Summary, human.Duration(g.ExpiresAt.Sub(now)), g.Policy.Describe(r2.Requester.Display()), e.hints.reminder(r2.ID))})
 		e.out.refreshGate(ctx, r2, r2.Gate)
 	}
+}
+
+// gateEdits has one concern: how often an open gate's message is edited
+// to keep its "expires in …" roughly right — at most every 5 minutes,
+// not at the first check (the message was just posted), so the chat's
+// edit limits are not flooded.
+type gateEdits struct {
+	mu   sync.Mutex
+	last map[string]time.Time // gate id → last refresh (or first check)
+}
+
+// due reports whether gate id's message is due an edit at now, and
+// records now when it is (or when the gate is checked the first time).
+func (t *gateEdits) due(id string, now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.last == nil {
+		t.last = map[string]time.Time{}
+	}
+	last, seen := t.last[id]
+	due := !seen || now.Sub(last) >= 5*time.Minute
+	if due {
+		t.last[id] = now
+	}
+	return due && seen
 }
