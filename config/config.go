@@ -26,6 +26,7 @@ import (
 	"github.com/groundcrew/groundcrew/digest"
 	"github.com/groundcrew/groundcrew/internal/chatplatform"
 	"github.com/groundcrew/groundcrew/internal/secret"
+	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/watch"
 )
 
@@ -383,7 +384,7 @@ func (c *Config) validate() Errors {
 	for i, d := range c.Digests {
 		p := fmt.Sprintf("digests[%d]", i)
 		if _, ok := c.Targets[d.Target]; !ok {
-			add(p+".target", "no target %q is configured (targets: %s)", d.Target, strings.Join(c.TargetNames(), ", "))
+			add(p+".target", "%s", c.noTarget(d.Target))
 		}
 		if d.Channel == "" {
 			add(p+".channel", "is required (e.g. \"#ci-ops\")")
@@ -470,4 +471,16 @@ func (c *Config) DatabaseConfig(name string) (postgres.DatabaseConfig, bool) {
 	}
 	d := t.Database
 	return postgres.DatabaseConfig{DSN: d.DSN.Value(), StatementTimeout: d.StatementTimeout, LockTimeout: d.LockTimeout, ConnectTimeout: d.ConnectTimeout}, true
+}
+
+// noTarget says that name is not a configured target, with a did-you-mean
+// and the targets there are.
+func (c *Config) noTarget(name string) string {
+	names := c.TargetNames()
+	sort.Strings(names)
+	hint := ""
+	if s := runbooks.Suggest(name, names); s != "" {
+		hint = fmt.Sprintf("; did you mean %q?", s)
+	}
+	return fmt.Sprintf("no target %q is configured%s (targets: %s)", name, hint, strings.Join(names, ", "))
 }

@@ -68,6 +68,8 @@ func TestParse_Errors(t *testing.T) {
 		{"missing password file", "targets: {x: {url: https://a.b, username: gc, password_file: /nope}}\n", "password_file: reading /nope"},
 		{"both inline and file", "targets: {x: {url: https://a.b, password: a, password_file: /nope}}\n", "use either"},
 		{"approvals for unknown target", "targets: {x: {url: https://a.b}}\napprovals: {targets: {y: {required: 2}}}\n", `approvals.targets.y: no target "y"`},
+		{"digest for a target typo", "targets: {infra-prd: {url: https://a.b}}\ndigests: [{target: infra-prod, channel: '#a', schedule: '0 8 * * *'}]\n", `digests[0].target: no target "infra-prod" is configured; did you mean "infra-prd"? (targets: infra-prd)`},
+		{"watch for a target typo", "targets: {infra-prd: {url: https://a.b}}\nwatch: [{target: infra-prod, channel: '#a', worker_stalled_for: 5m}]\n", `watch[0].target: no target "infra-prod" is configured; did you mean "infra-prd"?`},
 		{"bad cron", "targets: {x: {url: https://a.b}}\ndigests: [{target: x, channel: '#a', schedule: '0 8 * *'}]\n", "digests[0].schedule"},
 		{"bad timezone", "targets: {x: {url: https://a.b}}\ndigests: [{target: x, channel: '#a', schedule: '0 8 * * *', timezone: Mars/Base}]\n", "digests[0].timezone"},
 		{"bad duration", "targets: {x: {url: https://a.b}}\napprovals: {default: {expires: soon}}\n", "not a duration"},

@@ -48,7 +48,6 @@ func (c *Config) validateIncidents() Errors {
 	add := func(path, format string, args ...any) {
 		errs = append(errs, &Error{Path: path, Msg: fmt.Sprintf(format, args...)})
 	}
-	targets := strings.Join(c.TargetNames(), ", ")
 	am := &c.Alerts.Alertmanager
 	if am.TokenFile != "" && !filepath.IsAbs(am.TokenFile) && c.Path != "" {
 		am.TokenFile = filepath.Join(filepath.Dir(c.Path), am.TokenFile)
@@ -87,7 +86,7 @@ func (c *Config) validateIncidents() Errors {
 		}
 		if rc.Target != "" && !strings.Contains(rc.Target, "{{") {
 			if _, ok := c.Targets[rc.Target]; !ok {
-				add(p+".target", "no target %q is configured (targets: %s)", rc.Target, targets)
+				add(p+".target", "%s", c.noTarget(rc.Target))
 			}
 		}
 		if rc.Runbook != "" && rc.Target == "" && len(c.Targets) != 1 {
@@ -97,7 +96,7 @@ func (c *Config) validateIncidents() Errors {
 	for i, w := range c.Watch {
 		p := fmt.Sprintf("watch[%d]", i)
 		if _, ok := c.Targets[w.Target]; !ok {
-			add(p+".target", "no target %q is configured (targets: %s)", w.Target, targets)
+			add(p+".target", "%s", c.noTarget(w.Target))
 		}
 		for _, err := range w.Validate() {
 			field, msg, _ := strings.Cut(err.Error(), ": ")

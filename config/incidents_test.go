@@ -70,7 +70,7 @@ watch:
 		"alerts.routes[0].match.alertname: \"(\" is not a regular expression",
 		"alerts.routes[0].channel: is required",
 		"alerts.routes[0].autostart: \"always\": the only value is read_only",
-		"alerts.routes[0].target: no target \"infra-stg\" is configured (targets: infra-prd)",
+		"alerts.routes[0].target: no target \"infra-stg\" is configured; did you mean \"infra-prd\"? (targets: infra-prd)",
 		"watch[0].target: no target \"nope\" is configured",
 		"watch[0].channel: is required",
 		"watch[0].every: 1s is too often",
