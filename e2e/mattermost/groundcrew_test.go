@@ -404,9 +404,9 @@ func TestGroundcrewWorkerStalled(t *testing.T) {
 		root := findRunRoot(ctx, t, w, carol, since, "worker-stalled", worker)
 		assert.Contains(t, root.Message, "@alice", "the root names the requester")
 
-		react(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Connect to the worker").Id, "x")
-		react(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Restart the VM").Id, "next_track_button")
-		react(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Rebuild the worker").Id, "next_track_button")
+		react(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Connect to "+worker).Id, "x")
+		react(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Restart the VM of "+worker).Id, "next_track_button")
+		react(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Rebuild "+worker).Id, "next_track_button")
 		gate := findGate(ctx, t, carol, root.Id)
 		assert.Contains(t, gate.Message+attachmentText(gate), worker, "the gate shows what will be pruned")
 
@@ -439,9 +439,9 @@ func TestGroundcrewWorkerStalled(t *testing.T) {
 		_, err := alice.runCommand(ctx, w.Channel.Id, "", "/runbook run worker-stalled target="+targetName+" worker=1")
 		require.NoError(t, err)
 		root := findRunRoot(ctx, t, w, carol, since, "worker-stalled", worker)
-		clickAs(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Connect to the worker").Id, "Failed")
-		clickAs(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Restart the VM").Id, "Skip")
-		clickAs(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Rebuild the worker").Id, "Skip")
+		clickAs(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Connect to "+worker).Id, "Failed")
+		clickAs(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Restart the VM of "+worker).Id, "Skip")
+		clickAs(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Rebuild "+worker).Id, "Skip")
 		gate := findGate(ctx, t, carol, root.Id)
 
 		// alice presses Approve: refused, as an ephemeral answer to her click.
@@ -472,9 +472,9 @@ func TestGroundcrewWorkerStalled(t *testing.T) {
 		_, err := alice.runCommand(ctx, w.Channel.Id, "", "/runbook run worker-stalled target="+targetName+" worker=2")
 		require.NoError(t, err)
 		root := findRunRoot(ctx, t, w, carol, since, "worker-stalled", worker)
-		clickAs(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Connect to the worker").Id, "Failed")
-		clickAs(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Restart the VM").Id, "Skip")
-		clickAs(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Rebuild the worker").Id, "Skip")
+		clickAs(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Connect to "+worker).Id, "Failed")
+		clickAs(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Restart the VM of "+worker).Id, "Skip")
+		clickAs(ctx, t, carol, findManual(ctx, t, carol, root.Id, "Rebuild "+worker).Id, "Skip")
 		select {
 		case err := <-clicked:
 			require.NoError(t, err, "dave's instant click")
