@@ -328,15 +328,7 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 		return &UserError{Msg: brokenText(br)}
 	}
 	if !ok {
-		var names []string
-		for _, r := range e.o.Library.List() {
-			names = append(names, r.Name)
-		}
-		msg := fmt.Sprintf("There is no runbook %q.", c.Name)
-		if s := closest(c.Name, names); s != "" {
-			msg += fmt.Sprintf(" Did you mean `%s`?", s)
-		}
-		return &UserError{Msg: msg + " See `/runbook list`."}
+		return &UserError{Msg: noRunbookText(e.o.Library, c.Name) + " See `/runbook list`."}
 	}
 	target := c.Params["target"]
 	delete(c.Params, "target")

@@ -88,6 +88,27 @@ func showEnv(rb *runbooks.Runbook) runbooks.Env {
 		"run": map[string]any{"id": "", "requester": "", "dry_run": false}}
 }
 
+// noRunbookText answers a runbook name that names nothing, with the
+// closest name among the runbooks and the broken ones (said broken: the
+// person may well mean it, and should learn why it does not run).
+func noRunbookText(lib Library, name string) string {
+	var names []string
+	for _, r := range lib.List() {
+		names = append(names, r.Name)
+	}
+	for _, b := range lib.BrokenList() {
+		names = append(names, b.Name)
+	}
+	msg := fmt.Sprintf("There is no runbook %q.", name)
+	if s := closest(name, names); s != "" {
+		msg += fmt.Sprintf(" Did you mean `%s`?", s)
+		if _, broken := lib.Broken(s); broken {
+			msg += fmt.Sprintf(" It is currently broken (its file does not load): `/runbook show %s` says why.", s)
+		}
+	}
+	return msg
+}
+
 // showText is /runbook show name.
 func showText(lib Library, ops *Registry, name string) string {
 	rb, ok := lib.Get(name)
@@ -95,15 +116,7 @@ func showText(lib Library, ops *Registry, name string) string {
 		return "⚠️ " + brokenText(br)
 	}
 	if !ok {
-		var names []string
-		for _, r := range lib.List() {
-			names = append(names, r.Name)
-		}
-		msg := fmt.Sprintf("There is no runbook %q.", name)
-		if s := closest(name, names); s != "" {
-			msg += fmt.Sprintf(" Did you mean `%s`?", s)
-		}
-		return msg
+		return noRunbookText(lib, name)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%s* — %s\n%s\n", rb.Name, rb.Title, strings.TrimSpace(rb.Description))

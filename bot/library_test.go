@@ -51,3 +51,25 @@ func TestBrokenOverride_IsUnavailableNotReplaced(t *testing.T) {
 	replies = h.chat.Ephemerals(alice.ID)
 	assert.Contains(t, replies[len(replies)-1], "`prune` ⚠️ broken — `/etc/groundcrew/runbooks/prune.yaml` does not load")
 }
+
+// A mistyped name of a broken runbook is suggested, said broken.
+func TestBrokenOverride_IsSuggested(t *testing.T) {
+	world := bottest.NewWorld(map[string]string{"w-0": "stalled"})
+	broken := strings.Replace(pruneRunbook, "    op: fake.prune", "    op: fake.prune\n    opp: typo", 1)
+	h := newHarness(t, world, func(o *bot.Options) {
+		reg, err := bot.NewRegistry(core.Provider{}, world)
+		require.NoError(t, err)
+		lib, err := runbooks.NewLibrary(reg,
+			runbooks.Source{Name: "builtin", FS: fstest.MapFS{"prune.yaml": {Data: []byte(pruneRunbook)}}},
+			runbooks.Source{Name: "/etc/groundcrew/runbooks", FS: fstest.MapFS{"prune.yaml": {Data: []byte(broken)}}},
+		)
+		require.Error(t, err)
+		o.Library, o.Ops = lib, reg
+	})
+	for _, cmd := range []string{"run prnue target=infra-prd", "show prnue"} {
+		h.cmd(alice, cmd)
+		replies := h.chat.Ephemerals(alice.ID)
+		require.NotEmpty(t, replies)
+		assert.Contains(t, last(replies), "There is no runbook \"prnue\". Did you mean `prune`? It is currently broken (its file does not load): `/runbook show prune` says why.", cmd)
+	}
+}
