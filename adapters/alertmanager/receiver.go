@@ -101,7 +101,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			err = fmt.Errorf("body over %d bytes", rc.o.MaxBody)
+			err = fmt.Errorf("the body is over %s, the limit for a notification (Alertmanager: lower max_alerts)", sizeText(rc.o.MaxBody))
 		}
 		rc.log.Warn("alertmanager webhook refused", "remote", req.RemoteAddr, "err", err)
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -329,4 +329,15 @@ func labelString(ls map[string]string) string {
 		parts = append(parts, fmt.Sprintf("%s=%q", k, ls[k]))
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// sizeText writes a byte count as people read limits: "1 MiB", "64 KiB".
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -159,7 +159,7 @@ func TestBadBodies(t *testing.T) {
 		code, resp := e.post(t, "s3cret", []byte(body))
 		assert.Equal(t, http.StatusBadRequest, code, name)
 		if name == "over limit" {
-			assert.Contains(t, resp, "body over 65536 bytes")
+			assert.Contains(t, resp, "the body is over 64 KiB, the limit for a notification")
 		}
 	}
 	assert.Empty(t, e.sink.signals, "nothing stored")
