@@ -361,7 +361,7 @@ func (e *Engine) checkGateTimers(ctx context.Context, r *Run, now time.Time) {
 		}
 		e.out.thread(ctx, r2, RoleReminder, g.StepID, Message{Broadcast: true,
 			Text: fmt.Sprintf("⏰ Approval for `%s` (%s) expires in %s — %s. %s",
-				r2.ID, g.Plan.Summary, human.Duration(g.ExpiresAt.Sub(now)), g.Policy.Describe(r2.Requester.Display()), e.hints.reminder(r2.ID))})
+				r2.ID, g.Plan.Summary, human.Duration(expiresIn(g.ExpiresAt.Sub(now))), g.Policy.Describe(r2.Requester.Display()), e.hints.reminder(r2.ID))})
 		e.out.refreshGate(ctx, r2, r2.Gate)
 	}
 }

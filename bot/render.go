@@ -222,9 +222,7 @@ func renderGate(r *Run, g *Gate, now time.Time, h hints) Message {
 	}
 	var btns []Button
 	if g.Decision == GatePending {
-		// Rounded to the second: a gate posted at 03:33 that expires at
-		// 04:03 says 30 min, not 29 (29 min 59.9 s, truncated).
-		left := g.ExpiresAt.Sub(now).Round(time.Second)
+		left := expiresIn(g.ExpiresAt.Sub(now))
 		fmt.Fprintf(&b, "\n%s · expires in %s (%s UTC)", g.Policy.Describe(r.Requester.Display()), human.Duration(left), g.ExpiresAt.UTC().Format("15:04"))
 		if m := Missing(g); m != "" && len(g.Votes) > 0 {
 			fmt.Fprintf(&b, "\nStill needed: %s", m)
@@ -262,6 +260,16 @@ func renderGate(r *Run, g *Gate, now time.Time, h hints) Message {
 		fmt.Fprintf(&b, "\n• %s %s %s (%s)%s", v.User.Display(), verb, v.At.UTC().Format("15:04"), via, optional(v.Reason))
 	}
 	return Message{Text: b.String(), Buttons: btns}
+}
+
+// expiresIn rounds the time a gate has left to the nearest minute (to the
+// second under a minute): a 30 min gate edited seconds after it opened
+// still says 30 min, not 29 (29 min 58 s, truncated).
+func expiresIn(left time.Duration) time.Duration {
+	if left >= time.Minute-time.Second/2 {
+		return left.Round(time.Minute)
+	}
+	return left.Round(time.Second)
 }
 
 // renderPlanItems lists plan items, at most n, one per line.

@@ -133,7 +133,10 @@ func summarize(r *Run, journal []JournalEntry, now time.Time) Message {
 			cs = append(cs, fmt.Sprintf("%d %s", counts[s], label))
 		}
 	}
-	fmt.Fprintf(&b, "Started by %s · %d steps: %s", r.Requester.Display(), len(r.Steps), strings.Join(cs, ", "))
+	fmt.Fprintf(&b, "Started by %s · %d step%s", r.Requester.Display(), len(r.Steps), plural(len(r.Steps)))
+	if len(cs) > 0 {
+		b.WriteString(": " + strings.Join(cs, ", "))
+	}
 	if r.DryRun {
 		b.WriteString(" · dry run, nothing changed")
 	}
@@ -216,7 +219,7 @@ func summaryDetail(r *Run, journal []JournalEntry) string {
 			b.WriteString("• " + c.Step + ": " + c.Text + "\n")
 		}
 	}
-	var open []string
+	var open, notDone []string
 	if !r.State.Terminal() {
 		open = append(open, "• the run is still "+r.State.Human()+": "+stateLine(r))
 	}
@@ -224,8 +227,16 @@ func summaryDetail(r *Run, journal []JournalEntry) string {
 		// In a run that succeeded, failures were handled by the runbook's
 		// branches (a wait that timed out led to the next remedy).
 		if st.Status == StepFailed && r.State != RunSucceeded {
+			if st.ID == r.rejectedStep() {
+				// Rejected at its gate: not done, nothing left open.
+				notDone = append(notDone, fmt.Sprintf("• %s was not done: %s", nonEmpty(st.Title, st.ID), st.Error))
+				continue
+			}
 			open = append(open, fmt.Sprintf("• %s failed: %s", nonEmpty(st.Title, st.ID), st.Error))
 		}
+	}
+	if len(notDone) > 0 {
+		b.WriteString("Not done:\n" + strings.Join(notDone, "\n") + "\n")
 	}
 	if len(open) > 0 {
 		b.WriteString("Still open:\n" + strings.Join(open, "\n") + "\n")
@@ -333,4 +344,12 @@ func incidentSummary(runs []*Run, journals map[string][]JournalEntry, msgs []Thr
 		fmt.Fprintf(&d, "%s %s\n", it.at.UTC().Format("15:04"), it.text)
 	}
 	return Message{Text: b.String(), Detail: strings.TrimRight(d.String(), "\n")}
+}
+
+// rejectedStep is the step whose gate was rejected, "" when none was.
+func (r *Run) rejectedStep() string {
+	if r.Gate != nil && r.Gate.Decision == GateRejected {
+		return r.Gate.StepID
+	}
+	return ""
 }

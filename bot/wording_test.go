@@ -1,0 +1,31 @@
+package bot
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/groundcrew/groundcrew/internal/human"
+)
+
+// A fresh 30 min gate says 30 min, also when edited seconds later.
+func TestExpiresIn_RoundsToTheMinute(t *testing.T) {
+	assert.Equal(t, "30 min", human.Duration(expiresIn(30*time.Minute-2*time.Second)))
+	assert.Equal(t, "29 min", human.Duration(expiresIn(29*time.Minute+10*time.Second)))
+	assert.Equal(t, "1 min", human.Duration(expiresIn(59800*time.Millisecond)))
+	assert.Equal(t, "40 s", human.Duration(expiresIn(40*time.Second)))
+}
+
+// "1 step", and no dangling colon when no step has a status to count.
+func TestSummary_StepCount(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	r := &Run{ID: "r-1", Runbook: "pause-pipeline", Target: "infra-prd", Requester: User{ID: "U1", Name: "alice"},
+		State: RunFailed, FinishedAt: now.Add(time.Second),
+		Steps: []StepState{{ID: "pause", Status: StepFailed, Error: "boom"}}}
+	assert.Contains(t, summarize(r, nil, now).Text, "Started by @alice · 1 step: 1 failed")
+	r.Steps = nil
+	text := summarize(r, nil, now).Text
+	assert.Contains(t, text, "Started by @alice · 0 steps")
+	assert.NotContains(t, text, "0 steps:")
+}
