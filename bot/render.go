@@ -334,11 +334,13 @@ type Change struct {
 // without an approval — unpause a pipeline, re-check a resource type — is
 // listed as much as an approved prune. A call interrupted by a crash and
 // found in effect on restart (reconciled) is listed too.
+// A call that found every item already as wanted changed nothing: it is
+// not listed (RunNoChanges lists it).
 func RunChanges(r *Run, journal []JournalEntry) []Change {
 	var out []Change
 	for _, j := range journal {
 		st := r.step(j.Step)
-		if st == nil {
+		if st == nil || j.Type == JOutcome && noChange(st) {
 			continue
 		}
 		var s string
@@ -363,6 +365,32 @@ func RunChanges(r *Run, journal []JournalEntry) []Change {
 			s += " (approved by " + userList(st.ApprovedBy) + ")"
 		}
 		out = append(out, Change{Step: st.ID, Text: s})
+	}
+	return out
+}
+
+// noChange reports whether a step's call found every item of its plan
+// already in the wanted state (an unpause of a pipeline that was not paused).
+func noChange(st *StepState) bool {
+	if st.Status != StepSucceeded || len(st.Items) == 0 {
+		return false
+	}
+	for _, it := range st.Items {
+		if it.Outcome != OutcomeAlreadyDone {
+			return false
+		}
+	}
+	return true
+}
+
+// RunNoChanges lists the write and destructive calls that changed nothing
+// (every item was already as wanted).
+func RunNoChanges(r *Run, journal []JournalEntry) []Change {
+	var out []Change
+	for _, j := range journal {
+		if st := r.step(j.Step); st != nil && j.Type == JOutcome && noChange(st) {
+			out = append(out, Change{Step: st.ID, Text: nonEmpty(j.Message, attempted(st))})
+		}
 	}
 	return out
 }

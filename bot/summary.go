@@ -219,6 +219,12 @@ func summaryDetail(r *Run, journal []JournalEntry) string {
 			b.WriteString("• " + c.Step + ": " + c.Text + "\n")
 		}
 	}
+	if same := RunNoChanges(r, journal); len(same) > 0 {
+		b.WriteString("No change needed:\n")
+		for _, c := range same {
+			b.WriteString("• " + c.Step + ": " + c.Text + "\n")
+		}
+	}
 	var open, notDone []string
 	if !r.State.Terminal() {
 		open = append(open, "• the run is still "+r.State.Human()+": "+stateLine(r))

@@ -29,3 +29,18 @@ func TestSummary_StepCount(t *testing.T) {
 	assert.Contains(t, text, "Started by @alice · 0 steps")
 	assert.NotContains(t, text, "0 steps:")
 }
+
+// A write that found everything already as wanted is no change.
+func TestRunChanges_NoOpIsNoChange(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	r := &Run{ID: "r-1", Runbook: "unpause-pipeline", Target: "infra-prd", Requester: User{ID: "U1", Name: "alice"},
+		State: RunSucceeded, FinishedAt: now,
+		Steps: []StepState{{ID: "unpause", Status: StepSucceeded, Items: []ItemResult{{ID: "main/app", Outcome: OutcomeAlreadyDone}}}}}
+	j := []JournalEntry{{Time: now, Step: "unpause", Type: JOutcome, Message: "main/app was not paused"}}
+	assert.Empty(t, RunChanges(r, j))
+	detail := summaryDetail(r, j)
+	assert.NotContains(t, detail, "Changes made")
+	assert.Contains(t, detail, "No change needed:\n• unpause: main/app was not paused")
+	r.Steps[0].Items[0].Outcome = OutcomeSucceeded
+	assert.Len(t, RunChanges(r, j), 1)
+}

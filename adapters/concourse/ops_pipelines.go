@@ -326,10 +326,12 @@ func (p *Provider) opUnpausePipeline() bot.Op {
 				return bot.Result{}, fmt.Errorf("%s: pipeline %s is still paused after the unpause; check it in the web UI", cl.Name(), after.Ref())
 			}
 			summary := "unpaused " + after.Ref()
+			var items []bot.ItemResult
 			if !before.Paused {
 				summary = after.Ref() + " was not paused"
+				items = []bot.ItemResult{itemResult(after.Ref(), bot.OutcomeAlreadyDone, "was not paused")}
 			}
-			return bot.Result{Summary: summary, Data: UnpauseData{
+			return bot.Result{Summary: summary, Items: items, Data: UnpauseData{
 				Team: after.TeamName, Pipeline: after.Name, WasPaused: before.Paused, Paused: false,
 			}}, nil
 		},
