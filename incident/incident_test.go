@@ -543,4 +543,8 @@ func TestAcknowledgedAfterCountsFromWhenItStarted(t *testing.T) {
 	assert.Contains(t, root.Msg.Text, "open for 11 min")
 	_, ok := f.chat.Find("👀 @bob acknowledged — 11 min after it started.")
 	assert.True(t, ok, "the acknowledgement counts from when the alert started")
+	got, err := f.db.GetIncident(ctx, in.ID)
+	require.NoError(t, err)
+	assert.Contains(t, f.m.TimelineText(got), "04:00 opened — FileSystemSpaceFillingUp (firing since 03:49)",
+		"the timeline says when the alert started, so 'open for 11 min' next to an opening at 04:00 reads true")
 }

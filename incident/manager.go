@@ -155,7 +155,7 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 			if cur != nil {
 				in.add(Entry{Time: now, Kind: "opened", Text: "previous incident " + cur.ID})
 			}
-			in.add(Entry{Time: now, Kind: "opened", Text: s.Title})
+			in.add(Entry{Time: now, Kind: "opened", Text: s.Title + firingSince(s.Since, now)})
 			return in, nil
 		case cur.State == StateResolved:
 			what = changeReopened
@@ -496,4 +496,15 @@ func (m *Manager) LinkedRuns(ctx context.Context, in *Incident) []*bot.Run {
 	}
 	sort.Slice(runs, func(i, j int) bool { return runs[i].CreatedAt.Before(runs[j].CreatedAt) })
 	return runs
+}
+
+// firingSince says when the condition started if that was a minute or more
+// before the incident opened (an alert that fired before Alertmanager
+// notified), so "resolved after 15 min" next to a timeline that opens 12 min
+// before the resolution reads true.
+func firingSince(since, opened time.Time) string {
+	if since.IsZero() || opened.Sub(since) < time.Minute {
+		return ""
+	}
+	return " (firing since " + since.UTC().Format("15:04") + ")"
 }

@@ -103,8 +103,8 @@ func TestDemoAlert(t *testing.T) {
 	// The story's clock: the alert fires at 04:09, is notified at 04:12, and
 	// resolves 12 min later (04:24), 15 min after it started.
 	assert.Contains(t, out, "# 04:12. For 3 minutes Prometheus")
-	assertStoryTimes(t, out, "04:12", "04:43")
-	for _, want := range []string{"Status: open for 3 min", "04:12 🚨 opened", "04:24 ✅ resolved — resolved after 15 min", "expires in 30 min (04:42 UTC)"} {
+	assertStoryTimes(t, out, "04:09", "04:43")
+	for _, want := range []string{"Status: open for 3 min", "04:12 🚨 opened — FileSystemSpaceFillingUp (firing since 04:09)", "04:24 ✅ resolved — resolved after 15 min", "expires in 30 min (04:42 UTC)"} {
 		assert.Contains(t, out, want)
 	}
 }
