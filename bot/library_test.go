@@ -14,12 +14,13 @@ import (
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
-// A broken override of a built-in makes the runbook unavailable: the
-// built-in (with its destructive step) is never run in its place.
-func TestBrokenOverride_IsUnavailableNotReplaced(t *testing.T) {
-	world := bottest.NewWorld(map[string]string{"w-0": "stalled"})
+// brokenOverrideHarness: a library with the built-in prune runbook and an
+// override of it in /etc/groundcrew/runbooks that does not load (23:5:
+// unknown field "opp").
+func brokenOverrideHarness(t *testing.T, world *bottest.World) *harness {
+	t.Helper()
 	broken := strings.Replace(pruneRunbook, "    op: fake.prune", "    op: fake.prune\n    opp: typo", 1)
-	h := newHarness(t, world, func(o *bot.Options) {
+	return newHarness(t, world, func(o *bot.Options) {
 		reg, err := bot.NewRegistry(core.Provider{}, world)
 		require.NoError(t, err)
 		lib, err := runbooks.NewLibrary(reg,
@@ -29,6 +30,13 @@ func TestBrokenOverride_IsUnavailableNotReplaced(t *testing.T) {
 		require.Error(t, err)
 		o.Library, o.Ops = lib, reg
 	})
+}
+
+// A broken override of a built-in makes the runbook unavailable: the
+// built-in (with its destructive step) is never run in its place.
+func TestBrokenOverride_IsUnavailableNotReplaced(t *testing.T) {
+	world := bottest.NewWorld(map[string]string{"w-0": "stalled"})
+	h := brokenOverrideHarness(t, world)
 
 	h.cmd(alice, "run prune target=infra-prd")
 	runs, err := h.db.ListRuns(h.ctx, bot.RunQuery{})
@@ -55,17 +63,7 @@ func TestBrokenOverride_IsUnavailableNotReplaced(t *testing.T) {
 // A mistyped name of a broken runbook is suggested, said broken.
 func TestBrokenOverride_IsSuggested(t *testing.T) {
 	world := bottest.NewWorld(map[string]string{"w-0": "stalled"})
-	broken := strings.Replace(pruneRunbook, "    op: fake.prune", "    op: fake.prune\n    opp: typo", 1)
-	h := newHarness(t, world, func(o *bot.Options) {
-		reg, err := bot.NewRegistry(core.Provider{}, world)
-		require.NoError(t, err)
-		lib, err := runbooks.NewLibrary(reg,
-			runbooks.Source{Name: "builtin", FS: fstest.MapFS{"prune.yaml": {Data: []byte(pruneRunbook)}}},
-			runbooks.Source{Name: "/etc/groundcrew/runbooks", FS: fstest.MapFS{"prune.yaml": {Data: []byte(broken)}}},
-		)
-		require.Error(t, err)
-		o.Library, o.Ops = lib, reg
-	})
+	h := brokenOverrideHarness(t, world)
 	for _, cmd := range []string{"run prnue target=infra-prd", "show prnue"} {
 		h.cmd(alice, cmd)
 		replies := h.chat.Ephemerals(alice.ID)

@@ -84,6 +84,24 @@ func serveAdapter(t *testing.T, h http.Handler) string {
 	return "http://" + l.Addr().String()
 }
 
+// runAdapter runs the adapter until the test ends; cleanup cancels it and
+// checks that Run returns, without error, within 10 s.
+func runAdapter(ctx context.Context, t *testing.T, a *mattermost.Adapter, h bot.Handler) {
+	t.Helper()
+	runCtx, stopRun := context.WithCancel(ctx)
+	runDone := make(chan error, 1)
+	go func() { runDone <- a.Run(runCtx, h) }()
+	t.Cleanup(func() {
+		stopRun()
+		select {
+		case err := <-runDone:
+			assert.NoError(t, err, "Run")
+		case <-time.After(10 * time.Second):
+			t.Error("Run did not return after cancel")
+		}
+	})
+}
+
 func testLogger(t *testing.T) *slog.Logger {
 	if os.Getenv("GROUNDCREW_E2E_VERBOSE") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -192,18 +210,7 @@ func TestAdapterAgainstServer(t *testing.T) {
 	}, mattermost.Options{Logger: testLogger(t)})
 	require.NoError(t, err)
 	mux.Handle("/mattermost/", forging(a.HTTPHandler(), func() string { forgeMu.Lock(); defer forgeMu.Unlock(); return forgeAs }))
-	runCtx, stopRun := context.WithCancel(ctx)
-	runDone := make(chan error, 1)
-	go func() { runDone <- a.Run(runCtx, rec) }()
-	t.Cleanup(func() {
-		stopRun()
-		select {
-		case err := <-runDone:
-			assert.NoError(t, err, "Run")
-		case <-time.After(10 * time.Second):
-			t.Error("Run did not return after cancel")
-		}
-	})
+	runAdapter(ctx, t, a, rec)
 
 	cmd := waitCommand(ctx, t, w)
 	assert.Equal(t, callback+mattermost.CommandPath, cmd.URL)

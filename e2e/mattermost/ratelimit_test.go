@@ -108,18 +108,7 @@ func TestRateLimitStorm(t *testing.T) {
 		Team:         "ops",
 	}, mattermost.Options{Logger: testLogger(t)})
 	require.NoError(t, err)
-	runCtx, stopRun := context.WithCancel(ctx)
-	runDone := make(chan error, 1)
-	go func() { runDone <- a.Run(runCtx, newRecorder()) }()
-	t.Cleanup(func() {
-		stopRun()
-		select {
-		case err := <-runDone:
-			assert.NoError(t, err, "Run")
-		case <-time.After(10 * time.Second):
-			t.Error("Run did not return after cancel")
-		}
-	})
+	runAdapter(ctx, t, a, newRecorder())
 	eventually(t, 30*time.Second, "the adapter connected", a.Connected)
 
 	// Each thread is written by one goroutine, one message after the other
