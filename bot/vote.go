@@ -47,7 +47,7 @@ func (e *Engine) vote(ctx context.Context, v ballot) {
 		}
 		return
 	}
-	if !v.Ref.IsZero() && v.Ref.ID != g.Message.ID {
+	if !v.Ref.IsZero() && !sameMessage(v.Ref, g.Message) {
 		if !v.Removed {
 			e.out.reply(ctx, v.Conv, v.User, fmt.Sprintf("Your %s was not counted: that approval request was replaced (the plan changed or it was re-opened); vote on the latest request in the thread.", v.action()))
 		}
@@ -241,6 +241,14 @@ func userList(us []User) string {
 	return strings.Join(names, ", ")
 }
 
+// sameMessage reports whether a pressed or reacted-to message is the one
+// the engine posted: the same id in the same channel. A message id (a Slack
+// ts) is unique only within its channel, so a press naming another channel
+// is not a press on this message.
+func sameMessage(got, posted MessageRef) bool {
+	return got.ID == posted.ID && got.Channel == posted.Channel
+}
+
 // manualResponse completes, skips or fails the open manual step.
 func (e *Engine) manualResponse(ctx context.Context, runID string, ref MessageRef, conv Conversation, user User, status StepStatus, note string) {
 	r, ok := e.out.runFor(ctx, runID, conv, user)
@@ -248,7 +256,7 @@ func (e *Engine) manualResponse(ctx context.Context, runID string, ref MessageRe
 		return
 	}
 	st := r.current()
-	if r.State != RunAwaitingManual || st == nil || st.Status != StepManual || (!ref.IsZero() && ref.ID != st.Message.ID) {
+	if r.State != RunAwaitingManual || st == nil || st.Status != StepManual || (!ref.IsZero() && !sameMessage(ref, st.Message)) {
 		e.out.reply(ctx, conv, user, fmt.Sprintf("Your %s was not counted: run `%s` is not waiting for that manual step (it is %s).", manualVerb(status), r.ID, strings.ReplaceAll(string(r.State), "_", " ")))
 		return
 	}

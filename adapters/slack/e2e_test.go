@@ -340,6 +340,22 @@ func runE2E(t *testing.T, mode, approveVia string) {
 	_, ok = sim.Worker("w-0")
 	require.True(t, ok, "a refused vote does not prune")
 
+	// 4b. A signed press naming another channel with the gate's ts is not a
+	// press on the gate (a ts is unique only within its channel): refused.
+	elsewhere := gate
+	elsewhere.Channel = "C0RUN"
+	in.interaction(t, buttonJSON("trig-elsewhere", "UCAROL", "carol", "approve", elsewhere))
+	require.Eventually(t, func() bool {
+		for _, m := range f.messages() {
+			if m.Ephemeral && m.User == "UCAROL" && m.Channel == "C0RUN" && strings.Contains(m.Text, "not counted") {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond, "a press naming another channel is refused:\n%s", transcript(f))
+	_, ok = sim.Worker("w-0")
+	require.True(t, ok, "a press naming another channel does not prune")
+
 	// 5. carol (in @ci-oncall) approves, with the button or ✅: the prune runs.
 	if approveVia == "button" {
 		in.interaction(t, buttonJSON("trig-carol", "UCAROL", "carol", "approve", gate))
