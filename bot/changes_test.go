@@ -1,6 +1,7 @@
 package bot_test
 
 import (
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -109,7 +110,9 @@ func TestChanges_FailedCallIsListedInThePostedMessages(t *testing.T) {
 
 	final, ok := h.chat.Find("failed after")
 	require.True(t, ok, h.chat.Transcript())
-	assert.Contains(t, final.Msg.Text, "— attempted prune 1 worker — failed: infra-prd: prune worker \"w-0\": 500 Internal Server Error (approved by @carol)")
+	assert.Contains(t, final.Msg.Text, "— attempted prune 1 worker — failed (approved by @carol)")
+	// The error is said once in the final message, not in the change too.
+	assert.Equal(t, 1, strings.Count(final.Msg.Text, "500 Internal Server Error"), final.Msg.Text)
 	sum, ok := h.chat.Find("📋 *Summary*")
 	require.True(t, ok)
 	assert.Contains(t, sum.Msg.Text, "\nChanges: attempted prune 1 worker — failed")

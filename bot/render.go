@@ -154,7 +154,7 @@ func renderStep(r *Run, st *StepState, now time.Time, h hints) Message {
 		if st.Note != "" && st.Kind == string(runbooks.KindManual) {
 			b.WriteString("\nNote: " + st.Note)
 		}
-		if len(st.ApprovedBy) > 0 {
+		if len(st.ApprovedBy) > 0 && !mentionsApproval(st.Summary) {
 			b.WriteString("\nApproved by " + userList(st.ApprovedBy))
 		}
 		if failed := (Result{Items: st.Items}).Failed(); len(failed) > 0 {
@@ -346,7 +346,12 @@ func RunChanges(r *Run, journal []JournalEntry) []Change {
 		var s string
 		switch {
 		case j.Type == JOutcome && (j.Outcome == CallFailed || j.Outcome == "" && strings.HasPrefix(j.Message, outcomeFailedPrefix)):
-			s = "attempted " + attempted(st) + " — failed: " + strings.TrimPrefix(j.Message, outcomeFailedPrefix)
+			s = "attempted " + attempted(st) + " — failed"
+			// The error is on the step's own line (reply, summary, final
+			// message); a change list does not say it again.
+			if why := strings.TrimPrefix(j.Message, outcomeFailedPrefix); why != "" && !strings.Contains(st.Error, why) {
+				s += ": " + why
+			}
 		case j.Type == JOutcome:
 			s = nonEmpty(j.Message, attempted(st))
 			if failed := (Result{Items: st.Items}).Failed(); len(failed) > 0 {

@@ -55,7 +55,7 @@ func RunMarkdown(r *Run, journal []JournalEntry) string {
 		if st.By != nil && !strings.Contains(res, st.By.Display()) {
 			res += " (" + st.By.Display() + ")"
 		}
-		if len(st.ApprovedBy) > 0 {
+		if len(st.ApprovedBy) > 0 && !mentionsApproval(res) {
 			res += " — approved by " + userList(st.ApprovedBy)
 		}
 		status := st.Status.Human()
@@ -146,7 +146,11 @@ func summarize(r *Run, journal []JournalEntry, now time.Time) Message {
 		b.WriteString("\nChanges: none")
 	}
 	if r.Error != "" && r.State != RunSucceeded {
-		b.WriteString("\nWhy it stopped: " + r.Error)
+		b.WriteString("\nWhy it stopped: ")
+		if st := failedWith(r); st != nil && st.Error == r.Error && st.ID != rejectedStep(r) {
+			b.WriteString(nonEmpty(st.Title, st.ID) + " failed: ")
+		}
+		b.WriteString(r.Error)
 	}
 	if fu := followUps(r); len(fu) > 0 {
 		b.WriteString("\nFollow-up: " + strings.Join(fu, " · "))
@@ -186,7 +190,13 @@ func summaryDetail(r *Run, journal []JournalEntry) string {
 		if st.Summary != "" {
 			line += " — " + st.Summary
 		}
-		if st.Error != "" {
+		switch {
+		case st.Error != "" && st == failedWith(r) && st.ID == rejectedStep(r):
+			line += " — not done (why: above)"
+		case st.Error != "" && st == failedWith(r):
+			// Said once, under "Why it stopped".
+			line += " — failed (why: above)"
+		case st.Error != "":
 			line += " — " + st.Error
 		}
 		b.WriteString(line + "\n")
@@ -225,27 +235,29 @@ func summaryDetail(r *Run, journal []JournalEntry) string {
 			b.WriteString("• " + c.Step + ": " + c.Text + "\n")
 		}
 	}
-	var open, notDone []string
-	if !r.State.Terminal() {
-		open = append(open, "• the run is still "+r.State.Human()+": "+stateLine(r))
-	}
+	// A failed step is not "still open": the run has moved past it or
+	// ended. Its error is already on its line under Steps.
+	var failed, notDone []string
 	for _, st := range r.Steps {
 		// In a run that succeeded, failures were handled by the runbook's
 		// branches (a wait that timed out led to the next remedy).
 		if st.Status == StepFailed && r.State != RunSucceeded {
-			if st.ID == r.rejectedStep() {
+			if st.ID == rejectedStep(r) {
 				// Rejected at its gate: not done, nothing left open.
-				notDone = append(notDone, fmt.Sprintf("• %s was not done: %s", nonEmpty(st.Title, st.ID), st.Error))
+				notDone = append(notDone, fmt.Sprintf("• %s was not done", nonEmpty(st.Title, st.ID)))
 				continue
 			}
-			open = append(open, fmt.Sprintf("• %s failed: %s", nonEmpty(st.Title, st.ID), st.Error))
+			failed = append(failed, "• "+nonEmpty(st.Title, st.ID))
 		}
+	}
+	if len(failed) > 0 {
+		b.WriteString("Failed:\n" + strings.Join(failed, "\n") + "\n")
 	}
 	if len(notDone) > 0 {
 		b.WriteString("Not done:\n" + strings.Join(notDone, "\n") + "\n")
 	}
-	if len(open) > 0 {
-		b.WriteString("Still open:\n" + strings.Join(open, "\n") + "\n")
+	if !r.State.Terminal() {
+		b.WriteString("Still open:\n• the run is still " + r.State.Human() + ": " + stateLine(r) + "\n")
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
@@ -353,9 +365,29 @@ func incidentSummary(runs []*Run, journals map[string][]JournalEntry, msgs []Thr
 }
 
 // rejectedStep is the step whose gate was rejected, "" when none was.
-func (r *Run) rejectedStep() string {
+func rejectedStep(r *Run) string {
 	if r.Gate != nil && r.Gate.Decision == GateRejected {
 		return r.Gate.StepID
 	}
 	return ""
+}
+
+// failedWith is the failed step whose error the run's error repeats (the
+// step that ended the run), nil when there is none.
+func failedWith(r *Run) *StepState {
+	if r.Error == "" {
+		return nil
+	}
+	for i := range r.Steps {
+		if st := &r.Steps[i]; st.Status == StepFailed && st.Error != "" && strings.Contains(r.Error, st.Error) {
+			return st
+		}
+	}
+	return nil
+}
+
+// mentionsApproval reports whether a step's text already says who approved
+// it (an approval step's summary is "approved by @carol").
+func mentionsApproval(s string) bool {
+	return strings.Contains(strings.ToLower(s), "approved by")
 }

@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -43,4 +44,41 @@ func TestRunChanges_NoOpIsNoChange(t *testing.T) {
 	assert.Contains(t, detail, "No change needed:\n• unpause: main/app was not paused")
 	r.Steps[0].Items[0].Outcome = OutcomeSucceeded
 	assert.Len(t, RunChanges(r, j), 1)
+}
+
+// A failed step is not "still open", and its error is said once in the
+// summary, not on every line that mentions the step.
+func TestSummary_FailedStepSaidOnce(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	msg := "infra-prd: pruning worker `w-0` failed (500): " + strings.Repeat("server said no ", 18)
+	r := &Run{ID: "r-1", Runbook: "worker-stalled", Target: "infra-prd", Requester: User{ID: "U1", Name: "alice"},
+		State: RunFailed, FinishedAt: now, Error: msg,
+		Steps: []StepState{{ID: "list", Status: StepSucceeded}, {ID: "prune", Title: "Prune worker", Status: StepFailed, Error: msg}}}
+	s := summarize(r, nil, now)
+	all := s.Text + "\n" + s.Detail
+	assert.Equal(t, 1, strings.Count(all, msg), all)
+	assert.Contains(t, s.Text, "Why it stopped: Prune worker failed: "+msg)
+	assert.NotContains(t, s.Detail, "Still open")
+	assert.Contains(t, s.Detail, "Failed:\n• Prune worker")
+	// A run still going is still open.
+	r.State, r.FinishedAt, r.Cursor = RunAwaitingManual, time.Time{}, 1
+	assert.Contains(t, summarize(r, nil, now).Detail, "Still open:\n• the run is still")
+}
+
+// An approval step says who approved it once, not "approved by @carol"
+// then "Approved by @carol" on the next line.
+func TestApprovalStep_ApproverSaidOnce(t *testing.T) {
+	carol := User{ID: "U3", Name: "carol"}
+	st := StepState{ID: "ok", Kind: "approval", Status: StepSucceeded, Summary: "approved by @carol", ApprovedBy: []User{carol}}
+	r := &Run{ID: "r-1", Runbook: "x", Target: "infra-prd", Requester: User{ID: "U1", Name: "alice"}, State: RunSucceeded, Steps: []StepState{st}}
+	md := RunMarkdown(r, nil)
+	assert.Equal(t, 1, strings.Count(strings.ToLower(md), "approved by @carol"), md)
+}
+
+func TestApprovalStep_ReplySaysApproverOnce(t *testing.T) {
+	carol := User{ID: "U3", Name: "carol"}
+	r := &Run{ID: "r-1", Runbook: "x", Target: "infra-prd", Requester: User{ID: "U1", Name: "alice"}, State: RunSucceeded,
+		Steps: []StepState{{ID: "ok", Kind: "approval", Status: StepSucceeded, Summary: "approved by @carol", ApprovedBy: []User{carol}}}}
+	text := renderStep(r, &r.Steps[0], time.Now(), hints{}).Text
+	assert.Equal(t, 1, strings.Count(strings.ToLower(text), "approved by @carol"), text)
 }
