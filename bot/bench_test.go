@@ -57,7 +57,7 @@ func benchEngineWorld(db bot.Store, clock *bottest.Clock) (*bot.Engine, *bottest
 		return nil, nil, nil, err
 	}
 	chat := &bottest.Chat{}
-	eng, err := bot.New(bot.Options{Store: db, Chat: chat, Ops: reg, Library: lib, Now: clock.Now, Platform: "test",
+	eng, err := bot.New(bot.Options{Store: db, Chat: chat, Capabilities: bot.CapabilitiesOf(db, chat), Ops: reg, Library: lib, Now: clock.Now, Platform: "test",
 		Targets: map[string]bot.TargetInfo{"infra-prd": {}}})
 	return eng, chat, world, err
 }

@@ -119,7 +119,7 @@ func TestCrashChild(t *testing.T) {
 	lib, err := runbooks.NewLibrary(reg, runbooks.Source{Name: "test", FS: fstest.MapFS{"prune.yaml": {Data: []byte(pruneRunbook)}}})
 	require.NoError(t, err)
 	chat := &bottest.Chat{}
-	eng, err := bot.New(bot.Options{Store: db, Chat: chat, Ops: reg, Library: lib,
+	eng, err := bot.New(bot.Options{Store: db, Chat: chat, Capabilities: bot.CapabilitiesOf(db, chat), Ops: reg, Library: lib,
 		Targets:   map[string]bot.TargetInfo{"t": {}},
 		Approvals: bot.ApprovalConfig{Default: bot.Policy{Required: 2}},
 		Hook: func(p string) {

@@ -60,6 +60,11 @@ type Options struct {
 	GroupTTL time.Duration
 	// BotName is shown in help texts (default "groundcrew").
 	BotName string
+	// Capabilities are the optional parts of Store and Chat the engine
+	// uses (housekeeping, reaction hints, re-reading reactions, …), named
+	// by the wiring: bot.CapabilitiesOf(store, chat) before anything wraps
+	// them. The engine never type-asserts Store or Chat.
+	Capabilities Capabilities
 	// Digests posts health digests on demand (/runbook digest); optional.
 	Digests interface {
 		DigestNow(ctx context.Context, target string, to Conversation) error
@@ -67,7 +72,7 @@ type Options struct {
 	// Threads adds what other subsystems know of a thread (an incident's
 	// heading and timeline) to its summary; optional.
 	Threads ThreadNoter
-	// HousekeepEvery is how often a Store that is a Housekeeper forgets old
+	// HousekeepEvery is how often Capabilities.Housekeeper forgets old
 	// dedupe entries and finished runs past the retention (default 1h; the
 	// first pass runs on the first Tick).
 	HousekeepEvery time.Duration
@@ -164,21 +169,14 @@ func New(o Options) (*Engine, error) {
 	}
 	e.writes = newDurableWriter(o.Store, o.Chat, o.Logger, o.Now)
 	e.outbox = newOutbox(o.Store, e.writes, o.Logger, o.Now)
-	e.out = newPoster(o.Chat, o.Store, e.writes, e.outbox, o.Logger, o.Now)
+	e.out = newPoster(o.Chat, o.Capabilities, o.Store, e.writes, e.outbox, o.Logger, o.Now)
 	e.hints = e.out.hints
 	e.work = newWorkers(o.Logger, o.OpTimeout, e.advance)
 	e.sm = machine{now: o.Now, bot: o.BotName}
-	e.hk = &housekeeping{log: o.Logger, every: o.HousekeepEvery}
-	e.hk.store, _ = o.Store.(Housekeeper)
-	e.sums = &summaries{store: o.Store, notes: o.Threads, out: e.out, log: o.Logger, now: o.Now}
-	e.sums.reader, _ = o.Chat.(ThreadReader)
-	e.dir = directory{log: o.Logger, ttl: o.GroupTTL, now: o.Now, ids: map[string]idEntry{}, members: map[string]groupEntry{}}
-	if gr, ok := o.Chat.(GroupResolver); ok {
-		e.dir.groups = gr
-	}
-	if ir, ok := o.Chat.(IdentityResolver); ok {
-		e.dir.users = ir
-	}
+	e.hk = &housekeeping{store: o.Capabilities.Housekeeper, log: o.Logger, every: o.HousekeepEvery}
+	e.sums = &summaries{store: o.Store, reader: o.Capabilities.Threads, notes: o.Threads, out: e.out, log: o.Logger, now: o.Now}
+	e.dir = directory{log: o.Logger, ttl: o.GroupTTL, now: o.Now, ids: map[string]idEntry{}, members: map[string]groupEntry{},
+		groups: o.Capabilities.Groups, users: o.Capabilities.Identities}
 	return e, nil
 }
 
@@ -211,7 +209,7 @@ func (e *Engine) Resume(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("loading active runs: %w", err)
 	}
-	watcher, _ := e.o.Chat.(ReactionWatcher)
+	watcher := e.o.Capabilities.Rewatch
 	for _, r := range runs {
 		if watcher != nil {
 			if r.Gate != nil && r.Gate.Decision == GatePending && !r.Gate.Message.IsZero() {

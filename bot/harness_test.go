@@ -152,6 +152,9 @@ func (h *harness) start() {
 	if h.opts != nil {
 		h.opts(&o)
 	}
+	if o.Capabilities == (bot.Capabilities{}) {
+		o.Capabilities = bot.CapabilitiesOf(o.Store, o.Chat)
+	}
 	eng, err := bot.New(o)
 	require.NoError(t, err)
 	h.db, h.eng = db, eng

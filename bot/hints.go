@@ -7,12 +7,9 @@ import "fmt"
 // else the typed command. The engine knows no emoji: adapters do.
 type hints struct{ reactions ReactionHints }
 
-// hintsFor returns the hints of a chat (typed commands only when it names
-// no reactions).
-func hintsFor(c Chat) hints {
-	h, _ := c.(ReactionHints)
-	return hints{reactions: h}
-}
+// hintsFor returns the hints for a chat whose reactions are h (typed
+// commands only when h is nil).
+func hintsFor(h ReactionHints) hints { return hints{reactions: h} }
 
 // symbol is what people react with for an intent on this platform ("" when
 // the adapter names none).

@@ -10,14 +10,15 @@ import (
 // housekeeping has one concern: running the store's housekeeping (old
 // dedupe entries and finished runs past the retention are forgotten) when
 // it is due, every HousekeepEvery and first on the first Tick, in the
-// background. A store that is no Housekeeper is left alone.
+// background. Without Capabilities.Housekeeper the store is left alone.
 type housekeeping struct {
 	store Housekeeper // nil: the store keeps house itself
 	every time.Duration
 	log   *slog.Logger
 
-	mu   sync.Mutex
-	last time.Time // when the store was last housekept
+	mu      sync.Mutex
+	last    time.Time // when the store was last housekept
+	running bool      // a pass is under way: the next one waits for it
 }
 
 // maybe runs the housekeeping with background when it is due at now.
@@ -26,22 +27,29 @@ func (h *housekeeping) maybe(ctx context.Context, now time.Time, background func
 		return
 	}
 	h.mu.Lock()
-	due := h.last.IsZero() || now.Sub(h.last) >= h.every
+	due := !h.running && (h.last.IsZero() || now.Sub(h.last) >= h.every)
 	if due {
-		h.last = now
+		h.last, h.running = now, true
 	}
 	h.mu.Unlock()
 	if !due {
 		return
 	}
 	background(func() {
+		defer func() {
+			h.mu.Lock()
+			h.running = false
+			h.mu.Unlock()
+		}()
+		start := time.Now()
 		res, err := h.store.Housekeep(ctx, now)
+		took := time.Since(start)
 		if err != nil {
-			h.log.Error("store housekeeping failed; retrying at the next pass", "err", err)
+			h.log.Error("store housekeeping failed; retrying at the next pass", "err", err,
+				"deleted_runs", res.Runs, "forgotten_event_ids", res.Events, "took", took)
 			return
 		}
-		if res.Events > 0 || res.Runs > 0 {
-			h.log.Info("store housekeeping", "forgotten_event_ids", res.Events, "deleted_finished_runs", res.Runs)
-		}
+		h.log.Info("store housekeeping", "deleted_runs", res.Runs, "forgotten_event_ids", res.Events,
+			"deleted_message_refs", res.Messages, "batches", res.Batches, "writer_time", res.WriterTime, "took", took)
 	})
 }

@@ -27,6 +27,7 @@ func threadOf(r *Run) Conversation {
 // outbox, which it flushes on each tick.
 type poster struct {
 	chat   Chat
+	check  PostChecker // nil: the platform cannot tell
 	store  Store
 	writes *durableWriter
 	outbox *outbox
@@ -41,8 +42,9 @@ type poster struct {
 	seq      uint64
 }
 
-func newPoster(chat Chat, store Store, writes *durableWriter, ob *outbox, log *slog.Logger, now func() time.Time) *poster {
-	return &poster{chat: chat, store: store, writes: writes, outbox: ob, log: log, now: now, hints: hintsFor(chat), inFlight: map[uint64]chan struct{}{}}
+func newPoster(chat Chat, caps Capabilities, store Store, writes *durableWriter, ob *outbox, log *slog.Logger, now func() time.Time) *poster {
+	return &poster{chat: chat, check: caps.PostChecker, store: store, writes: writes, outbox: ob, log: log, now: now,
+		hints: hintsFor(caps.Reactions), inFlight: map[uint64]chan struct{}{}}
 }
 
 // thread posts a message in the run's thread (see run).
@@ -220,11 +222,10 @@ func (p *poster) messageTarget(ctx context.Context, ref MessageRef) (MessageInde
 // not be made (the platform unreachable) does not refuse: the outbox
 // retries then.
 func (p *poster) canPost(ctx context.Context, to Conversation) error {
-	pc, ok := p.chat.(PostChecker)
-	if !ok {
+	if p.check == nil {
 		return nil
 	}
-	err := pc.CanPost(ctx, to)
+	err := p.check.CanPost(ctx, to)
 	if err == nil {
 		return nil
 	}

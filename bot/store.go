@@ -71,15 +71,23 @@ type Store interface {
 	Outbox
 }
 
-// HousekeepResult says what one housekeeping pass removed.
+// HousekeepResult says what one housekeeping pass removed and what it cost.
 type HousekeepResult struct {
-	Events int // inbound event ids past their TTL
-	Runs   int // finished runs past the retention
+	Events   int // inbound event ids past their TTL
+	Runs     int // finished runs past the retention
+	Messages int // message references of the deleted runs
+	// Batches is the number of write transactions the pass took; each is
+	// bounded, so other writes (votes, run updates) wait at most one.
+	Batches int
+	// WriterTime is the time the pass held the store's writer, summed
+	// over its batches (0 when the store cannot tell).
+	WriterTime time.Duration
 }
 
-// Housekeeper is implemented by a Store that can forget what it no longer
-// needs (old dedupe entries, finished runs past the retention). The engine
-// calls it when it starts and then every Options.HousekeepEvery.
+// Housekeeper is implemented by a store that can forget what it no longer
+// needs (old dedupe entries, finished runs past the retention). The wiring
+// hands it to the engine as Capabilities.Housekeeper; the engine calls it
+// on its first tick and then every Options.HousekeepEvery.
 type Housekeeper interface {
 	Housekeep(ctx context.Context, now time.Time) (HousekeepResult, error)
 }

@@ -319,7 +319,7 @@ func TestSummaryInTheIncidentThreadIsOneTimelineAndHelpMentionsIncidents(t *test
 	h := &incident.Handler{M: f.m}
 	carol := bot.ThreadMessage{Time: f.clock.Now().Add(3 * time.Minute), Author: bot.User{ID: "U3", Name: "carol"}, Text: "df says 8% left"}
 	chat := &threadChat{Chat: f.chat, msgs: []bot.ThreadMessage{carol}}
-	eng, err := bot.New(bot.Options{Store: f.db, Chat: chat, Ops: reg, Library: noRunbooks{}, Platform: "slack", Now: f.clock.Now, Threads: h})
+	eng, err := bot.New(bot.Options{Store: f.db, Chat: chat, Capabilities: bot.CapabilitiesOf(f.db, chat), Ops: reg, Library: noRunbooks{}, Platform: "slack", Now: f.clock.Now, Threads: h})
 	require.NoError(t, err)
 	h.Next = eng
 	in, err := f.m.Signal(ctx, diskSignal(true, "a"))
@@ -389,7 +389,7 @@ func TestThreadNotesMergeWithRunsAndMessages(t *testing.T) {
 	}
 	reg, err := bot.NewRegistry()
 	require.NoError(t, err)
-	eng, err := bot.New(bot.Options{Store: f.db, Chat: f.chat, Ops: reg, Library: noRunbooks{}, Now: f.clock.Now})
+	eng, err := bot.New(bot.Options{Store: f.db, Chat: f.chat, Capabilities: bot.CapabilitiesOf(f.db, f.chat), Ops: reg, Library: noRunbooks{}, Now: f.clock.Now})
 	require.NoError(t, err)
 	t0 := f.clock.Now()
 	r := &bot.Run{ID: "r-1", Runbook: "worker-disk-full", Target: "infra-prd", State: bot.RunSucceeded, Requester: bot.User{ID: "U2", Name: "bob"}, CreatedAt: t0.Add(2 * time.Minute)}

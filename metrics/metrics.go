@@ -59,6 +59,8 @@ type Metrics struct {
 	targetUp     *prometheus.GaugeVec
 	targetLogin  *prometheus.GaugeVec
 
+	hk housekeepingMetrics // registered by Housekeeper
+
 	mu     sync.Mutex
 	gauges []func(ch chan<- prometheus.Metric)
 }
@@ -127,6 +129,7 @@ func New(o Options) *Metrics {
 	for _, d := range []string{"approved", "rejected", "expired", "void"} {
 		m.gatesDecided.WithLabelValues(d)
 	}
+	m.housekeepingMetrics()
 	f(scrapeCollector{m})
 	return m
 }

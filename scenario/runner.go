@@ -227,6 +227,7 @@ func setup(ctx context.Context, sc *Scenario, o Options) (*env, func(), error) {
 // start creates the engine on the open store and resumes its runs.
 func (e *env) start() error {
 	e.engOpts.Store = e.store
+	e.engOpts.Capabilities = bot.CapabilitiesOf(e.store, e.engOpts.Chat)
 	eng, err := bot.New(e.engOpts)
 	if err != nil {
 		return err

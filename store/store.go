@@ -82,7 +82,10 @@ type DB struct {
 	specs     *specCache
 }
 
-var _ bot.Store = (*DB)(nil)
+var (
+	_ bot.Store       = (*DB)(nil)
+	_ bot.Housekeeper = (*DB)(nil)
+)
 
 // Open opens (creating if needed) the store at path. It fails with an error
 // wrapping bot.ErrLocked when another process holds the file.

@@ -66,7 +66,7 @@ func TestConsole_ScriptedSession(t *testing.T) {
 	var eng *bot.Engine
 	c := console.New(console.Config{Groups: map[string][]string{"oncall": {"bob", "carol"}}}, strings.NewReader(script), &out,
 		console.Options{Echo: true, AfterLine: func() { _ = eng.WaitIdle(context.Background()) }})
-	eng, err = bot.New(bot.Options{Store: db, Chat: c, Ops: reg, Library: lib,
+	eng, err = bot.New(bot.Options{Store: db, Chat: c, Capabilities: bot.CapabilitiesOf(db, c), Ops: reg, Library: lib,
 		Targets:   map[string]bot.TargetInfo{"infra-prd": {Vars: map[string]string{"zone": "infra-prd"}}},
 		Approvals: bot.ApprovalConfig{Default: bot.Policy{Approvers: []string{"group:oncall"}}}})
 	require.NoError(t, err)
@@ -123,7 +123,7 @@ func TestConsole_IncidentThreadSummary(t *testing.T) {
 	var eng *bot.Engine
 	c := console.New(console.Config{}, strings.NewReader(script), &out,
 		console.Options{AfterLine: func() { _ = eng.WaitIdle(context.Background()) }})
-	eng, err = bot.New(bot.Options{Store: db, Chat: c, Ops: reg, Library: lib, Targets: map[string]bot.TargetInfo{"infra-prd": {Vars: map[string]string{"zone": "z"}}}})
+	eng, err = bot.New(bot.Options{Store: db, Chat: c, Capabilities: bot.CapabilitiesOf(db, c), Ops: reg, Library: lib, Targets: map[string]bot.TargetInfo{"infra-prd": {Vars: map[string]string{"zone": "z"}}}})
 	require.NoError(t, err)
 	require.NoError(t, c.Run(context.Background(), eng))
 	got := out.String()

@@ -36,7 +36,7 @@ func TestConsole_HugeLineIsRefusedNotFatal(t *testing.T) {
 	var eng *bot.Engine
 	c := console.New(console.Config{}, strings.NewReader(script), &out,
 		console.Options{AfterLine: func() { _ = eng.WaitIdle(context.Background()) }})
-	eng, err = bot.New(bot.Options{Store: db, Chat: c, Ops: reg, Library: lib,
+	eng, err = bot.New(bot.Options{Store: db, Chat: c, Capabilities: bot.CapabilitiesOf(db, c), Ops: reg, Library: lib,
 		Targets: map[string]bot.TargetInfo{"infra-prd": {}}})
 	require.NoError(t, err)
 	require.NoError(t, c.Run(context.Background(), eng))

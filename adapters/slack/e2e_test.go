@@ -282,7 +282,7 @@ func runE2E(t *testing.T, mode, approveVia string) {
 	lib, err := runbooks.NewLibrary(reg, runbooks.Source{Name: "test", FS: fstest.MapFS{"stalled.yaml": {Data: []byte(e2eRunbook)}}})
 	require.NoError(t, err)
 	eng, err := bot.New(bot.Options{
-		Store: db, Chat: a, Ops: reg, Library: lib, Platform: Platform, Logger: testLogger(t),
+		Store: db, Chat: a, Capabilities: bot.CapabilitiesOf(db, a), Ops: reg, Library: lib, Platform: Platform, Logger: testLogger(t),
 		Targets:      map[string]bot.TargetInfo{"infra-prd": {}},
 		Approvals:    bot.ApprovalConfig{Default: bot.Policy{Approvers: []string{"group:ci-oncall"}}},
 		TickInterval: 50 * time.Millisecond,

@@ -38,7 +38,9 @@ type app struct {
 	reg     *bot.Registry
 	lib     *runbooks.Library
 	eng     *bot.Engine
-	chat    chatplatform.Chat
+	// caps are the optional parts of the store and chat the engine got.
+	caps bot.Capabilities
+	chat chatplatform.Chat
 	// groupTTL is how long the engine caches group members.
 	groupTTL time.Duration
 	mux      *http.ServeMux
@@ -191,7 +193,12 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 	a.audit = checkpoint.New(checkpoint.Options{Heads: db, Chat: a.chat, Channel: cfg.Audit.CheckpointChannel,
 		Platform: cfg.Chat.Platform, Every: cfg.Audit.Every, Now: o.Now, Logger: a.log.With("component", "audit")})
 	a.audit.Log(context.Background(), "start")
-	eng, err := bot.New(bot.Options{Threads: &a.threads, Store: a.audit.Store(db), Chat: a.chat, Ops: a.reg, Library: lib, Targets: targets,
+	// The engine gets the store wrapped (the checkpointer notices run ends);
+	// what the store and the adapter can do beyond the ports is named here,
+	// from them unwrapped, so no wrapper can hide it.
+	a.caps = bot.CapabilitiesOf(db, a.chat)
+	a.caps.Housekeeper = a.metrics.Housekeeper(db)
+	eng, err := bot.New(bot.Options{Threads: &a.threads, Store: a.audit.Store(db), Chat: a.chat, Capabilities: a.caps, Ops: a.reg, Library: lib, Targets: targets,
 		Approvals: cfg.Approvals, Platform: cfg.Chat.Platform, GroupTTL: a.groupTTL, Logger: a.log, Now: o.Now, Digests: a.digests, Observer: observers{theRunIndex, a.metrics, runLog{a.log}}})
 	if err != nil {
 		return nil, err

@@ -104,7 +104,8 @@ func TestSoakChild(t *testing.T) {
 	// restarts, so waits and timeouts elapse without real waiting.
 	clock := bottest.NewClock(time.Now().Add(time.Duration(attempt) * 24 * time.Hour))
 	hooks := 0
-	eng, err := bot.New(bot.Options{Store: db, Chat: &bottest.Chat{}, Ops: reg, Library: lib, Now: clock.Now, Platform: "test",
+	soakChat := &bottest.Chat{}
+	eng, err := bot.New(bot.Options{Store: db, Chat: soakChat, Capabilities: bot.CapabilitiesOf(db, soakChat), Ops: reg, Library: lib, Now: clock.Now, Platform: "test",
 		Targets: map[string]bot.TargetInfo{"infra-prd": {Vars: map[string]string{"zone": "infra-prd", "target": "infra"}}},
 		Hook: func(point string) {
 			hooks++

@@ -1,0 +1,66 @@
+package bot
+
+// Capabilities are the optional parts of the store and of the chat adapter
+// the engine uses beyond the Store and Chat ports. They are named in the
+// wiring, from the store and the adapter before anything wraps them: the
+// engine never discovers one by a type assertion, so a wrapper (the audit
+// checkpointer around the store, a metrics layer around the chat) cannot
+// hide one. A nil field is a capability the platform or store does not
+// have.
+type Capabilities struct {
+	// Housekeeper forgets old dedupe entries and finished runs past the
+	// retention (Options.HousekeepEvery). Nil: nothing is ever forgotten.
+	Housekeeper Housekeeper
+	// Reactions names the reaction of each intent in the hints people
+	// read. Nil: hints name typed commands only.
+	Reactions ReactionHints
+	// PostChecker refuses a run in a channel the bot cannot post in.
+	PostChecker PostChecker
+	// Groups expands approver groups of the policy into user ids.
+	Groups GroupResolver
+	// Identities resolves the user names written in policies and runbooks.
+	Identities IdentityResolver
+	// Rewatch re-reads the reactions on open gates and manual steps after
+	// a restart (platforms whose reactions are not pushed again).
+	Rewatch ReactionWatcher
+	// Threads reads a thread back for /runbook summary.
+	Threads ThreadReader
+}
+
+// CapabilitiesOf returns what store and chat can do beyond the ports. Call
+// it with the store and the adapter themselves, not with a wrapper: a
+// wrapper implements only the ports.
+func CapabilitiesOf(store Store, chat Chat) Capabilities {
+	var c Capabilities
+	c.Housekeeper, _ = store.(Housekeeper)
+	c.Reactions, _ = chat.(ReactionHints)
+	c.PostChecker, _ = chat.(PostChecker)
+	c.Groups, _ = chat.(GroupResolver)
+	c.Identities, _ = chat.(IdentityResolver)
+	c.Rewatch, _ = chat.(ReactionWatcher)
+	c.Threads, _ = chat.(ThreadReader)
+	return c
+}
+
+// MissingCapabilities names the capabilities c lacks (the field names), for
+// tests of a composition and for the start-up log.
+func MissingCapabilities(c Capabilities) []string {
+	var out []string
+	for _, f := range []struct {
+		name string
+		nil  bool
+	}{
+		{"Housekeeper", c.Housekeeper == nil},
+		{"Reactions", c.Reactions == nil},
+		{"PostChecker", c.PostChecker == nil},
+		{"Groups", c.Groups == nil},
+		{"Identities", c.Identities == nil},
+		{"Rewatch", c.Rewatch == nil},
+		{"Threads", c.Threads == nil},
+	} {
+		if f.nil {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
