@@ -343,7 +343,7 @@ func (s *DB) UpdateRun(_ context.Context, id string, fn func(*bot.Run, *bot.Batc
 		if err := s.putRun(tx, r); err != nil {
 			return err
 		}
-		if err := writeBatch(tx, id, &b); err != nil {
+		if err := writeBatch(tx, strings.ToLower(strings.TrimSpace(id)), &b); err != nil {
 			return err
 		}
 		out = r

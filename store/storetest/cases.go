@@ -1,0 +1,741 @@
+package storetest
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/digest"
+	"github.com/groundcrew/groundcrew/incident"
+	"github.com/groundcrew/groundcrew/runbooks"
+	"github.com/groundcrew/groundcrew/store"
+)
+
+func newRun(id string, created time.Time) *bot.Run {
+	return &bot.Run{ID: id, Runbook: "worker-stalled", Title: "Worker stalled", Target: "ci",
+		Params: map[string]string{"worker": "w1"}, Requester: bot.User{ID: "U1", Name: "ana"},
+		Conversation: bot.Conversation{Platform: "slack", Channel: "C1", Thread: "T-" + id},
+		State:        bot.RunRunning, CreatedAt: created, UpdatedAt: created,
+		Steps: []bot.StepState{{ID: "s1", Kind: "op", Title: "List workers", Status: bot.StepPending}}}
+}
+
+func testCreateGet(t *testing.T, open Open) {
+	s := open(t, Options{})
+	r := newRun("R-ABC1", t0)
+	require.NoError(t, s.CreateRun(ctx(), r, &bot.Batch{Journal: []bot.JournalEntry{{Type: bot.JRunStarted, Time: t0}}}))
+	assert.Equal(t, "r-abc1", r.ID, "ids are stored lowercase")
+	assert.ErrorIs(t, s.CreateRun(ctx(), newRun("r-abc1", t0), nil), bot.ErrExists)
+
+	got, err := s.GetRun(ctx(), "R-Abc1")
+	require.NoError(t, err, "ids are found in any case")
+	assert.Equal(t, "r-abc1", got.ID)
+	assert.Equal(t, r.Params, got.Params)
+	assert.Equal(t, r.Requester, got.Requester)
+	assert.Equal(t, r.Conversation, got.Conversation)
+	assert.True(t, got.CreatedAt.Equal(t0))
+	require.Len(t, got.Steps, 1)
+	assert.Equal(t, "List workers", got.Steps[0].Title)
+
+	_, err = s.GetRun(ctx(), "r-none")
+	assert.ErrorIs(t, err, bot.ErrNotFound)
+}
+
+func testUpdateAtomic(t *testing.T, open Open) {
+	s := open(t, Options{})
+	require.NoError(t, s.CreateRun(ctx(), newRun("r-1", t0), &bot.Batch{Journal: []bot.JournalEntry{{Type: bot.JRunStarted}}}))
+
+	// A failing update writes nothing: neither the run nor its batch.
+	ref := bot.MessageRef{Platform: "slack", Channel: "C1", ID: "123.456"}
+	_, err := s.UpdateRun(ctx(), "r-1", func(r *bot.Run, b *bot.Batch) error {
+		r.State = bot.RunFailed
+		b.Note(bot.JournalEntry{Type: bot.JIntent, Step: "s1"})
+		b.Audit = append(b.Audit, bot.AuditEntry{Actor: "ana", Action: bot.ActionCancel})
+		b.Messages = append(b.Messages, bot.MessageIndex{Ref: ref, RunID: "r-1", Role: bot.RoleGate})
+		return assert.AnError
+	})
+	require.ErrorIs(t, err, assert.AnError)
+	got, err := s.GetRun(ctx(), "r-1")
+	require.NoError(t, err)
+	assert.Equal(t, bot.RunRunning, got.State)
+	j, err := s.Journal(ctx(), "r-1")
+	require.NoError(t, err)
+	assert.Len(t, j, 1)
+	a, err := s.AuditEntries(ctx(), "")
+	require.NoError(t, err)
+	assert.Empty(t, a)
+	_, err = s.RunByMessage(ctx(), ref)
+	assert.ErrorIs(t, err, bot.ErrNotFound)
+
+	// A successful one writes the run and its whole batch.
+	out, err := s.UpdateRun(ctx(), "R-1", func(r *bot.Run, b *bot.Batch) error {
+		r.State = bot.RunAwaitingApproval
+		r.Gate = &bot.Gate{ID: "g1", StepID: "s1"}
+		b.Note(bot.JournalEntry{Type: bot.JIntent, Step: "s1", PlanHash: "abc"})
+		b.Audit = append(b.Audit, bot.AuditEntry{Actor: "ana", Action: bot.ActionCancel, Time: t0})
+		b.Messages = append(b.Messages, bot.MessageIndex{Ref: ref, RunID: "r-1", Step: "s1", Role: bot.RoleGate})
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, bot.RunAwaitingApproval, out.State)
+	got, err = s.GetRun(ctx(), "r-1")
+	require.NoError(t, err)
+	assert.Equal(t, bot.RunAwaitingApproval, got.State)
+	require.NotNil(t, got.Gate)
+	assert.Equal(t, "g1", got.Gate.ID)
+	j, err = s.Journal(ctx(), "r-1")
+	require.NoError(t, err)
+	require.Len(t, j, 2)
+	assert.Equal(t, bot.JIntent, j[1].Type)
+	assert.Equal(t, "abc", j[1].PlanHash)
+	a, err = s.AuditEntries(ctx(), "r-1")
+	require.NoError(t, err)
+	require.Len(t, a, 1, "the batch's audit entries belong to the run")
+	assert.Equal(t, "r-1", a[0].RunID)
+	idx, err := s.RunByMessage(ctx(), ref)
+	require.NoError(t, err)
+	assert.Equal(t, bot.MessageIndex{Ref: ref, RunID: "r-1", Step: "s1", Role: bot.RoleGate}, idx)
+}
+
+func testUpdateNotFound(t *testing.T, open Open) {
+	s := open(t, Options{})
+	called := false
+	_, err := s.UpdateRun(ctx(), "r-none", func(*bot.Run, *bot.Batch) error { called = true; return nil })
+	assert.ErrorIs(t, err, bot.ErrNotFound)
+	assert.False(t, called)
+}
+
+func testSpecRoundTrip(t *testing.T, open Open) {
+	s := open(t, Options{})
+	spec := &runbooks.Runbook{Name: "worker-stalled", Title: "Worker stalled", Tags: []string{"worker"},
+		Steps: []runbooks.Step{{ID: "s1", Title: "List workers"}}, Source: "builtin/worker-stalled.yaml"}
+	for i := range 3 {
+		r := newRun(fmt.Sprintf("r-%d", i), t0.Add(time.Duration(i)*time.Second))
+		r.Spec = spec
+		require.NoError(t, s.CreateRun(ctx(), r, nil))
+	}
+	got, err := s.GetRun(ctx(), "r-1")
+	require.NoError(t, err)
+	require.NotNil(t, got.Spec)
+	assert.Equal(t, "worker-stalled", got.Spec.Name)
+	assert.Equal(t, []string{"worker"}, got.Spec.Tags)
+	require.Len(t, got.Spec.Steps, 1)
+	assert.Equal(t, "List workers", got.Spec.Steps[0].Title)
+	// The spec survives updates.
+	_, err = s.UpdateRun(ctx(), "r-1", func(r *bot.Run, _ *bot.Batch) error { r.Cursor = 1; return nil })
+	require.NoError(t, err)
+	got, err = s.GetRun(ctx(), "r-1")
+	require.NoError(t, err)
+	require.NotNil(t, got.Spec)
+	assert.Equal(t, "Worker stalled", got.Spec.Title)
+}
+
+func ids(runs []*bot.Run) []string {
+	out := []string{}
+	for _, r := range runs {
+		out = append(out, r.ID)
+	}
+	return out
+}
+
+func testListOrder(t *testing.T, open Open) {
+	s := open(t, Options{})
+	all, err := s.ListRuns(ctx(), bot.RunQuery{})
+	require.NoError(t, err)
+	assert.Empty(t, all)
+	for i := range 5 {
+		require.NoError(t, s.CreateRun(ctx(), newRun(fmt.Sprintf("r-%d", i), t0.Add(time.Duration(i)*time.Minute)), nil))
+	}
+	all, err = s.ListRuns(ctx(), bot.RunQuery{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"r-4", "r-3", "r-2", "r-1", "r-0"}, ids(all), "most recent first")
+	some, err := s.ListRuns(ctx(), bot.RunQuery{Limit: 2})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"r-4", "r-3"}, ids(some))
+	since, err := s.ListRuns(ctx(), bot.RunQuery{Since: t0.Add(2 * time.Minute)})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"r-4", "r-3", "r-2"}, ids(since), "Since is inclusive")
+}
+
+func testListActive(t *testing.T, open Open) {
+	s := open(t, Options{})
+	states := []bot.RunState{bot.RunRunning, bot.RunSucceeded, bot.RunAwaitingApproval, bot.RunFailed, bot.RunWaiting, bot.RunCancelled}
+	for i, st := range states {
+		r := newRun(fmt.Sprintf("r-%d", i), t0.Add(time.Duration(i)*time.Minute))
+		r.State = st
+		require.NoError(t, s.CreateRun(ctx(), r, nil))
+	}
+	act, err := s.ListRuns(ctx(), bot.RunQuery{Active: true})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"r-4", "r-2", "r-0"}, ids(act))
+
+	// A run that finishes leaves the active list; none comes back by itself.
+	_, err = s.UpdateRun(ctx(), "r-2", func(r *bot.Run, _ *bot.Batch) error { r.State = bot.RunSucceeded; return nil })
+	require.NoError(t, err)
+	act, err = s.ListRuns(ctx(), bot.RunQuery{Active: true})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"r-4", "r-0"}, ids(act))
+	act, err = s.ListRuns(ctx(), bot.RunQuery{Active: true, Limit: 1})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"r-4"}, ids(act))
+	act, err = s.ListRuns(ctx(), bot.RunQuery{Active: true, Since: t0.Add(time.Minute)})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"r-4"}, ids(act))
+}
+
+func testListThread(t *testing.T, open Open) {
+	s := open(t, Options{})
+	a := newRun("r-a", t0)
+	a.Conversation.Thread = "100.1"
+	b := newRun("r-b", t0.Add(time.Minute))
+	b.Conversation.Thread = "" // started at the top level: its root message is the thread
+	b.Root = bot.MessageRef{Platform: "slack", Channel: "C1", ID: "100.1"}
+	c := newRun("r-c", t0.Add(2*time.Minute))
+	c.Conversation.Thread = "200.2"
+	for _, r := range []*bot.Run{a, b, c} {
+		require.NoError(t, s.CreateRun(ctx(), r, nil))
+	}
+	got, err := s.ListRuns(ctx(), bot.RunQuery{Thread: "100.1"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"r-b", "r-a"}, ids(got))
+
+	// A run whose root is posted later joins the thread of its root.
+	_, err = s.UpdateRun(ctx(), "r-c", func(r *bot.Run, _ *bot.Batch) error {
+		r.Root = bot.MessageRef{Platform: "slack", Channel: "C1", ID: "300.3"}
+		return nil
+	})
+	require.NoError(t, err)
+	got, err = s.ListRuns(ctx(), bot.RunQuery{Thread: "300.3"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"r-c"}, ids(got))
+	got, err = s.ListRuns(ctx(), bot.RunQuery{Thread: "none"})
+	require.NoError(t, err)
+	assert.Empty(t, got)
+}
+
+func testRunByMessage(t *testing.T, open Open) {
+	s := open(t, Options{})
+	require.NoError(t, s.CreateRun(ctx(), newRun("r-1", t0), nil))
+	slack := bot.MessageRef{Platform: "slack", Channel: "C1", ID: "1.1"}
+	other := bot.MessageRef{Platform: "slack", Channel: "C2", ID: "1.1"} // same ts, another channel
+	mm := bot.MessageRef{Platform: "mattermost", Channel: "C1", ID: "1.1"}
+	_, err := s.UpdateRun(ctx(), "r-1", func(_ *bot.Run, b *bot.Batch) error {
+		b.Messages = append(b.Messages,
+			bot.MessageIndex{Ref: slack, RunID: "r-1", Step: "s1", Role: bot.RoleGate},
+			bot.MessageIndex{RunID: "r-1", Role: bot.RoleStep}) // no ref: not indexed
+		return nil
+	})
+	require.NoError(t, err)
+	idx, err := s.RunByMessage(ctx(), slack)
+	require.NoError(t, err)
+	assert.Equal(t, "r-1", idx.RunID)
+	assert.Equal(t, bot.RoleGate, idx.Role)
+	for _, ref := range []bot.MessageRef{other, mm, {}} {
+		_, err = s.RunByMessage(ctx(), ref)
+		assert.ErrorIs(t, err, bot.ErrNotFound, "%+v", ref)
+	}
+	// A later index entry for the same message replaces the earlier one.
+	_, err = s.UpdateRun(ctx(), "r-1", func(_ *bot.Run, b *bot.Batch) error {
+		b.Messages = append(b.Messages, bot.MessageIndex{Ref: slack, RunID: "r-1", Step: "s2", Role: bot.RoleStep})
+		return nil
+	})
+	require.NoError(t, err)
+	idx, err = s.RunByMessage(ctx(), slack)
+	require.NoError(t, err)
+	assert.Equal(t, "s2", idx.Step)
+}
+
+// testConcurrentUpdates: updates of one run serialise; none works on a
+// stale copy (every increment survives), and the journal numbers stay
+// dense.
+func testConcurrentUpdates(t *testing.T, open Open) {
+	s := open(t, Options{})
+	require.NoError(t, s.CreateRun(ctx(), newRun("r-1", t0), nil))
+	require.NoError(t, s.CreateRun(ctx(), newRun("r-2", t0.Add(time.Second)), nil))
+	const workers, each = 8, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*workers*each)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				for _, id := range []string{"r-1", "r-2"} {
+					_, err := s.UpdateRun(ctx(), id, func(r *bot.Run, b *bot.Batch) error {
+						r.Cursor++
+						b.Note(bot.JournalEntry{Type: bot.JStepStarted, Step: fmt.Sprint(w)})
+						return nil
+					})
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	for _, id := range []string{"r-1", "r-2"} {
+		r, err := s.GetRun(ctx(), id)
+		require.NoError(t, err)
+		assert.Equal(t, workers*each, r.Cursor, "every update saw the one before it")
+		j, err := s.Journal(ctx(), id)
+		require.NoError(t, err)
+		require.Len(t, j, workers*each)
+		for i, e := range j {
+			assert.Equal(t, uint64(i+1), e.Seq)
+			assert.Equal(t, id, e.RunID)
+		}
+	}
+}
+
+func testLargeValues(t *testing.T, open Open) {
+	s := open(t, Options{})
+	big := strings.Repeat("worker-7f3a ", 100_000) // 1.2 MB
+	r := newRun("r-big", t0)
+	r.Steps[0].Detail = big
+	r.Steps[0].Result = bot.RawJSON(`{"ids":[` + strings.Repeat("1234567,", 50_000) + `1]}`)
+	require.NoError(t, s.CreateRun(ctx(), r, &bot.Batch{Journal: []bot.JournalEntry{{Type: bot.JStepDone, Message: big,
+		Data: map[string]any{"n": 3.0, "s": "x"}}}}))
+	got, err := s.GetRun(ctx(), "r-big")
+	require.NoError(t, err)
+	assert.Equal(t, big, got.Steps[0].Detail)
+	assert.JSONEq(t, string(r.Steps[0].Result), string(got.Steps[0].Result))
+	j, err := s.Journal(ctx(), "r-big")
+	require.NoError(t, err)
+	require.Len(t, j, 1)
+	assert.Equal(t, big, j[0].Message)
+	assert.Equal(t, map[string]any{"n": 3.0, "s": "x"}, j[0].Data)
+	it := bot.OutboxItem{ID: "o1", Message: bot.Message{Text: "t", Detail: big}, NextTry: t0}
+	require.NoError(t, s.PutOutbox(ctx(), it))
+	items, err := s.ListOutbox(ctx())
+	require.NoError(t, err)
+	require.Len(t, items, 1)
+	assert.Equal(t, big, items[0].Message.Detail)
+}
+
+func testJournalSeq(t *testing.T, open Open) {
+	s := open(t, Options{})
+	j, err := s.Journal(ctx(), "r-none")
+	require.NoError(t, err)
+	assert.Empty(t, j)
+	for _, id := range []string{"r-1", "r-2"} {
+		require.NoError(t, s.CreateRun(ctx(), newRun(id, t0), &bot.Batch{Journal: []bot.JournalEntry{
+			{Type: bot.JRunStarted, Time: t0, Actor: "ana"}}}))
+	}
+	_, err = s.UpdateRun(ctx(), "r-1", func(_ *bot.Run, b *bot.Batch) error {
+		b.Note(bot.JournalEntry{Type: bot.JIntent, Step: "s1", Time: t0.Add(time.Second)})
+		b.Note(bot.JournalEntry{Type: bot.JOutcome, Step: "s1", Outcome: bot.CallOutcome("ok"), Time: t0.Add(2 * time.Second)})
+		return nil
+	})
+	require.NoError(t, err)
+	j, err = s.Journal(ctx(), "R-1")
+	require.NoError(t, err)
+	require.Len(t, j, 3)
+	for i, want := range []bot.JournalType{bot.JRunStarted, bot.JIntent, bot.JOutcome} {
+		assert.Equal(t, want, j[i].Type)
+		assert.Equal(t, uint64(i+1), j[i].Seq)
+		assert.Equal(t, "r-1", j[i].RunID)
+	}
+	assert.Equal(t, "ana", j[0].Actor)
+	assert.True(t, j[2].Time.Equal(t0.Add(2*time.Second)))
+	assert.Equal(t, bot.CallOutcome("ok"), j[2].Outcome)
+	j, err = s.Journal(ctx(), "r-2")
+	require.NoError(t, err)
+	require.Len(t, j, 1, "journals are per run")
+	assert.Equal(t, uint64(1), j[0].Seq)
+}
+
+func testAuditChain(t *testing.T, open Open) {
+	s := open(t, Options{})
+	n, err := s.VerifyAudit(ctx())
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	require.NoError(t, s.CreateRun(ctx(), newRun("r-1", t0), &bot.Batch{Audit: []bot.AuditEntry{
+		{Time: t0, Actor: "ana", Action: bot.ActionRunStarted, Target: "ci"}}}))
+	require.NoError(t, s.AppendAudit(ctx(), bot.AuditEntry{Time: t0.Add(time.Second).In(time.FixedZone("CET", 3600)), Actor: "bob", Action: bot.ActionRunRefused, Detail: "not allowed"}))
+	_, err = s.UpdateRun(ctx(), "r-1", func(_ *bot.Run, b *bot.Batch) error {
+		b.Audit = append(b.Audit, bot.AuditEntry{Time: t0.Add(2 * time.Second), Actor: "ana", Action: bot.ActionCancel, Step: "s1"})
+		return nil
+	})
+	require.NoError(t, err)
+	all, err := s.AuditEntries(ctx(), "")
+	require.NoError(t, err)
+	require.Len(t, all, 3)
+	prev := ""
+	for i, e := range all {
+		assert.Equal(t, uint64(i+1), e.Seq)
+		assert.Equal(t, prev, e.Prev)
+		assert.Equal(t, store.AuditHash(e), e.Hash, "the hash is the bbolt store's, so a copied log verifies")
+		assert.Equal(t, time.UTC, e.Time.Location())
+		prev = e.Hash
+	}
+	assert.Equal(t, "r-1", all[0].RunID)
+	assert.Equal(t, "", all[1].RunID)
+	assert.Equal(t, "r-1", all[2].RunID)
+	assert.Equal(t, "not allowed", all[1].Detail)
+	mine, err := s.AuditEntries(ctx(), "r-1")
+	require.NoError(t, err)
+	require.Len(t, mine, 2)
+	assert.Equal(t, []uint64{1, 3}, []uint64{mine[0].Seq, mine[1].Seq})
+	n, err = s.VerifyAudit(ctx())
+	require.NoError(t, err)
+	assert.Equal(t, 3, n)
+}
+
+func testAuditHead(t *testing.T, open Open) {
+	s := open(t, Options{})
+	h, err := s.AuditHead(ctx())
+	require.NoError(t, err)
+	assert.Equal(t, bot.AuditHead{}, h)
+	require.NoError(t, s.VerifyAuditHead(ctx(), bot.AuditHead{}))
+	for i := range 3 {
+		require.NoError(t, s.AppendAudit(ctx(), bot.AuditEntry{Time: t0, Actor: fmt.Sprint(i), Action: bot.ActionRunStarted}))
+	}
+	all, err := s.AuditEntries(ctx(), "")
+	require.NoError(t, err)
+	h, err = s.AuditHead(ctx())
+	require.NoError(t, err)
+	assert.Equal(t, bot.AuditHead{Count: 3, Hash: all[2].Hash}, h)
+	require.NoError(t, s.VerifyAuditHead(ctx(), h))
+	require.NoError(t, s.VerifyAuditHead(ctx(), bot.AuditHead{Count: 2, Hash: all[1].Hash[:12]}), "a prefix of 12 characters")
+	assert.ErrorIs(t, s.VerifyAuditHead(ctx(), bot.AuditHead{Count: 5, Hash: all[2].Hash}), store.ErrAuditCut)
+	assert.ErrorIs(t, s.VerifyAuditHead(ctx(), bot.AuditHead{Count: 2, Hash: all[2].Hash}), store.ErrAuditCut)
+}
+
+func testAuditConcurrent(t *testing.T, open Open) {
+	s := open(t, Options{})
+	var wg sync.WaitGroup
+	const n = 40
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- s.AppendAudit(ctx(), bot.AuditEntry{Time: t0, Actor: fmt.Sprint(i), Action: bot.ActionRunStarted})
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	got, err := s.VerifyAudit(ctx())
+	require.NoError(t, err, "concurrent appends keep one chain")
+	assert.Equal(t, n, got)
+}
+
+func testDedupe(t *testing.T, open Open) {
+	s := open(t, Options{EventTTL: time.Hour})
+	seen, err := s.SeenEvent(ctx(), "ev-1", t0)
+	require.NoError(t, err)
+	assert.False(t, seen)
+	seen, err = s.SeenEvent(ctx(), "ev-1", t0.Add(time.Minute))
+	require.NoError(t, err)
+	assert.True(t, seen)
+	_, err = s.SeenEvent(ctx(), "ev-2", t0.Add(50*time.Minute))
+	require.NoError(t, err)
+
+	res, err := s.Housekeep(ctx(), t0.Add(61*time.Minute))
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Events, "only ids older than the TTL are forgotten")
+	seen, err = s.SeenEvent(ctx(), "ev-2", t0.Add(62*time.Minute))
+	require.NoError(t, err)
+	assert.True(t, seen)
+	seen, err = s.SeenEvent(ctx(), "ev-1", t0.Add(62*time.Minute))
+	require.NoError(t, err)
+	assert.False(t, seen, "a forgotten id counts as new")
+}
+
+func testOutbox(t *testing.T, open Open) {
+	s := open(t, Options{})
+	items, err := s.ListOutbox(ctx())
+	require.NoError(t, err)
+	assert.Empty(t, items)
+	to := bot.Conversation{Platform: "slack", Channel: "C1", Thread: "1.1"}
+	for _, id := range []string{"b", "a", "c"} {
+		require.NoError(t, s.PutOutbox(ctx(), bot.OutboxItem{ID: id, To: to, Message: bot.Message{Text: "hello " + id},
+			RunID: "r-1", Role: bot.RoleStep, NextTry: t0, Queued: t0}))
+	}
+	require.NoError(t, s.PutOutbox(ctx(), bot.OutboxItem{ID: "a", To: to, Message: bot.Message{Text: "hello a"},
+		Attempts: 3, LastErr: "rate limited", NextTry: t0.Add(time.Minute), Queued: t0, GaveUp: true}))
+	items, err = s.ListOutbox(ctx())
+	require.NoError(t, err)
+	require.Len(t, items, 3)
+	assert.Equal(t, []string{"a", "b", "c"}, []string{items[0].ID, items[1].ID, items[2].ID}, "ordered by id")
+	assert.Equal(t, 3, items[0].Attempts, "a put replaces")
+	assert.True(t, items[0].GaveUp)
+	assert.Equal(t, "rate limited", items[0].LastErr)
+	assert.Equal(t, to, items[1].To)
+	assert.Equal(t, "hello b", items[1].Message.Text)
+	require.NoError(t, s.DeleteOutbox(ctx(), "b"))
+	require.NoError(t, s.DeleteOutbox(ctx(), "none"), "deleting what is gone is no error")
+	items, err = s.ListOutbox(ctx())
+	require.NoError(t, err)
+	assert.Len(t, items, 2)
+}
+
+func testKV(t *testing.T, open Open) {
+	s := open(t, Options{})
+	v, err := s.GetKV(ctx(), "missing")
+	require.NoError(t, err)
+	assert.Nil(t, v)
+	require.NoError(t, s.PutKV(ctx(), "watch/last", []byte(`{"a":1}`)))
+	require.NoError(t, s.PutKV(ctx(), "bin", []byte{0, 1, 2, 255}))
+	v, err = s.GetKV(ctx(), "watch/last")
+	require.NoError(t, err)
+	assert.Equal(t, []byte(`{"a":1}`), v)
+	v, err = s.GetKV(ctx(), "bin")
+	require.NoError(t, err)
+	assert.Equal(t, []byte{0, 1, 2, 255}, v)
+	require.NoError(t, s.PutKV(ctx(), "bin", []byte("x")))
+	v, err = s.GetKV(ctx(), "bin")
+	require.NoError(t, err)
+	assert.Equal(t, []byte("x"), v)
+}
+
+func testDigests(t *testing.T, open Open) {
+	s := open(t, Options{})
+	rec, err := s.LastDigest(ctx(), "daily")
+	require.NoError(t, err)
+	assert.Nil(t, rec)
+	assert.Error(t, s.SaveDigest(ctx(), "", digest.Record{}))
+	want := digest.Record{Fire: t0, State: digest.State("posted"), Posted: t0.Add(time.Second),
+		Ref: bot.MessageRef{Platform: "slack", Channel: "C1", ID: "9.9"}}
+	require.NoError(t, s.SaveDigest(ctx(), "daily", want))
+	rec, err = s.LastDigest(ctx(), "daily")
+	require.NoError(t, err)
+	require.NotNil(t, rec)
+	assert.True(t, rec.Fire.Equal(t0))
+	assert.Equal(t, want.Ref, rec.Ref)
+	assert.Equal(t, want.State, rec.State)
+	want.Attempts = 2
+	require.NoError(t, s.SaveDigest(ctx(), "daily", want))
+	rec, err = s.LastDigest(ctx(), "daily")
+	require.NoError(t, err)
+	assert.Equal(t, 2, rec.Attempts)
+}
+
+func newIncident(id, key string, opened time.Time) *incident.Incident {
+	return &incident.Incident{ID: id, Key: key, Title: "Worker stalled", Channel: "C1", State: incident.StateOpen,
+		Evidence: []string{"w1 stalled 12 min"}, OpenedAt: opened, UpdatedAt: opened, Notifications: 1}
+}
+
+func testIncidents(t *testing.T, open Open) {
+	s := open(t, Options{})
+	_, err := s.GetIncident(ctx(), "i-none")
+	assert.ErrorIs(t, err, incident.ErrNotFound)
+	_, err = s.UpdateIncident(ctx(), "i-none", func(*incident.Incident) error { return nil })
+	assert.ErrorIs(t, err, incident.ErrNotFound)
+
+	got, err := s.UpsertIncident(ctx(), "k1", func(cur *incident.Incident) (*incident.Incident, error) {
+		assert.Nil(t, cur)
+		return newIncident("i-1", "k1", t0), nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "i-1", got.ID)
+	// The next upsert of the key sees the incident.
+	got, err = s.UpsertIncident(ctx(), "k1", func(cur *incident.Incident) (*incident.Incident, error) {
+		require.NotNil(t, cur)
+		cur.Notifications++
+		return cur, nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 2, got.Notifications)
+	// nil writes nothing.
+	got, err = s.UpsertIncident(ctx(), "k1", func(cur *incident.Incident) (*incident.Incident, error) { return nil, nil })
+	require.NoError(t, err)
+	assert.Nil(t, got)
+	// An error writes nothing.
+	_, err = s.UpsertIncident(ctx(), "k2", func(*incident.Incident) (*incident.Incident, error) {
+		return newIncident("i-2", "k2", t0), assert.AnError
+	})
+	assert.ErrorIs(t, err, assert.AnError)
+	_, err = s.GetIncident(ctx(), "i-2")
+	assert.ErrorIs(t, err, incident.ErrNotFound)
+	// A key must match; an id is never reused.
+	_, err = s.UpsertIncident(ctx(), "k2", func(*incident.Incident) (*incident.Incident, error) {
+		return newIncident("i-2", "other", t0), nil
+	})
+	assert.Error(t, err)
+	_, err = s.UpsertIncident(ctx(), "k2", func(*incident.Incident) (*incident.Incident, error) {
+		return newIncident("i-1", "k2", t0), nil
+	})
+	assert.ErrorIs(t, err, bot.ErrExists)
+
+	_, err = s.UpsertIncident(ctx(), "k2", func(*incident.Incident) (*incident.Incident, error) {
+		return newIncident("i-2", "k2", t0.Add(time.Hour)), nil
+	})
+	require.NoError(t, err)
+	_, err = s.UpsertIncident(ctx(), "k3", func(*incident.Incident) (*incident.Incident, error) {
+		return newIncident("i-3", "k3", t0.Add(2*time.Hour)), nil
+	})
+	require.NoError(t, err)
+	got, err = s.UpdateIncident(ctx(), "i-2", func(in *incident.Incident) error {
+		in.State, in.ResolvedAt = incident.StateResolved, t0.Add(3*time.Hour)
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, incident.StateResolved, got.State)
+
+	all, err := s.ListIncidents(ctx(), incident.Query{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"i-3", "i-2", "i-1"}, incidentIDs(all), "most recently opened first")
+	opened, err := s.ListIncidents(ctx(), incident.Query{Open: true})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"i-3", "i-1"}, incidentIDs(opened))
+	one, err := s.ListIncidents(ctx(), incident.Query{Limit: 1})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"i-3"}, incidentIDs(one))
+
+	// A resolved key starts a new incident: the latest is what upsert sees.
+	_, err = s.UpsertIncident(ctx(), "k2", func(cur *incident.Incident) (*incident.Incident, error) {
+		require.NotNil(t, cur)
+		assert.Equal(t, "i-2", cur.ID)
+		return newIncident("i-4", "k2", t0.Add(4*time.Hour)), nil
+	})
+	require.NoError(t, err)
+	_, err = s.UpsertIncident(ctx(), "k2", func(cur *incident.Incident) (*incident.Incident, error) {
+		require.NotNil(t, cur)
+		assert.Equal(t, "i-4", cur.ID)
+		return nil, nil
+	})
+	require.NoError(t, err)
+	old, err := s.GetIncident(ctx(), "i-2")
+	require.NoError(t, err)
+	assert.Equal(t, incident.StateResolved, old.State)
+	assert.Equal(t, []string{"w1 stalled 12 min"}, old.Evidence)
+}
+
+func incidentIDs(in []*incident.Incident) []string {
+	out := []string{}
+	for _, i := range in {
+		out = append(out, i.ID)
+	}
+	return out
+}
+
+func testIncidentByMessage(t *testing.T, open Open) {
+	s := open(t, Options{})
+	root := bot.MessageRef{Platform: "slack", Channel: "C1", ID: "5.5"}
+	_, err := s.IncidentByMessage(ctx(), root)
+	assert.ErrorIs(t, err, incident.ErrNotFound)
+	_, err = s.UpsertIncident(ctx(), "k1", func(*incident.Incident) (*incident.Incident, error) {
+		return newIncident("i-1", "k1", t0), nil
+	})
+	require.NoError(t, err)
+	_, err = s.UpdateIncident(ctx(), "i-1", func(in *incident.Incident) error { in.Root = root; return nil })
+	require.NoError(t, err)
+	got, err := s.IncidentByMessage(ctx(), root)
+	require.NoError(t, err)
+	assert.Equal(t, "i-1", got.ID)
+	_, err = s.IncidentByMessage(ctx(), bot.MessageRef{Platform: "slack", Channel: "C2", ID: "5.5"})
+	assert.ErrorIs(t, err, incident.ErrNotFound)
+}
+
+func testIncidentConcurrent(t *testing.T, open Open) {
+	s := open(t, Options{})
+	const n = 30
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := s.UpsertIncident(ctx(), "storm", func(cur *incident.Incident) (*incident.Incident, error) {
+				if cur == nil {
+					in := newIncident("i-storm", "storm", t0)
+					in.Notifications = 0
+					cur = in
+				}
+				cur.Notifications++
+				return cur, nil
+			})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	got, err := s.GetIncident(ctx(), "i-storm")
+	require.NoError(t, err)
+	assert.Equal(t, n, got.Notifications, "upserts of one key serialise: one incident, every notification counted")
+	all, err := s.ListIncidents(ctx(), incident.Query{})
+	require.NoError(t, err)
+	assert.Len(t, all, 1)
+}
+
+func testRetention(t *testing.T, open Open) {
+	s := open(t, Options{Retention: 24 * time.Hour, EventTTL: time.Hour})
+	now := t0.Add(30 * 24 * time.Hour)
+	type spec struct {
+		id       string
+		created  time.Duration // before now
+		finished time.Duration // before now; 0 = still active
+		kept     bool
+	}
+	runs := []spec{
+		{"r-old", 72 * time.Hour, 48 * time.Hour, false},
+		{"r-old-active", 72 * time.Hour, 0, true},
+		{"r-long", 72 * time.Hour, time.Hour, true}, // started long ago, finished recently
+		{"r-recent", 2 * time.Hour, time.Hour, true},
+	}
+	for i, r := range runs {
+		run := newRun(r.id, now.Add(-r.created).Add(time.Duration(i)*time.Second))
+		ref := bot.MessageRef{Platform: "slack", Channel: "C1", ID: "m-" + r.id}
+		require.NoError(t, s.CreateRun(ctx(), run, &bot.Batch{
+			Journal:  []bot.JournalEntry{{Type: bot.JRunStarted}},
+			Audit:    []bot.AuditEntry{{Time: run.CreatedAt, Actor: "ana", Action: bot.ActionRunStarted}},
+			Messages: []bot.MessageIndex{{Ref: ref, RunID: r.id, Role: bot.RoleRoot}}}))
+		if r.finished > 0 {
+			_, err := s.UpdateRun(ctx(), r.id, func(run *bot.Run, _ *bot.Batch) error {
+				run.State, run.FinishedAt, run.UpdatedAt = bot.RunSucceeded, now.Add(-r.finished), now.Add(-r.finished)
+				return nil
+			})
+			require.NoError(t, err)
+		}
+	}
+	_, err := s.SeenEvent(ctx(), "ev-old", now.Add(-2*time.Hour))
+	require.NoError(t, err)
+
+	res, err := s.Housekeep(ctx(), now)
+	require.NoError(t, err)
+	assert.Equal(t, bot.HousekeepResult{Events: 1, Runs: 1}, res)
+	for _, r := range runs {
+		_, err := s.GetRun(ctx(), r.id)
+		_, merr := s.RunByMessage(ctx(), bot.MessageRef{Platform: "slack", Channel: "C1", ID: "m-" + r.id})
+		j, jerr := s.Journal(ctx(), r.id)
+		require.NoError(t, jerr)
+		if r.kept {
+			assert.NoError(t, err, r.id)
+			assert.NoError(t, merr, r.id)
+			assert.Len(t, j, 1, r.id)
+		} else {
+			assert.ErrorIs(t, err, bot.ErrNotFound, r.id)
+			assert.ErrorIs(t, merr, bot.ErrNotFound, "the message index of a deleted run goes with it")
+			assert.Empty(t, j, "the journal of a deleted run goes with it")
+		}
+	}
+	all, err := s.ListRuns(ctx(), bot.RunQuery{})
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"r-old-active", "r-long", "r-recent"}, ids(all))
+	th, err := s.ListRuns(ctx(), bot.RunQuery{Thread: "T-r-old"})
+	require.NoError(t, err)
+	assert.Empty(t, th)
+	// The audit log is never pruned and still verifies.
+	n, err := s.VerifyAudit(ctx())
+	require.NoError(t, err)
+	assert.Equal(t, len(runs), n)
+	// A second pass finds nothing to do.
+	res, err = s.Housekeep(ctx(), now)
+	require.NoError(t, err)
+	assert.Equal(t, bot.HousekeepResult{}, res)
+}
