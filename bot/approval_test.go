@@ -11,16 +11,16 @@ var tBob = User{ID: "U2", Name: "bob"}
 
 func TestGate_OneVotePerPerson(t *testing.T) {
 	g := &Gate{Policy: Policy{Required: 2}}
-	g.castVote(Vote{User: tBob, Approve: true})
-	g.castVote(Vote{User: tBob, Approve: true, Via: "button"})
+	g.CastVote(Vote{User: tBob, Approve: true})
+	g.CastVote(Vote{User: tBob, Approve: true, Via: "button"})
 	assert.Len(t, g.Votes, 1)
 	assert.Equal(t, GatePending, Decide(g, time.Now()))
 	assert.Equal(t, "1 more approval", Missing(g))
-	g.castVote(Vote{User: tBob, Approve: false})
-	_, _, ok := g.withdraw("U2", false, ViaReaction)
+	g.CastVote(Vote{User: tBob, Approve: false})
+	_, _, ok := g.Withdraw("U2", false, ViaReaction)
 	assert.False(t, ok, "a removed reaction withdraws only a vote cast by a reaction")
 	assert.Equal(t, GateRejected, Decide(g, time.Now()), "changing one's mind replaces the vote")
-	_, withdrawn, ok := g.withdraw("U2", false, "")
+	_, withdrawn, ok := g.Withdraw("U2", false, "")
 	assert.True(t, ok)
 	assert.True(t, withdrawn)
 	assert.Empty(t, g.Votes)
@@ -28,20 +28,20 @@ func TestGate_OneVotePerPerson(t *testing.T) {
 
 func TestGate_VoteKeepsItsChannels(t *testing.T) {
 	g := &Gate{Policy: Policy{Required: 2}}
-	g.castVote(Vote{User: tBob, Approve: true, Via: ViaCommand})
-	g.castVote(Vote{User: tBob, Approve: true, Via: ViaReaction})
-	g.castVote(Vote{User: tBob, Approve: true, Via: ViaReaction})
+	g.CastVote(Vote{User: tBob, Approve: true, Via: ViaCommand})
+	g.CastVote(Vote{User: tBob, Approve: true, Via: ViaReaction})
+	g.CastVote(Vote{User: tBob, Approve: true, Via: ViaReaction})
 	assert.Len(t, g.Votes, 1)
 	assert.Equal(t, ViaCommand, g.Votes[0].Via)
 	assert.Equal(t, []VoteVia{ViaReaction}, g.Votes[0].AlsoVia)
-	_, withdrawn, ok := g.withdraw("U2", true, ViaReaction)
+	_, withdrawn, ok := g.Withdraw("U2", true, ViaReaction)
 	assert.True(t, ok)
 	assert.False(t, withdrawn, "the vote cast by command stands")
 	assert.Equal(t, Vote{User: tBob, Approve: true, Via: ViaCommand}, g.Votes[0])
-	_, _, ok = g.withdraw("U2", true, ViaReaction)
+	_, _, ok = g.Withdraw("U2", true, ViaReaction)
 	assert.False(t, ok, "the reaction was already taken back")
 
-	g.castVote(Vote{User: tBob, Approve: false, Via: ViaReaction})
+	g.CastVote(Vote{User: tBob, Approve: false, Via: ViaReaction})
 	assert.Equal(t, Vote{User: tBob, Approve: false, Via: ViaReaction}, g.Votes[0], "a vote the other way replaces it")
 }
 

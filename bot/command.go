@@ -460,7 +460,7 @@ func (e *Engine) reaction(ctx context.Context, ev Event) error {
 			return nil
 		}
 		r, err := e.o.Store.GetRun(ctx, idx.RunID)
-		if err != nil || r.current() == nil || r.current().ID != idx.Step || r.current().Status != StepManual {
+		if err != nil || r.Current() == nil || r.Current().ID != idx.Step || r.Current().Status != StepManual {
 			return nil // reactions on finished steps are just reactions
 		}
 		e.manualResponse(ctx, idx.RunID, ev.Message, threadConv(ev), ev.User, status, "")

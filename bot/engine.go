@@ -215,7 +215,7 @@ func (e *Engine) Resume(ctx context.Context) error {
 			if r.Gate != nil && r.Gate.Decision == GatePending && !r.Gate.Message.IsZero() {
 				watcher.WatchReactions(r.Gate.Message)
 			}
-			if st := r.current(); st != nil && st.Status == StepManual && !st.Message.IsZero() {
+			if st := r.Current(); st != nil && st.Status == StepManual && !st.Message.IsZero() {
 				watcher.WatchReactions(st.Message)
 			}
 		}
@@ -244,11 +244,11 @@ func (e *Engine) Tick(ctx context.Context) {
 		case RunAwaitingApproval:
 			e.checkGateTimers(ctx, r, now)
 		case RunWaiting:
-			if st := r.current(); st != nil && !st.NextPoll.After(now) {
+			if st := r.Current(); st != nil && !st.NextPoll.After(now) {
 				e.work.kick(r.ID)
 			}
 		case RunAwaitingManual:
-			if st := r.current(); st != nil && !st.Deadline.IsZero() && !now.Before(st.Deadline) {
+			if st := r.Current(); st != nil && !st.Deadline.IsZero() && !now.Before(st.Deadline) {
 				e.manualTimeout(ctx, r.ID, st.ID)
 			}
 		}
@@ -309,14 +309,6 @@ func newRunID() string {
 		out = append(out, runIDAlphabet[c&31])
 	}
 	return string(out)
-}
-
-// current returns the state of the step at the cursor.
-func (r *Run) current() *StepState {
-	if r.Cursor < 0 || r.Cursor >= len(r.Steps) {
-		return nil
-	}
-	return &r.Steps[r.Cursor]
 }
 
 // targetNames returns the configured target names, sorted.

@@ -30,7 +30,7 @@ func (e *Engine) advance(ctx context.Context, id string) {
 		switch r.State {
 		case RunRunning:
 		case RunWaiting:
-			st := r.current()
+			st := r.Current()
 			if st == nil || st.NextPoll.After(e.o.Now()) {
 				return
 			}
@@ -43,7 +43,7 @@ func (e *Engine) advance(ctx context.Context, id string) {
 			e.finish(ctx, r.ID, RunSucceeded, "")
 			return
 		}
-		st, spec := r.current(), &r.Spec.Steps[r.Cursor]
+		st, spec := r.Current(), &r.Spec.Steps[r.Cursor]
 		e.hook("step:" + st.ID + ":" + string(st.Status))
 		switch st.Status {
 		case StepPending, StepRunning:
@@ -55,7 +55,7 @@ func (e *Engine) advance(ctx context.Context, id string) {
 		default:
 			// A finished step at the cursor: move on.
 			_, _ = e.update(ctx, r.ID, func(r *Run, b *Batch) error {
-				return e.sm.moveOn(r, b, r.current().Status == StepSucceeded || r.current().Status == StepSkipped)
+				return e.sm.moveOn(r, b, r.Current().Status == StepSucceeded || r.Current().Status == StepSkipped)
 			})
 		}
 	}
@@ -129,7 +129,7 @@ func (e *Engine) finish(ctx context.Context, id string, to RunState, msg string)
 // stepFail marks the current step failed and follows on_failure.
 func (e *Engine) stepFail(ctx context.Context, id, stepID string, cause error, set func(st *StepState)) *Run {
 	r, err := e.update(ctx, id, func(r *Run, b *Batch) error {
-		st := r.current()
+		st := r.Current()
 		if r.State.Terminal() || st == nil || st.ID != stepID {
 			return errRunOver
 		}
@@ -153,7 +153,7 @@ func (e *Engine) stepFail(ctx context.Context, id, stepID string, cause error, s
 // stepDone marks the current step succeeded (or skipped) and moves on.
 func (e *Engine) stepDone(ctx context.Context, id, stepID string, status StepStatus, set func(st *StepState, b *Batch)) *Run {
 	r, err := e.update(ctx, id, func(r *Run, b *Batch) error {
-		st := r.current()
+		st := r.Current()
 		if st == nil || st.ID != stepID {
 			return errRunOver
 		}
@@ -219,7 +219,7 @@ func (e *Engine) startStep(ctx context.Context, r *Run, spec *runbooks.Step) {
 		// A note on a query/action/wait step is shown with it.
 		if text, err := runbooks.Render(spec.Text, env); err == nil {
 			_, _ = e.update(ctx, r.ID, func(r *Run, b *Batch) error {
-				if st := r.current(); st != nil && st.ID == spec.ID {
+				if st := r.Current(); st != nil && st.ID == spec.ID {
 					st.Text = text
 				}
 				return nil
@@ -281,7 +281,7 @@ func (e *Engine) resolveTitles(ctx context.Context, r *Run, env runbooks.Env) {
 // runRead runs a read operation: safe to redo, so no intent is recorded.
 func (e *Engine) runRead(ctx context.Context, r *Run, spec *runbooks.Step, op Op, call Call) {
 	_, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
-		st := r.current()
+		st := r.Current()
 		if st.Status != StepRunning {
 			b.Note(JournalEntry{Time: e.o.Now(), Step: st.ID, Type: JStepStarted, Message: op.Name})
 		}
@@ -322,7 +322,7 @@ func (e *Engine) runWrite(ctx context.Context, r *Run, spec *runbooks.Step, op O
 		return
 	}
 	_, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
-		st := r.current()
+		st := r.Current()
 		if r.State.Terminal() || st.ID != spec.ID {
 			return errRunOver
 		}
@@ -395,7 +395,7 @@ func (e *Engine) startManual(ctx context.Context, r *Run, spec *runbooks.Step, e
 		return
 	}
 	r, err = e.update(ctx, r.ID, func(r *Run, b *Batch) error {
-		st := r.current()
+		st := r.Current()
 		if st.ID != spec.ID {
 			return errRunOver
 		}
@@ -404,7 +404,7 @@ func (e *Engine) startManual(ctx context.Context, r *Run, spec *runbooks.Step, e
 			st.Deadline = e.o.Now().Add(spec.Timeout)
 		}
 		b.Note(JournalEntry{Time: e.o.Now(), Step: st.ID, Type: JStepStarted, Message: "manual step waiting for a person"})
-		return r.setState(RunAwaitingManual)
+		return r.SetState(RunAwaitingManual)
 	})
 	if err != nil {
 		return
@@ -416,7 +416,7 @@ func (e *Engine) startManual(ctx context.Context, r *Run, spec *runbooks.Step, e
 // startWait begins polling.
 func (e *Engine) startWait(ctx context.Context, r *Run, spec *runbooks.Step, call Call) {
 	r, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
-		st := r.current()
+		st := r.Current()
 		st.Status, st.StartedAt, st.Args = StepWaiting, e.o.Now(), call.Args
 		timeout := spec.Timeout
 		if timeout <= 0 {
@@ -424,7 +424,7 @@ func (e *Engine) startWait(ctx context.Context, r *Run, spec *runbooks.Step, cal
 		}
 		st.Deadline, st.NextPoll = e.o.Now().Add(timeout), e.o.Now()
 		b.Note(JournalEntry{Time: e.o.Now(), Step: st.ID, Type: JStepStarted, Message: fmt.Sprintf("waiting up to %s for %s", timeout, spec.Until)})
-		return r.setState(RunWaiting)
+		return r.SetState(RunWaiting)
 	})
 	if err != nil {
 		return
@@ -435,7 +435,7 @@ func (e *Engine) startWait(ctx context.Context, r *Run, spec *runbooks.Step, cal
 
 // pollWait polls a wait step once.
 func (e *Engine) pollWait(ctx context.Context, r *Run) {
-	st, spec := r.current(), &r.Spec.Steps[r.Cursor]
+	st, spec := r.Current(), &r.Spec.Steps[r.Cursor]
 	op, ok := e.o.Ops.Get(spec.Op)
 	if !ok {
 		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("operation %s is not available", spec.Op), nil)
@@ -478,7 +478,7 @@ func (e *Engine) pollWait(ctx context.Context, r *Run) {
 			timeout = runbooks.TargetFail
 		}
 		r2, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
-			st := r.current()
+			st := r.Current()
 			if st.ID != spec.ID || r.State != RunWaiting {
 				return errRunOver
 			}
@@ -486,7 +486,7 @@ func (e *Engine) pollWait(ctx context.Context, r *Run) {
 			st.Status, st.FinishedAt = StepFailed, now
 			st.Error = fmt.Sprintf("timed out after %s", human.Duration(now.Sub(st.StartedAt)))
 			b.Note(JournalEntry{Time: now, Step: st.ID, Type: JStepFailed, Message: st.Error})
-			if err := r.setState(RunRunning); err != nil {
+			if err := r.SetState(RunRunning); err != nil {
 				return err
 			}
 			return e.sm.jump(r, b, timeout)
@@ -505,7 +505,7 @@ func (e *Engine) pollWait(ctx context.Context, r *Run) {
 		interval = 30 * time.Second
 	}
 	r2, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
-		st := r.current()
+		st := r.Current()
 		if st.ID != spec.ID || r.State != RunWaiting {
 			return errRunOver
 		}
@@ -526,13 +526,13 @@ func (e *Engine) pollWait(ctx context.Context, r *Run) {
 // manualTimeout fails a manual step left open past its timeout.
 func (e *Engine) manualTimeout(ctx context.Context, runID, stepID string) {
 	r, err := e.update(ctx, runID, func(r *Run, b *Batch) error {
-		st := r.current()
+		st := r.Current()
 		if r.State != RunAwaitingManual || st == nil || st.ID != stepID {
 			return errRunOver
 		}
 		st.Status, st.FinishedAt, st.Error = StepFailed, e.o.Now(), "nobody marked it done before its timeout"
 		b.Note(JournalEntry{Time: e.o.Now(), Step: stepID, Type: JStepFailed, Message: st.Error})
-		if err := r.setState(RunRunning); err != nil {
+		if err := r.SetState(RunRunning); err != nil {
 			return err
 		}
 		return e.sm.moveOn(r, b, false)

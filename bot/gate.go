@@ -86,7 +86,7 @@ func (e *Engine) openActionGate(ctx context.Context, r *Run, spec *runbooks.Step
 func (e *Engine) openGate(ctx context.Context, runID string, spec *runbooks.Step, plan *Plan, args Args, p Policy, reason string) {
 	now := e.o.Now()
 	r, err := e.update(ctx, runID, func(r *Run, b *Batch) error {
-		st := r.current()
+		st := r.Current()
 		if r.State.Terminal() || st == nil || st.ID != spec.ID {
 			return errRunOver
 		}
@@ -107,7 +107,7 @@ func (e *Engine) openGate(ctx context.Context, runID string, spec *runbooks.Step
 			b.AuditLog(AuditEntry{Time: now, Actor: e.o.BotName, Action: ActionSelfApprovalAllowed, Step: spec.ID, Target: r.Target, PlanHash: hash,
 				Detail: "WARNING: the policy for this gate lets the requester approve their own change"})
 		}
-		return r.setState(RunAwaitingApproval)
+		return r.SetState(RunAwaitingApproval)
 	})
 	if err != nil {
 		return
@@ -151,10 +151,10 @@ func (e *Engine) startApproval(ctx context.Context, r *Run, spec *runbooks.Step,
 // afterGate runs once a gate is approved: re-resolve the plan, and execute
 // only if it is unchanged; otherwise ask again saying what changed.
 func (e *Engine) afterGate(ctx context.Context, r *Run, spec *runbooks.Step) {
-	g, st := r.Gate, r.current()
+	g, st := r.Gate, r.Current()
 	if g == nil || g.StepID != spec.ID || g.Decision != GateApproved {
 		// Inconsistent (should not happen): wait for a decision.
-		_, _ = e.update(ctx, r.ID, func(r *Run, b *Batch) error { return r.setState(RunAwaitingApproval) })
+		_, _ = e.update(ctx, r.ID, func(r *Run, b *Batch) error { return r.SetState(RunAwaitingApproval) })
 		return
 	}
 	approvers := make([]User, 0, len(g.Votes))
@@ -220,7 +220,7 @@ func (e *Engine) afterGate(ctx context.Context, r *Run, spec *runbooks.Step) {
 func (e *Engine) execute(ctx context.Context, runID string, spec *runbooks.Step, op Op, call Call, plan Plan, approvers []User) {
 	hash := plan.Hash()
 	_, err := e.update(ctx, runID, func(r *Run, b *Batch) error {
-		st := r.current()
+		st := r.Current()
 		if r.State.Terminal() || st == nil || st.ID != spec.ID || st.Status != StepGated {
 			return errRunOver
 		}
@@ -262,7 +262,7 @@ func (e *Engine) recover(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	st := r.current()
+	st := r.Current()
 	if st == nil || st.Status != StepExecuting {
 		return nil
 	}
@@ -272,7 +272,7 @@ func (e *Engine) recover(ctx context.Context, id string) error {
 
 // reconcile handles a step found with intent and no outcome.
 func (e *Engine) reconcile(ctx context.Context, r *Run, spec *runbooks.Step) {
-	st := r.current()
+	st := r.Current()
 	op, ok := e.o.Ops.Get(spec.Op)
 	if !ok {
 		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("interrupted, and operation %s is not available to check it", spec.Op), nil)
@@ -297,7 +297,7 @@ func (e *Engine) reconcile(ctx context.Context, r *Run, spec *runbooks.Step) {
 			return
 		}
 		_, _ = e.update(ctx, r.ID, func(r *Run, b *Batch) error {
-			st := r.current()
+			st := r.Current()
 			st.Status = StepGated
 			b.Note(JournalEntry{Time: e.o.Now(), Step: spec.ID, Type: JReconciled, PlanHash: plan.Hash(), Message: "effect not (fully) visible; handed to a person"})
 			return nil
@@ -307,7 +307,7 @@ func (e *Engine) reconcile(ctx context.Context, r *Run, spec *runbooks.Step) {
 	}
 	plan := syntheticPlan(r, spec, op.Name, st.Args, fmt.Sprintf("retry %s %s", op.Name, formatArgs(st.Args)))
 	_, _ = e.update(ctx, r.ID, func(r *Run, b *Batch) error {
-		r.current().Status = StepGated
+		r.Current().Status = StepGated
 		b.Note(JournalEntry{Time: e.o.Now(), Step: spec.ID, Type: JReconciled, Message: "write call interrupted; handed to a person"})
 		return nil
 	})
@@ -326,7 +326,7 @@ func (e *Engine) checkGateTimers(ctx context.Context, r *Run, now time.Time) {
 				return errRunOver
 			}
 			r.Gate.Decision = GateExpired
-			st := r.current()
+			st := r.Current()
 			st.Status, st.FinishedAt = StepFailed, now
 			st.Error = fmt.Sprintf("approval expired after %s with %d of %d approvals", human.Duration(time.Duration(g.Policy.Expires)), len(g.Votes), g.Policy.WithDefaults().Required)
 			b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, PlanHash: g.PlanHash, Message: "expired"})

@@ -43,7 +43,7 @@ func (m machine) jump(r *Run, b *Batch, target string) error {
 	case runbooks.TargetEnd:
 		r.Cursor = len(r.Steps)
 	case runbooks.TargetFail:
-		st := r.current()
+		st := r.Current()
 		msg := "step failed"
 		if st != nil {
 			msg = fmt.Sprintf("step %s failed", st.ID)
@@ -60,7 +60,7 @@ func (m machine) jump(r *Run, b *Batch, target string) error {
 		r.Cursor = i
 	}
 	if r.State != RunRunning {
-		if err := r.setState(RunRunning); err != nil {
+		if err := r.SetState(RunRunning); err != nil {
 			return err
 		}
 	}
@@ -72,7 +72,7 @@ func (m machine) endRun(r *Run, b *Batch, to RunState, msg string) error {
 	if r.State.Terminal() {
 		return nil
 	}
-	if err := r.setState(to); err != nil {
+	if err := r.SetState(to); err != nil {
 		return err
 	}
 	r.FinishedAt = m.now()
@@ -96,10 +96,10 @@ func (m machine) decide(r *Run, b *Batch, now time.Time, by User, reason string)
 		g.Decision = GateApproved
 		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, PlanHash: g.PlanHash, Message: "approved by " + userList(voters(g))})
 		b.AuditLog(AuditEntry{Time: now, Actor: m.bot, Action: ActionApprovalGranted, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Detail: "approved by " + userList(voters(g))})
-		return decision, r.setState(RunRunning)
+		return decision, r.SetState(RunRunning)
 	case GateRejected:
 		g.Decision = GateRejected
-		st := r.current()
+		st := r.Current()
 		st.Status, st.FinishedAt = StepFailed, now
 		st.Error = "rejected by " + by.Display() + optional(reason)
 		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, PlanHash: g.PlanHash, Message: st.Error})

@@ -9,7 +9,7 @@ import (
 
 // step posts or updates the message of one step.
 func (p *poster) step(ctx context.Context, r *Run, stepID string) {
-	st := r.step(stepID)
+	st := r.Step(stepID)
 	if st == nil || st.Branch && st.Message.IsZero() {
 		return
 	}

@@ -65,7 +65,7 @@ func (p *poster) run(ctx context.Context, to Conversation, runID string, role Me
 		p.outbox.queue(ctx, OutboxItem{To: to, Message: m, RunID: runID, Step: step, Role: role}, err)
 		return MessageRef{}
 	}
-	if role.indexed() {
+	if role.Indexed() {
 		p.saveRef(ctx, runID, role, step, ref)
 	}
 	return ref
@@ -135,7 +135,7 @@ func (p *poster) flush(ctx context.Context) {
 			continue
 		}
 		p.outbox.done(ctx, it.ID, it.RunID)
-		if it.RunID != "" && it.Role.indexed() {
+		if it.RunID != "" && it.Role.Indexed() {
 			p.saveRef(ctx, it.RunID, it.Role, it.Step, ref)
 		}
 		done()
@@ -159,7 +159,7 @@ func (p *poster) saveRef(ctx context.Context, runID string, role MessageRole, st
 		case RoleRoot:
 			r.Root = ref
 		case RoleStep:
-			if st := r.step(step); st != nil {
+			if st := r.Step(step); st != nil {
 				st.Message = ref
 			}
 		case RoleGate:

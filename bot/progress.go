@@ -39,7 +39,7 @@ func (p *poster) progress(ctx context.Context, runID, stepID string) (report fun
 		if err != nil {
 			return
 		}
-		st := r.step(stepID)
+		st := r.Step(stepID)
 		if st == nil || st.Message.IsZero() || (st.Status != StepExecuting && st.Status != StepRunning) {
 			return
 		}

@@ -62,7 +62,7 @@ func stepTitle(st *StepState) string {
 
 // stateLine says what a run is doing in a few words.
 func stateLine(r *Run) string {
-	st := r.current()
+	st := r.Current()
 	pos := ""
 	if st != nil {
 		pos = fmt.Sprintf(" (step %d/%d: %s)", r.Cursor+1, len(r.Steps), nonEmpty(st.Title, st.ID))
@@ -183,7 +183,7 @@ func nonZero(d, def time.Duration) time.Duration {
 
 // renderGate renders an approval request, with its live state at time now.
 func renderGate(r *Run, g *Gate, now time.Time, h hints) Message {
-	st := r.step(g.StepID)
+	st := r.Step(g.StepID)
 	idx := 0
 	for i := range r.Steps {
 		if r.Steps[i].ID == g.StepID {
@@ -339,7 +339,7 @@ type Change struct {
 func RunChanges(r *Run, journal []JournalEntry) []Change {
 	var out []Change
 	for _, j := range journal {
-		st := r.step(j.Step)
+		st := r.Step(j.Step)
 		if st == nil || j.Type == JOutcome && noChange(st) {
 			continue
 		}
@@ -393,7 +393,7 @@ func noChange(st *StepState) bool {
 func RunNoChanges(r *Run, journal []JournalEntry) []Change {
 	var out []Change
 	for _, j := range journal {
-		if st := r.step(j.Step); st != nil && j.Type == JOutcome && noChange(st) {
+		if st := r.Step(j.Step); st != nil && j.Type == JOutcome && noChange(st) {
 			out = append(out, Change{Step: st.ID, Text: nonEmpty(j.Message, attempted(st))})
 		}
 	}

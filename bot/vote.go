@@ -81,14 +81,14 @@ func (e *Engine) vote(ctx context.Context, v ballot) {
 		if why != "" {
 			// One line per decision: the same refusal again (a reaction,
 			// then the button) is audited, not listed twice.
-			if !g.refused(v.User.ID, v.action(), why) {
+			if !g.Refused(v.User.ID, v.action(), why) {
 				g.Refusals = append(g.Refusals, Refusal{User: v.User, Reason: why, At: now, Action: v.action()})
 				b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVoteRefused, Actor: v.User.ID, PlanHash: g.PlanHash, Message: verb + " not counted: " + why})
 			}
 			b.AuditLog(AuditEntry{Time: now, Actor: v.User.ID, Action: ActionVoteRefused, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(v.Via), Detail: verb + ": " + why})
 			return nil
 		}
-		g.castVote(Vote{User: v.User, Approve: v.Approve, Reason: v.Reason, At: now, Via: v.Via, PlanHash: g.PlanHash, Groups: groups})
+		g.CastVote(Vote{User: v.User, Approve: v.Approve, Reason: v.Reason, At: now, Via: v.Via, PlanHash: g.PlanHash, Groups: groups})
 		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVote, Actor: v.User.ID, PlanHash: g.PlanHash, Message: verb + optional(v.Reason)})
 		action := ActionApprove
 		if !v.Approve {
@@ -127,13 +127,13 @@ func (e *Engine) withdrawVote(ctx context.Context, r *Run, v ballot) {
 		if g == nil || g.ID != gateID || g.Decision != GatePending {
 			return errRunOver
 		}
-		old, withdrawn, ok := g.withdraw(v.User.ID, v.Approve, v.Via)
+		old, withdrawn, ok := g.Withdraw(v.User.ID, v.Approve, v.Via)
 		if !ok {
 			return errRunOver
 		}
 		if !withdrawn {
 			// The same vote was also cast by command or button: it stands.
-			stands := "still counted (cast by " + string(old.otherVia(v.Via)) + " too)"
+			stands := "still counted (cast by " + string(old.OtherVia(v.Via)) + " too)"
 			b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVote, Actor: v.User.ID, PlanHash: g.PlanHash, Message: "removed " + verb + " reaction; " + verb + " " + stands})
 			b.AuditLog(AuditEntry{Time: now, Actor: v.User.ID, Action: ActionReactionRemoved, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(v.Via), Detail: verb + " " + stands})
 			return nil
@@ -205,11 +205,11 @@ func (e *Engine) breakGlass(ctx context.Context, runID string, conv Conversation
 			return errRunOver
 		}
 		g := r.Gate
-		g.castVote(Vote{User: user, Approve: true, Reason: reason, At: now, Via: ViaCommand, PlanHash: g.PlanHash, BreakGlass: true})
+		g.CastVote(Vote{User: user, Approve: true, Reason: reason, At: now, Via: ViaCommand, PlanHash: g.PlanHash, BreakGlass: true})
 		g.Decision = GateApproved
 		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, Actor: user.ID, PlanHash: g.PlanHash, Message: "BREAK-GLASS approval by " + user.Display() + ": " + reason})
 		b.AuditLog(AuditEntry{Time: now, Actor: user.ID, Action: ActionBreakGlass, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(ViaCommand), Detail: reason})
-		return r.setState(RunRunning)
+		return r.SetState(RunRunning)
 	})
 	if err != nil {
 		return
@@ -255,7 +255,7 @@ func (e *Engine) manualResponse(ctx context.Context, runID string, ref MessageRe
 	if !ok {
 		return
 	}
-	st := r.current()
+	st := r.Current()
 	if r.State != RunAwaitingManual || st == nil || st.Status != StepManual || (!ref.IsZero() && !sameMessage(ref, st.Message)) {
 		e.out.reply(ctx, conv, user, fmt.Sprintf("Your %s was not counted: run `%s` is not waiting for that manual step (it is %s).", manualVerb(status), r.ID, strings.ReplaceAll(string(r.State), "_", " ")))
 		return
@@ -268,7 +268,7 @@ func (e *Engine) manualResponse(ctx context.Context, runID string, ref MessageRe
 		return
 	}
 	r, err := e.update(ctx, runID, func(r *Run, b *Batch) error {
-		st := r.current()
+		st := r.Current()
 		if r.State != RunAwaitingManual || st.ID != stepID || st.Status != StepManual {
 			return errRunOver
 		}
@@ -283,7 +283,7 @@ func (e *Engine) manualResponse(ctx context.Context, runID string, ref MessageRe
 		}
 		b.Note(JournalEntry{Time: now, Step: stepID, Type: JManualDone, Actor: user.ID, Message: string(status) + optional(note)})
 		b.AuditLog(AuditEntry{Time: now, Actor: user.ID, Action: ActionManual(status), Step: stepID, Target: r.Target, Detail: note})
-		if err := r.setState(RunRunning); err != nil {
+		if err := r.SetState(RunRunning); err != nil {
 			return err
 		}
 		return e.sm.moveOn(r, b, status != StepFailed)
@@ -331,7 +331,7 @@ func (e *Engine) cancel(ctx context.Context, runID string, conv Conversation, us
 		if r.State.Terminal() {
 			return fmt.Errorf("run %s already %s", r.ID, r.State)
 		}
-		if st := r.current(); st != nil && !st.Status.Done() && st.Status != StepExecuting {
+		if st := r.Current(); st != nil && !st.Status.Done() && st.Status != StepExecuting {
 			st.Status, st.FinishedAt = StepCancelled, now
 		}
 		b.Note(JournalEntry{Time: now, Type: JRunCancelled, Actor: user.ID, Message: reason})
@@ -347,14 +347,4 @@ func (e *Engine) cancel(ctx context.Context, runID string, conv Conversation, us
 		e.out.refreshGate(ctx, r, r.Gate)
 	}
 	e.out.end(ctx, r)
-}
-
-// refused reports whether the gate already lists this refusal.
-func (g *Gate) refused(userID, action, why string) bool {
-	for _, rf := range g.Refusals {
-		if rf.User.ID == userID && rf.Action == action && rf.Reason == why {
-			return true
-		}
-	}
-	return false
 }

@@ -1,4 +1,4 @@
-package bot
+package chatmodel
 
 import (
 	"context"
@@ -115,9 +115,9 @@ const (
 	RoleFinal      MessageRole = "final"      // the run's end
 )
 
-// indexed reports whether reactions on messages of the role are looked up
+// Indexed reports whether reactions on messages of the role are looked up
 // (their references are stored in the message index).
-func (r MessageRole) indexed() bool { return r == RoleRoot || r == RoleStep || r == RoleGate }
+func (r MessageRole) Indexed() bool { return r == RoleRoot || r == RoleStep || r == RoleGate }
 
 // Intent is what a person means by a reaction or a button press. Adapters
 // translate their platform's emoji and buttons into intents; the engine

@@ -1,4 +1,4 @@
-package bot
+package opmodel
 
 import (
 	"fmt"

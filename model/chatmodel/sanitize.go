@@ -1,4 +1,4 @@
-package bot
+package chatmodel
 
 import (
 	"fmt"
@@ -81,13 +81,4 @@ func (m Message) Clean() Message {
 		m.Buttons = bs
 	}
 	return m
-}
-
-// limitText cuts s to n characters, marking the cut.
-func limitText(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
 }

@@ -1,4 +1,6 @@
-package bot
+package runmodel
+
+import "github.com/groundcrew/groundcrew/model/opmodel"
 
 // AuditAction names what an audit entry records. Stored as a string.
 type AuditAction string
@@ -33,7 +35,7 @@ const (
 func ActionManual(status StepStatus) AuditAction { return AuditAction("manual_" + string(status)) }
 
 // ActionCall is the audit action of a call of an operation of that class ("call_write").
-func ActionCall(class Class) AuditAction { return AuditAction("call_" + string(class)) }
+func ActionCall(class opmodel.Class) AuditAction { return AuditAction("call_" + string(class)) }
 
 // ActionRun is the audit action of a run's end ("run_succeeded").
 func ActionRun(state RunState) AuditAction { return AuditAction("run_" + string(state)) }

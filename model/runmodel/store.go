@@ -1,8 +1,10 @@
-package bot
+package runmodel
 
 import (
 	"context"
 	"time"
+
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // RunQuery selects runs. Zero fields match everything.
@@ -21,7 +23,7 @@ type Runs interface {
 	UpdateRun(ctx context.Context, id string, fn func(r *Run, b *Batch) error) (*Run, error)
 	GetRun(ctx context.Context, id string) (*Run, error)
 	ListRuns(ctx context.Context, q RunQuery) ([]*Run, error)
-	RunByMessage(ctx context.Context, ref MessageRef) (MessageIndex, error)
+	RunByMessage(ctx context.Context, ref chatmodel.MessageRef) (MessageIndex, error)
 }
 
 // Journals reads run journals and the audit log.
@@ -39,16 +41,16 @@ type Dedupe interface {
 
 // OutboxItem is a chat post that failed and will be retried.
 type OutboxItem struct {
-	ID       string       `json:"id"`
-	To       Conversation `json:"to"`
-	Message  Message      `json:"message"`
-	Update   MessageRef   `json:"update,omitzero"` // set for an update rather than a post
-	RunID    string       `json:"run_id,omitempty"`
-	Step     string       `json:"step,omitempty"`
-	Role     MessageRole  `json:"role,omitempty"`
-	Attempts int          `json:"attempts"`
-	NextTry  time.Time    `json:"next_try"`
-	LastErr  string       `json:"last_error,omitempty"`
+	ID       string                 `json:"id"`
+	To       chatmodel.Conversation `json:"to"`
+	Message  chatmodel.Message      `json:"message"`
+	Update   chatmodel.MessageRef   `json:"update,omitzero"` // set for an update rather than a post
+	RunID    string                 `json:"run_id,omitempty"`
+	Step     string                 `json:"step,omitempty"`
+	Role     chatmodel.MessageRole  `json:"role,omitempty"`
+	Attempts int                    `json:"attempts"`
+	NextTry  time.Time              `json:"next_try"`
+	LastErr  string                 `json:"last_error,omitempty"`
 	// Queued is when the first attempt failed (the age of the backlog).
 	Queued time.Time `json:"queued,omitzero"`
 	// GaveUp is set once the post failed too often (or cannot succeed):

@@ -1,4 +1,4 @@
-package bot
+package runmodel
 
 import (
 	"fmt"

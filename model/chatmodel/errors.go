@@ -1,15 +1,12 @@
-package bot
+package chatmodel
 
 import "errors"
 
 // Sentinel errors callers branch on.
 var (
-	ErrNotFound          = errors.New("not found")
-	ErrInvalidTransition = errors.New("invalid state transition")
-	ErrNotApprover       = errors.New("not an approver")
-	ErrNotConfigured     = errors.New("not configured")
-	ErrLocked            = errors.New("store is locked by another process")
-	ErrExists            = errors.New("already exists")
+	ErrNotFound      = errors.New("not found")
+	ErrNotApprover   = errors.New("not an approver")
+	ErrNotConfigured = errors.New("not configured")
 	// ErrCannotPost is wrapped by chat adapters when a post can never
 	// succeed as it is (the bot is not in the channel, the channel is
 	// gone): the outbox gives it up instead of retrying.

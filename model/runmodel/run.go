@@ -1,11 +1,14 @@
-package bot
+package runmodel
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/groundcrew/groundcrew/bot/policy"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -36,8 +39,8 @@ var transitions = map[RunState][]RunState{
 	RunWaiting:          {RunRunning, RunFailed, RunCancelled, RunWaiting},
 }
 
-// setState moves the run to a new state, refusing illegal transitions.
-func (r *Run) setState(to RunState) error {
+// SetState moves the run to a new state, refusing illegal transitions.
+func (r *Run) SetState(to RunState) error {
 	for _, ok := range transitions[r.State] {
 		if ok == to {
 			r.State = to
@@ -72,20 +75,20 @@ func (s StepStatus) Done() bool {
 // Run is one execution of a runbook. It is stored whole, as JSON, and
 // changed only inside Store.UpdateRun.
 type Run struct {
-	ID           string            `json:"id"`
-	Runbook      string            `json:"runbook"`
-	Title        string            `json:"title"`
-	Target       string            `json:"target"`
-	Params       map[string]string `json:"params"`
-	Vars         map[string]string `json:"vars,omitempty"`
-	Requester    User              `json:"requester"`
-	Conversation Conversation      `json:"conversation"`
+	ID           string                 `json:"id"`
+	Runbook      string                 `json:"runbook"`
+	Title        string                 `json:"title"`
+	Target       string                 `json:"target"`
+	Params       map[string]string      `json:"params"`
+	Vars         map[string]string      `json:"vars,omitempty"`
+	Requester    chatmodel.User         `json:"requester"`
+	Conversation chatmodel.Conversation `json:"conversation"`
 	// Root is the run's root message, kept up to date with the status.
-	Root   MessageRef  `json:"root"`
-	State  RunState    `json:"state"`
-	Cursor int         `json:"cursor"`
-	DryRun bool        `json:"dry_run,omitempty"`
-	Steps  []StepState `json:"steps"`
+	Root   chatmodel.MessageRef `json:"root"`
+	State  RunState             `json:"state"`
+	Cursor int                  `json:"cursor"`
+	DryRun bool                 `json:"dry_run,omitempty"`
+	Steps  []StepState          `json:"steps"`
 	// Spec is the runbook as it was when the run started, so editing a
 	// runbook never changes a run in flight.
 	Spec *runbooks.Runbook `json:"spec"`
@@ -95,43 +98,43 @@ type Run struct {
 	GateSeq int `json:"gate_seq,omitempty"`
 	// PendingApproval carries an explicit approval step's policy to the gate
 	// of the destructive step that follows it.
-	PendingApproval *Policy   `json:"pending_approval,omitempty"`
-	CreatedAt       time.Time `json:"created_at"`
-	UpdatedAt       time.Time `json:"updated_at"`
-	FinishedAt      time.Time `json:"finished_at,omitzero"`
-	Error           string    `json:"error,omitempty"`
+	PendingApproval *policy.Policy `json:"pending_approval,omitempty"`
+	CreatedAt       time.Time      `json:"created_at"`
+	UpdatedAt       time.Time      `json:"updated_at"`
+	FinishedAt      time.Time      `json:"finished_at,omitzero"`
+	Error           string         `json:"error,omitempty"`
 }
 
 // StepState is the state of one step of a run.
 type StepState struct {
-	ID         string       `json:"id"`
-	Kind       string       `json:"kind"`
-	Title      string       `json:"title"`
-	Op         string       `json:"op,omitempty"`
-	Status     StepStatus   `json:"status"`
-	StartedAt  time.Time    `json:"started_at,omitzero"`
-	FinishedAt time.Time    `json:"finished_at,omitzero"`
-	Summary    string       `json:"summary,omitempty"`
-	Result     RawJSON      `json:"result,omitempty"`
-	Table      *Table       `json:"table,omitempty"`
-	Detail     string       `json:"detail,omitempty"`
-	Text       string       `json:"text,omitempty"` // rendered manual instructions
-	Warn       bool         `json:"warn,omitempty"`
-	Items      []ItemResult `json:"items,omitempty"`
-	Error      string       `json:"error,omitempty"`
-	Message    MessageRef   `json:"message,omitzero"`
-	Plan       *Plan        `json:"plan,omitempty"`
-	PlanHash   string       `json:"plan_hash,omitempty"`
-	Args       Args         `json:"args,omitempty"`
+	ID         string               `json:"id"`
+	Kind       string               `json:"kind"`
+	Title      string               `json:"title"`
+	Op         string               `json:"op,omitempty"`
+	Status     StepStatus           `json:"status"`
+	StartedAt  time.Time            `json:"started_at,omitzero"`
+	FinishedAt time.Time            `json:"finished_at,omitzero"`
+	Summary    string               `json:"summary,omitempty"`
+	Result     RawJSON              `json:"result,omitempty"`
+	Table      *opmodel.Table       `json:"table,omitempty"`
+	Detail     string               `json:"detail,omitempty"`
+	Text       string               `json:"text,omitempty"` // rendered manual instructions
+	Warn       bool                 `json:"warn,omitempty"`
+	Items      []opmodel.ItemResult `json:"items,omitempty"`
+	Error      string               `json:"error,omitempty"`
+	Message    chatmodel.MessageRef `json:"message,omitzero"`
+	Plan       *opmodel.Plan        `json:"plan,omitempty"`
+	PlanHash   string               `json:"plan_hash,omitempty"`
+	Args       opmodel.Args         `json:"args,omitempty"`
 	// NextPoll and Deadline drive wait steps (and manual step timeouts).
 	NextPoll time.Time `json:"next_poll,omitzero"`
 	Deadline time.Time `json:"deadline,omitzero"`
 	Polls    int       `json:"polls,omitempty"`
 	// By is who completed a manual step.
-	By *User `json:"by,omitempty"`
+	By *chatmodel.User `json:"by,omitempty"`
 	// ApprovedBy lists who approved the gate this step executed under.
-	ApprovedBy []User `json:"approved_by,omitempty"`
-	Note       string `json:"note,omitempty"`
+	ApprovedBy []chatmodel.User `json:"approved_by,omitempty"`
+	Note       string           `json:"note,omitempty"`
 	// Branch marks a step skipped because its `when` was false: a branch
 	// not taken is not posted in the thread (it shows in status and summary).
 	Branch bool `json:"branch,omitempty"`
@@ -145,19 +148,19 @@ type Gate struct {
 	ID     string `json:"id"` // unique per gate ("r-7f3a/prune/2")
 	StepID string `json:"step_id"`
 	// Plan is nil for an explicit approval step with no destructive action after it.
-	Plan        *Plan        `json:"plan,omitempty"`
-	PlanHash    string       `json:"plan_hash,omitempty"`
-	Policy      Policy       `json:"policy"`
-	Votes       []Vote       `json:"votes,omitempty"`
-	Refusals    []Refusal    `json:"refusals,omitempty"`
-	Withdrawals []Withdrawal `json:"withdrawals,omitempty"`
-	RequestedAt time.Time    `json:"requested_at"`
-	ExpiresAt   time.Time    `json:"expires_at"`
-	Message     MessageRef   `json:"message,omitzero"`
-	Reason      string       `json:"reason,omitempty"` // why this gate was (re)opened: drift, interrupted
-	Reminded    bool         `json:"reminded,omitempty"`
-	Decision    GateDecision `json:"decision,omitempty"`
-	Kind        string       `json:"kind,omitempty"` // "approve" (default) or "retry" (reconciliation)
+	Plan        *opmodel.Plan        `json:"plan,omitempty"`
+	PlanHash    string               `json:"plan_hash,omitempty"`
+	Policy      policy.Policy        `json:"policy"`
+	Votes       []Vote               `json:"votes,omitempty"`
+	Refusals    []Refusal            `json:"refusals,omitempty"`
+	Withdrawals []Withdrawal         `json:"withdrawals,omitempty"`
+	RequestedAt time.Time            `json:"requested_at"`
+	ExpiresAt   time.Time            `json:"expires_at"`
+	Message     chatmodel.MessageRef `json:"message,omitzero"`
+	Reason      string               `json:"reason,omitempty"` // why this gate was (re)opened: drift, interrupted
+	Reminded    bool                 `json:"reminded,omitempty"`
+	Decision    GateDecision         `json:"decision,omitempty"`
+	Kind        string               `json:"kind,omitempty"` // "approve" (default) or "retry" (reconciliation)
 }
 
 // GateDecision is the outcome of a gate.
@@ -184,11 +187,11 @@ const (
 
 // Vote is one approve/reject by one person.
 type Vote struct {
-	User    User      `json:"user"`
-	Approve bool      `json:"approve"`
-	Reason  string    `json:"reason,omitempty"`
-	At      time.Time `json:"at"`
-	Via     VoteVia   `json:"via"`
+	User    chatmodel.User `json:"user"`
+	Approve bool           `json:"approve"`
+	Reason  string         `json:"reason,omitempty"`
+	At      time.Time      `json:"at"`
+	Via     VoteVia        `json:"via"`
 	// AlsoVia are the other channels the same vote was cast through (an
 	// approval by command, then a ✅ reaction): removing that reaction
 	// takes its channel away, and the vote stands while one is left.
@@ -202,23 +205,23 @@ type Vote struct {
 
 // Refusal is a vote that did not count, with why.
 type Refusal struct {
-	User   User      `json:"user"`
-	Reason string    `json:"reason"`
-	At     time.Time `json:"at"`
-	// Action is what was refused ("approval", "rejection", "break-glass approval").
+	User   chatmodel.User `json:"user"`
+	Reason string         `json:"reason"`
+	At     time.Time      `json:"at"`
+	// Action is what was Refused ("approval", "rejection", "break-glass approval").
 	Action string `json:"action,omitempty"`
 }
 
 // Withdrawal is a vote taken back (its reaction removed).
 type Withdrawal struct {
-	User    User      `json:"user"`
-	Approve bool      `json:"approve"`
-	Via     VoteVia   `json:"via"`
-	At      time.Time `json:"at"`
+	User    chatmodel.User `json:"user"`
+	Approve bool           `json:"approve"`
+	Via     VoteVia        `json:"via"`
+	At      time.Time      `json:"at"`
 }
 
-// step returns the state of the step with the given id.
-func (r *Run) step(id string) *StepState {
+// Step returns the state of the step with the given id.
+func (r *Run) Step(id string) *StepState {
 	for i := range r.Steps {
 		if r.Steps[i].ID == id {
 			return &r.Steps[i]
@@ -314,10 +317,10 @@ type Batch struct {
 // MessageIndex maps a posted message to the run (and step) it belongs to, so
 // reactions and button presses find their run.
 type MessageIndex struct {
-	Ref   MessageRef  `json:"ref"`
-	RunID string      `json:"run_id"`
-	Step  string      `json:"step,omitempty"`
-	Role  MessageRole `json:"role"`
+	Ref   chatmodel.MessageRef  `json:"ref"`
+	RunID string                `json:"run_id"`
+	Step  string                `json:"step,omitempty"`
+	Role  chatmodel.MessageRole `json:"role"`
 }
 
 // Note appends a journal entry to the batch.
@@ -325,3 +328,12 @@ func (b *Batch) Note(e JournalEntry) { b.Journal = append(b.Journal, e) }
 
 // AuditLog appends an audit entry to the batch.
 func (b *Batch) AuditLog(e AuditEntry) { b.Audit = append(b.Audit, e) }
+
+// Errors of the run model and its stores.
+var (
+	// ErrNotFound is chatmodel.ErrNotFound: one "not found" for chat and store.
+	ErrNotFound          = chatmodel.ErrNotFound
+	ErrInvalidTransition = errors.New("invalid state transition")
+	ErrLocked            = errors.New("store is locked by another process")
+	ErrExists            = errors.New("already exists")
+)
