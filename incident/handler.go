@@ -95,19 +95,24 @@ func (h *Handler) reply(ctx context.Context, ev bot.Event, text string) {
 	}
 }
 
-const helpText = "• `/runbook incidents` — the open incidents (from Alertmanager alerts and watch rules); `/runbook incidents show <incident>` its timeline; `/runbook incidents ack <incident>` acknowledges one (or react 👀 on it)"
+const helpText = "• `/runbook incidents` — the open incidents (from Alertmanager alerts and watch rules), those nobody acknowledged first; filters: `unacked`, `target=<target>`, `all` (resolved too), `page <n>`; `/runbook incidents show <incident>` its timeline; `/runbook incidents ack <incident>` acknowledges one (or react 👀 on it)"
 
-const usage = "Usage: `/runbook incidents` (the open incidents) · `/runbook incidents show <incident>` (its timeline) · `/runbook incidents ack <incident>`"
+const usage = "Usage: `/runbook incidents [unacked] [target=<target>] [all] [page <n>]` (the open incidents) · `/runbook incidents show <incident>` (its timeline) · `/runbook incidents ack <incident>`"
 
 func (h *Handler) command(ctx context.Context, ev bot.Event, args []string) error {
 	switch {
-	case len(args) == 0:
-		ins, err := h.M.Open(ctx)
+	case len(args) == 0 || !strings.EqualFold(args[0], "show") && !strings.EqualFold(args[0], "ack"):
+		f, err := ParseListFilter(args)
+		if err != nil {
+			h.reply(ctx, ev, "⚠️ "+err.Error()+"\n"+usage)
+			return nil
+		}
+		ins, err := h.M.list(ctx, f)
 		if err != nil {
 			h.reply(ctx, ev, "⚠️ Could not list the incidents: "+err.Error())
 			return err
 		}
-		h.reply(ctx, ev, h.M.ListText(ins, func(in *Incident) []*bot.Run { return h.M.LinkedRuns(ctx, in) }))
+		h.reply(ctx, ev, h.M.ListText(ins, f, func(in *Incident) []*bot.Run { return h.M.LinkedRuns(ctx, in) }))
 	case len(args) == 2 && strings.EqualFold(args[0], "show"):
 		in, ok := h.find(ctx, ev, args[1])
 		if !ok {
@@ -135,7 +140,8 @@ func (h *Handler) command(ctx context.Context, ev bot.Event, args []string) erro
 }
 
 func (h *Handler) find(ctx context.Context, ev bot.Event, id string) (*Incident, bool) {
-	in, err := h.M.o.Store.GetIncident(ctx, id)
+	// Ids are written lower case ("i-b6cad1"); people copy them any way.
+	in, err := h.M.o.Store.GetIncident(ctx, strings.ToLower(strings.Trim(id, "`")))
 	if errors.Is(err, ErrNotFound) {
 		h.reply(ctx, ev, fmt.Sprintf("⚠️ There is no incident %q. See `/runbook incidents`.", id))
 		return nil, false

@@ -436,21 +436,71 @@ func TestRedeliveredPressIsDroppedAndOpenIncidentsAreRewatched(t *testing.T) {
 	assert.Equal(t, []bot.MessageRef{in.Root}, wc.watched)
 }
 
-func TestListShowsTheOldestTwenty(t *testing.T) {
+// TestListShowsWhatNeedsAPersonFirst: with 25 open and the 9 oldest
+// acknowledged, the list starts with the oldest nobody acknowledged, says
+// the counts by state, pages with a hint that works, filters, and takes
+// incident ids in any case.
+func TestListShowsWhatNeedsAPersonFirst(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
+	var ids []string
 	for i := range 25 {
 		s := diskSignal(true, "a")
 		s.Key = fmt.Sprintf("k%d", i)
-		_, err := f.m.Signal(ctx, s)
+		if i%5 == 4 {
+			s.Target = "ocb-example-client"
+		}
+		in, err := f.m.Signal(ctx, s)
 		require.NoError(t, err)
+		ids = append(ids, in.ID)
 		f.clock.Advance(time.Minute)
 	}
-	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: bot.User{ID: "U9"}, Text: "incidents"}))
-	list := f.chat.Ephemerals("U9")[0]
-	assert.Contains(t, list, "*Open incidents* (25)")
-	assert.Contains(t, list, "… and 5 more, newer")
-	assert.Equal(t, 20, strings.Count(list, "🚨 `i-"))
+	carol := bot.User{ID: "U3", Name: "carol"}
+	for _, id := range ids[:9] {
+		// Typed as people copy them from a phone: upper case.
+		require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: carol, Text: "incidents ack " + strings.ToUpper(id)}))
+	}
+	assert.Empty(t, f.chat.Ephemerals("U3"), "every ack found its incident")
+	list := func(args string) string {
+		n := len(f.chat.Ephemerals("U9"))
+		require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: bot.User{ID: "U9"}, Text: strings.TrimSpace("incidents " + args)}))
+		got := f.chat.Ephemerals("U9")
+		require.Len(t, got, n+1)
+		return got[n]
+	}
+	first := list("")
+	assert.Contains(t, first, "*Open incidents* (25): 16 not acknowledged · 9 acknowledged")
+	assert.Equal(t, 16, strings.Count(first, "🚨 `i-"))
+	assert.Equal(t, 4, strings.Count(first, "👀 `i-"))
+	assert.Less(t, strings.Index(first, ids[9]), strings.Index(first, ids[10]), "oldest first")
+	assert.Less(t, strings.Index(first, ids[24]), strings.Index(first, ids[0]), "the unacknowledged come before the acknowledged")
+	assert.NotContains(t, first, ids[5], "the newest acknowledged are on page 2")
+	assert.Contains(t, first, "Page 1 of 2 (1–20 of 25). Next: `/runbook incidents page 2`")
+
+	second := list("page 2")
+	assert.Equal(t, 5, strings.Count(second, "👀 `i-"))
+	assert.Contains(t, second, ids[8])
+	assert.NotContains(t, second, "Next:")
+
+	unacked := list("unacked")
+	assert.Contains(t, unacked, "Showing `unacked`: 16 incidents")
+	assert.NotContains(t, unacked, "👀 `i-")
+	assert.NotContains(t, unacked, "Page ")
+
+	ocb := list("unacked target=ocb-example-client")
+	assert.Contains(t, ocb, "Showing `unacked target=ocb-example-client`: 4 incidents")
+
+	bad := list("everything")
+	assert.Contains(t, bad, `"everything" is not a filter`)
+
+	_, err := f.m.Signal(ctx, func() incident.Signal { s := diskSignal(false); s.Key = "k0"; return s }())
+	require.NoError(t, err)
+	all := list("all page 2")
+	assert.Contains(t, all, "✅ `"+ids[0]+"`", "all lists the resolved ones last")
+	assert.Contains(t, all, "Page 2 of 2")
+
+	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: carol, Text: "incidents show " + strings.ToUpper(ids[3])}))
+	assert.Contains(t, f.chat.Ephemerals("U3")[0], "`"+ids[3]+"`")
 }
 
 // Alert labels and annotations are outside input: what reaches a channel

@@ -484,6 +484,31 @@ func (m *Manager) Open(ctx context.Context) ([]*Incident, error) {
 	return ins, nil
 }
 
+// maxListedResolved bounds how many resolved incidents `all` reads.
+const maxListedResolved = 500
+
+// list reads the incidents a listing filter may show: the open ones, and
+// with All the most recent resolved ones too.
+func (m *Manager) list(ctx context.Context, f ListFilter) ([]*Incident, error) {
+	if !f.All {
+		return m.Open(ctx)
+	}
+	open, err := m.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	recent, err := m.o.Store.ListIncidents(ctx, Query{Limit: len(open) + maxListedResolved})
+	if err != nil {
+		return nil, err
+	}
+	for _, in := range recent {
+		if in.State == StateResolved {
+			open = append(open, in)
+		}
+	}
+	return open, nil
+}
+
 // LinkedRuns returns the runs of the incident's thread.
 func (m *Manager) LinkedRuns(ctx context.Context, in *Incident) []*bot.Run {
 	if m.o.Runs == nil || in.Root.IsZero() {

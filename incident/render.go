@@ -1,7 +1,10 @@
 package incident
 
 import (
+	"errors"
 	"fmt"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -106,29 +109,145 @@ func plural(n int) string {
 	return "s"
 }
 
-// ListText renders `/runbook incidents`: the open incidents, oldest first,
-// with their state, age, thread and linked runs.
-func (m *Manager) ListText(ins []*Incident, runs func(*Incident) []*bot.Run) string {
-	if len(ins) == 0 {
-		return "✅ No open incidents."
+// ListFilter selects and pages `/runbook incidents`.
+type ListFilter struct {
+	Unacked bool   // only the incidents nobody acknowledged
+	All     bool   // the resolved ones too (most recent first, after the open ones)
+	Target  string // only this target
+	Page    int    // 1-based; 0 is 1
+}
+
+// ParseListFilter reads the words after `/runbook incidents`: unacked,
+// all, target=NAME, page N (or page=N).
+func ParseListFilter(words []string) (ListFilter, error) {
+	var f ListFilter
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		k, v, hasValue := strings.Cut(w, "=")
+		switch {
+		case strings.EqualFold(w, "unacked") || strings.EqualFold(w, "unacknowledged"):
+			f.Unacked = true
+		case strings.EqualFold(w, "all"):
+			f.All = true
+		case hasValue && strings.EqualFold(k, "target") && v != "":
+			f.Target = v
+		case strings.EqualFold(k, "page"):
+			if !hasValue {
+				if i+1 == len(words) {
+					return f, errors.New("page needs a number: `page 2`")
+				}
+				i++
+				v = words[i]
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 10000 {
+				return f, fmt.Errorf("page %.20q: give a page number, `page 2`", v)
+			}
+			f.Page = n
+		default:
+			return f, fmt.Errorf("%.40q is not a filter: use unacked, all, target=<target> or page <n>", w)
+		}
 	}
+	return f, nil
+}
+
+// words is the filter as the command words that give it (without page).
+func (f ListFilter) words() string {
+	var w []string
+	if f.Unacked {
+		w = append(w, "unacked")
+	}
+	if f.All {
+		w = append(w, "all")
+	}
+	if f.Target != "" {
+		w = append(w, "target="+f.Target)
+	}
+	return strings.Join(w, " ")
+}
+
+// listRank orders the list: what needs a person first (not acknowledged,
+// oldest first), then acknowledged (oldest first), then resolved (most
+// recently resolved first).
+func listRank(ins []*Incident) {
+	rank := map[State]int{StateOpen: 0, StateAcknowledged: 1, StateResolved: 2}
+	sort.SliceStable(ins, func(i, j int) bool {
+		a, b := ins[i], ins[j]
+		if rank[a.State] != rank[b.State] {
+			return rank[a.State] < rank[b.State]
+		}
+		if a.State == StateResolved {
+			return a.ResolvedAt.After(b.ResolvedAt)
+		}
+		if !a.OpenedAt.Equal(b.OpenedAt) {
+			return a.OpenedAt.Before(b.OpenedAt)
+		}
+		return a.ID < b.ID
+	})
+}
+
+// ListText renders `/runbook incidents`: counts by state, then the
+// incidents that need a person first (not acknowledged, oldest first),
+// then the acknowledged ones, a page of maxListed at a time, with their
+// state, age and linked runs or suggested command. ins are the incidents
+// the filter may show (the open ones, and with All the resolved ones).
+func (m *Manager) ListText(ins []*Incident, f ListFilter, runs func(*Incident) []*bot.Run) string {
 	now := m.o.Now()
-	var b strings.Builder
-	fmt.Fprintf(&b, "*Open incidents* (%d)", len(ins))
-	more := 0
-	if len(ins) > maxListed {
-		ins, more = ins[:maxListed], len(ins)-maxListed
-	}
+	counts := map[State]int{}
+	var shown []*Incident
 	for _, in := range ins {
+		if in.State != StateResolved {
+			counts[in.State]++
+		}
+		if f.Target != "" && !strings.EqualFold(in.Target, f.Target) ||
+			f.Unacked && in.State != StateOpen || !f.All && in.State == StateResolved {
+			continue
+		}
+		shown = append(shown, in)
+	}
+	listRank(shown)
+	var b strings.Builder
+	open := counts[StateOpen] + counts[StateAcknowledged]
+	if open == 0 {
+		b.WriteString("✅ No open incidents.")
+	} else {
+		fmt.Fprintf(&b, "*Open incidents* (%d): %d not acknowledged · %d acknowledged", open, counts[StateOpen], counts[StateAcknowledged])
+	}
+	if fw := f.words(); fw != "" {
+		fmt.Fprintf(&b, "\nShowing `%s`: %d incident%s", fw, len(shown), plural(len(shown)))
+	}
+	if len(shown) == 0 {
+		if f.words() != "" {
+			b.WriteString(" — `/runbook incidents` lists every open one.")
+		}
+		return b.String()
+	}
+	pages := (len(shown) + maxListed - 1) / maxListed
+	page := max(f.Page, 1)
+	if page > pages {
+		fmt.Fprintf(&b, "\nThere are %d page%s; this is the last one.", pages, plural(pages))
+		page = pages
+	}
+	from := (page - 1) * maxListed
+	to := min(from+maxListed, len(shown))
+	for _, in := range shown[from:to] {
 		where := ""
 		if in.Target != "" {
 			where = " on `" + in.Target + "`"
 		}
-		state := "open, not acknowledged"
-		if in.State == StateAcknowledged {
-			state = "acknowledged by " + in.AckedBy.Display()
+		var state string
+		switch in.State {
+		case StateAcknowledged:
+			state = "acknowledged by " + in.AckedBy.Display() + ", open for " + human.Duration(in.Duration(now))
+		case StateResolved:
+			state = "resolved " + in.ResolvedAt.UTC().Format("Jan 2 15:04") + " after " + human.Duration(in.Duration(now))
+		default:
+			state = "not acknowledged, open for " + human.Duration(in.Duration(now))
 		}
-		fmt.Fprintf(&b, "\n%s `%s` %s%s — %s, %s", stateIcon(in.State), in.ID, in.Title, where, state, human.Duration(in.Duration(now)))
+		fmt.Fprintf(&b, "\n%s `%s` %s%s — %s", stateIcon(in.State), in.ID, in.Title, where, state)
+		if in.State == StateResolved {
+			continue
+		}
 		var rs []string
 		for _, r := range runs(in) {
 			rs = append(rs, fmt.Sprintf("`%s` %s %s", r.ID, r.Runbook, r.State))
@@ -139,10 +258,18 @@ func (m *Manager) ListText(ins []*Incident, runs func(*Incident) []*bot.Run) str
 			b.WriteString("\n    suggested: `" + cmd + "`")
 		}
 	}
-	if more > 0 {
-		fmt.Fprintf(&b, "\n… and %d more, newer (resolve or acknowledge the oldest first).", more)
+	if pages > 1 {
+		fmt.Fprintf(&b, "\nPage %d of %d (%d–%d of %d).", page, pages, from+1, to, len(shown))
+		if page < pages {
+			fmt.Fprintf(&b, " Next: `%s`", strings.Join(strings.Fields("/runbook incidents "+f.words()+" page "+strconv.Itoa(page+1)), " "))
+		}
 	}
-	b.WriteString("\nAcknowledge: react 👀 on the incident, or `/runbook incidents ack <incident>`.")
+	if counts[StateOpen] > 0 {
+		b.WriteString("\nAcknowledge: react 👀 on the incident, or `/runbook incidents ack <incident>`.")
+	}
+	if !f.Unacked && counts[StateOpen] > 0 && counts[StateAcknowledged] > 0 {
+		b.WriteString(" Only those nobody acknowledged: `/runbook incidents unacked`.")
+	}
 	return b.String()
 }
 
