@@ -10,10 +10,13 @@ import (
 	"time"
 
 	"github.com/mattermost/mattermost/server/public/model"
+
+	"github.com/groundcrew/groundcrew/bot"
 )
 
 // ErrRateLimited is wrapped by the error returned when Mattermost kept
-// answering 429 Too Many Requests until the adapter gave up.
+// answering 429 Too Many Requests until the adapter gave up; that error is
+// a *bot.RateLimitedError with the server's Retry-After.
 var ErrRateLimited = errors.New("rate limited by mattermost")
 
 // APIError is a failed Mattermost API call. It carries the HTTP status (0 for
@@ -122,6 +125,9 @@ func (a *Adapter) call(ctx context.Context, op string, idempotent bool, fn func(
 	wait := a.retry.minWait
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
+			if last != nil && last.StatusCode == http.StatusTooManyRequests {
+				return rateLimited(fmt.Errorf("%w: %w (gave up: %w)", ErrRateLimited, last, err), last)
+			}
 			if last != nil {
 				return fmt.Errorf("%w (gave up: %w)", last, err)
 			}
@@ -136,7 +142,7 @@ func (a *Adapter) call(ctx context.Context, op string, idempotent bool, fn func(
 			(idempotent && last.Retryable() && ctx.Err() == nil)
 		if !retry || attempt >= a.retry.attempts {
 			if last.StatusCode == http.StatusTooManyRequests {
-				return fmt.Errorf("%w: %w", ErrRateLimited, last)
+				return rateLimited(fmt.Errorf("%w: %w", ErrRateLimited, last), last)
 			}
 			return last
 		}
@@ -154,6 +160,12 @@ func (a *Adapter) call(ctx context.Context, op string, idempotent bool, fn func(
 		}
 		wait = min(wait*2, a.retry.maxWait)
 	}
+}
+
+// rateLimited is the chat vocabulary's typed rate-limit error around err,
+// with the server's Retry-After, so callers (the outbox) can honour it.
+func rateLimited(err error, last *APIError) error {
+	return &bot.RateLimitedError{Platform: Platform, RetryAfter: last.RetryAfter, Err: err}
 }
 
 // channelQueue serialises writes per channel and spaces them out, so a burst

@@ -182,6 +182,9 @@ func TestPost_CancelledWhileRateLimitedReturnsError(t *testing.T) {
 	_, err := a.Post(ctx, bot.Conversation{Channel: "C1"}, bot.Message{Text: "x"})
 	require.Error(t, err, "the engine must learn the post did not happen, to keep it in its outbox")
 	assert.Len(t, l.snapshot(), 1)
+	wait, ok := bot.RetryAfter(err)
+	require.True(t, ok, "a 429 is a typed rate-limit error: %v", err)
+	assert.Equal(t, 30*time.Second, wait, "with the Retry-After Slack asked for")
 }
 
 func TestPost_SpacedPerChannel(t *testing.T) {

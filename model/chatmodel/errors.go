@@ -1,6 +1,10 @@
 package chatmodel
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"time"
+)
 
 // Sentinel errors callers branch on.
 var (
@@ -18,3 +22,34 @@ var (
 type UserError struct{ Msg string }
 
 func (e *UserError) Error() string { return e.Msg }
+
+// RateLimitedError is returned (wrapped or not) by a chat adapter whose
+// platform refused a call for now (HTTP 429) and the adapter stopped
+// waiting (its context ended, or it ran out of tries). RetryAfter is the
+// wait the platform asked for, 0 when it did not say. Nothing was done:
+// the same call may be made again after RetryAfter. Find it with
+// errors.As, or RetryAfter.
+type RateLimitedError struct {
+	Platform   string        // "slack", "mattermost"
+	RetryAfter time.Duration // the platform's Retry-After, 0 when not given
+	Err        error         // the platform's error
+}
+
+func (e *RateLimitedError) Error() string {
+	if e.RetryAfter > 0 {
+		return fmt.Sprintf("rate limited by %s (retry after %s): %v", e.Platform, e.RetryAfter, e.Err)
+	}
+	return fmt.Sprintf("rate limited by %s: %v", e.Platform, e.Err)
+}
+
+func (e *RateLimitedError) Unwrap() error { return e.Err }
+
+// RetryAfter reports whether err is (or wraps) a *RateLimitedError, and the
+// wait the platform asked for (0 when it did not say).
+func RetryAfter(err error) (time.Duration, bool) {
+	var rl *RateLimitedError
+	if errors.As(err, &rl) {
+		return rl.RetryAfter, true
+	}
+	return 0, false
+}
