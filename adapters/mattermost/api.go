@@ -11,12 +11,12 @@ import (
 
 	"github.com/mattermost/mattermost/server/public/model"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // ErrRateLimited is wrapped by the error returned when Mattermost kept
 // answering 429 Too Many Requests until the adapter gave up; that error is
-// a *bot.RateLimitedError with the server's Retry-After.
+// a *chatmodel.RateLimitedError with the server's Retry-After.
 var ErrRateLimited = errors.New("rate limited by mattermost")
 
 // APIError is a failed Mattermost API call. It carries the HTTP status (0 for
@@ -165,7 +165,7 @@ func (a *Adapter) call(ctx context.Context, op string, idempotent bool, fn func(
 // rateLimited is the chat vocabulary's typed rate-limit error around err,
 // with the server's Retry-After, so callers (the outbox) can honour it.
 func rateLimited(err error, last *APIError) error {
-	return &bot.RateLimitedError{Platform: Platform, RetryAfter: last.RetryAfter, Err: err}
+	return &chatmodel.RateLimitedError{Platform: Platform, RetryAfter: last.RetryAfter, Err: err}
 }
 
 // channelQueue serialises writes per channel and spaces them out, so a burst

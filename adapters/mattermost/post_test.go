@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 func TestPost_RootAndReply(t *testing.T) {
@@ -183,7 +184,7 @@ func TestCall_RateLimit(t *testing.T) {
 		require.ErrorAs(t, err, &apiErr)
 		assert.True(t, apiErr.Retryable(), "the engine's outbox may retry later")
 		assert.Equal(t, a.retry.attempts, f.callCount("POST /api/v4/posts"))
-		_, ok := bot.RetryAfter(err)
+		_, ok := chatmodel.RetryAfter(err)
 		assert.True(t, ok, "a 429 is the chat vocabulary's typed rate-limit error")
 	})
 	t.Run("429 while the caller stops waiting: the Retry-After is exposed", func(t *testing.T) {
@@ -197,7 +198,7 @@ func TestCall_RateLimit(t *testing.T) {
 		defer cancel()
 		_, err := a.Post(ctx, bot.Conversation{Channel: channelID}, bot.Message{Text: "x"})
 		require.Error(t, err)
-		wait, ok := bot.RetryAfter(err)
+		wait, ok := chatmodel.RetryAfter(err)
 		require.True(t, ok, "typed rate-limit error: %v", err)
 		assert.Equal(t, 7*time.Second, wait)
 		assert.ErrorIs(t, err, ErrRateLimited)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // limitedSlack is an httptest chat.postMessage/chat.update that answers the
@@ -182,7 +183,7 @@ func TestPost_CancelledWhileRateLimitedReturnsError(t *testing.T) {
 	_, err := a.Post(ctx, bot.Conversation{Channel: "C1"}, bot.Message{Text: "x"})
 	require.Error(t, err, "the engine must learn the post did not happen, to keep it in its outbox")
 	assert.Len(t, l.snapshot(), 1)
-	wait, ok := bot.RetryAfter(err)
+	wait, ok := chatmodel.RetryAfter(err)
 	require.True(t, ok, "a 429 is a typed rate-limit error: %v", err)
 	assert.Equal(t, 30*time.Second, wait, "with the Retry-After Slack asked for")
 }

@@ -11,7 +11,7 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // retryPolicy says which failures a Web API call may repeat. A 429 is always
@@ -62,7 +62,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // do runs fn under policy p, honouring every 429 Retry-After. method names
 // the call in logs. When ctx ends while waiting out a 429, the error is a
-// *bot.RateLimitedError carrying the wait Slack asked for.
+// *chatmodel.RateLimitedError carrying the wait Slack asked for.
 func (r *retrier) do(ctx context.Context, method string, p retryPolicy, fn func(context.Context) error) error {
 	backoff := 500 * time.Millisecond
 	tries := 0
@@ -77,7 +77,7 @@ func (r *retrier) do(ctx context.Context, method string, p retryPolicy, fn func(
 		if wait, ok := rateLimitWait(err); ok {
 			r.log.Warn("slack: rate limited, waiting", "method", method, "retry_after", wait)
 			if serr := r.sleep(ctx, wait); serr != nil {
-				return &bot.RateLimitedError{Platform: Platform, RetryAfter: wait, Err: fmt.Errorf("%s: %w", method, err)}
+				return &chatmodel.RateLimitedError{Platform: Platform, RetryAfter: wait, Err: fmt.Errorf("%s: %w", method, err)}
 			}
 			continue
 		}
