@@ -390,30 +390,11 @@ func (p *Provider) applyWorkers(ctx context.Context, c bot.Call, pl bot.Plan, ve
 		}
 	}
 	if len(done) > 0 {
-		ws, err := cl.Workers(ctx)
+		items, err := p.verifyWorkers(ctx, cl, pl, done, verb, check, data.States)
 		if err != nil {
-			return bot.Result{}, data, fmt.Errorf("verifying the %s: %w", verb, err)
+			return bot.Result{}, data, err
 		}
-		byName := map[string]*Worker{}
-		for i := range ws {
-			byName[ws[i].Name] = &ws[i]
-		}
-		states := data.States
-		for _, it := range pl.Items {
-			if !done[it.ID] {
-				continue
-			}
-			w, found := byName[it.ID]
-			if found {
-				states[it.ID] = w.State
-			}
-			ok, why := check(w, found)
-			outcome := bot.OutcomeSucceeded
-			if !ok {
-				outcome = bot.OutcomeFailed
-			}
-			res.Items = append(res.Items, itemResult(it.ID, outcome, why))
-		}
+		res.Items = append(res.Items, items...)
 	}
 	counts := map[bot.ItemOutcome]int{}
 	for _, it := range res.Items {
@@ -427,7 +408,7 @@ func (p *Provider) applyWorkers(ctx context.Context, c bot.Call, pl bot.Plan, ve
 		}
 		counts[it.Outcome]++
 	}
-	past := map[string]string{"prune": "pruned", "land": "landed", "retire": "retired"}[verb]
+	past := pastTense(verb)
 	res.Summary = fmt.Sprintf("%s %s", past, plural(counts[bot.OutcomeSucceeded], "worker"))
 	if n := counts[bot.OutcomeSucceeded]; n > 0 && n <= 3 {
 		res.Summary += ": " + strings.Join(data.Done, ", ")
@@ -443,4 +424,102 @@ func (p *Provider) applyWorkers(ctx context.Context, c bot.Call, pl bot.Plan, ve
 		}
 	}
 	return res, data, nil
+}
+
+func pastTense(verb string) string {
+	return map[string]string{"prune": "pruned", "land": "landed", "retire": "retired"}[verb]
+}
+
+// WorkerVerifyTimeout bounds how long a prune, land or retire is verified
+// by listing the workers again. The list is served from the web node's
+// worker cache, refreshed by database notifications: on Concourse 8.2.5 a
+// pruned worker stayed listed for about a second after the 200.
+const WorkerVerifyTimeout = 15 * time.Second
+
+// workerVerifyDelay is the first pause between two listings; it doubles
+// up to workerVerifyMaxDelay.
+const (
+	workerVerifyDelay    = 250 * time.Millisecond
+	workerVerifyMaxDelay = 2 * time.Second
+)
+
+// verifyWorkers lists the workers until check accepts every changed one,
+// with backoff between listings, for at most WorkerVerifyTimeout. A worker
+// the list caught up with late says how long it lagged ("pruned; Concourse
+// listed it for 1.8 s more"); one still wrong at the end fails with what
+// was seen. One listing serves every worker of the call.
+func (p *Provider) verifyWorkers(ctx context.Context, cl *Client, pl bot.Plan, done map[string]bool, verb string,
+	check func(w *Worker, found bool) (bool, string), states map[string]string) ([]bot.ItemResult, error) {
+	start, realStart := cl.now(), time.Now()
+	waiting := map[string]string{} // name -> last reason
+	for _, it := range pl.Items {
+		if done[it.ID] {
+			waiting[it.ID] = ""
+		}
+	}
+	outcome := map[string]bot.ItemResult{}
+	delay := workerVerifyDelay
+	for round := 0; len(waiting) > 0; round++ {
+		if round > 0 {
+			if err := cl.sleep(ctx, delay); err != nil {
+				return nil, fmt.Errorf("verifying the %s: %w", verb, err)
+			}
+			delay = min(delay*2, workerVerifyMaxDelay)
+		}
+		ws, err := cl.Workers(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("verifying the %s: %w", verb, err)
+		}
+		byName := map[string]*Worker{}
+		for i := range ws {
+			byName[ws[i].Name] = &ws[i]
+		}
+		lag := cl.now().Sub(start)
+		if real := time.Since(realStart); real > lag {
+			lag = real
+		}
+		for name := range waiting {
+			w, found := byName[name]
+			if found {
+				states[name] = w.State
+			} else {
+				delete(states, name)
+			}
+			ok, why := check(w, found)
+			if !ok {
+				waiting[name] = why
+				continue
+			}
+			if round > 0 {
+				why += fmt.Sprintf("; Concourse listed it as before for %s more", secondsText(lag))
+				if verb == "prune" {
+					why = fmt.Sprintf("pruned; Concourse listed it for %s more", secondsText(lag))
+				}
+			}
+			outcome[name] = itemResult(name, bot.OutcomeSucceeded, why)
+			delete(waiting, name)
+		}
+		if len(waiting) > 0 && lag >= WorkerVerifyTimeout {
+			for name, why := range waiting {
+				outcome[name] = itemResult(name, bot.OutcomeFailed, fmt.Sprintf("%s (checked for %s)", why, secondsText(lag)))
+			}
+			break
+		}
+	}
+	var out []bot.ItemResult
+	for _, it := range pl.Items {
+		if r, ok := outcome[it.ID]; ok {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// secondsText says a short duration in seconds, to a tenth below 10 s
+// ("1.8 s", "12 s").
+func secondsText(d time.Duration) string {
+	if d < 10*time.Second {
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
+	}
+	return strconv.Itoa(int(d.Round(time.Second).Seconds())) + " s"
 }

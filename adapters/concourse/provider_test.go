@@ -167,6 +167,37 @@ func TestOpPruneWorker(t *testing.T) {
 	})
 }
 
+// Concourse's worker list lags a prune (served from the web node's worker
+// cache): a prune that answered 200 is verified by listing again with
+// backoff, and reported as done with how long the list lagged.
+func TestOpPruneWorker_WorkerListLagsThePrune(t *testing.T) {
+	const stalled = "caascad-ci-workers-infra-infra-prd-0"
+	e := newProvEnv(t, concoursesim.DemoWorld(), concoursesim.WithWorkerCacheLag(1800*time.Millisecond))
+	args := bot.Args{"name": stalled}
+	pl := e.plan(t, "concourse.prune_worker", args)
+	require.Len(t, pl.Items, 1)
+	res, err := e.apply(t, "concourse.prune_worker", args, pl)
+	require.NoError(t, err)
+	assert.Equal(t, "pruned 1 worker: "+stalled, res.Summary)
+	assert.Equal(t, []bot.ItemResult{{ID: stalled, Outcome: bot.OutcomeSucceeded,
+		Reason: "pruned; Concourse listed it for 2.0 s more"}}, res.Items)
+	assert.Equal(t, []any{stalled}, decoded(t, res)["pruned"])
+	assert.Empty(t, decoded(t, res)["states"], "no state for a worker that is gone")
+	assert.Equal(t, 3, e.srv.CountCalls("GET", "/api/v1/workers")-1, "listed again until the list caught up (the plan listed once)")
+}
+
+// A worker the list keeps showing past the bounded wait is a failed prune,
+// saying how long it was checked.
+func TestOpPruneWorker_StillListedAfterTheWait(t *testing.T) {
+	const stalled = "caascad-ci-workers-infra-infra-prd-0"
+	e := newProvEnv(t, concoursesim.DemoWorld(), concoursesim.WithWorkerCacheLag(time.Hour))
+	args := bot.Args{"name": stalled}
+	pl := e.plan(t, "concourse.prune_worker", args)
+	_, err := e.apply(t, "concourse.prune_worker", args, pl)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "still listed after the prune (checked for 15 s)")
+}
+
 func TestOpPruneWorker_WorkerCameBack(t *testing.T) {
 	const w0 = "caascad-ci-workers-infra-infra-prd-0"
 	e := newProvEnv(t, concoursesim.DemoWorld())

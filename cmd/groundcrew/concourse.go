@@ -29,7 +29,7 @@ func (a *app) startSimulators() error {
 		if err != nil {
 			return fmt.Errorf("targets.%s.simulator.world: %w", name, err)
 		}
-		opts := []concoursesim.Option{concoursesim.WithTSA(), concoursesim.WithAbortRate(60)}
+		opts := []concoursesim.Option{concoursesim.WithTSA(), concoursesim.WithAbortRate(60), concoursesim.WithWorkerCacheLag(time.Second)}
 		if a.now != nil {
 			opts = append(opts, concoursesim.WithClock(clockFunc(a.now)))
 		}
@@ -125,7 +125,7 @@ image-fetch errors; user groundcrew, password groundcrew.`,
 			if err != nil {
 				return err
 			}
-			sim, err := concoursesim.NewUnstarted(*w, concoursesim.WithAbortRate(60))
+			sim, err := concoursesim.NewUnstarted(*w, concoursesim.WithAbortRate(60), concoursesim.WithWorkerCacheLag(time.Second))
 			if err != nil {
 				return err
 			}

@@ -219,10 +219,10 @@ type harness struct {
 	clock *concoursesim.ManualClock
 }
 
-func newHarness(t *testing.T, w concoursesim.World) *harness {
+func newHarness(t *testing.T, w concoursesim.World, opts ...concoursesim.Option) *harness {
 	t.Helper()
 	clock := concoursesim.NewManualClock(t0)
-	srv, err := concoursesim.New(w, concoursesim.WithClock(clock))
+	srv, err := concoursesim.New(w, append([]concoursesim.Option{concoursesim.WithClock(clock)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(srv.Close)
 	return &harness{srv: srv, clock: clock}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sort"
+	"time"
 )
 
 func handleWorkers(c *reqCtx) {
@@ -15,14 +16,15 @@ func handleWorkers(c *reqCtx) {
 		forbidden(c.w)
 		return
 	}
-	names := make([]string, 0, len(c.st.workers))
-	for n := range c.st.workers {
+	listed := c.st.listedWorkers(c.now)
+	names := make([]string, 0, len(listed))
+	for n := range listed {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	out := []apiWorker{}
 	for _, n := range names {
-		w := c.st.workers[n]
+		w := listed[n]
 		if c.a.admin() || w.team == "" || c.a.authorized(w.team, RoleViewer) {
 			out = append(out, presentWorker(w))
 		}
@@ -95,5 +97,29 @@ func handlePrune(c *reqCtx) {
 		return
 	}
 	delete(c.st.workers, w.name)
+	if c.st.workerCacheLag > 0 {
+		c.st.cachedPruned[w.name] = cachedWorker{w: *w, at: c.now}
+	}
 	c.w.WriteHeader(http.StatusOK)
+}
+
+// listedWorkers is what the web node's worker cache lists at now: the
+// registered workers, plus the pruned ones the cache has not dropped yet.
+func (st *state) listedWorkers(now time.Time) map[string]*simWorker {
+	if len(st.cachedPruned) == 0 {
+		return st.workers
+	}
+	out := make(map[string]*simWorker, len(st.workers)+len(st.cachedPruned))
+	for n, cw := range st.cachedPruned {
+		if now.Sub(cw.at) >= st.workerCacheLag {
+			delete(st.cachedPruned, n)
+			continue
+		}
+		w := cw.w
+		out[n] = &w
+	}
+	for n, w := range st.workers {
+		out[n] = w
+	}
+	return out
 }

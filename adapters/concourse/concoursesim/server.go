@@ -62,6 +62,7 @@ type config struct {
 	tokenTTL      time.Duration
 	latency       time.Duration
 	tsa           bool
+	cacheLag      time.Duration
 }
 
 // Option configures a Server.
@@ -97,6 +98,15 @@ func WithTokenTTL(d time.Duration) Option { return func(o *config) { o.tokenTTL 
 // WithLatency delays every request by d (see SetLatency).
 func WithLatency(d time.Duration) Option { return func(o *config) { o.latency = d } }
 
+// WithWorkerCacheLag makes GET /api/v1/workers keep listing a pruned
+// worker, as it was, for d after the prune answered 200. A real web node
+// serves the list from a cache refreshed by database notifications
+// (atc/db/worker_cache.go): on Concourse 8.2.5 a pruned worker was still
+// listed right after the prune in 2 of 4 tries, and gone about a second
+// later. Default 0 (the list is right at once); PUTs on the pruned worker
+// answer 404 either way, as they read the database.
+func WithWorkerCacheLag(d time.Duration) Option { return func(o *config) { o.cacheLag = d } }
+
 // WithTSA also opens a TCP listener standing in for the TSA (port 2222 of
 // a real web node); TSAAddr returns its address.
 func WithTSA() Option { return func(o *config) { o.tsa = true } }
@@ -126,6 +136,7 @@ func NewUnstarted(w World, opts ...Option) (*Server, error) {
 	st := &state{
 		clock: cfg.clock, abortDelay: cfg.abortDelay, abortRate: cfg.abortRate, heartbeatTTL: cfg.heartbeatTTL,
 		schedInterval: cfg.schedInterval, checkDuration: cfg.checkDuration, tokenTTL: cfg.tokenTTL,
+		workerCacheLag: cfg.cacheLag, cachedPruned: map[string]cachedWorker{},
 	}
 	if err := st.load(w, cfg.clock.Now()); err != nil {
 		return nil, fmt.Errorf("loading simulator world: %w", err)

@@ -41,6 +41,38 @@ func TestSim_WorkerStallsWhenHeartbeatStops(t *testing.T) {
 	assert.Error(t, h.srv.StopHeartbeat("ghost"))
 }
 
+// The web node serves the worker list from a cache: right after a prune
+// answered 200 the worker may still be listed, as it was, for a moment
+// (measured on Concourse 8.2.5: about a second), while PUTs on it read the
+// database and answer 404.
+func TestSim_WorkerListLagsAPrune(t *testing.T) {
+	w := concoursesim.NewWorld().RunningWorkers("w", 1)
+	h := newHarness(t, *w, concoursesim.WithWorkerCacheLag(1500*time.Millisecond))
+	require.NoError(t, h.srv.StopHeartbeat("w-0"))
+	h.clock.Advance(2 * time.Minute)
+	h.expect(t, "PUT", "/api/v1/workers/w-0/prune", "", http.StatusOK)
+	listed := func() []string {
+		var ws []struct{ Name, State string }
+		h.getJSON(t, "/api/v1/workers", &ws)
+		var out []string
+		for _, w := range ws {
+			out = append(out, w.Name+" "+w.State)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"w-0 stalled"}, listed(), "still in the worker cache")
+	h.expect(t, "PUT", "/api/v1/workers/w-0/prune", "", http.StatusNotFound)
+	_, ok := h.srv.Worker("w-0")
+	assert.False(t, ok, "gone from the database at once")
+	h.clock.Advance(time.Second)
+	assert.Equal(t, []string{"w-0 stalled"}, listed())
+	h.clock.Advance(time.Second)
+	assert.Empty(t, listed(), "the cache caught up")
+
+	h.srv.ResumeHeartbeat("w-0")
+	assert.Equal(t, []string{"w-0 running"}, listed(), "a worker that registers again is listed as it is now")
+}
+
 func TestSim_LandingBecomesLandedWhenBuildsFinish(t *testing.T) {
 	w := concoursesim.NewWorld().RunningWorkers("w", 1)
 	w.AddPipeline(concoursesim.Pipeline{Name: "app", Jobs: []concoursesim.Job{{Name: "unit", Duration: concoursesim.Duration(time.Minute)}}})

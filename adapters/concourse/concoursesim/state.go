@@ -131,6 +131,12 @@ type state struct {
 	schedInterval time.Duration
 	checkDuration time.Duration
 	tokenTTL      time.Duration
+	// workerCacheLag is how long GET /api/v1/workers still lists a pruned
+	// worker (the web node's worker cache, atc/db/worker_cache.go).
+	workerCacheLag time.Duration
+	// cachedPruned are pruned workers the worker cache still lists, with
+	// the time they were pruned.
+	cachedPruned map[string]cachedWorker
 
 	users     map[string]User
 	teams     map[string]int
@@ -143,6 +149,11 @@ type state struct {
 
 	nextBuildID, nextPipelineID, nextJobID int
 	lastSched                              time.Time
+}
+
+type cachedWorker struct {
+	w  simWorker
+	at time.Time
 }
 
 type token struct {
