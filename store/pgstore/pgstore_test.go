@@ -1,0 +1,142 @@
+package pgstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/store/pgstore"
+	"github.com/groundcrew/groundcrew/store/pgstore/pgtest"
+	"github.com/groundcrew/groundcrew/store/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	server := pgtest.Server(t)
+	storetest.Run(t, func(t *testing.T, o storetest.Options) storetest.Store {
+		db, err := pgstore.Open(context.Background(), pgtest.NewDatabase(t, server), pgstore.Options{Retention: o.Retention, EventTTL: o.EventTTL})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = db.Close() })
+		return db
+	})
+}
+
+func TestOpen_MigratesOnceAndRefusesNewerSchema(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.NewDatabase(t, nil)
+	// Two replicas starting together migrate once, under the lock.
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			db, err := pgstore.Open(ctx, dsn, pgstore.Options{})
+			if err == nil {
+				db.Close()
+			}
+			errs <- err
+		}()
+	}
+	require.NoError(t, <-errs)
+	require.NoError(t, <-errs)
+	db, err := pgstore.Open(ctx, dsn, pgstore.Options{})
+	require.NoError(t, err)
+	v, err := db.SchemaVersionOf(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, pgstore.SchemaVersion, v)
+	_, err = db.Pool().Exec(ctx, "update groundcrew_schema_version set version = 99")
+	require.NoError(t, err)
+	db.Close()
+
+	_, err = pgstore.Open(ctx, dsn, pgstore.Options{})
+	require.ErrorIs(t, err, pgstore.ErrTooNew)
+	assert.Contains(t, err.Error(), "schema version 99")
+	assert.NotContains(t, err.Error(), "password")
+}
+
+func TestFence_RefusesWritesWithoutTheLease(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.NewDatabase(t, nil)
+	db, err := pgstore.Open(ctx, dsn, pgstore.Options{Fenced: true})
+	require.NoError(t, err)
+	defer db.Close()
+	run := &bot.Run{ID: "r-1", State: bot.RunRunning, CreatedAt: time.Now()}
+
+	// No epoch: nothing is written.
+	require.ErrorIs(t, db.CreateRun(ctx, run, nil), pgstore.ErrFenced)
+	_, err = db.GetRun(ctx, "r-1")
+	require.ErrorIs(t, err, bot.ErrNotFound)
+
+	// The lease of epoch 7, held: writes go through.
+	_, err = db.Pool().Exec(ctx, "update leader set holder = 'a', epoch = 7, expires_at = now() + interval '10 seconds'")
+	require.NoError(t, err)
+	db.SetEpoch(7)
+	require.NoError(t, db.CreateRun(ctx, run, nil))
+
+	// Another process took over (epoch 8): an intent cannot be journaled.
+	_, err = db.Pool().Exec(ctx, "update leader set holder = 'b', epoch = 8")
+	require.NoError(t, err)
+	_, err = db.UpdateRun(ctx, "r-1", func(_ *bot.Run, b *bot.Batch) error {
+		b.Note(bot.JournalEntry{Type: bot.JIntent, Step: "prune"})
+		return nil
+	})
+	require.ErrorIs(t, err, pgstore.ErrFenced)
+	assert.Contains(t, err.Error(), "epoch 8")
+	j, err := db.Journal(ctx, "r-1")
+	require.NoError(t, err)
+	assert.Empty(t, j)
+	assert.ErrorIs(t, db.AppendAudit(ctx, bot.AuditEntry{Actor: "x"}), pgstore.ErrFenced)
+	assert.ErrorIs(t, db.PutOutbox(ctx, bot.OutboxItem{ID: "o"}), pgstore.ErrFenced)
+	_, err = db.SeenEvent(ctx, "e", time.Now())
+	assert.ErrorIs(t, err, pgstore.ErrFenced)
+
+	// Our epoch, but the lease expired (paused past it): refused too.
+	_, err = db.Pool().Exec(ctx, "update leader set holder = 'a', epoch = 7, expires_at = now() - interval '1 second'")
+	require.NoError(t, err)
+	assert.ErrorIs(t, db.PutKV(ctx, "k", []byte("v")), pgstore.ErrFenced)
+}
+
+func TestFence_TakeoverWaitsForTheWriteInFlight(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.NewDatabase(t, nil)
+	db, err := pgstore.Open(ctx, dsn, pgstore.Options{Fenced: true})
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.Pool().Exec(ctx, "update leader set holder = 'a', epoch = 1, expires_at = now() + interval '10 seconds'")
+	require.NoError(t, err)
+	db.SetEpoch(1)
+	require.NoError(t, db.CreateRun(ctx, &bot.Run{ID: "r-1", State: bot.RunRunning, CreatedAt: time.Now()}, nil))
+
+	inFn, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.UpdateRun(ctx, "r-1", func(r *bot.Run, b *bot.Batch) error {
+			close(inFn)
+			<-release
+			r.Cursor = 1
+			return nil
+		})
+		done <- err
+	}()
+	<-inFn
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	took := make(chan error, 1)
+	go func() {
+		_, err := conn.Exec(ctx, "update leader set holder = 'b', epoch = 2")
+		took <- err
+	}()
+	select {
+	case <-took:
+		t.Fatal("the takeover did not wait for the write that passed the fence")
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	require.NoError(t, <-done)
+	require.NoError(t, <-took)
+	_, err = db.UpdateRun(ctx, "r-1", func(*bot.Run, *bot.Batch) error { return nil })
+	assert.ErrorIs(t, err, pgstore.ErrFenced, "after the takeover the old leader writes nothing")
+}
