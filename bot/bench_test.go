@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"io"
+	"slices"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -131,6 +133,10 @@ func fillBenchStore(path string, n int, now *time.Time) error {
 		r := *tmpl
 		r.ID = fmt.Sprintf("r-b%09d", i)
 		r.CreatedAt = tmpl.CreatedAt.Add(-time.Duration(i) * time.Minute)
+		// It finished as long after it started as the template did: the
+		// runs finished 0–69 days ago (one a minute), as retention sees them.
+		r.UpdatedAt = r.CreatedAt.Add(tmpl.UpdatedAt.Sub(tmpl.CreatedAt))
+		r.FinishedAt = r.CreatedAt.Add(tmpl.FinishedAt.Sub(tmpl.CreatedAt))
 		r.Root = bot.MessageRef{Platform: "test", Channel: "C1", ID: fmt.Sprintf("b%d-root", i)}
 		b := &bot.Batch{Journal: append([]bot.JournalEntry(nil), journal...)}
 		for _, a := range audit {
@@ -304,4 +310,147 @@ func BenchmarkStore100k_ThreadRuns(b *testing.B) {
 			b.Fatalf("%d runs, %v", len(runs), err)
 		}
 	}
+}
+
+// benchRetention is 30 days for the 100,000 runs (one a minute, 69 days),
+// the same share of a smaller store.
+func benchRetention() time.Duration {
+	return time.Duration(float64(bench.runs)*0.432) * time.Minute
+}
+
+// copyBenchStore copies the benchmark store for a benchmark that changes
+// it, and opens the copy with retention.
+func copyBenchStore(b *testing.B, retention time.Duration) *store.DB {
+	b.Helper()
+	dst := filepath.Join(b.TempDir(), "gc.db")
+	in, err := os.Open(bench.path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		b.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		b.Fatal(err)
+	}
+	db, err := store.Open(dst, store.Options{Retention: retention})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// votes updates an active run every millisecond, as votes and run updates
+// do, until stop is closed, and returns how long each write waited.
+func votes(b *testing.B, db *store.DB, stop <-chan struct{}) <-chan []time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	active, err := db.ListRuns(ctx, bot.RunQuery{Active: true, Limit: 1})
+	if err != nil || len(active) != 1 {
+		b.Fatalf("no active run: %v", err)
+	}
+	id := active[0].ID
+	out := make(chan []time.Duration, 1)
+	go func() {
+		var waits []time.Duration
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				out <- waits
+				return
+			case <-t.C:
+			}
+			start := time.Now()
+			if _, err := db.UpdateRun(ctx, id, func(r *bot.Run, _ *bot.Batch) error { r.UpdatedAt = r.UpdatedAt.Add(time.Nanosecond); return nil }); err != nil {
+				b.Error(err)
+			}
+			waits = append(waits, time.Since(start))
+		}
+	}()
+	return out
+}
+
+func reportWaits(b *testing.B, waits []time.Duration) {
+	if len(waits) == 0 {
+		return
+	}
+	slices.Sort(waits)
+	b.ReportMetric(float64(waits[len(waits)*99/100].Microseconds())/1e3, "vote-p99-ms")
+	b.ReportMetric(float64(waits[len(waits)-1].Microseconds())/1e3, "vote-max-ms")
+}
+
+// BenchmarkStore100k_HousekeepFirstPass is the first housekeeping pass
+// after `retention: 30d` is set on the store (runs finished 0–69 days ago:
+// 57 % of them are deleted), while an active run is updated every
+// millisecond (votes). Goal: batches of a few ms, no vote waits longer.
+//
+//	go test -run '^$' -bench Store100k_HousekeepFirstPass -benchtime 1x ./bot/
+func BenchmarkStore100k_HousekeepFirstPass(b *testing.B) {
+	benchSetup(b)
+	for range b.N {
+		b.StopTimer()
+		db := copyBenchStore(b, benchRetention())
+		stop := make(chan struct{})
+		waits := votes(b, db, stop)
+		b.StartTimer()
+		res, err := db.Housekeep(context.Background(), bench.now)
+		b.StopTimer()
+		close(stop)
+		if err != nil {
+			b.Fatal(err)
+		}
+		reportWaits(b, <-waits)
+		// The same writes for as long without housekeeping: what a vote
+		// waits for anyway (its own commit).
+		stop = make(chan struct{})
+		base := votes(b, db, stop)
+		time.Sleep(res.WriterTime + time.Duration(res.Batches)*time.Millisecond)
+		close(stop)
+		if w := <-base; len(w) > 0 {
+			slices.Sort(w)
+			b.ReportMetric(float64(w[len(w)*99/100].Microseconds())/1e3, "idle-vote-p99-ms")
+		}
+		b.ReportMetric(float64(res.Runs), "runs-deleted")
+		b.ReportMetric(float64(res.Batches), "batches")
+		b.ReportMetric(float64(res.WriterTime.Microseconds())/1e3, "writer-ms")
+		b.ReportMetric(float64(res.LongestBatch.Microseconds())/1e3, "longest-batch-ms")
+		b.StartTimer()
+	}
+}
+
+// BenchmarkStore100k_HousekeepHourly is the hourly pass once retention is
+// applied: each iteration is an hour later and deletes the runs that
+// finished in that hour (60). Goal: ≤ 50 ms of writer time.
+//
+//	go test -run '^$' -bench Store100k_HousekeepHourly -benchtime 50x ./bot/
+func BenchmarkStore100k_HousekeepHourly(b *testing.B) {
+	benchSetup(b)
+	db := copyBenchStore(b, benchRetention())
+	ctx := context.Background()
+	now := bench.now
+	if _, err := db.Housekeep(ctx, now); err != nil {
+		b.Fatal(err)
+	}
+	var writer, longest time.Duration
+	runs := 0
+	b.ResetTimer()
+	for range b.N {
+		now = now.Add(time.Hour)
+		res, err := db.Housekeep(ctx, now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		writer, longest, runs = writer+res.WriterTime, max(longest, res.LongestBatch), runs+res.Runs
+	}
+	b.ReportMetric(float64(writer.Microseconds())/1e3/float64(b.N), "writer-ms/op")
+	b.ReportMetric(float64(longest.Microseconds())/1e3, "longest-batch-ms")
+	b.ReportMetric(float64(runs)/float64(b.N), "runs-deleted/op")
 }

@@ -50,6 +50,6 @@ func (h *housekeeping) maybe(ctx context.Context, now time.Time, background func
 			return
 		}
 		h.log.Info("store housekeeping", "deleted_runs", res.Runs, "forgotten_event_ids", res.Events,
-			"deleted_message_refs", res.Messages, "batches", res.Batches, "writer_time", res.WriterTime, "took", took)
+			"deleted_message_refs", res.Messages, "batches", res.Batches, "writer_time", res.WriterTime, "longest_batch", res.LongestBatch, "took", took)
 	})
 }

@@ -137,7 +137,9 @@ func TestHousekeep_RetentionKeepsAuditAndActiveRuns(t *testing.T) {
 
 	res, err := db.Housekeep(ctx, now)
 	require.NoError(t, err)
-	assert.Equal(t, bot.HousekeepResult{Events: 1, Runs: 2}, res)
+	assert.Equal(t, [3]int{1, 2, 2}, [3]int{res.Events, res.Runs, res.Messages}, "events, runs, message refs")
+	assert.Equal(t, 2, res.Batches, "one batch of event ids, one of runs")
+	assert.Positive(t, res.WriterTime)
 
 	all, err := db.ListRuns(ctx, bot.RunQuery{})
 	require.NoError(t, err)
@@ -165,7 +167,7 @@ func TestHousekeep_RetentionKeepsAuditAndActiveRuns(t *testing.T) {
 	// A second pass has nothing to do.
 	res, err = db.Housekeep(ctx, now)
 	require.NoError(t, err)
-	assert.Equal(t, bot.HousekeepResult{}, res)
+	assert.Equal(t, [3]int{0, 0, 0}, [3]int{res.Events, res.Runs, res.Messages})
 }
 
 // A runbook spec is stored once for all the runs of that version; runs

@@ -49,12 +49,19 @@ var (
 	// bByThread indexes runs by the chat thread they belong to (key:
 	// thread id, NUL, run id), for the incident summary of a thread.
 	bByThread = []byte("runs_by_thread")
+	// bRunMessages indexes the message index by run (key: run id, NUL,
+	// message key), so deleting a run deletes its own entries.
+	bRunMessages = []byte("runs_messages")
+	// bEventsByTime indexes the inbound event ids by when they were first
+	// seen (key: 8-byte Unix seconds, event id), so forgetting the old ones
+	// reads only those.
+	bEventsByTime = []byte("events_by_time")
 )
 
 var allBuckets = [][]byte{bMeta, bRuns, bRunsByTime, bJournal, bAudit, bMessages, bEvents, bOutbox, bDigests, bKV}
 
 // SchemaVersion is the version this binary writes.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // DefaultRetention is how long finished runs are kept (Options.Retention).
 const DefaultRetention = 400 * 24 * time.Hour
@@ -202,6 +209,10 @@ var migrations = []migration{
 			return nil
 		})
 	}},
+	// 5: the message index by run and the event ids by time (housekeeping
+	// without a sweep of the store); entries of runs deleted before are
+	// dropped.
+	{4, 5, migrateIndexesByRunAndTime},
 }
 
 // ErrTooNew is returned when the store was written by a newer groundcrew.
@@ -392,6 +403,11 @@ func writeBatch(tx *bolt.Tx, runID string, b *bot.Batch) error {
 		data, _ := json.Marshal(m)
 		if err := tx.Bucket(bMessages).Put(msgKey(m.Ref), data); err != nil {
 			return err
+		}
+		if m.RunID != "" {
+			if err := tx.Bucket(bRunMessages).Put(runMessageKey(m.RunID, msgKey(m.Ref)), nil); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -651,32 +667,12 @@ func (s *DB) SeenEvent(_ context.Context, id string, now time.Time) (bool, error
 			seen = true
 			return nil
 		}
-		return b.Put([]byte(id), []byte(now.UTC().Format(time.RFC3339)))
+		if err := b.Put([]byte(id), []byte(now.UTC().Format(time.RFC3339))); err != nil {
+			return err
+		}
+		return tx.Bucket(bEventsByTime).Put(eventTimeKey(now, id), nil)
 	})
 	return seen, err
-}
-
-// GCEvents forgets event ids older than the TTL; it returns how many.
-func (s *DB) GCEvents(now time.Time) (int, error) {
-	n := 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bEvents)
-		var old [][]byte
-		_ = b.ForEach(func(k, v []byte) error {
-			if t, err := time.Parse(time.RFC3339, string(v)); err == nil && now.Sub(t) > s.eventTTL {
-				old = append(old, append([]byte(nil), k...))
-			}
-			return nil
-		})
-		for _, k := range old {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-		}
-		n = len(old)
-		return nil
-	})
-	return n, err
 }
 
 // PutOutbox implements bot.Outbox.
@@ -725,132 +721,6 @@ func (s *DB) GetKV(_ context.Context, key string) ([]byte, error) {
 // PutKV writes a small value to the kv bucket.
 func (s *DB) PutKV(_ context.Context, key string, value []byte) error {
 	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bKV).Put([]byte(key), value) })
-}
-
-// Housekeep implements bot.Housekeeper: it forgets inbound event ids older
-// than the event TTL and deletes finished runs (with their journal and
-// message index) that finished more than the retention ago. The audit log
-// is kept whole, so the chain still verifies. Runs are deleted in
-// transactions of at most 1,000, so a large backlog never holds the
-// writer for long.
-func (s *DB) Housekeep(_ context.Context, now time.Time) (bot.HousekeepResult, error) {
-	var res bot.HousekeepResult
-	n, err := s.GCEvents(now)
-	res.Events = n
-	if err != nil {
-		return res, fmt.Errorf("forgetting old event ids: %w", err)
-	}
-	cutoff := now.Add(-s.retention)
-	for {
-		n, more, err := s.pruneRuns(cutoff, 1000)
-		res.Runs += n
-		if err != nil {
-			return res, fmt.Errorf("deleting runs finished before %s: %w", cutoff.Format(time.RFC3339), err)
-		}
-		if !more {
-			break
-		}
-	}
-	if res.Runs > 0 {
-		if err := s.sweepMessages(); err != nil {
-			return res, fmt.Errorf("deleting the message index of deleted runs: %w", err)
-		}
-	}
-	return res, nil
-}
-
-// sweepMessages deletes message index entries whose run no longer exists.
-func (s *DB) sweepMessages() error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		msgs, runs := tx.Bucket(bMessages), tx.Bucket(bRuns)
-		var dead [][]byte
-		if err := msgs.ForEach(func(k, v []byte) error {
-			var m struct {
-				RunID string `json:"run_id"`
-			}
-			if json.Unmarshal(v, &m) == nil && m.RunID != "" && runs.Get(runKey(m.RunID)) == nil {
-				dead = append(dead, append([]byte(nil), k...))
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		for _, k := range dead {
-			if err := msgs.Delete(k); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-// pruneRuns deletes up to max finished runs that finished before cutoff,
-// oldest first; more reports that there may be others.
-func (s *DB) pruneRuns(cutoff time.Time, max int) (n int, more bool, err error) {
-	err = s.db.Update(func(tx *bolt.Tx) error {
-		byTime := tx.Bucket(bRunsByTime)
-		var timeKeys [][]byte
-		ids := map[string]bool{}
-		threads := map[string][]string{}
-		c := byTime.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			ts, _, _ := strings.Cut(string(k), "|")
-			if t, err := time.Parse(time.RFC3339, ts); err == nil && !t.Before(cutoff) {
-				break // created after the cutoff: finished after it too
-			}
-			if len(ids) >= max {
-				more = true
-				break
-			}
-			r, err := s.getRun(tx, string(v))
-			if errors.Is(err, bot.ErrNotFound) {
-				timeKeys = append(timeKeys, append([]byte(nil), k...)) // a dangling index entry
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			end := r.FinishedAt
-			if end.IsZero() {
-				end = r.UpdatedAt
-			}
-			if !r.State.Terminal() || !end.Before(cutoff) {
-				continue
-			}
-			timeKeys = append(timeKeys, append([]byte(nil), k...))
-			ids[r.ID] = true
-			threads[r.ID] = []string{r.Conversation.Thread, r.Root.ID}
-		}
-		for _, k := range timeKeys {
-			if err := byTime.Delete(k); err != nil {
-				return err
-			}
-		}
-		if len(ids) == 0 {
-			return nil
-		}
-		for id := range ids {
-			if err := tx.Bucket(bRuns).Delete(runKey(id)); err != nil {
-				return err
-			}
-			if err := tx.Bucket(bActive).Delete(runKey(id)); err != nil {
-				return err
-			}
-			for _, th := range threads[id] {
-				if err := tx.Bucket(bByThread).Delete(threadKey(th, id)); err != nil {
-					return err
-				}
-			}
-			if tx.Bucket(bJournal).Bucket(runKey(id)) != nil {
-				if err := tx.Bucket(bJournal).DeleteBucket(runKey(id)); err != nil {
-					return err
-				}
-			}
-		}
-		n = len(ids)
-		return nil
-	})
-	return n, more, err
 }
 
 // Usage reports the file size and the bytes in use by the data (pages up

@@ -162,9 +162,11 @@ func TestSeenEvent_PersistsAcrossReopen(t *testing.T) {
 	defer db.Close()
 	seen, _ = db.SeenEvent(ctx, "Ev1", now)
 	assert.True(t, seen)
-	n, err := db.GCEvents(now.Add(2 * time.Hour))
+	res, err := db.Housekeep(ctx, now.Add(2*time.Hour))
 	require.NoError(t, err)
-	assert.Equal(t, 1, n)
+	assert.Equal(t, 1, res.Events)
+	seen, _ = db.SeenEvent(ctx, "Ev1", now.Add(2*time.Hour))
+	assert.False(t, seen, "forgotten after the TTL")
 }
 
 func TestOutbox(t *testing.T) {

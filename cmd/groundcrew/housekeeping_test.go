@@ -81,7 +81,7 @@ func TestServe_RetentionDeletesOldRunsAndEventIDs(t *testing.T) {
 	defer stopped()
 
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "msg=\"store housekeeping\"") }, 10*time.Second, 10*time.Millisecond)
-	assert.Contains(t, logs.String(), "deleted_runs=1 forgotten_event_ids=1")
+	assert.Contains(t, logs.String(), "deleted_runs=1 forgotten_event_ids=1 deleted_message_refs=1")
 	assert.Equal(t, 1.0, gathered(t, a, "groundcrew_store_housekeeping_deleted_runs_total"))
 	assert.Equal(t, 1.0, gathered(t, a, "groundcrew_store_housekeeping_forgotten_events_total"))
 	assert.Equal(t, 1.0, gathered(t, a, "groundcrew_store_housekeeping_passes_total", "outcome", "ok"))

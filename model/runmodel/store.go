@@ -84,6 +84,8 @@ type HousekeepResult struct {
 	// WriterTime is the time the pass held the store's writer, summed
 	// over its batches (0 when the store cannot tell).
 	WriterTime time.Duration
+	// LongestBatch is the longest a single batch held the writer.
+	LongestBatch time.Duration
 }
 
 // Housekeeper is implemented by a store that can forget what it no longer

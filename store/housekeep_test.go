@@ -1,0 +1,125 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+func keyCount(t *testing.T, db *DB, bucket []byte) int {
+	t.Helper()
+	n := 0
+	require.NoError(t, db.db.View(func(tx *bolt.Tx) error { n = tx.Bucket(bucket).Stats().KeyN; return nil }))
+	return n
+}
+
+func finishedRun(id string, at time.Time) (*bot.Run, *bot.Batch) {
+	r := &bot.Run{ID: id, State: bot.RunSucceeded, CreatedAt: at, UpdatedAt: at, FinishedAt: at,
+		Conversation: bot.Conversation{Channel: "C", Thread: "T-" + id}, Root: bot.MessageRef{Platform: "t", Channel: "C", ID: "root-" + id}}
+	return r, &bot.Batch{
+		Journal: []bot.JournalEntry{{Type: bot.JRunStarted}, {Type: bot.JRunFinished}},
+		Audit:   []bot.AuditEntry{{Action: "run_started", Time: at}},
+		Messages: []bot.MessageIndex{
+			{Ref: bot.MessageRef{Platform: "t", Channel: "C", ID: "root-" + id}, RunID: id, Role: "root"},
+			{Ref: bot.MessageRef{Platform: "t", Channel: "C", ID: "gate-" + id}, RunID: id, Role: "gate"},
+		},
+	}
+}
+
+// A pass over more runs than a batch holds deletes them all, in several
+// short transactions, skipping the old run still active each time, and
+// deletes exactly the deleted runs' message references.
+func TestHousekeep_BatchesAndDeletesOnlyTheRunsOwnIndex(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "gc.db"), Options{Retention: 24 * time.Hour, NoSync: true})
+	require.NoError(t, err)
+	defer db.Close()
+	ctx := context.Background()
+	n := batchItems*2 + 7
+	for i := range n {
+		r, b := finishedRun(fmt.Sprintf("r-%05d", i), t0.Add(time.Duration(i)*time.Second))
+		require.NoError(t, db.CreateRun(ctx, r, b))
+		if i == 3 {
+			require.NoError(t, db.CreateRun(ctx, &bot.Run{ID: "r-active", State: bot.RunAwaitingApproval, CreatedAt: t0.Add(3 * time.Second)}, nil))
+		}
+	}
+	// A message first indexed for an old run and then for a recent one
+	// stays with the recent one.
+	require.NoError(t, db.CreateRun(ctx, &bot.Run{ID: "r-recent", State: bot.RunSucceeded, CreatedAt: t0.Add(48 * time.Hour), FinishedAt: t0.Add(48 * time.Hour)},
+		&bot.Batch{Messages: []bot.MessageIndex{{Ref: bot.MessageRef{Platform: "t", Channel: "C", ID: "gate-r-00002"}, RunID: "r-recent"}}}))
+
+	res, err := db.Housekeep(ctx, t0.Add(47*time.Hour))
+	require.NoError(t, err)
+	assert.Equal(t, n, res.Runs)
+	assert.Equal(t, 2*n-1, res.Messages, "the runs' own references, not the one another run took over")
+	assert.GreaterOrEqual(t, res.Batches, 4, "an event batch and at least three of runs")
+	assert.LessOrEqual(t, res.LongestBatch, res.WriterTime)
+
+	m, err := db.RunByMessage(ctx, bot.MessageRef{Platform: "t", Channel: "C", ID: "gate-r-00002"})
+	require.NoError(t, err)
+	assert.Equal(t, "r-recent", m.RunID)
+	assert.Equal(t, 1, keyCount(t, db, bMessages))
+	assert.Equal(t, 1, keyCount(t, db, bRunMessages))
+	assert.Equal(t, 2, keyCount(t, db, bRuns), "r-active and r-recent")
+	assert.Equal(t, 2, keyCount(t, db, bRunsByTime))
+	assert.Equal(t, 0, keyCount(t, db, bByThread), "neither kept run has a thread")
+	_, err = db.GetRun(ctx, "r-active")
+	assert.NoError(t, err)
+	audited, err := db.VerifyAudit(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, n, audited, "the audit log is kept whole")
+}
+
+// Opening a schema 4 store builds the indexes by run and by time: the
+// message references of runs deleted before (by the old sweep-less
+// retention) are dropped, and the next pass forgets old event ids.
+func TestMigrate5_IndexesByRunAndTime(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "gc.db")
+	db, err := Open(p, Options{EventTTL: time.Hour})
+	require.NoError(t, err)
+	ctx := context.Background()
+	for _, id := range []string{"r-1", "r-2"} {
+		r, b := finishedRun(id, t0)
+		require.NoError(t, db.CreateRun(ctx, r, b))
+	}
+	_, err = db.SeenEvent(ctx, "ev-old", t0)
+	require.NoError(t, err)
+	_, err = db.SeenEvent(ctx, "ev-new", t0.Add(2*time.Hour))
+	require.NoError(t, err)
+	// As schema 4 left it: no new indexes, and r-2 deleted with its
+	// message references left behind.
+	require.NoError(t, db.db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bRunMessages, bEventsByTime} {
+			if err := tx.DeleteBucket(b); err != nil {
+				return err
+			}
+		}
+		if err := tx.Bucket(bRuns).Delete([]byte("r-2")); err != nil {
+			return err
+		}
+		return tx.Bucket(bMeta).Put([]byte("schema_version"), []byte("4"))
+	}))
+	require.NoError(t, db.Close())
+
+	db, err = Open(p, Options{EventTTL: time.Hour})
+	require.NoError(t, err)
+	defer db.Close()
+	assert.Equal(t, 2, keyCount(t, db, bMessages), "r-2's references are dropped")
+	assert.Equal(t, 2, keyCount(t, db, bRunMessages))
+	assert.Equal(t, 2, keyCount(t, db, bEventsByTime))
+	res, err := db.Housekeep(ctx, t0.Add(2*time.Hour))
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Events)
+	for id, want := range map[string]bool{"ev-old": false, "ev-new": true} {
+		seen, err := db.SeenEvent(ctx, id, t0.Add(2*time.Hour))
+		require.NoError(t, err)
+		assert.Equal(t, want, seen, id)
+	}
+}
