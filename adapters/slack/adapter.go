@@ -81,7 +81,12 @@ type Adapter struct {
 	mu        sync.Mutex
 	botUserID string
 	botName   string
-	replies   map[string]string // message ref key -> repliesKey of what was last posted for it
+	replies   map[string]string       // message ref key -> repliesKey of what was last posted for it
+	responses map[string]*responseURL // channel/user -> response_url of their last command there
+
+	// responseURLOK accepts a command's response_url (nil:
+	// validResponseURL; tests accept their fake's).
+	responseURLOK func(string) bool
 }
 
 // New checks cfg, resolves its secrets and returns an adapter. It makes no
@@ -105,12 +110,13 @@ func New(cfg Config, opts Options) (*Adapter, error) {
 	}
 	log := opts.Logger.With("chat", Platform)
 	a := &Adapter{
-		cfg:     cfg,
-		opts:    opts,
-		log:     log,
-		now:     opts.Now,
-		inbox:   newInbox(),
-		replies: map[string]string{},
+		cfg:       cfg,
+		opts:      opts,
+		log:       log,
+		now:       opts.Now,
+		inbox:     newInbox(),
+		replies:   map[string]string{},
+		responses: map[string]*responseURL{},
 	}
 	a.api = a.newAPI()
 	a.retry = newRetrier(log)

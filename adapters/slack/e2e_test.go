@@ -252,7 +252,22 @@ func TestE2E_RunbookWithApprovalGate(t *testing.T) {
 	}
 }
 
-func runE2E(t *testing.T, mode, approveVia string) {
+// e2eEnv is the engine, store, Concourse simulator and this adapter wired
+// to a fake Slack, running until the test ends.
+type e2eEnv struct {
+	f   *fakeSlack
+	a   *Adapter
+	in  inbound
+	eng *bot.Engine
+	db  *store.DB
+	sim *concoursesim.Server
+	ctx context.Context
+}
+
+// newE2E starts an e2eEnv; setup (optional) adjusts the fake Slack and the
+// adapter before anything runs.
+func newE2E(t *testing.T, mode string, setup func(f *fakeSlack, a *Adapter)) *e2eEnv {
+	t.Helper()
 	// Concourse: w-0 stalled, w-1 running.
 	world := concoursesim.NewWorld().RunningWorkers("w", 2).StalledWorker("w-0")
 	sim, err := concoursesim.New(*world)
@@ -265,6 +280,9 @@ func runE2E(t *testing.T, mode, approveVia string) {
 	// Slack.
 	f := newFakeSlack(t)
 	a := newTestAdapter(t, f, Config{Mode: mode})
+	if setup != nil {
+		setup(f, a)
+	}
 	var in inbound = httpInbound{h: a.HTTPHandler()}
 	if mode == ModeSocket {
 		si := newSocketInbound()
@@ -307,6 +325,13 @@ func runE2E(t *testing.T, mode, approveVia string) {
 		require.NoError(t, db.Close())
 	})
 	require.Eventually(t, func() bool { return a.selfID() != "" }, 5*time.Second, 5*time.Millisecond)
+
+	return &e2eEnv{f: f, a: a, in: in, eng: eng, db: db, sim: sim, ctx: ctx}
+}
+
+func runE2E(t *testing.T, mode, approveVia string) {
+	env := newE2E(t, mode, nil)
+	f, a, in, eng, db, sim, ctx := env.f, env.a, env.in, env.eng, env.db, env.sim, env.ctx
 
 	// 1. alice starts the run with /runbook.
 	in.command(t, slashFields("UALICE", "alice", "run stalled-worker target=infra-prd worker=w-0", "trig-start"))

@@ -70,6 +70,13 @@ type fakeSlack struct {
 	ws         func(*websocket.Conn)
 	openErr    string // apps.connections.open answers this error when set
 	authErr    string // auth.test answers this error when set
+	// infoErr, when set, is conversations.info's answer (an ok:false body),
+	// infoStatus an HTTP status it answers with instead.
+	infoErr    obj
+	infoStatus int
+	// responses are the JSON bodies POSTed to the response_url
+	// (responseURL()).
+	responses []slackapi.WebhookMessage
 }
 
 type fakeCall struct {
@@ -111,6 +118,17 @@ func newFakeSlack(t testing.TB) *fakeSlack {
 		for name, h := range methods {
 			c.Handle("/"+name, f.wrap(name, h))
 		}
+		c.Handle("/response", func(w http.ResponseWriter, r *http.Request) {
+			var m slackapi.WebhookMessage
+			if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			f.mu.Lock()
+			f.responses = append(f.responses, m)
+			f.mu.Unlock()
+			w.WriteHeader(http.StatusOK)
+		})
 		c.Handle("/ws", func(w http.ResponseWriter, r *http.Request) {
 			f.mu.Lock()
 			ws := f.ws
@@ -135,6 +153,15 @@ func chanOf(id, name string) slackapi.Channel {
 
 func (f *fakeSlack) url() string { return f.srv.GetAPIURL() }
 
+// responseURL is the fake's response_url endpoint.
+func (f *fakeSlack) responseURL() string { return f.srv.GetAPIURL() + "response" }
+
+func (f *fakeSlack) webhookResponses() []slackapi.WebhookMessage {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]slackapi.WebhookMessage(nil), f.responses...)
+}
+
 // wrap records the call, answers an injected 429, else calls h and writes
 // its result as JSON.
 func (f *fakeSlack) wrap(method string, h func(http.ResponseWriter, *http.Request) any) http.HandlerFunc {
@@ -155,6 +182,13 @@ func (f *fakeSlack) wrap(method string, h func(http.ResponseWriter, *http.Reques
 				w.Header().Set("Retry-After", ra[0])
 			}
 			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		if method == "conversations.info" && f.infoStatus != 0 {
+			call.Status = f.infoStatus
+			f.calls = append(f.calls, call)
+			f.mu.Unlock()
+			w.WriteHeader(call.Status)
 			return
 		}
 		f.calls = append(f.calls, call)
@@ -233,6 +267,9 @@ func (f *fakeSlack) postEphemeral(_ http.ResponseWriter, r *http.Request) any {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.hidden[m.Channel] {
+		return slackErr("channel_not_found")
+	}
 	if f.notInChans[m.Channel] {
 		return slackErr("not_in_channel")
 	}
@@ -276,6 +313,12 @@ func (f *fakeSlack) conversationsList(_ http.ResponseWriter, r *http.Request) an
 func (f *fakeSlack) join(_ http.ResponseWriter, r *http.Request) any {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.hidden[r.Form.Get("channel")] {
+		return slackErr("channel_not_found")
+	}
+	if f.private[r.Form.Get("channel")] {
+		return slackErr("method_not_supported_for_channel_type")
+	}
 	delete(f.notInChans, r.Form.Get("channel"))
 	return obj{"ok": true, "channel": obj{"id": r.Form.Get("channel")}}
 }
@@ -334,6 +377,9 @@ func (f *fakeSlack) conversationsInfo(_ http.ResponseWriter, r *http.Request) an
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := r.Form.Get("channel")
+	if f.infoErr != nil {
+		return f.infoErr
+	}
 	if f.hidden[id] {
 		return slackErr("channel_not_found")
 	}

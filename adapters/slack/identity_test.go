@@ -3,6 +3,8 @@ package slack
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
 	"net/url"
 	"testing"
 	"time"
@@ -96,4 +98,58 @@ func TestCanPost(t *testing.T) {
 		require.ErrorAs(t, err, &ue, ch)
 		assert.Contains(t, ue.Msg, "/invite @", ch)
 	}
+}
+
+// TestCanPost_PermanentErrorRefusesWithTheFix: conversations.info failing
+// for good (an app without groups:read) refuses the run and says what to
+// fix; only a transient failure (5xx) lets it start (#22.3).
+func TestCanPost_PermanentErrorRefusesWithTheFix(t *testing.T) {
+	ctx := context.Background()
+	t.Run("missing_scope names the scope", func(t *testing.T) {
+		f := newFakeSlack(t)
+		f.mu.Lock()
+		f.infoErr = obj{"ok": false, "error": "missing_scope", "needed": "groups:read", "provided": "chat:write,channels:read"}
+		f.mu.Unlock()
+		a := newTestAdapter(t, f, Config{Mode: ModeHTTP})
+		err := a.CanPost(ctx, bot.Conversation{Channel: "C0OPS"})
+		var ue *bot.UserError
+		require.ErrorAs(t, err, &ue)
+		assert.Contains(t, ue.Msg, "`groups:read`")
+		assert.Contains(t, ue.Msg, "reinstall the app")
+	})
+	t.Run("missing_scope without needed still says which scopes", func(t *testing.T) {
+		f := newFakeSlack(t)
+		f.mu.Lock()
+		f.infoErr = obj{"ok": false, "error": "missing_scope"}
+		f.mu.Unlock()
+		a := newTestAdapter(t, f, Config{Mode: ModeHTTP})
+		err := a.CanPost(ctx, bot.Conversation{Channel: "C0OPS"})
+		var ue *bot.UserError
+		require.ErrorAs(t, err, &ue)
+		assert.Contains(t, ue.Msg, "groups:read")
+	})
+	t.Run("invalid_auth points at bot_token", func(t *testing.T) {
+		f := newFakeSlack(t)
+		f.mu.Lock()
+		f.infoErr = obj{"ok": false, "error": "invalid_auth"}
+		f.mu.Unlock()
+		a := newTestAdapter(t, f, Config{Mode: ModeHTTP})
+		var ue *bot.UserError
+		require.ErrorAs(t, a.CanPost(ctx, bot.Conversation{Channel: "C0OPS"}), &ue)
+		assert.Contains(t, ue.Msg, "bot_token")
+	})
+	t.Run("a 5xx fails open", func(t *testing.T) {
+		f := newFakeSlack(t)
+		f.mu.Lock()
+		f.infoStatus = http.StatusServiceUnavailable
+		f.mu.Unlock()
+		a := newTestAdapter(t, f, Config{Mode: ModeHTTP})
+		a.retry.sleep = func(context.Context, time.Duration) error { return nil }
+		err := a.CanPost(ctx, bot.Conversation{Channel: "C0OPS"})
+		require.Error(t, err)
+		var ue *bot.UserError
+		assert.False(t, errors.As(err, &ue), "a transient failure is not a refusal: %v", err)
+		assert.NotErrorIs(t, err, bot.ErrCannotPost)
+		assert.Len(t, f.callsTo("conversations.info"), 1+transientRetries, "retried first")
+	})
 }

@@ -91,6 +91,7 @@ func (a *Adapter) commandEvent(cmd slackapi.SlashCommand) bot.Event {
 	if cmd.TriggerID != "" {
 		e.ID = "slack:command:" + cmd.TriggerID
 	}
+	a.rememberResponseURL(cmd.ChannelID, cmd.UserID, cmd.ResponseURL)
 	return e
 }
 

@@ -88,7 +88,13 @@ func (a *Adapter) CanPost(ctx context.Context, to bot.Conversation) error {
 	switch {
 	case slackErrorCode(err) == "channel_not_found":
 		return invite
+	case err != nil && permanent(err):
+		// Slack answered, and will answer the same again: starting the run
+		// would leave it waiting where nobody sees it (#22.3).
+		a.log.Warn("slack: cannot check the channel; refusing the run", "channel", ch, "err", err)
+		return &bot.UserError{Msg: "⛔ I cannot check that I may post in this channel: " + permanentFix(err, ch)}
 	case err != nil:
+		// Slack unreachable or failing for now: the outbox retries the posts.
 		return fmt.Errorf("checking slack channel %s: %w", to.Channel, err)
 	case c.IsArchived:
 		return &bot.UserError{Msg: "⛔ This channel is archived: start the run in another channel."}
@@ -96,6 +102,43 @@ func (a *Adapter) CanPost(ctx context.Context, to bot.Conversation) error {
 		return invite
 	}
 	return nil
+}
+
+// permanent reports whether Slack answered a call with an error that
+// repeating it will not cure (missing_scope, invalid_auth, a 4xx); not a
+// 5xx, a timeout, a network error, a 429 or a cancelled context.
+func permanent(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if _, ok := rateLimitWait(err); ok {
+		return false
+	}
+	return !transient(err)
+}
+
+// permanentFix says what an operator must change after a Slack error that
+// repeating the call will not cure.
+func permanentFix(err error, ch string) string {
+	code := slackErrorCode(err)
+	switch code {
+	case "missing_scope":
+		scope := "channels:read, groups:read, im:read and mpim:read"
+		if se, ok := errors.AsType[slackapi.SlackErrorResponse](err); ok && se.Needed != "" {
+			scope = se.Needed
+		} else if strings.HasPrefix(ch, "G") {
+			scope = "groups:read"
+		} else if strings.HasPrefix(ch, "D") {
+			scope = "im:read"
+		}
+		return "the Slack app lacks the `" + scope + "` scope (Slack answered missing_scope to conversations.info). " +
+			"Ask a Slack admin to add it to the app's bot token scopes and reinstall the app, then run the command again."
+	case "not_authed", "invalid_auth", "account_inactive", "token_revoked", "token_expired":
+		return "Slack refused the bot token (" + code + "). An operator must check `bot_token` in the configuration."
+	case "":
+		return "Slack answered " + err.Error() + ". Tell an operator; the run was not started."
+	}
+	return "Slack answered `" + code + "` to conversations.info. Tell an operator; the run was not started."
 }
 
 // postMessage posts once (429s waited out), joining a public channel the bot
@@ -192,7 +235,10 @@ func (a *Adapter) Update(ctx context.Context, ref bot.MessageRef, m bot.Message)
 
 // Ephemeral implements bot.Chat with chat.postEphemeral (in the thread when
 // the Conversation has one). Ephemeral messages cannot have replies, so what
-// does not fit follows as further ephemeral messages.
+// does not fit follows as further ephemeral messages. Where the bot cannot
+// post (a private channel or a DM it is not in), the answer goes through the
+// response_url of the user's last slash command in that channel, which
+// Slack accepts there (#22.3).
 func (a *Adapter) Ephemeral(ctx context.Context, to bot.Conversation, user bot.User, m bot.Message) error {
 	if user.ID == "" {
 		return fmt.Errorf("%w: ephemeral message without a user", ErrInvalidMessage)
@@ -205,7 +251,8 @@ func (a *Adapter) Ephemeral(ctx context.Context, to bot.Conversation, user bot.U
 	if err != nil {
 		return err
 	}
-	return a.lanes.with(ctx, ch, func(s *laneSession) error {
+	sent := 0
+	err = a.lanes.with(ctx, ch, func(s *laneSession) error {
 		for _, msg := range r.flatten() {
 			opts := msgOptions(msg)
 			if to.Thread != "" {
@@ -220,9 +267,28 @@ func (a *Adapter) Ephemeral(ctx context.Context, to bot.Conversation, user bot.U
 			if err != nil {
 				return fmt.Errorf("posting ephemeral message to %s in %s: %w", user.ID, ch, err)
 			}
+			sent++
 		}
 		return nil
 	})
+	if err == nil || !notPostable(err) {
+		return err
+	}
+	used, rerr := a.respond(ctx, ch, user.ID, r.flatten()[sent:])
+	switch {
+	case !used:
+		return err
+	case rerr != nil:
+		return fmt.Errorf("%w; %w", err, rerr)
+	}
+	a.log.Info("slack: answered through the command's response_url: the bot cannot post in the channel", "channel", ch, "user", user.ID)
+	return nil
+}
+
+// notPostable reports whether chat.postEphemeral failed because the bot may
+// not post in the channel (not a member, cannot see it, cannot join it).
+func notPostable(err error) bool {
+	return cannotPost(err) || slackErrorCode(err) == "method_not_supported_for_channel_type"
 }
 
 func msgOptions(m slackMsg) []slackapi.MsgOption {
