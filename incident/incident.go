@@ -176,5 +176,10 @@ type Silencer interface {
 	Silence(ctx context.Context, matchers map[string]string, d time.Duration, by, comment string) (string, error)
 }
 
+// Observer is told when an incident opens (metrics).
+type Observer interface {
+	IncidentOpened(source string)
+}
+
 // ErrNotFound is returned for an unknown incident.
 var ErrNotFound = errors.New("incident not found")

@@ -598,3 +598,24 @@ func TestAcknowledgedAfterCountsFromWhenItStarted(t *testing.T) {
 	assert.Contains(t, f.m.TimelineText(got), "04:00 opened — FileSystemSpaceFillingUp (firing since 03:49)",
 		"the timeline says when the alert started, so 'open for 11 min' next to an opening at 04:00 reads true")
 }
+
+type openedCounter struct{ by map[string]int }
+
+func (o *openedCounter) IncidentOpened(source string) { o.by[source]++ }
+
+// TestOpenedIncidentsAreCounted: one count per incident, not per notification.
+func TestOpenedIncidentsAreCounted(t *testing.T) {
+	f := newFixture(t)
+	obs := &openedCounter{by: map[string]int{}}
+	m, err := incident.New(incident.Options{Store: f.db, Chat: f.chat, Observer: obs, Platform: "slack", Now: f.clock.Now})
+	require.NoError(t, err)
+	ctx := context.Background()
+	for range 3 {
+		_, err := m.Signal(ctx, diskSignal(true, "a"))
+		require.NoError(t, err)
+	}
+	assert.Equal(t, map[string]int{"alert": 1}, obs.by)
+	n, err := m.Counts(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"open": 1}, n)
+}

@@ -40,7 +40,9 @@ type Options struct {
 	// Silencer, when set, adds a "silence 1 h" button to alert incidents.
 	Silencer Silencer
 	// Dedupe, when set, drops redelivered button presses (a second silence).
-	Dedupe   bot.Dedupe
+	Dedupe bot.Dedupe
+	// Observer, when set, counts the incidents opened (metrics).
+	Observer Observer
 	Platform string
 	// Channel, when set, is where every incident is posted whatever its
 	// route says (the console has one channel).
@@ -187,6 +189,9 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 	}
 	switch what {
 	case changeOpened:
+		if m.o.Observer != nil {
+			m.o.Observer.IncidentOpened(string(in.Source.Kind))
+		}
 		m.audit(ctx, in, "", "incident_opened", in.Title)
 	case changeResolved:
 		m.audit(ctx, in, "", "incident_resolved", human.Duration(in.Duration(now)))
@@ -482,6 +487,20 @@ func (m *Manager) Open(ctx context.Context) ([]*Incident, error) {
 	}
 	sort.Slice(ins, func(i, j int) bool { return ins[i].OpenedAt.Before(ins[j].OpenedAt) })
 	return ins, nil
+}
+
+// Counts is how many unresolved incidents are in each state (open,
+// acknowledged, silenced), for the metrics.
+func (m *Manager) Counts(ctx context.Context) (map[string]int, error) {
+	ins, err := m.o.Store.ListIncidents(ctx, Query{Open: true})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, in := range ins {
+		out[string(in.State)]++
+	}
+	return out, nil
 }
 
 // maxListedResolved bounds how many resolved incidents `all` reads.

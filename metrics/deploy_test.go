@@ -35,6 +35,7 @@ func TestDeployReferencesExistingMetrics(t *testing.T) {
 	m.SetTarget("t", true, true)
 	m.ChatConnected(func() bool { return true })
 	m.Ready(func() bool { return true })
+	m.AlertPath().Incidents(func() (map[string]int, error) { return map[string]int{"open": 1}, nil })
 	exported := scrape(t, m)
 
 	name := regexp.MustCompile(`groundcrew_[a-z_]+`)

@@ -59,7 +59,8 @@ type Metrics struct {
 	targetUp     *prometheus.GaugeVec
 	targetLogin  *prometheus.GaugeVec
 
-	hk housekeepingMetrics // registered by Housekeeper
+	hk     housekeepingMetrics // registered by Housekeeper
+	alerts alertMetrics        // registered by AlertPath
 
 	mu     sync.Mutex
 	gauges []func(ch chan<- prometheus.Metric)

@@ -2,7 +2,9 @@ package alertmanager
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/incident"
+	"github.com/groundcrew/groundcrew/internal/human"
 )
 
 // Path is where the receiver listens on server.listen.
@@ -42,10 +45,37 @@ type Options struct {
 	Targets []string
 	Sink    Sink
 	Audit   Auditor // optional
-	MaxBody int64   // default DefaultMaxBody
-	Logger  *slog.Logger
-	Now     func() time.Time
+	// Dedupe, when set, remembers across restarts which unrouted firing
+	// alerts were already audited (the in-memory record is lost at restart).
+	Dedupe bot.Dedupe
+	// Observer, when set, counts notifications and unrouted alerts (metrics).
+	Observer Observer
+	MaxBody  int64 // default DefaultMaxBody
+	Logger   *slog.Logger
+	Now      func() time.Time
 }
+
+// Notification outcomes, as Observer.Notification reports them.
+const (
+	OutcomeOK           = "ok"
+	OutcomeUnauthorized = "unauthorized"
+	OutcomeMalformed    = "malformed"
+	OutcomeTooLarge     = "too_large"
+	OutcomeStoreError   = "store_error"
+)
+
+// Observer is told what became of each notification (metrics).
+type Observer interface {
+	// AlertmanagerNotification counts one webhook request by outcome.
+	AlertmanagerNotification(outcome string)
+	// AlertsUnrouted counts alerts that matched no route.
+	AlertsUnrouted(n int)
+}
+
+type noObserver struct{}
+
+func (noObserver) AlertmanagerNotification(string) {}
+func (noObserver) AlertsUnrouted(int)              {}
 
 // Receiver is the webhook receiver, an http.Handler for Path.
 type Receiver struct {
@@ -74,6 +104,9 @@ func NewReceiver(o Options) (*Receiver, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Observer == nil {
+		o.Observer = noObserver{}
+	}
 	r := &Receiver{o: o, log: o.Logger, targets: map[string]bool{}, unrouted: map[string]bool{}}
 	for _, t := range o.Targets {
 		r.targets[t] = true
@@ -82,8 +115,11 @@ func NewReceiver(o Options) (*Receiver, error) {
 }
 
 // ServeHTTP implements http.Handler: 401 for a missing or wrong token,
-// 400 for a body over the limit or malformed (nothing is stored), 500 when
-// the incident could not be stored (Alertmanager retries), 200 otherwise.
+// 413 for a body over the byte limit, 400 for a malformed body (nothing is
+// stored), 500 when the incident could not be stored (Alertmanager
+// retries), 200 otherwise. The number of alerts is never a reason to
+// refuse: a refused notification is never sent again, and its resolve
+// would be lost.
 func (rc *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -91,6 +127,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if !rc.authorized(req) {
+		rc.o.Observer.AlertmanagerNotification(OutcomeUnauthorized)
 		rc.log.Warn("alertmanager webhook refused: missing or wrong Bearer token", "remote", req.RemoteAddr)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="groundcrew"`)
 		http.Error(w, "missing or wrong Bearer token (alerts.alertmanager.token_file)", http.StatusUnauthorized)
@@ -101,17 +138,24 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			err = fmt.Errorf("the body is over %s, the limit for a notification (Alertmanager: lower max_alerts)", sizeText(rc.o.MaxBody))
+			rc.o.Observer.AlertmanagerNotification(OutcomeTooLarge)
+			err = fmt.Errorf("the body is over %s, the limit for a notification (raise alerts.alertmanager.max_body, or set max_alerts in Alertmanager's webhook_config)", sizeText(rc.o.MaxBody))
+			rc.log.Error("alertmanager webhook refused: body too large; Alertmanager will not send it again", "remote", req.RemoteAddr, "err", err)
+			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+			return
 		}
+		rc.o.Observer.AlertmanagerNotification(OutcomeMalformed)
 		rc.log.Warn("alertmanager webhook refused", "remote", req.RemoteAddr, "err", err)
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	if err := rc.Handle(req.Context(), msg); err != nil {
+		rc.o.Observer.AlertmanagerNotification(OutcomeStoreError)
 		rc.log.Error("alertmanager notification not recorded", "group", msg.GroupKey, "err", err)
 		http.Error(w, "could not record the notification; retry", http.StatusInternalServerError)
 		return
 	}
+	rc.o.Observer.AlertmanagerNotification(OutcomeOK)
 	w.WriteHeader(http.StatusOK)
 	_, _ = io.WriteString(w, "ok\n")
 }
@@ -172,9 +216,12 @@ func (rc *Receiver) signal(m *Message, r *Route, alerts []Alert) incident.Signal
 	s := incident.Signal{
 		Key:    "alertmanager:" + m.Receiver + ":" + m.GroupKey + ":" + r.Name,
 		Source: incident.Source{Kind: incident.SourceAlert, Name: r.Name, Ref: m.GroupKey},
-		Firing: len(firing) > 0,
-		Title:  title(m, alerts),
+		// Alerts Alertmanager left out (max_alerts) may be firing: a
+		// group whose status is firing stays open.
+		Firing: len(firing) > 0 || m.Status == StatusFiring && m.TruncatedAlerts > 0,
 	}
+	var titled []string
+	s.Title, titled = title(m, alerts)
 	ref := alerts[0]
 	if len(firing) > 0 {
 		ref = firing[0]
@@ -184,9 +231,16 @@ func (rc *Receiver) signal(m *Message, r *Route, alerts []Alert) incident.Signal
 			}
 		}
 	}
-	s.Evidence = evidence(m, firing)
-	if m.TruncatedAlerts > 0 {
-		s.Evidence = append(s.Evidence, fmt.Sprintf("… and %d more alerts Alertmanager did not send (max_alerts)", m.TruncatedAlerts))
+	s.Evidence = evidence(m, firing, titled)
+	if more := len(s.Evidence) - MaxEvidenceAlerts; more > 0 || m.TruncatedAlerts > 0 {
+		// Every alert counts; the first ones are the evidence.
+		more = max(more, 0)
+		s.Evidence = s.Evidence[:len(s.Evidence)-more]
+		line := "… and " + human.Count(more+m.TruncatedAlerts) + " more"
+		if m.TruncatedAlerts > 0 {
+			line += fmt.Sprintf(" (%s not sent by Alertmanager: max_alerts)", human.Count(m.TruncatedAlerts))
+		}
+		s.Evidence = append(s.Evidence, line)
 	}
 	var err error
 	if s.Channel, err = render(r.channel, ref); err != nil || s.Channel == "" {
@@ -226,7 +280,25 @@ func (rc *Receiver) signal(m *Message, r *Route, alerts []Alert) incident.Signal
 	return s
 }
 
-func title(m *Message, alerts []Alert) string {
+// objectLabels are the labels that name one object: when every alert of
+// a group has the same value, the incident's title says it.
+var objectLabels = []string{"instance", "job", "worker", "pipeline"}
+
+// Label values are shortened in titles and evidence like annotations are.
+const (
+	maxTitleValue    = 60
+	maxEvidenceValue = 80
+)
+
+// MaxEvidenceAlerts is how many alerts of a group are kept as evidence
+// lines; the rest are counted ("… and 1,150 more").
+const MaxEvidenceAlerts = 50
+
+// title is the alert name and the labels that tell this group from the
+// other groups of the same alert: its group labels beyond alertname, and
+// the object labels every alert shares ("FileSystemSpaceFillingUp ·
+// instance=worker-0:9100"). It returns the label names it used.
+func title(m *Message, alerts []Alert) (string, []string) {
 	name := m.CommonLabels["alertname"]
 	if name == "" {
 		name = m.GroupLabels["alertname"]
@@ -242,12 +314,41 @@ func title(m *Message, alerts []Alert) string {
 	if name == "" {
 		name = "Alert"
 	}
-	return name
+	name = oneLine(name, maxTitleValue)
+	var used []string
+	var parts []string
+	add := func(k, v string) {
+		if k == "alertname" || v == "" || slices.Contains(used, k) {
+			return
+		}
+		used = append(used, k)
+		parts = append(parts, oneLine(k, 40)+"="+oneLine(v, maxTitleValue))
+	}
+	for _, k := range slices.Sorted(maps.Keys(m.GroupLabels)) {
+		add(k, m.GroupLabels[k])
+	}
+	for _, k := range objectLabels {
+		v, same := alerts[0].Labels[k], true
+		for _, a := range alerts[1:] {
+			if a.Labels[k] != v {
+				same = false
+				break
+			}
+		}
+		if same {
+			add(k, v)
+		}
+	}
+	if len(parts) == 0 {
+		return name, nil
+	}
+	return name + " · " + strings.Join(parts, " "), used
 }
 
 // evidence is one line per firing alert: the labels that tell it apart
-// from the rest of the group, and its summary.
-func evidence(m *Message, firing []Alert) []string {
+// from the rest of the group (not those of the title), and its summary.
+// Identical lines are said once with a count.
+func evidence(m *Message, firing []Alert, titled []string) []string {
 	// Labels every firing alert shares say nothing about one of them.
 	common := map[string]string{}
 	if len(firing) > 1 {
@@ -261,17 +362,18 @@ func evidence(m *Message, firing []Alert) []string {
 		}
 	}
 	var out []string
+	seen := map[string]int{}
 	for _, a := range firing {
 		var ls []string
 		for _, k := range slices.Sorted(maps.Keys(a.Labels)) {
-			if _, ok := common[k]; ok || k == "alertname" || k == "severity" || m.GroupLabels[k] != "" {
+			if _, ok := common[k]; ok || k == "alertname" || k == "severity" || m.GroupLabels[k] != "" || slices.Contains(titled, k) {
 				continue
 			}
-			ls = append(ls, k+"="+a.Labels[k])
+			ls = append(ls, oneLine(k, 40)+"="+oneLine(a.Labels[k], maxEvidenceValue))
 		}
 		line := "`" + strings.Join(ls, " ") + "`"
 		if len(ls) == 0 {
-			line = "`" + a.Labels["alertname"] + "`"
+			line = "`" + oneLine(a.Labels["alertname"], maxTitleValue) + "`"
 		}
 		sum := a.Annotations["summary"]
 		if sum == "" {
@@ -280,7 +382,14 @@ func evidence(m *Message, firing []Alert) []string {
 		if sum != "" {
 			line += " — " + oneLine(sum, 200)
 		}
-		out = append(out, line)
+		if seen[line]++; seen[line] == 1 {
+			out = append(out, line)
+		}
+	}
+	for i, l := range out {
+		if n := seen[l]; n > 1 {
+			out[i] = fmt.Sprintf("%s (×%d)", l, n)
+		}
 	}
 	sort.Strings(out)
 	return out
@@ -295,11 +404,16 @@ func oneLine(s string, n int) string {
 }
 
 func (rc *Receiver) recordUnrouted(ctx context.Context, m *Message, alerts []Alert) {
+	if len(alerts) > 0 {
+		rc.o.Observer.AlertsUnrouted(len(alerts))
+	}
 	for _, a := range alerts {
 		fp := a.Fingerprint
 		if fp == "" {
 			fp = labelString(a.Labels)
 		}
+		// One firing is one startsAt (a resolved alert keeps its startsAt).
+		fp += ":" + a.StartsAt.UTC().Format(time.RFC3339Nano)
 		rc.mu.Lock()
 		seen := rc.unrouted[fp]
 		if a.Firing() {
@@ -311,12 +425,23 @@ func (rc *Receiver) recordUnrouted(ctx context.Context, m *Message, alerts []Ale
 			delete(rc.unrouted, fp)
 		}
 		rc.mu.Unlock()
-		rc.log.Warn("alert matches no route in alerts.routes", "status", a.Status, "labels", labelString(a.Labels), "group", m.GroupKey)
+		rc.log.Warn("alert matches no route in alerts.routes", "status", a.Status, "labels", oneLine(labelString(a.Labels), 2000), "group", m.GroupKey)
 		if seen || !a.Firing() || rc.o.Audit == nil {
 			continue
 		}
+		if rc.o.Dedupe != nil {
+			// After a restart the same firing is not audited again.
+			sum := sha256.Sum256([]byte(fp))
+			id := "alertmanager:unrouted:" + hex.EncodeToString(sum[:16])
+			done, err := rc.o.Dedupe.SeenEvent(ctx, id, rc.o.Now())
+			if err != nil {
+				rc.log.Error("recording an unrouted alert", "err", err)
+			} else if done {
+				continue
+			}
+		}
 		err := rc.o.Audit.AppendAudit(ctx, bot.AuditEntry{Time: rc.o.Now(), Actor: "alertmanager", Action: "alert_unrouted",
-			Detail: labelString(a.Labels)})
+			Detail: oneLine(labelString(a.Labels), 2000)})
 		if err != nil {
 			rc.log.Error("recording an unrouted alert", "err", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -64,13 +65,53 @@ type env struct {
 	sink  *sink
 	audit *audit
 	logs  *bytes.Buffer
+	obs   *observer
+	seen  *dedupe
+}
+
+// observer counts what the receiver reports (the metrics' side).
+type observer struct {
+	mu       sync.Mutex
+	outcomes map[string]int
+	unrouted int
+}
+
+func (o *observer) AlertmanagerNotification(outcome string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.outcomes[outcome]++
+}
+
+func (o *observer) AlertsUnrouted(n int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.unrouted += n
+}
+
+// dedupe is a durable event-id record (the store's, which outlives a restart).
+type dedupe struct {
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+func (d *dedupe) SeenEvent(_ context.Context, id string, _ time.Time) (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	seen := d.ids[id]
+	d.ids[id] = true
+	return seen, nil
 }
 
 func newEnv(t *testing.T, routes ...*alertmanager.Route) *env {
 	t.Helper()
-	e := &env{sink: &sink{}, audit: &audit{}, logs: &bytes.Buffer{}}
+	return newEnvWith(t, &dedupe{ids: map[string]bool{}}, routes...)
+}
+
+func newEnvWith(t *testing.T, seen *dedupe, routes ...*alertmanager.Route) *env {
+	t.Helper()
+	e := &env{sink: &sink{}, audit: &audit{}, logs: &bytes.Buffer{}, obs: &observer{outcomes: map[string]int{}}, seen: seen}
 	rc, err := alertmanager.NewReceiver(alertmanager.Options{Token: "s3cret", Routes: routes, Targets: []string{"infra-prd"},
-		Sink: e.sink, Audit: e.audit, MaxBody: 64 << 10, Logger: slog.New(slog.NewTextHandler(e.logs, nil))})
+		Sink: e.sink, Audit: e.audit, Dedupe: seen, Observer: e.obs, MaxBody: 64 << 10, Logger: slog.New(slog.NewTextHandler(e.logs, nil))})
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle(alertmanager.Path, rc)
@@ -138,6 +179,7 @@ func TestTokenRequired(t *testing.T) {
 		assert.NotContains(t, body, "s3cret")
 	}
 	assert.Empty(t, e.sink.signals, "nothing stored")
+	assert.Equal(t, map[string]int{"unauthorized": 3}, e.obs.outcomes)
 	assert.Contains(t, e.logs.String(), "missing or wrong Bearer token")
 	assert.NotContains(t, e.logs.String(), "s3cret")
 	_, err := alertmanager.NewReceiver(alertmanager.Options{Sink: e.sink})
@@ -157,12 +199,15 @@ func TestBadBodies(t *testing.T) {
 		"over limit":   big,
 	} {
 		code, resp := e.post(t, "s3cret", []byte(body))
-		assert.Equal(t, http.StatusBadRequest, code, name)
 		if name == "over limit" {
+			assert.Equal(t, http.StatusRequestEntityTooLarge, code, name)
 			assert.Contains(t, resp, "the body is over 64 KiB, the limit for a notification")
+			continue
 		}
+		assert.Equal(t, http.StatusBadRequest, code, name)
 	}
 	assert.Empty(t, e.sink.signals, "nothing stored")
+	assert.Equal(t, map[string]int{"malformed": 6, "too_large": 1}, e.obs.outcomes)
 	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+alertmanager.Path, nil)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
@@ -175,6 +220,7 @@ func TestSinkErrorIs500SoAlertmanagerRetries(t *testing.T) {
 	e.sink.err = errors.New("disk full")
 	code, _ := e.post(t, "s3cret", fixture(t))
 	assert.Equal(t, http.StatusInternalServerError, code)
+	assert.Equal(t, map[string]int{"store_error": 1}, e.obs.outcomes)
 }
 
 func TestUnroutedAlertIsLoggedAndAuditedOnce(t *testing.T) {
@@ -189,6 +235,18 @@ func TestUnroutedAlertIsLoggedAndAuditedOnce(t *testing.T) {
 	assert.Len(t, e.audit.entries, 2, "each unrouted alert is recorded once while it fires")
 	assert.Equal(t, bot.AuditAction("alert_unrouted"), e.audit.entries[0].Action)
 	assert.Contains(t, e.audit.entries[0].Detail, `mountpoint="/var/log"`)
+	assert.Equal(t, 6, e.obs.unrouted, "every unrouted alert is counted")
+	assert.Equal(t, map[string]int{"ok": 3}, e.obs.outcomes)
+
+	// A restart forgets the in-memory record; the same firing is still
+	// audited once. A new firing (another startsAt) is audited again.
+	again := newEnvWith(t, e.seen, diskRoute(t))
+	code, _ := again.post(t, "s3cret", []byte(body))
+	require.Equal(t, http.StatusOK, code)
+	assert.Empty(t, again.audit.entries, "the same firing is not audited again after a restart")
+	code, _ = again.post(t, "s3cret", []byte(strings.Replace(body, "2026-03-01T03:58:00Z", "2026-03-01T05:58:00Z", 1)))
+	require.Equal(t, http.StatusOK, code)
+	assert.Len(t, again.audit.entries, 1, "a new firing of the alert is audited")
 }
 
 func TestRoutesSplitAGroupAndUnknownTargetOffersNoRunbook(t *testing.T) {
@@ -254,4 +312,108 @@ func TestParamThatRendersEmptyIsKeptAndExplained(t *testing.T) {
 	s := e.sink.signals[0]
 	assert.Equal(t, map[string]string{"worker": "10.0.4.17", "id": ""}, s.Params)
 	assert.Contains(t, strings.Join(s.Evidence, "\n"), "⚠️ parameter `id` could not be filled from this alert (route routes[0], params.id gave nothing)")
+}
+
+// groupOf builds a notification of n alerts of one instance.
+func groupOf(t *testing.T, status string, n, truncated int, instance string) []byte {
+	t.Helper()
+	var m alertmanager.Message
+	require.NoError(t, json.Unmarshal(fixture(t), &m))
+	m.Status, m.TruncatedAlerts = status, truncated
+	m.GroupLabels = map[string]string{"alertname": "FileSystemSpaceFillingUp", "instance": instance}
+	m.GroupKey = `{}:{alertname="FileSystemSpaceFillingUp", instance="` + instance + `"}`
+	proto := m.Alerts[0]
+	m.Alerts = nil
+	for i := range n {
+		a := proto
+		a.Status = status
+		a.Labels = map[string]string{"alertname": "FileSystemSpaceFillingUp", "instance": instance, "mountpoint": fmt.Sprintf("/opt/concourse/worker/vol%04d", i), "severity": "warning"}
+		a.Fingerprint = fmt.Sprintf("%016x", i)
+		m.Alerts = append(m.Alerts, a)
+	}
+	b, err := json.Marshal(m)
+	require.NoError(t, err)
+	return b
+}
+
+// TestTitleSaysWhichObject: with group_by [alertname, instance], 100
+// incidents were 100 identical "FileSystemSpaceFillingUp" lines. The group
+// labels beyond alertname and the object labels every alert shares are in
+// the title; the evidence does not repeat them; a 10 KB label value is
+// shortened wherever it is shown.
+func TestTitleSaysWhichObject(t *testing.T) {
+	e := newEnv(t, diskRoute(t))
+	code, _ := e.post(t, "s3cret", groupOf(t, "firing", 2, 0, "caascad-ci-workers-infra-infra-prd-0:9100"))
+	require.Equal(t, http.StatusOK, code)
+	require.Len(t, e.sink.signals, 1)
+	s := e.sink.signals[0]
+	assert.Equal(t, "FileSystemSpaceFillingUp · instance=caascad-ci-workers-infra-infra-prd-0:9100", s.Title)
+	assert.Equal(t, []string{"`mountpoint=/opt/concourse/worker/vol0000` — Filesystem has 8% space left",
+		"`mountpoint=/opt/concourse/worker/vol0001` — Filesystem has 8% space left"}, s.Evidence)
+
+	// Grouped by alertname only, an instance every alert shares names the object too.
+	body := strings.ReplaceAll(string(fixture(t)), "caascad-ci-workers-infra-infra-prd-1:9100", "caascad-ci-workers-infra-infra-prd-0:9100")
+	code, _ = e.post(t, "s3cret", []byte(body))
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "FileSystemSpaceFillingUp · instance=caascad-ci-workers-infra-infra-prd-0:9100", e.sink.signals[1].Title)
+	// Two instances: nothing to add.
+	code, _ = e.post(t, "s3cret", fixture(t))
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "FileSystemSpaceFillingUp", e.sink.signals[2].Title)
+
+	huge := strings.Repeat("x", 10<<10)
+	body = strings.ReplaceAll(string(fixture(t)), `"mountpoint": "/opt/concourse/worker"`, `"mountpoint": "/opt/concourse/worker", "job": "`+huge+`"`)
+	body = strings.Replace(body, `"instance": "caascad-ci-workers-infra-infra-prd-1:9100"`, `"instance": "caascad-ci-workers-infra-infra-prd-1:9100", "pod": "`+huge+`"`, 1)
+	code, _ = e.post(t, "s3cret", []byte(body))
+	require.Equal(t, http.StatusOK, code)
+	s = e.sink.signals[3]
+	assert.Less(t, len(s.Title), 200, s.Title)
+	assert.Contains(t, s.Title, "job=xxx")
+	for _, l := range s.Evidence {
+		assert.Less(t, len(l), 400, l)
+	}
+}
+
+// TestEveryAlertOfAGroupIsTaken: 1,200 alerts of one instance used to be
+// refused with 400 (Alertmanager never retries), the resolve too, and the
+// incident stayed open for ever. A well-formed notification is taken
+// whatever its number of alerts: the first ones are the evidence, the rest
+// are counted, truncatedAlerts included, and a resolve always applies.
+func TestEveryAlertOfAGroupIsTaken(t *testing.T) {
+	route := diskRoute(t)
+	e := newEnv(t, route)
+	e.srv.Close()
+	rc, err := alertmanager.NewReceiver(alertmanager.Options{Token: "s3cret", Routes: []*alertmanager.Route{route}, Targets: []string{"infra-prd"},
+		Sink: e.sink, Observer: e.obs, Logger: slog.New(slog.NewTextHandler(e.logs, nil))})
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle(alertmanager.Path, rc)
+	e.srv = httptest.NewServer(mux)
+	t.Cleanup(e.srv.Close)
+
+	inst := "caascad-ci-workers-infra-infra-prd-0:9100"
+	code, resp := e.post(t, "s3cret", groupOf(t, "firing", 1200, 0, inst))
+	require.Equal(t, http.StatusOK, code, resp)
+	s := e.sink.signals[0]
+	assert.True(t, s.Firing)
+	require.Len(t, s.Evidence, alertmanager.MaxEvidenceAlerts+1)
+	assert.Equal(t, "… and 1,150 more", s.Evidence[alertmanager.MaxEvidenceAlerts])
+
+	code, _ = e.post(t, "s3cret", groupOf(t, "firing", 1000, 200, inst))
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "… and 1,150 more (200 not sent by Alertmanager: max_alerts)", e.sink.signals[1].Evidence[alertmanager.MaxEvidenceAlerts])
+
+	code, _ = e.post(t, "s3cret", groupOf(t, "resolved", 1200, 0, inst))
+	require.Equal(t, http.StatusOK, code)
+	assert.False(t, e.sink.signals[2].Firing, "the resolve of a big group applies")
+	assert.Equal(t, s.Key, e.sink.signals[2].Key)
+
+	// The alerts Alertmanager left out may be firing: the group stays open.
+	body := groupOf(t, "resolved", 3, 0, inst)
+	body = bytes.Replace(body, []byte(`"status":"resolved","receiver"`), []byte(`"status":"firing","receiver"`), 1)
+	body = bytes.Replace(body, []byte(`"truncatedAlerts":0`), []byte(`"truncatedAlerts":5`), 1)
+	code, _ = e.post(t, "s3cret", body)
+	require.Equal(t, http.StatusOK, code)
+	assert.True(t, e.sink.signals[3].Firing, "firing alerts may be among the truncated ones")
+	assert.Equal(t, map[string]int{"ok": 4}, e.obs.outcomes)
 }

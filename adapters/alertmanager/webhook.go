@@ -50,11 +50,12 @@ const (
 
 // Limits on what a notification may contain.
 const (
-	// DefaultMaxBody is the largest body accepted (Alertmanager's
-	// max_alerts keeps real payloads far below it).
+	// DefaultMaxBody is the largest body accepted: about 2,000 alerts of
+	// a real group. It is the only limit on a notification's size (the
+	// number of alerts and the length of label values are not: a refused
+	// notification is never sent again, and its resolve would be lost).
 	DefaultMaxBody = 1 << 20
-	maxAlerts      = 1000
-	maxLabelLen    = 4096
+	maxLabelName   = 4096
 )
 
 // ErrMalformed is wrapped by every decoding error.
@@ -92,9 +93,6 @@ func (m *Message) validate() error {
 	if len(m.Alerts) == 0 {
 		return errors.New("no alerts")
 	}
-	if len(m.Alerts) > maxAlerts {
-		return fmt.Errorf("%d alerts: at most %d", len(m.Alerts), maxAlerts)
-	}
 	if err := checkLabels("groupLabels", m.GroupLabels); err != nil {
 		return err
 	}
@@ -116,12 +114,12 @@ func (m *Message) validate() error {
 }
 
 func checkLabels(where string, ls map[string]string) error {
-	for k, v := range ls {
+	for k := range ls {
 		if k == "" {
 			return fmt.Errorf("%s: empty label name", where)
 		}
-		if len(k) > maxLabelLen || len(v) > 16*maxLabelLen {
-			return fmt.Errorf("%s: label %.40q is too long", where, k)
+		if len(k) > maxLabelName {
+			return fmt.Errorf("%s: label name %.40q… is too long", where, k)
 		}
 		if strings.ContainsRune(k, 0) {
 			return fmt.Errorf("%s: label name with a NUL byte", where)

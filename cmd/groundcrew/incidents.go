@@ -40,11 +40,13 @@ func (a *app) newIncidents(audit incident.Auditor, src digest.Source, now func()
 			channel = "#ops"
 		}
 	}
+	obs := a.metrics.AlertPath()
 	m, err := incident.New(incident.Options{Store: a.db, Chat: a.chat, Starter: a.eng, Runs: a.db, Audit: audit, Dedupe: a.db,
-		Silencer: sil, Platform: a.cfg.Chat.Platform, Channel: channel, Now: now, Logger: a.log.With("component", "incidents")})
+		Observer: obs, Silencer: sil, Platform: a.cfg.Chat.Platform, Channel: channel, Now: now, Logger: a.log.With("component", "incidents")})
 	if err != nil {
 		return nil, err
 	}
+	obs.Incidents(func() (map[string]int, error) { return m.Counts(context.Background()) })
 	h := &incident.Handler{M: m, Next: a.eng}
 	a.threads.n = h // a thread summary is the incident's summary
 	in := &incidents{m: m, handler: h}
@@ -54,7 +56,7 @@ func (a *app) newIncidents(audit incident.Auditor, src digest.Source, now func()
 	if a.cfg.Alerts.Enabled() {
 		rc, err := alertmanager.NewReceiver(alertmanager.Options{Token: a.cfg.Alerts.Alertmanager.Token.Value(),
 			Routes: a.cfg.AlertRoutes(), Targets: a.cfg.TargetNames(), Sink: m, Audit: audit,
-			MaxBody: a.cfg.Alerts.Alertmanager.MaxBody, Logger: a.log.With("component", "alertmanager"), Now: now})
+			Dedupe: a.db, Observer: obs, MaxBody: a.cfg.Alerts.Alertmanager.MaxBody, Logger: a.log.With("component", "alertmanager"), Now: now})
 		if err != nil {
 			return nil, fmt.Errorf("alerts: %w", err)
 		}

@@ -78,7 +78,7 @@ func TestDemoAlert(t *testing.T) {
 	out, err := run(t, "", "demo", "--alert", "--delay", "0")
 	require.NoError(t, err, out)
 	for _, want := range []string{
-		"#1 🚨 FileSystemSpaceFillingUp on `infra-prd` — incident `i-",
+		"#1 🚨 FileSystemSpaceFillingUp · instance=caascad-ci-workers-infra-infra-prd-0:9100 on `infra-prd` — incident `i-",
 		"Suggested: `/runbook run worker-disk-full target=infra-prd worker=0`",
 		"[👀 Acknowledge] [▶ Run worker-disk-full]",
 		"Alertmanager → POST /alertmanager (firing, 1 alert): 200 ok",
@@ -92,7 +92,7 @@ func TestDemoAlert(t *testing.T) {
 	} {
 		assert.Contains(t, out, want)
 	}
-	assert.Equal(t, 1, strings.Count(out, "🚨 FileSystemSpaceFillingUp on `infra-prd` — incident"), "one incident however many notifications")
+	assert.Equal(t, 1, strings.Count(out, "🚨 FileSystemSpaceFillingUp · instance=caascad-ci-workers-infra-infra-prd-0:9100 on `infra-prd` — incident"), "one incident however many notifications")
 	_, sum, ok := strings.Cut(out, "📋 Incident summary — ✅ incident `i-")
 	require.True(t, ok, "the thread's summary is headed by the incident")
 	for _, want := range []string{"resolved after 15 min · acknowledged by @bob", "1 run in this thread", "🚨 opened — FileSystemSpaceFillingUp",
@@ -104,7 +104,7 @@ func TestDemoAlert(t *testing.T) {
 	// resolves 12 min later (04:24), 15 min after it started.
 	assert.Contains(t, out, "# 04:12. For 3 minutes Prometheus")
 	assertStoryTimes(t, out, "04:09", "04:43")
-	for _, want := range []string{"Status: open for 3 min", "04:12 🚨 opened — FileSystemSpaceFillingUp (firing since 04:09)", "04:24 ✅ resolved — resolved after 15 min", "expires in 30 min (04:42 UTC)"} {
+	for _, want := range []string{"Status: open for 3 min", "04:12 🚨 opened — FileSystemSpaceFillingUp · instance=caascad-ci-workers-infra-infra-prd-0:9100 (firing since 04:09)", "04:24 ✅ resolved — resolved after 15 min", "expires in 30 min (04:42 UTC)"} {
 		assert.Contains(t, out, want)
 	}
 }
