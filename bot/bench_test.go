@@ -3,11 +3,11 @@ package bot_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"strconv"
-	"io"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"testing/fstest"
