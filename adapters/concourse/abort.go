@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,11 +48,21 @@ type AbortOptions struct {
 	Timeout time.Duration
 	// PollInterval overrides the client's poll interval.
 	PollInterval time.Duration
+	// Scopes names the pipeline of each build id, as a plan listed it: the
+	// verification then reads the pipeline's builds list (one request per
+	// page of up to 500 builds) instead of each build. Builds without a
+	// scope are read from the list of all builds.
+	Scopes map[int]BuildScope
 	// Progress, when set, is called as the aborts are sent (Phase
 	// "sending", Done of Total) and after each verification poll (Phase
 	// "verifying", Pending builds not stopped yet). It may be called from
 	// several goroutines at once.
 	Progress func(AbortProgress)
+}
+
+// BuildScope is where a build is listed: its team and pipeline.
+type BuildScope struct {
+	Team, Pipeline string
 }
 
 // AbortProgress is how far a bulk abort is.
@@ -125,38 +137,15 @@ func (c *Client) AbortAndWait(ctx context.Context, ids []int, opts AbortOptions)
 		}
 	}
 	total := len(waiting)
+	delay, maxDelay := opts.PollInterval, verifyMaxDelay(opts)
 	for len(waiting) > 0 {
-		if err := c.sleep(ctx, opts.PollInterval); err != nil {
+		if err := c.sleep(ctx, delay); err != nil {
 			c.markNotStopped(results, waiting, fmt.Errorf("%s: waiting for builds to stop: %w", c.cfg.Name, err))
 			return results, err
 		}
-		var mu sync.Mutex
-		still := waiting[:0:0]
-		c.forEach(ctx, len(waiting), func(ctx context.Context, k int) {
-			i := waiting[k]
-			b, err := c.Build(ctx, results[i].ID)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case errors.Is(err, ErrNotFound):
-				results[i].Outcome, results[i].Err = AbortFailed, err
-			case err != nil:
-				results[i].Err = err // transient: keep polling
-				still = append(still, i)
-			case b.Status == StatusAborted:
-				results[i].Outcome, results[i].Status, results[i].Err = AbortAborted, b.Status, nil
-			case b.Finished():
-				results[i].Outcome, results[i].Status, results[i].Err = AbortAlreadyFinished, b.Status, nil
-			default:
-				results[i].Status, results[i].Err = b.Status, nil
-				still = append(still, i)
-			}
-		}, func(k int, err error) {
-			mu.Lock()
-			defer mu.Unlock()
-			still = append(still, waiting[k])
-		})
-		waiting = still
+		// back off between rounds: the web node is often what is struggling
+		delay = min(delay*3/2, maxDelay)
+		waiting = c.verifyRound(ctx, results, waiting, opts.Scopes)
 		if opts.Progress != nil {
 			opts.Progress(AbortProgress{Phase: "verifying", Done: total - len(waiting), Total: total, Pending: len(waiting), Elapsed: c.now().Sub(start)})
 		}
@@ -170,6 +159,139 @@ func (c *Client) AbortAndWait(ctx context.Context, ids []int, opts AbortOptions)
 		}
 	}
 	return results, nil
+}
+
+// verifyMaxDelay caps the pause between two verification rounds: a tenth
+// of the wait, within [PollInterval, 5s].
+func verifyMaxDelay(opts AbortOptions) time.Duration {
+	return max(opts.PollInterval, min(opts.Timeout/10, 5*time.Second))
+}
+
+// listPageMax is the largest page a verification listing asks for.
+const listPageMax = 500
+
+// verifyRound reads the statuses of the waiting builds and returns those
+// still pending or started. Builds are read from listings, not one by one:
+// each scope's (pipeline's) builds between the lowest and highest waiting
+// id, newest first, one request per page of up to 500 builds; builds
+// without a scope from the list of all builds. A build the listing did not
+// show (deleted, or not visible there) is read on its own. A listing that
+// fails leaves its builds waiting for the next round.
+func (c *Client) verifyRound(ctx context.Context, results []AbortResult, waiting []int, scopes map[int]BuildScope) []int {
+	groups := map[BuildScope][]int{}
+	var order []BuildScope
+	for _, i := range waiting {
+		sc := scopes[results[i].ID]
+		if sc.Pipeline == "" {
+			sc = BuildScope{}
+		}
+		if _, ok := groups[sc]; !ok {
+			order = append(order, sc)
+		}
+		groups[sc] = append(groups[sc], i)
+	}
+	still := waiting[:0:0]
+	var unseen []int
+	for _, sc := range order {
+		idx := groups[sc]
+		byID := make(map[int]int, len(idx))
+		lo, hi := results[idx[0]].ID, results[idx[0]].ID
+		for _, i := range idx {
+			id := results[i].ID
+			byID[id] = i
+			lo, hi = min(lo, id), max(hi, id)
+		}
+		seen := make(map[int]bool, len(idx))
+		err := c.listRange(ctx, sc, lo, hi, func(b Build) {
+			i, ok := byID[b.ID]
+			if !ok || seen[b.ID] {
+				return
+			}
+			seen[b.ID] = true
+			r := &results[i]
+			r.Status, r.Err = b.Status, nil
+			switch {
+			case b.Status == StatusAborted:
+				r.Outcome = AbortAborted
+			case b.Finished():
+				r.Outcome = AbortAlreadyFinished
+			default:
+				still = append(still, i)
+			}
+		})
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			for _, i := range idx {
+				if !seen[results[i].ID] {
+					results[i].Err = err // transient: keep waiting
+					still = append(still, i)
+				}
+			}
+			continue
+		}
+		for _, i := range idx {
+			if !seen[results[i].ID] {
+				unseen = append(unseen, i)
+			}
+		}
+	}
+	if len(unseen) == 0 {
+		return still
+	}
+	var mu sync.Mutex
+	c.forEach(ctx, len(unseen), func(ctx context.Context, k int) {
+		i := unseen[k]
+		b, err := c.Build(ctx, results[i].ID)
+		mu.Lock()
+		defer mu.Unlock()
+		r := &results[i]
+		switch {
+		case errors.Is(err, ErrNotFound):
+			r.Outcome, r.Err = AbortFailed, err
+		case err != nil:
+			r.Err = err
+			still = append(still, i)
+		case b.Status == StatusAborted:
+			r.Outcome, r.Status, r.Err = AbortAborted, b.Status, nil
+		case b.Finished():
+			r.Outcome, r.Status, r.Err = AbortAlreadyFinished, b.Status, nil
+		default:
+			r.Status, r.Err = b.Status, nil
+			still = append(still, i)
+		}
+	}, func(k int, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		still = append(still, unseen[k])
+	})
+	return still
+}
+
+// listRange streams the builds of the scope with ids in [lo, hi], newest
+// first, paging down from hi until a page reaches lo.
+func (c *Client) listRange(ctx context.Context, sc BuildScope, lo, hi int, fn func(Build)) error {
+	path, action := "/api/v1/builds", "list builds"
+	if sc.Pipeline != "" {
+		path = pipelinePath(c.team(sc.Team), sc.Pipeline) + "/builds"
+		action = fmt.Sprintf("list builds of pipeline %q", sc.Pipeline)
+	}
+	limit := strconv.Itoa(min(hi-lo+1, listPageMax))
+	q := url.Values{"to": {strconv.Itoa(hi)}, "limit": {limit}}
+	for {
+		pg, err := c.buildPage(ctx, path, q, action, func(b Build) error {
+			if b.ID >= lo && b.ID <= hi {
+				fn(b)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if pg.count == 0 || pg.minID <= lo || pg.next == nil {
+			return nil
+		}
+		q = pg.next
+		q.Set("limit", limit)
+	}
 }
 
 func (c *Client) markNotStopped(results []AbortResult, idx []int, cause error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"regexp"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -337,4 +338,70 @@ func TestAbortProgressLine(t *testing.T) {
 	assert.Equal(t, "aborting 3 / 5,000", abortProgressLine(AbortProgress{Phase: "sending", Done: 3, Total: 5000}))
 	assert.Equal(t, "verifying: 3,800 of 5,000 still pending or started · 60/s",
 		abortProgressLine(AbortProgress{Phase: "verifying", Done: 1200, Pending: 3800, Total: 5000, Elapsed: 20 * time.Second}))
+}
+
+// Verifying a bulk abort reads the pipeline's builds list, one request per
+// page, with backoff between rounds — not each build: on a real web node
+// per-build polling cost ≈ 8 requests per build during an incident that is
+// often an overloaded web node.
+func TestAbortAndWait_VerifiesFromListings(t *testing.T) {
+	const n = 2000
+	w := concoursesim.NewWorld().RunningWorkers("w", 1)
+	w.AddPipeline(concoursesim.Pipeline{Name: "queue", Jobs: []concoursesim.Job{{Name: "deploy", Serial: true}}})
+	w.AddPipeline(concoursesim.Pipeline{Name: "other", Jobs: []concoursesim.Job{{Name: "unit", Serial: true}}})
+	for k := 0; k < n/100; k++ { // the neighbour's builds interleave with ours
+		w.AddBuilds(concoursesim.Build{Pipeline: "queue", Job: "deploy", Status: "pending", Count: 100},
+			concoursesim.Build{Pipeline: "other", Job: "unit", Status: "pending", Count: 5})
+	}
+	env := newSimEnv(t, w, []concoursesim.Option{concoursesim.WithAbortDelay(0), concoursesim.WithAbortRate(60)})
+	var pauses []time.Duration
+	env.c.sleep = func(_ context.Context, d time.Duration) error {
+		pauses = append(pauses, d)
+		env.clock.Advance(d)
+		return nil
+	}
+	var ids []int
+	scopes := map[int]BuildScope{}
+	for _, b := range env.srv.Builds() {
+		if b.Pipeline == "queue" {
+			ids = append(ids, b.ID)
+			scopes[b.ID] = BuildScope{Team: "main", Pipeline: "queue"}
+		}
+	}
+	require.Len(t, ids, n)
+	env.srv.ResetCalls()
+	res, err := env.c.AbortAndWait(context.Background(), ids, AbortOptions{
+		Timeout: VerifyTimeout(time.Minute, n), PollInterval: time.Second, Scopes: scopes})
+	require.NoError(t, err)
+	assert.Empty(t, NotStopped(res))
+	for _, r := range res {
+		require.Equal(t, AbortAborted, r.Outcome, "build %d", r.ID)
+	}
+	assert.Equal(t, n, env.srv.CountCalls("PUT", "/api/v1/builds/*"))
+	assert.Zero(t, env.srv.CountCalls("GET", "/api/v1/builds/*"), "no per-build reads")
+	lists := env.srv.CountCalls("GET", "/api/v1/teams/main/pipelines/queue/builds")
+	t.Logf("%d requests for %d builds (%d listings, %d rounds)", len(env.srv.Calls()), n, lists, len(pauses))
+	assert.Less(t, float64(len(env.srv.Calls()))/n, 1.3, "requests per build, send and verify (%d listings)", lists)
+	assert.Zero(t, env.srv.CountBuilds("other")["aborted"], "the neighbour is untouched")
+	require.Greater(t, len(pauses), 3)
+	assert.Greater(t, pauses[3], pauses[0], "rounds back off")
+	assert.LessOrEqual(t, slices.Max(pauses), 5*time.Second)
+
+	t.Run("builds without a pipeline are read from the list of all builds", func(t *testing.T) {
+		require.NoError(t, env.srv.AddBuilds(concoursesim.Build{Pipeline: "other", Job: "unit", Status: "pending", Count: 3}))
+		var more []int
+		for _, b := range env.srv.Builds() {
+			if b.Pipeline == "other" && b.Status == "pending" && b.ID > ids[len(ids)-1] {
+				more = append(more, b.ID)
+			}
+		}
+		env.srv.ResetCalls()
+		res, err := env.c.AbortAndWait(context.Background(), more, AbortOptions{Timeout: time.Minute, PollInterval: time.Second})
+		require.NoError(t, err)
+		for _, r := range res {
+			assert.Equal(t, AbortAborted, r.Outcome)
+		}
+		assert.Zero(t, env.srv.CountCalls("GET", "/api/v1/builds/*"))
+		assert.Positive(t, env.srv.CountCalls("GET", "/api/v1/builds"))
+	})
 }

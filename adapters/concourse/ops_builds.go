@@ -363,6 +363,7 @@ func (p *Provider) applyAbort(ctx context.Context, c bot.Call, pl bot.Plan) (bot
 	}
 	ids := make([]int, 0, len(pl.Items))
 	attrs := map[int]map[string]string{}
+	scopes := map[int]BuildScope{}
 	for _, it := range pl.Items {
 		n, err := strconv.Atoi(it.ID)
 		if err != nil {
@@ -370,8 +371,9 @@ func (p *Provider) applyAbort(ctx context.Context, c bot.Call, pl bot.Plan) (bot
 		}
 		ids = append(ids, n)
 		attrs[n] = it.Attrs
+		scopes[n] = BuildScope{Team: it.Attrs["team"], Pipeline: it.Attrs["pipeline"]}
 	}
-	results, werr := cl.AbortAndWait(ctx, ids, AbortOptions{Force: c.Args.Bool("force"), Timeout: timeout, PollInterval: p.opts.AbortPoll,
+	results, werr := cl.AbortAndWait(ctx, ids, AbortOptions{Force: c.Args.Bool("force"), Timeout: timeout, PollInterval: p.opts.AbortPoll, Scopes: scopes,
 		Progress: func(pr AbortProgress) { c.Report(abortProgressLine(pr)) }})
 	res := bot.Result{}
 	counts := map[AbortOutcome]int{}
