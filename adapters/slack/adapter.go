@@ -77,6 +77,9 @@ type Adapter struct {
 
 	// connected is true while events can arrive (readiness).
 	connected atomic.Bool
+	// refusedActions counts the block_actions beyond the first of a payload
+	// (refused: Slack sends one per click).
+	refusedActions atomic.Int64
 
 	mu        sync.Mutex
 	botUserID string
@@ -202,6 +205,10 @@ func (a *Adapter) authTest(ctx context.Context) error {
 	return nil
 }
 
+// RefusedActions is how many button actions were refused because they
+// came beyond the first in one block_actions payload.
+func (a *Adapter) RefusedActions() int64 { return a.refusedActions.Load() }
+
 // selfName is the bot's handle, for "/invite @…" hints.
 func (a *Adapter) selfName() string {
 	a.mu.Lock()
@@ -254,11 +261,38 @@ func (a *Adapter) identify(ctx context.Context, e *bot.Event) bool {
 		return true
 	}
 	if claimed != "" && u.Name != "" && !strings.EqualFold(claimed, u.Name) {
+		// A renamed user: the cached handle is old. Ask Slack once more
+		// before refusing (#22.3).
+		if fresh, ferr := a.dir.refetchUser(lctx, e.User.ID); ferr == nil {
+			u = fresh
+		}
+	}
+	if claimed != "" && u.Name != "" && !strings.EqualFold(claimed, u.Name) {
 		a.log.Warn("slack: refused an event: its user name does not match its user id", "kind", e.Kind, "id", e.ID, "user", u.ID, "username", u.Name, "claimed", claimed)
+		a.tellNameMismatch(ctx, *e, u, claimed)
 		return false
 	}
 	e.User = u
 	return true
+}
+
+// tellNameMismatch tells the person behind a refused event why nothing
+// happened: the name in Slack's request is not their account's name.
+func (a *Adapter) tellNameMismatch(ctx context.Context, e bot.Event, u bot.User, claimed string) {
+	if e.Conversation.Channel == "" || u.Kind != bot.UserPerson {
+		return
+	}
+	what := map[bot.EventKind]string{bot.EventCommand: "command", bot.EventButton: "button press"}[e.Kind]
+	if what == "" {
+		return // reactions carry no name
+	}
+	msg := bot.Message{Text: fmt.Sprintf("⛔ I did not act on your %s: Slack sent it with the name @%s, but the account %s is @%s in Slack's directory. "+
+		"If you were just renamed, try again in a minute; if it goes on, tell an operator.", what, claimed, u.ID, u.Name)}
+	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := a.Ephemeral(tctx, e.Conversation, bot.User{ID: u.ID, Name: u.Name}, msg); err != nil {
+		a.log.Warn("slack: could not tell the user why their event was refused", "user", u.ID, "err", err)
+	}
 }
 
 // ResolveUser implements bot.IdentityResolver: a handle ("alice",

@@ -178,6 +178,33 @@ func (d *directory) user(ctx context.Context, id string) (bot.User, error) {
 	return v.(bot.User), nil
 }
 
+// userRefetchInterval bounds how often refetchUser asks Slack again for one
+// id, so payloads with a wrong name cannot make a users.info call each.
+const userRefetchInterval = time.Minute
+
+// refetchUser is user with a cached answer older than userRefetchInterval
+// dropped first: a user renamed since it was cached gets their new name.
+func (d *directory) refetchUser(ctx context.Context, id string) (bot.User, error) {
+	d.mu.Lock()
+	c, ok := d.users[id]
+	if ok && d.now().Sub(c.at) < userRefetchInterval {
+		d.mu.Unlock()
+		return c.v, nil
+	}
+	delete(d.users, id)
+	d.mu.Unlock()
+	u, err := d.user(ctx, id)
+	if err != nil && ok {
+		d.mu.Lock()
+		if _, again := d.users[id]; !again {
+			d.users[id] = c
+		}
+		d.mu.Unlock()
+		return c.v, err
+	}
+	return u, err
+}
+
 func userOf(u *slackapi.User) bot.User {
 	out := bot.User{ID: u.ID, Name: u.Name}
 	switch {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -382,4 +383,31 @@ func TestHTTP_TricklingRequestIsDropped(t *testing.T) {
 	took, answer := httpguardtest.Trickle(t, srv.Listener.Addr().String(), PathCommands, 100*time.Millisecond, 10*time.Second)
 	assert.NotEqual(t, "still open", answer)
 	assert.Less(t, took, 5*time.Second, answer)
+}
+
+// TestHTTP_BlockActionsWithManyActionsIsOnePress: Slack sends one action per
+// click; a payload carrying 300 becomes one event, the rest refused and
+// counted (#22.3).
+func TestHTTP_BlockActionsWithManyActionsIsOnePress(t *testing.T) {
+	f := newFakeSlack(t)
+	a := newTestAdapter(t, f, Config{Mode: ModeHTTP})
+	rec := newRecorder()
+	runAdapter(t, a, rec)
+	var p map[string]any
+	require.NoError(t, json.Unmarshal([]byte(blockActionsPayload("111.222.333", "approve", "r-7f3a/5")), &p))
+	first := p["actions"].([]any)[0]
+	acts := []any{first}
+	for i := range 299 {
+		acts = append(acts, map[string]any{"action_id": "reject", "block_id": "b1", "type": "button", "value": "r-7f3a/5", "action_ts": fmt.Sprintf("1795979200.%06d", i)})
+	}
+	p["actions"] = acts
+	raw, err := json.Marshal(p)
+	require.NoError(t, err)
+	res := serve(t, a.HTTPHandler(), PathInteractivity, formType, []byte(url.Values{"payload": {string(raw)}}.Encode()), time.Now(), nil)
+	require.Equal(t, http.StatusOK, res.Code)
+	e := rec.next(t)
+	assert.Equal(t, bot.IntentApprove, e.Intent, "the first action is handled")
+	assert.Equal(t, "slack:action:111.222.333", e.ID)
+	rec.none(t, 100*time.Millisecond)
+	assert.EqualValues(t, 299, a.RefusedActions())
 }

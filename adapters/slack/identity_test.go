@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -152,4 +154,54 @@ func TestCanPost_PermanentErrorRefusesWithTheFix(t *testing.T) {
 		assert.NotErrorIs(t, err, bot.ErrCannotPost)
 		assert.Len(t, f.callsTo("conversations.info"), 1+transientRetries, "retried first")
 	})
+}
+
+// TestIdentity_RenamedUserIsFetchedAgain: a user renamed in Slack since
+// their name was cached is asked about once more, and acts under the new
+// name; a name that still disagrees is refused and the person told why
+// (#22.3).
+func TestIdentity_RenamedUserIsFetchedAgain(t *testing.T) {
+	f := newFakeSlack(t)
+	f.mu.Lock()
+	f.users["UMALLORY"] = "mallory"
+	f.mu.Unlock()
+	a := newTestAdapter(t, f, Config{Mode: ModeHTTP})
+	now := time.Now()
+	var mu sync.Mutex
+	a.dir.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	later := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	rec := newRecorder()
+	runAdapter(t, a, rec)
+
+	pressAs(t, a, "1", "UCAROL", "carol")
+	assert.Equal(t, "carol", rec.next(t).User.Name)
+
+	// carol becomes caroline; the cache still says carol.
+	f.mu.Lock()
+	f.users["UCAROL"] = "caroline"
+	f.mu.Unlock()
+	later(2 * time.Minute)
+	infos := len(f.callsTo("users.info"))
+	pressAs(t, a, "2", "UCAROL", "caroline")
+	e := rec.next(t)
+	assert.Equal(t, bot.User{ID: "UCAROL", Name: "caroline"}, e.User, "acts under the new name at once, not after an hour")
+	assert.Len(t, f.callsTo("users.info"), infos+1, "one fresh look-up")
+
+	// A name that disagrees after the fresh look-up is refused, with why.
+	pressAs(t, a, "3", "UMALLORY", "bob")
+	rec.none(t, 100*time.Millisecond)
+	require.Eventually(t, func() bool {
+		for _, m := range f.messages() {
+			if m.Ephemeral && m.User == "UMALLORY" && strings.Contains(m.Text, "@bob") && strings.Contains(m.Text, "@mallory") {
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, 10*time.Millisecond, "mallory is told why: %+v", f.messages())
+
+	// Within a minute, a wrong name does not make Slack be asked again.
+	infos = len(f.callsTo("users.info"))
+	pressAs(t, a, "4", "UMALLORY", "bob")
+	rec.none(t, 100*time.Millisecond)
+	assert.Len(t, f.callsTo("users.info"), infos)
 }

@@ -2,7 +2,6 @@ package slack
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -140,8 +139,8 @@ func (a *Adapter) callbackEvents(ev slackevents.EventsAPIEvent) []bot.Event {
 	}}
 }
 
-// interactionEvents converts block_actions (button presses); other
-// interaction types are ignored. Each press has its own trigger_id, which
+// interactionEvents converts block_actions (button presses) into at most
+// one event; other interaction types are ignored. Each press has its own trigger_id, which
 // makes the Event.ID (a Socket Mode redelivery carries the same one).
 func (a *Adapter) interactionEvents(cb slackapi.InteractionCallback) []bot.Event {
 	if cb.Type != slackapi.InteractionTypeBlockActions {
@@ -168,35 +167,46 @@ func (a *Adapter) interactionEvents(cb slackapi.InteractionCallback) []bot.Event
 	if name == "" {
 		name = cb.User.Username
 	}
-	var out []bot.Event
-	for i, act := range cb.ActionCallback.BlockActions {
-		if act == nil || act.ActionID == "" {
+	// Slack sends one action per click. A payload carrying more is not a
+	// click: the first is handled, the rest refused, so one request cannot
+	// become hundreds of votes and refusals (#22.3).
+	var act *slackapi.BlockAction
+	extra := 0
+	for _, x := range cb.ActionCallback.BlockActions {
+		switch {
+		case x == nil || x.ActionID == "":
 			continue
+		case act == nil:
+			act = x
+		default:
+			extra++
 		}
-		e := bot.Event{
-			Kind:         bot.EventButton,
-			User:         bot.User{ID: cb.User.ID, Name: name},
-			Conversation: bot.Conversation{Platform: Platform, Channel: channel, Thread: thread},
-			Message:      bot.MessageRef{Platform: Platform, Channel: channel, ID: msgTS, Thread: msgThread},
-			Intent:       bot.Intent(act.ActionID),
-			Value:        act.Value,
-			Time:         tsTime(act.ActionTs),
-		}
-		if e.Time.IsZero() {
-			e.Time = a.now()
-		}
-		if key := cb.TriggerID; key != "" {
-			e.ID = "slack:action:" + key
-		} else if act.ActionTs != "" {
-			e.ID = "slack:action:" + cb.User.ID + ":" + act.ActionTs
-		}
-		if e.ID != "" && len(cb.ActionCallback.BlockActions) > 1 {
-			e.ID += ":" + strconv.Itoa(i)
-		}
-		out = append(out, e)
 	}
-	if len(out) == 0 {
+	if extra > 0 {
+		a.refusedActions.Add(int64(extra))
+		a.log.Warn("slack: refused the extra actions of a block_actions payload: Slack sends one per click; only the first is handled",
+			"user", cb.User.ID, "channel", channel, "trigger", cb.TriggerID, "actions", extra+1, "refused", extra)
+	}
+	if act == nil {
 		a.log.Debug("slack: block_actions without a button action ignored", "trigger", cb.TriggerID)
+		return nil
 	}
-	return out
+	e := bot.Event{
+		Kind:         bot.EventButton,
+		User:         bot.User{ID: cb.User.ID, Name: name},
+		Conversation: bot.Conversation{Platform: Platform, Channel: channel, Thread: thread},
+		Message:      bot.MessageRef{Platform: Platform, Channel: channel, ID: msgTS, Thread: msgThread},
+		Intent:       bot.Intent(act.ActionID),
+		Value:        act.Value,
+		Time:         tsTime(act.ActionTs),
+	}
+	if e.Time.IsZero() {
+		e.Time = a.now()
+	}
+	if key := cb.TriggerID; key != "" {
+		e.ID = "slack:action:" + key
+	} else if act.ActionTs != "" {
+		e.ID = "slack:action:" + cb.User.ID + ":" + act.ActionTs
+	}
+	return []bot.Event{e}
 }

@@ -99,7 +99,7 @@ func TestValidResponseURL(t *testing.T) {
 		"https://evil.test/?hooks.slack.com":       false,
 		"https://user@hooks.slack.com/x":           false,
 		"http://169.254.169.254/latest/meta-data/": false,
-		"":                                         false,
+		"": false,
 	} {
 		assert.Equal(t, want, validResponseURL(u), u)
 	}
