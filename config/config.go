@@ -37,7 +37,11 @@ const EnvConfig = "GROUNDCREW_CONFIG"
 type Config struct {
 	// Store is the bbolt file (default groundcrew.db next to the config
 	// file; relative paths are relative to the config file's directory).
-	Store string `yaml:"store"`
+	// The file's store key is StoreYAML: a path, or postgres (config/store.go).
+	Store string `yaml:"-"`
+	// StorePostgres is set when the store is PostgreSQL (config/store.go).
+	StorePostgres *StorePostgres `yaml:"-"`
+	StoreYAML     StoreSetting   `yaml:"store"`
 	// Retention is how long finished runs are kept in the store after they
 	// finished ("400d", or a Go duration such as "720h"; default 400d).
 	// The audit log is always kept whole.
@@ -214,6 +218,7 @@ func Parse(path string, data []byte) (*Config, error) {
 	if err := dec.Decode(c); err != nil && !errors.Is(err, errEOF(err)) {
 		return nil, decodeErrors(path, data, err)
 	}
+	c.takeStore()
 	c.applyEnv()
 	c.defaults(filepath.Dir(path))
 	if errs := c.validate(); len(errs) > 0 {
@@ -276,9 +281,15 @@ func (c *Config) defaults(dir string) {
 		return filepath.Join(dir, p)
 	}
 	c.Store = rel(c.Store)
+	if c.StorePostgres != nil {
+		c.StorePostgres.DSNFile = rel(c.StorePostgres.DSNFile)
+	}
 	switch c.Server.AdminSocket {
 	case "":
 		c.Server.AdminSocket = c.Store + ".sock"
+		if c.StorePostgres != nil {
+			c.Server.AdminSocket = "off" // every command reads PostgreSQL directly
+		}
 	case "off":
 	default:
 		c.Server.AdminSocket = rel(c.Server.AdminSocket)
@@ -325,6 +336,7 @@ func (c *Config) validate() Errors {
 	add := func(path, format string, args ...any) {
 		errs = append(errs, &Error{Path: path, Msg: fmt.Sprintf(format, args...)})
 	}
+	c.validateStore(add)
 	if !chatplatform.Known(c.Chat.Platform) {
 		add("chat.platform", "%q is not a platform: use %s", c.Chat.Platform, strings.Join(chatplatform.Names(), ", "))
 	}

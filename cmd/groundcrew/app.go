@@ -25,7 +25,6 @@ import (
 	"github.com/groundcrew/groundcrew/internal/chatplatform"
 	"github.com/groundcrew/groundcrew/metrics"
 	"github.com/groundcrew/groundcrew/runbooks"
-	"github.com/groundcrew/groundcrew/store"
 )
 
 // app is the wired bot.
@@ -34,7 +33,7 @@ type app struct {
 	threads lateNotes
 	cfg     *config.Config
 	log     *slog.Logger
-	db      *store.DB
+	db      appStore
 	reg     *bot.Registry
 	lib     *runbooks.Library
 	eng     *bot.Engine
@@ -69,6 +68,9 @@ type appOptions struct {
 	Logger  *slog.Logger
 	// Now overrides the clock (tests).
 	Now func() time.Time
+	// Store is an open store to use (and leave open): the leader's
+	// (cmd/groundcrew/leader.go). Nil: newApp opens the configured one.
+	Store appStore
 }
 
 // providers builds the operation registry for the configured targets.
@@ -151,12 +153,14 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 		a.log.Warn("SELF-APPROVAL ENABLED: requesters may approve their own destructive steps", "policy", p)
 	}
 
-	db, err := store.Open(cfg.Store, store.Options{Retention: time.Duration(cfg.Retention)})
-	if err != nil {
-		return nil, err
+	db := o.Store
+	if db == nil {
+		if db, err = openAppStore(cfg); err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, func() { _ = db.Close() })
 	}
 	a.db = db
-	a.closers = append(a.closers, func() { _ = db.Close() })
 
 	in, out := o.In, o.Out
 	if in == nil {

@@ -209,6 +209,13 @@ func openStore(cmd *cobra.Command) (storeReader, func(), error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w (or pass --store)", err)
 		}
+		if cfg.PostgresStore() {
+			db, err := openPostgres(cfg, false)
+			if err != nil {
+				return nil, nil, err
+			}
+			return db, func() { _ = db.Close() }, nil
+		}
 		path, socket = cfg.Store, cfg.Server.AdminSocket
 	}
 	if _, err := os.Stat(path); err != nil {

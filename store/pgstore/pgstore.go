@@ -722,3 +722,9 @@ func (c *specCache) get(ctx context.Context, q querier, ref string) (*runbooks.R
 	c.mu.Unlock()
 	return spec, nil
 }
+
+// Path names the store for messages: its DSN without the password.
+func (s *DB) Path() string {
+	c := s.pool.Config().ConnConfig
+	return fmt.Sprintf("postgres://%s@%s:%d/%s", c.User, c.Host, c.Port, c.Database)
+}
