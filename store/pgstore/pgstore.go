@@ -629,7 +629,7 @@ func (s *DB) Housekeep(ctx context.Context, now time.Time) (bot.HousekeepResult,
 	}
 	cutoff := now.Add(-s.retention)
 	for {
-		var n int
+		var n, msgs int
 		err := s.write(ctx, func(tx pgx.Tx) error {
 			rows, err := tx.Query(ctx, `delete from runs where id in (
 				select id from runs where not active and ended_at < $1 and created_at < $1 order by ended_at limit 1000)
@@ -648,10 +648,12 @@ func (s *DB) Housekeep(ctx context.Context, now time.Time) (bot.HousekeepResult,
 			if _, err := tx.Exec(ctx, "delete from journal where run_id = any($1)", ids); err != nil {
 				return err
 			}
-			_, err = tx.Exec(ctx, "delete from messages where run_id = any($1)", ids)
+			tag, err := tx.Exec(ctx, "delete from messages where run_id = any($1)", ids)
+			msgs = int(tag.RowsAffected())
 			return err
 		})
 		res.Runs += n
+		res.Messages += msgs
 		if err != nil {
 			return res, fmt.Errorf("deleting runs finished before %s: %w", cutoff.Format(time.RFC3339), err)
 		}
