@@ -200,9 +200,14 @@ func (h *Handler) button(ctx context.Context, ev bot.Event) error {
 			return err
 		}
 	case ActionSilence:
-		if _, err := h.M.Silence(ctx, in, ev.User, SilenceFor); err != nil {
+		if _, err := h.M.Silence(ctx, in, ev.User, SilenceFor); errors.Is(err, ErrSilenced) {
+			h.reply(ctx, ev, fmt.Sprintf("Incident `%s` is %s.", in.ID, err.Error()))
+		} else if err != nil {
 			h.reply(ctx, ev, "⚠️ Could not create the silence: "+err.Error())
-			return nil
+		}
+	case ActionUnsilence:
+		if err := h.M.ExpireSilence(ctx, in, ev.User); err != nil {
+			h.reply(ctx, ev, "⚠️ Could not expire the silence: "+err.Error())
 		}
 	}
 	return nil

@@ -88,6 +88,27 @@ type Incident struct {
 	Timeline      []Entry           `json:"timeline,omitempty"`
 	// Autostarted is set once the route's read-only autostart was requested.
 	Autostarted bool `json:"autostarted,omitempty"`
+	// The incident's silence in Alertmanager (one at most): its id, until
+	// when, and who created it. While it lasts Alertmanager sends nothing
+	// for these alerts, not even their resolve: groundcrew asks its API.
+	SilenceID     string    `json:"silence_id,omitempty"`
+	SilencedUntil time.Time `json:"silenced_until,omitzero"`
+	SilencedBy    *bot.User `json:"silenced_by,omitempty"`
+	// ReopenedAt is when the incident last opened again; its age counts
+	// from then (or from a Since after the previous resolve).
+	ReopenedAt time.Time `json:"reopened_at,omitzero"`
+	// SinceAfter is the previous resolve of a reopened incident: a Since
+	// before it belongs to the earlier firing.
+	SinceAfter time.Time `json:"since_after,omitzero"`
+}
+
+// Silenced reports whether the incident's silence lasts at now.
+func (in *Incident) Silenced(now time.Time) bool {
+	return in.SilenceID != "" && now.Before(in.SilencedUntil)
+}
+
+func (in *Incident) clearSilence() {
+	in.SilenceID, in.SilencedUntil, in.SilencedBy = "", time.Time{}, nil
 }
 
 // Thread is the incident thread's conversation.
@@ -129,6 +150,8 @@ type Signal struct {
 	// Since is when the condition started (zero: now).
 	Since   time.Time
 	Silence map[string]string
+	// Why, for a resolve, says how groundcrew knows (default: the source said so).
+	Why string
 }
 
 // Query selects incidents.
@@ -169,11 +192,17 @@ type Auditor interface {
 	AppendAudit(ctx context.Context, e bot.AuditEntry) error
 }
 
-// Silencer creates silences (Alertmanager's v2 API).
+// Silencer creates and expires silences and counts firing alerts
+// (Alertmanager's v2 API).
 type Silencer interface {
 	// Silence silences the alerts matching the labels for d and returns
 	// the silence id.
 	Silence(ctx context.Context, matchers map[string]string, d time.Duration, by, comment string) (string, error)
+	// Expire ends the silence with id now.
+	Expire(ctx context.Context, id string) error
+	// Firing counts the alerts matching the labels that still fire,
+	// silenced or not.
+	Firing(ctx context.Context, matchers map[string]string) (int, error)
 }
 
 // Observer is told when an incident opens (metrics).

@@ -273,11 +273,36 @@ func TestAutostartReadOnlyIsADryRun(t *testing.T) {
 	assert.Equal(t, in.Root.ID, ev.Conversation.Thread)
 }
 
-type silencer struct{ got map[string]string }
+// silencer is Alertmanager's silence and alert API: silences it created,
+// expired, and how many alerts fire.
+type silencer struct {
+	mu      sync.Mutex
+	got     map[string]string
+	n       int
+	expired []string
+	firing  int
+	err     error
+}
 
 func (s *silencer) Silence(_ context.Context, m map[string]string, d time.Duration, by, _ string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.got = m
-	return "sil-1", nil
+	s.n++
+	return fmt.Sprintf("sil-%d", s.n), nil
+}
+
+func (s *silencer) Expire(_ context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expired = append(s.expired, id)
+	return nil
+}
+
+func (s *silencer) Firing(context.Context, map[string]string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.firing, s.err
 }
 
 func TestSilenceButton(t *testing.T) {
@@ -296,8 +321,139 @@ func TestSilenceButton(t *testing.T) {
 	assert.Equal(t, incident.ActionSilence, root.Msg.Buttons[len(root.Msg.Buttons)-1].Action)
 	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventButton, User: bot.User{ID: "U2", Name: "bob"}, Intent: incident.ActionSilence, Value: in.ID}))
 	assert.Equal(t, s.Silence, sil.got)
-	_, ok := f.chat.Find("🔕 @bob silenced these alerts for 1 h")
+	_, ok := f.chat.Find("🔕 @bob silenced these alerts for 1 h (until 05:00 UTC)")
 	assert.True(t, ok)
+}
+
+func (f *fixture) press(t *testing.T, who bot.User, action bot.Intent, id string) {
+	t.Helper()
+	require.NoError(t, f.h.Handle(context.Background(), bot.Event{Kind: bot.EventButton, User: who, Intent: action, Value: id}))
+}
+
+func (f *fixture) root(t *testing.T, id string) bot.Message {
+	t.Helper()
+	p, ok := f.chat.Find("incident `" + id + "`")
+	require.True(t, ok)
+	return p.Msg
+}
+
+func actions(m bot.Message) []bot.Intent {
+	var out []bot.Intent
+	for _, b := range m.Buttons {
+		out = append(out, b.Action)
+	}
+	return out
+}
+
+// TestOneSilencePerIncident: the 🔕 button pressed twice made two
+// identical silences, "silenced" twice in the timeline, the button stayed
+// and the status never said silenced. Now: one silence, the status says
+// until when and by whom, the button becomes "Expire silence", which
+// deletes it in Alertmanager and says who did.
+func TestOneSilencePerIncident(t *testing.T) {
+	f := newFixture(t)
+	sil := &silencer{firing: 2}
+	var err error
+	f.m, err = incident.New(incident.Options{Store: f.db, Chat: f.chat, Silencer: sil, Platform: "slack", Now: f.clock.Now})
+	require.NoError(t, err)
+	f.h = &incident.Handler{M: f.m, Next: f.next}
+	ctx := context.Background()
+	s := diskSignal(true, "a")
+	s.Silence = map[string]string{"alertname": "FileSystemSpaceFillingUp"}
+	in, err := f.m.Signal(ctx, s)
+	require.NoError(t, err)
+	carol, bob := bot.User{ID: "U3", Name: "carol"}, bot.User{ID: "U2", Name: "bob"}
+	f.clock.Advance(12 * time.Minute)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() { defer wg.Done(); f.press(t, carol, incident.ActionSilence, in.ID) }()
+	}
+	wg.Wait()
+	f.press(t, bob, incident.ActionSilence, in.ID)
+	assert.Equal(t, 1, sil.n, "one silence however often the button is pressed")
+	assert.Contains(t, strings.Join(f.chat.Ephemerals("U2"), "\n"), "is already silenced until 05:12 UTC by @carol (silence `sil-1`)")
+	root := f.root(t, in.ID)
+	assert.Contains(t, root.Text, "🔕 silenced until 05:12 UTC by @carol")
+	assert.Contains(t, actions(root), incident.ActionUnsilence)
+	assert.NotContains(t, actions(root), incident.ActionSilence)
+	got, err := f.db.GetIncident(ctx, in.ID)
+	require.NoError(t, err)
+	assert.Equal(t, 1, strings.Count(f.m.TimelineText(got), "silenced for"))
+
+	f.press(t, bob, incident.ActionUnsilence, in.ID)
+	assert.Equal(t, []string{"sil-1"}, sil.expired)
+	root = f.root(t, in.ID)
+	assert.NotContains(t, root.Text, "silenced until")
+	assert.Contains(t, actions(root), incident.ActionSilence)
+	_, ok := f.chat.Find("🔔 @bob expired the silence `sil-1`")
+	assert.True(t, ok)
+	got, err = f.db.GetIncident(ctx, in.ID)
+	require.NoError(t, err)
+	assert.Contains(t, f.m.TimelineText(got), "unsilenced — @bob expired the silence")
+	// A new silence can be made again.
+	f.press(t, bob, incident.ActionSilence, in.ID)
+	assert.Equal(t, 2, sil.n)
+}
+
+// TestSilencedIncidentResolvesAndReopens: Alertmanager sends no resolve
+// for muted alerts, so a silenced incident stayed open 11+ minutes after
+// its alerts resolved. While silenced, groundcrew asks Alertmanager and
+// resolves the incident when its alerts are gone; when the silence ends
+// and they still fire, the incident is open again.
+func TestSilencedIncidentResolvesAndReopens(t *testing.T) {
+	f := newFixture(t)
+	sil := &silencer{firing: 2}
+	var err error
+	f.m, err = incident.New(incident.Options{Store: f.db, Chat: f.chat, Silencer: sil, Platform: "slack", Now: f.clock.Now})
+	require.NoError(t, err)
+	f.h = &incident.Handler{M: f.m, Next: f.next}
+	ctx := context.Background()
+	s := diskSignal(true, "a")
+	s.Silence = map[string]string{"alertname": "FileSystemSpaceFillingUp"}
+	in, err := f.m.Signal(ctx, s)
+	require.NoError(t, err)
+	bob := bot.User{ID: "U2", Name: "bob"}
+	_, _, err = f.m.Acknowledge(ctx, in.ID, bob, "reaction")
+	require.NoError(t, err)
+	f.press(t, bob, incident.ActionSilence, in.ID)
+
+	// Still firing, silence running: nothing changes.
+	f.clock.Advance(10 * time.Minute)
+	require.NoError(t, f.m.CheckSilences(ctx))
+	got, _ := f.db.GetIncident(ctx, in.ID)
+	assert.Equal(t, incident.StateAcknowledged, got.State)
+	// Alertmanager unreachable: nothing changes, the error is returned.
+	sil.err = fmt.Errorf("connection refused")
+	assert.Error(t, f.m.CheckSilences(ctx))
+	got, _ = f.db.GetIncident(ctx, in.ID)
+	assert.Equal(t, incident.StateAcknowledged, got.State)
+	sil.err = nil
+
+	// The silence ends (1 h), the alerts still fire: open again.
+	f.clock.Advance(51 * time.Minute)
+	require.NoError(t, f.m.CheckSilences(ctx))
+	got, _ = f.db.GetIncident(ctx, in.ID)
+	assert.Equal(t, incident.StateOpen, got.State, "open again: it needs a person")
+	assert.Empty(t, got.SilenceID)
+	assert.Contains(t, f.m.TimelineText(got), "reopened — the silence ended and 2 alerts still fire")
+	_, ok := f.chat.Find("🔔 The silence ended and 2 alerts still fire: the incident is open again.")
+	assert.True(t, ok)
+	assert.Contains(t, actions(f.root(t, in.ID)), incident.ActionSilence)
+	require.NoError(t, f.m.CheckSilences(ctx))
+	assert.Equal(t, 1, strings.Count(f.m.TimelineText(got), "silence ended"), "said once")
+
+	// Silenced again; the alerts resolve while it lasts: resolved.
+	f.press(t, bob, incident.ActionSilence, in.ID)
+	sil.firing = 0
+	f.clock.Advance(2 * time.Minute)
+	require.NoError(t, f.m.CheckSilences(ctx))
+	got, _ = f.db.GetIncident(ctx, in.ID)
+	assert.Equal(t, incident.StateResolved, got.State)
+	assert.Empty(t, got.SilenceID)
+	res, ok := f.chat.Find("✅ Resolved after")
+	require.True(t, ok)
+	assert.Contains(t, res.Msg.Text, "Alertmanager has no firing alert for it any more")
 }
 
 // noRunbooks is an engine library without runbooks.
@@ -401,12 +557,7 @@ func TestThreadNotesMergeWithRunsAndMessages(t *testing.T) {
 	assert.Equal(t, "Timeline (UTC):\n04:00 🚨 opened — FileSystemSpaceFillingUp\n04:01 @carol: looking\n04:02 ▶ `r-1` worker-disk-full started by @bob", m.Detail)
 }
 
-type countingSilencer struct{ n int }
-
-func (s *countingSilencer) Silence(context.Context, map[string]string, time.Duration, string, string) (string, error) {
-	s.n++
-	return fmt.Sprintf("sil-%d", s.n), nil
-}
+type countingSilencer = silencer
 
 type watchingChat struct {
 	*bottest.Chat
@@ -618,4 +769,29 @@ func TestOpenedIncidentsAreCounted(t *testing.T) {
 	n, err := m.Counts(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]int{"open": 1}, n)
+}
+
+// TestReopenedCountsFromTheReopening: after a reopen, "open for …" and
+// "N min after it started" counted from the first opening (the alert's old
+// startsAt); they count from the reopening, which the status says.
+func TestReopenedCountsFromTheReopening(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	sig := diskSignal(true, "a")
+	sig.Since = f.clock.Now().Add(-5 * time.Minute)
+	in, err := f.m.Signal(ctx, sig)
+	require.NoError(t, err)
+	f.clock.Advance(20 * time.Minute)
+	_, err = f.m.Signal(ctx, diskSignal(false))
+	require.NoError(t, err)
+	f.clock.Advance(11 * time.Minute) // 04:31
+	_, err = f.m.Signal(ctx, sig)     // the same old startsAt
+	require.NoError(t, err)
+	f.clock.Advance(2 * time.Minute)
+	_, _, err = f.m.Acknowledge(ctx, in.ID, bot.User{ID: "U2", Name: "bob"}, "reaction")
+	require.NoError(t, err)
+	root := f.root(t, in.ID)
+	assert.Contains(t, root.Text, "open for 2 min (reopened 04:31)")
+	_, ok := f.chat.Find("👀 @bob acknowledged — 2 min after it started.")
+	assert.True(t, ok, "counted from the reopening")
 }

@@ -142,6 +142,7 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 		case !s.Firing:
 			what = changeResolved
 			cur.State, cur.ResolvedAt, cur.UpdatedAt = StateResolved, now, now
+			cur.clearSilence()
 			cur.Notifications++
 			if len(s.Evidence) > 0 {
 				prevEvidence, cur.Evidence = cur.Evidence, s.Evidence
@@ -161,10 +162,12 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 			return in, nil
 		case cur.State == StateResolved:
 			what = changeReopened
+			// Its age counts from the reopening, not the first opening.
+			cur.SinceAfter, cur.ReopenedAt = cur.ResolvedAt, now
 			cur.State, cur.ResolvedAt, cur.AckedAt, cur.AckedBy = StateOpen, time.Time{}, time.Time{}, nil
 			cur.Evidence, cur.UpdatedAt = s.Evidence, now
 			cur.Notifications++
-			cur.Since, cur.OpenedAt = s.Since, now
+			cur.Since, cur.OpenedAt = time.Time{}, now
 			cur.add(Entry{Time: now, Kind: "reopened", Text: "firing again"})
 			cur.refresh(s)
 			return cur, nil
@@ -198,7 +201,7 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 	case changeReopened:
 		m.audit(ctx, in, "", "incident_reopened", in.Title)
 	}
-	in = m.publish(ctx, in, what, prevEvidence)
+	in = m.publish(ctx, in, what, prevEvidence, s.Why)
 	if (what == changeOpened || what == changeReopened) && in.Autostart && !in.Autostarted && in.Runbook != "" {
 		m.autostart(ctx, in)
 	}
@@ -216,7 +219,7 @@ func (in *Incident) refresh(s Signal) {
 	if len(s.Silence) > 0 {
 		in.Silence = s.Silence
 	}
-	if !s.Since.IsZero() && (in.Since.IsZero() || s.Since.Before(in.Since)) {
+	if !s.Since.IsZero() && s.Since.After(in.SinceAfter) && (in.Since.IsZero() || s.Since.Before(in.Since)) {
 		in.Since = s.Since
 	}
 }
@@ -231,7 +234,7 @@ func (in *Incident) add(e Entry) {
 // publish posts the root message (when there is none yet: a new incident,
 // or chat was down when it opened) or updates it, and says what changed
 // in the thread. Chat failures are logged; the next signal tries again.
-func (m *Manager) publish(ctx context.Context, in *Incident, what change, prev []string) *Incident {
+func (m *Manager) publish(ctx context.Context, in *Incident, what change, prev []string, why string) *Incident {
 	root := m.render(in)
 	if in.Root.IsZero() {
 		ref, err := m.o.Chat.Post(ctx, bot.Conversation{Platform: in.Platform, Channel: in.Channel}, root.Clean())
@@ -261,7 +264,7 @@ func (m *Manager) publish(ctx context.Context, in *Incident, what change, prev [
 	case changeReopened:
 		m.postThread(ctx, in, bot.Message{Text: evidenceText("🔔 Firing again", in.Evidence, nil), Broadcast: true})
 	case changeResolved:
-		text := fmt.Sprintf("✅ Resolved after %s — %s", human.Duration(in.Duration(in.ResolvedAt)), sourceName(in))
+		text := fmt.Sprintf("✅ Resolved after %s — %s", human.Duration(in.Duration(in.ResolvedAt)), nonEmpty(why, sourceName(in)))
 		var open []string
 		for _, r := range m.LinkedRuns(ctx, in) {
 			if !r.State.Terminal() {
@@ -274,6 +277,13 @@ func (m *Manager) publish(ctx context.Context, in *Incident, what change, prev [
 		m.postThread(ctx, in, bot.Message{Text: text, Broadcast: true})
 	}
 	return in
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 func sourceName(in *Incident) string {
@@ -438,26 +448,199 @@ func (m *Manager) autostart(ctx context.Context, in *Incident) {
 	}
 }
 
-// Silence silences the incident's alerts for d through the Silencer.
+// ErrSilenced is returned when an incident already has a silence.
+var ErrSilenced = errors.New("already silenced")
+
+// Silence silences the incident's alerts for d through the Silencer: one
+// silence per incident (a second press says who silenced it and until
+// when). While it lasts, CheckSilences asks Alertmanager whether the
+// alerts still fire.
 func (m *Manager) Silence(ctx context.Context, in *Incident, who bot.User, d time.Duration) (string, error) {
 	if m.o.Silencer == nil || len(in.Silence) == 0 {
 		return "", errors.New("silences are not available for this incident")
 	}
-	id, err := m.o.Silencer.Silence(ctx, in.Silence, d, who.Display(), "groundcrew incident "+in.ID)
+	unlock := m.lock(in.Key)
+	defer unlock()
+	now := m.o.Now()
+	cur, err := m.o.Store.GetIncident(ctx, in.ID)
+	if err != nil {
+		return "", fmt.Errorf("reading incident %s: %w", in.ID, err)
+	}
+	if cur.Silenced(now) {
+		return cur.SilenceID, fmt.Errorf("%w until %s by %s (silence `%s`)", ErrSilenced, hm(cur.SilencedUntil), cur.SilencedBy.Display(), cur.SilenceID)
+	}
+	if cur.State == StateResolved {
+		return "", errors.New("the incident is resolved")
+	}
+	id, err := m.o.Silencer.Silence(ctx, cur.Silence, d, who.Display(), "groundcrew incident "+cur.ID)
 	if err != nil {
 		return "", err
 	}
-	now := m.o.Now()
-	if _, err := m.o.Store.UpdateIncident(ctx, in.ID, func(x *Incident) error {
-		x.add(Entry{Time: now, Kind: "silenced", Actor: who.ID, Text: fmt.Sprintf("%s silenced for %s (silence %s)", who.Display(), human.Duration(d), id)})
+	until := now.Add(d)
+	u := who
+	in, err = m.o.Store.UpdateIncident(ctx, cur.ID, func(x *Incident) error {
+		x.SilenceID, x.SilencedUntil, x.SilencedBy, x.UpdatedAt = id, until, &u, now
+		x.add(Entry{Time: now, Kind: "silenced", Actor: who.ID, Text: fmt.Sprintf("%s silenced for %s, until %s (silence %s)", who.Display(), human.Duration(d), hm(until), id)})
 		return nil
-	}); err != nil {
-		return id, err
+	})
+	if err != nil {
+		return id, fmt.Errorf("recording silence %s of incident %s: %w", id, cur.ID, err)
 	}
 	m.audit(ctx, in, who.ID, "incident_silenced", id)
-	m.postThread(ctx, in, bot.Message{Text: fmt.Sprintf("🔕 %s silenced these alerts for %s in Alertmanager (silence `%s`).", who.Display(), human.Duration(d), id)})
+	m.updateRoot(ctx, in)
+	m.postThread(ctx, in, bot.Message{Text: fmt.Sprintf("🔕 %s silenced these alerts for %s (until %s) in Alertmanager (silence `%s`). Alertmanager sends nothing for them meanwhile, not even their resolve: groundcrew asks it every %s and resolves the incident when they are gone.",
+		who.Display(), human.Duration(d), hm(until), id, human.Duration(SilenceCheckEvery))})
 	return id, nil
 }
+
+// ExpireSilence ends the incident's silence now (DELETE
+// /api/v2/silence/{id}); Alertmanager notifies again.
+func (m *Manager) ExpireSilence(ctx context.Context, in *Incident, who bot.User) error {
+	if m.o.Silencer == nil {
+		return errors.New("silences are not available (alerts.alertmanager.url is not set)")
+	}
+	unlock := m.lock(in.Key)
+	defer unlock()
+	now := m.o.Now()
+	cur, err := m.o.Store.GetIncident(ctx, in.ID)
+	if err != nil {
+		return fmt.Errorf("reading incident %s: %w", in.ID, err)
+	}
+	if cur.SilenceID == "" {
+		return fmt.Errorf("incident %s has no silence", cur.ID)
+	}
+	id := cur.SilenceID
+	if err := m.o.Silencer.Expire(ctx, id); err != nil {
+		return err
+	}
+	in, err = m.o.Store.UpdateIncident(ctx, cur.ID, func(x *Incident) error {
+		if x.SilenceID != id {
+			return nil
+		}
+		x.clearSilence()
+		x.UpdatedAt = now
+		x.add(Entry{Time: now, Kind: "unsilenced", Actor: who.ID, Text: fmt.Sprintf("%s expired the silence (silence %s)", who.Display(), id)})
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("recording the end of silence %s: %w", id, err)
+	}
+	m.audit(ctx, in, who.ID, "incident_unsilenced", id)
+	m.updateRoot(ctx, in)
+	m.postThread(ctx, in, bot.Message{Text: fmt.Sprintf("🔔 %s expired the silence `%s`: Alertmanager notifies about these alerts again.", who.Display(), id)})
+	return nil
+}
+
+// SilenceCheckEvery is how often WatchSilences asks Alertmanager about
+// the silenced incidents.
+const SilenceCheckEvery = 15 * time.Second
+
+// WatchSilences runs CheckSilences every SilenceCheckEvery until ctx ends.
+func (m *Manager) WatchSilences(ctx context.Context) error {
+	if m.o.Silencer == nil {
+		return nil
+	}
+	t := time.NewTicker(SilenceCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := m.CheckSilences(ctx); err != nil && ctx.Err() == nil {
+				m.log.Warn("checking the silenced incidents", "err", err)
+			}
+		}
+	}
+}
+
+// CheckSilences looks at every silenced incident: when Alertmanager has
+// no firing alert for it any more, it is resolved (Alertmanager sends no
+// resolve for silenced alerts); when its silence has ended and the alerts
+// still fire, it is open again. It returns the first error of the API
+// (every incident is still checked).
+func (m *Manager) CheckSilences(ctx context.Context) error {
+	if m.o.Silencer == nil {
+		return nil
+	}
+	ins, err := m.o.Store.ListIncidents(ctx, Query{Open: true})
+	if err != nil {
+		return fmt.Errorf("listing open incidents: %w", err)
+	}
+	var first error
+	for _, in := range ins {
+		if in.SilenceID == "" || len(in.Silence) == 0 {
+			continue
+		}
+		n, err := m.o.Silencer.Firing(ctx, in.Silence)
+		if err != nil {
+			m.log.Warn("asking Alertmanager for a silenced incident's alerts", "incident", in.ID, "err", err)
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		if n == 0 {
+			_, err := m.Signal(ctx, Signal{Key: in.Key, Source: in.Source, Firing: false,
+				Why: "Alertmanager has no firing alert for it any more (it sends no resolve while a silence lasts)."})
+			if err != nil && first == nil {
+				first = err
+			}
+			continue
+		}
+		if !m.o.Now().Before(in.SilencedUntil) {
+			if err := m.silenceEnded(ctx, in, n); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}
+
+// silenceEnded opens the incident again: its silence is over and n alerts
+// still fire.
+func (m *Manager) silenceEnded(ctx context.Context, in *Incident, n int) error {
+	unlock := m.lock(in.Key)
+	defer unlock()
+	now := m.o.Now()
+	id := in.SilenceID
+	changed := false
+	in, err := m.o.Store.UpdateIncident(ctx, in.ID, func(x *Incident) error {
+		if x.SilenceID != id || x.State == StateResolved {
+			return nil
+		}
+		changed = true
+		x.clearSilence()
+		x.State, x.AckedAt, x.AckedBy, x.UpdatedAt = StateOpen, time.Time{}, nil, now
+		x.add(Entry{Time: now, Kind: "reopened", Text: fmt.Sprintf("the silence ended and %d alert%s still fire%s", n, plural(n), map[bool]string{true: "s"}[n == 1])})
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("recording the end of silence %s: %w", id, err)
+	}
+	if !changed {
+		return nil
+	}
+	m.audit(ctx, in, "", "incident_reopened", "silence "+id+" ended")
+	m.updateRoot(ctx, in)
+	m.postThread(ctx, in, bot.Message{Text: fmt.Sprintf("🔔 The silence ended and %d alert%s still fire%s: the incident is open again.", n, plural(n), map[bool]string{true: "s"}[n == 1]), Broadcast: true})
+	if w, ok := m.o.Chat.(bot.ReactionWatcher); ok && !in.Root.IsZero() {
+		w.WatchReactions(in.Root)
+	}
+	return nil
+}
+
+// updateRoot renders the root message again.
+func (m *Manager) updateRoot(ctx context.Context, in *Incident) {
+	if in.Root.IsZero() {
+		return
+	}
+	if err := m.o.Chat.Update(ctx, in.Root, m.render(in).Clean()); err != nil {
+		m.log.Warn("updating incident message", "incident", in.ID, "err", err)
+	}
+}
+
+func hm(t time.Time) string { return t.UTC().Format("15:04") + " UTC" }
 
 // Rewatch asks the chat adapter (when it is a bot.ReactionWatcher) to
 // re-read the reactions of every open incident's message after a restart,
@@ -498,6 +681,10 @@ func (m *Manager) Counts(ctx context.Context) (map[string]int, error) {
 	}
 	out := map[string]int{}
 	for _, in := range ins {
+		if in.SilenceID != "" {
+			out["silenced"]++
+			continue
+		}
 		out[string(in.State)]++
 	}
 	return out, nil

@@ -17,6 +17,8 @@ const (
 	ActionAck     bot.Intent = "incident_ack"
 	ActionRun     bot.Intent = "incident_run"
 	ActionSilence bot.Intent = "incident_silence"
+	// ActionUnsilence expires the incident's silence.
+	ActionUnsilence bot.Intent = "incident_unsilence"
 )
 
 // SilenceFor is how long the silence button silences.
@@ -51,14 +53,17 @@ func (m *Manager) render(in *Incident) bot.Message {
 	fmt.Fprintf(&b, "%s *%s*%s — incident `%s`\n", stateIcon(in.State), in.Title, where, in.ID)
 	switch in.State {
 	case StateOpen:
-		fmt.Fprintf(&b, "Status: open for %s · not acknowledged", human.Duration(in.Duration(now)))
+		fmt.Fprintf(&b, "Status: open for %s%s · not acknowledged", human.Duration(in.Duration(now)), reopened(in))
 	case StateAcknowledged:
-		fmt.Fprintf(&b, "Status: acknowledged by %s · open for %s", in.AckedBy.Display(), human.Duration(in.Duration(now)))
+		fmt.Fprintf(&b, "Status: acknowledged by %s · open for %s%s", in.AckedBy.Display(), human.Duration(in.Duration(now)), reopened(in))
 	case StateResolved:
 		fmt.Fprintf(&b, "Status: resolved after %s", human.Duration(in.Duration(now)))
 		if in.AckedBy != nil {
 			fmt.Fprintf(&b, " · acknowledged by %s", in.AckedBy.Display())
 		}
+	}
+	if in.State != StateResolved && in.SilenceID != "" {
+		fmt.Fprintf(&b, " · 🔕 silenced until %s by %s", hm(in.SilencedUntil), in.SilencedBy.Display())
 	}
 	b.WriteString("\n" + sourceLine(in))
 	var detail string
@@ -82,12 +87,24 @@ func (m *Manager) render(in *Incident) bot.Message {
 		if in.Runbook != "" && m.o.Starter != nil && !strings.Contains(in.Command(), "<") {
 			msg.Buttons = append(msg.Buttons, bot.Button{Action: ActionRun, Label: "▶ Run " + in.Runbook, Value: in.ID, Style: "primary"})
 		}
-		if m.o.Silencer != nil && len(in.Silence) > 0 {
+		switch {
+		case m.o.Silencer != nil && in.SilenceID != "":
+			msg.Buttons = append(msg.Buttons, bot.Button{Action: ActionUnsilence, Label: "🔔 Expire silence", Value: in.ID})
+		case m.o.Silencer != nil && len(in.Silence) > 0:
 			msg.Buttons = append(msg.Buttons, bot.Button{Action: ActionSilence, Label: "🔕 Silence 1 h", Value: in.ID})
 		}
 	}
 	msg.Text, msg.Detail = b.String(), detail
 	return msg
+}
+
+// reopened says when a reopened incident opened again (its age counts
+// from then).
+func reopened(in *Incident) string {
+	if in.ReopenedAt.IsZero() {
+		return ""
+	}
+	return " (reopened " + in.ReopenedAt.UTC().Format("15:04") + ")"
 }
 
 func sourceLine(in *Incident) string {
@@ -170,11 +187,21 @@ func (f ListFilter) words() string {
 // oldest first), then acknowledged (oldest first), then resolved (most
 // recently resolved first).
 func listRank(ins []*Incident) {
-	rank := map[State]int{StateOpen: 0, StateAcknowledged: 1, StateResolved: 2}
+	rank := func(in *Incident) int {
+		switch {
+		case in.State == StateResolved:
+			return 3
+		case in.SilenceID != "":
+			return 2 // silenced: Alertmanager is quiet, groundcrew watches
+		case in.State == StateAcknowledged:
+			return 1
+		}
+		return 0
+	}
 	sort.SliceStable(ins, func(i, j int) bool {
 		a, b := ins[i], ins[j]
-		if rank[a.State] != rank[b.State] {
-			return rank[a.State] < rank[b.State]
+		if rank(a) != rank(b) {
+			return rank(a) < rank(b)
 		}
 		if a.State == StateResolved {
 			return a.ResolvedAt.After(b.ResolvedAt)
@@ -244,6 +271,9 @@ func (m *Manager) ListText(ins []*Incident, f ListFilter, runs func(*Incident) [
 		default:
 			state = "not acknowledged, open for " + human.Duration(in.Duration(now))
 		}
+		if in.State != StateResolved && in.SilenceID != "" {
+			state += ", 🔕 silenced until " + hm(in.SilencedUntil) + " by " + in.SilencedBy.Display()
+		}
 		fmt.Fprintf(&b, "\n%s `%s` %s%s — %s", stateIcon(in.State), in.ID, in.Title, where, state)
 		if in.State == StateResolved {
 			continue
@@ -308,7 +338,7 @@ func (m *Manager) heading(in *Incident) string {
 
 // entryIcons mark the incident's own items in its thread's summary.
 var entryIcons = map[string]string{"opened": "🚨", "reopened": "🚨", "changed": "🔔", "acknowledged": "👀",
-	"silenced": "🔕", "resolved": "✅", "run": "🔗", "autostart": "▶"}
+	"silenced": "🔕", "unsilenced": "🔔", "resolved": "✅", "run": "🔗", "autostart": "▶"}
 
 // Notes is the incident as its thread's summary shows it: headed by the
 // incident, its timeline entries as items merged with the runs and

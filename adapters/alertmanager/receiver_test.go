@@ -417,3 +417,47 @@ func TestEveryAlertOfAGroupIsTaken(t *testing.T) {
 	assert.True(t, e.sink.signals[3].Firing, "firing alerts may be among the truncated ones")
 	assert.Equal(t, map[string]int{"ok": 4}, e.obs.outcomes)
 }
+
+// TestSilencerExpiresAndCountsFiringAlerts: DELETE /api/v2/silence/{id};
+// GET /api/v2/alerts with the group's matchers, silenced and inhibited
+// alerts included, resolved ones not counted.
+func TestSilencerExpiresAndCountsFiringAlerts(t *testing.T) {
+	now := time.Date(2026, 3, 1, 4, 0, 0, 0, time.UTC)
+	var deleted []string
+	var query []string
+	am := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodDelete && strings.HasPrefix(r.URL.Path, "/api/v2/silence/"):
+			id := strings.TrimPrefix(r.URL.Path, "/api/v2/silence/")
+			deleted = append(deleted, id)
+			if id == "gone" {
+				http.Error(w, "silence not found", http.StatusNotFound)
+			}
+		case r.Method == http.MethodGet && r.URL.Path == "/api/v2/alerts":
+			query = r.URL.Query()["filter"]
+			assert.Equal(t, "true", r.URL.Query().Get("silenced"))
+			assert.Equal(t, "true", r.URL.Query().Get("inhibited"))
+			_, _ = io.WriteString(w, `[
+  {"labels": {"alertname": "X", "instance": "a\"b"}, "endsAt": "2026-03-01T04:05:00Z", "status": {"state": "suppressed", "silencedBy": ["s1"]}},
+  {"labels": {"alertname": "X", "instance": "a\"b"}, "endsAt": "2026-03-01T03:59:00Z", "status": {"state": "active"}},
+  {"labels": {"alertname": "Y", "instance": "a\"b"}, "endsAt": "2026-03-01T04:05:00Z", "status": {"state": "active"}}
+]`)
+		default:
+			http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, http.StatusTeapot)
+		}
+	}))
+	defer am.Close()
+	s := &alertmanager.Silencer{URL: am.URL, Now: func() time.Time { return now }}
+	ctx := context.Background()
+	require.NoError(t, s.Expire(ctx, "7b3c"))
+	require.NoError(t, s.Expire(ctx, "gone"), "a silence Alertmanager no longer has has ended")
+	assert.Equal(t, []string{"7b3c", "gone"}, deleted)
+	n, err := s.Firing(ctx, map[string]string{"alertname": "X", "instance": `a"b`})
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "the silenced one fires; the ended one and the other alert do not count")
+	assert.Equal(t, []string{`alertname="X"`, `instance="a\"b"`}, query)
+
+	down := &alertmanager.Silencer{URL: "http://127.0.0.1:1"}
+	_, err = down.Firing(ctx, map[string]string{"alertname": "X"})
+	assert.ErrorContains(t, err, "listing alerts in Alertmanager http://127.0.0.1:1")
+}

@@ -115,10 +115,17 @@ func (in *incidents) run(ctx context.Context) error {
 	if err := in.m.Rewatch(ctx); err != nil {
 		return err
 	}
-	if in.watcher == nil {
-		return nil
+	// Silenced incidents: Alertmanager sends no resolve while a silence
+	// lasts, so groundcrew asks its API.
+	silences := make(chan error, 1)
+	go func() { silences <- in.m.WatchSilences(ctx) }()
+	var err error
+	if in.watcher != nil {
+		err = in.watcher.Run(ctx)
+	} else {
+		<-ctx.Done()
 	}
-	return in.watcher.Run(ctx)
+	return errors.Join(err, <-silences)
 }
 
 // checkRoutes is config check's part for alert routes.
