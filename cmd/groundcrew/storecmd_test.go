@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/digest"
+	"github.com/groundcrew/groundcrew/incident"
+	"github.com/groundcrew/groundcrew/runbooks"
+	"github.com/groundcrew/groundcrew/store"
+	"github.com/groundcrew/groundcrew/store/pgstore"
+	"github.com/groundcrew/groundcrew/store/pgstore/pgtest"
+)
+
+func TestStoreCopy_CopiesEverythingAndVerifies(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.NewDatabase(t, nil)
+	path := filepath.Join(t.TempDir(), "gc.db")
+	src, err := store.Open(path, store.Options{})
+	require.NoError(t, err)
+	t0 := time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
+	spec := &runbooks.Runbook{Name: "worker-stalled", Title: "Worker stalled"}
+	for i := range 5 {
+		id := fmt.Sprintf("r-%d", i)
+		r := &bot.Run{ID: id, Runbook: "worker-stalled", State: bot.RunRunning, Spec: spec, CreatedAt: t0.Add(time.Duration(i) * time.Minute),
+			Conversation: bot.Conversation{Platform: "slack", Channel: "C1", Thread: "T" + id}}
+		require.NoError(t, src.CreateRun(ctx, r, &bot.Batch{Journal: []bot.JournalEntry{{Type: bot.JRunStarted}},
+			Audit:    []bot.AuditEntry{{Time: r.CreatedAt, Actor: "ana", Action: bot.ActionRunStarted}},
+			Messages: []bot.MessageIndex{{Ref: bot.MessageRef{Platform: "slack", Channel: "C1", ID: "m" + id}, RunID: id, Role: bot.RoleRoot}}}))
+		if i%2 == 0 {
+			_, err := src.UpdateRun(ctx, id, func(r *bot.Run, b *bot.Batch) error {
+				r.State, r.FinishedAt = bot.RunSucceeded, r.CreatedAt.Add(time.Minute)
+				b.Note(bot.JournalEntry{Type: bot.JIntent, Step: "prune"})
+				b.Note(bot.JournalEntry{Type: bot.JOutcome, Step: "prune", Outcome: "ok"})
+				return nil
+			})
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, src.AppendAudit(ctx, bot.AuditEntry{Time: t0, Actor: "bob", Action: bot.ActionRunRefused}))
+	_, err = src.SeenEvent(ctx, "ev-1", t0)
+	require.NoError(t, err)
+	require.NoError(t, src.PutOutbox(ctx, bot.OutboxItem{ID: "o1", Message: bot.Message{Text: "hi"}, NextTry: t0}))
+	require.NoError(t, src.SaveDigest(ctx, "daily", digest.Record{Fire: t0}))
+	require.NoError(t, src.PutKV(ctx, "k", []byte("v")))
+	_, err = src.UpsertIncident(ctx, "k1", func(*incident.Incident) (*incident.Incident, error) {
+		return &incident.Incident{ID: "i-1", Key: "k1", State: incident.StateOpen, OpenedAt: t0,
+			Root: bot.MessageRef{Platform: "slack", Channel: "C1", ID: "inc"}}, nil
+	})
+	require.NoError(t, err)
+	head, err := src.AuditHead(ctx)
+	require.NoError(t, err)
+	require.NoError(t, src.Close())
+
+	var out []string
+	say := func(f string, a ...any) { out = append(out, fmt.Sprintf(f, a...)) }
+	require.NoError(t, storeCopy(ctx, path, dsn, say))
+	assert.Contains(t, out[len(out)-2], "audit chain verified: 6 entries")
+
+	dst, err := pgstore.Open(ctx, dsn, pgstore.Options{})
+	require.NoError(t, err)
+	defer dst.Close()
+	c, err := dst.Counts(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, pgstore.Counts{Runs: 5, Journal: 11, Audit: 6, Messages: 5, Events: 1, Outbox: 1, Digests: 1, KV: 1, Incidents: 1}, c)
+	require.NoError(t, dst.VerifyAuditHead(ctx, head), "a checkpoint published before the copy verifies after it")
+	r, err := dst.GetRun(ctx, "r-2")
+	require.NoError(t, err)
+	assert.Equal(t, bot.RunSucceeded, r.State)
+	require.NotNil(t, r.Spec)
+	assert.Equal(t, "Worker stalled", r.Spec.Title)
+	act, err := dst.ListRuns(ctx, bot.RunQuery{Active: true})
+	require.NoError(t, err)
+	assert.Len(t, act, 2)
+	idx, err := dst.RunByMessage(ctx, bot.MessageRef{Platform: "slack", Channel: "C1", ID: "mr-3"})
+	require.NoError(t, err)
+	assert.Equal(t, "r-3", idx.RunID)
+	in, err := dst.IncidentByMessage(ctx, bot.MessageRef{Platform: "slack", Channel: "C1", ID: "inc"})
+	require.NoError(t, err)
+	assert.Equal(t, "i-1", in.ID)
+	_, err = dst.UpsertIncident(ctx, "k1", func(cur *incident.Incident) (*incident.Incident, error) {
+		require.NotNil(t, cur, "the key index was copied")
+		return nil, nil
+	})
+	require.NoError(t, err)
+	seen, err := dst.SeenEvent(ctx, "ev-1", t0)
+	require.NoError(t, err)
+	assert.True(t, seen)
+
+	// The copied store goes on: journals and the chain continue.
+	_, err = dst.UpdateRun(ctx, "r-2", func(_ *bot.Run, b *bot.Batch) error {
+		b.Note(bot.JournalEntry{Type: bot.JStepDone})
+		b.Audit = append(b.Audit, bot.AuditEntry{Time: t0, Actor: "ana", Action: bot.ActionCancel})
+		return nil
+	})
+	require.NoError(t, err)
+	j, err := dst.Journal(ctx, "r-2")
+	require.NoError(t, err)
+	require.Len(t, j, 4)
+	assert.Equal(t, uint64(4), j[3].Seq)
+	n, err := dst.VerifyAudit(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 7, n)
+
+	// A second copy is refused: the target is not empty.
+	err = storeCopy(ctx, path, dsn, say)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not empty")
+	c2, err := dst.Counts(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(5), c2.Runs)
+}
+
+func TestStoreCopy_RefusesAStoreServeHolds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gc.db")
+	held, err := store.Open(path, store.Options{})
+	require.NoError(t, err)
+	defer held.Close()
+	err = storeCopy(context.Background(), path, "postgres://nobody@127.0.0.1:1/x", func(string, ...any) {})
+	require.ErrorIs(t, err, bot.ErrLocked)
+	assert.Contains(t, err.Error(), "stop groundcrew serve")
+}
