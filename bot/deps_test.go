@@ -86,6 +86,10 @@ func TestArchitecture(t *testing.T) {
 		switch {
 		case under(pkg, "runbooks"):
 			assert.Empty(t, mod, "runbooks imports nothing of the module")
+		case pkg == "delivery":
+			for _, d := range mod {
+				assert.True(t, under(d, "model", "runbooks", "bot/policy"), "delivery imports only the model packages, not %s", d)
+			}
 		case under(pkg, "model"):
 			for _, d := range mod {
 				assert.True(t, under(d, "model", "runbooks", "bot/policy"), "the model package %s imports only other model packages, runbooks and bot/policy, not %s", pkg, d)

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/groundcrew/groundcrew/delivery"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -39,8 +40,11 @@ type TargetInfo struct {
 
 // Options configure an Engine.
 type Options struct {
-	Store     Store
-	Chat      Chat
+	Store Store
+	Chat  Chat
+	// Delivery is the outbox every subsystem posts through (default: one
+	// of its own on Chat and Store). The engine's Tick flushes it.
+	Delivery  *delivery.Outbox
 	Ops       *Registry
 	Library   Library
 	Targets   map[string]TargetInfo
@@ -145,7 +149,6 @@ type Engine struct {
 
 	// The subsystems the engine wires (each in its own file):
 	writes    *durableWriter // every store write succeeds, is retried, or fails loudly
-	outbox    *outbox        // the posts and edits that failed, for a retry
 	out       *poster        // renders and posts the run's messages
 	hints     hints          // how people answer on this platform
 	work      *workers       // the goroutines that advance runs; calls in flight
@@ -168,8 +171,11 @@ func New(o Options) (*Engine, error) {
 		log: o.Logger,
 	}
 	e.writes = newDurableWriter(o.Store, o.Chat, o.Logger, o.Now)
-	e.outbox = newOutbox(o.Store, e.writes, o.Logger, o.Now)
-	e.out = newPoster(o.Chat, o.Capabilities, o.Store, e.writes, e.outbox, o.Logger, o.Now)
+	d := o.Delivery
+	if d == nil {
+		d = delivery.New(delivery.Options{Chat: o.Chat, Store: o.Store, Logger: o.Logger, Now: o.Now})
+	}
+	e.out = newPoster(d, o.Capabilities, o.Store, e.writes, o.Logger, o.Now)
 	e.hints = e.out.hints
 	e.work = newWorkers(o.Logger, o.OpTimeout, e.advance)
 	e.sm = machine{now: o.Now, bot: o.BotName}

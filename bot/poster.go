@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/groundcrew/groundcrew/delivery"
 )
 
 // threadOf is where a run's replies go.
@@ -26,14 +28,13 @@ func threadOf(r *Run) Conversation {
 // for it (messageTarget), and hands every failed post or edit to the
 // outbox, which it flushes on each tick.
 type poster struct {
-	chat   Chat
-	check  PostChecker // nil: the platform cannot tell
-	store  Store
-	writes *durableWriter
-	outbox *outbox
-	log    *slog.Logger
-	now    func() time.Time
-	hints  hints
+	delivery *delivery.Outbox // sanitises, posts, and queues what fails
+	check    PostChecker      // nil: the platform cannot tell
+	store    Store
+	writes   *durableWriter
+	log      *slog.Logger
+	now      func() time.Time
+	hints    hints
 
 	mu sync.Mutex
 	// inFlight are the posts whose message reference is not stored yet;
@@ -42,9 +43,30 @@ type poster struct {
 	seq      uint64
 }
 
-func newPoster(chat Chat, caps Capabilities, store Store, writes *durableWriter, ob *outbox, log *slog.Logger, now func() time.Time) *poster {
-	return &poster{chat: chat, check: caps.PostChecker, store: store, writes: writes, outbox: ob, log: log, now: now,
+func newPoster(d *delivery.Outbox, caps Capabilities, store Store, writes *durableWriter, log *slog.Logger, now func() time.Time) *poster {
+	p := &poster{delivery: d, check: caps.PostChecker, store: store, writes: writes, log: log, now: now,
 		hints: hintsFor(caps.Reactions), inFlight: map[uint64]chan struct{}{}}
+	recv := delivery.Receiver{
+		Delivered: func(ctx context.Context, it delivery.Item, ref MessageRef) {
+			if it.RunID != "" && it.Role.Indexed() {
+				p.saveRef(ctx, it.RunID, it.Role, it.Step, ref)
+			}
+		},
+		Posting: p.posting,
+		Save: func(ctx context.Context, runID, what string, write func() error) error {
+			return writes.do(ctx, runID, what, func() (bool, error) { return false, write() })
+		},
+	}
+	d.Register(fromRun, recv)
+	d.Register("", recv) // items queued before senders were named
+	return p
+}
+
+// fromRun names the engine's messages in the outbox.
+const fromRun = "run"
+
+func runMeta(runID string, role MessageRole, step string) delivery.Meta {
+	return delivery.Meta{From: fromRun, RunID: runID, Role: role, Step: step}
 }
 
 // thread posts a message in the run's thread (see run).
@@ -60,10 +82,10 @@ func (p *poster) run(ctx context.Context, to Conversation, runID string, role Me
 	m.RunID, m.Role, m.Step = runID, role, step
 	done := p.posting()
 	defer done()
-	ref, err := p.chat.Post(ctx, to, m.Clean())
-	if err != nil {
-		p.outbox.queue(ctx, OutboxItem{To: to, Message: m, RunID: runID, Step: step, Role: role}, err)
-		return MessageRef{}
+	h, _ := p.delivery.Post(ctx, to, m, runMeta(runID, role, step))
+	ref := h.Ref
+	if ref.IsZero() {
+		return MessageRef{} // queued: saved when it is delivered
 	}
 	if role.Indexed() {
 		p.saveRef(ctx, runID, role, step, ref)
@@ -73,17 +95,13 @@ func (p *poster) run(ctx context.Context, to Conversation, runID string, role Me
 
 // plain posts a message that belongs to no run (summaries, digests).
 func (p *poster) plain(ctx context.Context, to Conversation, m Message) {
-	if _, err := p.chat.Post(ctx, to, m.Clean()); err != nil {
-		p.outbox.queue(ctx, OutboxItem{To: to, Message: m}, err)
-	}
+	_, _ = p.delivery.Post(ctx, to, m, delivery.Meta{From: fromRun})
 }
 
 // update updates one posted message of r; a failed update is retried.
 func (p *poster) update(ctx context.Context, r *Run, ref MessageRef, role MessageRole, step string, m Message) {
 	m.RunID, m.Role, m.Step = r.ID, role, step
-	if err := p.chat.Update(ctx, ref, m.Clean()); err != nil {
-		p.outbox.queue(ctx, OutboxItem{Update: ref, Message: m, RunID: r.ID, Step: step, Role: role}, err)
-	}
+	_ = p.delivery.Update(ctx, delivery.Handle{Ref: ref}, m, runMeta(r.ID, role, step))
 }
 
 // updateOrPost updates ref in place, or posts when there is no ref yet.
@@ -97,7 +115,7 @@ func (p *poster) updateOrPost(ctx context.Context, r *Run, ref MessageRef, role 
 
 // reply answers a user: ephemerally where the platform allows.
 func (p *poster) reply(ctx context.Context, to Conversation, user User, text string) {
-	if err := p.chat.Ephemeral(ctx, to, user, Message{Text: text}.Clean()); err != nil {
+	if err := p.delivery.Ephemeral(ctx, to, user, Message{Text: text}); err != nil {
 		p.log.Warn("ephemeral reply failed", "user", user.ID, "err", err)
 	}
 }
@@ -117,30 +135,7 @@ func (p *poster) runFor(ctx context.Context, id string, conv Conversation, user 
 }
 
 // flush retries the outbox's posts and updates that are due.
-func (p *poster) flush(ctx context.Context) {
-	for _, it := range p.outbox.due(ctx) {
-		if !it.Update.IsZero() {
-			if err := p.chat.Update(ctx, it.Update, it.Message.Clean()); err != nil {
-				p.outbox.queue(ctx, it, err)
-				continue
-			}
-			p.outbox.done(ctx, it.ID, it.RunID)
-			continue
-		}
-		done := p.posting()
-		ref, err := p.chat.Post(ctx, it.To, it.Message.Clean())
-		if err != nil {
-			done()
-			p.outbox.queue(ctx, it, err)
-			continue
-		}
-		p.outbox.done(ctx, it.ID, it.RunID)
-		if it.RunID != "" && it.Role.Indexed() {
-			p.saveRef(ctx, it.RunID, it.Role, it.Step, ref)
-		}
-		done()
-	}
-}
+func (p *poster) flush(ctx context.Context) { p.delivery.Flush(ctx) }
 
 // saveRef remembers where a run's message was posted. Without it every
 // reaction on the message would be ignored, so a failed write is retried

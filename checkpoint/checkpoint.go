@@ -8,12 +8,14 @@ package checkpoint
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"time"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/delivery"
 )
 
 // Heads reads the head of the audit chain (the store).
@@ -26,6 +28,17 @@ type Poster interface {
 	Post(ctx context.Context, to bot.Conversation, m bot.Message) (bot.MessageRef, error)
 }
 
+// Outbox is the durable outbox heads are posted through
+// (*delivery.Outbox): a head posted while chat is down goes out once it
+// is back, across restarts.
+type Outbox interface {
+	Post(ctx context.Context, to bot.Conversation, m bot.Message, meta delivery.Meta) (delivery.Handle, error)
+	Flush(ctx context.Context)
+}
+
+// From names the checkpoint's posts in the outbox.
+const From = "checkpoint"
+
 // DefaultEvery is how often the head is posted when a channel is set and
 // no period is given.
 const DefaultEvery = time.Hour
@@ -33,7 +46,10 @@ const DefaultEvery = time.Hour
 // Options configure a Checkpointer.
 type Options struct {
 	Heads Heads
-	// Chat and Channel: where heads are posted; no channel, no posts.
+	// Outbox and Channel: where heads are posted; no channel, no posts.
+	// Without an Outbox, Chat is used through an outbox of its own, kept
+	// in memory (tests).
+	Outbox   Outbox
 	Chat     Poster
 	Channel  string
 	Platform string
@@ -50,6 +66,8 @@ type Checkpointer struct {
 	o Options
 	// posted is the last head posted; an unchanged head is not posted again.
 	posted *bot.AuditHead
+	// own: the outbox is the checkpointer's own (flushed by it).
+	own bool
 }
 
 // New returns a Checkpointer.
@@ -63,7 +81,24 @@ func New(o Options) *Checkpointer {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Checkpointer{o: o}
+	c := &Checkpointer{o: o}
+	if o.Outbox == nil && o.Chat != nil {
+		c.o.Outbox = delivery.New(delivery.Options{Chat: postOnly{o.Chat}, Logger: o.Logger, Now: o.Now})
+		c.own = true
+	}
+	return c
+}
+
+// postOnly is a Poster as a chat that cannot edit.
+type postOnly struct{ Poster }
+
+func (postOnly) Update(context.Context, bot.MessageRef, bot.Message) error {
+	return errors.New("checkpoint: cannot edit")
+}
+
+func (p postOnly) Ephemeral(ctx context.Context, to bot.Conversation, _ bot.User, m bot.Message) error {
+	_, err := p.Post(ctx, to, m)
+	return err
 }
 
 // Log writes the current head to the log; why says when ("start", "run
@@ -81,8 +116,11 @@ func (c *Checkpointer) Log(ctx context.Context, why string) {
 // Post posts the head to the checkpoint channel unless it was already
 // posted unchanged. Without a channel it does nothing.
 func (c *Checkpointer) Post(ctx context.Context) error {
-	if c.o.Channel == "" || c.o.Chat == nil {
+	if c.o.Channel == "" || c.o.Outbox == nil {
 		return nil
+	}
+	if c.own {
+		c.o.Outbox.Flush(ctx)
 	}
 	h, err := c.o.Heads.AuditHead(ctx)
 	if err != nil {
@@ -91,10 +129,15 @@ func (c *Checkpointer) Post(ctx context.Context) error {
 	if c.posted != nil && *c.posted == h {
 		return nil
 	}
-	if _, err := c.o.Chat.Post(ctx, bot.Conversation{Platform: c.o.Platform, Channel: c.o.Channel}, Message(h, c.o.Now()).Clean()); err != nil {
+	posted, err := c.o.Outbox.Post(ctx, bot.Conversation{Platform: c.o.Platform, Channel: c.o.Channel}, Message(h, c.o.Now()), delivery.Meta{From: From, Key: h.String()})
+	if err != nil {
 		return fmt.Errorf("posting the audit head to %s: %w", c.o.Channel, err)
 	}
 	c.posted = &h
+	if posted.Ref.IsZero() {
+		c.o.Logger.Warn("audit head queued: chat did not take it; the outbox posts it once it does", "head", h.String(), "channel", c.o.Channel)
+		return nil
+	}
 	c.o.Logger.Info("audit head posted", "head", h.String(), "channel", c.o.Channel)
 	return nil
 }
@@ -110,10 +153,10 @@ func Message(h bot.AuditHead, now time.Time) bot.Message {
 }
 
 // Run posts the head at start and then every period until ctx ends.
-// Without a channel it returns at once. A failed post is logged and tried
-// again at the next tick.
+// Without a channel it returns at once. A post chat did not take is
+// retried by the outbox.
 func (c *Checkpointer) Run(ctx context.Context) error {
-	if c.o.Channel == "" || c.o.Chat == nil {
+	if c.o.Channel == "" || c.o.Outbox == nil {
 		return nil
 	}
 	ticks := c.o.Ticks

@@ -15,6 +15,8 @@ import (
 
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/checkpoint"
+	"github.com/groundcrew/groundcrew/delivery"
+	"github.com/groundcrew/groundcrew/delivery/deliverytest"
 	"github.com/groundcrew/groundcrew/store"
 )
 
@@ -118,4 +120,39 @@ func TestNoChannelNoPosts(t *testing.T) {
 	c := checkpoint.New(checkpoint.Options{Heads: openStore(t), Chat: chat})
 	require.NoError(t, c.Run(context.Background()), "returns at once")
 	assert.Empty(t, chat.texts())
+}
+
+// TestPost_ChatDownThenBack: a head posted while chat is down is posted
+// once chat is back, and a restart in between loses nothing (the outbox
+// is the store's).
+func TestPost_ChatDownThenBack(t *testing.T) {
+	db := openStore(t)
+	ctx := context.Background()
+	chat := &deliverytest.Chat{}
+	now := time.Date(2026, 3, 4, 3, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	ob := delivery.New(delivery.Options{Chat: chat, Store: db, Now: clock})
+	c := checkpoint.New(checkpoint.Options{Heads: db, Outbox: ob, Channel: "#audit", Now: clock})
+	chat.Down()
+	require.NoError(t, c.Post(ctx), "a head chat did not take is queued, not an error")
+	ob.Flush(ctx)
+	assert.Empty(t, chat.Posts())
+
+	// restart while chat is still down: a new process, the same store
+	ob = delivery.New(delivery.Options{Chat: chat, Store: db, Now: clock})
+	now = now.Add(time.Minute)
+	ob.Flush(ctx)
+	chat.Up()
+	now = now.Add(10 * time.Second)
+	ob.Flush(ctx)
+	posts := chat.Posts()
+	require.Len(t, posts, 1, "posted once chat is back")
+	assert.Contains(t, posts[0].Message.Text, "Audit checkpoint")
+	assert.Equal(t, "#audit", posts[0].To.Channel)
+	now = now.Add(time.Hour)
+	ob.Flush(ctx)
+	assert.Len(t, chat.Posts(), 1, "not twice")
+	left, err := db.ListOutbox(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, left)
 }

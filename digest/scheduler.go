@@ -15,6 +15,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/delivery"
 )
 
 // Schedule is one configured digest: a target's health posted to a
@@ -92,12 +93,26 @@ func (e *ConfigError) Error() string {
 
 func (e *ConfigError) Unwrap() error { return e.Err }
 
+// Outbox is what the scheduler needs of the outbox (*delivery.Outbox).
+type Outbox interface {
+	Post(ctx context.Context, to bot.Conversation, m bot.Message, meta delivery.Meta) (delivery.Handle, error)
+	Flush(ctx context.Context)
+}
+
+// From names the digests' posts in the outbox.
+const From = "digest"
+
 // Options configure NewScheduler.
 type Options struct {
 	Digests []Schedule
 	Source  Source
 	History History
-	Chat    bot.Chat
+	// Outbox is the durable outbox digests are posted through
+	// (*delivery.Outbox; its owner flushes it): a digest chat does not take
+	// goes out once chat is back, across restarts. Without it, Chat is
+	// used through an outbox of the scheduler's own, kept in memory.
+	Outbox Outbox
+	Chat   bot.Chat
 	// Platform is set on the conversations digests are posted to.
 	Platform string
 	// Targets are the targets /runbook digest accepts (default: those of Digests).
@@ -107,7 +122,8 @@ type Options struct {
 	Logger *slog.Logger
 	// CollectTimeout bounds one collection (default 2m).
 	CollectTimeout time.Duration
-	// MaxAttempts bounds the posts of one fire time that the chat refused (default 3).
+	// MaxAttempts bounds the posts of one fire time the outbox gave up
+	// (the platform said it can never succeed there) (default 3).
 	MaxAttempts int
 	// Observer is told how each due digest settled (metrics); optional.
 	Observer Observer
@@ -142,6 +158,8 @@ type Scheduler struct {
 	log    *slog.Logger
 	jobs   []*digestJob
 	tickMu sync.Mutex
+	// ownOutbox: the outbox is the scheduler's own (built on Chat); Tick flushes it.
+	ownOutbox bool
 }
 
 type digestJob struct {
@@ -186,8 +204,12 @@ func ParseSchedule(spec, timezone string) (cron.Schedule, *time.Location, error)
 // NewScheduler checks the schedules and returns a scheduler. Errors are
 // *ConfigError values (joined), naming the digest's index.
 func NewScheduler(o Options) (*Scheduler, error) {
-	if o.Source == nil || o.History == nil || o.Chat == nil {
-		return nil, errors.New("digest scheduler: Source, History and Chat are required")
+	if o.Source == nil || o.History == nil || o.Chat == nil && o.Outbox == nil {
+		return nil, errors.New("digest scheduler: Source, History and Outbox (or Chat) are required")
+	}
+	own := false
+	if o.Outbox == nil {
+		o.Outbox, own = delivery.New(delivery.Options{Chat: o.Chat, Logger: o.Logger, Now: o.Now}), true
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -208,7 +230,7 @@ func NewScheduler(o Options) (*Scheduler, error) {
 		o.MaxSleep = time.Minute
 	}
 	known := slices.Clone(o.Targets)
-	s := &Scheduler{o: o, log: o.Logger}
+	s := &Scheduler{o: o, log: o.Logger, ownOutbox: own}
 	var errs []error
 	for i, d := range o.Digests {
 		bad := func(field string, err error) {
@@ -343,6 +365,9 @@ func (s *Scheduler) untilNext(now time.Time) time.Duration {
 func (s *Scheduler) Tick(ctx context.Context) {
 	s.tickMu.Lock()
 	defer s.tickMu.Unlock()
+	if s.ownOutbox {
+		s.o.Outbox.Flush(ctx)
+	}
 	now := s.o.Now()
 	var wg sync.WaitGroup
 	for _, j := range s.jobs {
@@ -418,7 +443,8 @@ func (s *Scheduler) post(ctx context.Context, log *slog.Logger, j *digestJob, re
 		log.Error("recording digest intent; not posting", "err", err)
 		return
 	}
-	ref, err := s.o.Chat.Post(ctx, bot.Conversation{Platform: s.o.Platform, Channel: j.cfg.Channel}, msg.Clean())
+	h, err := s.o.Outbox.Post(ctx, bot.Conversation{Platform: s.o.Platform, Channel: j.cfg.Channel}, msg, delivery.Meta{From: From, Key: j.key})
+	ref := h.Ref // zero when chat did not take it: the outbox posts it once it does
 	if err != nil {
 		if ctx.Err() != nil {
 			return // stopping mid-post: the intent stands (at most once)
@@ -503,7 +529,7 @@ func (s *Scheduler) DigestNow(ctx context.Context, target string, to bot.Convers
 	}
 	now := s.o.Now()
 	data := s.collect(ctx, target, window, prev, now)
-	if _, err := s.o.Chat.Post(ctx, to, Render(target, data, prev, now.In(loc)).Clean()); err != nil {
+	if _, err := s.o.Outbox.Post(ctx, to, Render(target, data, prev, now.In(loc)), delivery.Meta{From: From, Key: "now:" + target}); err != nil {
 		return fmt.Errorf("posting the digest of %s: %w", target, err)
 	}
 	return nil

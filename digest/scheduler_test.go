@@ -12,6 +12,8 @@ import (
 
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
+	"github.com/groundcrew/groundcrew/delivery"
+	"github.com/groundcrew/groundcrew/delivery/deliverytest"
 	"github.com/groundcrew/groundcrew/digest"
 )
 
@@ -334,34 +336,49 @@ func TestScheduler_NoDoublePostAfterCrash(t *testing.T) {
 	assert.Len(t, env.chat.Posts(), 1, "the next fire time is posted normally")
 }
 
-func TestScheduler_RetriesRefusedPosts(t *testing.T) {
+// TestScheduler_ChatDownThenBack: a digest chat does not take is queued
+// in the outbox and posted once chat is back; a restart in between loses
+// nothing and does not post it twice.
+func TestScheduler_ChatDownThenBack(t *testing.T) {
 	env := newSchedEnv(at(10, 7, 0))
 	ctx := context.Background()
-	s := env.start(t, nil)
+	chat, store := &deliverytest.Chat{}, &deliverytest.Store{}
+	start := func() (*digest.Scheduler, *delivery.Outbox) {
+		ob := delivery.New(delivery.Options{Chat: chat, Store: store, Now: env.clock.Now})
+		s, err := digest.NewScheduler(digest.Options{Digests: []digest.Schedule{env.d}, Source: env.src, History: env.hist, Outbox: ob, Now: env.clock.Now})
+		require.NoError(t, err)
+		return s, ob
+	}
+	s, ob := start()
 	s.Tick(ctx)
 
-	env.chat.FailPosts = 1
+	chat.Down()
 	env.set(at(10, 8, 0))
 	s.Tick(ctx)
-	assert.Empty(t, env.chat.Posts())
-	rec := env.hist.only(t)
-	assert.Equal(t, digest.Failed, rec.State)
-	assert.Equal(t, 1, rec.Attempts)
-	assert.Equal(t, "chat is down", rec.LastError)
+	ob.Flush(ctx)
+	assert.Empty(t, chat.Posts())
+	assert.Equal(t, digest.Posted, env.hist.only(t).State, "handed to the outbox")
 
-	env.set(at(10, 8, 1))
+	env.set(at(10, 8, 1)) // restart while chat is still down
+	s, ob = start()
 	s.Tick(ctx)
-	assert.Len(t, env.chat.Posts(), 1, "retried on the next evaluation")
+	ob.Flush(ctx)
+	assert.Empty(t, chat.Posts())
 
-	env.chat.FailPosts = 10
-	for m := range 5 {
-		env.set(at(11, 8, m))
+	chat.Up()
+	env.set(at(10, 8, 2))
+	s.Tick(ctx)
+	ob.Flush(ctx)
+	posts := chat.Posts()
+	require.Len(t, posts, 1, "posted once chat is back")
+	assert.Contains(t, posts[0].Message.Text, "infra-prd")
+	assert.Equal(t, "#ci-ops", posts[0].To.Channel)
+	for m := 3; m < 10; m++ {
+		env.set(at(10, 8, m))
 		s.Tick(ctx)
+		ob.Flush(ctx)
 	}
-	rec = env.hist.only(t)
-	assert.Equal(t, 3, rec.Attempts, "gives up after MaxAttempts (3)")
-	assert.True(t, rec.Fire.Equal(at(11, 8, 0)), "then settles the fire time")
-	assert.Equal(t, 7, env.chat.FailPosts, "no attempt after giving up")
+	assert.Len(t, chat.Posts(), 1, "not twice")
 }
 
 func TestScheduler_HistoryFailureMeansNoPost(t *testing.T) {
@@ -421,7 +438,11 @@ func TestScheduler_DigestNow(t *testing.T) {
 	assert.Equal(t, `Unknown target "infra-prod". Targets: infra-prd`, ue.Msg)
 
 	env.chat.FailPosts = 1
-	assert.Error(t, s.DigestNow(ctx, "infra-prd", to))
+	require.NoError(t, s.DigestNow(ctx, "infra-prd", to), "a digest chat did not take is queued")
+	require.Len(t, env.chat.Posts(), 1)
+	env.set(at(10, 7, 1))
+	s.Tick(ctx)
+	assert.Len(t, env.chat.Posts(), 2, "and posted at the next tick")
 }
 
 func TestScheduler_Run(t *testing.T) {

@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
 	"github.com/groundcrew/groundcrew/adapters/console"
 	"github.com/groundcrew/groundcrew/adapters/core"
@@ -21,10 +19,12 @@ import (
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/checkpoint"
 	"github.com/groundcrew/groundcrew/config"
+	"github.com/groundcrew/groundcrew/delivery"
 	"github.com/groundcrew/groundcrew/digest"
 	"github.com/groundcrew/groundcrew/internal/chatplatform"
 	"github.com/groundcrew/groundcrew/metrics"
 	"github.com/groundcrew/groundcrew/runbooks"
+	"golang.org/x/sync/errgroup"
 )
 
 // app is the wired bot.
@@ -40,6 +40,8 @@ type app struct {
 	// caps are the optional parts of the store and chat the engine got.
 	caps bot.Capabilities
 	chat chatplatform.Chat
+	// outbox is the one durable outbox every subsystem posts through.
+	outbox *delivery.Outbox
 	// groupTTL is how long the engine caches group members.
 	groupTTL time.Duration
 	mux      *http.ServeMux
@@ -175,6 +177,9 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 		return nil, err
 	}
 	a.chat, a.console, a.groupTTL = ad.Chat, ad.Console, ad.GroupTTL
+	// Every post of every subsystem goes through one durable outbox (the
+	// engine's tick flushes it; shutdown drains it).
+	a.outbox = delivery.New(delivery.Options{Chat: a.chat, Store: db, Logger: a.log.With("component", "delivery"), Now: o.Now})
 	if ad.Handler != nil {
 		a.mux.Handle(ad.Path, ad.Handler)
 	}
@@ -194,7 +199,7 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 	}
 	// The audit head goes to the log at start and after each run, and to
 	// audit.checkpoint_channel on a schedule: outside the store.
-	a.audit = checkpoint.New(checkpoint.Options{Heads: db, Chat: a.chat, Channel: cfg.Audit.CheckpointChannel,
+	a.audit = checkpoint.New(checkpoint.Options{Heads: db, Outbox: a.outbox, Channel: cfg.Audit.CheckpointChannel,
 		Platform: cfg.Chat.Platform, Every: cfg.Audit.Every, Now: o.Now, Logger: a.log.With("component", "audit")})
 	a.audit.Log(context.Background(), "start")
 	// The engine gets the store wrapped (the checkpointer notices run ends);
@@ -202,7 +207,7 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 	// from them unwrapped, so no wrapper can hide it.
 	a.caps = bot.CapabilitiesOf(db, a.chat)
 	a.caps.Housekeeper = a.metrics.Housekeeper(db)
-	eng, err := bot.New(bot.Options{Threads: &a.threads, Store: a.audit.Store(db), Chat: a.chat, Capabilities: a.caps, Ops: a.reg, Library: lib, Targets: targets,
+	eng, err := bot.New(bot.Options{Threads: &a.threads, Store: a.audit.Store(db), Chat: a.chat, Delivery: a.outbox, Capabilities: a.caps, Ops: a.reg, Library: lib, Targets: targets,
 		Approvals: cfg.Approvals, Platform: cfg.Chat.Platform, GroupTTL: a.groupTTL, Logger: a.log, Now: o.Now, Digests: a.digests, Observer: observers{theRunIndex, a.metrics, runLog{a.log}}})
 	if err != nil {
 		return nil, err
@@ -283,6 +288,13 @@ func (a *app) run(ctx context.Context) error {
 		})
 	}
 	err := g.Wait()
+	// Edits held back by coalescing, and what chat has not taken yet, get
+	// one more try before the process ends.
+	dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	if a.outbox != nil {
+		a.outbox.Drain(dctx)
+	}
+	dcancel()
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}

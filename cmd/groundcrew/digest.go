@@ -40,7 +40,7 @@ func (a *app) newDigestScheduler(now func() time.Time) (*digest.Scheduler, error
 			Timezone: d.Timezone, Window: d.Window, CatchUp: d.CatchUp})
 	}
 	s, err := digest.NewScheduler(digest.Options{
-		Digests: ds, Source: src, History: a.db, Chat: a.chat, Platform: a.cfg.Chat.Platform,
+		Digests: ds, Source: src, History: a.db, Outbox: a.outbox, Platform: a.cfg.Chat.Platform,
 		Targets: a.cfg.TargetNames(), Now: now, Logger: a.log.With("component", "digests"), Observer: a.metrics,
 	})
 	if err != nil {

@@ -53,6 +53,17 @@ type OutboxItem struct {
 	LastErr  string                 `json:"last_error,omitempty"`
 	// Queued is when the first attempt failed (the age of the backlog).
 	Queued time.Time `json:"queued,omitzero"`
+	// From names the sender (delivery.Meta.From: "run", "incident",
+	// "digest", "checkpoint"; "" is the engine's, before there were others)
+	// and Key its own reference, handed back on delivery.
+	From string `json:"from,omitempty"`
+	Key  string `json:"key,omitempty"`
+	// After is the id of the queued root post this reply waits for; its
+	// thread is filled in once the root is posted.
+	After string `json:"after,omitempty"`
+	// Coalesce marks an edit held back so that a message is edited at most
+	// once every few seconds (the latest state wins).
+	Coalesce bool `json:"coalesce,omitempty"`
 	// GaveUp is set once the post failed too often (or cannot succeed):
 	// it is kept to be shown in /runbook status, never retried.
 	GaveUp bool `json:"gave_up,omitempty"`
