@@ -393,7 +393,7 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 		r.Steps[i].Title = runbooks.RenderTitle(s.Title, env)
 	}
 	var b Batch
-	b.Note(JournalEntry{Time: now, Type: JRunStarted, Actor: ev.User.ID, Message: strings.TrimSpace(fmt.Sprintf("%s on %s %s", rb.Name, target, FormatParams(params)))})
+	b.Note(JournalEntry{Time: now, Type: JRunStarted, Actor: ev.User.ID, ActorName: ev.User.Name, Message: strings.TrimSpace(fmt.Sprintf("%s on %s %s", rb.Name, target, FormatParams(params)))})
 	b.AuditLog(AuditEntry{Time: now, Actor: ev.User.ID, Action: ActionRunStarted, Target: target, Detail: strings.TrimSpace(fmt.Sprintf("%s %s", rb.Name, FormatParams(params))) + map[bool]string{true: " (dry run)"}[c.DryRun]})
 	for range 20 {
 		r.ID = newRunID()

@@ -205,7 +205,7 @@ func summaryDetail(r *Run, journal []JournalEntry) string {
 	for _, j := range journal {
 		switch j.Type {
 		case JVote, JVoteRefused:
-			approvals = append(approvals, fmt.Sprintf("• %s %s on `%s`: %s (plan %s)", hm(j.Time), actorName(j.Actor, r), j.Step, j.Message, short(j.PlanHash)))
+			approvals = append(approvals, fmt.Sprintf("• %s %s on `%s`: %s (plan %s)", hm(j.Time), journalActor(j, r), j.Step, j.Message, short(j.PlanHash)))
 		case JGateDecided, JReconciled:
 			approvals = append(approvals, fmt.Sprintf("• %s `%s` %s (plan %s)", hm(j.Time), j.Step, j.Message, short(j.PlanHash)))
 		}
@@ -260,6 +260,16 @@ func summaryDetail(r *Run, journal []JournalEntry) string {
 		b.WriteString("Still open:\n• the run is still " + r.State.Human() + ": " + stateLine(r) + "\n")
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// journalActor names the actor of a journal entry: as the run knows them,
+// else by the name the entry recorded, else by id.
+func journalActor(j JournalEntry, r *Run) string {
+	name := actorName(j.Actor, r)
+	if name == "@"+j.Actor && j.ActorName != "" {
+		return "@" + j.ActorName
+	}
+	return name
 }
 
 func actorName(id string, r *Run) string {
@@ -328,7 +338,7 @@ func incidentSummary(runs []*Run, journals map[string][]JournalEntry, msgs []Thr
 				items = append(items, item{j.Time, fmt.Sprintf("`%s` %s: %s", r.ID, j.Step, j.Message)})
 			case JManualDone:
 				st, note, _ := strings.Cut(j.Message, ": ")
-				items = append(items, item{j.Time, fmt.Sprintf("`%s` %s: %s by %s%s", r.ID, j.Step, nonEmpty(manualWords[StepStatus(st)], StepStatus(st).Human()), actorName(j.Actor, r), optional(note))})
+				items = append(items, item{j.Time, fmt.Sprintf("`%s` %s: %s by %s%s", r.ID, j.Step, nonEmpty(manualWords[StepStatus(st)], StepStatus(st).Human()), journalActor(j, r), optional(note))})
 			case JOutcome:
 				items = append(items, item{j.Time, fmt.Sprintf("`%s` %s changed: %s", r.ID, j.Step, j.Message)})
 			case JRunFinished, JRunCancelled:

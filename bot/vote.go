@@ -83,13 +83,13 @@ func (e *Engine) vote(ctx context.Context, v ballot) {
 			// then the button) is audited, not listed twice.
 			if !g.Refused(v.User.ID, v.action(), why) {
 				g.Refusals = append(g.Refusals, Refusal{User: v.User, Reason: why, At: now, Action: v.action()})
-				b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVoteRefused, Actor: v.User.ID, PlanHash: g.PlanHash, Message: verb + " not counted: " + why})
+				b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVoteRefused, Actor: v.User.ID, ActorName: v.User.Name, PlanHash: g.PlanHash, Message: verb + " not counted: " + why})
 			}
 			b.AuditLog(AuditEntry{Time: now, Actor: v.User.ID, Action: ActionVoteRefused, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(v.Via), Detail: verb + ": " + why})
 			return nil
 		}
 		g.CastVote(Vote{User: v.User, Approve: v.Approve, Reason: v.Reason, At: now, Via: v.Via, PlanHash: g.PlanHash, Groups: groups})
-		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVote, Actor: v.User.ID, PlanHash: g.PlanHash, Message: verb + optional(v.Reason)})
+		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVote, Actor: v.User.ID, ActorName: v.User.Name, PlanHash: g.PlanHash, Message: verb + optional(v.Reason)})
 		action := ActionApprove
 		if !v.Approve {
 			action = ActionReject
@@ -134,12 +134,12 @@ func (e *Engine) withdrawVote(ctx context.Context, r *Run, v ballot) {
 		if !withdrawn {
 			// The same vote was also cast by command or button: it stands.
 			stands := "still counted (cast by " + string(old.OtherVia(v.Via)) + " too)"
-			b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVote, Actor: v.User.ID, PlanHash: g.PlanHash, Message: "removed " + verb + " reaction; " + verb + " " + stands})
+			b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVote, Actor: v.User.ID, ActorName: v.User.Name, PlanHash: g.PlanHash, Message: "removed " + verb + " reaction; " + verb + " " + stands})
 			b.AuditLog(AuditEntry{Time: now, Actor: v.User.ID, Action: ActionReactionRemoved, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(v.Via), Detail: verb + " " + stands})
 			return nil
 		}
 		g.Withdrawals = append(g.Withdrawals, Withdrawal{User: old.User, Approve: old.Approve, Via: old.Via, At: now})
-		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVote, Actor: v.User.ID, PlanHash: g.PlanHash, Message: "withdrew " + verb + " (reaction removed)"})
+		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVote, Actor: v.User.ID, ActorName: v.User.Name, PlanHash: g.PlanHash, Message: "withdrew " + verb + " (reaction removed)"})
 		b.AuditLog(AuditEntry{Time: now, Actor: v.User.ID, Action: ActionVoteWithdrawn, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(v.Via), Detail: verb})
 		var err error
 		decision, err = e.sm.decide(r, b, now, v.User, "")
@@ -207,7 +207,7 @@ func (e *Engine) breakGlass(ctx context.Context, runID string, conv Conversation
 		g := r.Gate
 		g.CastVote(Vote{User: user, Approve: true, Reason: reason, At: now, Via: ViaCommand, PlanHash: g.PlanHash, BreakGlass: true})
 		g.Decision = GateApproved
-		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, Actor: user.ID, PlanHash: g.PlanHash, Message: "BREAK-GLASS approval by " + user.Display() + ": " + reason})
+		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, Actor: user.ID, ActorName: user.Name, PlanHash: g.PlanHash, Message: "BREAK-GLASS approval by " + user.Display() + ": " + reason})
 		b.AuditLog(AuditEntry{Time: now, Actor: user.ID, Action: ActionBreakGlass, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(ViaCommand), Detail: reason})
 		return r.SetState(RunRunning)
 	})
@@ -281,7 +281,7 @@ func (e *Engine) manualResponse(ctx context.Context, runID string, ref MessageRe
 		case StepFailed:
 			st.Error = "marked failed by " + user.Display() + optional(note)
 		}
-		b.Note(JournalEntry{Time: now, Step: stepID, Type: JManualDone, Actor: user.ID, Message: string(status) + optional(note)})
+		b.Note(JournalEntry{Time: now, Step: stepID, Type: JManualDone, Actor: user.ID, ActorName: user.Name, Message: string(status) + optional(note)})
 		b.AuditLog(AuditEntry{Time: now, Actor: user.ID, Action: ActionManual(status), Step: stepID, Target: r.Target, Detail: note})
 		if err := r.SetState(RunRunning); err != nil {
 			return err
@@ -334,7 +334,7 @@ func (e *Engine) cancel(ctx context.Context, runID string, conv Conversation, us
 		if st := r.Current(); st != nil && !st.Status.Done() && st.Status != StepExecuting {
 			st.Status, st.FinishedAt = StepCancelled, now
 		}
-		b.Note(JournalEntry{Time: now, Type: JRunCancelled, Actor: user.ID, Message: reason})
+		b.Note(JournalEntry{Time: now, Type: JRunCancelled, Actor: user.ID, ActorName: user.Name, Message: reason})
 		b.AuditLog(AuditEntry{Time: now, Actor: user.ID, Action: ActionCancel, Target: r.Target, Detail: reason})
 		return e.sm.endRun(r, b, RunCancelled, "cancelled by "+user.Display()+optional(reason))
 	})

@@ -82,3 +82,21 @@ func TestApprovalStep_ReplySaysApproverOnce(t *testing.T) {
 	text := renderStep(r, &r.Steps[0], time.Now(), hints{}).Text
 	assert.Equal(t, 1, strings.Count(strings.ToLower(text), "approved by @carol"), text)
 }
+
+// A refused voter is named in the summary after the gate executed (the run
+// no longer holds the gate): by the name their journal entry recorded,
+// never by raw id (#22.4).
+func TestSummary_RefusedVoterNamedAfterExecution(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	r := &Run{ID: "r-1", Runbook: "worker-stalled", Target: "infra-prd", Requester: User{ID: "U1", Name: "alice"},
+		State: RunSucceeded, FinishedAt: now,
+		Steps: []StepState{{ID: "prune", Status: StepSucceeded, ApprovedBy: []User{{ID: "ucarol", Name: "carol"}}}}}
+	j := []JournalEntry{
+		{Time: now, Step: "prune", Type: JVoteRefused, Actor: "7izt1mr53ff37p69mapcsz71or", ActorName: "dave", Message: "approve not counted: not in @ci-oncall"},
+		{Time: now, Step: "prune", Type: JVote, Actor: "ucarol", ActorName: "carol", Message: "approve"},
+	}
+	detail := summaryDetail(r, j)
+	assert.Contains(t, detail, "@dave on `prune`: approve not counted")
+	assert.NotContains(t, detail, "7izt1mr53ff37p69mapcsz71or")
+	assert.Contains(t, detail, "@carol on `prune`: approve")
+}

@@ -39,7 +39,7 @@ func journalLine(e JournalEntry, r *Run) string {
 		what = strings.ReplaceAll(string(e.Type), "_", " ")
 	}
 	if e.Actor != "" {
-		what += " by " + actorName(e.Actor, r)
+		what += " by " + journalActor(e, r)
 	}
 	msg := e.Message
 	switch e.Type {

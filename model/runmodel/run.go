@@ -243,15 +243,19 @@ func (r *Run) Duration(now time.Time) time.Duration {
 // did, and saw, in order. Intent is written before every write/destructive
 // call and an outcome after it.
 type JournalEntry struct {
-	RunID    string         `json:"run_id"`
-	Seq      uint64         `json:"seq"`
-	Time     time.Time      `json:"time"`
-	Step     string         `json:"step,omitempty"`
-	Type     JournalType    `json:"type"`
-	Actor    string         `json:"actor,omitempty"`
-	PlanHash string         `json:"plan_hash,omitempty"`
-	Message  string         `json:"message,omitempty"`
-	Data     map[string]any `json:"data,omitempty"`
+	RunID string      `json:"run_id"`
+	Seq   uint64      `json:"seq"`
+	Time  time.Time   `json:"time"`
+	Step  string      `json:"step,omitempty"`
+	Type  JournalType `json:"type"`
+	Actor string      `json:"actor,omitempty"`
+	// ActorName is the actor's name when the entry was written, so the
+	// entry can name them after the run forgot them (a refused voter once
+	// the gate executed).
+	ActorName string         `json:"actor_name,omitempty"`
+	PlanHash  string         `json:"plan_hash,omitempty"`
+	Message   string         `json:"message,omitempty"`
+	Data      map[string]any `json:"data,omitempty"`
 	// Outcome is how the call ended, on JOutcome entries.
 	Outcome CallOutcome `json:"outcome,omitempty"`
 }
