@@ -95,15 +95,18 @@ type Chat = chatplatform.Config
 
 // Target is one Concourse instance.
 type Target struct {
-	URL          string            `yaml:"url"`
-	Team         string            `yaml:"team"`
-	Username     string            `yaml:"username"`
-	Password     secret.Secret     `yaml:"password"`
-	PasswordFile string            `yaml:"password_file"`
-	CACert       string            `yaml:"ca_cert"`
-	Insecure     bool              `yaml:"insecure_skip_verify"`
-	TSA          string            `yaml:"tsa"`
-	Vars         map[string]string `yaml:"vars"`
+	URL          string        `yaml:"url"`
+	Team         string        `yaml:"team"`
+	Username     string        `yaml:"username"`
+	Password     secret.Secret `yaml:"password"`
+	PasswordFile string        `yaml:"password_file"`
+	CACert       string        `yaml:"ca_cert"`
+	Insecure     bool          `yaml:"insecure_skip_verify"`
+	TSA          string        `yaml:"tsa"`
+	// MaxInFlight caps the adaptive number of requests bulk operations
+	// keep in flight on this target (default 32; see concourse.TargetConfig).
+	MaxInFlight int               `yaml:"max_in_flight"`
+	Vars        map[string]string `yaml:"vars"`
 	// Workers maps the operations manual's worker IDs to names and hosts
 	// (templates over vars); see concourse.WorkerNaming.
 	Workers     concourse.WorkerNaming `yaml:"workers"`
@@ -368,6 +371,10 @@ func (c *Config) validate() Errors {
 		if t.Username != "" && !pw.IsSet() && t.Simulator == nil {
 			add(p+".password", "username %q has no password: set password_file (or %s)", t.Username, EnvKey("target", name, "password"))
 		}
+		if t.MaxInFlight < 0 || t.MaxInFlight > concourse.MaxMaxInFlight {
+			add(p+".max_in_flight", "%d is out of range: use 1 to %d requests in flight (or leave it out for the default %d)",
+				t.MaxInFlight, concourse.MaxMaxInFlight, concourse.DefaultMaxInFlight)
+		}
 		if t.CACert != "" {
 			if _, err := os.Stat(t.CACert); err != nil {
 				add(p+".ca_cert", "%v", err)
@@ -472,7 +479,8 @@ func (c *Config) SelfApprovalAt() []string { return c.Approvals.SelfApprovalAt()
 func (c *Config) ConcourseTarget(name string) concourse.TargetConfig {
 	t := c.Targets[name]
 	return concourse.TargetConfig{Name: name, URL: t.URL, Team: t.Team, Username: t.Username, Password: t.Password.Value(),
-		CACert: t.CACert, InsecureSkipVerify: t.Insecure, TSA: t.TSA, Vars: t.Vars, Workers: t.Workers}
+		CACert: t.CACert, InsecureSkipVerify: t.Insecure, TSA: t.TSA, Vars: t.Vars, Workers: t.Workers,
+		MaxInFlight: t.MaxInFlight}
 }
 
 // DatabaseConfig returns the PostgreSQL config of a target, if any.

@@ -79,6 +79,7 @@ func TestParse_Errors(t *testing.T) {
 		{"runbook dir missing", "targets: {x: {url: https://a.b}}\nrunbooks: [/does/not/exist]\n", "runbooks[0]: /does/not/exist is not a directory"},
 		{"bad log format", "targets: {x: {url: https://a.b}}\nlog: {format: xml}\n", `log.format: "xml": use text or json`},
 		{"bad log level", "targets: {x: {url: https://a.b}}\nlog: {level: loud}\n", `log.level: "loud": use debug, info, warn or error`},
+		{"max_in_flight out of range", "targets: {x: {url: https://a.b, max_in_flight: 1000}}\n", "targets.x.max_in_flight: 1000 is out of range: use 1 to 256 requests in flight"},
 		{"workers template without id", "targets: {x: {url: https://a.b, workers: {name: worker}}}\n", "targets.x.workers: target \"x\": workers.name \"worker\" does not use {{.id}}"},
 		{"workers template with a missing var", "targets: {x: {url: https://a.b, vars: {target: infra}, workers: {name: 'ci-{{.vars.zone}}-{{.id}}'}}}\n", `targets.x.workers: target "x": workers.name`},
 		{"workers unknown key", "targets: {x: {url: https://a.b, workers: {nmae: 'w-{{.id}}'}}}\n", `unknown key "nmae"`},

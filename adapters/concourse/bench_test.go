@@ -2,6 +2,7 @@ package concourse
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -53,8 +54,9 @@ func reportPerBuild(b *testing.B, elapsed time.Duration, builds int) {
 	b.ReportMetric(0, "ns/op") // per-build is the meaningful unit
 }
 
-// BenchmarkAbortBulk sends the 5,000 aborts with the per-target limit of 8
-// requests in flight (AbortBuilds, no verification).
+// BenchmarkAbortBulk sends the 5,000 aborts with the adaptive per-target
+// limit (starts at 8, cap DefaultMaxInFlight; AbortBuilds, no
+// verification).
 func BenchmarkAbortBulk(b *testing.B) {
 	var elapsed time.Duration
 	for i := 0; i < b.N; i++ {
@@ -179,4 +181,69 @@ func BenchmarkAbortRequestsPerBuild(b *testing.B) {
 	b.ReportMetric(reqs/float64(n*b.N), "requests/build")
 	b.ReportMetric(elapsed/float64(b.N), "s/abort")
 	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkAbortSaturated sends 2,000 aborts to a web node that saturates
+// (WithSaturation: 8 requests at full speed, 10 ms each, latency growing
+// with the queue beyond, 503 beyond 32 in flight), with fixed limits and
+// with the adaptive one (default cap 32, and cap 128):
+//
+//	go test -run '^$' -bench AbortSaturated -benchtime 1x ./adapters/concourse/
+//
+// Goal: adaptive no more than 1.2× slower than the best fixed limit, and
+// no 5xx storm (failed/build ≈ 0).
+func BenchmarkAbortSaturated(b *testing.B) {
+	const n = 2000
+	run := func(b *testing.B, opt Option, maxInFlight int) {
+		var elapsed time.Duration
+		failed, overloads := 0, 0
+		var st LimitStats
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			w := concoursesim.NewWorld().RunningWorkers("w", 2).PendingBuilds("main", "app", "deploy", n)
+			srv, err := concoursesim.New(*w, concoursesim.WithAbortDelay(0), concoursesim.WithSaturation(8, 10*time.Millisecond))
+			if err != nil {
+				b.Fatal(err)
+			}
+			opts := []Option{}
+			if opt != nil {
+				opts = append(opts, opt)
+			}
+			c, err := New(TargetConfig{Name: "bench", URL: srv.URL(), Username: "admin", Password: "admin", MaxInFlight: maxInFlight}, opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := c.Login(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			var ids []int
+			for _, bs := range srv.Builds() {
+				if bs.Status == "pending" {
+					ids = append(ids, bs.ID)
+				}
+			}
+			b.StartTimer()
+			start := time.Now()
+			res := c.AbortBuilds(context.Background(), ids, AbortOptions{})
+			elapsed += time.Since(start)
+			b.StopTimer()
+			for _, r := range res {
+				if r.Outcome != AbortRequested {
+					failed++
+				}
+			}
+			overloads += srv.Overloads()
+			st = c.LimitStats()
+			srv.Close()
+		}
+		reportPerBuild(b, elapsed, n)
+		b.ReportMetric(float64(failed)/float64(n*b.N), "failed/build")
+		b.ReportMetric(float64(overloads)/float64(b.N), "503s")
+		b.ReportMetric(float64(st.Peak), "peak-limit")
+	}
+	for _, k := range []int{4, 8, 16, 32, 64} {
+		b.Run(fmt.Sprintf("fixed-%d", k), func(b *testing.B) { run(b, WithConcurrency(k), 0) })
+	}
+	b.Run("adaptive-cap-32", func(b *testing.B) { run(b, nil, 0) })
+	b.Run("adaptive-cap-128", func(b *testing.B) { run(b, nil, 128) })
 }

@@ -27,7 +27,7 @@ type Client struct {
 	timeout time.Duration
 	sleep   func(ctx context.Context, d time.Duration) error
 	now     func() time.Time
-	sem     chan struct{} // per-target limit for bulk operations
+	lim     *limiter // per-target limit for bulk operations
 	poll    time.Duration
 	wrap    func(http.RoundTripper) http.RoundTripper
 
@@ -70,12 +70,14 @@ func WithLogger(l *slog.Logger) Option { return func(c *Client) { c.log = l } }
 // WithRetry sets the GET retry policy.
 func WithRetry(p RetryPolicy) Option { return func(c *Client) { c.retry = p } }
 
-// WithConcurrency sets the per-target limit of concurrent requests in bulk
-// operations (AbortBuilds, AbortAndWait, scans). Default 8.
+// WithConcurrency fixes the per-target limit of concurrent requests in
+// bulk operations (AbortBuilds, AbortAndWait, scans) at n: no adaptation
+// (tests, benchmarks of fixed settings). Without it the limit adapts (see
+// limit.go) up to TargetConfig.MaxInFlight.
 func WithConcurrency(n int) Option {
 	return func(c *Client) {
 		if n > 0 {
-			c.sem = make(chan struct{}, n)
+			c.lim = newFixedLimiter(n)
 		}
 	}
 }
@@ -89,9 +91,6 @@ func WithPollInterval(d time.Duration) Option { return func(c *Client) { c.poll 
 
 // WithClock replaces time.Now (ages in results, token expiry).
 func WithClock(now func() time.Time) Option { return func(c *Client) { c.now = now } }
-
-// DefaultConcurrency is the per-target bulk concurrency limit.
-const DefaultConcurrency = 8
 
 // New returns a client for the target. It does not contact the server; the
 // first call logs in (or call Login to check credentials at startup).
@@ -113,7 +112,7 @@ func New(cfg TargetConfig, opts ...Option) (*Client, error) {
 		timeout: 30 * time.Second,
 		sleep:   sleepCtx,
 		now:     time.Now,
-		sem:     make(chan struct{}, DefaultConcurrency),
+		lim:     newAdaptiveLimiter(cfg.MaxInFlight),
 		poll:    time.Second,
 	}
 	for _, o := range opts {
@@ -189,16 +188,9 @@ func (c *Client) team(t string) string {
 }
 
 // acquire takes a slot of the per-target bulk limit.
-func (c *Client) acquire(ctx context.Context) error {
-	select {
-	case c.sem <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (c *Client) acquire(ctx context.Context) error { return c.lim.acquire(ctx) }
 
-func (c *Client) release() { <-c.sem }
+func (c *Client) release() { c.lim.release() }
 
 // backoff returns the jittered delay before attempt n (n >= 1).
 func (c *Client) backoff(n int) time.Duration {

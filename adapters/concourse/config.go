@@ -31,6 +31,12 @@ type TargetConfig struct {
 	TSA string `yaml:"tsa" json:"tsa,omitempty"`
 	// Vars are passed through to runbook templates ({zone: infra-prd}).
 	Vars map[string]string `yaml:"vars" json:"vars,omitempty"`
+	// MaxInFlight caps the adaptive number of requests bulk operations
+	// keep in flight on this target (aborts, verifications, scans);
+	// default DefaultMaxInFlight (32), at most MaxMaxInFlight. The limit
+	// starts at 8, grows while answers stay fast and backs off on rising
+	// latency, 5xx and 429.
+	MaxInFlight int `yaml:"max_in_flight" json:"max_in_flight,omitempty"`
 	// Workers says how worker IDs map to names and hosts (templates over
 	// vars); see WorkerNaming.
 	Workers WorkerNaming `yaml:"workers" json:"workers,omitempty"`
@@ -91,6 +97,12 @@ func (c TargetConfig) withDefaults() (TargetConfig, *url.URL, error) {
 		c.TSA = net.JoinHostPort(u.Hostname(), "2222")
 	} else if _, _, err := net.SplitHostPort(c.TSA); err != nil {
 		c.TSA = net.JoinHostPort(c.TSA, "2222")
+	}
+	if c.MaxInFlight < 0 || c.MaxInFlight > MaxMaxInFlight {
+		return c, nil, fmt.Errorf("target %q: max_in_flight %d is out of range: use 1 to %d (0 for the default %d)", c.Name, c.MaxInFlight, MaxMaxInFlight, DefaultMaxInFlight)
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = DefaultMaxInFlight
 	}
 	if (c.Username == "") != (c.Password == "") {
 		return c, nil, fmt.Errorf("target %q: set both username and password (or neither, for anonymous access)", c.Name)

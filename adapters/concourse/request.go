@@ -136,6 +136,10 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, context.C
 		}
 		start := time.Now()
 		resp, err := c.http.Do(req)
+		if !r.stream {
+			c.lim.observe(start, time.Since(start), err != nil && ctx.Err() == nil ||
+				err == nil && (resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests))
+		}
 		if err != nil {
 			cancel()
 			if ctx.Err() != nil {

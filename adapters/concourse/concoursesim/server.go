@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,6 +26,11 @@ type Server struct {
 	faults  []*Fault
 	latency time.Duration
 	closed  sync.Once
+
+	capacity int           // WithSaturation: requests served at full speed
+	service  time.Duration // WithSaturation: time of one request
+	inflight atomic.Int64
+	overload atomic.Int64 // 503s answered by the saturation model
 }
 
 // Call is one request the simulator received.
@@ -63,6 +69,8 @@ type config struct {
 	latency       time.Duration
 	tsa           bool
 	cacheLag      time.Duration
+	capacity      int
+	service       time.Duration
 }
 
 // Option configures a Server.
@@ -107,6 +115,22 @@ func WithLatency(d time.Duration) Option { return func(o *config) { o.latency = 
 // answer 404 either way, as they read the database.
 func WithWorkerCacheLag(d time.Duration) Option { return func(o *config) { o.cacheLag = d } }
 
+// WithSaturation makes the web node saturate: it serves capacity API
+// requests at once, each taking service; with n > capacity in flight every
+// request takes service × n / capacity (the node shares itself, so
+// throughput stays capacity/service while latency grows with the queue),
+// and beyond SaturationQueue × capacity in flight it answers 503, as the
+// load balancer in front of a drowning web node does. A model, not a
+// measurement: a real web node's limit is its database pool and CPU.
+// Event streams are not counted. Overloads returns the 503s answered.
+func WithSaturation(capacity int, service time.Duration) Option {
+	return func(o *config) { o.capacity, o.service = capacity, service }
+}
+
+// SaturationQueue is how many times its capacity a saturated web node
+// (WithSaturation) holds in flight before it answers 503.
+const SaturationQueue = 4
+
 // WithTSA also opens a TCP listener standing in for the TSA (port 2222 of
 // a real web node); TSAAddr returns its address.
 func WithTSA() Option { return func(o *config) { o.tsa = true } }
@@ -141,7 +165,7 @@ func NewUnstarted(w World, opts ...Option) (*Server, error) {
 	if err := st.load(w, cfg.clock.Now()); err != nil {
 		return nil, fmt.Errorf("loading simulator world: %w", err)
 	}
-	s := &Server{st: st, done: make(chan struct{}), latency: cfg.latency}
+	s := &Server{st: st, done: make(chan struct{}), latency: cfg.latency, capacity: cfg.capacity, service: cfg.service}
 	s.routes()
 	if cfg.tsa {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -224,6 +248,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if strings.HasPrefix(r.URL.Path, "/api/") {
 		rec.Header().Set("X-Concourse-Version", s.st.versionLocked())
+		if s.capacity > 0 && !strings.HasSuffix(r.URL.Path, "/events") {
+			n := s.inflight.Add(1)
+			defer s.inflight.Add(-1)
+			if n > int64(SaturationQueue*s.capacity) {
+				s.overload.Add(1)
+				if s.wait(r, s.service) {
+					text(rec, http.StatusServiceUnavailable, "upstream overloaded")
+				}
+				return
+			}
+			d := s.service
+			if n > int64(s.capacity) {
+				d = time.Duration(int64(d) * n / int64(s.capacity))
+			}
+			if !s.wait(r, d) {
+				return
+			}
+		}
 	}
 	if f != nil {
 		if f.Delay > 0 && !s.wait(r, f.Delay) {
@@ -337,6 +379,9 @@ func (s *Server) CountCalls(method, path string) int {
 	}
 	return n
 }
+
+// Overloads counts the 503s the saturation model answered (WithSaturation).
+func (s *Server) Overloads() int { return int(s.overload.Load()) }
 
 // ResetCalls clears the call log.
 func (s *Server) ResetCalls() {
