@@ -121,6 +121,7 @@ type (
 	Batch           = runmodel.Batch
 	MessageIndex    = runmodel.MessageIndex
 	RunQuery        = runmodel.RunQuery
+	RunCursor       = runmodel.RunCursor
 	Runs            = runmodel.Runs
 	Journals        = runmodel.Journals
 	Dedupe          = runmodel.Dedupe

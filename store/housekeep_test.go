@@ -123,3 +123,38 @@ func TestMigrate5_IndexesByRunAndTime(t *testing.T) {
 		assert.Equal(t, want, seen, id)
 	}
 }
+
+// Opening a schema 5 store indexes the audit log by run; a run's entries
+// are then read through the index, in order.
+func TestMigrate6_AuditByRun(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "gc.db")
+	db, err := Open(p, Options{})
+	require.NoError(t, err)
+	ctx := context.Background()
+	for i := range 3 {
+		r, b := finishedRun(fmt.Sprintf("r-%d", i), t0)
+		b.Audit = append(b.Audit, bot.AuditEntry{Action: "run_finished", Time: t0})
+		require.NoError(t, db.CreateRun(ctx, r, b))
+	}
+	require.NoError(t, db.AppendAudit(ctx, bot.AuditEntry{Action: "config_loaded", Time: t0}))
+	require.NoError(t, db.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(bAuditByRun); err != nil {
+			return err
+		}
+		return tx.Bucket(bMeta).Put([]byte("schema_version"), []byte("5"))
+	}))
+	require.NoError(t, db.Close())
+
+	db, err = Open(p, Options{})
+	require.NoError(t, err)
+	defer db.Close()
+	assert.Equal(t, 6, keyCount(t, db, bAuditByRun), "two entries for each of three runs")
+	es, err := db.AuditEntries(ctx, "R-1")
+	require.NoError(t, err)
+	require.Len(t, es, 2)
+	assert.Equal(t, []uint64{3, 4}, []uint64{es[0].Seq, es[1].Seq})
+	assert.Equal(t, "r-1", es[0].RunID)
+	all, err := db.AuditEntries(ctx, "")
+	require.NoError(t, err)
+	assert.Len(t, all, 7)
+}

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -56,12 +57,15 @@ var (
 	// seen (key: 8-byte Unix seconds, event id), so forgetting the old ones
 	// reads only those.
 	bEventsByTime = []byte("events_by_time")
+	// bAuditByRun indexes the audit log by run (key: run id, NUL, 8-byte
+	// sequence number), so a run's entries are read without the others.
+	bAuditByRun = []byte("audit_by_run")
 )
 
 var allBuckets = [][]byte{bMeta, bRuns, bRunsByTime, bJournal, bAudit, bMessages, bEvents, bOutbox, bDigests, bKV}
 
 // SchemaVersion is the version this binary writes.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // DefaultRetention is how long finished runs are kept (Options.Retention).
 const DefaultRetention = 400 * 24 * time.Hour
@@ -213,6 +217,31 @@ var migrations = []migration{
 	// without a sweep of the store); entries of runs deleted before are
 	// dropped.
 	{4, 5, migrateIndexesByRunAndTime},
+	// 6: the audit log indexed by run.
+	{5, 6, func(tx *bolt.Tx) error {
+		ar, err := tx.CreateBucketIfNotExists(bAuditByRun)
+		if err != nil {
+			return fmt.Errorf("creating bucket %q: %w", bAuditByRun, err)
+		}
+		return tx.Bucket(bAudit).ForEach(func(k, v []byte) error {
+			var e struct {
+				RunID string `json:"run_id"`
+			}
+			if err := json.Unmarshal(v, &e); err != nil {
+				return fmt.Errorf("decoding audit entry %d: %w", binary.BigEndian.Uint64(k), err)
+			}
+			if e.RunID == "" {
+				return nil
+			}
+			return ar.Put(auditRunKey(e.RunID, k), nil)
+		})
+	}},
+}
+
+// auditRunKey is the key of an audit entry (its 8-byte sequence number)
+// in bAuditByRun.
+func auditRunKey(runID string, seq []byte) []byte {
+	return append(append(runKey(runID), 0), seq...)
 }
 
 // ErrTooNew is returned when the store was written by a newer groundcrew.
@@ -273,7 +302,7 @@ func (s *DB) CreateRun(_ context.Context, r *bot.Run, b *bot.Batch) error {
 		if err := s.putRun(tx, r); err != nil {
 			return err
 		}
-		key := r.CreatedAt.UTC().Format(time.RFC3339) + "|" + r.ID
+		key := timeKey(r.CreatedAt, r.ID)
 		byTime := tx.Bucket(bRunsByTime)
 		byTime.FillPercent = appendFill
 		if err := byTime.Put([]byte(key), []byte(r.ID)); err != nil {
@@ -424,8 +453,36 @@ func (s *DB) GetRun(_ context.Context, id string) (*bot.Run, error) {
 	return r, err
 }
 
+// timeKey is a run's key in bRunsByTime: the listing order (most recent
+// first is the reverse key order).
+func timeKey(created time.Time, id string) string {
+	return created.UTC().Format(time.RFC3339) + "|" + strings.ToLower(id)
+}
+
+// runMatches reports whether r is selected by the filters of q other than
+// Limit and After.
+func runMatches(r *bot.Run, q bot.RunQuery) bool {
+	switch {
+	case q.Active && r.State.Terminal():
+		return false
+	case q.Thread != "" && r.Conversation.Thread != q.Thread && r.Root.ID != q.Thread:
+		return false
+	case !q.Since.IsZero() && r.CreatedAt.Before(q.Since.Truncate(time.Second)):
+		return false
+	case q.Runbook != "" && r.Runbook != q.Runbook:
+		return false
+	case q.Target != "" && r.Target != q.Target:
+		return false
+	case len(q.States) > 0 && !slices.Contains(q.States, r.State):
+		return false
+	}
+	return true
+}
+
 // ListRuns implements bot.Runs; most recent first. A query for active runs
-// reads only the index of active runs.
+// reads only the index of active runs, one for a thread the thread index;
+// the others walk the runs by time from q.After on, decoding each run once
+// and stopping at q.Since or q.Limit.
 func (s *DB) ListRuns(_ context.Context, q bot.RunQuery) ([]*bot.Run, error) {
 	var out []*bot.Run
 	if q.Active {
@@ -436,7 +493,16 @@ func (s *DB) ListRuns(_ context.Context, q bot.RunQuery) ([]*bot.Run, error) {
 	}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bRunsByTime).Cursor()
-		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		k, v := c.Last()
+		if q.After.ID != "" {
+			after := []byte(timeKey(q.After.CreatedAt, q.After.ID))
+			if k, v = c.Seek(after); k == nil {
+				k, v = c.Last()
+			} else {
+				k, v = c.Prev() // the first key before after
+			}
+		}
+		for ; k != nil; k, v = c.Prev() {
 			if !q.Since.IsZero() {
 				ts, _, _ := strings.Cut(string(k), "|")
 				if t, err := time.Parse(time.RFC3339, ts); err == nil && t.Before(q.Since.Truncate(time.Second)) {
@@ -444,13 +510,13 @@ func (s *DB) ListRuns(_ context.Context, q bot.RunQuery) ([]*bot.Run, error) {
 				}
 			}
 			r, err := s.getRun(tx, string(v))
+			if errors.Is(err, bot.ErrNotFound) {
+				continue // an index entry left behind
+			}
 			if err != nil {
 				return err
 			}
-			if q.Active && r.State.Terminal() {
-				continue
-			}
-			if q.Thread != "" && r.Conversation.Thread != q.Thread && r.Root.ID != q.Thread {
+			if !runMatches(r, q) {
 				continue
 			}
 			out = append(out, r)
@@ -477,30 +543,34 @@ func (s *DB) listThread(q bot.RunQuery) ([]*bot.Run, error) {
 			if err != nil {
 				return err
 			}
-			if r.Conversation.Thread != q.Thread && r.Root.ID != q.Thread {
-				continue
+			if runMatches(r, q) {
+				out = append(out, r)
 			}
-			if !q.Since.IsZero() && r.CreatedAt.Before(q.Since.Truncate(time.Second)) {
-				continue
-			}
-			out = append(out, r)
 		}
 		return nil
 	})
-	return recentFirst(out, q.Limit), err
+	return recentFirst(out, q), err
 }
 
-// recentFirst sorts runs most recent first and keeps the first limit of
-// them (all when limit is 0).
-func recentFirst(out []*bot.Run, limit int) []*bot.Run {
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.After(out[j].CreatedAt)
-		}
-		return out[i].ID > out[j].ID
-	})
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
+// recentFirst sorts runs most recent first (the order of the runs by
+// time), keeps those after q.After and the first q.Limit of them (all when
+// it is 0).
+func recentFirst(out []*bot.Run, q bot.RunQuery) []*bot.Run {
+	keys := make(map[*bot.Run]string, len(out))
+	for _, r := range out {
+		keys[r] = timeKey(r.CreatedAt, r.ID)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return keys[out[i]] > keys[out[j]] })
+	if q.After.ID != "" {
+		after := timeKey(q.After.CreatedAt, q.After.ID)
+		i := sort.Search(len(out), func(i int) bool { return keys[out[i]] < after })
+		out = out[i:]
+	}
+	if q.Limit > 0 && len(out) > q.Limit {
+		out = out[:q.Limit]
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }
@@ -513,20 +583,13 @@ func (s *DB) listActive(q bot.RunQuery) ([]*bot.Run, error) {
 			if err != nil {
 				return err
 			}
-			if r.State.Terminal() {
-				return nil
+			if runMatches(r, q) {
+				out = append(out, r)
 			}
-			if !q.Since.IsZero() && r.CreatedAt.Before(q.Since.Truncate(time.Second)) {
-				return nil
-			}
-			if q.Thread != "" && r.Conversation.Thread != q.Thread && r.Root.ID != q.Thread {
-				return nil
-			}
-			out = append(out, r)
 			return nil
 		})
 	})
-	return recentFirst(out, q.Limit), err
+	return recentFirst(out, q), err
 }
 
 // RunByMessage implements bot.Runs.
@@ -599,7 +662,15 @@ func appendAudit(tx *bolt.Tx, e bot.AuditEntry) error {
 	if err != nil {
 		return err
 	}
-	return ab.Put(u64(seq), data)
+	if err := ab.Put(u64(seq), data); err != nil {
+		return err
+	}
+	if e.RunID == "" {
+		return nil
+	}
+	ar := tx.Bucket(bAuditByRun)
+	ar.FillPercent = appendFill
+	return ar.Put(auditRunKey(e.RunID, u64(seq)), nil)
 }
 
 // AppendAudit implements bot.Journals.
@@ -607,21 +678,35 @@ func (s *DB) AppendAudit(_ context.Context, e bot.AuditEntry) error {
 	return s.db.Update(func(tx *bolt.Tx) error { return appendAudit(tx, e) })
 }
 
-// AuditEntries implements bot.Journals: the audit entries of one run, or all
-// of them when runID is empty.
+// AuditEntries implements bot.Journals: the audit entries of one run
+// (through the index by run), or all of them when runID is empty.
 func (s *DB) AuditEntries(_ context.Context, runID string) ([]bot.AuditEntry, error) {
 	var out []bot.AuditEntry
+	decode := func(v []byte) error {
+		var e bot.AuditEntry
+		if err := json.Unmarshal(v, &e); err != nil {
+			return fmt.Errorf("decoding audit entry: %w", err)
+		}
+		out = append(out, e)
+		return nil
+	}
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bAudit).ForEach(func(_, v []byte) error {
-			var e bot.AuditEntry
-			if err := json.Unmarshal(v, &e); err != nil {
+		ab := tx.Bucket(bAudit)
+		if runID == "" {
+			return ab.ForEach(func(_, v []byte) error { return decode(v) })
+		}
+		prefix := append(runKey(runID), 0)
+		c := tx.Bucket(bAuditByRun).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			v := ab.Get(k[len(prefix):])
+			if v == nil {
+				return fmt.Errorf("audit entry %d of run %s: %w", binary.BigEndian.Uint64(k[len(prefix):]), runID, ErrAuditTampered)
+			}
+			if err := decode(v); err != nil {
 				return err
 			}
-			if runID == "" || e.RunID == runID {
-				out = append(out, e)
-			}
-			return nil
-		})
+		}
+		return nil
 	})
 	return out, err
 }

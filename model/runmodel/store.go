@@ -13,6 +13,22 @@ type RunQuery struct {
 	Thread string // runs started in this thread (Conversation.Thread or root id)
 	Limit  int    // most recent first; 0 = no limit
 	Since  time.Time
+	// States: only runs in one of these states (none: any state).
+	States []RunState `json:",omitempty"`
+	// Runbook and Target: only the runs of this runbook, on this target.
+	Runbook string `json:",omitempty"`
+	Target  string `json:",omitempty"`
+	// After continues a listing page by page: only the runs that come
+	// after this one in the listing's order (most recent first). Set it to
+	// the CreatedAt and ID of the last run of the previous page.
+	After RunCursor `json:",omitzero"`
+}
+
+// RunCursor is a position in a listing of runs: a run's creation time and
+// id (the zero value: the start).
+type RunCursor struct {
+	CreatedAt time.Time `json:"created_at,omitzero"`
+	ID        string    `json:"id,omitempty"`
 }
 
 // Runs stores runs. UpdateRun is the only way to change a run: fn runs

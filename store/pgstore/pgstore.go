@@ -442,12 +442,26 @@ func (s *DB) ListRuns(ctx context.Context, q bot.RunQuery) ([]*bot.Run, error) {
 	if !q.Since.IsZero() {
 		where = append(where, "created_at >= "+arg(q.Since.Truncate(time.Second)))
 	}
+	if len(q.States) > 0 {
+		states := make([]string, len(q.States))
+		for i, st := range q.States {
+			states[i] = string(st)
+		}
+		where = append(where, "state = any("+arg(states)+")")
+	}
+	if q.After.ID != "" {
+		at, id := arg(q.After.CreatedAt), arg(strings.ToLower(q.After.ID))
+		where = append(where, "(created_at < "+at+" or (created_at = "+at+" and id collate \"C\" < "+id+"))")
+	}
+	// Runbook and target are in the run's JSON: they are matched after
+	// decoding, so the limit is applied then.
+	inGo := q.Runbook != "" || q.Target != ""
 	sql := "select id, data from runs"
 	if len(where) > 0 {
 		sql += " where " + strings.Join(where, " and ")
 	}
 	sql += " order by created_at desc, id collate \"C\" desc"
-	if q.Limit > 0 {
+	if q.Limit > 0 && !inGo {
 		sql += " limit " + arg(q.Limit)
 	}
 	rows, err := s.pool.Query(ctx, sql, args...)
@@ -477,7 +491,13 @@ func (s *DB) ListRuns(ctx context.Context, q bot.RunQuery) ([]*bot.Run, error) {
 		if err != nil {
 			return nil, err
 		}
+		if (q.Runbook != "" && run.Runbook != q.Runbook) || (q.Target != "" && run.Target != q.Target) {
+			continue
+		}
 		out = append(out, run)
+		if q.Limit > 0 && len(out) >= q.Limit {
+			break
+		}
 	}
 	if len(out) == 0 {
 		return nil, nil

@@ -739,3 +739,54 @@ func testRetention(t *testing.T, open Open) {
 	require.NoError(t, err)
 	assert.Equal(t, [3]int{0, 0, 0}, [3]int{res.Events, res.Runs, res.Messages})
 }
+
+// testListFiltersAndPages: runs are selected by state, runbook and target,
+// and a listing read page by page (After = the last run of the previous
+// page) gives every run once, in the order of the whole listing, for each
+// kind of listing.
+func testListFiltersAndPages(t *testing.T, open Open) {
+	s := open(t, Options{})
+	states := []bot.RunState{bot.RunSucceeded, bot.RunFailed, bot.RunRunning, bot.RunSucceeded}
+	for i := range 11 {
+		r := newRun(fmt.Sprintf("r-%02d", i), t0.Add(time.Duration(i)*time.Minute))
+		r.State = states[i%len(states)]
+		if i%3 == 0 {
+			r.Runbook = "prune"
+		}
+		if i%2 == 0 {
+			r.Target = "infra-prd"
+		}
+		r.Conversation.Thread = "T"
+		require.NoError(t, s.CreateRun(ctx(), r, nil))
+	}
+	list := func(q bot.RunQuery) []string {
+		t.Helper()
+		rs, err := s.ListRuns(ctx(), q)
+		require.NoError(t, err)
+		return ids(rs)
+	}
+	assert.Equal(t, []string{"r-09", "r-03"}, list(bot.RunQuery{Runbook: "prune", States: []bot.RunState{bot.RunFailed, bot.RunSucceeded}}))
+	assert.Equal(t, []string{"r-06", "r-02"}, list(bot.RunQuery{Target: "infra-prd", States: []bot.RunState{bot.RunRunning}}))
+	assert.Equal(t, []string{"r-10", "r-06"}, list(bot.RunQuery{Target: "infra-prd", Since: t0.Add(5 * time.Minute), States: []bot.RunState{bot.RunRunning}}))
+	assert.Equal(t, []string{"r-10"}, list(bot.RunQuery{Active: true, Target: "infra-prd", Limit: 1}))
+	assert.Empty(t, list(bot.RunQuery{Runbook: "none"}))
+
+	for _, q := range []bot.RunQuery{{}, {Thread: "T"}, {Active: true}, {Target: "infra-prd"}} {
+		want := list(q)
+		require.NotEmpty(t, want)
+		var got []string
+		page := q
+		page.Limit = 2
+		for range 20 {
+			rs, err := s.ListRuns(ctx(), page)
+			require.NoError(t, err)
+			if len(rs) == 0 {
+				break
+			}
+			got = append(got, ids(rs)...)
+			last := rs[len(rs)-1]
+			page.After = bot.RunCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+		}
+		assert.Equal(t, want, got, "%+v page by page", q)
+	}
+}
