@@ -271,7 +271,7 @@ func (e *Engine) command(ctx context.Context, ev Event) error {
 	case VerbShow:
 		e.out.reply(ctx, ev.Conversation, ev.User, showText(e.o.Library, e.o.Ops, c.Name))
 	case VerbStatus:
-		e.out.reply(ctx, ev.Conversation, ev.User, statusText(ctx, e.o.Store, c.Name, e.o.Now(), e.writes.failures))
+		e.out.reply(ctx, ev.Conversation, ev.User, statusText(ctx, e.o.Store, c.Name, e.o.Now(), e.writes.failures, e.set.reloadedAt))
 	case VerbRun:
 		if err := e.start(ctx, ev, c); err != nil {
 			var ue *UserError
@@ -362,7 +362,7 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 			start.Changing = true
 		}
 	}
-	refusal, err := e.o.Approvals.MayStart(ctx, start, ev.User.ID, &e.dir)
+	refusal, err := e.set.approvals().MayStart(ctx, start, ev.User.ID, &e.dir)
 	if err != nil {
 		return err
 	}

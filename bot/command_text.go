@@ -153,8 +153,9 @@ func showText(lib Library, ops *Registry, name string) string {
 }
 
 // statusText is /runbook status [id] at time now; failedWrites names the
-// run's store writes that failed.
-func statusText(ctx context.Context, store Store, id string, now time.Time, failedWrites func(runID string) []string) string {
+// run's store writes that failed; reloaded says when the configuration was
+// reloaded under a run (it keeps its runbook and policy).
+func statusText(ctx context.Context, store Store, id string, now time.Time, failedWrites func(runID string) []string, reloaded func(runID string) (time.Time, bool)) string {
 	if id == "" {
 		runs, err := store.ListRuns(ctx, RunQuery{Active: true})
 		if err != nil {
@@ -167,7 +168,11 @@ func statusText(ctx context.Context, store Store, id string, now time.Time, fail
 		var b strings.Builder
 		fmt.Fprintf(&b, "*%d active run%s*\n", len(runs), plural(len(runs)))
 		for _, r := range runs {
-			fmt.Fprintf(&b, "• `%s` %s on `%s` by %s — %s%s\n", r.ID, r.Runbook, r.Target, r.Requester.Display(), stateLine(r), nextAction(r))
+			kept := ""
+			if _, ok := reloaded(r.ID); ok {
+				kept = " · keeps the runbook and policy it started with (config reloaded since)"
+			}
+			fmt.Fprintf(&b, "• `%s` %s on `%s` by %s — %s%s%s\n", r.ID, r.Runbook, r.Target, r.Requester.Display(), stateLine(r), kept, nextAction(r))
 		}
 		return strings.TrimRight(b.String(), "\n")
 	}
@@ -193,6 +198,9 @@ func statusText(ctx context.Context, store Store, id string, now time.Time, fail
 			line += " — " + st.Error
 		}
 		b.WriteString(line + "\n")
+	}
+	if at, ok := reloaded(r.ID); ok {
+		fmt.Fprintf(&b, "ℹ️ The configuration was reloaded at %s UTC: this run keeps the runbook and approval policy it started with; new runs use the new ones.\n", at.UTC().Format("15:04"))
 	}
 	if failed := failedWrites(r.ID); len(failed) > 0 {
 		fmt.Fprintf(&b, "⚠️ %d store write%s failed (see the log): %s\n", len(failed), plural(len(failed)), strings.Join(failed, "; "))

@@ -157,6 +157,7 @@ type Engine struct {
 	sums      *summaries     // /runbook summary: a run's or a whole thread's
 	dir       directory      // user ids and group members for the approval policy
 	gateEdits gateEdits      // how often an open gate's message is edited
+	set       *settings      // the approval policy, swapped by Reload; runs keep theirs
 }
 
 var _ Handler = (*Engine)(nil)
@@ -170,6 +171,7 @@ func New(o Options) (*Engine, error) {
 		o:   o,
 		log: o.Logger,
 	}
+	e.set = newSettings(o.Approvals)
 	e.writes = newDurableWriter(o.Store, o.Chat, o.Logger, o.Now)
 	d := o.Delivery
 	if d == nil {
@@ -190,7 +192,7 @@ func New(o Options) (*Engine, error) {
 // wait polls, the outbox) until ctx ends. It returns nil on cancellation.
 func (e *Engine) Run(ctx context.Context) error {
 	e.work.setContext(ctx)
-	e.dir.resolveNames(ctx, e.o.Approvals, e.o.Library)
+	e.dir.resolveNames(ctx, e.set.approvals(), e.o.Library)
 	if err := e.Resume(ctx); err != nil {
 		return err
 	}

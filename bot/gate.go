@@ -31,7 +31,7 @@ func syntheticPlan(r *Run, spec *runbooks.Step, op string, args Args, summary st
 
 // gatePolicy is the policy for a gate on step spec calling op.
 func (e *Engine) gatePolicy(r *Run, spec *runbooks.Step, op string) Policy {
-	p := e.o.Approvals.Resolve(r.Target, r.Runbook, op)
+	p := e.set.forRun(r.ID).Resolve(r.Target, r.Runbook, op)
 	if spec.Approval != nil {
 		p = p.Narrow(spec.Approval.Approvers, spec.Approval.Required, spec.Approval.Expires)
 	}

@@ -154,12 +154,31 @@ func (nopObserver) DigestSettled(string, State, time.Duration) {}
 // delivered, and is retried up to MaxAttempts times while it is within the
 // catch-up allowance.
 type Scheduler struct {
-	o      Options
-	log    *slog.Logger
-	jobs   []*digestJob
-	tickMu sync.Mutex
+	o   Options
+	log *slog.Logger
+	// base is Options.Targets; targets adds those of the digests.
+	base []string
+	// wake tells Run the schedules changed.
+	wake chan struct{}
+
+	mu      sync.RWMutex // guards jobs and targets (SetDigests)
+	jobs    []*digestJob
+	targets []string
+	tickMu  sync.Mutex
 	// ownOutbox: the outbox is the scheduler's own (built on Chat); Tick flushes it.
 	ownOutbox bool
+}
+
+// current returns the jobs and the targets /runbook digest accepts.
+func (s *Scheduler) current() ([]*digestJob, []string) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.jobs, s.targets
+}
+
+func (s *Scheduler) logScheduled(j *digestJob, now time.Time) {
+	s.log.Info("digest scheduled", "digest", j.index, "target", j.cfg.Target, "channel", j.cfg.Channel,
+		"schedule", j.cfg.Schedule, "next", j.sched.Next(now).In(j.loc).Format(time.RFC3339))
 }
 
 type digestJob struct {
@@ -229,17 +248,30 @@ func NewScheduler(o Options) (*Scheduler, error) {
 	if o.MaxSleep <= 0 {
 		o.MaxSleep = time.Minute
 	}
-	known := slices.Clone(o.Targets)
-	s := &Scheduler{o: o, log: o.Logger, ownOutbox: own}
+	s := &Scheduler{o: o, log: o.Logger, wake: make(chan struct{}, 1), base: slices.Clone(o.Targets), ownOutbox: own}
+	jobs, known, err := s.build(o.Digests)
+	if err != nil {
+		return nil, err
+	}
+	s.jobs, s.targets = jobs, known
+	return s, nil
+}
+
+// build checks the schedules ds and returns their jobs and the targets
+// /runbook digest accepts.
+func (s *Scheduler) build(ds []Schedule) ([]*digestJob, []string, error) {
+	base := s.base
+	known := slices.Clone(base)
+	var jobs []*digestJob
 	var errs []error
-	for i, d := range o.Digests {
+	for i, d := range ds {
 		bad := func(field string, err error) {
 			errs = append(errs, &ConfigError{Index: i, Field: field, Err: err})
 		}
 		if d.Target == "" {
 			bad("target", errors.New("is required"))
-		} else if len(o.Targets) > 0 && !slices.Contains(o.Targets, d.Target) {
-			bad("target", fmt.Errorf("no target %q is configured (targets: %s)", d.Target, strings.Join(o.Targets, ", ")))
+		} else if len(base) > 0 && !slices.Contains(base, d.Target) {
+			bad("target", fmt.Errorf("no target %q is configured (targets: %s)", d.Target, strings.Join(base, ", ")))
 		}
 		if d.Channel == "" {
 			bad("channel", errors.New(`is required (e.g. "#ci-ops")`))
@@ -261,18 +293,44 @@ func NewScheduler(o Options) (*Scheduler, error) {
 		if d.Window == 0 {
 			d.Window = 24 * time.Hour
 		}
-		s.jobs = append(s.jobs, &digestJob{index: i, cfg: d, sched: sched, loc: loc,
+		jobs = append(jobs, &digestJob{index: i, cfg: d, sched: sched, loc: loc,
 			key: strings.Join([]string{d.Target, d.Channel, d.Schedule, d.Timezone}, "|")})
 		if !slices.Contains(known, d.Target) {
 			known = append(known, d.Target)
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, nil, errors.Join(errs...)
 	}
 	sort.Strings(known)
-	s.o.Targets = known
-	return s, nil
+	return jobs, known, nil
+}
+
+// SetDigests replaces the schedules (a configuration reload): they are
+// checked as NewScheduler checks them, and nothing changes on an error.
+// A schedule kept as it was keeps its history (what was posted, what is
+// owed); a new one owes nothing from before it was set. Run picks the
+// new schedules up at once. The targets /runbook digest accepts stay
+// those given in Options.Targets.
+func (s *Scheduler) SetDigests(ds []Schedule) error {
+	jobs, known, err := s.build(ds)
+	if err != nil {
+		return err
+	}
+	s.tickMu.Lock() // not while a tick evaluates the old ones
+	s.mu.Lock()
+	s.jobs, s.targets = jobs, known
+	s.mu.Unlock()
+	s.tickMu.Unlock()
+	now := s.o.Now()
+	for _, j := range jobs {
+		s.logScheduled(j, now)
+	}
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	return nil
 }
 
 // FireTimes returns the fire times t of s with after < t <= now, oldest
@@ -329,13 +387,9 @@ func Decide(s cron.Schedule, last, now time.Time, catchUp time.Duration) Decisio
 // due, until ctx ends; it returns nil then.
 func (s *Scheduler) Run(ctx context.Context) error {
 	now := s.o.Now()
-	for _, j := range s.jobs {
-		s.log.Info("digest scheduled", "digest", j.index, "target", j.cfg.Target, "channel", j.cfg.Channel,
-			"schedule", j.cfg.Schedule, "next", j.sched.Next(now).In(j.loc).Format(time.RFC3339))
-	}
-	if len(s.jobs) == 0 {
-		<-ctx.Done()
-		return nil
+	jobs, _ := s.current()
+	for _, j := range jobs {
+		s.logScheduled(j, now)
 	}
 	for {
 		s.Tick(ctx)
@@ -344,6 +398,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			t.Stop()
 			return nil
+		case <-s.wake:
+			t.Stop()
 		case <-t.C:
 		}
 	}
@@ -352,7 +408,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // untilNext is how long to sleep before the next evaluation.
 func (s *Scheduler) untilNext(now time.Time) time.Duration {
 	d := s.o.MaxSleep
-	for _, j := range s.jobs {
+	jobs, _ := s.current()
+	for _, j := range jobs {
 		if n := j.sched.Next(now); !n.IsZero() {
 			d = min(d, n.Sub(now)+10*time.Millisecond)
 		}
@@ -369,8 +426,9 @@ func (s *Scheduler) Tick(ctx context.Context) {
 		s.o.Outbox.Flush(ctx)
 	}
 	now := s.o.Now()
+	jobs, _ := s.current()
 	var wg sync.WaitGroup
-	for _, j := range s.jobs {
+	for _, j := range jobs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -500,19 +558,20 @@ func (s *Scheduler) collect(ctx context.Context, target string, window time.Dura
 // one); nothing is recorded. target may be empty when only one target is
 // known. Unknown targets give a *UserError.
 func (s *Scheduler) DigestNow(ctx context.Context, target string, to bot.Conversation) error {
+	jobs, targets := s.current()
 	if target == "" {
-		if len(s.o.Targets) != 1 {
-			return userErrorf("Usage: `/runbook digest <target>` (targets: %s)", strings.Join(s.o.Targets, ", "))
+		if len(targets) != 1 {
+			return userErrorf("Usage: `/runbook digest <target>` (targets: %s)", strings.Join(targets, ", "))
 		}
-		target = s.o.Targets[0]
+		target = targets[0]
 	}
-	if len(s.o.Targets) > 0 && !slices.Contains(s.o.Targets, target) {
-		return userErrorf("Unknown target %q. Targets: %s", target, strings.Join(s.o.Targets, ", "))
+	if len(targets) > 0 && !slices.Contains(targets, target) {
+		return userErrorf("Unknown target %q. Targets: %s", target, strings.Join(targets, ", "))
 	}
 	window, loc := 24*time.Hour, time.Local
 	var prev *Data
 	var best *digestJob
-	for _, j := range s.jobs {
+	for _, j := range jobs {
 		if j.cfg.Target == target && (best == nil || j.cfg.Channel == to.Channel && best.cfg.Channel != to.Channel) {
 			best = j
 		}

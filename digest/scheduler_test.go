@@ -462,3 +462,32 @@ func TestScheduler_Run(t *testing.T) {
 		t.Fatal("Run did not return after cancel")
 	}
 }
+
+// A reload replaces the schedules: the new one posts at its own time, the
+// old one no more; a bad schedule changes nothing.
+func TestScheduler_SetDigests(t *testing.T) {
+	env := newSchedEnv(at(10, 7, 0))
+	s := env.start(t, nil)
+	ctx := context.Background()
+	s.Tick(ctx)
+
+	bad := digest.Schedule{Target: "infra-prd", Channel: "#ci-ops", Schedule: "every day at noon"}
+	err := s.SetDigests([]digest.Schedule{bad})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "digests[0].schedule")
+
+	env.set(at(10, 8, 0))
+	s.Tick(ctx)
+	require.Len(t, env.chat.Posts(), 1, "the bad reload kept the 08:00 schedule")
+
+	moved := digest.Schedule{Target: "infra-prd", Channel: "#ci-night", Schedule: "0 9 * * *", Timezone: "Europe/Paris"}
+	require.NoError(t, s.SetDigests([]digest.Schedule{moved}))
+	s.Tick(ctx) // arms the new schedule
+	env.set(at(10, 9, 0))
+	s.Tick(ctx)
+	require.Len(t, env.chat.Posts(), 2)
+	assert.Equal(t, "#ci-night", env.chat.Posts()[1].To.Channel)
+	env.set(at(11, 8, 30))
+	s.Tick(ctx)
+	require.Len(t, env.chat.Posts(), 2, "the old schedule is gone")
+}

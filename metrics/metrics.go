@@ -64,6 +64,7 @@ type Metrics struct {
 
 	mu     sync.Mutex
 	gauges []func(ch chan<- prometheus.Metric)
+	reload *reloadState // reload.go
 }
 
 // New returns the metrics, registered in a registry of their own together

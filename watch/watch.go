@@ -448,3 +448,12 @@ func (w *Watcher) Keys(i int) []string {
 	sort.Strings(out)
 	return out
 }
+
+// Rules returns the rules the watcher polls, defaults applied.
+func (w *Watcher) Rules() []Rule {
+	out := make([]Rule, 0, len(w.rules))
+	for _, rs := range w.rules {
+		out = append(out, rs.rule)
+	}
+	return out
+}

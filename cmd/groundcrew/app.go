@@ -57,6 +57,8 @@ type app struct {
 	// incidents: alerts and watch rules (incidents.go).
 	incidents *incidents
 	digestSrc digest.Source
+	// reloads applies configuration reloads (reload.go).
+	reloads reloader
 	// now is appOptions.Now: nil is the real clock. Simulators and their
 	// clients read it too, so a demo's world has one clock.
 	now func() time.Time
@@ -119,6 +121,7 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 	a := &app{cfg: cfg, log: o.Logger, mux: http.NewServeMux(),
 		metrics: metrics.New(metrics.Options{Version: version, Targets: cfg.TargetNames()}), now: o.Now}
 	a.health.targets = map[string]targetStatus{}
+	a.reloads.remember(cfg)
 	if a.log == nil {
 		a.log = newLogger(cfg, os.Stderr)
 	}
@@ -151,6 +154,7 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 		a.log.Info("runbook overridden", "runbook", ov.Name, "by", ov.Source, "replaces", ov.Replaced)
 	}
 	a.lib = lib
+	a.reloads.libs.p.Store(lib)
 	for _, p := range cfg.SelfApprovalAt() {
 		a.log.Warn("SELF-APPROVAL ENABLED: requesters may approve their own destructive steps", "policy", p)
 	}
@@ -207,7 +211,7 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 	// from them unwrapped, so no wrapper can hide it.
 	a.caps = bot.CapabilitiesOf(db, a.chat)
 	a.caps.Housekeeper = a.metrics.Housekeeper(db)
-	eng, err := bot.New(bot.Options{Threads: &a.threads, Store: a.audit.Store(db), Chat: a.chat, Delivery: a.outbox, Capabilities: a.caps, Ops: a.reg, Library: lib, Targets: targets,
+	eng, err := bot.New(bot.Options{Threads: &a.threads, Store: a.audit.Store(db), Chat: a.chat, Delivery: a.outbox, Capabilities: a.caps, Ops: a.reg, Library: &a.reloads.libs, Targets: targets,
 		Approvals: cfg.Approvals, Platform: cfg.Chat.Platform, GroupTTL: a.groupTTL, Logger: a.log, Now: o.Now, Digests: a.digests, Observer: observers{theRunIndex, a.metrics, runLog{a.log}}})
 	if err != nil {
 		return nil, err
@@ -223,6 +227,7 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 	if a.incidents, err = a.newIncidents(db, a.digestSrc, o.Now); err != nil {
 		return nil, err
 	}
+	a.metrics.ConfigLoaded(true, now())
 	ok = true
 	return a, nil
 }
@@ -254,6 +259,7 @@ func (a *app) run(ctx context.Context) error {
 	g.Go(func() error { return a.digests.Run(gctx) })
 	g.Go(func() error { return a.audit.Run(gctx) })
 	g.Go(func() error { return a.incidents.run(gctx) })
+	g.Go(func() error { return a.serveReloads(gctx) })
 	if err := a.serveHTTP(gctx, g); err != nil {
 		return err
 	}

@@ -70,6 +70,7 @@ func (a *app) routes() {
 		_ = enc.Encode(b)
 	})
 	a.mux.Handle("/metrics", a.metrics.Handler())
+	a.mux.HandleFunc(ReloadPath, a.reloadHandler)
 	a.metrics.ChatConnected(a.chatConnected)
 	a.metrics.Ready(func() bool { return a.readiness().Ready })
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/groundcrew/groundcrew/digest"
 	"github.com/groundcrew/groundcrew/incident"
 	"github.com/groundcrew/groundcrew/runbooks"
-	"github.com/groundcrew/groundcrew/watch"
 )
 
 // incidents is the wiring of incidents: the manager, the chat handler in
@@ -22,7 +21,8 @@ import (
 type incidents struct {
 	m       *incident.Manager
 	handler bot.Handler
-	watcher *watch.Watcher
+	// watch runs the watch rules; a reload replaces them.
+	watch *watchLoop
 }
 
 // newIncidents wires incidents once the store, chat, engine and digest
@@ -49,7 +49,7 @@ func (a *app) newIncidents(audit incident.Auditor, src digest.Source, now func()
 	obs.Incidents(func() (map[string]int, error) { return m.Counts(context.Background()) })
 	h := &incident.Handler{M: m, Next: a.eng}
 	a.threads.n = h // a thread summary is the incident's summary
-	in := &incidents{m: m, handler: h}
+	in := &incidents{m: m, handler: h, watch: &a.reloads.watch}
 	for _, p := range routeProblems(a.cfg, a.lib) {
 		a.log.Error("alert route: its incidents offer a command that will fail", "problem", p)
 	}
@@ -62,13 +62,11 @@ func (a *app) newIncidents(audit incident.Auditor, src digest.Source, now func()
 		}
 		a.mux.Handle(alertmanager.Path, rc)
 	}
-	if len(a.cfg.Watch) > 0 {
-		w, err := watch.New(watch.Options{Rules: a.cfg.Watch, Source: src, Sink: m, Now: now, Logger: a.log.With("component", "watch"), Observer: a.metrics})
-		if err != nil {
-			return nil, fmt.Errorf("watch: %w", err)
-		}
-		in.watcher = w
+	w, err := a.newWatcher(a.cfg.Watch, src, m)
+	if err != nil {
+		return nil, err
 	}
+	in.watch.replace(w) // started by run
 	return in, nil
 }
 
@@ -119,12 +117,7 @@ func (in *incidents) run(ctx context.Context) error {
 	// lasts, so groundcrew asks its API.
 	silences := make(chan error, 1)
 	go func() { silences <- in.m.WatchSilences(ctx) }()
-	var err error
-	if in.watcher != nil {
-		err = in.watcher.Run(ctx)
-	} else {
-		<-ctx.Done()
-	}
+	err := in.watch.run(ctx)
 	return errors.Join(err, <-silences)
 }
 

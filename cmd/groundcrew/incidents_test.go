@@ -43,10 +43,10 @@ watch:
 	a, err := newApp(cfg, appOptions{In: strings.NewReader(""), Out: out, Now: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	defer a.close()
-	require.NotNil(t, a.incidents.watcher)
+	require.NotNil(t, a.reloads.watch.current())
 	ctx := context.Background()
 	for range 4 {
-		require.NoError(t, a.incidents.watcher.Poll(ctx, 0))
+		require.NoError(t, a.reloads.watch.current().Poll(ctx, 0))
 		mu.Lock()
 		now = now.Add(3 * time.Minute)
 		mu.Unlock()
