@@ -202,41 +202,45 @@ receivers:
 	waitFor(t, "repeat notifications", 45*time.Second, dumpAll, func() bool { return strings.Contains(gcOut.String(), "· 3 notifications") })
 	assert.Len(t, roots.FindAllString(gcOut.String(), -1), 1, "one incident thread however many notifications")
 
-	// 🔕 Silence 1 h creates a silence through Alertmanager's v2 API, by the
-	// person who pressed it. It is expired again so that the resolved
-	// notification goes out.
+	// 🔕 Silence 1 h creates ONE silence through Alertmanager's v2 API, by
+	// the person who pressed it; the status says it and the button becomes
+	// "Expire silence".
 	_, err = io.WriteString(stdin, "/as bob\n/press 1 incident_silence\n")
 	require.NoError(t, err)
 	waitFor(t, "the silence", 20*time.Second, dumpAll, func() bool { return strings.Contains(gcOut.String(), "🔕 @bob silenced these alerts for 1 h") })
 	silenceID := regexp.MustCompile("silence `([^`]+)`").FindStringSubmatch(gcOut.String())[1]
-	resp, err = http.Get(amURL + "/api/v2/silence/" + silenceID)
+	// The button is gone (a second press of an old copy of the message is
+	// refused: incident tests).
+	waitFor(t, "the status to say silenced", 20*time.Second, dumpAll, func() bool { return strings.Contains(gcOut.String(), "[🔔 Expire silence]") })
+	_, err = io.WriteString(stdin, "/as carol\n")
 	require.NoError(t, err)
-	var sil struct {
-		CreatedBy string `json:"createdBy"`
-		Status    struct {
-			State string `json:"state"`
-		} `json:"status"`
-		Matchers []struct {
-			Name, Value string
-		} `json:"matchers"`
-	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&sil))
-	resp.Body.Close()
+	assert.Contains(t, gcOut.String(), "🔕 silenced until")
+	assert.Contains(t, gcOut.String(), "[🔔 Expire silence]")
+	sil := getSilence(t, amURL, silenceID)
 	assert.Equal(t, "@bob", sil.CreatedBy)
 	assert.Equal(t, "active", sil.Status.State)
 	require.Len(t, sil.Matchers, 1)
 	assert.Equal(t, "alertname", sil.Matchers[0].Name)
 	assert.Equal(t, "FileSystemSpaceFillingUp", sil.Matchers[0].Value)
-	del, _ := http.NewRequest(http.MethodDelete, amURL+"/api/v2/silence/"+silenceID, nil)
-	resp, err = http.DefaultClient.Do(del)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, 1, activeSilences(t, amURL))
 
-	// The alerts end: Alertmanager sends the resolved notification.
+	// Expire silence deletes it in Alertmanager.
+	_, err = io.WriteString(stdin, "/press 1 incident_unsilence\n")
+	require.NoError(t, err)
+	waitFor(t, "the silence to expire", 20*time.Second, dumpAll, func() bool {
+		return strings.Contains(gcOut.String(), "🔔 @carol expired the silence `"+silenceID+"`")
+	})
+	assert.Equal(t, "expired", getSilence(t, amURL, silenceID).Status.State)
+	assert.Equal(t, 0, activeSilences(t, amURL))
+
+	// Silenced again, the alerts end: Alertmanager sends nothing for muted
+	// alerts, groundcrew asks its API and resolves the incident.
+	_, err = io.WriteString(stdin, "/press 1 incident_silence\n")
+	require.NoError(t, err)
+	waitFor(t, "the second silence", 20*time.Second, dumpAll, func() bool { return strings.Contains(gcOut.String(), "🔕 @carol silenced these alerts for 1 h") })
 	postAlerts(t, amURL, alerts(time.Now().UTC().Add(-time.Second)))
-	waitFor(t, "the incident to resolve", 45*time.Second, dumpAll, func() bool { return strings.Contains(gcOut.String(), "✅ Resolved after") })
-	assert.Contains(t, gcOut.String(), "Alertmanager says the alerts are resolved.")
+	waitFor(t, "the silenced incident to resolve", 60*time.Second, dumpAll, func() bool { return strings.Contains(gcOut.String(), "✅ Resolved after") })
+	assert.Contains(t, gcOut.String(), "Alertmanager has no firing alert for it any more")
 	assert.Len(t, roots.FindAllString(gcOut.String(), -1), 1)
 
 	_, err = io.WriteString(stdin, "/runbook incidents\n")
@@ -244,4 +248,40 @@ receivers:
 	waitFor(t, "/runbook incidents", 10*time.Second, dumpAll, func() bool { return strings.Contains(gcOut.String(), "No open incidents.") })
 	assert.Equal(t, 1, strings.Count(gcErr.String(), "missing or wrong Bearer token"), "only our wrong-token request was refused")
 	_ = stdin.Close()
+}
+
+type silenceInfo struct {
+	CreatedBy string `json:"createdBy"`
+	Status    struct {
+		State string `json:"state"`
+	} `json:"status"`
+	Matchers []struct {
+		Name, Value string
+	} `json:"matchers"`
+}
+
+func getSilence(t *testing.T, amURL, id string) silenceInfo {
+	t.Helper()
+	resp, err := http.Get(amURL + "/api/v2/silence/" + id)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var sil silenceInfo
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&sil))
+	return sil
+}
+
+func activeSilences(t *testing.T, amURL string) int {
+	t.Helper()
+	resp, err := http.Get(amURL + "/api/v2/silences")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var sils []silenceInfo
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&sils))
+	n := 0
+	for _, s := range sils {
+		if s.Status.State == "active" {
+			n++
+		}
+	}
+	return n
 }
