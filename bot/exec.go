@@ -133,7 +133,10 @@ func (e *Engine) stepFail(ctx context.Context, id, stepID string, cause error, s
 		if r.State.Terminal() || st == nil || st.ID != stepID {
 			return errRunOver
 		}
-		st.Status, st.FinishedAt, st.Error = StepFailed, e.o.Now(), UserMessage(cause)
+		if err := st.SetStatus(StepFailed); err != nil {
+			return err
+		}
+		st.FinishedAt, st.Error = e.o.Now(), UserMessage(cause)
 		if set != nil {
 			set(st)
 		}
@@ -285,7 +288,10 @@ func (e *Engine) runRead(ctx context.Context, r *Run, spec *runbooks.Step, op Op
 		if st.Status != StepRunning {
 			b.Note(JournalEntry{Time: e.o.Now(), Step: st.ID, Type: JStepStarted, Message: op.Name})
 		}
-		st.Status, st.StartedAt, st.Args = StepRunning, e.o.Now(), call.Args
+		if err := st.SetStatus(StepRunning); err != nil {
+			return err
+		}
+		st.StartedAt, st.Args = e.o.Now(), call.Args
 		return nil
 	})
 	if err != nil {
@@ -326,7 +332,10 @@ func (e *Engine) runWrite(ctx context.Context, r *Run, spec *runbooks.Step, op O
 		if r.State.Terminal() || st.ID != spec.ID {
 			return errRunOver
 		}
-		st.Status, st.StartedAt, st.Args, st.ApprovedBy = StepExecuting, e.o.Now(), call.Args, approvedBy
+		if err := st.SetStatus(StepExecuting); err != nil {
+			return err
+		}
+		st.StartedAt, st.Args, st.ApprovedBy = e.o.Now(), call.Args, approvedBy
 		b.Note(JournalEntry{Time: e.o.Now(), Step: st.ID, Type: JIntent, Message: op.Name + " " + formatArgs(call.Args)})
 		b.AuditLog(AuditEntry{Time: e.o.Now(), Actor: r.Requester.ID, Action: ActionCall(op.Class), Step: st.ID, Target: r.Target, Detail: op.Name + " " + formatArgs(call.Args)})
 		return nil
@@ -399,7 +408,10 @@ func (e *Engine) startManual(ctx context.Context, r *Run, spec *runbooks.Step, e
 		if st.ID != spec.ID {
 			return errRunOver
 		}
-		st.Status, st.StartedAt, st.Text = StepManual, e.o.Now(), text
+		if err := st.SetStatus(StepManual); err != nil {
+			return err
+		}
+		st.StartedAt, st.Text = e.o.Now(), text
 		if spec.Timeout > 0 {
 			st.Deadline = e.o.Now().Add(spec.Timeout)
 		}
@@ -417,7 +429,10 @@ func (e *Engine) startManual(ctx context.Context, r *Run, spec *runbooks.Step, e
 func (e *Engine) startWait(ctx context.Context, r *Run, spec *runbooks.Step, call Call) {
 	r, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
 		st := r.Current()
-		st.Status, st.StartedAt, st.Args = StepWaiting, e.o.Now(), call.Args
+		if err := st.SetStatus(StepWaiting); err != nil {
+			return err
+		}
+		st.StartedAt, st.Args = e.o.Now(), call.Args
 		timeout := spec.Timeout
 		if timeout <= 0 {
 			timeout = 10 * time.Minute
@@ -464,10 +479,14 @@ func (e *Engine) pollWait(ctx context.Context, r *Run) {
 		return
 	}
 	if met || r.DryRun {
-		e.stepDone(ctx, r.ID, spec.ID, StepSucceeded, func(st *StepState, _ *Batch) {
+		status := StepSucceeded
+		if r.DryRun && !met {
+			status = StepSkipped
+		}
+		e.stepDone(ctx, r.ID, spec.ID, status, func(st *StepState, _ *Batch) {
 			setResult(st, res)
-			if r.DryRun && !met {
-				st.Status, st.Summary = StepSkipped, "dry run: condition not met yet, not waited for"
+			if status == StepSkipped {
+				st.Summary = "dry run: condition not met yet, not waited for"
 			}
 		})
 		return
@@ -483,7 +502,10 @@ func (e *Engine) pollWait(ctx context.Context, r *Run) {
 				return errRunOver
 			}
 			setResult(st, res)
-			st.Status, st.FinishedAt = StepFailed, now
+			if err := st.SetStatus(StepFailed); err != nil {
+				return err
+			}
+			st.FinishedAt = now
 			st.Error = fmt.Sprintf("timed out after %s", human.Duration(now.Sub(st.StartedAt)))
 			b.Note(JournalEntry{Time: now, Step: st.ID, Type: JStepFailed, Message: st.Error})
 			if err := r.SetState(RunRunning); err != nil {
@@ -530,7 +552,10 @@ func (e *Engine) manualTimeout(ctx context.Context, runID, stepID string) {
 		if r.State != RunAwaitingManual || st == nil || st.ID != stepID {
 			return errRunOver
 		}
-		st.Status, st.FinishedAt, st.Error = StepFailed, e.o.Now(), "nobody marked it done before its timeout"
+		if err := st.SetStatus(StepFailed); err != nil {
+			return err
+		}
+		st.FinishedAt, st.Error = e.o.Now(), "nobody marked it done before its timeout"
 		b.Note(JournalEntry{Time: e.o.Now(), Step: stepID, Type: JStepFailed, Message: st.Error})
 		if err := r.SetState(RunRunning); err != nil {
 			return err

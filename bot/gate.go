@@ -92,15 +92,20 @@ func (e *Engine) openGate(ctx context.Context, runID string, spec *runbooks.Step
 		}
 		r.GateSeq++
 		hash := plan.Hash()
-		r.Gate = &Gate{
+		if err := r.OpenGate(&Gate{
 			ID: fmt.Sprintf("%s/%s/%d", r.ID, spec.ID, r.GateSeq), StepID: spec.ID, Plan: plan, PlanHash: hash,
 			Policy: p, RequestedAt: now, ExpiresAt: now.Add(time.Duration(p.Expires)), Reason: reason,
+		}); err != nil {
+			return err
 		}
 		r.PendingApproval = nil
 		if st.StartedAt.IsZero() {
 			st.StartedAt = now
 		}
-		st.Status, st.Plan, st.PlanHash, st.Args = StepGated, plan, hash, args
+		if err := st.SetStatus(StepGated); err != nil {
+			return err
+		}
+		st.Plan, st.PlanHash, st.Args = plan, hash, args
 		b.Note(JournalEntry{Time: now, Step: spec.ID, Type: JGateOpened, PlanHash: hash, Message: plan.Summary + optional(reason)})
 		b.AuditLog(AuditEntry{Time: now, Actor: e.o.BotName, Action: ActionApprovalRequested, Step: spec.ID, Target: r.Target, PlanHash: hash, Detail: plan.Summary + optional(reason)})
 		if p.SelfApproval {
@@ -199,7 +204,9 @@ func (e *Engine) afterGate(ctx context.Context, r *Run, spec *runbooks.Step) {
 			if r.Gate == nil || r.Gate.ID != g.ID {
 				return errRunOver
 			}
-			r.Gate.Decision = GateVoid
+			if err := r.Gate.SetDecision(GateVoid); err != nil {
+				return err
+			}
 			b.Note(JournalEntry{Time: e.o.Now(), Step: spec.ID, Type: JGateDecided, PlanHash: g.PlanHash, Message: "void: the plan changed before execution (" + PlanDiff(old, &plan) + ")"})
 			b.AuditLog(AuditEntry{Time: e.o.Now(), Actor: e.o.BotName, Action: ActionApprovalVoidDrift, Step: spec.ID, Target: r.Target, PlanHash: g.PlanHash, Detail: PlanDiff(old, &plan)})
 			return nil
@@ -224,8 +231,13 @@ func (e *Engine) execute(ctx context.Context, runID string, spec *runbooks.Step,
 		if r.State.Terminal() || st == nil || st.ID != spec.ID || st.Status != StepGated {
 			return errRunOver
 		}
-		st.Status, st.Plan, st.PlanHash, st.ApprovedBy = StepExecuting, &plan, hash, approvers
-		r.Gate = nil
+		if err := st.SetStatus(StepExecuting); err != nil {
+			return err
+		}
+		st.Plan, st.PlanHash, st.ApprovedBy = &plan, hash, approvers
+		if err := r.CloseGate(); err != nil {
+			return err
+		}
 		ids := make([]string, 0, len(plan.Items))
 		for _, it := range plan.Items {
 			ids = append(ids, it.Kind+":"+it.ID)
@@ -298,7 +310,9 @@ func (e *Engine) reconcile(ctx context.Context, r *Run, spec *runbooks.Step) {
 		}
 		_, _ = e.update(ctx, r.ID, func(r *Run, b *Batch) error {
 			st := r.Current()
-			st.Status = StepGated
+			if err := st.SetStatus(StepGated); err != nil {
+				return err
+			}
 			b.Note(JournalEntry{Time: e.o.Now(), Step: spec.ID, Type: JReconciled, PlanHash: plan.Hash(), Message: "effect not (fully) visible; handed to a person"})
 			return nil
 		})
@@ -307,7 +321,9 @@ func (e *Engine) reconcile(ctx context.Context, r *Run, spec *runbooks.Step) {
 	}
 	plan := syntheticPlan(r, spec, op.Name, st.Args, fmt.Sprintf("retry %s %s", op.Name, formatArgs(st.Args)))
 	_, _ = e.update(ctx, r.ID, func(r *Run, b *Batch) error {
-		r.Current().Status = StepGated
+		if err := r.Current().SetStatus(StepGated); err != nil {
+			return err
+		}
 		b.Note(JournalEntry{Time: e.o.Now(), Step: spec.ID, Type: JReconciled, Message: "write call interrupted; handed to a person"})
 		return nil
 	})
@@ -325,9 +341,14 @@ func (e *Engine) checkGateTimers(ctx context.Context, r *Run, now time.Time) {
 			if r.Gate == nil || r.Gate.ID != g.ID || r.Gate.Decision != GatePending {
 				return errRunOver
 			}
-			r.Gate.Decision = GateExpired
+			if err := r.Gate.SetDecision(GateExpired); err != nil {
+				return err
+			}
 			st := r.Current()
-			st.Status, st.FinishedAt = StepFailed, now
+			if err := st.SetStatus(StepFailed); err != nil {
+				return err
+			}
+			st.FinishedAt = now
 			st.Error = fmt.Sprintf("approval expired after %s with %d of %d approvals", human.Duration(time.Duration(g.Policy.Expires)), len(g.Votes), g.Policy.WithDefaults().Required)
 			b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, PlanHash: g.PlanHash, Message: "expired"})
 			b.AuditLog(AuditEntry{Time: now, Actor: e.o.BotName, Action: ActionApprovalExpired, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash})

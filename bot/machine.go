@@ -80,7 +80,9 @@ func (m machine) endRun(r *Run, b *Batch, to RunState, msg string) error {
 		r.Error = msg
 	}
 	if r.Gate != nil && r.Gate.Decision == GatePending {
-		r.Gate.Decision = GateVoid
+		if err := r.Gate.SetDecision(GateVoid); err != nil {
+			return err
+		}
 	}
 	b.Note(JournalEntry{Time: r.FinishedAt, Type: JRunFinished, Message: string(to) + optional(msg)})
 	b.AuditLog(AuditEntry{Time: r.FinishedAt, Actor: m.bot, Action: ActionRun(to), Target: r.Target, Detail: msg})
@@ -93,14 +95,21 @@ func (m machine) decide(r *Run, b *Batch, now time.Time, by User, reason string)
 	decision := Decide(g, now)
 	switch decision {
 	case GateApproved:
-		g.Decision = GateApproved
+		if err := g.SetDecision(GateApproved); err != nil {
+			return decision, err
+		}
 		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, PlanHash: g.PlanHash, Message: "approved by " + userList(voters(g))})
 		b.AuditLog(AuditEntry{Time: now, Actor: m.bot, Action: ActionApprovalGranted, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Detail: "approved by " + userList(voters(g))})
 		return decision, r.SetState(RunRunning)
 	case GateRejected:
-		g.Decision = GateRejected
+		if err := g.SetDecision(GateRejected); err != nil {
+			return decision, err
+		}
 		st := r.Current()
-		st.Status, st.FinishedAt = StepFailed, now
+		if err := st.SetStatus(StepFailed); err != nil {
+			return decision, err
+		}
+		st.FinishedAt = now
 		st.Error = "rejected by " + by.Display() + optional(reason)
 		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, PlanHash: g.PlanHash, Message: st.Error})
 		b.AuditLog(AuditEntry{Time: now, Actor: m.bot, Action: ActionApprovalRejected, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Detail: st.Error})

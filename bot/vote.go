@@ -206,7 +206,9 @@ func (e *Engine) breakGlass(ctx context.Context, runID string, conv Conversation
 		}
 		g := r.Gate
 		g.CastVote(Vote{User: user, Approve: true, Reason: reason, At: now, Via: ViaCommand, PlanHash: g.PlanHash, BreakGlass: true})
-		g.Decision = GateApproved
+		if err := g.SetDecision(GateApproved); err != nil {
+			return err
+		}
 		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, Actor: user.ID, ActorName: user.Name, PlanHash: g.PlanHash, Message: "BREAK-GLASS approval by " + user.Display() + ": " + reason})
 		b.AuditLog(AuditEntry{Time: now, Actor: user.ID, Action: ActionBreakGlass, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(ViaCommand), Detail: reason})
 		return r.SetState(RunRunning)
@@ -332,7 +334,10 @@ func (e *Engine) cancel(ctx context.Context, runID string, conv Conversation, us
 			return fmt.Errorf("run %s already %s", r.ID, r.State)
 		}
 		if st := r.Current(); st != nil && !st.Status.Done() && st.Status != StepExecuting {
-			st.Status, st.FinishedAt = StepCancelled, now
+			if err := st.SetStatus(StepCancelled); err != nil {
+				return err
+			}
+			st.FinishedAt = now
 		}
 		b.Note(JournalEntry{Time: now, Type: JRunCancelled, Actor: user.ID, ActorName: user.Name, Message: reason})
 		b.AuditLog(AuditEntry{Time: now, Actor: user.ID, Action: ActionCancel, Target: r.Target, Detail: reason})

@@ -3,7 +3,6 @@ package runmodel
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/groundcrew/groundcrew/bot/policy"
@@ -29,25 +28,6 @@ const (
 // Terminal reports whether the state is final.
 func (s RunState) Terminal() bool {
 	return s == RunSucceeded || s == RunFailed || s == RunCancelled
-}
-
-// transitions lists the legal run state changes.
-var transitions = map[RunState][]RunState{
-	RunRunning:          {RunAwaitingApproval, RunAwaitingManual, RunWaiting, RunSucceeded, RunFailed, RunCancelled, RunRunning},
-	RunAwaitingApproval: {RunRunning, RunFailed, RunCancelled, RunAwaitingApproval},
-	RunAwaitingManual:   {RunRunning, RunFailed, RunCancelled, RunAwaitingManual},
-	RunWaiting:          {RunRunning, RunFailed, RunCancelled, RunWaiting},
-}
-
-// SetState moves the run to a new state, refusing illegal transitions.
-func (r *Run) SetState(to RunState) error {
-	for _, ok := range transitions[r.State] {
-		if ok == to {
-			r.State = to
-			return nil
-		}
-	}
-	return fmt.Errorf("run %s: %w: %s → %s", r.ID, ErrInvalidTransition, r.State, to)
 }
 
 // StepStatus is the status of one step of a run.
