@@ -152,7 +152,14 @@ type Signal struct {
 	Silence map[string]string
 	// Why, for a resolve, says how groundcrew knows (default: the source said so).
 	Why string
+	// Observations is how many notifications or polls this signal stands
+	// for (0 counts as 1): a watch opens an incident after Polls polls in
+	// a row, and its header says so.
+	Observations int
 }
+
+// observations is how many notifications s counts for.
+func observations(s Signal) int { return max(1, s.Observations) }
 
 // Query selects incidents.
 type Query struct {

@@ -154,7 +154,7 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 			in := &Incident{ID: newID(), Key: s.Key, Source: s.Source, Title: s.Title, Target: s.Target,
 				Channel: s.Channel, Platform: m.o.Platform, State: StateOpen, Evidence: s.Evidence,
 				Runbook: s.Runbook, Params: s.Params, Autostart: s.Autostart, Silence: s.Silence,
-				Notifications: 1, Since: s.Since, OpenedAt: now, UpdatedAt: now}
+				Notifications: observations(s), Since: s.Since, OpenedAt: now, UpdatedAt: now}
 			if cur != nil {
 				in.add(Entry{Time: now, Kind: "opened", Text: "previous incident " + cur.ID})
 			}
@@ -166,7 +166,7 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 			cur.SinceAfter, cur.ReopenedAt = cur.ResolvedAt, now
 			cur.State, cur.ResolvedAt, cur.AckedAt, cur.AckedBy = StateOpen, time.Time{}, time.Time{}, nil
 			cur.Evidence, cur.UpdatedAt = s.Evidence, now
-			cur.Notifications++
+			cur.Notifications += observations(s)
 			cur.Since, cur.OpenedAt = time.Time{}, now
 			cur.add(Entry{Time: now, Kind: "reopened", Text: "firing again"})
 			cur.refresh(s)

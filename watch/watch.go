@@ -11,10 +11,13 @@ package watch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
+	"math"
 	"regexp"
 	"sort"
 	"strconv"
@@ -118,7 +121,20 @@ type Options struct {
 	Logger *slog.Logger
 	// Observer is told of every scheduled poll (metrics); optional.
 	Observer Observer
+	// State keeps each rule's hysteresis (conditions held or clear, since
+	// when workers are stalled) across restarts; optional (the store).
+	State State
 }
+
+// State is a small key-value store (the store's kv bucket).
+type State interface {
+	GetKV(ctx context.Context, key string) ([]byte, error)
+	PutKV(ctx context.Context, key string, value []byte) error
+}
+
+// ErrUnreadable marks a poll that could not read its target (the target
+// is unreachable or refuses the login): the poll counts as an error.
+var ErrUnreadable = errors.New("could not read the target")
 
 // Observer learns how each scheduled poll of a rule went: lag is how late
 // it started after its due time (0 when on time), took how long it ran.
@@ -152,9 +168,37 @@ type ruleState struct {
 
 // cond is the hysteresis state of one key.
 type cond struct {
-	active      bool
-	hold, clear int
-	last        incident.Signal
+	Active bool            `json:"active"`
+	Hold   int             `json:"hold"`
+	Clear  int             `json:"clear"`
+	Last   incident.Signal `json:"last"`
+}
+
+// savedRule is what State keeps of a rule.
+type savedRule struct {
+	StalledSince map[string]time.Time `json:"stalled_since"`
+	Running      map[string]int       `json:"running"`
+	Conds        map[string]*cond     `json:"conds"`
+}
+
+// stateKey is where State keeps rule i.
+func stateKey(r Rule, i int) string {
+	return fmt.Sprintf("watch:state:%s:%s:%d", r.Target, r.Channel, i)
+}
+
+// Offset is how long after the watcher starts rule i polls first, then
+// every period: a stable spread over the period (a hash of the rule), so
+// that rules with the same period do not all poll at the same instant.
+func Offset(r Rule, i int) time.Duration {
+	every := r.Every
+	if every <= 0 {
+		every = DefaultEvery
+	}
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s\x00%s\x00%d", r.Target, r.Channel, i)
+	// the golden ratio spreads consecutive rules evenly as well
+	frac := math.Mod(float64(h.Sum64()%1e9)/1e9+float64(i)*0.6180339887, 1)
+	return time.Duration(frac * float64(every))
 }
 
 // New returns a watcher.
@@ -192,9 +236,16 @@ func (w *Watcher) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			due := time.Now().Add(Offset(rs.rule, i))
+			first := time.NewTimer(time.Until(due))
+			select {
+			case <-ctx.Done():
+				first.Stop()
+				return
+			case <-first.C:
+			}
 			t := time.NewTicker(rs.rule.Every)
 			defer t.Stop()
-			due := time.Now()
 			for {
 				start := time.Now()
 				err := w.Poll(ctx, i)
@@ -233,6 +284,33 @@ func (w *Watcher) seed(ctx context.Context) error {
 	if w.seeded {
 		return nil
 	}
+	if w.o.State != nil {
+		for i, rs := range w.rules {
+			b, err := w.o.State.GetKV(ctx, stateKey(rs.rule, i))
+			if err != nil {
+				return fmt.Errorf("reading the watch state of %s: %w", rs.rule.Target, err)
+			}
+			if len(b) == 0 {
+				continue
+			}
+			var sv savedRule
+			if err := json.Unmarshal(b, &sv); err != nil {
+				w.log.Error("watch state unreadable; starting afresh", "target", rs.rule.Target, "err", err)
+				continue
+			}
+			for k, v := range sv.StalledSince {
+				rs.stalledSince[k] = v
+			}
+			for k, v := range sv.Running {
+				rs.running[k] = v
+			}
+			for k, c := range sv.Conds {
+				if c != nil {
+					rs.conds[k] = c
+				}
+			}
+		}
+	}
 	open, err := w.o.Sink.Open(ctx)
 	if err != nil {
 		return fmt.Errorf("listing open incidents: %w", err)
@@ -242,8 +320,11 @@ func (w *Watcher) seed(ctx context.Context) error {
 			continue
 		}
 		for _, rs := range w.rules {
+			if c := rs.conds[in.Key]; c != nil && c.Active {
+				continue // the saved state knows it
+			}
 			if strings.HasPrefix(in.Key, Key(rs.rule.Target, "", "")) {
-				rs.conds[in.Key] = &cond{active: true, last: incident.Signal{Key: in.Key, Source: in.Source, Title: in.Title, Target: in.Target, Channel: in.Channel}}
+				rs.conds[in.Key] = &cond{Active: true, Last: incident.Signal{Key: in.Key, Source: in.Source, Title: in.Title, Target: in.Target, Channel: in.Channel}}
 			}
 		}
 	}
@@ -282,14 +363,15 @@ func (w *Watcher) Poll(ctx context.Context, i int) error {
 			c = &cond{}
 			rs.conds[key] = c
 		}
-		c.clear, c.last = 0, s
-		c.hold++
-		if !c.active && c.hold >= Polls {
-			c.active = true
+		c.Clear, c.Last = 0, s
+		c.Hold++
+		if !c.Active && c.Hold >= Polls {
+			c.Active = true
 			s.Firing = true
+			s.Observations = c.Hold // it held on that many polls in a row
 			if _, err := w.o.Sink.Signal(ctx, s); err != nil {
 				errs = append(errs, err)
-				c.active = false
+				c.Active = false
 			}
 		}
 	}
@@ -299,21 +381,34 @@ func (w *Watcher) Poll(ctx context.Context, i int) error {
 		if _, ok := found[key]; ok || (err != nil && key != unreachable) {
 			continue
 		}
-		c.hold = 0
-		c.clear++
-		if c.active && c.clear >= Polls {
-			s := c.last
+		c.Hold = 0
+		c.Clear++
+		if c.Active && c.Clear >= Polls {
+			s := c.Last
 			s.Firing = false
 			s.Evidence = nil
 			if _, err := w.o.Sink.Signal(ctx, s); err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			c.active = false
+			c.Active = false
 		}
-		if !c.active {
+		if !c.Active {
 			delete(rs.conds, key)
 		}
+	}
+	if w.o.State != nil {
+		b, merr := json.Marshal(savedRule{StalledSince: rs.stalledSince, Running: rs.running, Conds: rs.conds})
+		if merr == nil {
+			merr = w.o.State.PutKV(ctx, stateKey(r, i), b)
+		}
+		if merr != nil {
+			errs = append(errs, fmt.Errorf("saving the watch state of %s: %w", r.Target, merr))
+		}
+	}
+	if err != nil {
+		// a poll that could not read its target is an error, not "ok"
+		errs = append(errs, fmt.Errorf("%w %s: %w", ErrUnreadable, r.Target, err))
 	}
 	return errors.Join(errs...)
 }
@@ -441,7 +536,7 @@ func (w *Watcher) Keys(i int) []string {
 	defer w.mu.Unlock()
 	var out []string
 	for k, c := range w.rules[i].conds {
-		if c.active {
+		if c.Active {
 			out = append(out, k)
 		}
 	}

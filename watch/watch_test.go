@@ -3,6 +3,8 @@ package watch_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -137,9 +139,10 @@ func TestUnreachableAndLoginAreIncidentsOfTheirOwn(t *testing.T) {
 	}
 	require.Len(t, sk.signals, 1)
 	src.err = errors.New("logging in to infra-prd: 401 Unauthorized")
-	require.NoError(t, w.Poll(ctx, 0))
-	require.NoError(t, w.Poll(ctx, 0))
-	require.NoError(t, w.Poll(ctx, 0))
+	for range 3 {
+		// a poll that could not read the target is an error (metrics count it so)
+		assert.ErrorIs(t, w.Poll(ctx, 0), watch.ErrUnreadable)
+	}
 	require.Len(t, sk.signals, 2, "the stalled worker is not resolved while the target cannot be read")
 	s := sk.signals[1]
 	assert.Equal(t, "watch:infra-prd:unreachable", s.Key)
@@ -186,4 +189,88 @@ func TestByteSizeYAML(t *testing.T) {
 	assert.Equal(t, watch.ByteSize(20<<30), r.BuildLogsBytes)
 	assert.Equal(t, time.Minute, r.Every)
 	assert.Error(t, yaml.Unmarshal([]byte("build_logs_bytes: lots\n"), &r))
+}
+
+// Rules with the same period do not poll at the same instant: each starts
+// at a stable offset within its period.
+func TestOffsetsSpreadRulesOverThePeriod(t *testing.T) {
+	const n = 20
+	every := 10 * time.Second
+	var offs []time.Duration
+	for i := range n {
+		r := watch.Rule{Target: fmt.Sprintf("t%02d", i), Channel: "#ci-ops", Every: every}
+		o := watch.Offset(r, i)
+		assert.Equal(t, o, watch.Offset(r, i), "stable")
+		assert.GreaterOrEqual(t, o, time.Duration(0))
+		assert.Less(t, o, every)
+		offs = append(offs, o)
+	}
+	slices.Sort(offs)
+	gap := every - offs[n-1] + offs[0]
+	for i := 1; i < n; i++ {
+		gap = max(gap, offs[i]-offs[i-1])
+	}
+	assert.Less(t, gap, every/4, "no long stretch without a poll: %v", offs)
+	assert.Less(t, watch.Offset(watch.Rule{Target: "x"}, 0), watch.DefaultEvery)
+}
+
+type kv struct{ m map[string][]byte }
+
+func (k *kv) GetKV(_ context.Context, key string) ([]byte, error) { return k.m[key], nil }
+func (k *kv) PutKV(_ context.Context, key string, v []byte) error {
+	k.m[key] = append([]byte(nil), v...)
+	return nil
+}
+
+// A restart keeps the hysteresis: an incident open before it is neither
+// resolved nor opened again by the first polls after it (issue 26: a
+// restart made an incident "resolved", then "reopened" a minute later).
+func TestHysteresisSurvivesARestart(t *testing.T) {
+	st := &kv{m: map[string][]byte{}}
+	src, sk, clk := &source{}, &sink{}, &clock{t: time.Date(2026, 3, 1, 4, 0, 0, 0, time.UTC)}
+	rule := watch.Rule{Target: "infra-prd", Channel: "#ci-ops", WorkerStalledFor: 5 * time.Minute}
+	start := func() *watch.Watcher {
+		w, err := watch.New(watch.Options{Rules: []watch.Rule{rule}, Source: src, Sink: sk, Now: clk.Now, State: st})
+		require.NoError(t, err)
+		return w
+	}
+	ctx := context.Background()
+	src.data = stalled("w-1") // no stall time from the source: the watch counts from its first poll
+	w := start()
+	for range 7 {
+		require.NoError(t, w.Poll(ctx, 0))
+		clk.t = clk.t.Add(time.Minute)
+	}
+	require.Len(t, sk.signals, 1)
+	assert.True(t, sk.signals[0].Firing)
+	assert.Equal(t, 2, sk.signals[0].Observations, "it opens after two polls in a row, and says so")
+	sk.open = []*incident.Incident{{Key: sk.signals[0].Key, Source: sk.signals[0].Source}}
+
+	w = start() // groundcrew restarts
+	for range 3 {
+		require.NoError(t, w.Poll(ctx, 0))
+		clk.t = clk.t.Add(time.Minute)
+	}
+	assert.Len(t, sk.signals, 1, "still open: not resolved, not reopened")
+	assert.Equal(t, []string{"watch:infra-prd:worker_stalled:w-1"}, w.Keys(0))
+
+	src.data = stalled()
+	w = start()
+	require.NoError(t, w.Poll(ctx, 0))
+	require.NoError(t, w.Poll(ctx, 0))
+	require.Len(t, sk.signals, 2)
+	assert.False(t, sk.signals[1].Firing, "clear for two polls: resolved")
+}
+
+type failingKV struct{}
+
+func (failingKV) GetKV(context.Context, string) ([]byte, error) { return nil, nil }
+func (failingKV) PutKV(context.Context, string, []byte) error   { return errors.New("disk full") }
+
+func TestStateWriteFailureIsAnError(t *testing.T) {
+	src, sk, clk := &source{}, &sink{}, &clock{t: time.Now()}
+	w, err := watch.New(watch.Options{Rules: []watch.Rule{{Target: "infra-prd", Channel: "#c"}}, Source: src, Sink: sk, Now: clk.Now, State: failingKV{}})
+	require.NoError(t, err)
+	src.data = stalled()
+	assert.ErrorContains(t, w.Poll(context.Background(), 0), "saving the watch state of infra-prd: disk full")
 }

@@ -199,7 +199,10 @@ func (a *app) newWatcher(rules []watch.Rule, src digest.Source, sink watch.Sink)
 	if len(rules) == 0 {
 		return nil, nil
 	}
-	w, err := watch.New(watch.Options{Rules: rules, Source: src, Sink: sink, Now: a.now, Logger: a.log.With("component", "watch"), Observer: a.metrics})
+	// both stores keep small values (store.DB, pgstore.DB): the watch's
+	// hysteresis survives a restart
+	state, _ := a.db.(watch.State)
+	w, err := watch.New(watch.Options{Rules: rules, Source: src, Sink: sink, Now: a.now, Logger: a.log.With("component", "watch"), Observer: a.metrics, State: state})
 	if err != nil {
 		return nil, fmt.Errorf("watch: %w", err)
 	}
