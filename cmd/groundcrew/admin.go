@@ -23,6 +23,7 @@ import (
 
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/internal/httpguard"
+	"github.com/groundcrew/groundcrew/store"
 )
 
 // storeReader is what the runs and audit commands read: the store itself
@@ -54,8 +55,13 @@ type adminResponse struct {
 	NotFound bool            `json:"not_found,omitempty"`
 }
 
-// adminHandler serves the read-only calls on db.
-func adminHandler(db storeReader) http.Handler {
+// maxAdminPage bounds the runs of one list_runs answer.
+const maxAdminPage = 1000
+
+// adminHandler serves the read-only calls on db. release, when set, is
+// called after each page of a stream of runs (the bbolt store drops the
+// file pages it read from serve's resident memory).
+func adminHandler(db storeReader, release func() error) http.Handler {
 	mux := http.NewServeMux()
 	handle := func(name string, call func(ctx context.Context, q adminRequest) (any, int, error)) {
 		mux.HandleFunc("POST /v1/"+name, func(w http.ResponseWriter, r *http.Request) {
@@ -78,6 +84,11 @@ func adminHandler(db storeReader) http.Handler {
 		})
 	}
 	handle("list_runs", func(ctx context.Context, q adminRequest) (any, int, error) {
+		// One answer is one message held in memory: it is bounded (the
+		// runs stream below has no bound).
+		if q.Query.Limit <= 0 || q.Query.Limit > maxAdminPage {
+			return nil, 0, fmt.Errorf("list_runs: a limit of 1 to %d runs is required (POST /v1/runs streams any number)", maxAdminPage)
+		}
 		rs, err := db.ListRuns(ctx, q.Query)
 		return rs, 0, err
 	})
@@ -103,6 +114,28 @@ func adminHandler(db storeReader) http.Handler {
 	})
 	handle("verify_audit_head", func(ctx context.Context, q adminRequest) (any, int, error) {
 		return nil, 0, db.VerifyAuditHead(ctx, q.Head)
+	})
+	// runs streams a listing as JSON lines (runLine), read from the store a
+	// page at a time: serve's memory stays flat however many runs there are.
+	mux.HandleFunc("POST /v1/runs", func(w http.ResponseWriter, r *http.Request) {
+		var q adminRequest
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&q); err != nil {
+			http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		rc := http.NewResponseController(w)
+		flush := func() {
+			if release != nil {
+				_ = release()
+			}
+			_ = rc.Flush()
+			// Each page has its own deadline: a long listing is not cut
+			// off by the server's write timeout.
+			_ = rc.SetWriteDeadline(time.Now().Add(time.Minute))
+		}
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		flush()
+		writeRunLines(r.Context(), w, flush, db, q.Query)
 	})
 	mux.HandleFunc("GET /v1/path", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, db.Path()) })
 	return mux
@@ -131,7 +164,11 @@ func (a *app) serveAdmin(ctx context.Context, g *errgroup.Group) error {
 		ln.Close()
 		return fmt.Errorf("server.admin_socket %s: %w", path, err)
 	}
-	srv := httpguard.Server(adminHandler(a.db))
+	var release func() error
+	if db, ok := a.db.(*store.DB); ok {
+		release = db.ReleaseMemory
+	}
+	srv := httpguard.Server(adminHandler(a.db, release))
 	a.log.Info("admin socket listening", "path", path)
 	serveUntil(ctx, g, srv, ln, 5*time.Second) // Shutdown closes the listener, which removes the socket file
 	return nil
@@ -145,35 +182,54 @@ type adminClient struct {
 }
 
 func newAdminClient(socket, store string) *adminClient {
+	// No overall timeout: a stream of runs lasts as long as the listing;
+	// the answer must start within callTimeout.
 	return &adminClient{socket: socket, store: store, http: &http.Client{
-		Timeout: 5 * time.Minute, // audit verify walks the whole chain
-		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
-		}},
+		Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", socket)
+			},
+			ResponseHeaderTimeout: callTimeout,
+		},
 	}}
 }
 
 var _ storeReader = (*adminClient)(nil)
 
-func (c *adminClient) call(ctx context.Context, method string, q adminRequest, result any) (int, error) {
+// post sends one call and returns the answer, once its status is 200.
+func (c *adminClient) post(ctx context.Context, method string, q adminRequest) (*http.Response, error) {
 	body, err := json.Marshal(q)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://groundcrew/v1/"+method, bytes.NewReader(body))
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("the store %s is in use and its admin socket %s does not answer: %w", c.store, c.socket, err)
+		return nil, fmt.Errorf("the store %s is in use and its admin socket %s does not answer: %w", c.store, c.socket, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return nil, fmt.Errorf("admin socket %s: %s: %s", c.socket, resp.Status, bytes.TrimSpace(msg))
+	}
+	return resp, nil
+}
+
+// callTimeout bounds one call (audit verify walks the whole chain).
+const callTimeout = 5 * time.Minute
+
+func (c *adminClient) call(ctx context.Context, method string, q adminRequest, result any) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	resp, err := c.post(ctx, method, q)
+	if err != nil {
+		return 0, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return 0, fmt.Errorf("admin socket %s: %s: %s", c.socket, resp.Status, bytes.TrimSpace(msg))
-	}
 	var out adminResponse
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		return 0, fmt.Errorf("admin socket %s: %w", c.socket, err)

@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -221,6 +221,11 @@ func openStore(cmd *cobra.Command) (storeReader, func(), error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, nil, fmt.Errorf("store %s: %w", path, err)
 	}
+	// A running serve holds the store: ask it first, rather than wait for
+	// the file lock to time out.
+	if socket != "off" && socketAnswers(socket) {
+		return newAdminClient(socket, path), func() {}, nil
+	}
 	db, err := store.Open(path, store.Options{Timeout: 200 * time.Millisecond})
 	if errors.Is(err, bot.ErrLocked) && socket != "off" {
 		if _, serr := os.Stat(socket); serr == nil {
@@ -231,6 +236,21 @@ func openStore(cmd *cobra.Command) (storeReader, func(), error) {
 		return nil, nil, err
 	}
 	return db, func() { _ = db.Close() }, nil
+}
+
+// socketAnswers reports whether a serve listens on the admin socket (a
+// socket file left by a killed serve refuses the connection).
+func socketAnswers(socket string) bool {
+	st, err := os.Stat(socket)
+	if err != nil || st.Mode()&os.ModeSocket == 0 {
+		return false
+	}
+	c, err := net.DialTimeout("unix", socket, time.Second)
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return true
 }
 
 // withStore opens the store for a command and closes it after.
@@ -248,37 +268,7 @@ func withStore(fn func(cmd *cobra.Command, args []string, db storeReader) error)
 func newRuns() *cobra.Command {
 	c := &cobra.Command{Use: "runs", Short: "List, show and export runs from the store (for post-mortems)"}
 	c.PersistentFlags().String("store", "", "bbolt store file (default: from the config)")
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List runs, most recent first (--format table|json)",
-		Args:  cobra.NoArgs,
-		RunE: withStore(func(cmd *cobra.Command, _ []string, db storeReader) error {
-			format, _ := cmd.Flags().GetString("format")
-			if format != "table" && format != "json" {
-				return fmt.Errorf("--format %q: use table or json", format)
-			}
-			runs, err := db.ListRuns(cmd.Context(), bot.RunQuery{})
-			if err != nil {
-				return err
-			}
-			if format == "json" {
-				if runs == nil {
-					runs = []*bot.Run{}
-				}
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(runs)
-			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "RUN\tRUNBOOK\tTARGET\tBY\tSTATE\tSTARTED")
-			for _, r := range runs {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Runbook, r.Target, r.Requester.Display(), r.State.Human(), r.CreatedAt.UTC().Format("2006-01-02 15:04"))
-			}
-			return w.Flush()
-		}),
-	}
-	list.Flags().String("format", "table", "table or json")
-	c.AddCommand(list)
+	c.AddCommand(newRunsList())
 	show := &cobra.Command{
 		Use:     "show <run>",
 		Aliases: []string{"export"},
