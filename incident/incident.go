@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/delivery"
 )
 
 // State is an incident's state: open → acknowledged → resolved.
@@ -67,8 +68,11 @@ type Incident struct {
 	Channel  string `json:"channel"`
 	Platform string `json:"platform,omitempty"`
 	// Root is the incident's root message: its thread is the incident thread.
-	Root  bot.MessageRef `json:"root,omitzero"`
-	State State          `json:"state"`
+	Root bot.MessageRef `json:"root,omitzero"`
+	// RootPending is the outbox item that will post the root while chat
+	// cannot take it (delivery.Handle.Pending); Root is set when it goes out.
+	RootPending string `json:"root_pending,omitempty"`
+	State       State  `json:"state"`
 	// Evidence are the current facts, one line each (alerts with their
 	// summary, the stalled worker and for how long).
 	Evidence []string `json:"evidence,omitempty"`
@@ -109,6 +113,21 @@ func (in *Incident) Silenced(now time.Time) bool {
 
 func (in *Incident) clearSilence() {
 	in.SilenceID, in.SilencedUntil, in.SilencedBy = "", time.Time{}, nil
+}
+
+// root is the root message as the outbox names it.
+func (in *Incident) root() delivery.Handle {
+	return delivery.Handle{Ref: in.Root, Pending: in.RootPending}
+}
+
+// Outbox is the durable outbox the incident's messages go through
+// (*delivery.Outbox): a chat outage or a restart loses none of them, a
+// thread keeps its order, and root edits are coalesced.
+type Outbox interface {
+	Post(ctx context.Context, to bot.Conversation, m bot.Message, meta delivery.Meta) (delivery.Handle, error)
+	Reply(ctx context.Context, to bot.Conversation, root delivery.Handle, m bot.Message, meta delivery.Meta) (delivery.Handle, error)
+	Update(ctx context.Context, h delivery.Handle, m bot.Message, meta delivery.Meta) error
+	Register(from string, r delivery.Receiver)
 }
 
 // Thread is the incident thread's conversation.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
+	"github.com/groundcrew/groundcrew/delivery"
 	"github.com/groundcrew/groundcrew/incident"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/store"
@@ -35,6 +36,7 @@ func (s *starter) Handle(_ context.Context, e bot.Event) error {
 }
 
 type fixture struct {
+	out   *delivery.Outbox
 	m     *incident.Manager
 	h     *incident.Handler
 	chat  *bottest.Chat
@@ -59,7 +61,10 @@ func (f *fixture) open(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 	f.db = db
-	f.m, err = incident.New(incident.Options{Store: db, Chat: f.chat, Starter: f.start, Runs: db, Audit: db,
+	// The outbox on the wall clock, edits not held back: these tests read
+	// what was posted at once (the storm test coalesces).
+	f.out = delivery.New(delivery.Options{Chat: f.chat, EditEvery: time.Nanosecond, ProbeEvery: time.Nanosecond})
+	f.m, err = incident.New(incident.Options{Store: db, Chat: f.chat, Outbox: f.out, Starter: f.start, Runs: db, Audit: db,
 		Platform: "slack", Now: f.clock.Now})
 	require.NoError(t, err)
 	f.h = &incident.Handler{M: f.m, Next: f.next}
@@ -190,18 +195,34 @@ func TestConcurrentNotificationsOneIncident(t *testing.T) {
 	assert.Equal(t, 20, all[0].Notifications)
 }
 
-func TestChatDownThenPostedOnNextSignal(t *testing.T) {
+// A post that fails waits in the outbox and goes out at its next flush;
+// the incident records its message then, and a later signal edits it
+// rather than posting a second root.
+func TestChatDownThenPostedFromTheOutbox(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	f.chat.FailPosts = 1
 	in, err := f.m.Signal(ctx, diskSignal(true, "a"))
 	require.NoError(t, err, "the incident is stored even when chat is down")
 	assert.True(t, in.Root.IsZero())
+	assert.NotEmpty(t, in.RootPending)
+	f.out.Flush(ctx)
+	got, err := f.db.GetIncident(ctx, in.ID)
+	require.NoError(t, err)
+	assert.False(t, got.Root.IsZero(), "the root's reference is recorded when it goes out")
 	in, err = f.m.Signal(ctx, diskSignal(true, "a"))
 	require.NoError(t, err)
-	assert.False(t, in.Root.IsZero())
-	_, ok := f.chat.Find("incident `" + in.ID + "`")
-	assert.True(t, ok)
+	f.out.Flush(ctx)
+	roots := 0
+	for _, p := range f.chat.Posts() {
+		if p.To.Thread == "" {
+			roots++
+		}
+	}
+	assert.Equal(t, 1, roots)
+	firing, ok := f.chat.Find("🔔 Firing")
+	require.True(t, ok)
+	assert.Equal(t, got.Root.ID, firing.To.Thread, "the reply went into the thread once the root was out")
 }
 
 func rootEvent(in *incident.Incident) bot.MessageRef { return in.Root }
@@ -309,7 +330,7 @@ func TestSilenceButton(t *testing.T) {
 	f := newFixture(t)
 	sil := &silencer{}
 	var err error
-	f.m, err = incident.New(incident.Options{Store: f.db, Chat: f.chat, Silencer: sil, Platform: "slack", Now: f.clock.Now})
+	f.m, err = incident.New(incident.Options{Store: f.db, Chat: f.chat, Outbox: f.out, Silencer: sil, Platform: "slack", Now: f.clock.Now})
 	require.NoError(t, err)
 	f.h = &incident.Handler{M: f.m, Next: f.next}
 	ctx := context.Background()
@@ -354,7 +375,7 @@ func TestOneSilencePerIncident(t *testing.T) {
 	f := newFixture(t)
 	sil := &silencer{firing: 2}
 	var err error
-	f.m, err = incident.New(incident.Options{Store: f.db, Chat: f.chat, Silencer: sil, Platform: "slack", Now: f.clock.Now})
+	f.m, err = incident.New(incident.Options{Store: f.db, Chat: f.chat, Outbox: f.out, Silencer: sil, Platform: "slack", Now: f.clock.Now})
 	require.NoError(t, err)
 	f.h = &incident.Handler{M: f.m, Next: f.next}
 	ctx := context.Background()
@@ -405,7 +426,7 @@ func TestSilencedIncidentResolvesAndReopens(t *testing.T) {
 	f := newFixture(t)
 	sil := &silencer{firing: 2}
 	var err error
-	f.m, err = incident.New(incident.Options{Store: f.db, Chat: f.chat, Silencer: sil, Platform: "slack", Now: f.clock.Now})
+	f.m, err = incident.New(incident.Options{Store: f.db, Chat: f.chat, Outbox: f.out, Silencer: sil, Platform: "slack", Now: f.clock.Now})
 	require.NoError(t, err)
 	f.h = &incident.Handler{M: f.m, Next: f.next}
 	ctx := context.Background()
@@ -709,7 +730,7 @@ func TestEmptyParamIsAPlaceholderNotDropped(t *testing.T) {
 func TestIncidentChangesAreLogged(t *testing.T) {
 	f := newFixture(t)
 	var logs bytes.Buffer
-	m, err := incident.New(incident.Options{Store: f.db, Chat: f.chat, Starter: f.start, Runs: f.db, Audit: f.db,
+	m, err := incident.New(incident.Options{Store: f.db, Chat: f.chat, Outbox: f.out, Starter: f.start, Runs: f.db, Audit: f.db,
 		Platform: "slack", Now: f.clock.Now, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -758,7 +779,7 @@ func (o *openedCounter) IncidentOpened(source string) { o.by[source]++ }
 func TestOpenedIncidentsAreCounted(t *testing.T) {
 	f := newFixture(t)
 	obs := &openedCounter{by: map[string]int{}}
-	m, err := incident.New(incident.Options{Store: f.db, Chat: f.chat, Observer: obs, Platform: "slack", Now: f.clock.Now})
+	m, err := incident.New(incident.Options{Store: f.db, Chat: f.chat, Outbox: f.out, Observer: obs, Platform: "slack", Now: f.clock.Now})
 	require.NoError(t, err)
 	ctx := context.Background()
 	for range 3 {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/delivery"
 	"github.com/groundcrew/groundcrew/internal/human"
 )
 
@@ -32,8 +33,12 @@ var BotUser = bot.User{ID: "groundcrew", Name: "groundcrew"}
 
 // Options configure a Manager.
 type Options struct {
-	Store   Store
-	Chat    bot.Chat
+	Store Store
+	// Chat answers people (ephemeral replies) and re-reads reactions.
+	Chat bot.Chat
+	// Outbox posts and edits every incident message (default: an outbox
+	// of its own over Chat, in memory: nothing survives a restart).
+	Outbox  Outbox
 	Starter Starter // optional: no run buttons without it
 	Runs    Runs    // optional: linked runs in listings
 	Audit   Auditor // optional
@@ -77,7 +82,42 @@ func New(o Options) (*Manager, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Manager{o: o, log: o.Logger, locks: map[string]*keyLock{}}, nil
+	if o.Outbox == nil {
+		o.Outbox = delivery.New(delivery.Options{Chat: o.Chat, Logger: o.Logger, Now: o.Now})
+	}
+	m := &Manager{o: o, log: o.Logger, locks: map[string]*keyLock{}}
+	o.Outbox.Register(deliveryFrom, delivery.Receiver{Delivered: m.delivered})
+	return m, nil
+}
+
+// deliveryFrom names the incident's messages in the outbox; a root's key
+// is rootKey + the incident id.
+const (
+	deliveryFrom = "incident"
+	rootKey      = "root:"
+)
+
+// delivered records the reference of a root the outbox posted late (chat
+// was down when the incident opened).
+func (m *Manager) delivered(ctx context.Context, it delivery.Item, ref bot.MessageRef) {
+	id, ok := strings.CutPrefix(it.Key, rootKey)
+	if !ok {
+		return
+	}
+	in, err := m.o.Store.UpdateIncident(ctx, id, func(x *Incident) error {
+		if x.Root.IsZero() {
+			x.Root, x.RootPending = ref, ""
+		}
+		return nil
+	})
+	if err != nil {
+		m.log.Error("recording the incident's message; its buttons and 👀 will not find it", "incident", id, "err", err)
+		return
+	}
+	m.log.Info("incident posted after a chat outage", "incident", id, "title", in.Title, "channel", in.Channel)
+	if w, ok := m.o.Chat.(bot.ReactionWatcher); ok && in.State == StateOpen {
+		w.WatchReactions(ref)
+	}
 }
 
 // lock serializes the handling of one key (store update, then chat posts).
@@ -232,22 +272,32 @@ func (in *Incident) add(e Entry) {
 }
 
 // publish posts the root message (when there is none yet: a new incident,
-// or chat was down when it opened) or updates it, and says what changed
-// in the thread. Chat failures are logged; the next signal tries again.
+// or one whose root was given up) or updates it, and says what changed in
+// the thread — all through the outbox: when chat is down, the messages
+// wait there in order, and go out when it is back (restarts included).
 func (m *Manager) publish(ctx context.Context, in *Incident, what change, prev []string, why string) *Incident {
 	root := m.render(in)
-	if in.Root.IsZero() {
-		ref, err := m.o.Chat.Post(ctx, bot.Conversation{Platform: in.Platform, Channel: in.Channel}, root.Clean())
+	if in.root().IsZero() {
+		h, err := m.o.Outbox.Post(ctx, bot.Conversation{Platform: in.Platform, Channel: in.Channel}, root,
+			delivery.Meta{From: deliveryFrom, Key: rootKey + in.ID})
 		if err != nil {
-			m.log.Error("posting incident", "incident", in.ID, "err", err)
+			m.log.Error("posting incident: chat refused it for good; the next signal tries again", "incident", in.ID, "channel", in.Channel, "err", err)
 			return in
 		}
-		up, err := m.o.Store.UpdateIncident(ctx, in.ID, func(x *Incident) error { x.Root = ref; return nil })
+		up, err := m.o.Store.UpdateIncident(ctx, in.ID, func(x *Incident) error {
+			if x.Root.IsZero() {
+				x.Root, x.RootPending = h.Ref, h.Pending
+			}
+			return nil
+		})
 		if err != nil {
 			m.log.Error("recording the incident's message", "incident", in.ID, "err", err)
-			in.Root = ref
+			in.Root, in.RootPending = h.Ref, h.Pending
 		} else {
 			in = up
+		}
+		if h.Ref.IsZero() {
+			m.log.Warn("chat is not taking posts: the incident waits in the outbox", "incident", in.ID, "channel", in.Channel)
 		}
 		if len(in.Evidence) > 0 {
 			m.postThread(ctx, in, bot.Message{Text: evidenceText("🔔 Firing", in.Evidence, nil)})
@@ -255,8 +305,8 @@ func (m *Manager) publish(ctx context.Context, in *Incident, what change, prev [
 		if what != changeResolved {
 			return in
 		}
-	} else if err := m.o.Chat.Update(ctx, in.Root, root.Clean()); err != nil {
-		m.log.Warn("updating incident message", "incident", in.ID, "err", err)
+	} else {
+		m.edit(ctx, in, root)
 	}
 	switch what {
 	case changeUpdated:
@@ -277,6 +327,17 @@ func (m *Manager) publish(ctx context.Context, in *Incident, what change, prev [
 		m.postThread(ctx, in, bot.Message{Text: text, Broadcast: true})
 	}
 	return in
+}
+
+// edit replaces the root message, coalesced: a storm of repeats edits it
+// at most once every few seconds, the latest state winning.
+func (m *Manager) edit(ctx context.Context, in *Incident, msg bot.Message) {
+	if in.root().IsZero() {
+		return
+	}
+	if err := m.o.Outbox.Update(ctx, in.root(), msg, delivery.Meta{From: deliveryFrom, Key: in.ID, Coalesce: true}); err != nil {
+		m.log.Warn("updating incident message", "incident", in.ID, "err", err)
+	}
 }
 
 func nonEmpty(s, def string) string {
@@ -318,12 +379,15 @@ func evidenceText(head string, cur, prev []string) string {
 	return b.String()
 }
 
+// postThread replies in the incident's thread, through the outbox: after
+// the root and the earlier replies, however long chat is down.
 func (m *Manager) postThread(ctx context.Context, in *Incident, msg bot.Message) {
-	if in.Root.IsZero() {
+	if in.root().IsZero() {
 		return
 	}
-	if _, err := m.o.Chat.Post(ctx, in.Thread(), msg.Clean()); err != nil {
-		m.log.Warn("posting in incident thread", "incident", in.ID, "err", err)
+	to := bot.Conversation{Platform: in.Platform, Channel: in.Channel}
+	if _, err := m.o.Outbox.Reply(ctx, to, in.root(), msg, delivery.Meta{From: deliveryFrom, Key: in.ID}); err != nil {
+		m.log.Error("posting in incident thread: chat refused it for good", "incident", in.ID, "err", err)
 	}
 }
 
@@ -395,11 +459,7 @@ func (m *Manager) Acknowledge(ctx context.Context, id string, who bot.User, via 
 		return in, false, nil
 	}
 	m.audit(ctx, in, who.ID, "incident_acknowledged", via)
-	if !in.Root.IsZero() {
-		if err := m.o.Chat.Update(ctx, in.Root, m.render(in).Clean()); err != nil {
-			m.log.Warn("updating incident message", "incident", in.ID, "err", err)
-		}
-	}
+	m.edit(ctx, in, m.render(in))
 	m.postThread(ctx, in, bot.Message{Text: fmt.Sprintf("👀 %s acknowledged — %s after it started.", who.Display(), human.Duration(in.Duration(now)))})
 	return in, true, nil
 }
@@ -632,12 +692,7 @@ func (m *Manager) silenceEnded(ctx context.Context, in *Incident, n int) error {
 
 // updateRoot renders the root message again.
 func (m *Manager) updateRoot(ctx context.Context, in *Incident) {
-	if in.Root.IsZero() {
-		return
-	}
-	if err := m.o.Chat.Update(ctx, in.Root, m.render(in).Clean()); err != nil {
-		m.log.Warn("updating incident message", "incident", in.ID, "err", err)
-	}
+	m.edit(ctx, in, m.render(in))
 }
 
 func hm(t time.Time) string { return t.UTC().Format("15:04") + " UTC" }
@@ -658,6 +713,28 @@ func (m *Manager) Rewatch(ctx context.Context) error {
 		if !in.Root.IsZero() && in.State == StateOpen {
 			w.WatchReactions(in.Root)
 		}
+	}
+	return nil
+}
+
+// Republish posts the root of every open incident that has none and none
+// waiting in the outbox (chat refused it for good before a restart): an
+// open incident always gets its thread, not only at its next signal.
+func (m *Manager) Republish(ctx context.Context) error {
+	ins, err := m.Open(ctx)
+	if err != nil {
+		return fmt.Errorf("listing open incidents: %w", err)
+	}
+	for _, in := range ins {
+		if !in.root().IsZero() {
+			continue
+		}
+		unlock := m.lock(in.Key)
+		if cur, err := m.o.Store.GetIncident(ctx, in.ID); err == nil && cur.root().IsZero() && cur.State != StateResolved {
+			m.log.Info("posting an open incident that has no message yet", "incident", cur.ID, "title", cur.Title)
+			m.publish(ctx, cur, changeOpened, nil, "")
+		}
+		unlock()
 	}
 	return nil
 }

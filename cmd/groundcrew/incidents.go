@@ -41,7 +41,7 @@ func (a *app) newIncidents(audit incident.Auditor, src digest.Source, now func()
 		}
 	}
 	obs := a.metrics.AlertPath()
-	m, err := incident.New(incident.Options{Store: a.db, Chat: a.chat, Starter: a.eng, Runs: a.db, Audit: audit, Dedupe: a.db,
+	m, err := incident.New(incident.Options{Store: a.db, Chat: a.chat, Outbox: a.outbox, Starter: a.eng, Runs: a.db, Audit: audit, Dedupe: a.db,
 		Observer: obs, Silencer: sil, Platform: a.cfg.Chat.Platform, Channel: channel, Now: now, Logger: a.log.With("component", "incidents")})
 	if err != nil {
 		return nil, err
@@ -111,6 +111,12 @@ func routeProblems(cfg *config.Config, lib *runbooks.Library) []string {
 // run polls the watch rules until ctx ends.
 func (in *incidents) run(ctx context.Context) error {
 	if err := in.m.Rewatch(ctx); err != nil {
+		return err
+	}
+	// An open incident whose root chat refused for good before a restart
+	// is posted now, not at its next notification (hours later with
+	// repeat_interval: 4h).
+	if err := in.m.Republish(ctx); err != nil {
 		return err
 	}
 	// Silenced incidents: Alertmanager sends no resolve while a silence
