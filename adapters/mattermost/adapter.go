@@ -83,6 +83,10 @@ type Adapter struct {
 	users       map[string]cachedUser
 	noEphemeral time.Time // until then, the bot lacks create_post_ephemeral
 	connected   bool
+	// fallbackSent remembers the public stand-ins for ephemeral messages
+	// (key: channel, thread, user, text) so one person gets one post per
+	// refusal, not one per reaction (✅ then 👍).
+	fallbackSent map[string]time.Time
 }
 
 // New checks the config, reads the secrets and returns an adapter. It does
@@ -119,6 +123,7 @@ func New(cfg Config, opts Options) (*Adapter, error) {
 		reconcileCh:      make(chan struct{}, 1),
 		channelIDs:       map[string]string{},
 		users:            map[string]cachedUser{},
+		fallbackSent:     map[string]time.Time{},
 	}
 	return a, nil
 }

@@ -10,11 +10,38 @@ import (
 	"strings"
 
 	"github.com/mattermost/mattermost/server/public/model"
+
+	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/runbooks"
 )
 
 // ErrUnknownGroup is wrapped by GroupMembers when a name matches no role,
-// user group or private channel.
+// user group or private channel. That error also wraps bot.ErrNotFound
+// (`config check` fails on it; the engine counts no members) and, when a
+// known name is close, says it (DidYouMean).
 var ErrUnknownGroup = errors.New("unknown mattermost group")
+
+// UnknownGroupError is the error of GroupMembers for a name that matches
+// nothing.
+type UnknownGroupError struct {
+	Name       string
+	Team       string // chat.mattermost.team
+	Suggestion string // the closest known name, or ""
+}
+
+func (e *UnknownGroupError) Error() string {
+	msg := fmt.Sprintf("%v: %q is not system_admin, team_admin, a user group or a private channel of team %q the bot is in", ErrUnknownGroup, e.Name, e.Team)
+	if e.Suggestion != "" {
+		msg += fmt.Sprintf("; did you mean %q?", e.Suggestion)
+	}
+	return msg
+}
+
+// Unwrap makes errors.Is find ErrUnknownGroup and bot.ErrNotFound.
+func (e *UnknownGroupError) Unwrap() []error { return []error{ErrUnknownGroup, bot.ErrNotFound} }
+
+// DidYouMean is the closest known group name, or "".
+func (e *UnknownGroupError) DidYouMean() string { return e.Suggestion }
 
 // Role names GroupMembers resolves to the holders of a role.
 const (
@@ -53,12 +80,14 @@ func (a *Adapter) GroupMembers(ctx context.Context, group string) ([]string, err
 }
 
 func (a *Adapter) resolveGroup(ctx context.Context, name string) ([]string, error) {
-	a.mu.Lock()
-	teamID := a.teamID
-	a.mu.Unlock()
-	switch name {
-	case GroupSystemAdmin:
+	if name == GroupSystemAdmin {
 		return a.pagedUsers(ctx, "listing system admins", "role=system_admin&active=true")
+	}
+	teamID, err := a.team(ctx)
+	if err != nil {
+		return nil, err
+	}
+	switch name {
 	case GroupTeamAdmin:
 		if teamID == "" {
 			return nil, fmt.Errorf("resolving group team_admin: chat.mattermost.team is not set")
@@ -75,7 +104,72 @@ func (a *Adapter) resolveGroup(ctx context.Context, name string) ([]string, erro
 			return ids, err
 		}
 	}
-	return nil, fmt.Errorf("%w: %q is not system_admin, team_admin, a user group or a private channel of team %q the bot is in", ErrUnknownGroup, name, a.cfg.team)
+	return nil, &UnknownGroupError{Name: name, Team: a.cfg.team, Suggestion: runbooks.Suggest(name, a.groupNames(ctx, teamID))}
+}
+
+// team returns the id of chat.mattermost.team ("" when not set), looking
+// it up when Run has not yet (`config check`, the check at serve start).
+func (a *Adapter) team(ctx context.Context) (string, error) {
+	a.mu.Lock()
+	teamID := a.teamID
+	a.mu.Unlock()
+	if teamID != "" || a.cfg.team == "" {
+		return teamID, nil
+	}
+	var team *model.Team
+	err := a.call(ctx, fmt.Sprintf("looking up team %q", a.cfg.team), true, func(ctx context.Context) (*model.Response, error) {
+		var resp *model.Response
+		var err error
+		team, resp, err = a.client.GetTeamByName(ctx, a.cfg.team, "")
+		return resp, err
+	})
+	if err != nil {
+		if s := statusOf(err); s == http.StatusNotFound || s == http.StatusForbidden {
+			return "", fmt.Errorf("chat.mattermost.team: team %q not found or the bot is not a member: %w", a.cfg.team, err)
+		}
+		return "", err
+	}
+	a.mu.Lock()
+	a.teamID = team.Id
+	a.mu.Unlock()
+	return team.Id, nil
+}
+
+// groupNames lists the names a group may have, for did-you-mean: the
+// roles, the user groups (licensed servers) and the private channels of
+// the team the bot is in. Best effort: what cannot be listed is left out.
+func (a *Adapter) groupNames(ctx context.Context, teamID string) []string {
+	names := []string{GroupSystemAdmin, GroupTeamAdmin}
+	var groups []*model.Group
+	if a.call(ctx, "listing user groups", true, func(ctx context.Context) (*model.Response, error) {
+		var resp *model.Response
+		var err error
+		groups, resp, err = a.client.GetGroups(ctx, model.GroupSearchOpts{PageOpts: &model.PageOpts{PerPage: 200}})
+		return resp, err
+	}) == nil {
+		for _, g := range groups {
+			if g.Name != nil && g.DeleteAt == 0 {
+				names = append(names, *g.Name)
+			}
+		}
+	}
+	if teamID == "" {
+		return names
+	}
+	var chans []*model.Channel
+	if a.call(ctx, "listing the bot's channels", true, func(ctx context.Context) (*model.Response, error) {
+		var resp *model.Response
+		var err error
+		chans, resp, err = a.client.GetChannelsForTeamForUser(ctx, teamID, "me", false, "")
+		return resp, err
+	}) == nil {
+		for _, c := range chans {
+			if c.Type == model.ChannelTypePrivate {
+				names = append(names, c.Name)
+			}
+		}
+	}
+	return names
 }
 
 // userGroup resolves a Mattermost user group. found is false when there is

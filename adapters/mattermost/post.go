@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/mattermost/mattermost/server/public/model"
 
@@ -90,7 +91,9 @@ func (a *Adapter) patch(ctx context.Context, ref bot.MessageRef, r rendered, but
 // it is posted with CreatePostEphemeral, which Mattermost allows only to
 // accounts with the create_post_ephemeral permission (system admins); for a
 // plain bot the adapter falls back to a normal post in the thread that
-// mentions the user, and tries the API again after ephemeralRecheck.
+// mentions the user, and tries the API again after ephemeralRecheck. The
+// same stand-in (same user, thread and text) is posted once within
+// fallbackTTL: a refusal of ✅ and 👍 by one person is one post (#22.4).
 func (a *Adapter) Ephemeral(ctx context.Context, to bot.Conversation, user bot.User, m bot.Message) error {
 	channel, err := a.channelID(ctx, to.Channel)
 	if err != nil {
@@ -128,6 +131,11 @@ func (a *Adapter) Ephemeral(ctx context.Context, to bot.Conversation, user bot.U
 		a.noEphemeral = a.now().Add(a.ephemeralRecheck)
 		a.mu.Unlock()
 	}
+	key := channel + "\x00" + to.Thread + "\x00" + user.ID + "\x00" + text
+	if !a.claimFallback(key) {
+		a.log.Debug("not repeating a public stand-in for an ephemeral message", "channel", channel, "thread", to.Thread, "user", user.ID)
+		return nil
+	}
 	name := user.Name
 	if name == "" {
 		name = a.userName(ctx, user.ID)
@@ -139,7 +147,48 @@ func (a *Adapter) Ephemeral(ctx context.Context, to bot.Conversation, user bot.U
 	fallback := m
 	fallback.Text = mention + " " + m.Text
 	_, err = a.Post(ctx, bot.Conversation{Platform: Platform, Channel: channel, Thread: to.Thread}, fallback)
+	if err != nil {
+		a.releaseFallback(key)
+	}
 	return err
+}
+
+// fallbackTTL is how long the same public stand-in for an ephemeral
+// message is not posted again (an approval request's default lifetime);
+// maxFallbacks bounds that memory.
+const (
+	fallbackTTL  = 30 * time.Minute
+	maxFallbacks = 10000
+)
+
+// claimFallback reports whether the public stand-in with key may be posted
+// now (it was not within fallbackTTL), and records it.
+func (a *Adapter) claimFallback(key string) bool {
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if at, ok := a.fallbackSent[key]; ok && now.Sub(at) < fallbackTTL {
+		return false
+	}
+	if len(a.fallbackSent) >= maxFallbacks {
+		for k, at := range a.fallbackSent {
+			if now.Sub(at) >= fallbackTTL {
+				delete(a.fallbackSent, k)
+			}
+		}
+		if len(a.fallbackSent) >= maxFallbacks {
+			a.fallbackSent = map[string]time.Time{}
+		}
+	}
+	a.fallbackSent[key] = now
+	return true
+}
+
+// releaseFallback forgets a stand-in whose post failed, so a retry posts it.
+func (a *Adapter) releaseFallback(key string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.fallbackSent, key)
 }
 
 // createPost creates a post through the channel's queue. A RootId that

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -303,4 +304,30 @@ func TestEphemeral_WhenAllowed(t *testing.T) {
 	assert.Equal(t, aliceID, f.ephemerals[0].UserID)
 	assert.Equal(t, "**only** you", f.ephemerals[0].Post.Message)
 	assert.Equal(t, "root0000000000000000000000", f.ephemerals[0].Post.RootId)
+}
+
+// TestEphemeral_OneFallbackPostPerRefusal: without create_post_ephemeral the
+// stand-in is a public post; the same refusal twice (✅ then 👍 by one
+// person) is one post (#22.4).
+func TestEphemeral_OneFallbackPostPerRefusal(t *testing.T) {
+	f := newFakeMM(t)
+	a := newTestAdapter(t, f, nil)
+	var skew atomic.Int64
+	a.now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	runAdapter(t, a, newRecorder())
+	ctx := context.Background()
+	root, err := a.Post(ctx, bot.Conversation{Channel: channelID}, bot.Message{Text: "run"})
+	require.NoError(t, err)
+	to := bot.Conversation{Channel: channelID, Thread: root.ID}
+	alice := bot.User{ID: aliceID, Name: "alice"}
+	refusal := bot.Message{Text: "🚫 Your approval on `r-1` was not counted: you started this run."}
+	posts := f.callCount("POST /api/v4/posts")
+	require.NoError(t, a.Ephemeral(ctx, to, alice, refusal))
+	require.NoError(t, a.Ephemeral(ctx, to, alice, refusal))
+	assert.Equal(t, posts+1, f.callCount("POST /api/v4/posts"), "one post for the same refusal")
+	require.NoError(t, a.Ephemeral(ctx, to, alice, bot.Message{Text: "something else"}))
+	assert.Equal(t, posts+2, f.callCount("POST /api/v4/posts"), "another message is posted")
+	skew.Store(int64(fallbackTTL + time.Minute))
+	require.NoError(t, a.Ephemeral(ctx, to, alice, refusal))
+	assert.Equal(t, posts+3, f.callCount("POST /api/v4/posts"), "said again once the memory expired")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/groundcrew/groundcrew/adapters/chatutil"
 	"github.com/groundcrew/groundcrew/bot"
 )
 
@@ -253,7 +255,14 @@ func (d *directory) userByName(ctx context.Context, name string) (bot.User, erro
 		d.mu.Unlock()
 	}
 	if !ok {
-		return bot.User{}, fmt.Errorf("slack user %q: %w", name, bot.ErrNotFound)
+		d.mu.Lock()
+		known := make([]string, 0, len(d.names))
+		for n := range d.names {
+			known = append(known, n)
+		}
+		d.mu.Unlock()
+		sort.Strings(known)
+		return bot.User{}, chatutil.NotFound("slack user", name, known)
 	}
 	return d.user(ctx, id)
 }
@@ -330,9 +339,16 @@ func (d *directory) groupID(ctx context.Context, handle string) (string, error) 
 	}
 	d.mu.Lock()
 	id, ok = d.groupIDs[handle]
+	known := make([]string, 0, len(d.groupIDs))
+	for h := range d.groupIDs {
+		known = append(known, h)
+	}
 	d.mu.Unlock()
 	if !ok {
-		return "", fmt.Errorf("slack usergroup @%s: %w", handle, bot.ErrNotFound)
+		sort.Strings(known)
+		nf := chatutil.NotFound("slack usergroup", handle, known)
+		nf.Mention = true
+		return "", nf
 	}
 	return id, nil
 }

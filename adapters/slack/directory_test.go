@@ -50,6 +50,18 @@ func TestGroupMembers(t *testing.T) {
 		assert.Contains(t, err.Error(), "@nobody")
 	})
 
+	t.Run("a typo says did you mean", func(t *testing.T) {
+		_, err := a.GroupMembers(ctx, "group:ci-oncal")
+		require.ErrorIs(t, err, bot.ErrNotFound)
+		var s interface{ DidYouMean() string }
+		require.ErrorAs(t, err, &s)
+		assert.Equal(t, "ci-oncall", s.DidYouMean())
+		_, err = a.ResolveUser(ctx, "@caorl")
+		require.ErrorIs(t, err, bot.ErrNotFound)
+		require.ErrorAs(t, err, &s)
+		assert.Equal(t, "carol", s.DidYouMean())
+	})
+
 	t.Run("returned slice is a copy", func(t *testing.T) {
 		got, err := a.GroupMembers(ctx, "S0CIONCALL")
 		require.NoError(t, err)

@@ -196,7 +196,7 @@ func (k Known) checkEntry(ctx context.Context, a string) (Problem, bool) {
 		}
 		if _, err := k.Members(ctx, g); err != nil {
 			if errors.Is(err, ErrUnknown) {
-				return Problem{Msg: fmt.Sprintf("no group %q on the chat platform", g)}, false
+				return Problem{Msg: fmt.Sprintf("no group %q on the chat platform%s", g, didYouMean(err))}, false
 			}
 			return Problem{Msg: fmt.Sprintf("could not look up group %q: %v", g, err), Warning: true}, false
 		}
@@ -209,13 +209,24 @@ func (k Known) checkEntry(ctx context.Context, a string) (Problem, bool) {
 	_, notPerson, err := k.User(ctx, name)
 	switch {
 	case errors.Is(err, ErrUnknown):
-		return Problem{Msg: fmt.Sprintf("no user %q on the chat platform", name)}, false
+		return Problem{Msg: fmt.Sprintf("no user %q on the chat platform%s", name, didYouMean(err))}, false
 	case err != nil:
 		return Problem{Msg: fmt.Sprintf("could not look up user %q: %v", name, err), Warning: true}, false
 	case notPerson != "":
 		return Problem{Msg: fmt.Sprintf("%q cannot act: %s", name, notPerson)}, false
 	}
 	return Problem{}, true
+}
+
+// didYouMean is "; did you mean "x"?" when err (a look-up of a name the
+// platform does not know) carries a close known name: an error in its
+// chain with a DidYouMean() string method.
+func didYouMean(err error) string {
+	var s interface{ DidYouMean() string }
+	if errors.As(err, &s) && s.DidYouMean() != "" {
+		return fmt.Sprintf("; did you mean %q?", s.DidYouMean())
+	}
+	return ""
 }
 
 // people expands a list to user ids where it can: complete is false when

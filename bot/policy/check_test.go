@@ -39,10 +39,19 @@ func known() Known {
 			if m, ok := groups[g]; ok {
 				return m, nil
 			}
+			if g == "ci-oncal" { // the platform knows a close name
+				return nil, fmt.Errorf("%s: %w: %w", g, ErrUnknown, suggesting("ci-oncall"))
+			}
 			return nil, fmt.Errorf("%s: %w", g, ErrUnknown)
 		},
 	}
 }
+
+// suggesting is a platform's not-found error carrying a close known name.
+type suggesting string
+
+func (s suggesting) Error() string      { return "not found" }
+func (s suggesting) DidYouMean() string { return string(s) }
 
 func problems(ps []Problem) string {
 	var lines []string
@@ -65,6 +74,7 @@ func TestCheck_NamesNameSomething(t *testing.T) {
 		{"target", Config{Targets: map[string]Policy{"infra-prod": {}}}, `approvals.targets.infra-prod: no target "infra-prod"; did you mean "infra-prd"?`},
 		{"user", Config{Default: Policy{Runners: []string{"alcie"}}}, `approvals.default.runners: no user "alcie" on the chat platform`},
 		{"group", Config{Default: Policy{BreakGlass: []string{"group:sre"}}}, `approvals.default.break_glass: no group "sre" on the chat platform`},
+		{"group typo", Config{Default: Policy{Approvers: []string{"group:ci-oncal"}}}, `approvals.default.approvers: no group "ci-oncal" on the chat platform; did you mean "ci-oncall"?`},
 		{"bot account", Config{Targets: map[string]Policy{"infra-prd": {Approvers: []string{"deploy-bot"}}}}, `approvals.targets.infra-prd.approvers: "deploy-bot" cannot act: bot accounts cannot act on runs`},
 		{"reject", Config{Default: Policy{Reject: "all"}}, `approvals.default.reject: "all": use any`},
 		{"narrowing no one satisfies", Config{Default: Policy{Approvers: []string{"bob"}}}, "step ok of runbook worker-stalled needs 1 approval from @bob who are also @alice, @dba, and no one can approve it"},

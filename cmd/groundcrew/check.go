@@ -18,7 +18,9 @@ import (
 // runbooks and operations that exist and, where the chat adapter can look
 // them up, the users and groups it names. Checks the platform could not
 // answer are logged as warnings; only an adapter error wrapping
-// bot.ErrNotFound (the platform says there is no such user or group) fails.
+// bot.ErrNotFound (the platform says there is no such user or group) fails,
+// with the adapter's did-you-mean when it has one (an error in the chain
+// with a DidYouMean() string method).
 func checkSetup(ctx context.Context, cfg *config.Config, reg *bot.Registry, lib *runbooks.Library, chat bot.Chat, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -39,7 +41,9 @@ func checkSetup(ctx context.Context, cfg *config.Config, reg *bot.Registry, lib 
 		k.User = func(ctx context.Context, name string) (string, string, error) {
 			u, err := ir.ResolveUser(ctx, name)
 			if errors.Is(err, bot.ErrNotFound) {
-				return "", "", fmt.Errorf("%s: %w", name, policy.ErrUnknown)
+				// The adapter's error stays in the chain: it may say
+				// which known name is close (did-you-mean).
+				return "", "", fmt.Errorf("%s: %w: %w", name, policy.ErrUnknown, err)
 			}
 			if err != nil {
 				return "", "", err
@@ -51,7 +55,7 @@ func checkSetup(ctx context.Context, cfg *config.Config, reg *bot.Registry, lib 
 		k.Members = func(ctx context.Context, group string) ([]string, error) {
 			ids, err := gr.GroupMembers(ctx, group)
 			if errors.Is(err, bot.ErrNotFound) {
-				return nil, fmt.Errorf("%s: %w", group, policy.ErrUnknown)
+				return nil, fmt.Errorf("%s: %w: %w", group, policy.ErrUnknown, err)
 			}
 			return ids, err
 		}
