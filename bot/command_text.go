@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/groundcrew/groundcrew/internal/human"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -174,6 +175,7 @@ func statusText(ctx context.Context, store Store, id string, now time.Time, fail
 			}
 			fmt.Fprintf(&b, "• `%s` %s on `%s` by %s — %s%s%s\n", r.ID, r.Runbook, r.Target, r.Requester.Display(), stateLine(r), kept, nextAction(r))
 		}
+		b.WriteString(openGatesText(runs, now))
 		return strings.TrimRight(b.String(), "\n")
 	}
 	r, err := store.GetRun(ctx, id)
@@ -210,6 +212,39 @@ func statusText(ctx context.Context, store Store, id string, now time.Time, fail
 		b.WriteString(strings.TrimPrefix(n, " "))
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// openGatesText lists the open approval requests of runs, oldest first,
+// with how long each has waited ("" when none).
+func openGatesText(runs []*Run, now time.Time) string {
+	var open []*Run
+	for _, r := range runs {
+		if r.State == RunAwaitingApproval && r.Gate != nil && r.Gate.Decision == GatePending {
+			open = append(open, r)
+		}
+	}
+	if len(open) == 0 {
+		return ""
+	}
+	sort.SliceStable(open, func(i, j int) bool { return open[i].Gate.RequestedAt.Before(open[j].Gate.RequestedAt) })
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d open approval request%s, oldest first*\n", len(open), plural(len(open)))
+	for _, r := range open {
+		g := r.Gate
+		what := nonEmpty(g.StepID, "approval")
+		if g.Plan != nil && g.Plan.Summary != "" {
+			what = g.Plan.Summary
+		}
+		line := fmt.Sprintf("• `%s` waiting %s — %s: %d of %d approvals", r.ID, human.Duration(now.Sub(g.RequestedAt).Round(time.Minute)), what, len(g.Votes), g.Policy.WithDefaults().Required)
+		if n := len(g.Policy.Escalate); n > 0 {
+			line += fmt.Sprintf(" · escalated %d of %d", g.Escalated, n)
+		}
+		if !g.ExpiresAt.IsZero() {
+			line += " · expires in " + human.Duration(expiresIn(g.ExpiresAt.Sub(now)))
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
 }
 
 // nextAction tells people how to move a waiting run on.

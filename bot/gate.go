@@ -361,6 +361,7 @@ func (e *Engine) checkGateTimers(ctx context.Context, r *Run, now time.Time) {
 		e.out.end(ctx, r2)
 		return
 	}
+	e.escalate(ctx, r, now)
 	// Keep "expires in …" roughly right without flooding the chat's edit limits.
 	if e.gateEdits.due(g.ID, now) {
 		e.out.refreshGate(ctx, r, g)

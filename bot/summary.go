@@ -206,7 +206,7 @@ func summaryDetail(r *Run, journal []JournalEntry) string {
 		switch j.Type {
 		case JVote, JVoteRefused:
 			approvals = append(approvals, fmt.Sprintf("• %s %s on `%s`: %s (plan %s)", hm(j.Time), journalActor(j, r), j.Step, j.Message, short(j.PlanHash)))
-		case JGateDecided, JReconciled:
+		case JGateDecided, JReconciled, JGateEscalated:
 			approvals = append(approvals, fmt.Sprintf("• %s `%s` %s (plan %s)", hm(j.Time), j.Step, j.Message, short(j.PlanHash)))
 		}
 	}

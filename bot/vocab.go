@@ -187,6 +187,7 @@ const (
 	JIntent                   = runmodel.JIntent
 	JOutcome                  = runmodel.JOutcome
 	JGateOpened               = runmodel.JGateOpened
+	JGateEscalated            = runmodel.JGateEscalated
 	JVote                     = runmodel.JVote
 	JVoteRefused              = runmodel.JVoteRefused
 	JGateDecided              = runmodel.JGateDecided

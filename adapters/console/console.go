@@ -174,7 +174,11 @@ func (a *Adapter) printMessage(m *message, edited bool) {
 func (a *Adapter) Post(_ context.Context, to bot.Conversation, m bot.Message) (bot.MessageRef, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	msg := &message{n: len(a.msgs) + 1, thread: to.Thread, text: m.Text, author: "groundcrew", at: a.opts.Now(), buttons: m.Buttons, bot: true}
+	text := m.Text
+	for i := len(m.Mentions) - 1; i >= 0; i-- {
+		text = "@" + m.Mentions[i] + " " + text // console user ids are names
+	}
+	msg := &message{n: len(a.msgs) + 1, thread: to.Thread, text: text, author: "groundcrew", at: a.opts.Now(), buttons: m.Buttons, bot: true}
 	if m.Role == bot.RoleRoot && m.RunID != "" {
 		a.lastRun = m.RunID
 	}

@@ -27,6 +27,9 @@ func (a *Adapter) Post(ctx context.Context, to bot.Conversation, m bot.Message) 
 	if err != nil {
 		return bot.MessageRef{}, err
 	}
+	if len(m.Mentions) > 0 {
+		m.Text = a.mentions(ctx, m.Mentions) + m.Text
+	}
 	r := render(m, false)
 	post := &model.Post{ChannelId: channel, RootId: to.Thread, Message: r.message}
 	if atts := a.attachments(r, nil, "", ""); atts != nil {
@@ -307,4 +310,21 @@ func (a *Adapter) permalink(postID string) string {
 		return fmt.Sprintf("%s/%s/pl/%s", base, a.cfg.team, postID)
 	}
 	return fmt.Sprintf("%s/_redirect/pl/%s", base, postID)
+}
+
+// mentions renders user ids as @username mentions (which notify), followed
+// by a space; ids that do not name a user are left out.
+func (a *Adapter) mentions(ctx context.Context, ids []string) string {
+	us, err := a.lookupUsers(ctx, ids)
+	if err != nil {
+		a.log.Warn("could not look up the users to mention", "err", err)
+		return ""
+	}
+	var b strings.Builder
+	for _, id := range ids {
+		if u, ok := us[id]; ok && u.name != "" && !u.deleted {
+			b.WriteString("@" + u.name + " ")
+		}
+	}
+	return b.String()
 }

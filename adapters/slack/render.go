@@ -55,7 +55,7 @@ type rendered struct {
 // replies too.
 func render(m bot.Message) (rendered, error) {
 	var r rendered
-	chunks := chatutil.Split(mrkdwn(m.Text), sectionLimit)
+	chunks := chatutil.Split(mentions(m.Mentions)+mrkdwn(m.Text), sectionLimit)
 	head, overflow := chunks, []string(nil)
 	if len(chunks) > sectionsPerMsg {
 		head, overflow = chunks[:sectionsPerMsg], chunks[sectionsPerMsg:]
@@ -219,4 +219,16 @@ func mrkdwn(s string) string {
 		blocks[i] = strings.Join(spans, "`")
 	}
 	return strings.Join(blocks, fence)
+}
+
+// mentions renders user ids as mentions that notify (<@U…>), followed by
+// a space; anything that is not a user id is left out.
+func mentions(ids []string) string {
+	var b strings.Builder
+	for _, id := range ids {
+		if slackUserID.MatchString(id) {
+			b.WriteString("<@" + id + "> ")
+		}
+	}
+	return b.String()
 }

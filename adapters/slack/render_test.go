@@ -183,3 +183,10 @@ func TestRender(t *testing.T) {
 		})
 	}
 }
+
+// Mentions ping: user ids become <@U…> before the text; anything else is dropped.
+func TestRender_Mentions(t *testing.T) {
+	r, err := render(bot.Message{Text: "🔔 Escalation <b>", Mentions: []string{"U0123ABC", "<!channel>", "W0456DEF"}})
+	require.NoError(t, err)
+	assert.Equal(t, "<@U0123ABC> <@W0456DEF> 🔔 Escalation &lt;b&gt;", r.main.text)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/groundcrew/groundcrew/runbooks"
 )
@@ -160,8 +161,43 @@ func checkValues(path string, p Policy) []Problem {
 			add("require_groups", "%q is not a group: write \"group:%s\"", g, strings.TrimPrefix(g, "@"))
 		}
 	}
+	expires := p.WithDefaults().Expires
+	var prev Duration
+	for i, e := range p.Escalate {
+		field := fmt.Sprintf("escalate[%d]", i)
+		switch {
+		case e.After <= 0:
+			add(field+".after", "must be positive (e.g. 10m)")
+		case e.After <= prev:
+			add(field+".after", "%s is not after the step before it (%s): steps are taken in order", time.Duration(e.After), time.Duration(prev))
+		case p.Expires > 0 && e.After >= expires:
+			add(field+".after", "%s is not before the request expires (expires: %s): it would never be taken", time.Duration(e.After), time.Duration(expires))
+		}
+		prev = max(prev, e.After)
+		if len(e.Notify) == 0 {
+			add(field+".notify", "is empty: name the users or groups to mention")
+		}
+		if len(e.Notify) > MaxNotify {
+			add(field+".notify", "names %d entries; at most %d", len(e.Notify), MaxNotify)
+		}
+		for _, a := range e.Notify {
+			g, isGroup := Group(a)
+			if strings.TrimSpace(strings.TrimPrefix(a, "@")) == "" || (isGroup && strings.TrimSpace(g) == "") {
+				add(field+".notify", "has an empty entry")
+			}
+		}
+	}
+	if len(p.Escalate) > MaxEscalation {
+		add("escalate", "has %d steps; at most %d", len(p.Escalate), MaxEscalation)
+	}
 	return out
 }
+
+// Bounds of an escalation.
+const (
+	MaxEscalation = 10
+	MaxNotify     = 20
+)
 
 // lists returns the policy's lists of people, by field name.
 func (p Policy) lists() map[string][]string {
@@ -180,6 +216,14 @@ func (c Config) checkNames(ctx context.Context, k Known) []Problem {
 			for _, a := range fields[field] {
 				if pr, ok := k.checkEntry(ctx, a); !ok {
 					pr.Path = path + "." + field
+					out = append(out, pr)
+				}
+			}
+		}
+		for i, e := range p.Escalate {
+			for _, a := range e.Notify {
+				if pr, ok := k.checkEntry(ctx, a); !ok {
+					pr.Path = fmt.Sprintf("%s.escalate[%d].notify", path, i)
 					out = append(out, pr)
 				}
 			}

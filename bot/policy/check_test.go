@@ -164,3 +164,25 @@ func TestCheck_EveryLevelCanBeSatisfied(t *testing.T) {
 		"approvals.default: needs 2 approvals from @alice, @alice, and only 1 person can approve it",
 		"without a directory names are ids: config load catches it too")
 }
+
+func TestCheck_Escalate(t *testing.T) {
+	m := func(d time.Duration) Duration { return Duration(d) }
+	c := Config{Default: Policy{Expires: m(30 * time.Minute), Escalate: []Escalation{
+		{After: m(10 * time.Minute), Notify: []string{"group:ci-oncall", "alice"}},
+		{After: m(5 * time.Minute), Notify: []string{"nobody"}},
+		{After: m(40 * time.Minute), Notify: nil},
+	}}}
+	var got []string
+	for _, p := range c.Check(context.Background(), known()) {
+		got = append(got, p.Path+": "+p.Msg)
+	}
+	all := strings.Join(got, "\n")
+	assert.Contains(t, all, "approvals.default.escalate[1].after: 5m0s is not after the step before it (10m0s)")
+	assert.Contains(t, all, "approvals.default.escalate[2].after: 40m0s is not before the request expires (expires: 30m0s)")
+	assert.Contains(t, all, "approvals.default.escalate[2].notify: is empty")
+	assert.Contains(t, all, `approvals.default.escalate[1].notify: no user "nobody" on the chat platform`)
+	assert.NotContains(t, all, "escalate[0]")
+
+	p := Merge(Policy{Escalate: c.Default.Escalate[:1]}, Policy{Required: 2})
+	assert.Len(t, p.Escalate, 1, "a level that does not set escalate keeps the one above")
+}

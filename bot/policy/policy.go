@@ -84,6 +84,21 @@ type Policy struct {
 	Runners []string `json:"runners,omitempty" yaml:"runners"`
 	// ReadOnlyRunners may start runbooks with only read steps. Empty means anyone.
 	ReadOnlyRunners []string `json:"read_only_runners,omitempty" yaml:"read_only_runners"`
+	// Escalate mentions more people when a gate waits: each step once, in
+	// order, After the request was posted. It notifies; it never changes
+	// who may approve or how many approvals are needed.
+	Escalate []Escalation `json:"escalate,omitempty" yaml:"escalate"`
+}
+
+// Escalation is one step of a gate's escalation.
+type Escalation struct {
+	// After is how long after the request the step is taken.
+	After Duration `json:"after" yaml:"after"`
+	// Notify are users and groups ("group:ci-leads") to mention.
+	Notify []string `json:"notify" yaml:"notify"`
+	// Channel also shows the mention in the channel, not only in the
+	// gate's thread.
+	Channel bool `json:"channel,omitempty" yaml:"channel"`
 }
 
 // Default is the built-in policy: one approval from anyone but the
@@ -135,6 +150,9 @@ func Merge(base, over Policy) Policy {
 	}
 	if len(over.ReadOnlyRunners) > 0 {
 		p.ReadOnlyRunners = over.ReadOnlyRunners
+	}
+	if len(over.Escalate) > 0 {
+		p.Escalate = over.Escalate
 	}
 	return p
 }

@@ -91,6 +91,10 @@ type Message struct {
 	// Broadcast asks the adapter to make a thread reply visible in the channel
 	// too (approval needed, run finished).
 	Broadcast bool `json:"broadcast,omitempty"`
+	// Mentions are platform user ids to notify: the adapter puts a mention
+	// that pings each of them before Text (Slack <@U…>, Mattermost
+	// @username, the console @name).
+	Mentions []string `json:"mentions,omitempty"`
 	// RunID is the run the message belongs to ("" for none); Role and Step
 	// say which of its messages it is. Adapters may use them (the console
 	// remembers the latest run); they never need to parse Text for them.

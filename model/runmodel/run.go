@@ -139,8 +139,10 @@ type Gate struct {
 	Message     chatmodel.MessageRef `json:"message,omitzero"`
 	Reason      string               `json:"reason,omitempty"` // why this gate was (re)opened: drift, interrupted
 	Reminded    bool                 `json:"reminded,omitempty"`
-	Decision    GateDecision         `json:"decision,omitempty"`
-	Kind        string               `json:"kind,omitempty"` // "approve" (default) or "retry" (reconciliation)
+	// Escalated counts the policy's escalation steps taken (each once).
+	Escalated int          `json:"escalated,omitempty"`
+	Decision  GateDecision `json:"decision,omitempty"`
+	Kind      string       `json:"kind,omitempty"` // "approve" (default) or "retry" (reconciliation)
 }
 
 // GateDecision is the outcome of a gate.
@@ -256,21 +258,24 @@ type JournalType string
 
 // Journal entry types.
 const (
-	JRunStarted   JournalType = "run_started"
-	JStepStarted  JournalType = "step_started"
-	JStepDone     JournalType = "step_done"
-	JStepSkipped  JournalType = "step_skipped"
-	JStepFailed   JournalType = "step_failed"
-	JIntent       JournalType = "intent"
-	JOutcome      JournalType = "outcome"
-	JGateOpened   JournalType = "gate_opened"
-	JVote         JournalType = "vote"
-	JVoteRefused  JournalType = "vote_refused"
-	JGateDecided  JournalType = "gate_decided"
-	JManualDone   JournalType = "manual_done"
-	JReconciled   JournalType = "reconciled"
-	JRunFinished  JournalType = "run_finished"
-	JRunCancelled JournalType = "run_cancelled"
+	JRunStarted  JournalType = "run_started"
+	JStepStarted JournalType = "step_started"
+	JStepDone    JournalType = "step_done"
+	JStepSkipped JournalType = "step_skipped"
+	JStepFailed  JournalType = "step_failed"
+	JIntent      JournalType = "intent"
+	JOutcome     JournalType = "outcome"
+	JGateOpened  JournalType = "gate_opened"
+	JVote        JournalType = "vote"
+	JVoteRefused JournalType = "vote_refused"
+	JGateDecided JournalType = "gate_decided"
+	// JGateEscalated: an escalation step of the gate's policy mentioned
+	// more people (Message says whom, after how long).
+	JGateEscalated JournalType = "gate_escalated"
+	JManualDone    JournalType = "manual_done"
+	JReconciled    JournalType = "reconciled"
+	JRunFinished   JournalType = "run_finished"
+	JRunCancelled  JournalType = "run_cancelled"
 )
 
 // AuditEntry is one line of the append-only, hash-chained audit log.

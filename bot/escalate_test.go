@@ -1,0 +1,99 @@
+package bot_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/bot/bottest"
+	"github.com/groundcrew/groundcrew/bot/policy"
+)
+
+func escalations(h *harness) []bottest.Posted {
+	var out []bottest.Posted
+	for _, p := range h.chat.Posts() {
+		if strings.Contains(p.Msg.Text, "🔔 Escalation") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestEngine_GateEscalates: a gate nobody answers mentions more people
+// at each step of the policy's escalate list, each step once, journaled
+// and in the summary; the escalation never lowers the bar.
+func TestEngine_GateEscalates(t *testing.T) {
+	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
+		o.Approvals = bot.ApprovalConfig{Default: bot.Policy{Approvers: []string{"bob"}, Required: 1, Expires: policy.Duration(30 * time.Minute),
+			Escalate: []policy.Escalation{
+				{After: policy.Duration(10 * time.Minute), Notify: []string{"carol"}},
+				{After: policy.Duration(20 * time.Minute), Notify: []string{"group:leads", "@carol"}, Channel: true},
+			}}}
+	})
+	h.chat.Groups = map[string][]string{"leads": {"U1", "U3"}}
+	h.cmd(alice, "run toucher target=infra-prd")
+	r := h.onlyRun()
+	require.Equal(t, bot.RunAwaitingApproval, r.State, h.chat.Transcript())
+
+	h.clock.Advance(9 * time.Minute)
+	h.tick()
+	assert.Empty(t, escalations(h), "not yet")
+
+	h.clock.Advance(time.Minute)
+	h.tick()
+	h.tick()
+	esc := escalations(h)
+	require.Len(t, esc, 1, h.chat.Transcript())
+	assert.Equal(t, []string{"U3"}, esc[0].Msg.Mentions)
+	assert.Equal(t, r.Gate.Message.Thread, esc[0].To.Thread, "in the gate's thread")
+	assert.False(t, esc[0].Msg.Broadcast)
+	assert.Contains(t, esc[0].Msg.Text, "🔔 Escalation 1/2 — @carol: approval for `"+r.ID+"` (call fake.touch name=x) has waited 10 min with 0 of 1 approvals. Needs 1 approval from @bob")
+	assert.Contains(t, esc[0].Msg.Text, "expires in 20 min")
+
+	// carol was told, not made an approver.
+	h.cmd(carol, "approve "+r.ID)
+	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State, "an escalated gate needs the same approvals")
+
+	h.clock.Advance(10 * time.Minute)
+	h.tick()
+	esc = escalations(h)
+	require.Len(t, esc, 2, h.chat.Transcript())
+	assert.Equal(t, []string{"U1", "U3"}, esc[1].Msg.Mentions, "group members, each once")
+	assert.True(t, esc[1].Msg.Broadcast, "channel: true shows it in the channel")
+	assert.Equal(t, 2, h.onlyRun().Gate.Escalated)
+
+	h.cmd(alice, "status")
+	eph := h.chat.Ephemerals(alice.ID)
+	require.NotEmpty(t, eph)
+	assert.Contains(t, eph[len(eph)-1], "*1 open approval request, oldest first*\n• `"+r.ID+"` waiting 20 min — call fake.touch name=x: 0 of 1 approvals · escalated 2 of 2 · expires in 10 min")
+
+	h.clock.Advance(5 * time.Minute)
+	h.tick()
+	assert.Len(t, escalations(h), 2, "each step once")
+
+	h.cmd(bob, "approve "+r.ID)
+	r = h.onlyRun()
+	require.Equal(t, bot.RunSucceeded, r.State, h.chat.Transcript())
+	j, err := h.db.Journal(h.ctx, r.ID)
+	require.NoError(t, err)
+	var notes []string
+	for _, e := range j {
+		if e.Type == bot.JGateEscalated {
+			notes = append(notes, e.Message)
+		}
+	}
+	assert.Equal(t, []string{"escalated after 10 min without a decision: notified @carol", "escalated after 20 min without a decision: notified @leads, @carol"}, notes)
+	h.cmd(alice, "summary "+r.ID)
+	found := false
+	for _, p := range h.chat.Posts() {
+		if strings.Contains(p.Msg.Detail, "escalated after 10 min without a decision: notified @carol") &&
+			strings.Contains(p.Msg.Detail, "escalated after 20 min") {
+			found = true
+		}
+	}
+	assert.True(t, found, "the summary lists the escalations")
+}
