@@ -115,12 +115,9 @@ func Open(path string, opts Options) (*DB, error) {
 			return nil, fmt.Errorf("creating store directory %s: %w", dir, err)
 		}
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout, NoSync: opts.NoSync})
+	db, err := openLocked(path, opts)
 	if err != nil {
-		if errors.Is(err, bolterrors.ErrTimeout) {
-			return nil, fmt.Errorf("opening store %s: %w (is another groundcrew running with this store?)", path, bot.ErrLocked)
-		}
-		return nil, fmt.Errorf("opening store %s: %w", path, err)
+		return nil, err
 	}
 	s := &DB{db: db, eventTTL: opts.EventTTL, retention: opts.Retention, specs: newSpecCache()}
 	if err := s.migrate(); err != nil {
@@ -128,6 +125,27 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("opening store %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// openLocked opens the bbolt file at path and takes its lock. When the
+// file was replaced while this process waited for the lock (store compact
+// renames the compacted copy over it), it opens the new file instead.
+func openLocked(path string, opts Options) (*bolt.DB, error) {
+	for attempt := 0; ; attempt++ {
+		before, _ := os.Stat(path)
+		db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout, NoSync: opts.NoSync})
+		if err != nil {
+			if errors.Is(err, bolterrors.ErrTimeout) {
+				return nil, fmt.Errorf("opening store %s: %w (is another groundcrew running with this store?)", path, bot.ErrLocked)
+			}
+			return nil, fmt.Errorf("opening store %s: %w", path, err)
+		}
+		after, err := os.Stat(path)
+		if err == nil && (before == nil || os.SameFile(before, after)) || attempt == 2 {
+			return db, nil
+		}
+		db.Close()
+	}
 }
 
 // Close closes the store.

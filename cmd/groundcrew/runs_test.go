@@ -96,3 +96,22 @@ func TestRunsList_LimitFiltersAndAll(t *testing.T) {
 		assert.Contains(t, err.Error(), want, args)
 	}
 }
+
+// TestStoreCompact: the command compacts a stopped store and says what it
+// gave back; a store serve holds is refused.
+func TestStoreCompact(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gc.db")
+	fillRuns(t, path, 200)
+	got, err := run(t, "", "store", "compact", "--store", path)
+	require.NoError(t, err, got)
+	assert.Regexp(t, `^compacted .*gc\.db: [0-9.]+ MB → [0-9.]+ MB \([0-9.-]+ MB given back\) in `, got)
+	assert.Contains(t, got, "audit log verified: 200 entries, head 200:")
+	assert.Contains(t, got, "; 200 runs")
+
+	db, err := store.Open(path, store.Options{})
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = run(t, "", "store", "compact", "--store", path)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "stop groundcrew serve first")
+}

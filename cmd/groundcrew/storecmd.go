@@ -3,6 +3,7 @@ package main
 // groundcrew store: moving and maintaining the store.
 //
 //	store copy --from <bbolt file> --to <dsn>   move an installation to PostgreSQL
+//	store compact [--store <file>]              give back the space of deleted runs
 
 import (
 	"context"
@@ -21,8 +22,9 @@ import (
 
 // newStoreCmd is the parent of the store maintenance commands.
 func newStoreCmd() *cobra.Command {
-	c := &cobra.Command{Use: "store", Short: "Move and maintain the store (copy to PostgreSQL)"}
+	c := &cobra.Command{Use: "store", Short: "Move and maintain the store (copy to PostgreSQL, compact)"}
 	c.AddCommand(newStoreCopy())
+	c.AddCommand(newStoreCompact())
 	return c
 }
 
