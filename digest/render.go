@@ -138,7 +138,7 @@ func Render(target string, cur Data, prev *Data, now time.Time) bot.Message {
 	}
 	fmt.Fprintf(&b, "Workers: %s", nonEmpty(strings.Join(states, ", "), "none registered"))
 	if len(w.Names) > 0 {
-		fmt.Fprintf(&b, " · containers max %d%s, mean %.0f%s", w.ContainersMax, trendInt(w.ContainersMax, pv.Workers.ContainersMax, has),
+		fmt.Fprintf(&b, " · containers max %d%s, mean %.1f per worker%s", w.ContainersMax, trendInt(w.ContainersMax, pv.Workers.ContainersMax, has),
 			w.ContainersMean, trendInt(int(math.Round(w.ContainersMean)), int(math.Round(pv.Workers.ContainersMean)), has))
 	}
 	if len(w.Missing) > 0 {
@@ -192,6 +192,9 @@ func Render(target string, cur Data, prev *Data, now time.Time) bot.Message {
 		b.WriteString("\nSuggested:")
 		for _, s := range sugg {
 			fmt.Fprintf(&b, "\n• %s → `%s`", s.Problem, s.Command)
+			if s.Alternative != "" {
+				fmt.Fprintf(&b, " (or `%s`, %s)", s.Alternative, s.AltWhy)
+			}
 		}
 	}
 	if has {
@@ -200,6 +203,15 @@ func Render(target string, cur Data, prev *Data, now time.Time) bot.Message {
 		b.WriteString("\nFirst digest: no trends yet · details in the thread.")
 	}
 	return bot.Message{Text: b.String(), Detail: renderDigestDetail(cur, prev, now)}
+}
+
+func isStalled(w WorkerFigures, name string) bool {
+	for _, s := range w.Stalled {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // renderDigestDetail is the long part of a digest: every list in full.
@@ -222,7 +234,12 @@ func renderDigestDetail(cur Data, prev *Data, now time.Time) string {
 		line("• `%s` %s — %d containers%s", s.Name, stalledFor(s, cur.At, now), s.Containers, seen)
 	}
 	if w.MaxWorker != "" {
-		line("• busiest: `%s` with %d containers (mean %.1f per worker)", w.MaxWorker, w.ContainersMax, w.ContainersMean)
+		if isStalled(w, w.MaxWorker) {
+			// a stalled worker runs nothing: its count is from before it stopped
+			line("• most containers: `%s` with %d, but it is stalled (the count is from before it stopped; mean %.1f per worker)", w.MaxWorker, w.ContainersMax, w.ContainersMean)
+		} else {
+			line("• busiest: `%s` with %d containers (mean %.1f per worker)", w.MaxWorker, w.ContainersMax, w.ContainersMean)
+		}
 	}
 	if len(w.Missing) > 0 {
 		line("• gone since the last digest: %s", codeList(w.Missing, 50))

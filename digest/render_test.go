@@ -185,14 +185,14 @@ func TestDigestSuggestions_EachProblem(t *testing.T) {
 			d.Workers.Stalled = []StalledWorker{{Name: "caascad-ci-workers-infra-infra-prd-3", Ref: "3", Since: digestMon.Add(-2 * time.Hour)}}
 		}, "/runbook run worker-stalled target=infra-prd worker=3"},
 		{"stalled worker without id", func(d *Data) { d.Workers.Stalled = []StalledWorker{{Name: "5f2c668feaa4", Since: digestMon}} },
-			"/runbook run worker-stalled target=infra-prd worker=5f2c668feaa4"},
+			"/runbook run prune-stalled target=infra-prd worker=5f2c668feaa4"}, // an ephemeral worker does not come back
 		{"a trailing number is not an id", func(d *Data) { d.Workers.Stalled = []StalledWorker{{Name: "worker-1", Since: digestMon}} },
 			"/runbook run worker-stalled target=infra-prd worker=worker-1"},
 		{"many pending", func(d *Data) { d.Builds.ByStatus["pending"] = PendingAlert }, "/runbook run workers-saturated target=infra-prd since=24h"},
 		{"old pending", func(d *Data) {
 			d.Builds.ByStatus["pending"], d.Builds.PendingSince = 2, digestMon.Add(-PendingAgeAlert)
 			d.Builds.PendingByPipeline = []PipelineCount{{Team: "deploy", Pipeline: "caascad-alert-prepare", Count: 2}}
-		}, "/runbook run workers-saturated target=infra-prd since=24h team=deploy pipeline=caascad-alert-prepare"},
+		}, "/runbook run abort-pending target=infra-prd pipeline=caascad-alert-prepare team=deploy since=24h"},
 		{"busy worker", func(d *Data) { d.Workers.ContainersMax, d.Window = ContainersAlert, 90*time.Minute },
 			"/runbook run workers-saturated target=infra-prd since=90m"},
 		{"image fetch", func(d *Data) { d.Builds.ImageFetch, d.Builds.ImageFetchPipelines = 2, []string{"main/app"} },
@@ -273,6 +273,11 @@ func TestDigestSuggestions_MatchBuiltinRunbooks(t *testing.T) {
 
 	cmd := regexp.MustCompile(`^/runbook run ([a-z0-9-]+) target=infra-prd((?: [a-z_]+=\S+)*)$`)
 	for _, s := range all {
+		if s.Alternative != "" {
+			all = append(all, Suggestion{Runbook: s.Runbook + " (alternative)", Command: s.Alternative})
+		}
+	}
+	for _, s := range all {
 		t.Run(s.Runbook, func(t *testing.T) {
 			m := cmd.FindStringSubmatch(s.Command)
 			require.NotNil(t, m, "not a /runbook run command: %q", s.Command)
@@ -287,6 +292,23 @@ func TestDigestSuggestions_MatchBuiltinRunbooks(t *testing.T) {
 			assert.NoError(t, err, s.Command)
 		})
 	}
+}
+
+// One situation, one first suggestion — the quickest that fits — and the
+// alternative named with it; the watch takes the same (watch tests).
+func TestDigestSuggestions_NameTheAlternative(t *testing.T) {
+	d := healthyDigest(digestMon)
+	d.Builds.ByStatus["pending"] = PendingAlert
+	d.Builds.PendingByPipeline = []PipelineCount{{Team: "main", Pipeline: "queue", Count: PendingAlert}}
+	d.Workers.Stalled = []StalledWorker{{Name: "caascad-ci-workers-infra-infra-prd-3", Ref: "3", Since: digestMon}}
+	s := Suggestions("infra-prd", d, digestMon)
+	require.Len(t, s, 2)
+	assert.Equal(t, "/runbook run worker-stalled target=infra-prd worker=3", s[0].Command)
+	assert.Equal(t, "/runbook run prune-stalled target=infra-prd worker=3", s[0].Alternative)
+	assert.Equal(t, "/runbook run abort-pending target=infra-prd pipeline=queue team=main since=24h", s[1].Command)
+	assert.Equal(t, "/runbook run workers-saturated target=infra-prd since=24h team=main pipeline=queue", s[1].Alternative)
+	text := Render("infra-prd", d, nil, digestMon).Text
+	assert.Contains(t, text, "→ `/runbook run abort-pending target=infra-prd pipeline=queue team=main since=24h` (or `/runbook run workers-saturated target=infra-prd since=24h team=main pipeline=queue`, guided: abort a few, pause, land, then everything)")
 }
 
 func mapsKeys(m map[string]*runbooks.Runbook) func(func(string) bool) {
@@ -305,4 +327,18 @@ func TestWindowParam(t *testing.T) {
 	} {
 		assert.Equal(t, want, windowParam(d), d.String())
 	}
+}
+
+// A stalled worker is not "busiest", and the root and the thread give the
+// same mean.
+func TestRender_StalledWorkerIsNotBusiestAndMeansAgree(t *testing.T) {
+	d := sickDigest(digestMon)
+	d.Workers.MaxWorker, d.Workers.ContainersMax, d.Workers.ContainersMean = d.Workers.Stalled[0].Name, 236, 1.7
+	msg := Render("infra-prd", d, nil, digestMon)
+	assert.NotContains(t, msg.Detail, "busiest")
+	assert.Contains(t, msg.Detail, "most containers: `caascad-ci-workers-infra-infra-prd-0` with 236, but it is stalled")
+	assert.Contains(t, msg.Text, "mean 1.7 per worker")
+	assert.Contains(t, msg.Detail, "mean 1.7 per worker")
+	d.Workers.MaxWorker = "w-2"
+	assert.Contains(t, Render("infra-prd", d, nil, digestMon).Detail, "busiest: `w-2`")
 }

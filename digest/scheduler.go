@@ -555,7 +555,8 @@ func (s *Scheduler) collect(ctx context.Context, target string, window time.Dura
 // DigestNow collects target's digest at once and posts it to `to` (the
 // conversation of a `/runbook digest` command). Trends compare with the
 // last scheduled digest of the target (of the same channel when there is
-// one); nothing is recorded. target may be empty when only one target is
+// one), else with the last on-demand digest of the target, which is kept
+// for that (key "now:<target>"). target may be empty when only one target is
 // known. Unknown targets give a *UserError.
 func (s *Scheduler) DigestNow(ctx context.Context, target string, to bot.Conversation) error {
 	jobs, targets := s.current()
@@ -586,10 +587,27 @@ func (s *Scheduler) DigestNow(ctx context.Context, target string, to bot.Convers
 			prev = rec.Data
 		}
 	}
+	nowKey := "now:" + target
+	if prev == nil {
+		// no scheduled digest to compare with: compare with the last
+		// on-demand one, so that only the first says "First digest"
+		rec, err := s.o.History.LastDigest(ctx, nowKey)
+		if err != nil {
+			return fmt.Errorf("reading digest history of %s: %w", target, err)
+		}
+		if rec != nil {
+			prev = rec.Data
+		}
+	}
 	now := s.o.Now()
 	data := s.collect(ctx, target, window, prev, now)
-	if _, err := s.o.Outbox.Post(ctx, to, Render(target, data, prev, now.In(loc)), delivery.Meta{From: From, Key: "now:" + target}); err != nil {
+	if _, err := s.o.Outbox.Post(ctx, to, Render(target, data, prev, now.In(loc)), delivery.Meta{From: From, Key: nowKey}); err != nil {
 		return fmt.Errorf("posting the digest of %s: %w", target, err)
+	}
+	if best == nil && data.Err == "" {
+		if err := s.o.History.SaveDigest(ctx, nowKey, Record{Posted: now, Data: &data}); err != nil {
+			return fmt.Errorf("recording the digest of %s for the next one's trends: %w", target, err)
+		}
 	}
 	return nil
 }

@@ -491,3 +491,24 @@ func TestScheduler_SetDigests(t *testing.T) {
 	s.Tick(ctx)
 	require.Len(t, env.chat.Posts(), 2, "the old schedule is gone")
 }
+
+// On-demand digests of a target without a schedule compare with the last
+// on-demand one: only the first says "First digest".
+func TestScheduler_DigestNowWithoutScheduleHasTrends(t *testing.T) {
+	env := newSchedEnv(at(10, 7, 0))
+	s, err := digest.NewScheduler(digest.Options{Targets: []string{"infra-prd"}, Source: env.src, History: env.hist, Chat: env.chat, Now: env.clock.Now})
+	require.NoError(t, err)
+	ctx := context.Background()
+	to := bot.Conversation{Platform: "console", Channel: "#ops"}
+	for range 3 {
+		require.NoError(t, s.DigestNow(ctx, "infra-prd", to))
+		env.set(env.clock.Now().Add(time.Minute))
+	}
+	posts := env.chat.Posts()
+	require.Len(t, posts, 3)
+	assert.Contains(t, posts[0].Msg.Text, "First digest: no trends yet")
+	for _, p := range posts[1:] {
+		assert.NotContains(t, p.Msg.Text, "First digest")
+		assert.Contains(t, p.Msg.Text, "Trends vs the digest of")
+	}
+}

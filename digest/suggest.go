@@ -3,6 +3,7 @@ package digest
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"strings"
 	"time"
 
@@ -16,6 +17,80 @@ type Suggestion struct {
 	Runbook string
 	// Command is the exact command to type: "/runbook run worker-stalled target=infra-prd worker=0".
 	Command string
+	// Alternative is the other runbook that fits, as a command, and
+	// AltWhy when to prefer it ("" when there is none).
+	Alternative string
+	AltWhy      string
+}
+
+// Fix is the first runbook for a situation — the quickest that fits —
+// and the alternative named with it. The digest and the watch both take
+// theirs from here, so one situation gets one first suggestion.
+type Fix struct {
+	Runbook string
+	// Params are name, value pairs in the order shown (empty values are
+	// left out).
+	Params     []string
+	AltRunbook string
+	AltParams  []string
+	// AltWhy says when the alternative is the better choice.
+	AltWhy string
+}
+
+// Command renders the fix as a command on target.
+func (f Fix) Command(target string) string { return runbookCommand(f.Runbook, target, f.Params...) }
+
+// AltCommand renders the alternative ("" when there is none).
+func (f Fix) AltCommand(target string) string {
+	if f.AltRunbook == "" {
+		return ""
+	}
+	return runbookCommand(f.AltRunbook, target, f.AltParams...)
+}
+
+// ParamMap returns the fix's parameters as a map (empty values left out).
+func (f Fix) ParamMap() map[string]string {
+	out := map[string]string{}
+	for i := 0; i+1 < len(f.Params); i += 2 {
+		if f.Params[i+1] != "" {
+			out[f.Params[i]] = f.Params[i+1]
+		}
+	}
+	return out
+}
+
+var trailingID = regexp.MustCompile(`-[0-9]+$`)
+
+// StalledWorkerFix is the fix for a stalled worker. ref is what worker=
+// takes (its ID under the target's naming, else its name). A worker with
+// an ID (a VM of the operations manual: worker-0,
+// caascad-ci-workers-infra-prd-3) is brought back with worker-stalled,
+// pruning being the alternative; an ephemeral one (a container id, a pod
+// name) does not come back and is pruned, worker-stalled being the
+// alternative.
+func StalledWorkerFix(name, ref string) Fix {
+	if ref == "" {
+		ref = name
+	}
+	if ref != name || trailingID.MatchString(name) {
+		return Fix{Runbook: "worker-stalled", Params: []string{"worker", ref},
+			AltRunbook: "prune-stalled", AltParams: []string{"worker", ref}, AltWhy: "if it will not come back"}
+	}
+	return Fix{Runbook: "prune-stalled", Params: []string{"worker", ref},
+		AltRunbook: "worker-stalled", AltParams: []string{"worker", ref}, AltWhy: "to bring it back instead"}
+}
+
+// PendingFix is the fix for a saturated queue over window. When one
+// pipeline holds most of the pending builds (team, pipeline), aborting
+// them (abort-pending, 2 inputs) is the quickest, the guided
+// workers-saturated the alternative; else workers-saturated.
+func PendingFix(window, team, pipeline string) Fix {
+	guided := []string{"since", window, "team", team, "pipeline", pipeline}
+	if pipeline == "" {
+		return Fix{Runbook: "workers-saturated", Params: guided}
+	}
+	return Fix{Runbook: "abort-pending", Params: []string{"pipeline", regexp.QuoteMeta(pipeline), "team", team, "since", window},
+		AltRunbook: "workers-saturated", AltParams: guided, AltWhy: "guided: abort a few, pause, land, then everything"}
 }
 
 // runbookCommand renders "/runbook run <name> target=<t> k=v …" with the
@@ -52,6 +127,9 @@ func Suggestions(target string, cur Data, now time.Time) []Suggestion {
 	add := func(problem, runbook string, kv ...string) {
 		out = append(out, Suggestion{Problem: problem, Runbook: runbook, Command: runbookCommand(runbook, target, kv...)})
 	}
+	addFix := func(problem string, f Fix) {
+		out = append(out, Suggestion{Problem: problem, Runbook: f.Runbook, Command: f.Command(target), Alternative: f.AltCommand(target), AltWhy: f.AltWhy})
+	}
 	if cur.Err != "" && cur.LoginRefused {
 		return out // a credentials problem: the error says what to check; no runbook fixes it
 	}
@@ -62,11 +140,7 @@ func Suggestions(target string, cur Data, now time.Time) []Suggestion {
 	for _, w := range cur.Workers.Stalled {
 		// the source's ref addresses exactly this worker; without one the
 		// full name does (a trailing number may be another worker's ID)
-		ref := w.Ref
-		if ref == "" {
-			ref = w.Name
-		}
-		add(fmt.Sprintf("`%s` %s", w.Name, stalledFor(w, cur.At, now)), "worker-stalled", "worker", ref)
+		addFix(fmt.Sprintf("`%s` %s", w.Name, stalledFor(w, cur.At, now)), StalledWorkerFix(w.Name, w.Ref))
 	}
 	b := cur.Builds
 	window := windowParam(cur.Window)
@@ -86,7 +160,7 @@ func Suggestions(target string, cur Data, now time.Time) []Suggestion {
 			team, pipeline = top.Team, top.Pipeline
 			problem += fmt.Sprintf(", %d in `%s`", top.Count, top.Ref())
 		}
-		add(problem, "workers-saturated", "since", window, "team", team, "pipeline", pipeline)
+		addFix(problem, PendingFix(window, team, pipeline))
 	} else if cur.Workers.ContainersMax >= ContainersAlert {
 		add(fmt.Sprintf("`%s` runs %d containers", cur.Workers.MaxWorker, cur.Workers.ContainersMax), "workers-saturated", "since", window)
 	}

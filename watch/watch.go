@@ -435,8 +435,6 @@ func (w *Watcher) unreachable(r Rule, err error) incident.Signal {
 	return s
 }
 
-var trailingID = regexp.MustCompile(`-([0-9]+)$`)
-
 func (w *Watcher) evaluate(rs *ruleState, d digest.Data, now time.Time, found map[string]incident.Signal) {
 	r := rs.rule
 	sig := func(cond, object, title string) incident.Signal {
@@ -461,10 +459,11 @@ func (w *Watcher) evaluate(rs *ruleState, d digest.Data, now time.Time, found ma
 		s := sig("worker_stalled", sw.Name, "Worker stalled")
 		s.Since = since
 		s.Evidence = []string{fmt.Sprintf("`%s` stalled for ≥ %s, %d containers", sw.Name, roundMin(r.WorkerStalledFor), sw.Containers)}
-		s.Runbook, s.Params = "worker-stalled", map[string]string{"worker": sw.Name}
-		if !trailingID.MatchString(sw.Name) {
-			// An ephemeral name (no worker ID): such workers are pruned, not restarted.
-			s.Runbook, s.Params = "worker-lifecycle", map[string]string{"worker": sw.Name, "action": "prune"}
+		// the digest's fix: one situation, one first suggestion
+		fix := digest.StalledWorkerFix(sw.Name, sw.Ref)
+		s.Runbook, s.Params = fix.Runbook, fix.ParamMap()
+		if alt := fix.AltCommand(r.Target); alt != "" {
+			s.Evidence = append(s.Evidence, fmt.Sprintf("or `%s` (%s)", alt, fix.AltWhy))
 		}
 		found[s.Key] = s
 	}
@@ -491,11 +490,16 @@ func (w *Watcher) evaluate(rs *ruleState, d digest.Data, now time.Time, found ma
 	if len(queue) > 0 {
 		s := sig("pending_builds", "", "Workers saturated")
 		s.Evidence = queue
-		s.Runbook = "workers-saturated"
-		s.Params = map[string]string{"since": "24h"}
+		team, pipeline := "", ""
 		if top := d.Builds.PendingByPipeline; len(top) > 0 && 2*top[0].Count >= pending {
-			s.Params["team"], s.Params["pipeline"] = top[0].Team, top[0].Pipeline
+			team, pipeline = top[0].Team, top[0].Pipeline
 			s.Evidence = append(s.Evidence, fmt.Sprintf("%d of them in `%s`", top[0].Count, top[0].Ref()))
+		}
+		// the digest's fix: abort-pending for one pipeline, else the guided runbook
+		fix := digest.PendingFix("24h", team, pipeline)
+		s.Runbook, s.Params = fix.Runbook, fix.ParamMap()
+		if alt := fix.AltCommand(r.Target); alt != "" {
+			s.Evidence = append(s.Evidence, fmt.Sprintf("or `%s` (%s)", alt, fix.AltWhy))
 		}
 		found[s.Key] = s
 	}

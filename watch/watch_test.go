@@ -121,9 +121,13 @@ func TestQueueAndDatabase(t *testing.T) {
 		byKey[s.Key] = s
 	}
 	q := byKey["watch:infra-prd:pending_builds"]
-	assert.Equal(t, "workers-saturated", q.Runbook)
+	// the digest's first suggestion for the same situation, the alternative named
+	fix := digest.PendingFix("24h", "main", "big")
+	assert.Equal(t, "abort-pending", q.Runbook)
+	assert.Equal(t, fix.Runbook, q.Runbook)
 	assert.Equal(t, map[string]string{"since": "24h", "team": "main", "pipeline": "big"}, q.Params)
-	assert.Equal(t, []string{"800 pending builds (more than 500)", "700 of them in `main/big`"}, q.Evidence)
+	assert.Equal(t, []string{"800 pending builds (more than 500)", "700 of them in `main/big`",
+		"or `/runbook run workers-saturated target=infra-prd since=24h team=main pipeline=big` (guided: abort a few, pause, land, then everything)"}, q.Evidence)
 	db := byKey["watch:infra-prd:build_logs:database"]
 	assert.Equal(t, "postgres-build-logs-full", db.Runbook)
 	assert.Equal(t, "build-log tables take 30.0 GiB (limit 20.0 GiB)", db.Evidence[0])
@@ -273,4 +277,23 @@ func TestStateWriteFailureIsAnError(t *testing.T) {
 	require.NoError(t, err)
 	src.data = stalled()
 	assert.ErrorContains(t, w.Poll(context.Background(), 0), "saving the watch state of infra-prd: disk full")
+}
+
+// The watch's first suggestion for a stalled worker is the digest's.
+func TestStalledWorkerSuggestsWhatTheDigestSuggests(t *testing.T) {
+	for _, name := range []string{"5f2c668feaa4", "worker-0", "caascad-ci-workers-infra-infra-prd-3"} {
+		w, src, sk, clk := newWatcher(t, watch.Rule{Target: "infra-prd", Channel: "#ci-ops", WorkerStalledFor: time.Minute})
+		src.data = stalled(name)
+		for range 4 {
+			require.NoError(t, w.Poll(context.Background(), 0))
+			clk.t = clk.t.Add(time.Minute)
+		}
+		require.Len(t, sk.signals, 1, name)
+		d := stalled(name)
+		want := digest.Suggestions("infra-prd", d, clk.t)[0]
+		got := sk.signals[0]
+		assert.Equal(t, want.Runbook, got.Runbook, name)
+		assert.Equal(t, map[string]string{"worker": name}, got.Params)
+		assert.Contains(t, got.Evidence[len(got.Evidence)-1], want.Alternative)
+	}
 }
