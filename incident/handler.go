@@ -188,16 +188,19 @@ func (h *Handler) button(ctx context.Context, ev bot.Event) error {
 	case ActionAck:
 		return h.ack(ctx, ev, in, "button")
 	case ActionRun:
-		// Starting the runbook acknowledges the incident.
-		if in.State == StateOpen {
+		before := len(h.M.LinkedRuns(ctx, in))
+		if err := h.M.Run(ctx, in, ev.User, ev.ID, false); err != nil {
+			h.reply(ctx, ev, "⚠️ Could not start the runbook: "+err.Error())
+			return err
+		}
+		// A run that started acknowledges the incident; a press the engine
+		// refused (who may run it, a parameter) does not.
+		started := h.M.o.Runs == nil || len(h.M.LinkedRuns(ctx, in)) > before
+		if started && in.State == StateOpen {
 			if _, _, err := h.M.Acknowledge(ctx, in.ID, ev.User, "button"); err != nil {
 				h.reply(ctx, ev, "⚠️ Could not acknowledge: "+err.Error())
 				return err
 			}
-		}
-		if err := h.M.Run(ctx, in, ev.User, ev.ID, false); err != nil {
-			h.reply(ctx, ev, "⚠️ Could not start the runbook: "+err.Error())
-			return err
 		}
 	case ActionSilence:
 		if _, err := h.M.Silence(ctx, in, ev.User, SilenceFor); errors.Is(err, ErrSilenced) {

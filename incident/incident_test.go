@@ -26,12 +26,21 @@ import (
 type starter struct {
 	mu     sync.Mutex
 	events []bot.Event
+	// runs, when set, records a run for every command, as the engine
+	// does when it starts one; refuse makes it start none.
+	runs   *store.DB
+	refuse bool
 }
 
-func (s *starter) Handle(_ context.Context, e bot.Event) error {
+func (s *starter) Handle(ctx context.Context, e bot.Event) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.events = append(s.events, e)
+	if s.runs != nil && !s.refuse {
+		r := &bot.Run{ID: fmt.Sprintf("r-%d", len(s.events)), Runbook: "worker-disk-full", Target: "infra-prd", State: bot.RunRunning,
+			Requester: e.User, Conversation: e.Conversation, CreatedAt: e.Time}
+		return s.runs.CreateRun(ctx, r, &bot.Batch{})
+	}
 	return nil
 }
 
@@ -266,6 +275,12 @@ func TestRunButtonStartsTheSuggestedRunInTheThread(t *testing.T) {
 	in, err := f.m.Signal(ctx, diskSignal(true, "a"))
 	require.NoError(t, err)
 	bob := bot.User{ID: "U2", Name: "bob"}
+	// The engine refuses the press (bob may not run it): not acknowledged.
+	f.start.runs, f.start.refuse = f.db, true
+	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventButton, ID: "slack:action:0", User: bob, Intent: incident.ActionRun, Value: in.ID, Message: in.Root}))
+	got, _ := f.db.GetIncident(ctx, in.ID)
+	assert.Equal(t, incident.StateOpen, got.State, "a press that started no run does not acknowledge")
+	f.start.events, f.start.refuse = nil, false
 	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventButton, ID: "slack:action:1", User: bob, Intent: incident.ActionRun, Value: in.ID, Message: in.Root}))
 	require.Len(t, f.start.events, 1)
 	ev := f.start.events[0]
@@ -274,7 +289,7 @@ func TestRunButtonStartsTheSuggestedRunInTheThread(t *testing.T) {
 	assert.Equal(t, bob, ev.User)
 	assert.Equal(t, in.Root.ID, ev.Conversation.Thread)
 	assert.Equal(t, "slack:action:1/run", ev.ID, "a redelivered press is dropped by the engine")
-	got, _ := f.db.GetIncident(ctx, in.ID)
+	got, _ = f.db.GetIncident(ctx, in.ID)
 	assert.Equal(t, incident.StateAcknowledged, got.State, "starting the runbook acknowledges")
 }
 
@@ -815,4 +830,37 @@ func TestReopenedCountsFromTheReopening(t *testing.T) {
 	assert.Contains(t, root.Text, "open for 2 min (reopened 04:31)")
 	_, ok := f.chat.Find("👀 @bob acknowledged — 2 min after it started.")
 	assert.True(t, ok, "counted from the reopening")
+}
+
+// TestRunButtonOnlyForParametersTheRunAccepts: a 10 KB or bidi instance
+// was offered as a Run button the engine always refuses. The value is not
+// suggested; the evidence says why.
+func TestRunButtonOnlyForParametersTheRunAccepts(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	for i, v := range []string{strings.Repeat("x", 10<<10), "worker\u202e0"} {
+		sig := diskSignal(true, "a")
+		sig.Key = fmt.Sprintf("k%d", i)
+		sig.Params = map[string]string{"worker": v}
+		in, err := f.m.Signal(ctx, sig)
+		require.NoError(t, err)
+		root := f.root(t, in.ID)
+		assert.Contains(t, root.Text, "worker=<worker>")
+		assert.NotContains(t, actions(root), incident.ActionRun)
+		assert.Contains(t, root.Text, "⚠️ parameter `worker` from this alert would be refused")
+		assert.Less(t, len(root.Text)+len(root.Detail), 3000, "the 10 KB value is not posted")
+	}
+}
+
+// A "🔁 Changed" reply listed the same resolved alert twice as "(gone)".
+func TestChangedSaysEachGoneAlertOnce(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, err := f.m.Signal(ctx, diskSignal(true, "`worker-0` 8% left", "`worker-1` 9% left", "`worker-1` 9% left"))
+	require.NoError(t, err)
+	_, err = f.m.Signal(ctx, diskSignal(true, "`worker-0` 8% left"))
+	require.NoError(t, err)
+	changed, ok := f.chat.Find("🔁 Changed")
+	require.True(t, ok)
+	assert.Equal(t, 1, strings.Count(changed.Msg.Text, "worker-1"), changed.Msg.Text)
 }

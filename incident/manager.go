@@ -18,6 +18,7 @@ import (
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/delivery"
 	"github.com/groundcrew/groundcrew/internal/human"
+	"github.com/groundcrew/groundcrew/runbooks"
 )
 
 // ReopenWindow is how soon after being resolved a firing key reopens its
@@ -48,6 +49,12 @@ type Options struct {
 	Dedupe bot.Dedupe
 	// Observer, when set, counts the incidents opened (metrics).
 	Observer Observer
+	// Runbooks, when set, checks a suggested run's parameters as the
+	// engine will: a value it would refuse (10 KB, a bidi control) is not
+	// offered as a Run button.
+	Runbooks interface {
+		Get(name string) (*runbooks.Runbook, bool)
+	}
 	Platform string
 	// Channel, when set, is where every incident is posted whatever its
 	// route says (the console has one channel).
@@ -169,6 +176,7 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 	if m.o.Channel != "" {
 		s.Channel = m.o.Channel
 	}
+	s = m.checkParams(s)
 	unlock := m.lock(s.Key)
 	defer unlock()
 	now := m.o.Now()
@@ -246,6 +254,65 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 		m.autostart(ctx, in)
 	}
 	return in, nil
+}
+
+// checkParams empties the suggested parameters the engine would refuse
+// (too long, invisible or control characters, a pattern they do not
+// match): the suggestion shows a placeholder, no Run button is offered,
+// and the evidence says why. Without the runbook, the default limits apply.
+func (m *Manager) checkParams(s Signal) Signal {
+	if s.Runbook == "" || len(s.Params) == 0 {
+		return s
+	}
+	bad := map[string]string{}
+	var rb *runbooks.Runbook
+	if m.o.Runbooks != nil {
+		rb, _ = m.o.Runbooks.Get(s.Runbook)
+	}
+	if rb != nil {
+		if _, err := runbooks.ValidateParams(rb, s.Params); err != nil {
+			for _, e := range unjoin(err) {
+				var pe *runbooks.ParamError
+				if errors.As(e, &pe) {
+					if _, given := s.Params[pe.Param]; given && s.Params[pe.Param] != "" {
+						bad[pe.Param] = pe.Msg
+					}
+				}
+			}
+		}
+	} else {
+		for k, v := range s.Params {
+			if err := runbooks.CheckValue(runbooks.Param{Name: k}, v); v != "" && err != nil {
+				bad[k] = err.Error()
+			}
+		}
+	}
+	if len(bad) == 0 {
+		return s
+	}
+	params := maps.Clone(s.Params)
+	ev := slices.Clone(s.Evidence)
+	for _, k := range slices.Sorted(maps.Keys(bad)) {
+		params[k] = ""
+		ev = append(ev, fmt.Sprintf("⚠️ parameter `%s` from this alert would be refused (%s): fill it in the suggested command", k, oneLine(bad[k], 200)))
+	}
+	s.Params, s.Evidence = params, ev
+	return s
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
 
 // refresh takes the suggestion and title of a newer signal.
@@ -361,7 +428,12 @@ func evidenceText(head string, cur, prev []string) string {
 	}
 	var b strings.Builder
 	b.WriteString(head)
+	said := map[string]bool{}
 	for _, l := range cur {
+		if said[l] {
+			continue
+		}
+		said[l] = true
 		b.WriteString("\n• " + l)
 		if prev != nil && !old[l] {
 			b.WriteString("  🆕")
@@ -373,6 +445,7 @@ func evidenceText(head string, cur, prev []string) string {
 	}
 	for _, l := range prev {
 		if !now[l] {
+			now[l] = true // said once, however often the old evidence had it
 			b.WriteString("\n• ~" + l + "~ (gone)")
 		}
 	}
