@@ -59,6 +59,8 @@ type app struct {
 	digestSrc digest.Source
 	// reloads applies configuration reloads (reload.go).
 	reloads reloader
+	// external: see appOptions.external.
+	external bool
 	// now is appOptions.Now: nil is the real clock. Simulators and their
 	// clients read it too, so a demo's world has one clock.
 	now func() time.Time
@@ -75,6 +77,9 @@ type appOptions struct {
 	// Store is an open store to use (and leave open): the leader's
 	// (cmd/groundcrew/leader.go). Nil: newApp opens the configured one.
 	Store appStore
+	// external: the replica's HTTP server serves a.mux (leader.go); run
+	// does not listen itself.
+	external bool
 }
 
 // providers builds the operation registry for the configured targets.
@@ -118,7 +123,7 @@ func (a *app) providers() error {
 
 // newApp wires store, providers, library, chat and engine from cfg.
 func newApp(cfg *config.Config, o appOptions) (*app, error) {
-	a := &app{cfg: cfg, log: o.Logger, mux: http.NewServeMux(),
+	a := &app{cfg: cfg, log: o.Logger, mux: http.NewServeMux(), external: o.external,
 		metrics: metrics.New(metrics.Options{Version: version, Targets: cfg.TargetNames()}), now: o.Now}
 	a.health.targets = map[string]targetStatus{}
 	a.reloads.remember(cfg)

@@ -35,6 +35,9 @@ person stay in the store and resume on the next start.`,
 			if err != nil {
 				return err
 			}
+			if cfg.PostgresStore() {
+				return serveHA(cmd.Context(), cfg, appOptions{In: cmd.InOrStdin(), Out: cmd.OutOrStdout()})
+			}
 			tty, scripted := isTerminal(cmd.OutOrStdout()), !isTerminal(cmd.InOrStdin())
 			var a *app
 			copts := console.Options{Color: tty, Echo: scripted}

@@ -113,6 +113,9 @@ func (a *app) readiness() readyBody {
 // fatal, except with the console, where the bot runs on without the
 // endpoints (scripted use must not depend on a free port).
 func (a *app) serveHTTP(ctx context.Context, g *errgroup.Group) error {
+	if a.external {
+		return nil // the replica's server serves a.mux (leader.go)
+	}
 	ln, err := net.Listen("tcp", a.cfg.Server.Listen)
 	if err != nil {
 		err = fmt.Errorf("server.listen %s: %w", a.cfg.Server.Listen, err)
