@@ -111,14 +111,26 @@ func (p *gcProcess) logTail() string {
 	return tail(string(b), 40)
 }
 
+// defaultApprovals is the approval policy startGroundcrew configures.
+const defaultApprovals = `approvals:
+  default: {approvers: ["group:ci-oncall"], required: 1, expires: 30m}
+`
+
 // startGroundcrew writes a config for the world (target infra-prd on the
 // simulator, approvers group:ci-oncall) and starts the binary.
 func startGroundcrew(t *testing.T, w *world, sim *concoursesim.Server) *gcProcess {
 	t.Helper()
-	bin := groundcrewBinary(t)
+	cfgPath, listen := writeGroundcrewConfig(t, w, sim, defaultApprovals)
+	return startGroundcrewWith(t, cfgPath, listen)
+}
+
+// writeGroundcrewConfig writes the config startGroundcrew uses with the
+// given approvals section and returns its path and the address to listen on.
+func writeGroundcrewConfig(t *testing.T, w *world, sim *concoursesim.Server, approvals string) (cfgPath, listen string) {
+	t.Helper()
 	dir := t.TempDir()
 	port := freePort(t)
-	listen := fmt.Sprintf("127.0.0.1:%d", port)
+	listen = fmt.Sprintf("127.0.0.1:%d", port)
 	cfg := fmt.Sprintf(`store: %s
 server: {listen: "%s"}
 log: {level: debug}
@@ -143,12 +155,18 @@ targets:
       name: "caascad-ci-workers-{{.vars.target}}-{{.vars.zone}}-{{.id}}"
       host: "{{.name}}.{{.vars.zone}}.caascad.com"
       jump: 'ssh -t "cloud@bst.{{.vars.zone}}.caascad.com"'
-approvals:
-  default: {approvers: ["group:ci-oncall"], required: 1, expires: 30m}
 `, filepath.Join(dir, "groundcrew.db"), listen, w.Server.URL, w.BotToken, listen, targetName, sim.URL(), sim.TSAAddr())
-	cfgPath := filepath.Join(dir, "groundcrew.yaml")
-	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o600))
+	cfgPath = filepath.Join(dir, "groundcrew.yaml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg+approvals), 0o600))
+	return cfgPath, listen
+}
 
+// startGroundcrewWith starts `groundcrew serve` on a config written by
+// writeGroundcrewConfig and waits until it answers /healthz.
+func startGroundcrewWith(t *testing.T, cfgPath, listen string) *gcProcess {
+	t.Helper()
+	bin := groundcrewBinary(t)
+	dir := filepath.Dir(cfgPath)
 	p := &gcProcess{logPath: filepath.Join(dir, "groundcrew.log"), exited: make(chan error, 1), url: "http://" + listen, bin: bin, store: filepath.Join(dir, "groundcrew.db")}
 	logFile, err := os.Create(p.logPath)
 	require.NoError(t, err)
