@@ -301,10 +301,24 @@ func (c *Client) markNotStopped(results []AbortResult, idx []int, cause error) {
 		if cause != nil {
 			r.Err = cause
 		} else if r.Err == nil {
-			r.Err = fmt.Errorf("%s: build %d still %s after the abort: its worker may be gone; abort it again with force",
-				c.cfg.Name, r.ID, orUnknown(r.Status))
+			r.Err = fmt.Errorf("%s: build %d %s", c.cfg.Name, r.ID, notStoppedWhy(r.Status))
 		}
 	}
+}
+
+// notStoppedWhy says what is true of a build still running after its
+// abort: a pending build was never scheduled (its inputs have no versions
+// yet, or a serial job or max_in_flight holds it) and stays pending until
+// the scheduler looks at its job again; no worker is involved. A started
+// one is on a worker that does not answer.
+func notStoppedWhy(status string) string {
+	switch status {
+	case StatusPending:
+		return "is still pending: it never started, so no worker is involved; Concourse marks it aborted when its scheduler next looks at the job"
+	case StatusStarted:
+		return "is still started: its worker does not answer (stalled or gone); Concourse ends it when the worker comes back or is pruned"
+	}
+	return "is still " + orUnknown(status) + " after the abort"
 }
 
 func orUnknown(s string) string {

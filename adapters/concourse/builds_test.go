@@ -185,8 +185,8 @@ func TestAbortAndWait_Outcomes(t *testing.T) {
 		1: AbortAlreadyFinished, 2: AbortNotStopped, 999: AbortFailed,
 	}, got)
 	assert.Equal(t, []int{2}, NotStopped(res))
-	assert.ErrorContains(t, res[4].Err, "build 2 still started after the abort")
-	assert.ErrorContains(t, res[4].Err, "force")
+	assert.ErrorContains(t, res[4].Err, "build 2 is still started: its worker does not answer")
+	assert.NotContains(t, res[4].Err.Error(), "force", "no runbook parameter is hinted: the op does not know the runbook's")
 	assert.ErrorIs(t, res[5].Err, ErrNotFound)
 
 	t.Run("force stops the stuck build", func(t *testing.T) {

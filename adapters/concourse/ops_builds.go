@@ -428,8 +428,32 @@ func (p *Provider) applyAbort(ctx context.Context, c bot.Call, pl bot.Plan) (bot
 	}
 	if len(notStopped) > 0 {
 		res.Warn = true
-		res.Summary += fmt.Sprintf("; %d still running after %s (%s): their worker may be gone, run again with force=true",
-			len(notStopped), timeout, idList(notStopped, 5))
+		var pending, started, other []int
+		for _, r := range results {
+			if r.Outcome != AbortNotStopped {
+				continue
+			}
+			switch r.Status {
+			case StatusPending:
+				pending = append(pending, r.ID)
+			case StatusStarted:
+				started = append(started, r.ID)
+			default:
+				other = append(other, r.ID)
+			}
+		}
+		wait := secondsText(timeout)
+		if len(pending) > 0 {
+			res.Summary += fmt.Sprintf("; %d still pending after %s (%s): never started, so no worker is involved — Concourse marks them aborted when its scheduler next looks at their job",
+				len(pending), wait, idList(pending, 5))
+		}
+		if len(started) > 0 {
+			res.Summary += fmt.Sprintf("; %d still started after %s (%s): their worker does not answer — they end when it comes back or is pruned",
+				len(started), wait, idList(started, 5))
+		}
+		if len(other) > 0 {
+			res.Summary += fmt.Sprintf("; %d not seen stopped after %s (%s)", len(other), wait, idList(other, 5))
+		}
 	}
 	if len(failedIDs) > 0 {
 		res.Warn = true

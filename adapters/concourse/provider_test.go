@@ -285,6 +285,23 @@ func TestOpAbortBuilds_ByFilter(t *testing.T) {
 	assert.ErrorContains(t, err, "only pending or started builds")
 }
 
+// A pending build that never started stays pending after its abort on
+// Concourse 8.2.5 until the scheduler looks at its job: the summary says
+// so, and blames no worker (issue 26: "their worker may be gone, run again
+// with force=true" — there was no worker and no force parameter).
+func TestOpAbortBuilds_NeverStartedBuildsStayPending(t *testing.T) {
+	e := newProvEnv(t, stuckWorld(), concoursesim.WithAbortDelay(time.Hour))
+	args := bot.Args{"ids": "10, 11"}
+	pl := e.plan(t, "concourse.abort_builds", args)
+	res, err := e.apply(t, "concourse.abort_builds", args, pl)
+	require.Error(t, err, "nothing could be verified aborted")
+	assert.Equal(t, "aborted 0 of 2 builds; 2 still pending after 0.1 s (10, 11): never started, so no worker is involved — Concourse marks them aborted when its scheduler next looks at their job", res.Summary)
+	assert.NotContains(t, res.Summary, "worker may be gone")
+	assert.NotContains(t, res.Summary, "force")
+	require.Len(t, res.Failed(), 2)
+	assert.Contains(t, res.Failed()[0].Reason, "build 10 is still pending: it never started, so no worker is involved")
+}
+
 func TestOpAbortBuilds_ByIDsReportsStuckBuilds(t *testing.T) {
 	e := newProvEnv(t, stuckWorld(), concoursesim.WithAbortDelay(0))
 	args := bot.Args{"ids": "1, 2, 10, 404"}
@@ -296,7 +313,7 @@ func TestOpAbortBuilds_ByIDsReportsStuckBuilds(t *testing.T) {
 	res, err := e.apply(t, "concourse.abort_builds", args, pl)
 	require.NoError(t, err)
 	assert.True(t, res.Warn)
-	assert.Contains(t, res.Summary, "aborted 1 of 2 builds; 1 still running after 100ms (2): their worker may be gone, run again with force=true")
+	assert.Contains(t, res.Summary, "aborted 1 of 2 builds; 1 still started after 0.1 s (2): their worker does not answer — they end when it comes back or is pruned")
 	assert.Equal(t, []any{float64(2)}, decoded(t, res)["not_stopped"])
 
 	force := bot.Args{"ids": "2", "force": true}
