@@ -40,9 +40,14 @@ func (a *app) startSimulators() error {
 		a.closers = append(a.closers, sim.Close)
 		a.sims = append(a.sims, sim)
 		t.URL, t.TSA = sim.URL(), sim.TSAAddr()
-		if t.Username == "" && len(w.Users) > 0 {
+		switch {
+		case t.Username != "":
+		case len(w.Users) > 0:
 			t.Username = w.Users[0].Name
 			t.Password = secretOf(w.Users[0].Password)
+		default:
+			// A world with no users: has admin/admin, so the target does too.
+			t.Username, t.Password = "admin", secretOf("admin")
 		}
 		a.log.Info("concourse simulator started", "target", name, "url", t.URL)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/config"
 	"github.com/groundcrew/groundcrew/incident"
 )
@@ -87,4 +88,24 @@ alerts:
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `alerts.routes[0].runbook: there is no runbook "worker-disk-ful" (did you mean "worker-disk-full"?)`)
 	assert.Contains(t, err.Error(), `alerts.routes[1].params.wrker: runbook worker-disk-full has no parameter "wrker" (it has: worker)`)
+}
+
+// A simulator world file with no users: the simulator lets admin/admin in,
+// so the target logs in as admin (every operation failed "no credentials").
+func TestSimulatorWorldWithoutUsersLogsInAsAdmin(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "world.yaml"), []byte("cluster_name: bare\n"), 0o600))
+	cfgPath := filepath.Join(dir, "groundcrew.yaml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte("store: gc.db\nserver: {listen: \"127.0.0.1:0\"}\nchat: {platform: console}\ntargets:\n  infra-prd: {simulator: {world: world.yaml}}\n"), 0o600))
+	cfg, err := config.Load(cfgPath)
+	require.NoError(t, err)
+	a, err := newApp(cfg, appOptions{In: strings.NewReader(""), Out: &syncBuffer{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	defer a.close()
+	tc := a.cfg.ConcourseTarget("infra-prd")
+	assert.Equal(t, "admin", tc.Username)
+	c, err := concourse.New(tc)
+	require.NoError(t, err)
+	_, err = c.Workers(context.Background())
+	require.NoError(t, err, "an operation on the simulator works")
 }
