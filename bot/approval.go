@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/groundcrew/groundcrew/bot/policy"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // The approval policy lives in package policy; these names keep the
@@ -82,10 +83,11 @@ func (d *directory) UserID(ctx context.Context, entry string) (string, error) {
 	if d.users == nil || name == "" {
 		return name, nil
 	}
+	fresh := chatmodel.WantsFresh(ctx)
 	d.mu.Lock()
 	ent, ok := d.ids[name]
 	d.mu.Unlock()
-	if ok && d.now().Sub(ent.at) <= d.ttl {
+	if ok && !fresh && d.now().Sub(ent.at) <= d.ttl {
 		return ent.id, nil
 	}
 	u, err := d.users.ResolveUser(ctx, name)
@@ -110,18 +112,21 @@ func (d *directory) Member(ctx context.Context, group, userID string) (bool, err
 	if d.groups == nil {
 		return false, nil
 	}
+	fresh := chatmodel.WantsFresh(ctx)
 	d.mu.Lock()
 	ent, ok := d.members[group]
 	d.mu.Unlock()
-	if !ok || d.now().Sub(ent.at) > d.ttl {
+	if !ok || fresh || d.now().Sub(ent.at) > d.ttl {
 		ids, err := d.groups.GroupMembers(ctx, group)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			ids = nil // a group that does not exist has no members
 		case err != nil:
 			// The one group cache: when the platform cannot be asked, a
-			// list up to staleGroupLimit old still answers (logged).
-			if ok && d.now().Sub(ent.at) < staleGroupLimit {
+			// list up to staleGroupLimit old still answers (logged) —
+			// except for a look-up that must be fresh (the re-check
+			// before a destructive call), which fails instead.
+			if ok && !fresh && d.now().Sub(ent.at) < staleGroupLimit {
 				if d.log != nil {
 					d.log.Warn("group members refresh failed; using the cached list", "group", group, "age", d.now().Sub(ent.at).Round(time.Second), "err", err)
 				}

@@ -154,7 +154,9 @@ func (e *Engine) startApproval(ctx context.Context, r *Run, spec *runbooks.Step,
 }
 
 // afterGate runs once a gate is approved: re-resolve the plan, and execute
-// only if it is unchanged; otherwise ask again saying what changed.
+// only if it is unchanged (otherwise ask again saying what changed) and
+// the approvals still count (approvalsStand; otherwise ask again saying
+// whose approval no longer counts).
 func (e *Engine) afterGate(ctx context.Context, r *Run, spec *runbooks.Step) {
 	g, st := r.Gate, r.Current()
 	if g == nil || g.StepID != spec.ID || g.Decision != GateApproved {
@@ -162,11 +164,11 @@ func (e *Engine) afterGate(ctx context.Context, r *Run, spec *runbooks.Step) {
 		_, _ = e.update(ctx, r.ID, func(r *Run, b *Batch) error { return r.SetState(RunAwaitingApproval) })
 		return
 	}
-	approvers := make([]User, 0, len(g.Votes))
-	for _, v := range g.Votes {
-		approvers = append(approvers, v.User)
-	}
 	if spec.Kind == runbooks.KindApproval {
+		approvers, ok := e.approvalsStand(ctx, r, spec)
+		if !ok {
+			return
+		}
 		e.stepDone(ctx, r.ID, spec.ID, StepSucceeded, func(st *StepState, _ *Batch) {
 			st.ApprovedBy, st.Summary = approvers, "approved by "+userList(approvers)
 		})
@@ -179,6 +181,10 @@ func (e *Engine) afterGate(ctx context.Context, r *Run, spec *runbooks.Step) {
 	}
 	call := Call{Target: r.Target, Args: st.Args, RunID: r.ID, StepID: spec.ID}
 	if op.Class != ClassDestructive {
+		approvers, ok := e.approvalsStand(ctx, r, spec)
+		if !ok {
+			return
+		}
 		e.runWrite(ctx, r, spec, op, call, approvers)
 		return
 	}
@@ -218,6 +224,12 @@ func (e *Engine) afterGate(ctx context.Context, r *Run, spec *runbooks.Step) {
 			e.out.refreshGate(ctx, r2, r2.Gate)
 		}
 		e.openGate(ctx, r.ID, spec, &plan, st.Args, g.Policy, "the plan changed since it was approved: "+PlanDiff(old, &plan))
+		return
+	}
+	// Right before the destructive call: every counted vote is checked
+	// again, as the platform says now.
+	approvers, ok := e.approvalsStand(ctx, r, spec)
+	if !ok {
 		return
 	}
 	e.execute(ctx, r.ID, spec, op, call, plan, approvers)

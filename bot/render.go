@@ -238,6 +238,9 @@ func renderGate(r *Run, g *Gate, now time.Time, h hints) Message {
 		}
 		fmt.Fprintf(&b, "\n• %s — %snot counted: %s", rf.User.Display(), what, rf.Reason)
 	}
+	for _, rf := range g.Voided {
+		fmt.Fprintf(&b, "\n• ⚠️ %s", voidLine(rf.User, rf.Reason))
+	}
 	for _, w := range g.Withdrawals {
 		what := "approval"
 		if !w.Approve {

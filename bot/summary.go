@@ -66,7 +66,7 @@ func RunMarkdown(r *Run, journal []JournalEntry) string {
 	}
 	var votes []string
 	for _, e := range journal {
-		if e.Type == JVote || e.Type == JVoteRefused || e.Type == JGateDecided || e.Type == JGateOpened {
+		if e.Type == JVote || e.Type == JVoteRefused || e.Type == JVoteVoided || e.Type == JGateDecided || e.Type == JGateOpened {
 			votes = append(votes, fmt.Sprintf("- %s `%s` %s%s", ts(e.Time), e.Step, mdCell(journalLine(e, r)), hashNote(e.PlanHash)))
 		}
 	}
@@ -204,7 +204,7 @@ func summaryDetail(r *Run, journal []JournalEntry) string {
 	var approvals []string
 	for _, j := range journal {
 		switch j.Type {
-		case JVote, JVoteRefused:
+		case JVote, JVoteRefused, JVoteVoided:
 			approvals = append(approvals, fmt.Sprintf("• %s %s on `%s`: %s (plan %s)", hm(j.Time), journalActor(j, r), j.Step, j.Message, short(j.PlanHash)))
 		case JGateDecided, JReconciled, JGateEscalated:
 			approvals = append(approvals, fmt.Sprintf("• %s `%s` %s (plan %s)", hm(j.Time), j.Step, j.Message, short(j.PlanHash)))
@@ -282,7 +282,7 @@ func actorName(id string, r *Run) string {
 				return v.User.Display()
 			}
 		}
-		for _, rf := range r.Gate.Refusals {
+		for _, rf := range append(append([]Refusal(nil), r.Gate.Refusals...), r.Gate.Voided...) {
 			if rf.User.ID == id {
 				return rf.User.Display()
 			}

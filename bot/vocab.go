@@ -141,6 +141,7 @@ const (
 	ActionApprove             = runmodel.ActionApprove
 	ActionReject              = runmodel.ActionReject
 	ActionVoteRefused         = runmodel.ActionVoteRefused
+	ActionVoteVoided          = runmodel.ActionVoteVoided
 	ActionVoteWithdrawn       = runmodel.ActionVoteWithdrawn
 	ActionReactionRemoved     = runmodel.ActionReactionRemoved
 	ActionApprovalGranted     = runmodel.ActionApprovalGranted
@@ -190,6 +191,7 @@ const (
 	JGateEscalated            = runmodel.JGateEscalated
 	JVote                     = runmodel.JVote
 	JVoteRefused              = runmodel.JVoteRefused
+	JVoteVoided               = runmodel.JVoteVoided
 	JGateDecided              = runmodel.JGateDecided
 	JManualDone               = runmodel.JManualDone
 	JReconciled               = runmodel.JReconciled

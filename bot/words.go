@@ -23,6 +23,7 @@ var journalWords = map[JournalType]string{
 	JGateOpened:   "approval requested",
 	JVote:         "vote",
 	JVoteRefused:  "vote not counted",
+	JVoteVoided:   "approval voided",
 	JGateDecided:  "approval decided",
 	JManualDone:   "manual step answered",
 	JReconciled:   "checked again after a restart",

@@ -31,6 +31,7 @@ import (
 
 	"github.com/groundcrew/groundcrew/adapters/chatutil"
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // Platform is the platform name put in Conversations and MessageRefs.
@@ -402,9 +403,10 @@ func (a *Adapter) userName(ctx context.Context, id string) string {
 func (a *Adapter) lookupUsers(ctx context.Context, ids []string) (map[string]cachedUser, error) {
 	out := make(map[string]cachedUser, len(ids))
 	var missing []string
+	fresh := chatmodel.WantsFresh(ctx)
 	a.mu.Lock()
 	for _, id := range ids {
-		if u, ok := a.users[id]; ok && time.Since(u.at) < userTTL {
+		if u, ok := a.users[id]; ok && !fresh && time.Since(u.at) < userTTL {
 			out[id] = u
 		} else if id != "" {
 			missing = append(missing, id)

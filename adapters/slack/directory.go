@@ -15,6 +15,7 @@ import (
 
 	"github.com/groundcrew/groundcrew/adapters/chatutil"
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 const (
@@ -144,10 +145,11 @@ var slackUserID = regexp.MustCompile(`^[UW][A-Z0-9]{4,}$`)
 // account's name, never the editable display name) and Kind: bots
 // (including Slackbot), deactivated accounts, and ids Slack does not know.
 func (d *directory) user(ctx context.Context, id string) (bot.User, error) {
+	fresh := chatmodel.WantsFresh(ctx)
 	d.mu.Lock()
 	c, ok := d.users[id]
 	d.mu.Unlock()
-	if ok && d.now().Sub(c.at) < userNameTTL {
+	if ok && !fresh && d.now().Sub(c.at) < userNameTTL {
 		return c.v, nil
 	}
 	v, err, _ := d.sf.Do("user:"+id, func() (any, error) {
@@ -172,7 +174,7 @@ func (d *directory) user(ctx context.Context, id string) (bot.User, error) {
 		return out, nil
 	})
 	if err != nil {
-		if ok {
+		if ok && !fresh {
 			return c.v, nil
 		}
 		return bot.User{}, err
@@ -224,7 +226,7 @@ func (d *directory) userByName(ctx context.Context, name string) (bot.User, erro
 	key := strings.ToLower(name)
 	d.mu.Lock()
 	id, ok := d.names[key]
-	fresh := d.now().Sub(d.namesAt) < d.ttl
+	fresh := d.now().Sub(d.namesAt) < d.ttl && !chatmodel.WantsFresh(ctx)
 	d.mu.Unlock()
 	if !ok || !fresh {
 		_, err, _ := d.sf.Do("users.list", func() (any, error) {
@@ -306,7 +308,8 @@ func (d *directory) groupMembers(ctx context.Context, group string) ([]string, e
 func (d *directory) groupID(ctx context.Context, handle string) (string, error) {
 	d.mu.Lock()
 	id, ok := d.groupIDs[handle]
-	fresh := d.now().Sub(d.groupIDsAt) < d.ttl
+	mustAsk := chatmodel.WantsFresh(ctx)
+	fresh := d.now().Sub(d.groupIDsAt) < d.ttl && !mustAsk
 	d.mu.Unlock()
 	if ok && fresh {
 		return id, nil
@@ -331,7 +334,7 @@ func (d *directory) groupID(ctx context.Context, handle string) (string, error) 
 		return nil, nil
 	})
 	if err != nil {
-		if ok {
+		if ok && !mustAsk {
 			d.log.Warn("slack: usergroups refresh failed, using cached id", "group", handle, "err", err)
 			return id, nil
 		}

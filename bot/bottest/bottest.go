@@ -37,6 +37,8 @@ type Chat struct {
 	ephemerals []Ephemeral
 	FailPosts  int
 	Groups     map[string][]string
+	// GroupsErr, when set, is what GroupMembers answers (the platform is down).
+	GroupsErr error
 	// Users is the platform's user directory by name, for resolving names
 	// in policies; nil means names are ids.
 	Users map[string]bot.User
@@ -127,6 +129,9 @@ func (c *Chat) Ephemeral(_ context.Context, _ bot.Conversation, u bot.User, m bo
 func (c *Chat) GroupMembers(_ context.Context, group string) ([]string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.GroupsErr != nil {
+		return nil, c.GroupsErr
+	}
 	return c.Groups[group], nil
 }
 
@@ -327,4 +332,25 @@ func (w *World) Ops() []bot.Op {
 				return res, nil
 			}},
 	}
+}
+
+// SetGroup sets the members of a group, as the platform would answer now.
+func (c *Chat) SetGroup(group string, ids ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.Groups == nil {
+		c.Groups = map[string][]string{}
+	}
+	c.Groups[group] = ids
+}
+
+// SetUser sets what the platform says of the user a name denotes now
+// (deactivated, another account given the handle).
+func (c *Chat) SetUser(name string, u bot.User) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.Users == nil {
+		c.Users = map[string]bot.User{}
+	}
+	c.Users[name] = u
 }

@@ -17,6 +17,9 @@ const (
 	ActionReject              AuditAction = "reject"
 	ActionVoteRefused         AuditAction = "vote_refused"
 	ActionVoteWithdrawn       AuditAction = "vote_withdrawn"
+	// ActionVoteVoided is a counted approval that no longer qualified when
+	// checked again right before executing.
+	ActionVoteVoided AuditAction = "vote_voided"
 	// ActionReactionRemoved is a removed reaction whose vote stands,
 	// because the same person cast it by command or button too.
 	ActionReactionRemoved   AuditAction = "reaction_removed"

@@ -143,6 +143,11 @@ type Gate struct {
 	Escalated int          `json:"escalated,omitempty"`
 	Decision  GateDecision `json:"decision,omitempty"`
 	Kind      string       `json:"kind,omitempty"` // "approve" (default) or "retry" (reconciliation)
+
+	// Voided are counted approvals that no longer qualified when they were
+	// checked again right before executing (removed from a group,
+	// deactivated, handle given to another account).
+	Voided []Refusal `json:"voided,omitempty"`
 }
 
 // GateDecision is the outcome of a gate.
@@ -276,6 +281,10 @@ const (
 	JReconciled    JournalType = "reconciled"
 	JRunFinished   JournalType = "run_finished"
 	JRunCancelled  JournalType = "run_cancelled"
+
+	// JVoteVoided is a counted approval that no longer qualified when it
+	// was checked again right before the call it approved.
+	JVoteVoided JournalType = "vote_voided"
 )
 
 // AuditEntry is one line of the append-only, hash-chained audit log.

@@ -1,0 +1,184 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/groundcrew/groundcrew/bot/policy"
+	"github.com/groundcrew/groundcrew/internal/human"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/runbooks"
+)
+
+// voided is a counted approval found no longer to qualify, with why.
+type voided struct {
+	vote Vote
+	why  string
+}
+
+// recheckVotes checks every counted approval of g again against its policy
+// with the directory asked afresh (no cache, no stale fallback): the
+// account must still be an active person, and still an approver (still in
+// the group, its handle still naming the same account). It returns the
+// approvals that no longer count, and the required groups each remaining
+// voter belongs to now (by user id).
+func (e *Engine) recheckVotes(ctx context.Context, r *Run, g *Gate) ([]voided, map[string][]string, error) {
+	fresh := chatmodel.Fresh(ctx)
+	var out []voided
+	groups := map[string][]string{}
+	for _, v := range g.Votes {
+		if !v.Approve {
+			continue // a rejection needs no rights; it cannot approve anything
+		}
+		if why, err := e.accountNow(fresh, v.User); err != nil {
+			return nil, nil, err
+		} else if why != "" {
+			out = append(out, voided{vote: v, why: why})
+			continue
+		}
+		why, err := policy.Recheck(fresh, g.Policy, r.Requester.ID, v.User.ID, v.User.Name, v.BreakGlass, &e.dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		if why != "" {
+			out = append(out, voided{vote: v, why: why})
+			continue
+		}
+		gs, err := policy.VoterGroups(fresh, g.Policy, v.User.ID, &e.dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		groups[v.User.ID] = gs
+	}
+	return out, groups, nil
+}
+
+// accountNow says why the voter's account can no longer approve anything
+// (deactivated, gone, a bot), as the platform says now; "" when it can.
+func (e *Engine) accountNow(ctx context.Context, u User) (string, error) {
+	if e.dir.users == nil {
+		return "", nil
+	}
+	now, err := e.dir.users.ResolveUser(ctx, u.ID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return "the account no longer exists", nil
+	case err != nil:
+		return "", fmt.Errorf("looking up %s: %w", u.Display(), err)
+	}
+	switch now.Kind {
+	case UserPerson:
+		return "", nil
+	case UserDeactivated:
+		return "the account is deactivated", nil
+	case UserBot:
+		return "the account is a bot", nil
+	}
+	return "the platform no longer knows the account", nil
+}
+
+// voidLine is the gate's line for an approval that no longer counts.
+func voidLine(u User, why string) string {
+	return u.Display() + "'s approval no longer counts: " + why
+}
+
+// approvalsStand re-checks the approved gate's votes right before the call
+// they approve. Approvals that no longer qualify are voided (journal,
+// audit, a line on the gate). It returns true when the remaining votes
+// still approve; otherwise the gate is open again and asks for what is
+// missing (with a fresh expiry), or, when the directory cannot be asked,
+// the step fails closed: nothing is ever done on a quorum not checked.
+func (e *Engine) approvalsStand(ctx context.Context, r *Run, spec *runbooks.Step) ([]User, bool) {
+	g := r.Gate
+	gone, groups, err := e.recheckVotes(ctx, r, g)
+	if err != nil {
+		if ctx.Err() == nil {
+			e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("checking the approvals again before executing: %w; nothing was changed, start the run again when the chat platform answers", err), nil)
+		}
+		return nil, false
+	}
+	if len(gone) == 0 && !groupsChanged(g, groups) {
+		return voters(g), true
+	}
+	now := e.o.Now()
+	var reopened bool
+	r2, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
+		g2 := r.Gate
+		if g2 == nil || g2.ID != g.ID || g2.Decision != GateApproved {
+			return errRunOver
+		}
+		for _, x := range gone {
+			for i := range g2.Votes {
+				if g2.Votes[i].User.ID == x.vote.User.ID {
+					g2.Votes = append(g2.Votes[:i], g2.Votes[i+1:]...)
+					break
+				}
+			}
+			g2.Voided = append(g2.Voided, Refusal{User: x.vote.User, Reason: x.why, At: now, Action: "approval"})
+			b.Note(JournalEntry{Time: now, Step: g2.StepID, Type: JVoteVoided, Actor: x.vote.User.ID, ActorName: x.vote.User.Name, PlanHash: g2.PlanHash,
+				Message: "approval no longer counts: " + x.why})
+			b.AuditLog(AuditEntry{Time: now, Actor: x.vote.User.ID, Action: ActionVoteVoided, Step: g2.StepID, Target: r.Target, PlanHash: g2.PlanHash,
+				Via: string(x.vote.Via), Detail: "approval checked again before executing: " + x.why})
+		}
+		for i := range g2.Votes {
+			if gs, ok := groups[g2.Votes[i].User.ID]; ok {
+				g2.Votes[i].Groups = gs
+			}
+		}
+		if policy.Decide(g2.Policy, ballots(g2), time.Time{}, now) == GateApproved {
+			return nil
+		}
+		// The quorum is gone: ask again, with the full time to answer.
+		reopened = true
+		g2.Decision = GatePending
+		g2.ExpiresAt = now.Add(time.Duration(g2.Policy.WithDefaults().Expires))
+		g2.Reminded = false
+		// Escalation starts over too: it counts from the request asked again.
+		g2.RequestedAt, g2.Escalated = now, 0
+		b.Note(JournalEntry{Time: now, Step: g2.StepID, Type: JGateDecided, PlanHash: g2.PlanHash,
+			Message: "asked again before executing: the approvals that still count are not enough (" + Missing(g2) + " needed)"})
+		return r.SetState(RunAwaitingApproval)
+	})
+	if err != nil {
+		return nil, false
+	}
+	e.out.refreshGate(ctx, r2, r2.Gate)
+	if !reopened {
+		return voters(r2.Gate), true
+	}
+	lines := make([]string, 0, len(gone))
+	for _, x := range gone {
+		lines = append(lines, voidLine(x.vote.User, x.why))
+	}
+	g2 := r2.Gate
+	e.out.thread(ctx, r2, RoleReminder, g2.StepID, Message{Broadcast: true,
+		Text: fmt.Sprintf("⚠️ Nothing was done: approval of `%s` (%s) is asked again. %s. Still needed: %s · expires in %s.",
+			r2.ID, planSummary(g2), strings.Join(lines, "; "), Missing(g2), human.Duration(time.Duration(g2.Policy.WithDefaults().Expires)))})
+	e.out.refreshRoot(ctx, r2)
+	return nil, false
+}
+
+// groupsChanged reports whether a remaining voter's required groups differ
+// from what was recorded when they voted.
+func groupsChanged(g *Gate, now map[string][]string) bool {
+	if len(g.Policy.RequireGroups) == 0 {
+		return false
+	}
+	for _, v := range g.Votes {
+		gs, ok := now[v.User.ID]
+		if ok && strings.Join(gs, ",") != strings.Join(v.Groups, ",") {
+			return true
+		}
+	}
+	return false
+}
+
+func planSummary(g *Gate) string {
+	if g.Plan == nil {
+		return g.StepID
+	}
+	return g.Plan.Summary
+}
