@@ -289,6 +289,9 @@ func BenchmarkStore100k_Status(b *testing.B) {
 // TestMain removes the benchmark store (1.5 GB at 100,000 runs) after the run.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if pgBench.drop != nil {
+		pgBench.drop() // the PostgreSQL copy (bench_pg_test.go)
+	}
 	if bench.dir != "" {
 		_ = os.RemoveAll(bench.dir)
 	}

@@ -1,0 +1,216 @@
+package bot_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/bot/bottest"
+	"github.com/groundcrew/groundcrew/store"
+	"github.com/groundcrew/groundcrew/store/pgstore"
+	"github.com/groundcrew/groundcrew/store/pgstore/pgtest"
+)
+
+// The PostgreSQL store at scale (README "Running highly available"):
+//
+//	go test -run '^$' -bench 'PG100k' -benchtime 200x ./bot/
+//
+// copies the bbolt benchmark store (100,000 finished runs and 10 waiting
+// for a person, see bench_test.go) into a new database on the test server
+// (GROUNDCREW_TEST_PG, default 127.0.0.1:5432), as `groundcrew store copy`
+// does, and dropped after the run. The store is fenced and holds the
+// lease, as a leader's is: every write checks the epoch.
+
+var (
+	pgBenchOnce sync.Once
+	pgBench     struct {
+		dsn   string
+		drop  func()
+		build time.Duration
+		err   error
+	}
+)
+
+func pgBenchSetup(b *testing.B) *pgstore.DB {
+	b.Helper()
+	benchSetup(b)
+	server := pgtest.Server(b)
+	pgBenchOnce.Do(func() {
+		ctx := context.Background()
+		rb := make([]byte, 6)
+		_, _ = rand.Read(rb)
+		name := "groundcrew_bench_" + hex.EncodeToString(rb)
+		admin, err := pgx.Connect(ctx, server.String())
+		if err != nil {
+			pgBench.err = err
+			return
+		}
+		defer admin.Close(ctx)
+		if _, err := admin.Exec(ctx, "create database "+name); err != nil {
+			pgBench.err = err
+			return
+		}
+		pgBench.drop = func() {
+			if c, err := pgx.Connect(ctx, server.String()); err == nil {
+				_, _ = c.Exec(ctx, "drop database if exists "+name+" with (force)")
+				c.Close(ctx)
+			}
+		}
+		u := *server
+		u.Path = "/" + name
+		pgBench.dsn = u.String()
+		start := time.Now()
+		src, err := store.Open(bench.path, store.Options{})
+		if err != nil {
+			pgBench.err = err
+			return
+		}
+		defer src.Close()
+		dst, err := pgstore.Open(ctx, pgBench.dsn, pgstore.Options{})
+		if err != nil {
+			pgBench.err = err
+			return
+		}
+		defer dst.Close()
+		_, pgBench.err = dst.Load(ctx, func(l *pgstore.Loader) error {
+			return src.Dump(store.Dump{Run: l.Run, Message: l.Message, Audit: l.Audit, Event: l.Event, Outbox: l.Outbox,
+				Digest: l.Digest, KV: l.KV, Incident: l.Incident, IncidentKey: l.IncidentKey})
+		})
+		if pgBench.err == nil {
+			_, pgBench.err = dst.Pool().Exec(ctx, "vacuum analyze")
+		}
+		pgBench.build = time.Since(start)
+	})
+	if pgBench.err != nil {
+		b.Fatal(pgBench.err)
+	}
+	ctx := context.Background()
+	db, err := pgstore.Open(ctx, pgBench.dsn, pgstore.Options{Fenced: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	holder := fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	if _, err := db.Pool().Exec(ctx, "update leader set holder = '', expires_at = now()"); err != nil {
+		b.Fatal(err)
+	}
+	epoch, ok, _, err := db.Lease().Acquire(ctx, holder, time.Hour)
+	if err != nil || !ok {
+		b.Fatalf("lease: %v", err)
+	}
+	db.SetEpoch(epoch)
+	size, _ := db.Size()
+	b.Logf("PostgreSQL store: %d finished + 10 active runs, database %.1f MB; copied from bbolt in %s",
+		bench.runs, float64(size)/1e6, pgBench.build.Round(time.Second))
+	return db
+}
+
+// BenchmarkPG100k_Tick is one engine tick on the PostgreSQL store (goal ≤ 5 ms).
+func BenchmarkPG100k_Tick(b *testing.B) {
+	db := pgBenchSetup(b)
+	eng, _, err := benchEngine(db, bottest.NewClock(bench.now))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	eng.Tick(ctx)
+	_ = eng.WaitIdle(ctx)
+	b.ResetTimer()
+	for b.Loop() {
+		eng.Tick(ctx)
+	}
+}
+
+// BenchmarkPG100k_UpdateRun is one run update with a journal entry, the
+// fence check included (goal ≤ 5 ms).
+func BenchmarkPG100k_UpdateRun(b *testing.B) {
+	db := pgBenchSetup(b)
+	ctx := context.Background()
+	active, err := db.ListRuns(ctx, bot.RunQuery{Active: true, Limit: 1})
+	if err != nil || len(active) != 1 {
+		b.Fatalf("active run: %v", err)
+	}
+	id := active[0].ID
+	for b.Loop() {
+		if _, err := db.UpdateRun(ctx, id, func(r *bot.Run, batch *bot.Batch) error {
+			r.UpdatedAt = time.Now()
+			batch.Note(bot.JournalEntry{Type: bot.JStepStarted, Step: "bench"})
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPG100k_CreateRun creates a run like the template (its journal,
+// audit entries and message index in the same transaction).
+func BenchmarkPG100k_CreateRun(b *testing.B) {
+	db := pgBenchSetup(b)
+	ctx := context.Background()
+	tmpl, err := db.GetRun(ctx, "r-b000000001")
+	if err != nil {
+		b.Fatal(err)
+	}
+	journal, err := db.Journal(ctx, tmpl.ID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	audit, err := db.AuditEntries(ctx, tmpl.ID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prefix := fmt.Sprintf("r-c%d-", time.Now().UnixNano())
+	i := 0
+	for b.Loop() {
+		i++
+		r := *tmpl
+		r.ID = fmt.Sprintf("%s%d", prefix, i)
+		batch := &bot.Batch{Journal: append([]bot.JournalEntry(nil), journal...), Audit: append([]bot.AuditEntry(nil), audit...)}
+		for j, st := range r.Steps {
+			batch.Messages = append(batch.Messages, bot.MessageIndex{Ref: bot.MessageRef{Platform: "test", Channel: "C1", ID: fmt.Sprintf("%s-%d", r.ID, j)}, RunID: r.ID, Step: st.ID, Role: "step"})
+		}
+		if err := db.CreateRun(ctx, &r, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPG100k_Active lists the active runs (Tick, resume, /runbook status).
+func BenchmarkPG100k_Active(b *testing.B) {
+	db := pgBenchSetup(b)
+	for b.Loop() {
+		runs, err := db.ListRuns(context.Background(), bot.RunQuery{Active: true})
+		if err != nil || len(runs) < 10 {
+			b.Fatalf("%d active runs, %v", len(runs), err)
+		}
+	}
+}
+
+// BenchmarkPG100k_RunsList is `groundcrew runs list`: the 50 most recent runs.
+func BenchmarkPG100k_RunsList(b *testing.B) {
+	db := pgBenchSetup(b)
+	for b.Loop() {
+		runs, err := db.ListRuns(context.Background(), bot.RunQuery{Limit: 50})
+		if err != nil || len(runs) != 50 {
+			b.Fatalf("%d runs, %v", len(runs), err)
+		}
+	}
+}
+
+// BenchmarkPG100k_ThreadRuns is the lookup of an incident thread's runs.
+func BenchmarkPG100k_ThreadRuns(b *testing.B) {
+	db := pgBenchSetup(b)
+	for b.Loop() {
+		runs, err := db.ListRuns(context.Background(), bot.RunQuery{Thread: "b5-root"})
+		if err != nil || len(runs) != 1 {
+			b.Fatalf("%d runs, %v", len(runs), err)
+		}
+	}
+}
