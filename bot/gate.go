@@ -356,6 +356,7 @@ func (e *Engine) checkGateTimers(ctx context.Context, r *Run, now time.Time) {
 			if err := r.Gate.SetDecision(GateExpired); err != nil {
 				return err
 			}
+			r.NoteGateDecided(now)
 			st := r.Current()
 			if err := st.SetStatus(StepFailed); err != nil {
 				return err

@@ -98,6 +98,7 @@ func (m machine) decide(r *Run, b *Batch, now time.Time, by User, reason string)
 		if err := g.SetDecision(GateApproved); err != nil {
 			return decision, err
 		}
+		r.NoteGateDecided(now)
 		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, PlanHash: g.PlanHash, Message: "approved by " + userList(voters(g))})
 		b.AuditLog(AuditEntry{Time: now, Actor: m.bot, Action: ActionApprovalGranted, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Detail: "approved by " + userList(voters(g))})
 		return decision, r.SetState(RunRunning)
@@ -105,6 +106,7 @@ func (m machine) decide(r *Run, b *Batch, now time.Time, by User, reason string)
 		if err := g.SetDecision(GateRejected); err != nil {
 			return decision, err
 		}
+		r.NoteGateDecided(now)
 		st := r.Current()
 		if err := st.SetStatus(StepFailed); err != nil {
 			return decision, err

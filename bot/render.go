@@ -95,11 +95,22 @@ func renderRoot(r *Run, now time.Time) Message {
 	text := fmt.Sprintf("%s *%s* on `%s`%s — started by %s · run `%s`\nStatus: %s",
 		runIcon(r.State), r.Runbook, r.Target, dry, r.Requester.Display(), r.ID, stateLine(r))
 	if r.State.Terminal() {
-		text += fmt.Sprintf(" · %s", human.Duration(r.Duration(now)))
+		text += " · " + runDuration(r, now)
 	} else {
 		text += "\nThread below."
 	}
 	return Message{Text: text}
+}
+
+// runDuration says how long a run took, and how much of it was waiting
+// for approval: "12 s (8 s waiting for approval)".
+func runDuration(r *Run, now time.Time) string {
+	d := r.Duration(now)
+	out := human.Duration(d)
+	if w := min(r.ApprovalWait, d); w >= time.Second {
+		out += fmt.Sprintf(" (%s waiting for approval)", human.Duration(w))
+	}
+	return out
 }
 
 // renderStep renders one step's message at time now.
@@ -297,7 +308,7 @@ func renderPlanItems(p *Plan, n int) string {
 func renderFinal(r *Run, journal []JournalEntry, now time.Time) Message {
 	var b strings.Builder
 	verb := map[RunState]string{RunSucceeded: "finished", RunFailed: "failed", RunCancelled: "was cancelled"}[r.State]
-	fmt.Fprintf(&b, "%s *%s* on `%s` %s after %s", runIcon(r.State), r.Runbook, r.Target, verb, human.Duration(r.Duration(now)))
+	fmt.Fprintf(&b, "%s *%s* on `%s` %s after %s", runIcon(r.State), r.Runbook, r.Target, verb, runDuration(r, now))
 	if changes := changesMade(r, journal); changes != "" {
 		b.WriteString(" — " + changes)
 	} else if !r.DryRun && journal != nil { // nil: the journal could not be read

@@ -209,6 +209,7 @@ func (e *Engine) breakGlass(ctx context.Context, runID string, conv Conversation
 		if err := g.SetDecision(GateApproved); err != nil {
 			return err
 		}
+		r.NoteGateDecided(now)
 		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, Actor: user.ID, ActorName: user.Name, PlanHash: g.PlanHash, Message: "BREAK-GLASS approval by " + user.Display() + ": " + reason})
 		b.AuditLog(AuditEntry{Time: now, Actor: user.ID, Action: ActionBreakGlass, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(ViaCommand), Detail: reason})
 		return r.SetState(RunRunning)

@@ -83,6 +83,9 @@ type Run struct {
 	UpdatedAt       time.Time      `json:"updated_at"`
 	FinishedAt      time.Time      `json:"finished_at,omitzero"`
 	Error           string         `json:"error,omitempty"`
+	// ApprovalWait is the time the run's gates waited for a decision, so
+	// that a duration can say how much of it was waiting for people.
+	ApprovalWait time.Duration `json:"approval_wait,omitempty"`
 }
 
 // StepState is the state of one step of a run.
@@ -224,6 +227,14 @@ func (r *Run) Duration(now time.Time) time.Duration {
 		end = r.FinishedAt
 	}
 	return end.Sub(r.CreatedAt)
+}
+
+// NoteGateDecided adds the wait of the run's gate, decided at now, to
+// ApprovalWait. Call it where the gate's decision is set.
+func (r *Run) NoteGateDecided(now time.Time) {
+	if r.Gate != nil && !r.Gate.RequestedAt.IsZero() && now.After(r.Gate.RequestedAt) {
+		r.ApprovalWait += now.Sub(r.Gate.RequestedAt)
+	}
 }
 
 // JournalEntry is one line of a run's journal: what the engine intended,
