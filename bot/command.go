@@ -237,7 +237,7 @@ func closest(s string, candidates []string) string { return runbooks.Suggest(s, 
 // Handle implements Handler.
 func (e *Engine) Handle(ctx context.Context, ev Event) error {
 	if ev.ID != "" {
-		seen, err := e.o.Store.SeenEvent(ctx, ev.ID, e.o.Now())
+		seen, err := e.opts.Store.SeenEvent(ctx, ev.ID, e.opts.Now())
 		if err != nil {
 			return fmt.Errorf("recording event %s: %w", ev.ID, err)
 		}
@@ -265,22 +265,16 @@ func (e *Engine) command(ctx context.Context, ev Event) error {
 	}
 	switch c.Verb {
 	case VerbHelp:
-		e.out.reply(ctx, ev.Conversation, ev.User, helpText(targetNames(e.o.Targets), e.hints))
+		e.out.reply(ctx, ev.Conversation, ev.User, helpText(targetNames(e.opts.Targets), e.hints))
 	case VerbList:
-		e.out.reply(ctx, ev.Conversation, ev.User, listText(e.o.Library, e.o.Ops))
+		e.out.reply(ctx, ev.Conversation, ev.User, listText(e.opts.Library, e.opts.Ops))
 	case VerbShow:
-		e.out.reply(ctx, ev.Conversation, ev.User, showText(e.o.Library, e.o.Ops, c.Name))
+		e.out.reply(ctx, ev.Conversation, ev.User, showText(e.opts.Library, e.opts.Ops, c.Name))
 	case VerbStatus:
-		e.out.reply(ctx, ev.Conversation, ev.User, statusText(ctx, e.o.Store, c.Name, e.o.Now(), e.writes.failures, e.set.reloadedAt))
+		e.out.reply(ctx, ev.Conversation, ev.User, statusText(ctx, e.opts.Store, c.Name, e.opts.Now(), e.writes.failures, e.set.reloadedAt))
 	case VerbRun:
 		if err := e.start(ctx, ev, c); err != nil {
-			var ue *UserError
-			if errors.As(err, &ue) {
-				e.out.reply(ctx, ev.Conversation, ev.User, "⚠️ "+ue.Msg)
-				return nil
-			}
-			e.out.reply(ctx, ev.Conversation, ev.User, "❌ Could not start the run: "+UserMessage(err))
-			return err
+			return replyStartError(ctx, e.out, ev, err)
 		}
 	case VerbApprove, VerbReject:
 		if reason, ok := strings.CutPrefix(c.Rest, "--break-glass"); ok && c.Verb == VerbApprove {
@@ -297,9 +291,9 @@ func (e *Engine) command(ctx context.Context, ev Event) error {
 	case VerbCancel:
 		e.cancel(ctx, c.Name, ev.Conversation, ev.User, c.Rest)
 	case VerbSummary:
-		e.sums.command(ctx, ev, c.Name, c.Rest == "thread")
+		e.summaries.command(ctx, ev, c.Name, c.Rest == "thread")
 	case VerbDigest:
-		if e.o.Digests == nil {
+		if e.opts.Digests == nil {
 			e.out.reply(ctx, ev.Conversation, ev.User, "Digests are not available in this setup.")
 			return nil
 		}
@@ -308,7 +302,7 @@ func (e *Engine) command(ctx context.Context, ev Event) error {
 			// Collecting takes seconds: do it outside the event.
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
 			defer cancel()
-			if err := e.o.Digests.DigestNow(dctx, c.Name, ev.Conversation); err != nil {
+			if err := e.opts.Digests.DigestNow(dctx, c.Name, ev.Conversation); err != nil {
 				var ue *UserError
 				if errors.As(err, &ue) {
 					e.out.reply(dctx, ev.Conversation, ev.User, "⚠️ "+ue.Msg)
@@ -321,25 +315,66 @@ func (e *Engine) command(ctx context.Context, ev Event) error {
 	return nil
 }
 
+// replyStartError tells the person why their run did not start. A
+// refusal (*UserError) is answered and not an error of the handler.
+func replyStartError(ctx context.Context, out *poster, ev Event, err error) error {
+	var ue *UserError
+	if errors.As(err, &ue) {
+		out.reply(ctx, ev.Conversation, ev.User, "⚠️ "+ue.Msg)
+		return nil
+	}
+	out.reply(ctx, ev.Conversation, ev.User, "❌ Could not start the run: "+UserMessage(err))
+	return err
+}
+
+// StartRun implements runmodel.RunStarter: the typed `/runbook run`,
+// for subsystems (an incident's Run button). No text is composed or
+// parsed; the checks are those of the command. A refusal is answered
+// privately to the person and returned as a *UserError.
+func (e *Engine) StartRun(ctx context.Context, req StartRequest) error {
+	ev := Event{Kind: EventCommand, ID: req.EventID, User: req.User, Conversation: req.Thread, Time: req.Time}
+	if ev.ID != "" {
+		seen, err := e.opts.Store.SeenEvent(ctx, ev.ID, e.opts.Now())
+		if err != nil {
+			return fmt.Errorf("recording event %s: %w", ev.ID, err)
+		}
+		if seen {
+			return nil
+		}
+	}
+	params := make(map[string]string, len(req.Params)+1)
+	for k, v := range req.Params {
+		params[k] = v
+	}
+	if req.Target != "" {
+		params["target"] = req.Target
+	}
+	if err := e.start(ctx, ev, Command{Verb: VerbRun, Name: req.Runbook, Params: params, DryRun: req.DryRun}); err != nil {
+		_ = replyStartError(ctx, e.out, ev, err) // answered; the caller learns it too
+		return err
+	}
+	return nil
+}
+
 // start validates and starts a run.
 func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
-	rb, ok := e.o.Library.Get(c.Name)
-	if br, broken := e.o.Library.Broken(c.Name); !ok && broken {
+	rb, ok := e.opts.Library.Get(c.Name)
+	if br, broken := e.opts.Library.Broken(c.Name); !ok && broken {
 		return &UserError{Msg: brokenText(br)}
 	}
 	if !ok {
-		return &UserError{Msg: noRunbookText(e.o.Library, c.Name) + " See `/runbook list`."}
+		return &UserError{Msg: noRunbookText(e.opts.Library, c.Name) + " See `/runbook list`."}
 	}
 	target := c.Params["target"]
 	delete(c.Params, "target")
-	targets := targetNames(e.o.Targets)
+	targets := targetNames(e.opts.Targets)
 	if target == "" {
 		if len(targets) != 1 {
 			return &UserError{Msg: fmt.Sprintf("Which target? Add `target=<name>`; configured targets: %s.", strings.Join(quoteAll(targets), ", "))}
 		}
 		target = targets[0]
 	}
-	ti, ok := e.o.Targets[target]
+	ti, ok := e.opts.Targets[target]
 	if !ok {
 		msg := fmt.Sprintf("Unknown target %q.", target)
 		if s := closest(target, targets); s != "" {
@@ -353,7 +388,7 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 	}
 	start := policy.Start{Target: target, Runbook: rb.Name}
 	for _, s := range rb.Steps {
-		op, ok := e.o.Ops.Get(s.Op)
+		op, ok := e.opts.Ops.Get(s.Op)
 		if !ok {
 			continue
 		}
@@ -377,14 +412,14 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 	if err := e.out.canPost(ctx, ev.Conversation); err != nil {
 		return err
 	}
-	now := e.o.Now()
+	now := e.opts.Now()
 	r := &Run{
 		Runbook: rb.Name, Title: rb.Title, Target: target, Params: params, Vars: ti.Vars,
 		Requester: ev.User, Conversation: ev.Conversation, State: RunRunning, DryRun: c.DryRun,
 		Spec: rb, CreatedAt: now, UpdatedAt: now,
 	}
 	for _, s := range rb.Steps {
-		r.Steps = append(r.Steps, StepState{ID: s.ID, Kind: string(s.Kind), Op: s.Op, Status: StepPending})
+		r.Steps = append(r.Steps, StepState{ID: s.ID, Kind: s.Kind, Op: s.Op, Status: StepPending})
 	}
 	env := runEnv(r)
 	for i, s := range rb.Steps {
@@ -397,7 +432,7 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 	b.AuditLog(AuditEntry{Time: now, Actor: ev.User.ID, Action: ActionRunStarted, Target: target, Detail: strings.TrimSpace(fmt.Sprintf("%s %s", rb.Name, FormatParams(params))) + map[bool]string{true: " (dry run)"}[c.DryRun]})
 	for range 20 {
 		r.ID = newRunID()
-		err = e.o.Store.CreateRun(ctx, r, &b)
+		err = e.opts.Store.CreateRun(ctx, r, &b)
 		if !errors.Is(err, ErrExists) {
 			break
 		}
@@ -405,11 +440,11 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 	if err != nil {
 		return fmt.Errorf("saving the run: %w", err)
 	}
-	e.o.Observer.RunCommitted(r, &b)
+	e.opts.Observer.RunCommitted(r, &b)
 	for i := range b.Audit {
 		b.Audit[i].RunID = r.ID
 	}
-	e.out.run(ctx, ev.Conversation, r.ID, RoleRoot, "", renderRoot(r, e.o.Now()))
+	e.out.post(ctx, ev.Conversation, r.ID, RoleRoot, "", renderRoot(r, e.opts.Now()))
 	e.work.kick(r.ID)
 	return nil
 }
@@ -459,7 +494,7 @@ func (e *Engine) reaction(ctx context.Context, ev Event) error {
 		default:
 			return nil
 		}
-		r, err := e.o.Store.GetRun(ctx, idx.RunID)
+		r, err := e.opts.Store.GetRun(ctx, idx.RunID)
 		if err != nil || r.Current() == nil || r.Current().ID != idx.Step || r.Current().Status != StepManual {
 			return nil // reactions on finished steps are just reactions
 		}

@@ -78,15 +78,14 @@ func firstLine(s string) string {
 // showEnv is what titles see in /runbook show, before any run: the
 // params' defaults, no results yet (titles show their fallback).
 func showEnv(rb *runbooks.Runbook) runbooks.Env {
-	params, steps := map[string]any{}, map[string]any{}
+	params, steps := map[string]string{}, map[string]runbooks.StepEnv{}
 	for _, p := range rb.Params {
 		params[p.Name] = p.Default
 	}
 	for _, s := range rb.Steps {
-		steps[s.ID] = map[string]any{"status": string(StepPending), "summary": "", "result": nil, "by": ""}
+		steps[s.ID] = runbooks.StepEnv{Status: string(StepPending)}
 	}
-	return runbooks.Env{"params": params, "vars": map[string]any{}, "target": "the target", "steps": steps,
-		"run": map[string]any{"id": "", "requester": "", "dry_run": false}}
+	return runbooks.NewEnv(params, nil, "the target", steps, runbooks.RunEnv{})
 }
 
 // noRunbookText answers a runbook name that names nothing, with the

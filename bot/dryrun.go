@@ -16,7 +16,7 @@ func (e *Engine) dryRunBranch(ctx context.Context, r *Run, spec *runbooks.Step, 
 	if !r.DryRun || spec.Kind != runbooks.KindAction {
 		return false
 	}
-	op, ok := e.o.Ops.Get(spec.Op)
+	op, ok := e.opts.Ops.Get(spec.Op)
 	if !ok || op.Class != ClassDestructive {
 		return false
 	}

@@ -144,20 +144,20 @@ func (nopObserver) RunCommitted(*Run, *Batch) {}
 // advances runs (exec.go), opens and decides gates (gate.go, vote.go), and
 // wires the subsystems below, each a small type with one concern.
 type Engine struct {
-	o   Options
-	log *slog.Logger
+	opts Options
+	log  *slog.Logger
 
 	// The subsystems the engine wires (each in its own file):
-	writes    *durableWriter // every store write succeeds, is retried, or fails loudly
-	out       *poster        // renders and posts the run's messages
-	hints     hints          // how people answer on this platform
-	work      *workers       // the goroutines that advance runs; calls in flight
-	sm        machine        // the run state machine's moves inside an update
-	hk        *housekeeping  // the store's housekeeping
-	sums      *summaries     // /runbook summary: a run's or a whole thread's
-	dir       directory      // user ids and group members for the approval policy
-	gateEdits gateEdits      // how often an open gate's message is edited
-	set       *settings      // the approval policy, swapped by Reload; runs keep theirs
+	writes       *durableWriter // every store write succeeds, is retried, or fails loudly
+	out          *poster        // renders and posts the run's messages
+	hints        hints          // how people answer on this platform
+	work         *workers       // the goroutines that advance runs; calls in flight
+	moves        machine        // the run state machine's moves inside an update
+	housekeeping *housekeeping  // the store's housekeeping
+	summaries    *summaries     // /runbook summary: a run's or a whole thread's
+	dir          directory      // user ids and group members for the approval policy
+	gateEdits    gateEdits      // how often an open gate's message is edited
+	set          *settings      // the approval policy, swapped by Reload; runs keep theirs
 }
 
 var _ Handler = (*Engine)(nil)
@@ -168,8 +168,8 @@ func New(o Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{
-		o:   o,
-		log: o.Logger,
+		opts: o,
+		log:  o.Logger,
 	}
 	e.set = newSettings(o.Approvals)
 	e.writes = newDurableWriter(o.Store, o.Chat, o.Logger, o.Now)
@@ -180,9 +180,9 @@ func New(o Options) (*Engine, error) {
 	e.out = newPoster(d, o.Capabilities, o.Store, e.writes, o.Logger, o.Now)
 	e.hints = e.out.hints
 	e.work = newWorkers(o.Logger, o.OpTimeout, e.advance)
-	e.sm = machine{now: o.Now, bot: o.BotName}
-	e.hk = &housekeeping{store: o.Capabilities.Housekeeper, log: o.Logger, every: o.HousekeepEvery}
-	e.sums = &summaries{store: o.Store, reader: o.Capabilities.Threads, notes: o.Threads, out: e.out, log: o.Logger, now: o.Now}
+	e.moves = machine{now: o.Now, bot: o.BotName}
+	e.housekeeping = &housekeeping{store: o.Capabilities.Housekeeper, log: o.Logger, every: o.HousekeepEvery}
+	e.summaries = &summaries{store: o.Store, reader: o.Capabilities.Threads, notes: o.Threads, out: e.out, log: o.Logger, now: o.Now}
 	e.dir = directory{log: o.Logger, ttl: o.GroupTTL, now: o.Now, ids: map[string]idEntry{}, members: map[string]groupEntry{},
 		groups: o.Capabilities.Groups, users: o.Capabilities.Identities}
 	return e, nil
@@ -192,11 +192,11 @@ func New(o Options) (*Engine, error) {
 // wait polls, the outbox) until ctx ends. It returns nil on cancellation.
 func (e *Engine) Run(ctx context.Context) error {
 	e.work.setContext(ctx)
-	e.dir.resolveNames(ctx, e.set.approvals(), e.o.Library)
+	e.dir.resolveNames(ctx, e.set.approvals(), e.opts.Library)
 	if err := e.Resume(ctx); err != nil {
 		return err
 	}
-	t := time.NewTicker(e.o.TickInterval)
+	t := time.NewTicker(e.opts.TickInterval)
 	defer t.Stop()
 	for {
 		select {
@@ -213,11 +213,11 @@ func (e *Engine) Run(ctx context.Context) error {
 // redone, write/destructive calls found with intent but no outcome are
 // reconciled, and runs that can proceed are continued.
 func (e *Engine) Resume(ctx context.Context) error {
-	runs, err := e.o.Store.ListRuns(ctx, RunQuery{Active: true})
+	runs, err := e.opts.Store.ListRuns(ctx, RunQuery{Active: true})
 	if err != nil {
 		return fmt.Errorf("loading active runs: %w", err)
 	}
-	watcher := e.o.Capabilities.Rewatch
+	watcher := e.opts.Capabilities.Rewatch
 	for _, r := range runs {
 		if watcher != nil {
 			if r.Gate != nil && r.Gate.Decision == GatePending && !r.Gate.Message.IsZero() {
@@ -241,12 +241,12 @@ func (e *Engine) Resume(ctx context.Context) error {
 // Tick checks every active run's timers once. Run calls it every
 // TickInterval; tests call it with a fake clock.
 func (e *Engine) Tick(ctx context.Context) {
-	runs, err := e.o.Store.ListRuns(ctx, RunQuery{Active: true})
+	runs, err := e.opts.Store.ListRuns(ctx, RunQuery{Active: true})
 	if err != nil {
 		e.log.Error("listing active runs", "err", err)
 		return
 	}
-	now := e.o.Now()
+	now := e.opts.Now()
 	for _, r := range runs {
 		switch r.State {
 		case RunAwaitingApproval:
@@ -262,7 +262,7 @@ func (e *Engine) Tick(ctx context.Context) {
 		}
 	}
 	e.out.flush(ctx)
-	e.hk.maybe(ctx, now, e.work.background)
+	e.housekeeping.maybe(ctx, now, e.work.background)
 }
 
 // WaitIdle blocks until no run is being advanced and no run is in the
@@ -270,7 +270,7 @@ func (e *Engine) Tick(ctx context.Context) {
 func (e *Engine) WaitIdle(ctx context.Context) error {
 	for {
 		e.work.wait()
-		runs, err := e.o.Store.ListRuns(ctx, RunQuery{Active: true})
+		runs, err := e.opts.Store.ListRuns(ctx, RunQuery{Active: true})
 		if err != nil {
 			return err
 		}
@@ -294,8 +294,8 @@ func (e *Engine) WaitIdle(ctx context.Context) error {
 }
 
 func (e *Engine) hook(point string) {
-	if e.o.Hook != nil {
-		e.o.Hook(point)
+	if e.opts.Hook != nil {
+		e.opts.Hook(point)
 	}
 }
 

@@ -22,7 +22,7 @@ func (e *Engine) advance(ctx context.Context, id string) {
 		if ctx.Err() != nil {
 			return
 		}
-		r, err := e.o.Store.GetRun(ctx, id)
+		r, err := e.opts.Store.GetRun(ctx, id)
 		if err != nil {
 			e.log.Error("loading run", "run", id, "err", err)
 			return
@@ -31,7 +31,7 @@ func (e *Engine) advance(ctx context.Context, id string) {
 		case RunRunning:
 		case RunWaiting:
 			st := r.Current()
-			if st == nil || st.NextPoll.After(e.o.Now()) {
+			if st == nil || st.NextPoll.After(e.opts.Now()) {
 				return
 			}
 			e.pollWait(ctx, r)
@@ -55,7 +55,7 @@ func (e *Engine) advance(ctx context.Context, id string) {
 		default:
 			// A finished step at the cursor: move on.
 			_, _ = e.update(ctx, r.ID, func(r *Run, b *Batch) error {
-				return e.sm.moveOn(r, b, r.Current().Status == StepSucceeded || r.Current().Status == StepSkipped)
+				return e.moves.moveOn(r, b, r.Current().Status == StepSucceeded || r.Current().Status == StepSkipped)
 			})
 		}
 	}
@@ -70,11 +70,11 @@ func (e *Engine) update(ctx context.Context, id string, fn func(*Run, *Batch) er
 		if err := fn(r, b); err != nil {
 			return err
 		}
-		r.UpdatedAt, batch = e.o.Now(), b
+		r.UpdatedAt, batch = e.opts.Now(), b
 		return nil
 	})
 	if err == nil && batch != nil {
-		e.o.Observer.RunCommitted(r, batch)
+		e.opts.Observer.RunCommitted(r, batch)
 	}
 	if err != nil && !errors.Is(err, errRunOver) {
 		e.log.Error("updating run", "run", id, "err", err)
@@ -84,7 +84,7 @@ func (e *Engine) update(ctx context.Context, id string, fn func(*Run, *Batch) er
 
 // runEnv is what expressions and templates see.
 func runEnv(r *Run) runbooks.Env {
-	steps := map[string]any{}
+	steps := make(map[string]runbooks.StepEnv, len(r.Steps))
 	for _, st := range r.Steps {
 		var res any
 		if len(st.Result) > 0 {
@@ -94,20 +94,9 @@ func runEnv(r *Run) runbooks.Env {
 		if st.By != nil {
 			by = st.By.Name
 		}
-		steps[st.ID] = map[string]any{"status": string(st.Status), "summary": st.Summary, "result": res, "by": by}
+		steps[st.ID] = runbooks.StepEnv{Status: string(st.Status), Summary: st.Summary, Result: res, By: by}
 	}
-	params := map[string]any{}
-	for k, v := range r.Params {
-		params[k] = v
-	}
-	vars := map[string]any{}
-	for k, v := range r.Vars {
-		vars[k] = v
-	}
-	return runbooks.Env{
-		"params": params, "vars": vars, "target": r.Target, "steps": steps,
-		"run": map[string]any{"id": r.ID, "requester": r.Requester.Name, "dry_run": r.DryRun},
-	}
+	return runbooks.NewEnv(r.Params, r.Vars, r.Target, steps, runbooks.RunEnv{ID: r.ID, Requester: r.Requester.Name, DryRun: r.DryRun})
 }
 
 func optional(s string) string {
@@ -119,7 +108,7 @@ func optional(s string) string {
 
 // finish ends a run (if not already) and posts the final message.
 func (e *Engine) finish(ctx context.Context, id string, to RunState, msg string) {
-	r, err := e.update(ctx, id, func(r *Run, b *Batch) error { return e.sm.endRun(r, b, to, msg) })
+	r, err := e.update(ctx, id, func(r *Run, b *Batch) error { return e.moves.endRun(r, b, to, msg) })
 	if err != nil {
 		return
 	}
@@ -136,12 +125,12 @@ func (e *Engine) stepFail(ctx context.Context, id, stepID string, cause error, s
 		if err := st.SetStatus(StepFailed); err != nil {
 			return err
 		}
-		st.FinishedAt, st.Error = e.o.Now(), UserMessage(cause)
+		st.FinishedAt, st.Error = e.opts.Now(), UserMessage(cause)
 		if set != nil {
 			set(st)
 		}
 		b.Note(JournalEntry{Time: st.FinishedAt, Step: st.ID, Type: JStepFailed, Message: st.Error})
-		return e.sm.moveOn(r, b, false)
+		return e.moves.moveOn(r, b, false)
 	})
 	if err != nil {
 		return nil
@@ -160,7 +149,7 @@ func (e *Engine) stepDone(ctx context.Context, id, stepID string, status StepSta
 		if st == nil || st.ID != stepID {
 			return errRunOver
 		}
-		st.Status, st.FinishedAt = status, e.o.Now()
+		st.Status, st.FinishedAt = status, e.opts.Now()
 		if set != nil {
 			set(st, b)
 		}
@@ -172,7 +161,7 @@ func (e *Engine) stepDone(ctx context.Context, id, stepID string, status StepSta
 		if r.State.Terminal() {
 			return nil // outcome recorded on a cancelled run; no moving on
 		}
-		return e.sm.moveOn(r, b, true)
+		return e.moves.moveOn(r, b, true)
 	})
 	if err != nil {
 		return nil
@@ -213,7 +202,7 @@ func (e *Engine) startStep(ctx context.Context, r *Run, spec *runbooks.Step) {
 		e.startApproval(ctx, r, spec, env)
 		return
 	}
-	op, ok := e.o.Ops.Get(spec.Op)
+	op, ok := e.opts.Ops.Get(spec.Op)
 	if !ok {
 		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("operation %s is not available (is its provider configured?)", spec.Op), nil)
 		return
@@ -286,12 +275,12 @@ func (e *Engine) runRead(ctx context.Context, r *Run, spec *runbooks.Step, op Op
 	_, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
 		st := r.Current()
 		if st.Status != StepRunning {
-			b.Note(JournalEntry{Time: e.o.Now(), Step: st.ID, Type: JStepStarted, Message: op.Name})
+			b.Note(JournalEntry{Time: e.opts.Now(), Step: st.ID, Type: JStepStarted, Message: op.Name})
 		}
 		if err := st.SetStatus(StepRunning); err != nil {
 			return err
 		}
-		st.StartedAt, st.Args = e.o.Now(), call.Args
+		st.StartedAt, st.Args = e.opts.Now(), call.Args
 		return nil
 	})
 	if err != nil {
@@ -335,9 +324,9 @@ func (e *Engine) runWrite(ctx context.Context, r *Run, spec *runbooks.Step, op O
 		if err := st.SetStatus(StepExecuting); err != nil {
 			return err
 		}
-		st.StartedAt, st.Args, st.ApprovedBy = e.o.Now(), call.Args, approvedBy
-		b.Note(JournalEntry{Time: e.o.Now(), Step: st.ID, Type: JIntent, Message: op.Name + " " + formatArgs(call.Args)})
-		b.AuditLog(AuditEntry{Time: e.o.Now(), Actor: r.Requester.ID, Action: ActionCall(op.Class), Step: st.ID, Target: r.Target, Detail: op.Name + " " + formatArgs(call.Args)})
+		st.StartedAt, st.Args, st.ApprovedBy = e.opts.Now(), call.Args, approvedBy
+		b.Note(JournalEntry{Time: e.opts.Now(), Step: st.ID, Type: JIntent, Message: op.Name + " " + formatArgs(call.Args)})
+		b.AuditLog(AuditEntry{Time: e.opts.Now(), Actor: r.Requester.ID, Action: ActionCall(op.Class), Step: st.ID, Target: r.Target, Detail: op.Name + " " + formatArgs(call.Args)})
 		return nil
 	})
 	if err != nil {
@@ -384,8 +373,8 @@ func (e *Engine) recordOutcome(ctx context.Context, runID, stepID string, op Op,
 // A failed write is retried and then reported in the thread (durable.go).
 func (e *Engine) noteOutcome(ctx context.Context, runID, stepID string, op Op, planHash string, outcome CallOutcome, msg string) {
 	_, _ = e.writes.updateRun(ctx, runID, "the outcome of step "+stepID+" ("+op.Name+": "+msg+")", func(r *Run, b *Batch) error {
-		b.Note(JournalEntry{Time: e.o.Now(), Step: stepID, Type: JOutcome, Outcome: outcome, PlanHash: planHash, Message: msg})
-		b.AuditLog(AuditEntry{Time: e.o.Now(), Actor: e.o.BotName, Action: ActionOutcome, Step: stepID, Target: r.Target, PlanHash: planHash, Detail: op.Name + ": " + msg})
+		b.Note(JournalEntry{Time: e.opts.Now(), Step: stepID, Type: JOutcome, Outcome: outcome, PlanHash: planHash, Message: msg})
+		b.AuditLog(AuditEntry{Time: e.opts.Now(), Actor: e.opts.BotName, Action: ActionOutcome, Step: stepID, Target: r.Target, PlanHash: planHash, Detail: op.Name + ": " + msg})
 		return nil
 	})
 }
@@ -411,11 +400,11 @@ func (e *Engine) startManual(ctx context.Context, r *Run, spec *runbooks.Step, e
 		if err := st.SetStatus(StepManual); err != nil {
 			return err
 		}
-		st.StartedAt, st.Text = e.o.Now(), text
+		st.StartedAt, st.Text = e.opts.Now(), text
 		if spec.Timeout > 0 {
-			st.Deadline = e.o.Now().Add(spec.Timeout)
+			st.Deadline = e.opts.Now().Add(spec.Timeout)
 		}
-		b.Note(JournalEntry{Time: e.o.Now(), Step: st.ID, Type: JStepStarted, Message: "manual step waiting for a person"})
+		b.Note(JournalEntry{Time: e.opts.Now(), Step: st.ID, Type: JStepStarted, Message: "manual step waiting for a person"})
 		return r.SetState(RunAwaitingManual)
 	})
 	if err != nil {
@@ -432,13 +421,13 @@ func (e *Engine) startWait(ctx context.Context, r *Run, spec *runbooks.Step, cal
 		if err := st.SetStatus(StepWaiting); err != nil {
 			return err
 		}
-		st.StartedAt, st.Args = e.o.Now(), call.Args
+		st.StartedAt, st.Args = e.opts.Now(), call.Args
 		timeout := spec.Timeout
 		if timeout <= 0 {
 			timeout = 10 * time.Minute
 		}
-		st.Deadline, st.NextPoll = e.o.Now().Add(timeout), e.o.Now()
-		b.Note(JournalEntry{Time: e.o.Now(), Step: st.ID, Type: JStepStarted, Message: fmt.Sprintf("waiting up to %s for %s", timeout, spec.Until)})
+		st.Deadline, st.NextPoll = e.opts.Now().Add(timeout), e.opts.Now()
+		b.Note(JournalEntry{Time: e.opts.Now(), Step: st.ID, Type: JStepStarted, Message: fmt.Sprintf("waiting up to %s for %s", timeout, spec.Until)})
 		return r.SetState(RunWaiting)
 	})
 	if err != nil {
@@ -451,7 +440,7 @@ func (e *Engine) startWait(ctx context.Context, r *Run, spec *runbooks.Step, cal
 // pollWait polls a wait step once.
 func (e *Engine) pollWait(ctx context.Context, r *Run) {
 	st, spec := r.Current(), &r.Spec.Steps[r.Cursor]
-	op, ok := e.o.Ops.Get(spec.Op)
+	op, ok := e.opts.Ops.Get(spec.Op)
 	if !ok {
 		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("operation %s is not available", spec.Op), nil)
 		return
@@ -462,7 +451,7 @@ func (e *Engine) pollWait(ctx context.Context, r *Run) {
 	if ctx.Err() != nil {
 		return
 	}
-	now := e.o.Now()
+	now := e.opts.Now()
 	met := false
 	var evalErr error
 	if pollErr == nil {
@@ -511,7 +500,7 @@ func (e *Engine) pollWait(ctx context.Context, r *Run) {
 			if err := r.SetState(RunRunning); err != nil {
 				return err
 			}
-			return e.sm.jump(r, b, timeout)
+			return e.moves.jump(r, b, timeout)
 		})
 		if err != nil {
 			return
@@ -555,12 +544,12 @@ func (e *Engine) manualTimeout(ctx context.Context, runID, stepID string) {
 		if err := st.SetStatus(StepFailed); err != nil {
 			return err
 		}
-		st.FinishedAt, st.Error = e.o.Now(), "nobody marked it done before its timeout"
-		b.Note(JournalEntry{Time: e.o.Now(), Step: stepID, Type: JStepFailed, Message: st.Error})
+		st.FinishedAt, st.Error = e.opts.Now(), "nobody marked it done before its timeout"
+		b.Note(JournalEntry{Time: e.opts.Now(), Step: stepID, Type: JStepFailed, Message: st.Error})
 		if err := r.SetState(RunRunning); err != nil {
 			return err
 		}
-		return e.sm.moveOn(r, b, false)
+		return e.moves.moveOn(r, b, false)
 	})
 	if err != nil {
 		return

@@ -84,7 +84,7 @@ func (e *Engine) openActionGate(ctx context.Context, r *Run, spec *runbooks.Step
 
 // openGate stores a new gate for the current step and posts it.
 func (e *Engine) openGate(ctx context.Context, runID string, spec *runbooks.Step, plan *Plan, args Args, p Policy, reason string) {
-	now := e.o.Now()
+	now := e.opts.Now()
 	r, err := e.update(ctx, runID, func(r *Run, b *Batch) error {
 		st := r.Current()
 		if r.State.Terminal() || st == nil || st.ID != spec.ID {
@@ -107,9 +107,9 @@ func (e *Engine) openGate(ctx context.Context, runID string, spec *runbooks.Step
 		}
 		st.Plan, st.PlanHash, st.Args = plan, hash, args
 		b.Note(JournalEntry{Time: now, Step: spec.ID, Type: JGateOpened, PlanHash: hash, Message: plan.Summary + optional(reason)})
-		b.AuditLog(AuditEntry{Time: now, Actor: e.o.BotName, Action: ActionApprovalRequested, Step: spec.ID, Target: r.Target, PlanHash: hash, Detail: plan.Summary + optional(reason)})
+		b.AuditLog(AuditEntry{Time: now, Actor: e.opts.BotName, Action: ActionApprovalRequested, Step: spec.ID, Target: r.Target, PlanHash: hash, Detail: plan.Summary + optional(reason)})
 		if p.SelfApproval {
-			b.AuditLog(AuditEntry{Time: now, Actor: e.o.BotName, Action: ActionSelfApprovalAllowed, Step: spec.ID, Target: r.Target, PlanHash: hash,
+			b.AuditLog(AuditEntry{Time: now, Actor: e.opts.BotName, Action: ActionSelfApprovalAllowed, Step: spec.ID, Target: r.Target, PlanHash: hash,
 				Detail: "WARNING: the policy for this gate lets the requester approve their own change"})
 		}
 		return r.SetState(RunAwaitingApproval)
@@ -127,7 +127,7 @@ func (e *Engine) openGate(ctx context.Context, runID string, spec *runbooks.Step
 func (e *Engine) startApproval(ctx context.Context, r *Run, spec *runbooks.Step, env runbooks.Env) {
 	if next := r.Cursor + 1; next < len(r.Spec.Steps) {
 		ns := r.Spec.Steps[next]
-		if op, ok := e.o.Ops.Get(ns.Op); ok && ns.Kind == runbooks.KindAction && op.Class != ClassRead && spec.Goto == "" {
+		if op, ok := e.opts.Ops.Get(ns.Op); ok && ns.Kind == runbooks.KindAction && op.Class != ClassRead && spec.Goto == "" {
 			p := Policy{}
 			if spec.Approval != nil {
 				p = Policy{Approvers: spec.Approval.Approvers, Required: spec.Approval.Required, Expires: Duration(spec.Approval.Expires)}
@@ -174,7 +174,7 @@ func (e *Engine) afterGate(ctx context.Context, r *Run, spec *runbooks.Step) {
 		})
 		return
 	}
-	op, ok := e.o.Ops.Get(spec.Op)
+	op, ok := e.opts.Ops.Get(spec.Op)
 	if !ok {
 		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("operation %s is not available", spec.Op), nil)
 		return
@@ -213,14 +213,14 @@ func (e *Engine) afterGate(ctx context.Context, r *Run, spec *runbooks.Step) {
 			if err := r.Gate.SetDecision(GateVoid); err != nil {
 				return err
 			}
-			b.Note(JournalEntry{Time: e.o.Now(), Step: spec.ID, Type: JGateDecided, PlanHash: g.PlanHash, Message: "void: the plan changed before execution (" + PlanDiff(old, &plan) + ")"})
-			b.AuditLog(AuditEntry{Time: e.o.Now(), Actor: e.o.BotName, Action: ActionApprovalVoidDrift, Step: spec.ID, Target: r.Target, PlanHash: g.PlanHash, Detail: PlanDiff(old, &plan)})
+			b.Note(JournalEntry{Time: e.opts.Now(), Step: spec.ID, Type: JGateDecided, PlanHash: g.PlanHash, Message: "void: the plan changed before execution (" + PlanDiff(old, &plan) + ")"})
+			b.AuditLog(AuditEntry{Time: e.opts.Now(), Actor: e.opts.BotName, Action: ActionApprovalVoidDrift, Step: spec.ID, Target: r.Target, PlanHash: g.PlanHash, Detail: PlanDiff(old, &plan)})
 			return nil
 		})
 		if err != nil {
 			return
 		}
-		if r2, err := e.o.Store.GetRun(ctx, r.ID); err == nil {
+		if r2, err := e.opts.Store.GetRun(ctx, r.ID); err == nil {
 			e.out.refreshGate(ctx, r2, r2.Gate)
 		}
 		e.openGate(ctx, r.ID, spec, &plan, st.Args, g.Policy, "the plan changed since it was approved: "+PlanDiff(old, &plan))
@@ -254,16 +254,16 @@ func (e *Engine) execute(ctx context.Context, runID string, spec *runbooks.Step,
 		for _, it := range plan.Items {
 			ids = append(ids, it.Kind+":"+it.ID)
 		}
-		b.Note(JournalEntry{Time: e.o.Now(), Step: st.ID, Type: JIntent, PlanHash: hash, Message: plan.Summary,
-			Data: map[string]any{"op": op.Name, "items": ids, "approved_by": userList(approvers)}})
-		b.AuditLog(AuditEntry{Time: e.o.Now(), Actor: r.Requester.ID, Action: ActionExecute, Step: st.ID, Target: r.Target, PlanHash: hash,
+		b.Note(JournalEntry{Time: e.opts.Now(), Step: st.ID, Type: JIntent, PlanHash: hash, Message: plan.Summary,
+			Intent: &IntentData{Op: op.Name, Items: ids, ApprovedBy: userList(approvers)}})
+		b.AuditLog(AuditEntry{Time: e.opts.Now(), Actor: r.Requester.ID, Action: ActionExecute, Step: st.ID, Target: r.Target, PlanHash: hash,
 			Detail: op.Name + ": " + plan.Summary + " (approved by " + userList(approvers) + ")"})
 		return nil
 	})
 	if err != nil {
 		return
 	}
-	if r, err := e.o.Store.GetRun(ctx, runID); err == nil {
+	if r, err := e.opts.Store.GetRun(ctx, runID); err == nil {
 		e.out.step(ctx, r, spec.ID)
 	}
 	e.hook("before-apply:" + spec.ID)
@@ -282,7 +282,7 @@ func (e *Engine) execute(ctx context.Context, runID string, spec *runbooks.Step,
 // is redone (it is safe), a write/destructive call with intent but no
 // outcome is reconciled rather than repeated.
 func (e *Engine) recover(ctx context.Context, id string) error {
-	r, err := e.o.Store.GetRun(ctx, id)
+	r, err := e.opts.Store.GetRun(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -297,7 +297,7 @@ func (e *Engine) recover(ctx context.Context, id string) error {
 // reconcile handles a step found with intent and no outcome.
 func (e *Engine) reconcile(ctx context.Context, r *Run, spec *runbooks.Step) {
 	st := r.Current()
-	op, ok := e.o.Ops.Get(spec.Op)
+	op, ok := e.opts.Ops.Get(spec.Op)
 	if !ok {
 		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("interrupted, and operation %s is not available to check it", spec.Op), nil)
 		return
@@ -316,7 +316,7 @@ func (e *Engine) reconcile(ctx context.Context, r *Run, spec *runbooks.Step) {
 		if plan.Empty() {
 			e.stepDone(ctx, r.ID, spec.ID, StepSucceeded, func(st *StepState, b *Batch) {
 				st.Summary = "interrupted mid-call; re-checked: the change is in effect (nothing left to do)"
-				b.Note(JournalEntry{Time: e.o.Now(), Step: spec.ID, Type: JReconciled, PlanHash: st.PlanHash, Message: "effect visible; marked done"})
+				b.Note(JournalEntry{Time: e.opts.Now(), Step: spec.ID, Type: JReconciled, PlanHash: st.PlanHash, Message: "effect visible; marked done"})
 			})
 			return
 		}
@@ -325,7 +325,7 @@ func (e *Engine) reconcile(ctx context.Context, r *Run, spec *runbooks.Step) {
 			if err := st.SetStatus(StepGated); err != nil {
 				return err
 			}
-			b.Note(JournalEntry{Time: e.o.Now(), Step: spec.ID, Type: JReconciled, PlanHash: plan.Hash(), Message: "effect not (fully) visible; handed to a person"})
+			b.Note(JournalEntry{Time: e.opts.Now(), Step: spec.ID, Type: JReconciled, PlanHash: plan.Hash(), Message: "effect not (fully) visible; handed to a person"})
 			return nil
 		})
 		e.openGate(ctx, r.ID, spec, &plan, st.Args, e.gatePolicy(r, spec, op.Name), reason+"; re-checked, this is what is left to do")
@@ -336,7 +336,7 @@ func (e *Engine) reconcile(ctx context.Context, r *Run, spec *runbooks.Step) {
 		if err := r.Current().SetStatus(StepGated); err != nil {
 			return err
 		}
-		b.Note(JournalEntry{Time: e.o.Now(), Step: spec.ID, Type: JReconciled, Message: "write call interrupted; handed to a person"})
+		b.Note(JournalEntry{Time: e.opts.Now(), Step: spec.ID, Type: JReconciled, Message: "write call interrupted; handed to a person"})
 		return nil
 	})
 	e.openGate(ctx, r.ID, spec, plan, st.Args, e.gatePolicy(r, spec, op.Name), reason+"; approve to retry it, reject to stop the run")
@@ -364,8 +364,8 @@ func (e *Engine) checkGateTimers(ctx context.Context, r *Run, now time.Time) {
 			st.FinishedAt = now
 			st.Error = fmt.Sprintf("approval expired after %s with %d of %d approvals", human.Duration(time.Duration(g.Policy.Expires)), len(g.Votes), g.Policy.WithDefaults().Required)
 			b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, PlanHash: g.PlanHash, Message: "expired"})
-			b.AuditLog(AuditEntry{Time: now, Actor: e.o.BotName, Action: ActionApprovalExpired, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash})
-			return e.sm.endRun(r, b, RunFailed, st.Error)
+			b.AuditLog(AuditEntry{Time: now, Actor: e.opts.BotName, Action: ActionApprovalExpired, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash})
+			return e.moves.endRun(r, b, RunFailed, st.Error)
 		})
 		if err != nil {
 			return

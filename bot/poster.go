@@ -69,16 +69,16 @@ func runMeta(runID string, role MessageRole, step string) delivery.Meta {
 	return delivery.Meta{From: fromRun, RunID: runID, Role: role, Step: step}
 }
 
-// thread posts a message in the run's thread (see run).
+// thread posts a message in the run's thread (see post).
 func (p *poster) thread(ctx context.Context, r *Run, role MessageRole, step string, m Message) MessageRef {
-	return p.run(ctx, threadOf(r), r.ID, role, step, m)
+	return p.post(ctx, threadOf(r), r.ID, role, step, m)
 }
 
-// run posts a message of run runID. The reference of a message people
+// post posts a message of run runID. The reference of a message people
 // answer (root, step, gate) is stored before the post counts as finished:
 // a reaction or click that arrives meanwhile waits for it (messageTarget),
 // however quick it is. A failed post goes to the durable outbox.
-func (p *poster) run(ctx context.Context, to Conversation, runID string, role MessageRole, step string, m Message) MessageRef {
+func (p *poster) post(ctx context.Context, to Conversation, runID string, role MessageRole, step string, m Message) MessageRef {
 	m.RunID, m.Role, m.Step = runID, role, step
 	done := p.posting()
 	defer done()

@@ -125,7 +125,7 @@ func renderStep(r *Run, st *StepState, now time.Time, h hints) Message {
 	head := fmt.Sprintf("%d/%d %s *%s*", idx+1, len(r.Steps), stepIcon(st), stepTitle(st))
 	b.WriteString(head)
 	note := ""
-	if st.Text != "" && st.Kind != string(runbooks.KindManual) {
+	if st.Text != "" && st.Kind != runbooks.KindManual {
 		note = "\nℹ️ " + strings.TrimSpace(st.Text)
 	}
 	var btns []Button
@@ -156,13 +156,13 @@ func renderStep(r *Run, st *StepState, now time.Time, h hints) Message {
 		if st.Summary != "" {
 			b.WriteString(" — " + st.Summary)
 		}
-		if st.Text != "" && st.Kind == string(runbooks.KindManual) {
+		if st.Text != "" && st.Kind == runbooks.KindManual {
 			b.WriteString("\n" + strings.TrimSpace(st.Text))
 		}
 		if st.Error != "" {
 			b.WriteString("\n❗ " + st.Error)
 		}
-		if st.Note != "" && st.Kind == string(runbooks.KindManual) {
+		if st.Note != "" && st.Kind == runbooks.KindManual {
 			b.WriteString("\nNote: " + st.Note)
 		}
 		if len(st.ApprovedBy) > 0 && !mentionsApproval(st.Summary) {

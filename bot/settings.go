@@ -78,7 +78,7 @@ func (s *settings) swap(cfg ApprovalConfig, active []string, at time.Time) {
 // in Options itself (the engine reads runbooks only to start runs) and
 // validates both first, as `config check` does.
 func (e *Engine) Reload(ctx context.Context, approvals ApprovalConfig) error {
-	runs, err := e.o.Store.ListRuns(ctx, RunQuery{Active: true})
+	runs, err := e.opts.Store.ListRuns(ctx, RunQuery{Active: true})
 	if err != nil {
 		return fmt.Errorf("listing the active runs to keep their policy: %w", err)
 	}
@@ -86,8 +86,8 @@ func (e *Engine) Reload(ctx context.Context, approvals ApprovalConfig) error {
 	for _, r := range runs {
 		ids = append(ids, r.ID)
 	}
-	e.set.swap(approvals, ids, e.o.Now())
-	e.dir.resolveNames(ctx, approvals, e.o.Library)
+	e.set.swap(approvals, ids, e.opts.Now())
+	e.dir.resolveNames(ctx, approvals, e.opts.Library)
 	e.log.Info("approval policy reloaded", "runs_keeping_their_policy", len(ids))
 	return nil
 }

@@ -108,7 +108,7 @@ func sortedStrings(xs []string) []string {
 // Summary renders the end-of-run summary from the run and its journal: a
 // short message for the thread, with the details one tap away.
 func (e *Engine) Summary(r *Run, journal []JournalEntry) Message {
-	return summarize(r, journal, e.o.Now())
+	return summarize(r, journal, e.opts.Now())
 }
 
 // summarize renders the end-of-run summary at time now (see Summary).
@@ -215,7 +215,7 @@ func summaryDetail(r *Run, journal []JournalEntry) string {
 	}
 	var manual []string
 	for _, st := range r.Steps {
-		if st.Kind == string(runbooks.KindManual) && st.By != nil {
+		if st.Kind == runbooks.KindManual && st.By != nil {
 			verb := map[StepStatus]string{StepSucceeded: "done", StepSkipped: "skipped", StepFailed: "marked failed"}[st.Status]
 			manual = append(manual, fmt.Sprintf("• %s — %s by %s at %s%s", nonEmpty(st.Title, st.ID), nonEmpty(verb, st.Status.Human()), st.By.Display(), hm(st.FinishedAt), optional(st.Note)))
 		}

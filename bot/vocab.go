@@ -34,6 +34,7 @@ type (
 	Event            = chatmodel.Event
 	Handler          = chatmodel.Handler
 	UserError        = chatmodel.UserError
+	RateLimitedError = chatmodel.RateLimitedError
 )
 
 const (
@@ -65,6 +66,9 @@ var (
 	ErrNotApprover   = chatmodel.ErrNotApprover
 	ErrNotConfigured = chatmodel.ErrNotConfigured
 	ErrCannotPost    = chatmodel.ErrCannotPost
+	RetryAfter       = chatmodel.RetryAfter
+	Fresh            = chatmodel.Fresh
+	WantsFresh       = chatmodel.WantsFresh
 	Sanitize         = chatmodel.Sanitize
 )
 
@@ -103,6 +107,7 @@ var (
 type (
 	AuditAction     = runmodel.AuditAction
 	AuditHead       = runmodel.AuditHead
+	Machine         = runmodel.Machine
 	RunState        = runmodel.RunState
 	StepStatus      = runmodel.StepStatus
 	Run             = runmodel.Run
@@ -115,6 +120,7 @@ type (
 	Refusal         = runmodel.Refusal
 	Withdrawal      = runmodel.Withdrawal
 	JournalEntry    = runmodel.JournalEntry
+	IntentData      = runmodel.IntentData
 	CallOutcome     = runmodel.CallOutcome
 	JournalType     = runmodel.JournalType
 	AuditEntry      = runmodel.AuditEntry
@@ -130,73 +136,81 @@ type (
 	Store           = runmodel.Store
 	HousekeepResult = runmodel.HousekeepResult
 	Housekeeper     = runmodel.Housekeeper
+	StartRequest    = runmodel.StartRequest
+	RunStarter      = runmodel.RunStarter
 )
 
 const (
-	ActionRunStarted          = runmodel.ActionRunStarted
-	ActionRunRefused          = runmodel.ActionRunRefused
-	ActionCancel              = runmodel.ActionCancel
-	ActionApprovalRequested   = runmodel.ActionApprovalRequested
-	ActionSelfApprovalAllowed = runmodel.ActionSelfApprovalAllowed
-	ActionApprove             = runmodel.ActionApprove
-	ActionReject              = runmodel.ActionReject
-	ActionVoteRefused         = runmodel.ActionVoteRefused
-	ActionVoteVoided          = runmodel.ActionVoteVoided
-	ActionVoteWithdrawn       = runmodel.ActionVoteWithdrawn
-	ActionReactionRemoved     = runmodel.ActionReactionRemoved
-	ActionApprovalGranted     = runmodel.ActionApprovalGranted
-	ActionApprovalRejected    = runmodel.ActionApprovalRejected
-	ActionApprovalExpired     = runmodel.ActionApprovalExpired
-	ActionApprovalVoidDrift   = runmodel.ActionApprovalVoidDrift
-	ActionBreakGlass          = runmodel.ActionBreakGlass
-	ActionManualRefused       = runmodel.ActionManualRefused
-	ActionExecute             = runmodel.ActionExecute
-	ActionOutcome             = runmodel.ActionOutcome
-	RunRunning                = runmodel.RunRunning
-	RunAwaitingApproval       = runmodel.RunAwaitingApproval
-	RunAwaitingManual         = runmodel.RunAwaitingManual
-	RunWaiting                = runmodel.RunWaiting
-	RunSucceeded              = runmodel.RunSucceeded
-	RunFailed                 = runmodel.RunFailed
-	RunCancelled              = runmodel.RunCancelled
-	StepPending               = runmodel.StepPending
-	StepRunning               = runmodel.StepRunning
-	StepExecuting             = runmodel.StepExecuting
-	StepGated                 = runmodel.StepGated
-	StepManual                = runmodel.StepManual
-	StepWaiting               = runmodel.StepWaiting
-	StepSucceeded             = runmodel.StepSucceeded
-	StepFailed                = runmodel.StepFailed
-	StepSkipped               = runmodel.StepSkipped
-	StepCancelled             = runmodel.StepCancelled
-	GatePending               = runmodel.GatePending
-	GateApproved              = runmodel.GateApproved
-	GateRejected              = runmodel.GateRejected
-	GateExpired               = runmodel.GateExpired
-	GateVoid                  = runmodel.GateVoid
-	ViaReaction               = runmodel.ViaReaction
-	ViaButton                 = runmodel.ViaButton
-	ViaCommand                = runmodel.ViaCommand
-	CallSucceeded             = runmodel.CallSucceeded
-	CallPartlyFailed          = runmodel.CallPartlyFailed
-	CallFailed                = runmodel.CallFailed
-	JRunStarted               = runmodel.JRunStarted
-	JStepStarted              = runmodel.JStepStarted
-	JStepDone                 = runmodel.JStepDone
-	JStepSkipped              = runmodel.JStepSkipped
-	JStepFailed               = runmodel.JStepFailed
-	JIntent                   = runmodel.JIntent
-	JOutcome                  = runmodel.JOutcome
-	JGateOpened               = runmodel.JGateOpened
-	JGateEscalated            = runmodel.JGateEscalated
-	JVote                     = runmodel.JVote
-	JVoteRefused              = runmodel.JVoteRefused
-	JVoteVoided               = runmodel.JVoteVoided
-	JGateDecided              = runmodel.JGateDecided
-	JManualDone               = runmodel.JManualDone
-	JReconciled               = runmodel.JReconciled
-	JRunFinished              = runmodel.JRunFinished
-	JRunCancelled             = runmodel.JRunCancelled
+	ActionRunStarted           = runmodel.ActionRunStarted
+	ActionRunRefused           = runmodel.ActionRunRefused
+	ActionCancel               = runmodel.ActionCancel
+	ActionApprovalRequested    = runmodel.ActionApprovalRequested
+	ActionSelfApprovalAllowed  = runmodel.ActionSelfApprovalAllowed
+	ActionApprove              = runmodel.ActionApprove
+	ActionReject               = runmodel.ActionReject
+	ActionVoteRefused          = runmodel.ActionVoteRefused
+	ActionVoteWithdrawn        = runmodel.ActionVoteWithdrawn
+	ActionVoteVoided           = runmodel.ActionVoteVoided
+	ActionReactionRemoved      = runmodel.ActionReactionRemoved
+	ActionApprovalGranted      = runmodel.ActionApprovalGranted
+	ActionApprovalRejected     = runmodel.ActionApprovalRejected
+	ActionApprovalExpired      = runmodel.ActionApprovalExpired
+	ActionApprovalVoidDrift    = runmodel.ActionApprovalVoidDrift
+	ActionBreakGlass           = runmodel.ActionBreakGlass
+	ActionManualRefused        = runmodel.ActionManualRefused
+	ActionExecute              = runmodel.ActionExecute
+	ActionOutcome              = runmodel.ActionOutcome
+	ActionIncidentOpened       = runmodel.ActionIncidentOpened
+	ActionIncidentResolved     = runmodel.ActionIncidentResolved
+	ActionIncidentReopened     = runmodel.ActionIncidentReopened
+	ActionIncidentAcknowledged = runmodel.ActionIncidentAcknowledged
+	ActionIncidentSilenced     = runmodel.ActionIncidentSilenced
+	ActionIncidentUnsilenced   = runmodel.ActionIncidentUnsilenced
+	RunRunning                 = runmodel.RunRunning
+	RunAwaitingApproval        = runmodel.RunAwaitingApproval
+	RunAwaitingManual          = runmodel.RunAwaitingManual
+	RunWaiting                 = runmodel.RunWaiting
+	RunSucceeded               = runmodel.RunSucceeded
+	RunFailed                  = runmodel.RunFailed
+	RunCancelled               = runmodel.RunCancelled
+	StepPending                = runmodel.StepPending
+	StepRunning                = runmodel.StepRunning
+	StepExecuting              = runmodel.StepExecuting
+	StepGated                  = runmodel.StepGated
+	StepManual                 = runmodel.StepManual
+	StepWaiting                = runmodel.StepWaiting
+	StepSucceeded              = runmodel.StepSucceeded
+	StepFailed                 = runmodel.StepFailed
+	StepSkipped                = runmodel.StepSkipped
+	StepCancelled              = runmodel.StepCancelled
+	GatePending                = runmodel.GatePending
+	GateApproved               = runmodel.GateApproved
+	GateRejected               = runmodel.GateRejected
+	GateExpired                = runmodel.GateExpired
+	GateVoid                   = runmodel.GateVoid
+	ViaReaction                = runmodel.ViaReaction
+	ViaButton                  = runmodel.ViaButton
+	ViaCommand                 = runmodel.ViaCommand
+	CallSucceeded              = runmodel.CallSucceeded
+	CallPartlyFailed           = runmodel.CallPartlyFailed
+	CallFailed                 = runmodel.CallFailed
+	JRunStarted                = runmodel.JRunStarted
+	JStepStarted               = runmodel.JStepStarted
+	JStepDone                  = runmodel.JStepDone
+	JStepSkipped               = runmodel.JStepSkipped
+	JStepFailed                = runmodel.JStepFailed
+	JIntent                    = runmodel.JIntent
+	JOutcome                   = runmodel.JOutcome
+	JGateOpened                = runmodel.JGateOpened
+	JVote                      = runmodel.JVote
+	JVoteRefused               = runmodel.JVoteRefused
+	JGateDecided               = runmodel.JGateDecided
+	JGateEscalated             = runmodel.JGateEscalated
+	JManualDone                = runmodel.JManualDone
+	JReconciled                = runmodel.JReconciled
+	JRunFinished               = runmodel.JRunFinished
+	JRunCancelled              = runmodel.JRunCancelled
+	JVoteVoided                = runmodel.JVoteVoided
 )
 
 var (
@@ -204,6 +218,7 @@ var (
 	ActionCall           = runmodel.ActionCall
 	ActionRun            = runmodel.ActionRun
 	ParseAuditHead       = runmodel.ParseAuditHead
+	Moves                = runmodel.Moves
 	ErrInvalidTransition = runmodel.ErrInvalidTransition
 	ErrLocked            = runmodel.ErrLocked
 	ErrExists            = runmodel.ErrExists

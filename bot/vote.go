@@ -70,7 +70,7 @@ func (e *Engine) vote(ctx context.Context, v ballot) {
 		e.out.reply(ctx, v.Conv, v.User, fmt.Sprintf("⚠️ Your %s was not counted: could not check your approval rights: %s. Try again in a minute.", v.action(), UserMessage(err)))
 		return
 	}
-	now := e.o.Now()
+	now := e.opts.Now()
 	verb := map[bool]string{true: "approve", false: "reject"}[v.Approve]
 	var decision GateDecision
 	r, err = e.update(ctx, v.RunID, func(r *Run, b *Batch) error {
@@ -96,7 +96,7 @@ func (e *Engine) vote(ctx context.Context, v ballot) {
 		}
 		b.AuditLog(AuditEntry{Time: now, Actor: v.User.ID, Action: action, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(v.Via), Detail: v.Reason})
 		var err error
-		decision, err = e.sm.decide(r, b, now, v.User, v.Reason)
+		decision, err = e.moves.decide(r, b, now, v.User, v.Reason)
 		return err
 	})
 	if err != nil {
@@ -119,7 +119,7 @@ func (e *Engine) withdrawVote(ctx context.Context, r *Run, v ballot) {
 		return
 	}
 	gateID := r.Gate.ID
-	now := e.o.Now()
+	now := e.opts.Now()
 	verb := map[bool]string{true: "approval", false: "rejection"}[v.Approve]
 	var decision GateDecision
 	r, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
@@ -142,7 +142,7 @@ func (e *Engine) withdrawVote(ctx context.Context, r *Run, v ballot) {
 		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVote, Actor: v.User.ID, ActorName: v.User.Name, PlanHash: g.PlanHash, Message: "withdrew " + verb + " (reaction removed)"})
 		b.AuditLog(AuditEntry{Time: now, Actor: v.User.ID, Action: ActionVoteWithdrawn, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(v.Via), Detail: verb})
 		var err error
-		decision, err = e.sm.decide(r, b, now, v.User, "")
+		decision, err = e.moves.decide(r, b, now, v.User, "")
 		return err
 	})
 	if err != nil {
@@ -199,7 +199,7 @@ func (e *Engine) breakGlass(ctx context.Context, runID string, conv Conversation
 		e.out.reply(ctx, conv, user, fmt.Sprintf("A break-glass approval needs a reason: `/runbook approve %s --break-glass <why this cannot wait>`.", r.ID))
 		return
 	}
-	now := e.o.Now()
+	now := e.opts.Now()
 	r, err = e.update(ctx, runID, func(r *Run, b *Batch) error {
 		if r.Gate == nil || r.Gate.ID != g.ID || r.Gate.Decision != GatePending {
 			return errRunOver
@@ -264,7 +264,7 @@ func (e *Engine) manualResponse(ctx context.Context, runID string, ref MessageRe
 		return
 	}
 	stepID := st.ID
-	now := e.o.Now()
+	now := e.opts.Now()
 	if why := user.NotAPerson(); why != "" {
 		e.writes.audit(ctx, AuditEntry{Actor: user.ID, Action: ActionManualRefused, RunID: r.ID, Step: stepID, Target: r.Target, Detail: manualVerb(status) + ": " + why})
 		e.out.reply(ctx, conv, user, fmt.Sprintf("🚫 Your %s on `%s` was not counted: %s.", manualVerb(status), r.ID, why))
@@ -289,7 +289,7 @@ func (e *Engine) manualResponse(ctx context.Context, runID string, ref MessageRe
 		if err := r.SetState(RunRunning); err != nil {
 			return err
 		}
-		return e.sm.moveOn(r, b, status != StepFailed)
+		return e.moves.moveOn(r, b, status != StepFailed)
 	})
 	if err != nil {
 		return
@@ -329,7 +329,7 @@ func (e *Engine) cancel(ctx context.Context, runID string, conv Conversation, us
 		e.out.reply(ctx, conv, user, fmt.Sprintf("Cannot cancel `%s`: %s.", runID, why))
 		return
 	}
-	now := e.o.Now()
+	now := e.opts.Now()
 	r, err := e.update(ctx, runID, func(r *Run, b *Batch) error {
 		if r.State.Terminal() {
 			return fmt.Errorf("run %s already %s", r.ID, r.State)
@@ -342,7 +342,7 @@ func (e *Engine) cancel(ctx context.Context, runID string, conv Conversation, us
 		}
 		b.Note(JournalEntry{Time: now, Type: JRunCancelled, Actor: user.ID, ActorName: user.Name, Message: reason})
 		b.AuditLog(AuditEntry{Time: now, Actor: user.ID, Action: ActionCancel, Target: r.Target, Detail: reason})
-		return e.sm.endRun(r, b, RunCancelled, "cancelled by "+user.Display()+optional(reason))
+		return e.moves.endRun(r, b, RunCancelled, "cancelled by "+user.Display()+optional(reason))
 	})
 	if err != nil {
 		e.out.reply(ctx, conv, user, fmt.Sprintf("Cannot cancel `%s`: %s", runID, UserMessage(err)))

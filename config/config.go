@@ -20,11 +20,11 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/groundcrew/groundcrew/adapters/chatplatform"
 	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/adapters/postgres"
 	"github.com/groundcrew/groundcrew/bot/policy"
 	"github.com/groundcrew/groundcrew/digest"
-	"github.com/groundcrew/groundcrew/internal/chatplatform"
 	"github.com/groundcrew/groundcrew/internal/secret"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/watch"

@@ -169,7 +169,7 @@ func (m *Metrics) RunCommitted(r *bot.Run, b *bot.Batch) {
 				if !st.StartedAt.IsZero() && st.FinishedAt.After(st.StartedAt) {
 					d = st.FinishedAt.Sub(st.StartedAt).Seconds()
 				}
-				m.stepDuration.WithLabelValues(st.Kind, stepStatus(e.Type)).Observe(d)
+				m.stepDuration.WithLabelValues(string(st.Kind), stepStatus(e.Type)).Observe(d)
 			}
 		case bot.JGateOpened:
 			m.gatesOpened.Inc()

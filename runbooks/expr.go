@@ -108,3 +108,43 @@ func describe(v any) string {
 	}
 	return fmt.Sprintf("%T %v", v, v)
 }
+
+// StepEnv is what expressions and templates see of one step
+// (steps.<id>.status, .summary, .result, .by).
+type StepEnv struct {
+	Status  string
+	Summary string
+	// Result is the step's JSON-decoded result (nil when none).
+	Result any
+	// By is who completed a manual step ("" otherwise).
+	By string
+}
+
+// RunEnv is what expressions and templates see of the run (run.id,
+// run.requester, run.dry_run).
+type RunEnv struct {
+	ID        string
+	Requester string
+	DryRun    bool
+}
+
+// NewEnv is the one constructor of the environment expressions and
+// templates are evaluated in, with the keys checkEnv types at load time.
+func NewEnv(params, vars map[string]string, target string, steps map[string]StepEnv, run RunEnv) Env {
+	ps := make(map[string]any, len(params))
+	for k, v := range params {
+		ps[k] = v
+	}
+	vs := make(map[string]any, len(vars))
+	for k, v := range vars {
+		vs[k] = v
+	}
+	ss := make(map[string]any, len(steps))
+	for id, s := range steps {
+		ss[id] = map[string]any{"status": s.Status, "summary": s.Summary, "result": s.Result, "by": s.By}
+	}
+	return Env{
+		EnvParams: ps, EnvVars: vs, EnvTarget: target, EnvSteps: ss,
+		EnvRun: map[string]any{"id": run.ID, "requester": run.Requester, "dry_run": run.DryRun},
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/groundcrew/groundcrew/adapters/chatplatform"
 	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
 	"github.com/groundcrew/groundcrew/adapters/console"
 	"github.com/groundcrew/groundcrew/adapters/core"
@@ -21,7 +22,6 @@ import (
 	"github.com/groundcrew/groundcrew/config"
 	"github.com/groundcrew/groundcrew/delivery"
 	"github.com/groundcrew/groundcrew/digest"
-	"github.com/groundcrew/groundcrew/internal/chatplatform"
 	"github.com/groundcrew/groundcrew/metrics"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"golang.org/x/sync/errgroup"

@@ -13,10 +13,10 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/groundcrew/groundcrew/adapters/chatplatform"
 	"github.com/groundcrew/groundcrew/adapters/console"
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/config"
-	"github.com/groundcrew/groundcrew/internal/chatplatform"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/store"
 )

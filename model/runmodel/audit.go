@@ -42,3 +42,13 @@ func ActionCall(class opmodel.Class) AuditAction { return AuditAction("call_" + 
 
 // ActionRun is the audit action of a run's end ("run_succeeded").
 func ActionRun(state RunState) AuditAction { return AuditAction("run_" + string(state)) }
+
+// Audit actions of incidents (package incident).
+const (
+	ActionIncidentOpened       AuditAction = "incident_opened"
+	ActionIncidentResolved     AuditAction = "incident_resolved"
+	ActionIncidentReopened     AuditAction = "incident_reopened"
+	ActionIncidentAcknowledged AuditAction = "incident_acknowledged"
+	ActionIncidentSilenced     AuditAction = "incident_silenced"
+	ActionIncidentUnsilenced   AuditAction = "incident_unsilenced"
+)

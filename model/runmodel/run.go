@@ -91,7 +91,7 @@ type Run struct {
 // StepState is the state of one step of a run.
 type StepState struct {
 	ID         string               `json:"id"`
-	Kind       string               `json:"kind"`
+	Kind       runbooks.Kind        `json:"kind"`
 	Title      string               `json:"title"`
 	Op         string               `json:"op,omitempty"`
 	Status     StepStatus           `json:"status"`
@@ -145,8 +145,6 @@ type Gate struct {
 	// Escalated counts the policy's escalation steps taken (each once).
 	Escalated int          `json:"escalated,omitempty"`
 	Decision  GateDecision `json:"decision,omitempty"`
-	Kind      string       `json:"kind,omitempty"` // "approve" (default) or "retry" (reconciliation)
-
 	// Voided are counted approvals that no longer qualified when they were
 	// checked again right before executing (removed from a group,
 	// deactivated, handle given to another account).
@@ -250,12 +248,22 @@ type JournalEntry struct {
 	// ActorName is the actor's name when the entry was written, so the
 	// entry can name them after the run forgot them (a refused voter once
 	// the gate executed).
-	ActorName string         `json:"actor_name,omitempty"`
-	PlanHash  string         `json:"plan_hash,omitempty"`
-	Message   string         `json:"message,omitempty"`
-	Data      map[string]any `json:"data,omitempty"`
+	ActorName string `json:"actor_name,omitempty"`
+	PlanHash  string `json:"plan_hash,omitempty"`
+	Message   string `json:"message,omitempty"`
+	// Intent is what an intent entry announces: the operation, the
+	// objects of its plan and who approved it (stored as "data").
+	Intent *IntentData `json:"data,omitempty"`
 	// Outcome is how the call ended, on JOutcome entries.
 	Outcome CallOutcome `json:"outcome,omitempty"`
+}
+
+// IntentData is what a journal's intent entry records of the call it
+// announces, before the call is made.
+type IntentData struct {
+	Op         string   `json:"op"`
+	Items      []string `json:"items,omitempty"` // "kind:id" of each object of the plan
+	ApprovedBy string   `json:"approved_by,omitempty"`
 }
 
 // CallOutcome is how a write or destructive call ended. Stored as a string.

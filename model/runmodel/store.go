@@ -122,3 +122,27 @@ type HousekeepResult struct {
 type Housekeeper interface {
 	Housekeep(ctx context.Context, now time.Time) (HousekeepResult, error)
 }
+
+// StartRequest asks the engine to start a run on behalf of a person, as
+// if they had typed `/runbook run <runbook> target=<target> k=v` in
+// Thread (an incident's Run button): the same checks apply (who may run
+// it, the parameters, the gates).
+type StartRequest struct {
+	Runbook string
+	Target  string            // "" when only one target is configured
+	Params  map[string]string // without target
+	DryRun  bool
+	// Thread is where the run posts (an incident's thread).
+	Thread chatmodel.Conversation
+	User   chatmodel.User
+	// EventID, when set, is the platform event that asked for it: the
+	// engine starts one run per id, however often it is delivered.
+	EventID string
+	Time    time.Time
+}
+
+// RunStarter starts runs (the engine implements it). A refusal is a
+// *chatmodel.UserError, also told privately to the request's User.
+type RunStarter interface {
+	StartRun(ctx context.Context, req StartRequest) error
+}

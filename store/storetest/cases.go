@@ -302,7 +302,7 @@ func testLargeValues(t *testing.T, open Open) {
 	r.Steps[0].Detail = big
 	r.Steps[0].Result = bot.RawJSON(`{"ids":[` + strings.Repeat("1234567,", 50_000) + `1]}`)
 	require.NoError(t, s.CreateRun(ctx(), r, &bot.Batch{Journal: []bot.JournalEntry{{Type: bot.JStepDone, Message: big,
-		Data: map[string]any{"n": 3.0, "s": "x"}}}}))
+		Intent: &bot.IntentData{Op: "concourse.prune_worker", Items: []string{"worker:w-1"}, ApprovedBy: "@carol"}}}}))
 	got, err := s.GetRun(ctx(), "r-big")
 	require.NoError(t, err)
 	assert.Equal(t, big, got.Steps[0].Detail)
@@ -311,7 +311,7 @@ func testLargeValues(t *testing.T, open Open) {
 	require.NoError(t, err)
 	require.Len(t, j, 1)
 	assert.Equal(t, big, j[0].Message)
-	assert.Equal(t, map[string]any{"n": 3.0, "s": "x"}, j[0].Data)
+	assert.Equal(t, &bot.IntentData{Op: "concourse.prune_worker", Items: []string{"worker:w-1"}, ApprovedBy: "@carol"}, j[0].Intent)
 	it := bot.OutboxItem{ID: "o1", Message: bot.Message{Text: "t", Detail: big}, NextTry: t0}
 	require.NoError(t, s.PutOutbox(ctx(), it))
 	items, err := s.ListOutbox(ctx())

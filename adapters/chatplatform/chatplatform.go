@@ -19,7 +19,7 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/console"
 	"github.com/groundcrew/groundcrew/adapters/mattermost"
 	"github.com/groundcrew/groundcrew/adapters/slack"
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // Config is the chat section of groundcrew.yaml: which platform, and each
@@ -45,9 +45,9 @@ type Deps struct {
 
 // Chat is what every chat adapter offers the binary.
 type Chat interface {
-	bot.Chat
+	chatmodel.Chat
 	// Run receives events for h until ctx ends.
-	Run(ctx context.Context, h bot.Handler) error
+	Run(ctx context.Context, h chatmodel.Handler) error
 }
 
 // Adapter is a built chat adapter.
