@@ -103,7 +103,7 @@ func (e *Engine) approvalsStand(ctx context.Context, r *Run, spec *runbooks.Step
 	if len(gone) == 0 && !groupsChanged(g, groups) {
 		return voters(g), true
 	}
-	now := e.o.Now()
+	now := e.opts.Now()
 	var reopened bool
 	r2, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
 		g2 := r.Gate
