@@ -425,6 +425,18 @@ func BenchmarkStore100k_HousekeepFirstPass(b *testing.B) {
 		b.ReportMetric(float64(res.Batches), "batches")
 		b.ReportMetric(float64(res.WriterTime.Microseconds())/1e3, "writer-ms")
 		b.ReportMetric(float64(res.LongestBatch.Microseconds())/1e3, "longest-batch-ms")
+		// Then the disk space back: store compact on the stopped store.
+		path := db.Path()
+		if err := db.Close(); err != nil {
+			b.Fatal(err)
+		}
+		cr, err := store.Compact(context.Background(), path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(cr.Before)/1e6, "MB-before-compact")
+		b.ReportMetric(float64(cr.After)/1e6, "MB-after-compact")
+		b.ReportMetric(cr.Took.Seconds(), "compact-s")
 		b.StartTimer()
 	}
 }
@@ -459,4 +471,69 @@ func BenchmarkStore100k_HousekeepHourly(b *testing.B) {
 	b.ReportMetric(float64(writer.Microseconds())/1e3/float64(passes), "writer-ms/pass")
 	b.ReportMetric(float64(longest.Microseconds())/1e3, "longest-batch-ms")
 	b.ReportMetric(float64(runs)/float64(passes), "runs-deleted/pass")
+}
+
+// BenchmarkStore100k_ListRecent is `groundcrew runs list`: the 50 most
+// recent runs.
+func BenchmarkStore100k_ListRecent(b *testing.B) {
+	benchSetup(b)
+	db, err := store.Open(bench.path, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	for b.Loop() {
+		rs, err := db.ListRuns(context.Background(), bot.RunQuery{Limit: 51})
+		if err != nil || len(rs) != 51 {
+			b.Fatalf("%d runs, %v", len(rs), err)
+		}
+	}
+}
+
+// BenchmarkStore100k_ListAllPaged is what `runs list --all` reads: every
+// run, 200 at a time, each page its own read transaction.
+func BenchmarkStore100k_ListAllPaged(b *testing.B) {
+	benchSetup(b)
+	db, err := store.Open(bench.path, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	for b.Loop() {
+		n := 0
+		q := bot.RunQuery{Limit: 200}
+		for {
+			rs, err := db.ListRuns(ctx, q)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += len(rs)
+			if len(rs) < q.Limit {
+				break
+			}
+			last := rs[len(rs)-1]
+			q.After = bot.RunCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+		}
+		if n != bench.runs+10 {
+			b.Fatalf("%d runs listed", n)
+		}
+	}
+}
+
+// BenchmarkStore100k_RunAudit is the audit entries of one run (`runs
+// show`), through the index by run.
+func BenchmarkStore100k_RunAudit(b *testing.B) {
+	benchSetup(b)
+	db, err := store.Open(bench.path, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	for b.Loop() {
+		es, err := db.AuditEntries(context.Background(), "r-b000050000")
+		if err != nil || len(es) == 0 {
+			b.Fatalf("%d entries, %v", len(es), err)
+		}
+	}
 }

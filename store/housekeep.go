@@ -17,10 +17,10 @@ import (
 // A housekeeping pass deletes in batches, each its own write transaction,
 // so a vote, a run update or an outbox write waits for one batch at most,
 // never for the whole pass. A batch ends after batchItems deletions or
-// once it has held the writer for batchTime, whichever comes first.
+// once its work took batchTime (then comes the commit), whichever comes first.
 const (
 	batchItems = 500
-	batchTime  = 3 * time.Millisecond
+	batchTime  = 5 * time.Millisecond
 	// batchPause is left between two batches, for the writes waiting.
 	batchPause = time.Millisecond
 )
