@@ -31,7 +31,8 @@ func listText(lib Library, ops *Registry) string {
 	for _, rb := range rbs {
 		gated := ""
 		for _, s := range rb.Steps {
-			if op, ok := ops.Get(s.Op); ok && op.Class == ClassDestructive {
+			op, ok := ops.Get(s.Op)
+			if s.Kind == runbooks.KindApproval || ok && op.Class == ClassDestructive {
 				gated = " 🔒"
 				break
 			}
@@ -41,7 +42,7 @@ func listText(lib Library, ops *Registry) string {
 	for _, br := range lib.BrokenList() {
 		fmt.Fprintf(&b, "• `%s` ⚠️ broken — `%s` does not load; unavailable until it is fixed\n", br.Name, br.File)
 	}
-	b.WriteString("🔒 = has destructive steps (approval required)")
+	b.WriteString("🔒 = needs an approval (destructive or approval steps)")
 	return b.String()
 }
 

@@ -155,3 +155,23 @@ func TestServe_PostsAuditCheckpoint(t *testing.T) {
 	assert.Contains(t, out.String(), "groundcrew audit verify --expect 0:")
 	assert.Contains(t, logs.String(), `msg="audit head posted" component=audit head=0: channel=#ci-audit`)
 }
+
+// /runbook list marks every runbook that needs an approval, explicit
+// approval steps included (issue 26: web-restart, worker-disk-full and
+// worker-disk-resize showed no 🔒).
+func TestRunbookList_MarksApprovalSteps(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "groundcrew.yaml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte("store: gc.db\nchat: {platform: console}\ntargets:\n  infra-prd:\n    simulator: {}\n"), 0o600))
+	cfg, err := config.Load(cfgPath)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	a, err := newApp(cfg, appOptions{In: strings.NewReader("/runbook list\n"), Out: &out, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	defer a.close()
+	require.NoError(t, a.run(context.Background()))
+	for _, name := range []string{"web-restart", "worker-disk-full", "worker-disk-resize", "prune-stalled"} {
+		assert.Contains(t, out.String(), "• `"+name+"` 🔒 — ", name)
+	}
+	assert.NotContains(t, out.String(), "• `list-workers` 🔒")
+}
