@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/groundcrew/groundcrew/delivery"
 )
 
 // writeRetries are the pauses before each further attempt of a failed
@@ -21,17 +23,22 @@ var writeRetries = []time.Duration{10 * time.Millisecond, 50 * time.Millisecond,
 // The failures it remembers are kept in memory: the store is what failed.
 type durableWriter struct {
 	store Store
-	chat  Chat
-	log   *slog.Logger
-	now   func() time.Time
+	// out posts the alarm of a lost write, through the outbox (as sender
+	// fromAlarm, whose own store writes are not routed back here).
+	out *delivery.Outbox
+	log *slog.Logger
+	now func() time.Time
 
 	mu    sync.Mutex
 	byRun map[string][]string // failed writes per run, oldest first
 }
 
-func newDurableWriter(store Store, chat Chat, log *slog.Logger, now func() time.Time) *durableWriter {
-	return &durableWriter{store: store, chat: chat, log: log, now: now, byRun: map[string][]string{}}
+func newDurableWriter(store Store, out *delivery.Outbox, log *slog.Logger, now func() time.Time) *durableWriter {
+	return &durableWriter{store: store, out: out, log: log, now: now, byRun: map[string][]string{}}
 }
+
+// fromAlarm names the lost-write alarms in the outbox.
+const fromAlarm = "run-alarm"
 
 // failures returns the failed writes of a run, oldest first.
 func (w *durableWriter) failures(runID string) []string {
@@ -81,7 +88,7 @@ func (w *durableWriter) failed(ctx context.Context, runID, what string, err erro
 	}
 	text := fmt.Sprintf("⚠️ groundcrew could not save %s of run `%s` to its store (%d attempts): %s\nThe run may not show it. Check `/runbook status %s`; if you just voted or answered a step, do it again.",
 		what, r.ID, len(writeRetries)+1, UserMessage(err), r.ID)
-	if _, perr := w.chat.Post(ctx, threadOf(r), Message{Text: text}.Clean()); perr != nil {
+	if _, perr := w.out.Post(ctx, threadOf(r), Message{Text: text}, delivery.Meta{From: fromAlarm, RunID: r.ID}); perr != nil {
 		w.log.Error("could not announce a failed store write", "run", runID, "err", perr)
 	}
 }

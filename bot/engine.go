@@ -172,11 +172,11 @@ func New(o Options) (*Engine, error) {
 		log:  o.Logger,
 	}
 	e.set = newSettings(o.Approvals)
-	e.writes = newDurableWriter(o.Store, o.Chat, o.Logger, o.Now)
 	d := o.Delivery
 	if d == nil {
 		d = delivery.New(delivery.Options{Chat: o.Chat, Store: o.Store, Logger: o.Logger, Now: o.Now})
 	}
+	e.writes = newDurableWriter(o.Store, d, o.Logger, o.Now)
 	e.out = newPoster(d, o.Capabilities, o.Store, e.writes, o.Logger, o.Now)
 	e.hints = e.out.hints
 	e.work = newWorkers(o.Logger, o.OpTimeout, e.advance)
