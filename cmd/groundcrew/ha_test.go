@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -419,4 +420,106 @@ func TestFailover_PostgreSQLRestart(t *testing.T) {
 	done := h.waitRun("finished", 30*time.Second, ended)
 	assert.Equal(t, bot.RunSucceeded, done.State, done.Error)
 	assert.Equal(t, 1, h.prunes())
+}
+
+// TestFailover_SeededSoak starts runs that abort one pending build each
+// and kills whichever process leads at a seeded random moment around the
+// approval, restarting it as a new standby: every abort is made at most
+// once and every run ends. GROUNDCREW_HA_SOAK_RUNS (default 6) and
+// GROUNDCREW_HA_SOAK_SEED change the size and the seed.
+func TestFailover_SeededSoak(t *testing.T) {
+	runs, seed := 6, int64(20261202)
+	if v, err := strconv.Atoi(os.Getenv("GROUNDCREW_HA_SOAK_RUNS")); err == nil && v > 0 {
+		runs = v
+	}
+	if v, err := strconv.ParseInt(os.Getenv("GROUNDCREW_HA_SOAK_SEED"), 10, 64); err == nil {
+		seed = v
+	}
+	t.Logf("seed %d, %d runs", seed, runs)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	h := newHAEnv(t, "")
+	var pending []int
+	for _, b := range h.sim.Builds() {
+		if b.Status == "pending" && !b.Check {
+			pending = append(pending, b.ID)
+		}
+	}
+	require.GreaterOrEqual(t, len(pending), runs)
+	a, b := h.twoReplicas()
+	procs := []*replica{a, b}
+	leaderOf := func() *replica {
+		for range 300 {
+			for _, p := range procs {
+				if p.role() == "leader" {
+					return p
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatal("no leader within 15 s")
+		return nil
+	}
+	ctx := context.Background()
+	restarts := 0
+	for i := range runs {
+		build := pending[i]
+		l := leaderOf()
+		before, _ := h.db.ListRuns(ctx, bot.RunQuery{})
+		l.say(t, "/as alice", fmt.Sprintf("/runbook run abort-build target=infra-prd build=%d", build))
+		var run *bot.Run
+		require.Eventually(t, func() bool {
+			all, err := h.db.ListRuns(ctx, bot.RunQuery{})
+			if err != nil || len(all) != len(before)+1 {
+				return false
+			}
+			run = all[0]
+			return atGate(run)
+		}, 20*time.Second, 50*time.Millisecond, "run %d at its gate", i)
+		l.say(t, "/as carol", "/runbook approve "+run.ID)
+		// Kill the leader at a seeded moment: before, during or after the abort.
+		time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
+		require.NoError(t, l.cmd.Process.Kill())
+		<-l.done
+		restarts++
+		for j, p := range procs {
+			if p == l {
+				procs[j] = h.start(fmt.Sprintf("r%d", restarts))
+			}
+		}
+		nl := leaderOf()
+		require.Eventually(t, func() bool {
+			r, err := h.db.GetRun(ctx, run.ID)
+			if err != nil {
+				return false
+			}
+			if r.State == bot.RunAwaitingApproval {
+				// The approval was lost with the killed process before it
+				// was stored: the new leader gets it again.
+				nl.say(t, "/as carol", "/runbook approve "+run.ID)
+				time.Sleep(500 * time.Millisecond)
+				return false
+			}
+			return r.State.Terminal() || r.State == bot.RunAwaitingManual
+		}, 30*time.Second, 200*time.Millisecond, "run %d settles", i)
+	}
+	aborts := map[string]int{}
+	for _, c := range h.sim.Calls() {
+		p, _, _ := strings.Cut(c.Path, "?")
+		if c.Method == "PUT" && strings.HasSuffix(p, "/abort") && c.Status < 300 {
+			aborts[p]++
+		}
+	}
+	for p, n := range aborts {
+		assert.Equal(t, 1, n, "%s aborted %d times", p, n)
+	}
+	all, err := h.db.ListRuns(ctx, bot.RunQuery{})
+	require.NoError(t, err)
+	states := map[bot.RunState]int{}
+	for _, r := range all {
+		states[r.State]++
+	}
+	t.Logf("%d runs, %d leader kills: %v; %d builds aborted", len(all), restarts, states, len(aborts))
+	n, err := h.db.VerifyAudit(ctx)
+	require.NoError(t, err)
+	assert.Positive(t, n)
 }
