@@ -104,3 +104,26 @@ func TestValidResponseURL(t *testing.T) {
 		assert.Equal(t, want, validResponseURL(u), u)
 	}
 }
+
+// TestRun_MissingScopeRefusedWithTheFix: conversations.info answering
+// missing_scope refuses the run, and the requester is told which scope to
+// add, instead of a run waiting at a gate nobody sees (#22.3).
+func TestRun_MissingScopeRefusedWithTheFix(t *testing.T) {
+	env := newE2E(t, ModeHTTP, func(f *fakeSlack, _ *Adapter) {
+		f.mu.Lock()
+		f.infoErr = obj{"ok": false, "error": "missing_scope", "needed": "groups:read", "provided": "chat:write"}
+		f.mu.Unlock()
+	})
+	env.in.command(t, slashFields("UALICE", "alice", "run stalled-worker target=infra-prd worker=w-0", "trig-scope"))
+	require.Eventually(t, func() bool {
+		for _, m := range env.f.messages() {
+			if m.Ephemeral && m.User == "UALICE" && strings.Contains(m.Text, "groups:read") {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond, "alice is told the scope to add:\n%s", transcript(env.f))
+	runs, err := env.db.ListRuns(env.ctx, bot.RunQuery{})
+	require.NoError(t, err)
+	assert.Empty(t, runs, "no run started")
+}
