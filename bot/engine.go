@@ -127,14 +127,6 @@ func (o *Options) validate() error {
 	return nil
 }
 
-// Observer learns of every run change the store committed, with the
-// journal and audit entries it appended (run started, steps done, gates
-// opened and decided, run finished). It is called synchronously after the
-// write and must return quickly; r and b must not be modified.
-type Observer interface {
-	RunCommitted(r *Run, b *Batch)
-}
-
 type nopObserver struct{}
 
 func (nopObserver) RunCommitted(*Run, *Batch) {}

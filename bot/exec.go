@@ -561,15 +561,3 @@ func (e *Engine) manualTimeout(ctx context.Context, runID, stepID string) {
 		e.work.kick(runID)
 	}
 }
-
-// UserMessage turns an error into a sentence for chat, for the engine's
-// subsystems too: a timeout says so.
-func UserMessage(err error) string {
-	if err == nil {
-		return ""
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "timed out: " + err.Error()
-	}
-	return err.Error()
-}

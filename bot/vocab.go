@@ -67,6 +67,7 @@ var (
 	ErrNotConfigured = chatmodel.ErrNotConfigured
 	ErrCannotPost    = chatmodel.ErrCannotPost
 	RetryAfter       = chatmodel.RetryAfter
+	UserMessage      = chatmodel.UserMessage
 	Fresh            = chatmodel.Fresh
 	WantsFresh       = chatmodel.WantsFresh
 	Sanitize         = chatmodel.Sanitize
@@ -138,6 +139,7 @@ type (
 	Housekeeper     = runmodel.Housekeeper
 	StartRequest    = runmodel.StartRequest
 	RunStarter      = runmodel.RunStarter
+	Observer        = runmodel.Observer
 )
 
 const (

@@ -431,7 +431,7 @@ func (o *Outbox) failed(ctx context.Context, it Item, cause error) bool {
 	if it.Queued.IsZero() {
 		it.Queued = now
 	}
-	it.LastErr = errText(cause)
+	it.LastErr = chatmodel.UserMessage(cause)
 	if wait, ok := chatmodel.RetryAfter(cause); ok {
 		wait = max(wait, time.Second)
 		o.mu.Lock()
@@ -454,13 +454,6 @@ func (o *Outbox) failed(ctx context.Context, it Item, cause error) bool {
 	}
 	o.save(ctx, it)
 	return it.GaveUp
-}
-
-func errText(err error) string {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "timed out: " + err.Error()
-	}
-	return err.Error()
 }
 
 // recovered marks a channel's queue as due at once: chat answered again.
@@ -685,7 +678,7 @@ func (o *Outbox) try(ctx context.Context, it Item, probe bool) error {
 func (o *Outbox) retryFailed(ctx context.Context, it Item, err error, probe bool) {
 	if probe {
 		if _, limited := chatmodel.RetryAfter(err); !limited && !errors.Is(err, chatmodel.ErrCannotPost) {
-			it.LastErr = errText(err)
+			it.LastErr = chatmodel.UserMessage(err)
 			o.mu.Lock()
 			o.queue[it.ID] = it
 			o.mu.Unlock()

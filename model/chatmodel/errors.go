@@ -1,6 +1,7 @@
 package chatmodel
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -52,4 +53,16 @@ func RetryAfter(err error) (time.Duration, bool) {
 		return rl.RetryAfter, true
 	}
 	return 0, false
+}
+
+// UserMessage turns an error into a sentence for chat, for the engine's
+// subsystems too: a timeout says so.
+func UserMessage(err error) string {
+	if err == nil {
+		return ""
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timed out: " + err.Error()
+	}
+	return err.Error()
 }
