@@ -61,8 +61,11 @@ type Adapter struct {
 	// store keeps references to messages of earlier sessions).
 	session string
 
-	mu      sync.Mutex
-	user    string
+	mu   sync.Mutex
+	user string
+	// down makes posts and edits fail (/chat down): a chat outage, to see
+	// what waits in the outbox and goes out when it is back (/chat up).
+	down    bool
 	thread  string // current thread (message number) for typed commands
 	msgs    []*message
 	lastRun string
@@ -174,6 +177,9 @@ func (a *Adapter) printMessage(m *message, edited bool) {
 func (a *Adapter) Post(_ context.Context, to bot.Conversation, m bot.Message) (bot.MessageRef, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.down {
+		return bot.MessageRef{}, errChatDown
+	}
 	text := m.Text
 	for i := len(m.Mentions) - 1; i >= 0; i-- {
 		text = "@" + m.Mentions[i] + " " + text // console user ids are names
@@ -194,6 +200,9 @@ func (a *Adapter) Post(_ context.Context, to bot.Conversation, m bot.Message) (b
 func (a *Adapter) Update(_ context.Context, ref bot.MessageRef, m bot.Message) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.down {
+		return errChatDown
+	}
 	session, num, _ := strings.Cut(ref.ID, ".")
 	n, err := strconv.Atoi(num)
 	if err != nil || n < 1 {
@@ -419,6 +428,11 @@ func (a *Adapter) handleLine(ctx context.Context, h bot.Handler, line string) {
 		}
 		a.mu.Unlock()
 		a.say("now typing in %s", map[bool]string{true: "the channel", false: "the thread of #" + strings.TrimPrefix(fields[len(fields)-1], "#")}[a.currentThread() == ""])
+	case fields[0] == "/chat" && len(fields) == 2 && (fields[1] == "down" || fields[1] == "up"):
+		a.mu.Lock()
+		a.down = fields[1] == "down"
+		a.mu.Unlock()
+		a.say("chat is %s", map[bool]string{true: "down: posts and edits fail until /chat up", false: "up"}[fields[1] == "down"])
 	case fields[0] == "/users":
 		a.say("users: %s; groups: %s", strings.Join(a.cfg.Users, ", "), a.groupsText())
 	case a.opts.Extra[fields[0]] != nil:
@@ -435,6 +449,9 @@ func (a *Adapter) handleLine(ctx context.Context, h bot.Handler, line string) {
 	}
 }
 
+// errChatDown is what posts and edits return after /chat down.
+var errChatDown = errors.New("console chat is down (/chat down): connection refused")
+
 const consoleHelp = `console commands:
   /runbook <command>        talk to the bot (/runbook help)
   /as <user>                switch user
@@ -443,6 +460,7 @@ const consoleHelp = `console commands:
   /press <#|gate|manual> <action>  press a button (approve, reject, done, skip, fail)
   /thread <#>               type in a message's thread (/thread alone: back to the channel)
   /users                    list users and groups
+  /chat down|up             make posts and edits fail (a chat outage) / work again
   $RUN                      stands for the latest run id`
 
 func (a *Adapter) groupsText() string {

@@ -157,3 +157,20 @@ func TestConsole_EarlierSessionMessageShownOnceThenEdited(t *testing.T) {
 	assert.Contains(t, out.String(), "#1 (edited)")
 	assert.Contains(t, out.String(), "Status: running")
 }
+
+// /chat down makes posts and edits fail, as a chat outage does; /chat up
+// ends it (end-to-end tests of the outbox use it).
+func TestConsole_ChatDownAndUp(t *testing.T) {
+	var out bytes.Buffer
+	a := console.New(console.Config{}, strings.NewReader("/chat down\n"), &out, console.Options{})
+	ctx := context.Background()
+	require.NoError(t, a.Run(ctx, nopHandler{}))
+	_, err := a.Post(ctx, bot.Conversation{Channel: "#ops"}, bot.Message{Text: "hello"})
+	assert.ErrorContains(t, err, "console chat is down")
+	assert.Error(t, a.Update(ctx, bot.MessageRef{Channel: "#ops", ID: "x.1"}, bot.Message{Text: "hello"}))
+	assert.Contains(t, out.String(), "chat is down")
+}
+
+type nopHandler struct{}
+
+func (nopHandler) Handle(context.Context, bot.Event) error { return nil }
