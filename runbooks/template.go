@@ -28,7 +28,7 @@ func Render(text string, env Env) (string, error) {
 		return "", err
 	}
 	var b strings.Builder
-	if err := t.Execute(&b, map[string]any(env)); err != nil {
+	if err := t.Execute(&b, map[string]any(withMissingVars(text, env))); err != nil {
 		return "", fmt.Errorf("rendering template: %w", tmplError{err})
 	}
 	return b.String(), nil

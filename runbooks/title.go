@@ -33,7 +33,7 @@ func RenderTitle(text string, env Env) string {
 	if !strings.Contains(text, "{{") {
 		return text
 	}
-	if out, err := Render(text, env); err == nil && !strings.Contains(out, noValue) {
+	if out, err := Render(text, env); err == nil && !strings.Contains(out, noValue) && !strings.Contains(out, missingVarMark) {
 		return oneLine(out)
 	}
 	if out, ok := renderLenient(text, env); ok {

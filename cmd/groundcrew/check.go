@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/groundcrew/groundcrew/bot"
@@ -65,6 +67,42 @@ func checkSetup(ctx context.Context, cfg *config.Config, reg *bot.Registry, lib 
 		for _, w := range warnings {
 			log.Warn("approval policy not fully checked", "problem", w)
 		}
+		for _, p := range targetVarProblems(cfg, k.Runbooks) {
+			log.Warn("target vars missing", "problem", p)
+		}
 	}
 	return err
+}
+
+// targetVarProblems names, per target, the vars runbooks read
+// ({{ .vars.zone }}) that the target does not set, and the runbooks that
+// read them: their steps then show "<zone: not set in the target's vars>".
+func targetVarProblems(cfg *config.Config, rbs []*runbooks.Runbook) []string {
+	var out []string
+	for _, name := range cfg.TargetNames() {
+		t := cfg.Targets[name]
+		if t == nil {
+			continue
+		}
+		users := map[string][]string{} // var -> runbooks
+		for _, rb := range rbs {
+			for _, v := range runbooks.VarsUsed(rb) {
+				if _, ok := t.Vars[v]; !ok {
+					users[v] = append(users[v], rb.Name)
+				}
+			}
+		}
+		vars := make([]string, 0, len(users))
+		for v := range users {
+			vars = append(vars, v)
+		}
+		sort.Strings(vars)
+		for _, v := range vars {
+			rbNames := users[v]
+			sort.Strings(rbNames)
+			out = append(out, fmt.Sprintf("targets.%s.vars.%s is not set; used by %s (their steps will say %s)",
+				name, v, strings.Join(rbNames, ", "), runbooks.MissingVar(v)))
+		}
+	}
+	return out
 }

@@ -91,3 +91,19 @@ func TestConfigCheckListsEveryProblem(t *testing.T) {
 	assert.Contains(t, err.Error(), `worker-stalled.yaml:6:9: unknown operation "concourse.list_wrkers"`)
 	assert.Contains(t, err.Error(), `approvals.operations.concourse.prune_wrker: no operation "concourse.prune_wrker"; did you mean "concourse.prune_worker"?`)
 }
+
+// config check names the target vars runbooks read that a target does not
+// set (issue 26: worker-stalled's rebuild step failed mid-run on a target
+// without vars).
+func TestConfigCheckNamesMissingTargetVars(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "groundcrew.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("chat: {platform: console}\ntargets:\n  lab: {url: http://127.0.0.1:1}\n  infra-prd: {url: http://127.0.0.1:1, vars: {zone: infra-prd, target: infra}}\n"), 0o600))
+	out, err := run(t, "", "config", "check", "--config", cfg)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "targets.lab.vars.zone is not set; used by ")
+	assert.Contains(t, out, "worker-stalled")
+	assert.Contains(t, out, "<zone: not set in the target's vars>")
+	assert.NotContains(t, out, "targets.infra-prd.vars")
+	assert.Contains(t, out, "is valid", "a missing var is a warning")
+}
