@@ -199,13 +199,21 @@ func (s *DB) Size() (int64, error) {
 
 // write runs fn in one transaction, after the fence check.
 func (s *DB) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return s.writeTx(ctx, true, fn)
+}
+
+// writeTx runs fn in one transaction; with fence false fn checks the
+// fence itself (fenceOK) in its first statement, saving a round trip.
+func (s *DB) writeTx(ctx context.Context, fence bool, fn func(tx pgx.Tx) error) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("starting a store transaction: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := s.checkFence(ctx, tx); err != nil {
-		return err
+	if fence {
+		if err := s.checkFence(ctx, tx); err != nil {
+			return err
+		}
 	}
 	if err := fn(tx); err != nil {
 		return err
@@ -229,6 +237,18 @@ func (s *DB) checkFence(ctx context.Context, tx pgx.Tx) error {
 	if err := tx.QueryRow(ctx, "select epoch, expires_at > now() from leader where id = 1 for share").Scan(&epoch, &live); err != nil {
 		return fmt.Errorf("checking the leadership fence: %w", err)
 	}
+	return s.fenceOK(epoch, live)
+}
+
+// fenceOK checks the lease row as read (FOR SHARE) in a write transaction.
+func (s *DB) fenceOK(epoch int64, live bool) error {
+	if !s.fenced {
+		return nil
+	}
+	mine := s.epoch.Load()
+	if mine == 0 {
+		return ErrFenced
+	}
 	if epoch != mine {
 		return fmt.Errorf("%w (this process held epoch %d, the store is at epoch %d)", ErrFenced, mine, epoch)
 	}
@@ -248,9 +268,9 @@ type storedRun struct {
 	SpecRef string `json:"spec_ref,omitempty"`
 }
 
-// putRun writes r; loadedRef is the spec reference the row had (its spec
-// is already stored).
-func (s *DB) putRun(ctx context.Context, tx pgx.Tx, r *bot.Run, insert bool, loadedRef string) error {
+// putRun queues the write of r (with its journal sequence) on q;
+// loadedRef is the spec reference the row had (its spec is already stored).
+func (s *DB) putRun(q *pgx.Batch, r *bot.Run, insert bool, loadedRef string, journalSeq int64) error {
 	cp := *r
 	st := storedRun{Run: &cp}
 	if r.Spec != nil {
@@ -264,9 +284,7 @@ func (s *DB) putRun(ctx context.Context, tx pgx.Tx, r *bot.Run, insert bool, loa
 					return fmt.Errorf("encoding the runbook of run %s: %w", r.ID, err)
 				}
 			}
-			if _, err := tx.Exec(ctx, "insert into specs (ref, data) values ($1, $2) on conflict (ref) do nothing", ref, data); err != nil {
-				return fmt.Errorf("storing the runbook of run %s: %w", r.ID, err)
-			}
+			q.Queue("insert into specs (ref, data) values ($1, $2) on conflict (ref) do nothing", ref, data)
 		}
 		cp.Spec, st.SpecRef = nil, ref
 	}
@@ -279,16 +297,24 @@ func (s *DB) putRun(ctx context.Context, tx pgx.Tx, r *bot.Run, insert bool, loa
 		ended = r.UpdatedAt
 	}
 	if insert {
-		_, err = tx.Exec(ctx, `insert into runs (id, created_at, state, active, ended_at, thread, root_id, spec_ref, data)
-			values ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			r.ID, r.CreatedAt, string(r.State), !r.State.Terminal(), ended, r.Conversation.Thread, r.Root.ID, st.SpecRef, data)
+		q.Queue(`insert into runs (id, created_at, state, active, ended_at, thread, root_id, spec_ref, journal_seq, data)
+			values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			r.ID, r.CreatedAt, string(r.State), !r.State.Terminal(), ended, r.Conversation.Thread, r.Root.ID, st.SpecRef, journalSeq, data)
 	} else {
-		_, err = tx.Exec(ctx, `update runs set state = $2, active = $3, ended_at = $4, thread = $5, root_id = $6, spec_ref = $7, data = $8
+		q.Queue(`update runs set state = $2, active = $3, ended_at = $4, thread = $5, root_id = $6, spec_ref = $7, journal_seq = $8, data = $9
 			where id = $1`,
-			r.ID, string(r.State), !r.State.Terminal(), ended, r.Conversation.Thread, r.Root.ID, st.SpecRef, data)
+			r.ID, string(r.State), !r.State.Terminal(), ended, r.Conversation.Thread, r.Root.ID, st.SpecRef, journalSeq, data)
 	}
-	if err != nil {
-		return fmt.Errorf("writing run %s: %w", r.ID, err)
+	return nil
+}
+
+// send sends the queued statements in one round trip.
+func send(ctx context.Context, tx pgx.Tx, q *pgx.Batch, what string) error {
+	if q.Len() == 0 {
+		return nil
+	}
+	if err := tx.SendBatch(ctx, q).Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", what, err)
 	}
 	return nil
 }
@@ -325,10 +351,11 @@ func (s *DB) CreateRun(ctx context.Context, r *bot.Run, b *bot.Batch) error {
 		if exists {
 			return fmt.Errorf("run %s: %w", r.ID, bot.ErrExists)
 		}
-		if err := s.putRun(ctx, tx, r, true, ""); err != nil {
+		var q pgx.Batch
+		if err := s.writeBatch(ctx, tx, &q, r.ID, 0, b, func(seq int64) error { return s.putRun(&q, r, true, "", seq) }); err != nil {
 			return err
 		}
-		return s.writeBatch(ctx, tx, r.ID, 0, b)
+		return send(ctx, tx, &q, "run "+r.ID)
 	})
 }
 
@@ -337,16 +364,25 @@ func (s *DB) CreateRun(ctx context.Context, r *bot.Run, b *bot.Batch) error {
 // sees the one before.
 func (s *DB) UpdateRun(ctx context.Context, id string, fn func(*bot.Run, *bot.Batch) error) (*bot.Run, error) {
 	var out *bot.Run
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.writeTx(ctx, false, func(tx pgx.Tx) error {
 		key := runID(id)
 		var raw []byte
-		var seq int64
-		err := tx.QueryRow(ctx, "select data, journal_seq from runs where id = $1 for update", key).Scan(&raw, &seq)
+		var seq, epoch int64
+		var live bool
+		// The run's row lock and the fence in one round trip.
+		err := tx.QueryRow(ctx, `select r.data, r.journal_seq, l.epoch, l.expires_at > now() from runs r, leader l
+			where r.id = $1 and l.id = 1 for update of r for share of l`, key).Scan(&raw, &seq, &epoch, &live)
 		if errors.Is(err, pgx.ErrNoRows) {
+			if ferr := s.checkFence(ctx, tx); ferr != nil {
+				return ferr
+			}
 			return fmt.Errorf("run %s: %w", id, bot.ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("reading run %s: %w", id, err)
+		}
+		if err := s.fenceOK(epoch, live); err != nil {
+			return err
 		}
 		r, ref, err := s.decodeRun(ctx, tx, key, raw)
 		if err != nil {
@@ -357,10 +393,11 @@ func (s *DB) UpdateRun(ctx context.Context, id string, fn func(*bot.Run, *bot.Ba
 			return err
 		}
 		r.ID = key
-		if err := s.putRun(ctx, tx, r, false, ref); err != nil {
+		var q pgx.Batch
+		if err := s.writeBatch(ctx, tx, &q, key, seq, &b, func(seq int64) error { return s.putRun(&q, r, false, ref, seq) }); err != nil {
 			return err
 		}
-		if err := s.writeBatch(ctx, tx, key, seq, &b); err != nil {
+		if err := send(ctx, tx, &q, "run "+key); err != nil {
 			return err
 		}
 		out = r
@@ -369,27 +406,12 @@ func (s *DB) UpdateRun(ctx context.Context, id string, fn func(*bot.Run, *bot.Ba
 	return out, err
 }
 
-func (s *DB) writeBatch(ctx context.Context, tx pgx.Tx, runID string, seq int64, b *bot.Batch) error {
+// writeBatch writes the audit entries of b (they read the chain's head)
+// and queues the run (put, with the journal's new sequence) and the rest
+// of b on q.
+func (s *DB) writeBatch(ctx context.Context, tx pgx.Tx, q *pgx.Batch, runID string, seq int64, b *bot.Batch, put func(seq int64) error) error {
 	if b == nil {
-		return nil
-	}
-	if len(b.Journal) > 0 {
-		rows := make([][]any, 0, len(b.Journal))
-		for _, e := range b.Journal {
-			seq++
-			e.RunID, e.Seq = runID, uint64(seq)
-			data, err := json.Marshal(e)
-			if err != nil {
-				return fmt.Errorf("encoding journal entry: %w", err)
-			}
-			rows = append(rows, []any{runID, seq, data})
-		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"journal"}, []string{"run_id", "seq", "data"}, pgx.CopyFromRows(rows)); err != nil {
-			return fmt.Errorf("journaling run %s: %w", runID, err)
-		}
-		if _, err := tx.Exec(ctx, "update runs set journal_seq = $2 where id = $1", runID, seq); err != nil {
-			return fmt.Errorf("journaling run %s: %w", runID, err)
-		}
+		b = &bot.Batch{}
 	}
 	for _, e := range b.Audit {
 		if e.RunID == "" {
@@ -399,16 +421,31 @@ func (s *DB) writeBatch(ctx context.Context, tx pgx.Tx, runID string, seq int64,
 			return err
 		}
 	}
+	var seqs []int64
+	var datas [][]byte
+	for _, e := range b.Journal {
+		seq++
+		e.RunID, e.Seq = runID, uint64(seq)
+		data, err := json.Marshal(e)
+		if err != nil {
+			return fmt.Errorf("encoding journal entry: %w", err)
+		}
+		seqs, datas = append(seqs, seq), append(datas, data)
+	}
+	if err := put(seq); err != nil {
+		return err
+	}
+	if len(seqs) > 0 {
+		q.Queue("insert into journal (run_id, seq, data) select $1, unnest($2::bigint[]), unnest($3::bytea[])", runID, seqs, datas)
+	}
 	for _, m := range b.Messages {
 		if m.Ref.IsZero() {
 			continue
 		}
 		data, _ := json.Marshal(m)
-		if _, err := tx.Exec(ctx, `insert into messages (platform, channel, id, run_id, data) values ($1, $2, $3, $4, $5)
+		q.Queue(`insert into messages (platform, channel, id, run_id, data) values ($1, $2, $3, $4, $5)
 			on conflict (platform, channel, id) do update set run_id = excluded.run_id, data = excluded.data`,
-			m.Ref.Platform, m.Ref.Channel, m.Ref.ID, strings.ToLower(m.RunID), data); err != nil {
-			return fmt.Errorf("indexing message %s of run %s: %w", m.Ref.ID, runID, err)
-		}
+			m.Ref.Platform, m.Ref.Channel, m.Ref.ID, strings.ToLower(m.RunID), data)
 	}
 	return nil
 }
