@@ -14,25 +14,26 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/delivery"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // Heads reads the head of the audit chain (the store).
 type Heads interface {
-	AuditHead(ctx context.Context) (bot.AuditHead, error)
+	AuditHead(ctx context.Context) (runmodel.AuditHead, error)
 }
 
 // Poster posts a message to a channel (the chat adapter).
 type Poster interface {
-	Post(ctx context.Context, to bot.Conversation, m bot.Message) (bot.MessageRef, error)
+	Post(ctx context.Context, to chatmodel.Conversation, m chatmodel.Message) (chatmodel.MessageRef, error)
 }
 
 // Outbox is the durable outbox heads are posted through
 // (*delivery.Outbox): a head posted while chat is down goes out once it
 // is back, across restarts.
 type Outbox interface {
-	Post(ctx context.Context, to bot.Conversation, m bot.Message, meta delivery.Meta) (delivery.Handle, error)
+	Post(ctx context.Context, to chatmodel.Conversation, m chatmodel.Message, meta delivery.Meta) (delivery.Handle, error)
 	Flush(ctx context.Context)
 }
 
@@ -65,7 +66,7 @@ type Options struct {
 type Checkpointer struct {
 	o Options
 	// posted is the last head posted; an unchanged head is not posted again.
-	posted *bot.AuditHead
+	posted *runmodel.AuditHead
 	// own: the outbox is the checkpointer's own (flushed by it).
 	own bool
 }
@@ -92,11 +93,11 @@ func New(o Options) *Checkpointer {
 // postOnly is a Poster as a chat that cannot edit.
 type postOnly struct{ Poster }
 
-func (postOnly) Update(context.Context, bot.MessageRef, bot.Message) error {
+func (postOnly) Update(context.Context, chatmodel.MessageRef, chatmodel.Message) error {
 	return errors.New("checkpoint: cannot edit")
 }
 
-func (p postOnly) Ephemeral(ctx context.Context, to bot.Conversation, _ bot.User, m bot.Message) error {
+func (p postOnly) Ephemeral(ctx context.Context, to chatmodel.Conversation, _ chatmodel.User, m chatmodel.Message) error {
 	_, err := p.Post(ctx, to, m)
 	return err
 }
@@ -129,7 +130,7 @@ func (c *Checkpointer) Post(ctx context.Context) error {
 	if c.posted != nil && *c.posted == h {
 		return nil
 	}
-	posted, err := c.o.Outbox.Post(ctx, bot.Conversation{Platform: c.o.Platform, Channel: c.o.Channel}, Message(h, c.o.Now()), delivery.Meta{From: From, Key: h.String()})
+	posted, err := c.o.Outbox.Post(ctx, chatmodel.Conversation{Platform: c.o.Platform, Channel: c.o.Channel}, Message(h, c.o.Now()), delivery.Meta{From: From, Key: h.String()})
 	if err != nil {
 		return fmt.Errorf("posting the audit head to %s: %w", c.o.Channel, err)
 	}
@@ -143,12 +144,12 @@ func (c *Checkpointer) Post(ctx context.Context) error {
 }
 
 // Message is the checkpoint message for head h at now.
-func Message(h bot.AuditHead, now time.Time) bot.Message {
+func Message(h runmodel.AuditHead, now time.Time) chatmodel.Message {
 	entries := "entries"
 	if h.Count == 1 {
 		entries = "entry"
 	}
-	return bot.Message{Text: fmt.Sprintf("🧾 *Audit checkpoint* %s UTC — %d %s, head `%s`\nCheck the log still holds it: `groundcrew audit verify --expect %s`",
+	return chatmodel.Message{Text: fmt.Sprintf("🧾 *Audit checkpoint* %s UTC — %d %s, head `%s`\nCheck the log still holds it: `groundcrew audit verify --expect %s`",
 		now.UTC().Format("2006-01-02 15:04"), h.Count, entries, h.String(), h.String())}
 }
 
@@ -179,18 +180,18 @@ func (c *Checkpointer) Run(ctx context.Context) error {
 
 // Store wraps the engine's store so that the head is logged after every
 // run that ends (succeeded, failed or cancelled). Nothing else changes.
-func (c *Checkpointer) Store(s bot.Store) bot.Store { return &runEnds{Store: s, c: c} }
+func (c *Checkpointer) Store(s runmodel.Store) runmodel.Store { return &runEnds{Store: s, c: c} }
 
 type runEnds struct {
-	bot.Store
+	runmodel.Store
 	c *Checkpointer
 }
 
 // UpdateRun implements bot.Runs: it notices the transition to a terminal
 // state inside the transaction and logs the head once it is committed.
-func (s *runEnds) UpdateRun(ctx context.Context, id string, fn func(r *bot.Run, b *bot.Batch) error) (*bot.Run, error) {
+func (s *runEnds) UpdateRun(ctx context.Context, id string, fn func(r *runmodel.Run, b *runmodel.Batch) error) (*runmodel.Run, error) {
 	ended := false
-	r, err := s.Store.UpdateRun(ctx, id, func(r *bot.Run, b *bot.Batch) error {
+	r, err := s.Store.UpdateRun(ctx, id, func(r *runmodel.Run, b *runmodel.Batch) error {
 		before := r.State
 		if err := fn(r, b); err != nil {
 			return err

@@ -13,24 +13,25 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/checkpoint"
 	"github.com/groundcrew/groundcrew/delivery"
 	"github.com/groundcrew/groundcrew/delivery/deliverytest"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/store"
 )
 
 type posts struct {
 	mu  sync.Mutex
 	got []string
-	to  []bot.Conversation
+	to  []chatmodel.Conversation
 }
 
-func (p *posts) Post(_ context.Context, to bot.Conversation, m bot.Message) (bot.MessageRef, error) {
+func (p *posts) Post(_ context.Context, to chatmodel.Conversation, m chatmodel.Message) (chatmodel.MessageRef, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.got, p.to = append(p.got, m.Text), append(p.to, to)
-	return bot.MessageRef{Channel: to.Channel, ID: "m"}, nil
+	return chatmodel.MessageRef{Channel: to.Channel, ID: "m"}, nil
 }
 
 func (p *posts) texts() []string {
@@ -56,19 +57,19 @@ func TestLogAtStartAndAfterEachRun(t *testing.T) {
 	assert.Contains(t, logs.String(), `msg="audit head" head=0: when=start`)
 
 	s := c.Store(db)
-	r := &bot.Run{ID: "r-1", State: bot.RunRunning}
-	require.NoError(t, s.CreateRun(ctx, r, &bot.Batch{Audit: []bot.AuditEntry{{Actor: "alice", Action: "run_started"}}}))
+	r := &runmodel.Run{ID: "r-1", State: runmodel.RunRunning}
+	require.NoError(t, s.CreateRun(ctx, r, &runmodel.Batch{Audit: []runmodel.AuditEntry{{Actor: "alice", Action: "run_started"}}}))
 	logs.Reset()
-	_, err := s.UpdateRun(ctx, "r-1", func(r *bot.Run, b *bot.Batch) error {
+	_, err := s.UpdateRun(ctx, "r-1", func(r *runmodel.Run, b *runmodel.Batch) error {
 		r.Cursor++
 		return nil
 	})
 	require.NoError(t, err)
 	assert.Empty(t, logs.String(), "a run that goes on logs nothing")
 
-	_, err = s.UpdateRun(ctx, "r-1", func(r *bot.Run, b *bot.Batch) error {
-		r.State = bot.RunSucceeded
-		b.AuditLog(bot.AuditEntry{Actor: "groundcrew", Action: "run_succeeded"})
+	_, err = s.UpdateRun(ctx, "r-1", func(r *runmodel.Run, b *runmodel.Batch) error {
+		r.State = runmodel.RunSucceeded
+		b.AuditLog(runmodel.AuditEntry{Actor: "groundcrew", Action: "run_succeeded"})
 		return nil
 	})
 	require.NoError(t, err)
@@ -79,7 +80,7 @@ func TestLogAtStartAndAfterEachRun(t *testing.T) {
 	assert.Contains(t, logs.String(), `verify="groundcrew audit verify --expect `+head.String()+`"`)
 
 	logs.Reset()
-	_, err = s.UpdateRun(ctx, "r-1", func(r *bot.Run, b *bot.Batch) error { return nil })
+	_, err = s.UpdateRun(ctx, "r-1", func(r *runmodel.Run, b *runmodel.Batch) error { return nil })
 	require.NoError(t, err)
 	assert.Empty(t, logs.String(), "only the transition to the end is logged")
 }
@@ -100,9 +101,9 @@ func TestPostOnSchedule(t *testing.T) {
 	tick()
 	require.Len(t, chat.texts(), 1, "posted at start")
 	assert.Equal(t, "🧾 *Audit checkpoint* 2026-12-01 09:00 UTC — 0 entries, head `0:`\nCheck the log still holds it: `groundcrew audit verify --expect 0:`", chat.texts()[0])
-	assert.Equal(t, bot.Conversation{Platform: "slack", Channel: "#ci-audit"}, chat.to[0])
+	assert.Equal(t, chatmodel.Conversation{Platform: "slack", Channel: "#ci-audit"}, chat.to[0])
 
-	require.NoError(t, db.AppendAudit(ctx, bot.AuditEntry{Actor: "alice", Action: "approve"}))
+	require.NoError(t, db.AppendAudit(ctx, runmodel.AuditEntry{Actor: "alice", Action: "approve"}))
 	tick()
 	require.Len(t, chat.texts(), 2)
 	head, _ := db.AuditHead(ctx)

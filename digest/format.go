@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 func nonEmpty(s, def string) string {
@@ -23,5 +23,5 @@ func loginRefused(err error) bool {
 }
 
 func userErrorf(format string, args ...any) error {
-	return &bot.UserError{Msg: fmt.Sprintf(format, args...)}
+	return &chatmodel.UserError{Msg: fmt.Sprintf(format, args...)}
 }

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/internal/human"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 func sPlural(n int) string {
@@ -85,7 +85,7 @@ func trendBytes(cur, prev int64, has bool) string {
 // with their ▲▼ trend against prev, suggested runbook commands) and the
 // details in Detail. prev is the previous digest (nil for the first); now
 // gives the time zone of the times shown.
-func Render(target string, cur Data, prev *Data, now time.Time) bot.Message {
+func Render(target string, cur Data, prev *Data, now time.Time) chatmodel.Message {
 	when := func(t time.Time) string { return t.In(now.Location()).Format("Mon 15:04 MST") }
 	if prev != nil && prev.Err != "" {
 		prev = nil // an unreachable digest has no figures to compare with
@@ -109,7 +109,7 @@ func Render(target string, cur Data, prev *Data, now time.Time) bot.Message {
 			fmt.Fprintf(&b, "\nLast figures (%s): %d workers, %d stalled, %d pending builds.", when(pv.At),
 				len(pv.Workers.Names), len(pv.Workers.Stalled), pv.Builds.Count(statusPending))
 		}
-		return bot.Message{Text: b.String()}
+		return chatmodel.Message{Text: b.String()}
 	}
 	sugg := Suggestions(target, cur, now)
 	if s, ok := dbGrowthSuggestion(target, cur, prev); ok {
@@ -202,7 +202,7 @@ func Render(target string, cur Data, prev *Data, now time.Time) bot.Message {
 	} else {
 		b.WriteString("\nFirst digest: no trends yet · details in the thread.")
 	}
-	return bot.Message{Text: b.String(), Detail: renderDigestDetail(cur, prev, now)}
+	return chatmodel.Message{Text: b.String(), Detail: renderDigestDetail(cur, prev, now)}
 }
 
 func isStalled(w WorkerFigures, name string) bool {

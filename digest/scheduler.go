@@ -14,8 +14,8 @@ import (
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/delivery"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // Schedule is one configured digest: a target's health posted to a
@@ -61,11 +61,11 @@ type Record struct {
 	Fire  time.Time `json:"fire"`
 	State State     `json:"state"`
 	// Retry is a fire time whose post failed and is retried; Attempts counts them.
-	Retry     time.Time      `json:"retry,omitzero"`
-	Attempts  int            `json:"attempts,omitempty"`
-	LastError string         `json:"last_error,omitempty"`
-	Posted    time.Time      `json:"posted,omitzero"`
-	Ref       bot.MessageRef `json:"ref,omitzero"`
+	Retry     time.Time            `json:"retry,omitzero"`
+	Attempts  int                  `json:"attempts,omitempty"`
+	LastError string               `json:"last_error,omitempty"`
+	Posted    time.Time            `json:"posted,omitzero"`
+	Ref       chatmodel.MessageRef `json:"ref,omitzero"`
 	// Data is the last digest with figures (nil before the first).
 	Data *Data `json:"data,omitempty"`
 }
@@ -95,7 +95,7 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 
 // Outbox is what the scheduler needs of the outbox (*delivery.Outbox).
 type Outbox interface {
-	Post(ctx context.Context, to bot.Conversation, m bot.Message, meta delivery.Meta) (delivery.Handle, error)
+	Post(ctx context.Context, to chatmodel.Conversation, m chatmodel.Message, meta delivery.Meta) (delivery.Handle, error)
 	Flush(ctx context.Context)
 }
 
@@ -112,7 +112,7 @@ type Options struct {
 	// goes out once chat is back, across restarts. Without it, Chat is
 	// used through an outbox of the scheduler's own, kept in memory.
 	Outbox Outbox
-	Chat   bot.Chat
+	Chat   chatmodel.Chat
 	// Platform is set on the conversations digests are posted to.
 	Platform string
 	// Targets are the targets /runbook digest accepts (default: those of Digests).
@@ -501,14 +501,14 @@ func (s *Scheduler) post(ctx context.Context, log *slog.Logger, j *digestJob, re
 		log.Error("recording digest intent; not posting", "err", err)
 		return
 	}
-	h, err := s.o.Outbox.Post(ctx, bot.Conversation{Platform: s.o.Platform, Channel: j.cfg.Channel}, msg, delivery.Meta{From: From, Key: j.key})
+	h, err := s.o.Outbox.Post(ctx, chatmodel.Conversation{Platform: s.o.Platform, Channel: j.cfg.Channel}, msg, delivery.Meta{From: From, Key: j.key})
 	ref := h.Ref // zero when chat did not take it: the outbox posts it once it does
 	if err != nil {
 		if ctx.Err() != nil {
 			return // stopping mid-post: the intent stands (at most once)
 		}
 		out := rec
-		out.State, out.LastError = Failed, bot.UserMessage(err)
+		out.State, out.LastError = Failed, chatmodel.UserMessage(err)
 		if !out.Retry.Equal(fire) {
 			out.Retry, out.Attempts = fire, 0
 		}
@@ -542,7 +542,7 @@ func (s *Scheduler) collect(ctx context.Context, target string, window time.Dura
 	defer cancel()
 	data, err := s.o.Source.Collect(cctx, target, window, prev)
 	if err != nil {
-		data = Data{Err: bot.UserMessage(err), LoginRefused: loginRefused(err)}
+		data = Data{Err: chatmodel.UserMessage(err), LoginRefused: loginRefused(err)}
 	}
 	data.Target, data.Window = target, window
 	if data.At.IsZero() {
@@ -558,7 +558,7 @@ func (s *Scheduler) collect(ctx context.Context, target string, window time.Dura
 // one), else with the last on-demand digest of the target, which is kept
 // for that (key "now:<target>"). target may be empty when only one target is
 // known. Unknown targets give a *UserError.
-func (s *Scheduler) DigestNow(ctx context.Context, target string, to bot.Conversation) error {
+func (s *Scheduler) DigestNow(ctx context.Context, target string, to chatmodel.Conversation) error {
 	jobs, targets := s.current()
 	if target == "" {
 		if len(targets) != 1 {

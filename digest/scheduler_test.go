@@ -10,11 +10,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
 	"github.com/groundcrew/groundcrew/delivery"
 	"github.com/groundcrew/groundcrew/delivery/deliverytest"
 	"github.com/groundcrew/groundcrew/digest"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 var parisTZ = func() *time.Location {
@@ -95,7 +95,7 @@ func (h *memHistory) only(t *testing.T) digest.Record {
 // panicChat crashes on its first post, like a bot killed mid-post.
 type panicChat struct{ *bottest.Chat }
 
-func (panicChat) Post(context.Context, bot.Conversation, bot.Message) (bot.MessageRef, error) {
+func (panicChat) Post(context.Context, chatmodel.Conversation, chatmodel.Message) (chatmodel.MessageRef, error) {
 	panic("killed while posting")
 }
 
@@ -115,7 +115,7 @@ func newSchedEnv(now time.Time) *schedEnv {
 }
 
 // start builds a scheduler over the env's history: a fresh one is a restart.
-func (e *schedEnv) start(t *testing.T, chat bot.Chat) *digest.Scheduler {
+func (e *schedEnv) start(t *testing.T, chat chatmodel.Chat) *digest.Scheduler {
 	t.Helper()
 	if chat == nil {
 		chat = e.chat
@@ -426,14 +426,14 @@ func TestScheduler_DigestNow(t *testing.T) {
 	s.Tick(ctx)
 	before := env.hist.only(t)
 
-	to := bot.Conversation{Platform: "console", Channel: "#incident", Thread: "t1"}
+	to := chatmodel.Conversation{Platform: "console", Channel: "#incident", Thread: "t1"}
 	require.NoError(t, s.DigestNow(ctx, "", to), "the only target is the default")
 	require.Len(t, env.chat.Posts(), 1)
 	assert.Equal(t, to, env.chat.Posts()[0].To)
 	assert.Equal(t, before, env.hist.only(t), "on-demand digests leave the schedule alone")
 
 	err := s.DigestNow(ctx, "infra-prod", to)
-	var ue *bot.UserError
+	var ue *chatmodel.UserError
 	require.ErrorAs(t, err, &ue)
 	assert.Equal(t, `Unknown target "infra-prod". Targets: infra-prd`, ue.Msg)
 
@@ -499,7 +499,7 @@ func TestScheduler_DigestNowWithoutScheduleHasTrends(t *testing.T) {
 	s, err := digest.NewScheduler(digest.Options{Targets: []string{"infra-prd"}, Source: env.src, History: env.hist, Chat: env.chat, Now: env.clock.Now})
 	require.NoError(t, err)
 	ctx := context.Background()
-	to := bot.Conversation{Platform: "console", Channel: "#ops"}
+	to := chatmodel.Conversation{Platform: "console", Channel: "#ops"}
 	for range 3 {
 		require.NoError(t, s.DigestNow(ctx, "infra-prd", to))
 		env.set(env.clock.Now().Add(time.Minute))

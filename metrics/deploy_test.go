@@ -10,9 +10,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/digest"
 	"github.com/groundcrew/groundcrew/metrics"
+	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // TestDeployReferencesExistingMetrics: every groundcrew_* series the alert
@@ -20,17 +21,17 @@ import (
 func TestDeployReferencesExistingMetrics(t *testing.T) {
 	m := metrics.New(metrics.Options{Targets: []string{"t"}})
 	now := time.Now()
-	r := &bot.Run{ID: "r", Runbook: "rb", Target: "t", State: bot.RunSucceeded, Gate: &bot.Gate{RequestedAt: now},
-		Steps: []bot.StepState{{ID: "s", Kind: "query"}}}
-	m.RunCommitted(r, &bot.Batch{
-		Journal: []bot.JournalEntry{{Type: bot.JRunStarted}, {Type: bot.JStepDone, Step: "s"}, {Type: bot.JGateOpened}, {Type: bot.JRunFinished}},
-		Audit:   []bot.AuditEntry{{Action: bot.ActionApprovalGranted, Time: now}},
+	r := &runmodel.Run{ID: "r", Runbook: "rb", Target: "t", State: runmodel.RunSucceeded, Gate: &runmodel.Gate{RequestedAt: now},
+		Steps: []runmodel.StepState{{ID: "s", Kind: "query"}}}
+	m.RunCommitted(r, &runmodel.Batch{
+		Journal: []runmodel.JournalEntry{{Type: runmodel.JRunStarted}, {Type: runmodel.JStepDone, Step: "s"}, {Type: runmodel.JGateOpened}, {Type: runmodel.JRunFinished}},
+		Audit:   []runmodel.AuditEntry{{Action: runmodel.ActionApprovalGranted, Time: now}},
 	})
 	m.DigestSettled("t", digest.Posted, time.Second)
 	m.WatchPolled("t", 0, time.Second, nil)
-	_, _ = m.Provider(fakeProvider{}).Ops()[0].Do(context.Background(), bot.Call{Target: "t"})
+	_, _ = m.Provider(fakeProvider{}).Ops()[0].Do(context.Background(), opmodel.Call{Target: "t"})
 	m.Transport("concourse", "t", nil)
-	m.Outbox(func() ([]bot.OutboxItem, error) { return nil, nil }, time.Now)
+	m.Outbox(func() ([]runmodel.OutboxItem, error) { return nil, nil }, time.Now)
 	m.StoreSize(func() (int64, error) { return 1, nil })
 	m.SetTarget("t", true, true)
 	m.ChatConnected(func() bool { return true })

@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // housekeepingMetrics count the store's housekeeping passes.
@@ -53,7 +53,7 @@ func (m *Metrics) housekeepingMetrics() *housekeepingMetrics {
 // Housekeeper wraps the store's housekeeping: every pass is counted, with
 // what it deleted and how long it took. Hand the result to the engine as
 // bot.Capabilities.Housekeeper.
-func (m *Metrics) Housekeeper(h bot.Housekeeper) bot.Housekeeper {
+func (m *Metrics) Housekeeper(h runmodel.Housekeeper) runmodel.Housekeeper {
 	if h == nil {
 		return nil
 	}
@@ -62,10 +62,10 @@ func (m *Metrics) Housekeeper(h bot.Housekeeper) bot.Housekeeper {
 
 type housekeeper struct {
 	m *housekeepingMetrics
-	h bot.Housekeeper
+	h runmodel.Housekeeper
 }
 
-func (k housekeeper) Housekeep(ctx context.Context, now time.Time) (bot.HousekeepResult, error) {
+func (k housekeeper) Housekeep(ctx context.Context, now time.Time) (runmodel.HousekeepResult, error) {
 	start := time.Now()
 	res, err := k.h.Housekeep(ctx, now)
 	k.m.took.Observe(time.Since(start).Seconds())

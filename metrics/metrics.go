@@ -20,8 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/digest"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/watch"
 )
 
@@ -152,18 +152,18 @@ func (m *Metrics) target(t string) string {
 	return "other"
 }
 
-var _ bot.Observer = (*Metrics)(nil)
+var _ runmodel.Observer = (*Metrics)(nil)
 
 // RunCommitted implements bot.Observer: it counts what the journal and
 // audit entries of one committed run change say.
-func (m *Metrics) RunCommitted(r *bot.Run, b *bot.Batch) {
+func (m *Metrics) RunCommitted(r *runmodel.Run, b *runmodel.Batch) {
 	for _, e := range b.Journal {
 		switch e.Type {
-		case bot.JRunStarted:
+		case runmodel.JRunStarted:
 			m.runsStarted.WithLabelValues(r.Runbook).Inc()
-		case bot.JRunFinished:
+		case runmodel.JRunFinished:
 			m.runsFinished.WithLabelValues(r.Runbook, string(r.State)).Inc()
-		case bot.JStepDone, bot.JStepFailed, bot.JStepSkipped:
+		case runmodel.JStepDone, runmodel.JStepFailed, runmodel.JStepSkipped:
 			if st := stepOf(r, e.Step); st != nil {
 				d := 0.0
 				if !st.StartedAt.IsZero() && st.FinishedAt.After(st.StartedAt) {
@@ -171,7 +171,7 @@ func (m *Metrics) RunCommitted(r *bot.Run, b *bot.Batch) {
 				}
 				m.stepDuration.WithLabelValues(string(st.Kind), stepStatus(e.Type)).Observe(d)
 			}
-		case bot.JGateOpened:
+		case runmodel.JGateOpened:
 			m.gatesOpened.Inc()
 		}
 	}
@@ -187,7 +187,7 @@ func (m *Metrics) RunCommitted(r *bot.Run, b *bot.Batch) {
 	}
 }
 
-func stepOf(r *bot.Run, id string) *bot.StepState {
+func stepOf(r *runmodel.Run, id string) *runmodel.StepState {
 	for i := range r.Steps {
 		if r.Steps[i].ID == id {
 			return &r.Steps[i]
@@ -196,26 +196,26 @@ func stepOf(r *bot.Run, id string) *bot.StepState {
 	return nil
 }
 
-func stepStatus(journalType bot.JournalType) string {
+func stepStatus(journalType runmodel.JournalType) string {
 	switch journalType {
-	case bot.JStepFailed:
+	case runmodel.JStepFailed:
 		return "failed"
-	case bot.JStepSkipped:
+	case runmodel.JStepSkipped:
 		return "skipped"
 	}
 	return "succeeded"
 }
 
 // gateDecision maps the audit actions that decide a gate to a decision.
-func gateDecision(action bot.AuditAction) string {
+func gateDecision(action runmodel.AuditAction) string {
 	switch action {
-	case bot.ActionApprovalGranted, bot.ActionBreakGlass:
+	case runmodel.ActionApprovalGranted, runmodel.ActionBreakGlass:
 		return "approved"
-	case bot.ActionApprovalRejected:
+	case runmodel.ActionApprovalRejected:
 		return "rejected"
-	case bot.ActionApprovalExpired:
+	case runmodel.ActionApprovalExpired:
 		return "expired"
-	case bot.ActionApprovalVoidDrift:
+	case runmodel.ActionApprovalVoidDrift:
 		return "void"
 	}
 	return ""
@@ -285,7 +285,7 @@ func b2f(b bool) float64 {
 }
 
 // Outbox reports the outbox at every scrape: list returns its items.
-func (m *Metrics) Outbox(list func() ([]bot.OutboxItem, error), now func() time.Time) {
+func (m *Metrics) Outbox(list func() ([]runmodel.OutboxItem, error), now func() time.Time) {
 	depth := prometheus.NewDesc(ns+"_outbox_items", "Chat posts waiting in the outbox for a retry.", nil, nil)
 	age := prometheus.NewDesc(ns+"_outbox_oldest_age_seconds", "Age of the oldest chat post in the outbox (0 when empty).", nil, nil)
 	m.addGauge(func(ch chan<- prometheus.Metric) {

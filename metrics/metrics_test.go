@@ -11,22 +11,23 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/digest"
 	"github.com/groundcrew/groundcrew/metrics"
+	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 func TestRunCommitted_RunsStepsGates(t *testing.T) {
 	m := metrics.New(metrics.Options{Version: "1.2.3", Targets: []string{"infra-prd"}})
 	t0 := time.Date(2025, 3, 10, 8, 0, 0, 0, time.UTC)
-	r := &bot.Run{ID: "r-1", Runbook: "worker-stalled", Target: "infra-prd", State: bot.RunRunning,
-		Steps: []bot.StepState{{ID: "q", Kind: "query", StartedAt: t0, FinishedAt: t0.Add(2 * time.Second)}}}
-	m.RunCommitted(r, &bot.Batch{Journal: []bot.JournalEntry{{Type: bot.JRunStarted}, {Type: bot.JStepDone, Step: "q"}}})
-	r.Gate = &bot.Gate{RequestedAt: t0.Add(time.Minute)}
-	m.RunCommitted(r, &bot.Batch{Journal: []bot.JournalEntry{{Type: bot.JGateOpened}}})
-	m.RunCommitted(r, &bot.Batch{Audit: []bot.AuditEntry{{Action: "approve"}, {Action: "approval_granted", Time: t0.Add(4 * time.Minute)}}})
-	r.State = bot.RunFailed
-	m.RunCommitted(r, &bot.Batch{Journal: []bot.JournalEntry{{Type: bot.JRunFinished}}})
+	r := &runmodel.Run{ID: "r-1", Runbook: "worker-stalled", Target: "infra-prd", State: runmodel.RunRunning,
+		Steps: []runmodel.StepState{{ID: "q", Kind: "query", StartedAt: t0, FinishedAt: t0.Add(2 * time.Second)}}}
+	m.RunCommitted(r, &runmodel.Batch{Journal: []runmodel.JournalEntry{{Type: runmodel.JRunStarted}, {Type: runmodel.JStepDone, Step: "q"}}})
+	r.Gate = &runmodel.Gate{RequestedAt: t0.Add(time.Minute)}
+	m.RunCommitted(r, &runmodel.Batch{Journal: []runmodel.JournalEntry{{Type: runmodel.JGateOpened}}})
+	m.RunCommitted(r, &runmodel.Batch{Audit: []runmodel.AuditEntry{{Action: "approve"}, {Action: "approval_granted", Time: t0.Add(4 * time.Minute)}}})
+	r.State = runmodel.RunFailed
+	m.RunCommitted(r, &runmodel.Batch{Journal: []runmodel.JournalEntry{{Type: runmodel.JRunFinished}}})
 
 	out := scrape(t, m)
 	assert.Contains(t, out, `groundcrew_runs_started_total{runbook="worker-stalled"} 1`)
@@ -67,9 +68,9 @@ func TestProvider_CountsCallsAndBoundsTargets(t *testing.T) {
 	m := metrics.New(metrics.Options{Targets: []string{"infra-prd"}})
 	p := m.Provider(fakeProvider{})
 	op := p.Ops()[0]
-	_, err := op.Do(context.Background(), bot.Call{Target: "infra-prd"})
+	_, err := op.Do(context.Background(), opmodel.Call{Target: "infra-prd"})
 	require.NoError(t, err)
-	_, err = op.Do(context.Background(), bot.Call{Target: "$(rm -rf /)"})
+	_, err = op.Do(context.Background(), opmodel.Call{Target: "$(rm -rf /)"})
 	require.Error(t, err)
 	out := scrape(t, m)
 	assert.Contains(t, out, `groundcrew_op_calls_total{operation="postgres.db_table_sizes",outcome="ok",phase="do",target="infra-prd"} 1`)
@@ -81,12 +82,12 @@ func TestProvider_CountsCallsAndBoundsTargets(t *testing.T) {
 
 type fakeProvider struct{}
 
-func (fakeProvider) Ops() []bot.Op {
-	return []bot.Op{{Name: "postgres.db_table_sizes", Class: bot.ClassRead, Do: func(_ context.Context, c bot.Call) (bot.Result, error) {
+func (fakeProvider) Ops() []opmodel.Op {
+	return []opmodel.Op{{Name: "postgres.db_table_sizes", Class: opmodel.ClassRead, Do: func(_ context.Context, c opmodel.Call) (opmodel.Result, error) {
 		if c.Target != "infra-prd" {
-			return bot.Result{}, errors.New("no such target")
+			return opmodel.Result{}, errors.New("no such target")
 		}
-		return bot.Result{}, nil
+		return opmodel.Result{}, nil
 	}}}
 }
 
@@ -118,8 +119,8 @@ func TestTransport_ErrorsAnd429(t *testing.T) {
 func TestOutboxAndStoreGauges(t *testing.T) {
 	m := metrics.New(metrics.Options{})
 	now := time.Date(2025, 3, 10, 8, 0, 0, 0, time.UTC)
-	m.Outbox(func() ([]bot.OutboxItem, error) {
-		return []bot.OutboxItem{{Queued: now.Add(-5 * time.Minute)}, {Queued: now.Add(-time.Minute)}}, nil
+	m.Outbox(func() ([]runmodel.OutboxItem, error) {
+		return []runmodel.OutboxItem{{Queued: now.Add(-5 * time.Minute)}, {Queued: now.Add(-time.Minute)}}, nil
 	}, func() time.Time { return now })
 	m.StoreSize(func() (int64, error) { return 4096, nil })
 	out := scrape(t, m)

@@ -7,26 +7,26 @@ import (
 	"strings"
 	"time"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // Provider wraps an operation provider: every call of its operations is
 // counted by operation, target, phase and outcome, and timed. Errors of
 // postgres.* operations also count as PostgreSQL API errors.
-func (m *Metrics) Provider(p bot.Provider) bot.Provider { return provider{m: m, p: p} }
+func (m *Metrics) Provider(p opmodel.Provider) opmodel.Provider { return provider{m: m, p: p} }
 
 type provider struct {
 	m *Metrics
-	p bot.Provider
+	p opmodel.Provider
 }
 
-func (p provider) Ops() []bot.Op {
+func (p provider) Ops() []opmodel.Op {
 	ops := p.p.Ops()
-	out := make([]bot.Op, 0, len(ops))
+	out := make([]opmodel.Op, 0, len(ops))
 	for _, op := range ops {
 		name := op.Name
 		if do := op.Do; do != nil {
-			op.Do = func(ctx context.Context, c bot.Call) (bot.Result, error) {
+			op.Do = func(ctx context.Context, c opmodel.Call) (opmodel.Result, error) {
 				defer p.m.observeOp(name, c.Target, "do", time.Now())
 				r, err := do(ctx, c)
 				p.m.opDone(name, c.Target, "do", err)
@@ -34,7 +34,7 @@ func (p provider) Ops() []bot.Op {
 			}
 		}
 		if plan := op.Plan; plan != nil {
-			op.Plan = func(ctx context.Context, c bot.Call) (bot.Plan, error) {
+			op.Plan = func(ctx context.Context, c opmodel.Call) (opmodel.Plan, error) {
 				defer p.m.observeOp(name, c.Target, "plan", time.Now())
 				r, err := plan(ctx, c)
 				p.m.opDone(name, c.Target, "plan", err)
@@ -42,7 +42,7 @@ func (p provider) Ops() []bot.Op {
 			}
 		}
 		if apply := op.Apply; apply != nil {
-			op.Apply = func(ctx context.Context, c bot.Call, pl bot.Plan) (bot.Result, error) {
+			op.Apply = func(ctx context.Context, c opmodel.Call, pl opmodel.Plan) (opmodel.Result, error) {
 				defer p.m.observeOp(name, c.Target, "apply", time.Now())
 				r, err := apply(ctx, c, pl)
 				p.m.opDone(name, c.Target, "apply", err)

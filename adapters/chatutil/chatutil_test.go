@@ -8,26 +8,26 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 func TestIntentOf(t *testing.T) {
-	for in, want := range map[string]bot.Intent{
-		"white_check_mark": bot.IntentApprove, ":white_check_mark:": bot.IntentApprove, "✅": bot.IntentApprove,
-		"+1::skin-tone-3": bot.IntentApprove, "x": bot.IntentReject, "❌": bot.IntentReject,
-		"next_track_button": bot.IntentSkip, "track_next": bot.IntentSkip, "⏭": bot.IntentSkip, "⏭️": bot.IntentSkip,
-		"black_right_pointing_double_triangle_with_vertical_bar": bot.IntentSkip,
-		"eyes": bot.IntentAcknowledge, "tada": "", "": "",
+	for in, want := range map[string]chatmodel.Intent{
+		"white_check_mark": chatmodel.IntentApprove, ":white_check_mark:": chatmodel.IntentApprove, "✅": chatmodel.IntentApprove,
+		"+1::skin-tone-3": chatmodel.IntentApprove, "x": chatmodel.IntentReject, "❌": chatmodel.IntentReject,
+		"next_track_button": chatmodel.IntentSkip, "track_next": chatmodel.IntentSkip, "⏭": chatmodel.IntentSkip, "⏭️": chatmodel.IntentSkip,
+		"black_right_pointing_double_triangle_with_vertical_bar": chatmodel.IntentSkip,
+		"eyes": chatmodel.IntentAcknowledge, "tada": "", "": "",
 	} {
 		assert.Equal(t, want, IntentOf(in), in)
 	}
 }
 
 func TestSymbolAndName(t *testing.T) {
-	assert.Equal(t, "✅", Symbol(bot.IntentDone))
-	assert.Equal(t, "❌", Symbol(bot.IntentFail))
-	assert.Equal(t, "⏭", Symbol(bot.IntentSkip))
-	assert.Equal(t, "next_track_button", Name(bot.IntentSkip), "the name Mattermost 11.1 knows")
+	assert.Equal(t, "✅", Symbol(chatmodel.IntentDone))
+	assert.Equal(t, "❌", Symbol(chatmodel.IntentFail))
+	assert.Equal(t, "⏭", Symbol(chatmodel.IntentSkip))
+	assert.Equal(t, "next_track_button", Name(chatmodel.IntentSkip), "the name Mattermost 11.1 knows")
 	assert.Equal(t, "", Symbol("nothing"))
 	for _, r := range Reactions {
 		assert.Equal(t, r.Intent, IntentOf(r.Names[0]))

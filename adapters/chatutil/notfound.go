@@ -3,7 +3,7 @@ package chatutil
 import (
 	"fmt"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -29,7 +29,7 @@ func (e *NotFoundError) Error() string {
 	if e.Mention {
 		name = "@" + e.Name
 	}
-	msg := fmt.Sprintf("%s %s: %v", e.What, name, bot.ErrNotFound)
+	msg := fmt.Sprintf("%s %s: %v", e.What, name, chatmodel.ErrNotFound)
 	if e.Suggestion != "" {
 		msg += fmt.Sprintf("; did you mean %q?", e.Suggestion)
 	}
@@ -37,7 +37,7 @@ func (e *NotFoundError) Error() string {
 }
 
 // Unwrap makes errors.Is find bot.ErrNotFound.
-func (e *NotFoundError) Unwrap() error { return bot.ErrNotFound }
+func (e *NotFoundError) Unwrap() error { return chatmodel.ErrNotFound }
 
 // DidYouMean is the closest known name, or "".
 func (e *NotFoundError) DidYouMean() string { return e.Suggestion }

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // Provider implements bot.Provider.
@@ -20,48 +20,48 @@ type Provider struct {
 	Resolve func(ctx context.Context, host string) ([]string, error)
 }
 
-var _ bot.Provider = Provider{}
+var _ opmodel.Provider = Provider{}
 
 // Ops implements bot.Provider.
-func (p Provider) Ops() []bot.Op {
-	return []bot.Op{
-		{Name: "core.echo", Class: bot.ClassRead, Doc: "Returns its `message` argument (handy to show computed values).",
-			Args: []bot.ArgSpec{{Name: "message", Required: true, Doc: "text to show"}},
-			Do: func(_ context.Context, c bot.Call) (bot.Result, error) {
+func (p Provider) Ops() []opmodel.Op {
+	return []opmodel.Op{
+		{Name: "core.echo", Class: opmodel.ClassRead, Doc: "Returns its `message` argument (handy to show computed values).",
+			Args: []opmodel.ArgSpec{{Name: "message", Required: true, Doc: "text to show"}},
+			Do: func(_ context.Context, c opmodel.Call) (opmodel.Result, error) {
 				m := c.Args.String("message")
-				return bot.Result{Summary: m, Data: map[string]any{"message": m}}, nil
+				return opmodel.Result{Summary: m, Data: map[string]any{"message": m}}, nil
 			}},
-		{Name: "core.sleep", Class: bot.ClassRead, Doc: "Waits for `duration` (e.g. 30s).",
-			Args: []bot.ArgSpec{{Name: "duration", Required: true, Doc: "how long, e.g. 30s, 2m"}},
-			Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
+		{Name: "core.sleep", Class: opmodel.ClassRead, Doc: "Waits for `duration` (e.g. 30s).",
+			Args: []opmodel.ArgSpec{{Name: "duration", Required: true, Doc: "how long, e.g. 30s, 2m"}},
+			Do: func(ctx context.Context, c opmodel.Call) (opmodel.Result, error) {
 				d, err := c.Args.Duration("duration", 0)
 				if err != nil {
-					return bot.Result{}, err
+					return opmodel.Result{}, err
 				}
 				t := time.NewTimer(d)
 				defer t.Stop()
 				select {
 				case <-ctx.Done():
-					return bot.Result{}, ctx.Err()
+					return opmodel.Result{}, ctx.Err()
 				case <-t.C:
 				}
-				return bot.Result{Summary: "slept " + d.String()}, nil
+				return opmodel.Result{Summary: "slept " + d.String()}, nil
 			}},
-		{Name: "core.tcp_check", Class: bot.ClassRead, Doc: "Resolves `host` and opens a TCP connection to `port` from the bot.",
-			Args: []bot.ArgSpec{{Name: "host", Required: true}, {Name: "port", Required: true}, {Name: "timeout", Doc: "default 5s"}},
+		{Name: "core.tcp_check", Class: opmodel.ClassRead, Doc: "Resolves `host` and opens a TCP connection to `port` from the bot.",
+			Args: []opmodel.ArgSpec{{Name: "host", Required: true}, {Name: "port", Required: true}, {Name: "timeout", Doc: "default 5s"}},
 			Do:   p.tcpCheck},
 	}
 }
 
-func (p Provider) tcpCheck(ctx context.Context, c bot.Call) (bot.Result, error) {
+func (p Provider) tcpCheck(ctx context.Context, c opmodel.Call) (opmodel.Result, error) {
 	host := c.Args.String("host")
 	port, err := c.Args.Int("port", 0)
 	if err != nil {
-		return bot.Result{}, err
+		return opmodel.Result{}, err
 	}
 	timeout, err := c.Args.Duration("timeout", 5*time.Second)
 	if err != nil {
-		return bot.Result{}, err
+		return opmodel.Result{}, err
 	}
 	return TCPCheck(ctx, host, port, timeout, p.Resolve, p.Dial)
 }
@@ -71,7 +71,7 @@ func (p Provider) tcpCheck(ctx context.Context, c bot.Call) (bot.Result, error) 
 // error, so runbooks can branch on it.
 func TCPCheck(ctx context.Context, host string, port int, timeout time.Duration,
 	resolve func(ctx context.Context, host string) ([]string, error),
-	dial func(ctx context.Context, network, addr string) (net.Conn, error)) (bot.Result, error) {
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)) (opmodel.Result, error) {
 	if resolve == nil {
 		resolve = net.DefaultResolver.LookupHost
 	}
@@ -86,7 +86,7 @@ func TCPCheck(ctx context.Context, host string, port int, timeout time.Duration,
 	ips, err := resolve(ctx, host)
 	if err != nil {
 		data["error"] = "DNS: " + err.Error()
-		return bot.Result{Summary: fmt.Sprintf("%s: DNS resolution failed: %v", addr, err), Data: data, Warn: true}, nil
+		return opmodel.Result{Summary: fmt.Sprintf("%s: DNS resolution failed: %v", addr, err), Data: data, Warn: true}, nil
 	}
 	data["addresses"] = ips
 	start := time.Now()
@@ -94,9 +94,9 @@ func TCPCheck(ctx context.Context, host string, port int, timeout time.Duration,
 	elapsed := time.Since(start)
 	if err != nil {
 		data["error"] = err.Error()
-		return bot.Result{Summary: fmt.Sprintf("%s → %v: connection failed: %v", addr, ips, err), Data: data, Warn: true}, nil
+		return opmodel.Result{Summary: fmt.Sprintf("%s → %v: connection failed: %v", addr, ips, err), Data: data, Warn: true}, nil
 	}
 	conn.Close()
 	data["reachable"], data["connect_ms"] = true, elapsed.Milliseconds()
-	return bot.Result{Summary: fmt.Sprintf("%s → %v, connect %d ms", addr, ips, elapsed.Milliseconds()), Data: data}, nil
+	return opmodel.Result{Summary: fmt.Sprintf("%s → %v, connect %d ms", addr, ips, elapsed.Milliseconds()), Data: data}, nil
 }

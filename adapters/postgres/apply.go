@@ -10,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/internal/human"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // PurgeResult is the Data of postgres.purge_build_logs.
@@ -48,31 +48,31 @@ type PurgedTable struct {
 // checked again before anything runs (defence in depth: the plan could come
 // from storage), and each table's owner is checked against the plan's ids
 // and names inside the transaction that purges it.
-func (p *Provider) purgeApply(ctx context.Context, c bot.Call, plan bot.Plan) (bot.Result, error) {
+func (p *Provider) purgeApply(ctx context.Context, c opmodel.Call, plan opmodel.Plan) (opmodel.Result, error) {
 	if plan.Op != OpPurge {
-		return bot.Result{}, newError(ErrRefused, nil, "refusing a plan of %q: this is %s", plan.Op, OpPurge)
+		return opmodel.Result{}, newError(ErrRefused, nil, "refusing a plan of %q: this is %s", plan.Op, OpPurge)
 	}
 	if plan.Target != c.Target {
-		return bot.Result{}, newError(ErrRefused, nil, "refusing a plan made for target %q on target %q", plan.Target, c.Target)
+		return opmodel.Result{}, newError(ErrRefused, nil, "refusing a plan made for target %q on target %q", plan.Target, c.Target)
 	}
 	scopes := make([]purgeScope, 0, len(plan.Items))
 	idents := make([]string, 0, len(plan.Items))
 	for _, it := range plan.Items {
 		s, ident, err := scopeFromItem(it)
 		if err != nil {
-			return bot.Result{}, err
+			return opmodel.Result{}, err
 		}
 		scopes, idents = append(scopes, s), append(idents, ident)
 	}
 	if len(scopes) == 0 {
-		return bot.Result{Summary: "nothing to purge"}, nil
+		return opmodel.Result{Summary: "nothing to purge"}, nil
 	}
 	d, err := p.db(c.Target)
 	if err != nil {
-		return bot.Result{}, err
+		return opmodel.Result{}, err
 	}
 	var out PurgeResult
-	var items []bot.ItemResult
+	var items []opmodel.ItemResult
 	for i, s := range scopes {
 		var t PurgedTable
 		var err error
@@ -87,19 +87,19 @@ func (p *Provider) purgeApply(ctx context.Context, c bot.Call, plan bot.Plan) (b
 				err = withProgress(err, fmt.Sprintf("%s committed before that (%s reaped, %s rows deleted); run the purge again to go on",
 					plural(int64(t.Batches), "batch was", "batches were"), plural(t.BuildsReaped, "build", "builds"), human.Count(t.RowsDeleted)))
 			}
-			items = append(items, bot.ItemResult{ID: s.table(), Outcome: bot.OutcomeFailed, Reason: err.Error()})
+			items = append(items, opmodel.ItemResult{ID: s.table(), Outcome: opmodel.OutcomeFailed, Reason: err.Error()})
 			out.add(t)
-			return bot.Result{Summary: "purge failed: " + err.Error(), Items: items, Data: out, Warn: true}, err
+			return opmodel.Result{Summary: "purge failed: " + err.Error(), Items: items, Data: out, Warn: true}, err
 		}
 		out.add(t)
-		outcome := bot.ItemResult{ID: t.Table, Outcome: bot.OutcomeSucceeded}
+		outcome := opmodel.ItemResult{ID: t.Table, Outcome: opmodel.OutcomeSucceeded}
 		if s.mode == ModeOlderThan && t.BuildsReaped == 0 {
-			outcome.Outcome = bot.OutcomeAlreadyDone
+			outcome.Outcome = opmodel.OutcomeAlreadyDone
 			outcome.Reason = fmt.Sprintf("no build of %s older than %s left to reap", s.label(), plural(int64(s.days), "day", "days"))
 		}
 		items = append(items, outcome)
 	}
-	return bot.Result{
+	return opmodel.Result{
 		Summary: purgeSummary(scopes, out),
 		Detail:  retentionAdvice(),
 		Data:    out,
@@ -121,7 +121,7 @@ func (r *PurgeResult) add(t PurgedTable) {
 // scopeFromItem rebuilds a purge scope from a plan item and checks it: the
 // table name must have the purgeable shape and be exactly the name built
 // from the item's own id.
-func scopeFromItem(it bot.PlanItem) (purgeScope, string, error) {
+func scopeFromItem(it opmodel.PlanItem) (purgeScope, string, error) {
 	var s purgeScope
 	if it.Kind != PlanItemKind {
 		return s, "", newError(ErrRefused, nil, "refusing plan item %q of kind %q: a purge touches tables only", it.ID, it.Kind)

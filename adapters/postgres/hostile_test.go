@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // Names typed by users, or stored in Concourse's tables by them, only ever
@@ -48,7 +48,7 @@ func TestHostileNames(t *testing.T) {
 	p := db.provider(t, DatabaseConfig{})
 
 	t.Run("sizes map stored names exactly", func(t *testing.T) {
-		res, err := opByName(t, p, OpTableSizes).Do(ctx, call(bot.Args{"top": 100, "kind": "pipeline"}))
+		res, err := opByName(t, p, OpTableSizes).Do(ctx, call(opmodel.Args{"top": 100, "kind": "pipeline"}))
 		require.NoError(t, err)
 		byID := map[int64]TableSize{}
 		for _, tb := range res.Data.(TableSizes).Tables {
@@ -64,7 +64,7 @@ func TestHostileNames(t *testing.T) {
 	op := opByName(t, p, OpPurge)
 	for _, name := range hostileNames {
 		t.Run("purge "+strconv.Quote(name), func(t *testing.T) {
-			args := bot.Args{"team": `t'; DROP TABLE builds; --`, "pipeline": name}
+			args := opmodel.Args{"team": `t'; DROP TABLE builds; --`, "pipeline": name}
 			plan, err := op.Plan(ctx, call(args))
 			require.NoError(t, err)
 			require.Len(t, plan.Items, 1)
@@ -83,7 +83,7 @@ func TestHostileNames(t *testing.T) {
 	}
 
 	t.Run("unknown hostile names are just not found", func(t *testing.T) {
-		for _, args := range []bot.Args{
+		for _, args := range []opmodel.Args{
 			{"team": "main", "pipeline": `victim"; DROP TABLE teams; --`},
 			{"team": "main", "pipeline": `' OR '1'='1`},
 			{"team": "main", "pipeline": `pipeline_build_events_` + strconv.FormatInt(victim, 10)},
@@ -116,12 +116,12 @@ func TestApply_RefusesBadPlans(t *testing.T) {
 		}
 		return a
 	}
-	item := func(kind, id string, a map[string]string) bot.Plan {
-		return bot.Plan{Op: OpPurge, Target: testTarget, Items: []bot.PlanItem{{Kind: kind, ID: id, Attrs: a}}}
+	item := func(kind, id string, a map[string]string) opmodel.Plan {
+		return opmodel.Plan{Op: OpPurge, Target: testTarget, Items: []opmodel.PlanItem{{Kind: kind, ID: id, Attrs: a}}}
 	}
 	cases := []struct {
 		name string
-		plan bot.Plan
+		plan opmodel.Plan
 		want string
 	}{
 		{"parent table", item("table", "build_events", attrs(nil)), "refusing to purge build_events: it is the parent"},
@@ -138,8 +138,8 @@ func TestApply_RefusesBadPlans(t *testing.T) {
 		{"bad days", item("table", demoTable, attrs(func(a map[string]string) { a["mode"] = "older_than"; a["days"] = "0" })), `days "0" is not between`},
 		{"not a table", item("worker", demoTable, attrs(nil)), `of kind "worker"`},
 		{"missing names", item("table", demoTable, attrs(func(a map[string]string) { delete(a, "pipeline") })), "does not name its team and pipeline"},
-		{"other op", bot.Plan{Op: "concourse.prune_worker", Target: testTarget}, `refusing a plan of "concourse.prune_worker"`},
-		{"other target", bot.Plan{Op: OpPurge, Target: "infra-dev"}, `made for target "infra-dev" on target "infra-prd"`},
+		{"other op", opmodel.Plan{Op: "concourse.prune_worker", Target: testTarget}, `refusing a plan of "concourse.prune_worker"`},
+		{"other target", opmodel.Plan{Op: OpPurge, Target: "infra-dev"}, `made for target "infra-dev" on target "infra-prd"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -154,7 +154,7 @@ func TestApply_RefusesBadPlans(t *testing.T) {
 
 	t.Run("a good plan in a bad batch is not applied", func(t *testing.T) {
 		plan := item("table", demoTable, attrs(nil))
-		plan.Items = append(plan.Items, bot.PlanItem{Kind: "table", ID: "build_events", Attrs: attrs(nil)})
+		plan.Items = append(plan.Items, opmodel.PlanItem{Kind: "table", ID: "build_events", Attrs: attrs(nil)})
 		_, err := op.Apply(ctx, call(nil), plan)
 		require.Error(t, err)
 		assert.Equal(t, w.demoRows, w.count(t, demoTable, ""), "items are all checked before any runs")

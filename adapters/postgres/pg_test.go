@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // These tests run against a real PostgreSQL server: GROUNDCREW_TEST_PG (a
@@ -237,7 +237,7 @@ func (db *testDB) provider(t *testing.T, cfg DatabaseConfig) *Provider {
 	return p
 }
 
-func opByName(t *testing.T, p *Provider, name string) bot.Op {
+func opByName(t *testing.T, p *Provider, name string) opmodel.Op {
 	t.Helper()
 	for _, op := range p.Ops() {
 		if op.Name == name {
@@ -245,11 +245,11 @@ func opByName(t *testing.T, p *Provider, name string) bot.Op {
 		}
 	}
 	t.Fatalf("operation %s not registered", name)
-	return bot.Op{}
+	return opmodel.Op{}
 }
 
-func call(args bot.Args) bot.Call {
-	return bot.Call{Target: testTarget, Args: args, RunID: "run-1", StepID: "step-1"}
+func call(args opmodel.Args) opmodel.Call {
+	return opmodel.Call{Target: testTarget, Args: args, RunID: "run-1", StepID: "step-1"}
 }
 
 // tableExists reports whether a table exists in db.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // PingResult is the Data of postgres.db_ping.
@@ -26,16 +26,16 @@ type PingResult struct {
 	DatabaseBytes   int64 `json:"database_bytes"`
 }
 
-func (p *Provider) ping(ctx context.Context, c bot.Call) (bot.Result, error) {
+func (p *Provider) ping(ctx context.Context, c opmodel.Call) (opmodel.Result, error) {
 	d, err := p.db(c.Target)
 	if err != nil {
-		return bot.Result{}, err
+		return opmodel.Result{}, err
 	}
 	const action = "database ping"
 
 	tx, err := d.begin(ctx, pgx.ReadOnly)
 	if err != nil {
-		return bot.Result{}, classify(ctx, err, action, d.where)
+		return opmodel.Result{}, classify(ctx, err, action, d.where)
 	}
 	defer rollback(tx)
 
@@ -43,7 +43,7 @@ func (p *Provider) ping(ctx context.Context, c bot.Call) (bot.Result, error) {
 	var one int
 	start := time.Now()
 	if err := tx.QueryRow(ctx, `SELECT 1`).Scan(&one); err != nil {
-		return bot.Result{}, classify(ctx, err, action, d.where)
+		return opmodel.Result{}, classify(ctx, err, action, d.where)
 	}
 	latency := time.Since(start)
 	err = tx.QueryRow(ctx, `
@@ -53,7 +53,7 @@ func (p *Provider) ping(ctx context.Context, c bot.Call) (bot.Result, error) {
 		       AND to_regclass('builds') IS NOT NULL AND to_regclass('build_events') IS NOT NULL`,
 	).Scan(&res.ServerVersion, &res.Database, &res.User, &res.InRecovery, &res.DatabaseBytes, &res.ConcourseSchema)
 	if err != nil {
-		return bot.Result{}, classify(ctx, err, action, d.where)
+		return opmodel.Result{}, classify(ctx, err, action, d.where)
 	}
 	res.LatencyMS = latency.Milliseconds()
 
@@ -66,7 +66,7 @@ func (p *Provider) ping(ctx context.Context, c bot.Call) (bot.Result, error) {
 	if !res.ConcourseSchema {
 		warns = append(warns, fmt.Sprintf("database %q has no Concourse tables (pipelines, teams, builds, build_events): is the DSN pointing at Concourse's database?", res.Database))
 	}
-	r := bot.Result{Summary: summary, Data: res, Warn: len(warns) > 0}
+	r := opmodel.Result{Summary: summary, Data: res, Warn: len(warns) > 0}
 	if len(warns) > 0 {
 		r.Summary += "; " + warns[0]
 		r.Detail = strings.Join(warns, "\n")

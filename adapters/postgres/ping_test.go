@@ -12,22 +12,22 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 func TestOps_Registry(t *testing.T) {
 	p, err := New(Options{})
 	require.NoError(t, err)
-	reg, err := bot.NewRegistry(p)
+	reg, err := opmodel.NewRegistry(p)
 	require.NoError(t, err, "the engine accepts the operations")
-	classes := map[string]bot.Class{}
+	classes := map[string]opmodel.Class{}
 	for _, op := range reg.List() {
 		classes[op.Name] = op.Class
 	}
-	assert.Equal(t, map[string]bot.Class{
-		OpPing:       bot.ClassRead,
-		OpTableSizes: bot.ClassRead,
-		OpPurge:      bot.ClassDestructive,
+	assert.Equal(t, map[string]opmodel.Class{
+		OpPing:       opmodel.ClassRead,
+		OpTableSizes: opmodel.ClassRead,
+		OpPurge:      opmodel.ClassDestructive,
 	}, classes)
 	info, ok := reg.Lookup(OpPurge)
 	require.True(t, ok)
@@ -40,13 +40,13 @@ func TestOps_TargetWithoutDatabase(t *testing.T) {
 	require.NoError(t, err)
 	defer p.Close()
 	ctx := context.Background()
-	c := bot.Call{Target: "infra-prd", Args: bot.Args{"team": "main", "pipeline": "demo"}}
+	c := opmodel.Call{Target: "infra-prd", Args: opmodel.Args{"team": "main", "pipeline": "demo"}}
 	errs := map[string]error{}
 	_, errs[OpPing] = opByName(t, p, OpPing).Do(ctx, c)
 	_, errs[OpTableSizes] = opByName(t, p, OpTableSizes).Do(ctx, c)
 	_, errs[OpPurge] = opByName(t, p, OpPurge).Plan(ctx, c)
-	_, errs[OpPurge+" apply"] = opByName(t, p, OpPurge).Apply(ctx, c, bot.Plan{Op: OpPurge, Target: "infra-prd",
-		Items: []bot.PlanItem{{Kind: "table", ID: "pipeline_build_events_1",
+	_, errs[OpPurge+" apply"] = opByName(t, p, OpPurge).Apply(ctx, c, opmodel.Plan{Op: OpPurge, Target: "infra-prd",
+		Items: []opmodel.PlanItem{{Kind: "table", ID: "pipeline_build_events_1",
 			Attrs: map[string]string{"scope": "pipeline", "team": "main", "pipeline": "demo", "pipeline_id": "1", "mode": "truncate"}}}})
 	for name, err := range errs {
 		t.Run(name, func(t *testing.T) {

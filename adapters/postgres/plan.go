@@ -7,76 +7,76 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/internal/human"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // purgePlan resolves the team and pipeline to the table a purge would touch
 // and describes it. It changes nothing (read-only transaction).
-func (p *Provider) purgePlan(ctx context.Context, c bot.Call) (bot.Plan, error) {
+func (p *Provider) purgePlan(ctx context.Context, c opmodel.Call) (opmodel.Plan, error) {
 	req, err := parsePurgeArgs(c.Args)
 	if err != nil {
-		return bot.Plan{}, err
+		return opmodel.Plan{}, err
 	}
 	d, err := p.db(c.Target)
 	if err != nil {
-		return bot.Plan{}, err
+		return opmodel.Plan{}, err
 	}
 	action := "planning the purge of " + req.describe()
 	plan, err := d.purgePlan(ctx, req)
 	if err != nil {
-		return bot.Plan{}, classify(ctx, err, action, d.where)
+		return opmodel.Plan{}, classify(ctx, err, action, d.where)
 	}
 	return plan, nil
 }
 
-func (d *targetDB) purgePlan(ctx context.Context, req purgeRequest) (bot.Plan, error) {
+func (d *targetDB) purgePlan(ctx context.Context, req purgeRequest) (opmodel.Plan, error) {
 	target := d.where.target
 	tx, err := d.begin(ctx, pgx.ReadOnly)
 	if err != nil {
-		return bot.Plan{}, err
+		return opmodel.Plan{}, err
 	}
 	defer rollback(tx)
 
 	var inRecovery bool
 	if err := tx.QueryRow(ctx, `SELECT pg_is_in_recovery()`).Scan(&inRecovery); err != nil {
-		return bot.Plan{}, err
+		return opmodel.Plan{}, err
 	}
 	if inRecovery {
-		return bot.Plan{}, newError(ErrReadOnly, nil,
+		return opmodel.Plan{}, newError(ErrReadOnly, nil,
 			"cannot purge on %s: %s is a read-only replica; point the DSN at the leader (the pod labelled spilo-role=master)",
 			target, d.where.hostPort)
 	}
 	s, err := resolveScope(ctx, tx, req, target)
 	if err != nil {
-		return bot.Plan{}, err
+		return opmodel.Plan{}, err
 	}
 	table := s.table()
 	ident, err := purgeIdent(table)
 	if err != nil {
-		return bot.Plan{}, err
+		return opmodel.Plan{}, err
 	}
 	st, found, err := readStats(ctx, tx, s, ident, d.cfg.StatementTimeout)
 	if err != nil {
-		return bot.Plan{}, err
+		return opmodel.Plan{}, err
 	}
 	if !found {
-		return bot.Plan{}, newError(ErrNotFound, nil,
+		return opmodel.Plan{}, newError(ErrNotFound, nil,
 			"%s of %s does not exist on %s; Concourse creates it with the pipeline or team, so this database may not be Concourse's",
 			table, s.label(), target)
 	}
 	if err := checkPrivileges(s, st, table, d.where.user); err != nil {
-		return bot.Plan{}, err
+		return opmodel.Plan{}, err
 	}
 
-	plan := bot.Plan{Op: OpPurge, Target: target}
+	plan := opmodel.Plan{Op: OpPurge, Target: target}
 	notes := []string{}
 	if s.mode == ModeOlderThan && st.matched == 0 {
 		plan.Summary = fmt.Sprintf("nothing to purge: no build of %s ended more than %s ago without being reaped",
 			s.label(), plural(int64(s.days), "day", "days"))
 		return plan, nil
 	}
-	item := bot.PlanItem{Kind: PlanItemKind, ID: table, Attrs: s.attrs()}
+	item := opmodel.PlanItem{Kind: PlanItemKind, ID: table, Attrs: s.attrs()}
 	switch s.mode {
 	case ModeTruncate:
 		item.Detail = fmt.Sprintf("~%s rows, %s", human.Count(st.estRows), humanBytes(st.bytes))
@@ -113,7 +113,7 @@ func (d *targetDB) purgePlan(ctx context.Context, req purgeRequest) (bot.Plan, e
 	if s.paused {
 		notes = append(notes, "The pipeline is paused: Concourse's own log retention does nothing for paused pipelines.")
 	}
-	plan.Items = []bot.PlanItem{item}
+	plan.Items = []opmodel.PlanItem{item}
 	plan.Notes = notes
 	return plan, nil
 }

@@ -24,7 +24,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // Operation names.
@@ -57,7 +57,7 @@ type Provider struct {
 	closed bool
 }
 
-var _ bot.Provider = (*Provider)(nil)
+var _ opmodel.Provider = (*Provider)(nil)
 
 // New validates every target's database config and returns a provider.
 func New(opts Options) (*Provider, error) {
@@ -96,19 +96,19 @@ func (p *Provider) Close() {
 }
 
 // Ops implements bot.Provider.
-func (p *Provider) Ops() []bot.Op {
-	return []bot.Op{
+func (p *Provider) Ops() []opmodel.Op {
+	return []opmodel.Op{
 		{
 			Name:  OpPing,
-			Class: bot.ClassRead,
+			Class: opmodel.ClassRead,
 			Doc:   "Connect to the target's Concourse database and report server, user, replica role and latency.",
 			Do:    p.ping,
 		},
 		{
 			Name:  OpTableSizes,
-			Class: bot.ClassRead,
+			Class: opmodel.ClassRead,
 			Doc:   "Largest build-log tables (pipeline_build_events_<id>, team_build_events_<id>, check_build_events) by team and pipeline, and the database size.",
-			Args: []bot.ArgSpec{
+			Args: []opmodel.ArgSpec{
 				{Name: "top", Doc: "how many tables to list, largest first (default 10)"},
 				{Name: "kind", Doc: "only tables of this kind: pipeline, team or check (default all)"},
 			},
@@ -116,9 +116,9 @@ func (p *Provider) Ops() []bot.Op {
 		},
 		{
 			Name:  OpPurge,
-			Class: bot.ClassDestructive,
+			Class: opmodel.ClassDestructive,
 			Doc:   "Purge one pipeline's build logs: TRUNCATE its pipeline_build_events table, or delete the logs of builds older than N days as Concourse's reaper does.",
-			Args: []bot.ArgSpec{
+			Args: []opmodel.ArgSpec{
 				{Name: "team", Doc: "team name", Required: true},
 				{Name: "pipeline", Doc: "pipeline name (resolved to its id; required unless one_off is true)"},
 				{Name: "instance_vars", Doc: "for an instanced pipeline: its instance vars as a JSON object"},

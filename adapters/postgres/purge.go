@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // Purge modes.
@@ -108,7 +108,7 @@ func (r purgeRequest) describe() string {
 	return owner(r.team, r.pipeline, r.instanceVars)
 }
 
-func parsePurgeArgs(a bot.Args) (purgeRequest, error) {
+func parsePurgeArgs(a opmodel.Args) (purgeRequest, error) {
 	r := purgeRequest{
 		team:         a.String("team"),
 		pipeline:     a.String("pipeline"),

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // reapTimes returns the reap_time of each build (as text, "" for NULL).
@@ -36,7 +36,7 @@ func TestPurge_Truncate(t *testing.T) {
 	demoTable := eventsTable(KindPipeline, w.demo)
 	reapedBefore := w.reapTimes(t, w.demoReaped)[0]
 
-	plan, err := op.Plan(ctx, call(bot.Args{"team": "main", "pipeline": "demo"}))
+	plan, err := op.Plan(ctx, call(opmodel.Args{"team": "main", "pipeline": "demo"}))
 	require.NoError(t, err)
 	assert.Equal(t, OpPurge, plan.Op)
 	assert.Equal(t, testTarget, plan.Target)
@@ -53,11 +53,11 @@ func TestPurge_Truncate(t *testing.T) {
 	assert.Contains(t, fmt.Sprint(plan.Notes), "5 completed builds will be marked reaped")
 
 	assert.Equal(t, w.demoRows, w.count(t, demoTable, ""), "planning changes nothing")
-	again, err := op.Plan(ctx, call(bot.Args{"team": "main", "pipeline": "demo", "mode": "truncate"}))
+	again, err := op.Plan(ctx, call(opmodel.Args{"team": "main", "pipeline": "demo", "mode": "truncate"}))
 	require.NoError(t, err)
 	assert.Equal(t, plan.Hash(), again.Hash(), "the same call plans the same thing")
 
-	res, err := op.Apply(ctx, call(bot.Args{"team": "main", "pipeline": "demo"}), plan)
+	res, err := op.Apply(ctx, call(opmodel.Args{"team": "main", "pipeline": "demo"}), plan)
 	require.NoError(t, err)
 
 	assert.Zero(t, w.count(t, demoTable, ""), "demo's logs are gone")
@@ -85,14 +85,14 @@ func TestPurge_Truncate(t *testing.T) {
 	assert.Less(t, tb.BytesAfter, int64(64*1024), "TRUNCATE gives the space back")
 	assert.Equal(t, tb.BytesBefore-tb.BytesAfter, tb.BytesFreed)
 	assert.Equal(t, tb.BytesFreed, data.BytesFreed)
-	assert.Equal(t, []bot.ItemResult{{ID: demoTable, Outcome: bot.OutcomeSucceeded}}, res.Items)
+	assert.Equal(t, []opmodel.ItemResult{{ID: demoTable, Outcome: opmodel.OutcomeSucceeded}}, res.Items)
 	assert.Contains(t, res.Summary, fmt.Sprintf("truncated %s (main/demo): freed %s, ~600 rows; 5 builds marked reaped", demoTable, humanBytes(tb.BytesFreed)))
 	assert.Contains(t, res.Detail, "build_log_retention")
 	assert.Contains(t, res.Detail, "CONCOURSE_DEFAULT_BUILD_LOGS_TO_RETAIN")
 	assert.Contains(t, res.Detail, "CONCOURSE_MAX_DAYS_TO_RETAIN_BUILD_LOGS")
 	assert.False(t, res.Warn)
 
-	sizes, err := opByName(t, p, OpTableSizes).Do(ctx, call(bot.Args{"kind": "pipeline"}))
+	sizes, err := opByName(t, p, OpTableSizes).Do(ctx, call(opmodel.Args{"kind": "pipeline"}))
 	require.NoError(t, err)
 	for _, tb := range sizes.Data.(TableSizes).Tables {
 		if tb.Table == demoTable {
@@ -108,7 +108,7 @@ func TestPurge_OlderThan(t *testing.T) {
 	op := opByName(t, p, OpPurge)
 	ctx := context.Background()
 	demoTable := eventsTable(KindPipeline, w.demo)
-	args := bot.Args{"team": "main", "pipeline": "demo", "mode": "older_than", "days": "30"}
+	args := opmodel.Args{"team": "main", "pipeline": "demo", "mode": "older_than", "days": "30"}
 
 	plan, err := op.Plan(ctx, call(args))
 	require.NoError(t, err)
@@ -138,13 +138,13 @@ func TestPurge_OlderThan(t *testing.T) {
 	assert.False(t, data.RowsEstimated)
 	assert.Equal(t, int64(3), data.BuildsReaped)
 	assert.Equal(t, 1, data.Tables[0].Batches)
-	assert.Equal(t, []bot.ItemResult{{ID: demoTable, Outcome: bot.OutcomeSucceeded}}, res.Items)
+	assert.Equal(t, []opmodel.ItemResult{{ID: demoTable, Outcome: opmodel.OutcomeSucceeded}}, res.Items)
 	assert.Contains(t, res.Summary, fmt.Sprintf("deleted 300 rows of 3 builds older than 30 days from %s (main/demo)", demoTable))
 
 	t.Run("applying again finds nothing left", func(t *testing.T) {
 		res, err := op.Apply(ctx, call(args), plan)
 		require.NoError(t, err)
-		assert.Equal(t, bot.OutcomeAlreadyDone, res.Items[0].Outcome)
+		assert.Equal(t, opmodel.OutcomeAlreadyDone, res.Items[0].Outcome)
 		assert.Zero(t, res.Data.(PurgeResult).BuildsReaped)
 	})
 	t.Run("planning again is empty", func(t *testing.T) {
@@ -168,7 +168,7 @@ func TestPurge_OlderThanBatches(t *testing.T) {
 		SELECT id, 'log', 'line', 1, '5.1' FROM builds WHERE pipeline_id = $1`, pipe)
 	p := db.provider(t, DatabaseConfig{})
 	op := opByName(t, p, OpPurge)
-	args := bot.Args{"team": "main", "pipeline": "busy", "mode": "older_than", "days": 7}
+	args := opmodel.Args{"team": "main", "pipeline": "busy", "mode": "older_than", "days": 7}
 	ctx := context.Background()
 
 	plan, err := op.Plan(ctx, call(args))
@@ -185,7 +185,7 @@ func TestPurge_OlderThanBatches(t *testing.T) {
 		require.Error(t, err)
 		assert.True(t, errors.Is(err, ErrLockTimeout))
 		assert.Contains(t, err.Error(), "; 2 batches were committed before that (1,000 builds reaped, 1,000 rows deleted); run the purge again to go on")
-		assert.Equal(t, bot.OutcomeFailed, res.Items[0].Outcome)
+		assert.Equal(t, opmodel.OutcomeFailed, res.Items[0].Outcome)
 		assert.Equal(t, int64(100), db.count(t, table, ""))
 	})
 
@@ -208,7 +208,7 @@ func TestPurge_OneOffBuilds(t *testing.T) {
 	w := newWorld(t)
 	op := opByName(t, w.provider(t, DatabaseConfig{}), OpPurge)
 	ctx := context.Background()
-	args := bot.Args{"team": "main", "one_off": true}
+	args := opmodel.Args{"team": "main", "one_off": true}
 	table := eventsTable(KindTeam, w.main)
 
 	plan, err := op.Plan(ctx, call(args))
@@ -238,31 +238,31 @@ func TestPurge_Resolution(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("instanced pipeline", func(t *testing.T) {
-		plan, err := op.Plan(ctx, call(bot.Args{"team": "main", "pipeline": "branches", "instance_vars": `{"branch":"b"}`}))
+		plan, err := op.Plan(ctx, call(opmodel.Args{"team": "main", "pipeline": "branches", "instance_vars": `{"branch":"b"}`}))
 		require.NoError(t, err)
 		assert.Equal(t, eventsTable(KindPipeline, b), plan.Items[0].ID)
 		assert.Equal(t, `{"branch": "b"}`, plan.Items[0].Attrs["instance_vars"])
 		assert.Contains(t, plan.Summary, `(main/branches/{"branch": "b"})`)
 	})
 	t.Run("team name is case-insensitive", func(t *testing.T) {
-		plan, err := op.Plan(ctx, call(bot.Args{"team": "MAIN", "pipeline": "demo"}))
+		plan, err := op.Plan(ctx, call(opmodel.Args{"team": "MAIN", "pipeline": "demo"}))
 		require.NoError(t, err)
 		assert.Equal(t, "main", plan.Items[0].Attrs["team"], "the stored name is what the approval shows")
 	})
 
 	cases := []struct {
 		name string
-		args bot.Args
+		args opmodel.Args
 		want string
 	}{
-		{"unknown team", bot.Args{"team": "nope", "pipeline": "demo"}, `team "nope" not found on infra-prd; teams: "infra", "main"`},
-		{"unknown pipeline", bot.Args{"team": "main", "pipeline": "nope"},
+		{"unknown team", opmodel.Args{"team": "nope", "pipeline": "demo"}, `team "nope" not found on infra-prd; teams: "infra", "main"`},
+		{"unknown pipeline", opmodel.Args{"team": "main", "pipeline": "nope"},
 			`team main has no pipeline "nope" on infra-prd; pipelines: "branches", "demo", "small"`},
-		{"pipeline of another team", bot.Args{"team": "main", "pipeline": "deploy"}, `team main has no pipeline "deploy"`},
-		{"deleted pipeline", bot.Args{"team": "main", "pipeline": "gone"}, `team main has no pipeline "gone"`},
-		{"instanced without vars", bot.Args{"team": "main", "pipeline": "branches"},
+		{"pipeline of another team", opmodel.Args{"team": "main", "pipeline": "deploy"}, `team main has no pipeline "deploy"`},
+		{"deleted pipeline", opmodel.Args{"team": "main", "pipeline": "gone"}, `team main has no pipeline "gone"`},
+		{"instanced without vars", opmodel.Args{"team": "main", "pipeline": "branches"},
 			`pipeline main/branches has no instance with instance_vars (none); pass instance_vars as one of: {"branch": "a"}, {"branch": "b"}`},
-		{"instanced with unknown vars", bot.Args{"team": "main", "pipeline": "branches", "instance_vars": `{"branch":"c"}`},
+		{"instanced with unknown vars", opmodel.Args{"team": "main", "pipeline": "branches", "instance_vars": `{"branch":"c"}`},
 			`has no instance with instance_vars {"branch":"c"}`},
 	}
 	for _, tc := range cases {
@@ -282,22 +282,22 @@ func TestPurge_ArgumentErrors(t *testing.T) {
 	op := opByName(t, p, OpPurge)
 	cases := []struct {
 		name string
-		args bot.Args
+		args opmodel.Args
 		want string
 	}{
-		{"no team", bot.Args{"pipeline": "demo"}, `argument "team" is required`},
-		{"no pipeline", bot.Args{"team": "main"}, `argument "pipeline" is required (or "one_off: true"`},
-		{"both", bot.Args{"team": "main", "pipeline": "demo", "one_off": "true"}, `either "pipeline" or "one_off: true"`},
-		{"unknown mode", bot.Args{"team": "main", "pipeline": "demo", "mode": "drop"}, `"drop" is not truncate or older_than`},
-		{"older_than without days", bot.Args{"team": "main", "pipeline": "demo", "mode": "older_than"}, `needs "days" between 1 and 36500, got 0`},
-		{"negative days", bot.Args{"team": "main", "pipeline": "demo", "mode": "older_than", "days": -1}, "got -1"},
-		{"days not a number", bot.Args{"team": "main", "pipeline": "demo", "mode": "older_than", "days": "7; DROP"}, "is not a whole number"},
-		{"days with truncate", bot.Args{"team": "main", "pipeline": "demo", "days": 3}, `"days" applies only to mode older_than`},
-		{"instance vars not json", bot.Args{"team": "main", "pipeline": "demo", "instance_vars": "branch=a"}, "must be a JSON object"},
-		{"instance vars array", bot.Args{"team": "main", "pipeline": "demo", "instance_vars": `["a"]`}, "must be a JSON object"},
-		{"instance vars for one-off", bot.Args{"team": "main", "one_off": true, "instance_vars": `{}`}, "applies only to a pipeline"},
-		{"nul byte", bot.Args{"team": "main", "pipeline": "de\x00mo"}, `argument "pipeline" is not a valid name`},
-		{"invalid utf8", bot.Args{"team": "ma\xffin", "pipeline": "demo"}, `argument "team" is not a valid name`},
+		{"no team", opmodel.Args{"pipeline": "demo"}, `argument "team" is required`},
+		{"no pipeline", opmodel.Args{"team": "main"}, `argument "pipeline" is required (or "one_off: true"`},
+		{"both", opmodel.Args{"team": "main", "pipeline": "demo", "one_off": "true"}, `either "pipeline" or "one_off: true"`},
+		{"unknown mode", opmodel.Args{"team": "main", "pipeline": "demo", "mode": "drop"}, `"drop" is not truncate or older_than`},
+		{"older_than without days", opmodel.Args{"team": "main", "pipeline": "demo", "mode": "older_than"}, `needs "days" between 1 and 36500, got 0`},
+		{"negative days", opmodel.Args{"team": "main", "pipeline": "demo", "mode": "older_than", "days": -1}, "got -1"},
+		{"days not a number", opmodel.Args{"team": "main", "pipeline": "demo", "mode": "older_than", "days": "7; DROP"}, "is not a whole number"},
+		{"days with truncate", opmodel.Args{"team": "main", "pipeline": "demo", "days": 3}, `"days" applies only to mode older_than`},
+		{"instance vars not json", opmodel.Args{"team": "main", "pipeline": "demo", "instance_vars": "branch=a"}, "must be a JSON object"},
+		{"instance vars array", opmodel.Args{"team": "main", "pipeline": "demo", "instance_vars": `["a"]`}, "must be a JSON object"},
+		{"instance vars for one-off", opmodel.Args{"team": "main", "one_off": true, "instance_vars": `{}`}, "applies only to a pipeline"},
+		{"nul byte", opmodel.Args{"team": "main", "pipeline": "de\x00mo"}, `argument "pipeline" is not a valid name`},
+		{"invalid utf8", opmodel.Args{"team": "ma\xffin", "pipeline": "demo"}, `argument "team" is not a valid name`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -315,7 +315,7 @@ func TestPurge_StalePlan(t *testing.T) {
 	op := opByName(t, w.provider(t, DatabaseConfig{}), OpPurge)
 	ctx := context.Background()
 	demoTable := eventsTable(KindPipeline, w.demo)
-	args := bot.Args{"team": "main", "pipeline": "demo"}
+	args := opmodel.Args{"team": "main", "pipeline": "demo"}
 	plan, err := op.Plan(ctx, call(args))
 	require.NoError(t, err)
 
@@ -352,7 +352,7 @@ func TestPurge_Permission(t *testing.T) {
 	dsn = dsn[:len("postgres://")] + role + "@" + dsn[len("postgres://"):]
 	op := opByName(t, mustProvider(t, DatabaseConfig{DSN: dsn}), OpPurge)
 
-	_, err := op.Plan(ctx, call(bot.Args{"team": "main", "pipeline": "demo"}))
+	_, err := op.Plan(ctx, call(opmodel.Args{"team": "main", "pipeline": "demo"}))
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, ErrPermission))
 	assert.Contains(t, err.Error(), fmt.Sprintf(`user %q may not TRUNCATE %s; use the database user Concourse itself connects as`,

@@ -7,8 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/internal/human"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // TableSizes is the Data of postgres.db_table_sizes.
@@ -86,27 +86,27 @@ SELECT ev.tbl, ev.kind, ev.bytes, ev.est_rows,
   LEFT JOIN teams t ON ev.kind = 'team' AND t.id = ev.owner_id
  ORDER BY ev.bytes DESC, ev.tbl`
 
-func (p *Provider) tableSizes(ctx context.Context, c bot.Call) (bot.Result, error) {
+func (p *Provider) tableSizes(ctx context.Context, c opmodel.Call) (opmodel.Result, error) {
 	top, err := c.Args.Int("top", 10)
 	if err != nil {
-		return bot.Result{}, err
+		return opmodel.Result{}, err
 	}
 	if top < 1 {
-		return bot.Result{}, newError(ErrRefused, nil, "argument \"top\": %d is not a positive number", top)
+		return opmodel.Result{}, newError(ErrRefused, nil, "argument \"top\": %d is not a positive number", top)
 	}
 	kind := strings.TrimSpace(c.Args.String("kind"))
 	switch kind {
 	case "", KindPipeline, KindTeam, KindCheck:
 	default:
-		return bot.Result{}, newError(ErrRefused, nil, "argument \"kind\": %q is not pipeline, team or check", kind)
+		return opmodel.Result{}, newError(ErrRefused, nil, "argument \"kind\": %q is not pipeline, team or check", kind)
 	}
 	d, err := p.db(c.Target)
 	if err != nil {
-		return bot.Result{}, err
+		return opmodel.Result{}, err
 	}
 	sizes, err := d.tableSizes(ctx)
 	if err != nil {
-		return bot.Result{}, classify(ctx, err, "reading table sizes", d.where)
+		return opmodel.Result{}, classify(ctx, err, "reading table sizes", d.where)
 	}
 	shown := make([]TableSize, 0, top)
 	for _, t := range sizes.Tables {
@@ -161,7 +161,7 @@ func (d *targetDB) tableSizes(ctx context.Context) (TableSizes, error) {
 	return out, rows.Err()
 }
 
-func sizesResult(s TableSizes) bot.Result {
+func sizesResult(s TableSizes) opmodel.Result {
 	summary := fmt.Sprintf("database %s; build logs %s in %s",
 		humanBytes(s.DatabaseBytes), humanBytes(s.BuildEventsBytes), plural(int64(s.TableCount), "table", "tables"))
 	if len(s.Tables) > 0 {
@@ -169,7 +169,7 @@ func sizesResult(s TableSizes) bot.Result {
 			humanBytes(s.DatabaseBytes), s.Tables[0].Label(), humanBytes(s.Tables[0].Bytes),
 			humanBytes(s.BuildEventsBytes), plural(int64(s.TableCount), "table", "tables"))
 	}
-	tbl := &bot.Table{Columns: []string{"table", "team", "pipeline", "size", "rows"}}
+	tbl := &opmodel.Table{Columns: []string{"table", "team", "pipeline", "size", "rows"}}
 	orphans := 0
 	for _, t := range s.Tables {
 		team, pipeline := t.Team, t.Pipeline
@@ -191,5 +191,5 @@ func sizesResult(s TableSizes) bot.Result {
 		detail = append(detail, "Tables of deleted pipelines or teams are dropped by Concourse's build-log collector on its next run; nothing to purge there.")
 	}
 	detail = append(detail, "Sizes include indexes and TOAST; rows are PostgreSQL's estimates.")
-	return bot.Result{Summary: summary, Table: tbl, Detail: strings.Join(detail, "\n"), Data: s}
+	return opmodel.Result{Summary: summary, Table: tbl, Detail: strings.Join(detail, "\n"), Data: s}
 }

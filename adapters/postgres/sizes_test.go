@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 func TestTableSizes(t *testing.T) {
@@ -94,14 +94,14 @@ func TestTableSizes(t *testing.T) {
 
 	t.Run("top and kind", func(t *testing.T) {
 		cases := []struct {
-			args bot.Args
+			args opmodel.Args
 			want []string
 		}{
-			{bot.Args{"top": 2}, []string{eventsTable(KindPipeline, w.demo), eventsTable(KindPipeline, w.deploy)}},
-			{bot.Args{"top": "1"}, []string{eventsTable(KindPipeline, w.demo)}},
-			{bot.Args{"kind": "team"}, []string{eventsTable(KindTeam, w.main), eventsTable(KindTeam, w.infra)}},
-			{bot.Args{"kind": "check"}, []string{checkEventsTable}},
-			{bot.Args{"kind": "pipeline", "top": 1}, []string{eventsTable(KindPipeline, w.demo)}},
+			{opmodel.Args{"top": 2}, []string{eventsTable(KindPipeline, w.demo), eventsTable(KindPipeline, w.deploy)}},
+			{opmodel.Args{"top": "1"}, []string{eventsTable(KindPipeline, w.demo)}},
+			{opmodel.Args{"kind": "team"}, []string{eventsTable(KindTeam, w.main), eventsTable(KindTeam, w.infra)}},
+			{opmodel.Args{"kind": "check"}, []string{checkEventsTable}},
+			{opmodel.Args{"kind": "pipeline", "top": 1}, []string{eventsTable(KindPipeline, w.demo)}},
 		}
 		for _, tc := range cases {
 			t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
@@ -119,11 +119,11 @@ func TestTableSizes(t *testing.T) {
 	})
 
 	t.Run("bad arguments", func(t *testing.T) {
-		for _, args := range []bot.Args{{"top": 0}, {"top": "ten"}, {"top": -3}, {"kind": "pipelines"}} {
+		for _, args := range []opmodel.Args{{"top": 0}, {"top": "ten"}, {"top": -3}, {"kind": "pipelines"}} {
 			_, err := op.Do(ctx, call(args))
 			require.Error(t, err, "%v", args)
 		}
-		_, err := op.Do(ctx, call(bot.Args{"kind": "x"}))
+		_, err := op.Do(ctx, call(opmodel.Args{"kind": "x"}))
 		assert.True(t, errors.Is(err, ErrRefused))
 	})
 }

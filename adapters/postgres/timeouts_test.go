@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // While another session holds a lock on the table, a purge must give up
@@ -21,10 +21,10 @@ func TestPurge_Locked(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
 	demoTable := eventsTable(KindPipeline, w.demo)
-	truncate := bot.Args{"team": "main", "pipeline": "demo"}
-	older := bot.Args{"team": "main", "pipeline": "demo", "mode": "older_than", "days": 30}
-	plans := map[string]bot.Plan{}
-	for name, args := range map[string]bot.Args{"truncate": truncate, "older": older} {
+	truncate := opmodel.Args{"team": "main", "pipeline": "demo"}
+	older := opmodel.Args{"team": "main", "pipeline": "demo", "mode": "older_than", "days": 30}
+	plans := map[string]opmodel.Plan{}
+	for name, args := range map[string]opmodel.Args{"truncate": truncate, "older": older} {
 		plan, err := opByName(t, w.provider(t, DatabaseConfig{}), OpPurge).Plan(ctx, call(args))
 		require.NoError(t, err)
 		plans[name] = plan
@@ -113,7 +113,7 @@ func TestPurge_Locked(t *testing.T) {
 			tc.check(t, err)
 			assert.True(t, res.Warn)
 			require.Len(t, res.Items, 1)
-			assert.Equal(t, bot.OutcomeFailed, res.Items[0].Outcome)
+			assert.Equal(t, opmodel.OutcomeFailed, res.Items[0].Outcome)
 			assert.Equal(t, err.Error(), res.Items[0].Reason)
 
 			assert.Equal(t, w.demoRows, w.count(t, demoTable, ""), "nothing purged")

@@ -16,8 +16,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/groundcrew/groundcrew/adapters/postgres"
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/internal/human"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // Size is a number of bytes written 123, "800MB" or "38GB" (powers of 1024).
@@ -120,7 +120,7 @@ type Sim struct {
 	rep    bool
 }
 
-var _ bot.Provider = (*Sim)(nil)
+var _ opmodel.Provider = (*Sim)(nil)
 
 // New returns the simulated database of target. pipelineID
 // (may be nil) gives the id the Concourse simulator uses for a pipeline, so
@@ -218,22 +218,22 @@ func (d *Sim) total() int64 {
 }
 
 // Ops implements bot.Provider.
-func (d *Sim) Ops() []bot.Op {
-	return []bot.Op{
-		{Name: postgres.OpPing, Class: bot.ClassRead, Doc: "Simulated: connect to the target's Concourse database.", Do: d.ping},
-		{Name: postgres.OpTableSizes, Class: bot.ClassRead, Doc: "Simulated: largest build-log tables by team and pipeline.",
-			Args: []bot.ArgSpec{{Name: "top"}, {Name: "kind"}}, Do: d.sizes},
-		{Name: postgres.OpPurge, Class: bot.ClassDestructive, Doc: "Simulated: purge one pipeline's build logs.",
-			Args: []bot.ArgSpec{{Name: "team", Required: true}, {Name: "pipeline"}, {Name: "instance_vars"}, {Name: "one_off"}, {Name: "mode"}, {Name: "days"}},
+func (d *Sim) Ops() []opmodel.Op {
+	return []opmodel.Op{
+		{Name: postgres.OpPing, Class: opmodel.ClassRead, Doc: "Simulated: connect to the target's Concourse database.", Do: d.ping},
+		{Name: postgres.OpTableSizes, Class: opmodel.ClassRead, Doc: "Simulated: largest build-log tables by team and pipeline.",
+			Args: []opmodel.ArgSpec{{Name: "top"}, {Name: "kind"}}, Do: d.sizes},
+		{Name: postgres.OpPurge, Class: opmodel.ClassDestructive, Doc: "Simulated: purge one pipeline's build logs.",
+			Args: []opmodel.ArgSpec{{Name: "team", Required: true}, {Name: "pipeline"}, {Name: "instance_vars"}, {Name: "one_off"}, {Name: "mode"}, {Name: "days"}},
 			Plan: d.purgePlan, Apply: d.purgeApply},
 	}
 }
 
-func (d *Sim) ping(_ context.Context, c bot.Call) (bot.Result, error) {
+func (d *Sim) ping(_ context.Context, c opmodel.Call) (opmodel.Result, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.check(c.Target, "database ping"); err != nil {
-		return bot.Result{}, err
+		return opmodel.Result{}, err
 	}
 	res := postgres.PingResult{Endpoint: "concourse@db." + d.target + ":5432/concourse", ServerVersion: "15.8", Database: "concourse",
 		User: "concourse", InRecovery: d.rep, LatencyMS: 2, ConcourseSchema: true, DatabaseBytes: d.total()}
@@ -241,19 +241,19 @@ func (d *Sim) ping(_ context.Context, c bot.Call) (bot.Result, error) {
 	if d.rep {
 		sum += "; this is a read-only replica: purges will fail here"
 	}
-	return bot.Result{Summary: sum, Data: res, Warn: d.rep}, nil
+	return opmodel.Result{Summary: sum, Data: res, Warn: d.rep}, nil
 }
 
-func (d *Sim) sizes(_ context.Context, c bot.Call) (bot.Result, error) {
+func (d *Sim) sizes(_ context.Context, c opmodel.Call) (opmodel.Result, error) {
 	top, err := c.Args.Int("top", 10)
 	if err != nil {
-		return bot.Result{}, err
+		return opmodel.Result{}, err
 	}
 	kind := c.Args.String("kind")
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.check(c.Target, "reading table sizes"); err != nil {
-		return bot.Result{}, err
+		return opmodel.Result{}, err
 	}
 	all := make([]postgres.TableSize, 0, len(d.tables))
 	var s postgres.TableSizes
@@ -273,7 +273,7 @@ func (d *Sim) sizes(_ context.Context, c bot.Call) (bot.Result, error) {
 		summary = fmt.Sprintf("database %s; largest: %s %s; build logs %s in %d tables", humanBytes(s.DatabaseBytes),
 			s.Tables[0].Label(), humanBytes(s.Tables[0].Bytes), humanBytes(s.BuildEventsBytes), s.TableCount)
 	}
-	tbl := &bot.Table{Columns: []string{"table", "team", "pipeline", "size", "rows"}}
+	tbl := &opmodel.Table{Columns: []string{"table", "team", "pipeline", "size", "rows"}}
 	for _, t := range s.Tables {
 		pipeline := t.Pipeline
 		switch t.Kind {
@@ -284,10 +284,10 @@ func (d *Sim) sizes(_ context.Context, c bot.Call) (bot.Result, error) {
 		}
 		tbl.Rows = append(tbl.Rows, []string{t.Table, t.Team, pipeline, humanBytes(t.Bytes), "~" + human.Count(t.Rows)})
 	}
-	return bot.Result{Summary: summary, Table: tbl, Detail: "Sizes include indexes and TOAST; rows are PostgreSQL's estimates.", Data: s}, nil
+	return opmodel.Result{Summary: summary, Table: tbl, Detail: "Sizes include indexes and TOAST; rows are PostgreSQL's estimates.", Data: s}, nil
 }
 
-func (d *Sim) purgePlan(_ context.Context, c bot.Call) (bot.Plan, error) {
+func (d *Sim) purgePlan(_ context.Context, c opmodel.Call) (opmodel.Plan, error) {
 	team, pipeline, mode := c.Args.String("team"), c.Args.String("pipeline"), strings.TrimSpace(c.Args.String("mode"))
 	oneOff := c.Args.Bool("one_off")
 	if mode == "" {
@@ -295,25 +295,25 @@ func (d *Sim) purgePlan(_ context.Context, c bot.Call) (bot.Plan, error) {
 	}
 	days, err := c.Args.Int("days", 0)
 	if err != nil {
-		return bot.Plan{}, err
+		return opmodel.Plan{}, err
 	}
 	switch {
 	case mode != postgres.ModeTruncate && mode != postgres.ModeOlderThan:
-		return bot.Plan{}, fmt.Errorf("%w: argument \"mode\": %q is not truncate or older_than", errDatabase, mode)
+		return opmodel.Plan{}, fmt.Errorf("%w: argument \"mode\": %q is not truncate or older_than", errDatabase, mode)
 	case mode == postgres.ModeOlderThan && (days < 1 || days > 36500):
-		return bot.Plan{}, fmt.Errorf("%w: mode older_than needs \"days\" between 1 and 36500, got %d", errDatabase, days)
+		return opmodel.Plan{}, fmt.Errorf("%w: mode older_than needs \"days\" between 1 and 36500, got %d", errDatabase, days)
 	case mode == postgres.ModeTruncate && days != 0:
-		return bot.Plan{}, fmt.Errorf("%w: argument \"days\" applies only to mode older_than", errDatabase)
+		return opmodel.Plan{}, fmt.Errorf("%w: argument \"days\" applies only to mode older_than", errDatabase)
 	case team == "" || (pipeline == "" && !oneOff):
-		return bot.Plan{}, fmt.Errorf("%w: name the team and the pipeline whose logs to purge", errDatabase)
+		return opmodel.Plan{}, fmt.Errorf("%w: name the team and the pipeline whose logs to purge", errDatabase)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.check(c.Target, "planning the purge of "+team+"/"+pipeline); err != nil {
-		return bot.Plan{}, err
+		return opmodel.Plan{}, err
 	}
 	if d.rep {
-		return bot.Plan{}, fmt.Errorf("%w: cannot purge on %s: db.%s:5432 is a read-only replica; point the DSN at the leader (the pod labelled spilo-role=master)", errDatabase, d.target, d.target)
+		return opmodel.Plan{}, fmt.Errorf("%w: cannot purge on %s: db.%s:5432 is a read-only replica; point the DSN at the leader (the pod labelled spilo-role=master)", errDatabase, d.target, d.target)
 	}
 	var t *simTable
 	for _, x := range d.tables {
@@ -322,7 +322,7 @@ func (d *Sim) purgePlan(_ context.Context, c bot.Call) (bot.Plan, error) {
 		}
 	}
 	if t == nil {
-		return bot.Plan{}, fmt.Errorf("%w: %s: pipeline %q not found in team %q on %s", errDatabase, postgres.OpPurge, pipeline, team, d.target)
+		return opmodel.Plan{}, fmt.Errorf("%w: %s: pipeline %q not found in team %q on %s", errDatabase, postgres.OpPurge, pipeline, team, d.target)
 	}
 	label := t.Team + "/" + t.Pipeline
 	attrs := map[string]string{"scope": t.Kind, "team": t.Team, "mode": mode}
@@ -332,8 +332,8 @@ func (d *Sim) purgePlan(_ context.Context, c bot.Call) (bot.Plan, error) {
 	} else {
 		attrs["pipeline"], attrs["pipeline_id"] = t.Pipeline, strconv.FormatInt(t.PipelineID, 10)
 	}
-	plan := bot.Plan{Op: postgres.OpPurge, Target: d.target}
-	item := bot.PlanItem{Kind: postgres.PlanItemKind, ID: t.Table, Attrs: attrs}
+	plan := opmodel.Plan{Op: postgres.OpPurge, Target: d.target}
+	item := opmodel.PlanItem{Kind: postgres.PlanItemKind, ID: t.Table, Attrs: attrs}
 	if mode == postgres.ModeOlderThan {
 		attrs["days"] = strconv.Itoa(days)
 		if t.oldRows == 0 {
@@ -351,26 +351,26 @@ func (d *Sim) purgePlan(_ context.Context, c bot.Call) (bot.Plan, error) {
 			plan.Notes = append(plan.Notes, fmt.Sprintf("%d build(s) of %s still running: the output logged so far is lost. Consider waiting, or pausing the pipeline first.", t.running, label))
 		}
 	}
-	plan.Items = []bot.PlanItem{item}
+	plan.Items = []opmodel.PlanItem{item}
 	return plan, nil
 }
 
-func (d *Sim) purgeApply(_ context.Context, c bot.Call, plan bot.Plan) (bot.Result, error) {
+func (d *Sim) purgeApply(_ context.Context, c opmodel.Call, plan opmodel.Plan) (opmodel.Result, error) {
 	if plan.Op != postgres.OpPurge || plan.Target != c.Target {
-		return bot.Result{}, fmt.Errorf("%w: refusing a plan of %s on %s", errDatabase, plan.Op, plan.Target)
+		return opmodel.Result{}, fmt.Errorf("%w: refusing a plan of %s on %s", errDatabase, plan.Op, plan.Target)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.check(c.Target, "purge"); err != nil {
-		return bot.Result{}, err
+		return opmodel.Result{}, err
 	}
 	var out postgres.PurgeResult
-	var items []bot.ItemResult
+	var items []opmodel.ItemResult
 	var parts []string
 	for _, it := range plan.Items {
 		t := d.find(it.ID)
 		if t == nil || t.Team != it.Attrs["team"] || (t.Kind == "pipeline" && strconv.FormatInt(t.PipelineID, 10) != it.Attrs["pipeline_id"]) {
-			items = append(items, bot.ItemResult{ID: it.ID, Outcome: bot.OutcomeFailed, Reason: "the table no longer belongs to the planned owner"})
+			items = append(items, opmodel.ItemResult{ID: it.ID, Outcome: opmodel.OutcomeFailed, Reason: "the table no longer belongs to the planned owner"})
 			continue
 		}
 		pt := postgres.PurgedTable{Table: t.Table, Scope: t.Kind, Team: t.Team, Pipeline: t.Pipeline, PipelineID: t.PipelineID,
@@ -395,9 +395,9 @@ func (d *Sim) purgeApply(_ context.Context, c bot.Call, plan bot.Plan) (bot.Resu
 		out.RowsEstimated = out.RowsEstimated || pt.RowsEstimated
 		out.BytesFreed += pt.BytesFreed
 		out.Tables = append(out.Tables, pt)
-		items = append(items, bot.ItemResult{ID: t.Table, Outcome: bot.OutcomeSucceeded})
+		items = append(items, opmodel.ItemResult{ID: t.Table, Outcome: opmodel.OutcomeSucceeded})
 	}
-	return bot.Result{Summary: strings.Join(parts, "; "), Data: out, Items: items}, nil
+	return opmodel.Result{Summary: strings.Join(parts, "; "), Data: out, Items: items}, nil
 }
 
 // humanBytes renders a size the way pg_size_pretty does (1024-based).

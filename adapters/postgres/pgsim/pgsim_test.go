@@ -9,17 +9,17 @@ import (
 
 	"github.com/groundcrew/groundcrew/adapters/postgres"
 	"github.com/groundcrew/groundcrew/adapters/postgres/pgsim"
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
-func dbOps(t *testing.T, spec pgsim.DatabaseSpec) (*pgsim.Sim, map[string]bot.Op) {
+func dbOps(t *testing.T, spec pgsim.DatabaseSpec) (*pgsim.Sim, map[string]opmodel.Op) {
 	t.Helper()
 	ids := map[string]int{"deploy/caascad-alert-prepare": 12}
 	d := pgsim.New("infra-prd", spec, func(team, name string) (int, bool) {
 		id, ok := ids[team+"/"+name]
 		return id, ok
 	})
-	ops := map[string]bot.Op{}
+	ops := map[string]opmodel.Op{}
 	for _, op := range d.Ops() {
 		ops[op.Name] = op
 	}
@@ -29,7 +29,7 @@ func dbOps(t *testing.T, spec pgsim.DatabaseSpec) (*pgsim.Sim, map[string]bot.Op
 func TestSim_SizesAndPurge(t *testing.T) {
 	ctx := context.Background()
 	d, ops := dbOps(t, *pgsim.Demo())
-	res, err := ops[postgres.OpTableSizes].Do(ctx, bot.Call{Target: "infra-prd", Args: bot.Args{"top": "2", "kind": "pipeline"}})
+	res, err := ops[postgres.OpTableSizes].Do(ctx, opmodel.Call{Target: "infra-prd", Args: opmodel.Args{"top": "2", "kind": "pipeline"}})
 	require.NoError(t, err)
 	sizes := res.Data.(postgres.TableSizes)
 	require.Len(t, sizes.Tables, 2)
@@ -38,7 +38,7 @@ func TestSim_SizesAndPurge(t *testing.T) {
 	assert.Equal(t, 5, sizes.TableCount)
 	assert.Contains(t, res.Summary, "largest: deploy/caascad-alert-prepare 38 GB")
 
-	call := bot.Call{Target: "infra-prd", Args: bot.Args{"team": "deploy", "pipeline": "caascad-alert-prepare"}}
+	call := opmodel.Call{Target: "infra-prd", Args: opmodel.Args{"team": "deploy", "pipeline": "caascad-alert-prepare"}}
 	plan, err := ops[postgres.OpPurge].Plan(ctx, call)
 	require.NoError(t, err)
 	plan.Target = "infra-prd"
@@ -59,15 +59,15 @@ func TestSim_Refusals(t *testing.T) {
 	cases := []struct {
 		name string
 		spec pgsim.DatabaseSpec
-		call bot.Call
+		call opmodel.Call
 		want string
 	}{
-		{"replica", pgsim.DatabaseSpec{Replica: true, Tables: table}, bot.Call{Target: "infra-prd", Args: bot.Args{"team": "main", "pipeline": "app"}}, "read-only replica"},
-		{"down", pgsim.DatabaseSpec{Down: true, Tables: table}, bot.Call{Target: "infra-prd", Args: bot.Args{"team": "main", "pipeline": "app"}}, "connection refused"},
-		{"other target", pgsim.DatabaseSpec{Tables: table}, bot.Call{Target: "ocb-example", Args: bot.Args{"team": "main", "pipeline": "app"}}, "target ocb-example has no database configured"},
-		{"unknown pipeline", pgsim.DatabaseSpec{Tables: table}, bot.Call{Target: "infra-prd", Args: bot.Args{"team": "main", "pipeline": "ghost"}}, `pipeline "ghost" not found`},
-		{"older_than without days", pgsim.DatabaseSpec{Tables: table}, bot.Call{Target: "infra-prd", Args: bot.Args{"team": "main", "pipeline": "app", "mode": "older_than"}}, "between 1 and 36500"},
-		{"days with truncate", pgsim.DatabaseSpec{Tables: table}, bot.Call{Target: "infra-prd", Args: bot.Args{"team": "main", "pipeline": "app", "days": "14"}}, "applies only to mode older_than"},
+		{"replica", pgsim.DatabaseSpec{Replica: true, Tables: table}, opmodel.Call{Target: "infra-prd", Args: opmodel.Args{"team": "main", "pipeline": "app"}}, "read-only replica"},
+		{"down", pgsim.DatabaseSpec{Down: true, Tables: table}, opmodel.Call{Target: "infra-prd", Args: opmodel.Args{"team": "main", "pipeline": "app"}}, "connection refused"},
+		{"other target", pgsim.DatabaseSpec{Tables: table}, opmodel.Call{Target: "ocb-example", Args: opmodel.Args{"team": "main", "pipeline": "app"}}, "target ocb-example has no database configured"},
+		{"unknown pipeline", pgsim.DatabaseSpec{Tables: table}, opmodel.Call{Target: "infra-prd", Args: opmodel.Args{"team": "main", "pipeline": "ghost"}}, `pipeline "ghost" not found`},
+		{"older_than without days", pgsim.DatabaseSpec{Tables: table}, opmodel.Call{Target: "infra-prd", Args: opmodel.Args{"team": "main", "pipeline": "app", "mode": "older_than"}}, "between 1 and 36500"},
+		{"days with truncate", pgsim.DatabaseSpec{Tables: table}, opmodel.Call{Target: "infra-prd", Args: opmodel.Args{"team": "main", "pipeline": "app", "days": "14"}}, "applies only to mode older_than"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
