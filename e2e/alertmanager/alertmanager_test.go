@@ -233,8 +233,13 @@ receivers:
 	assert.Equal(t, "expired", getSilence(t, amURL, silenceID).Status.State)
 	assert.Equal(t, 0, activeSilences(t, amURL))
 
-	// Silenced again, the alerts end: Alertmanager sends nothing for muted
-	// alerts, groundcrew asks its API and resolves the incident.
+	// Silenced again (once the coalesced edit gave the button back), the
+	// alerts end: Alertmanager sends nothing for muted alerts, groundcrew
+	// asks its API and resolves the incident.
+	waitFor(t, "the silence button to come back", 20*time.Second, dumpAll, func() bool {
+		_, after, _ := strings.Cut(gcOut.String(), "expired the silence")
+		return strings.Contains(after, "[🔕 Silence 1 h]")
+	})
 	_, err = io.WriteString(stdin, "/press 1 incident_silence\n")
 	require.NoError(t, err)
 	waitFor(t, "the second silence", 20*time.Second, dumpAll, func() bool { return strings.Contains(gcOut.String(), "🔕 @carol silenced these alerts for 1 h") })
