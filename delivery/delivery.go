@@ -134,8 +134,10 @@ type Outbox struct {
 	// delivered are items posted whose deletion failed: never posted again.
 	delivered map[string]bool
 	// posted maps a delivered post's item id to its reference (a reply or
-	// edit naming a pending root that has gone out meanwhile).
-	posted map[string]chatmodel.MessageRef
+	// edit naming a pending root that has gone out meanwhile); postedIDs
+	// keeps their order, so only the last maxPosted are kept.
+	posted    map[string]chatmodel.MessageRef
+	postedIDs []string
 	// lastEdit is when each message was last edited (coalescing).
 	lastEdit map[string]time.Time
 	// probed is when a channel's queue was last probed.
@@ -530,6 +532,7 @@ func (o *Outbox) flush(ctx context.Context, all bool) {
 	o.load(ctx)
 	now := o.o.Now()
 	o.mu.Lock()
+	o.forgetEdits(now)
 	if now.Before(o.pausedUntil) && !all {
 		o.mu.Unlock()
 		return
@@ -652,7 +655,7 @@ func (o *Outbox) try(ctx context.Context, it Item, probe bool) error {
 		return err
 	}
 	o.mu.Lock()
-	o.posted[it.ID] = ref
+	o.remember(it.ID, ref)
 	var children []Item
 	for _, q := range o.queue {
 		if q.After == it.ID {
@@ -673,6 +676,34 @@ func (o *Outbox) try(ctx context.Context, it Item, probe bool) error {
 		finish()
 	}
 	return nil
+}
+
+// maxPosted bounds the references of delivered queued posts kept in memory.
+const maxPosted = 10000
+
+// remember keeps the reference of a delivered queued post (o.mu held).
+func (o *Outbox) remember(id string, ref chatmodel.MessageRef) {
+	o.posted[id] = ref
+	o.postedIDs = append(o.postedIDs, id)
+	if len(o.postedIDs) > maxPosted {
+		drop := o.postedIDs[:len(o.postedIDs)-maxPosted]
+		for _, old := range drop {
+			delete(o.posted, old)
+		}
+		o.postedIDs = append([]string(nil), o.postedIDs[len(drop):]...)
+	}
+}
+
+// forgetEdits drops the edit times older than EditEvery: they hold
+// nothing back any more (o.mu held).
+func (o *Outbox) forgetEdits(now time.Time) {
+	for k, t := range o.lastEdit {
+		if now.Sub(t) >= o.o.EditEvery {
+			if _, queued := o.queue[k]; !queued {
+				delete(o.lastEdit, k)
+			}
+		}
+	}
 }
 
 func (o *Outbox) retryFailed(ctx context.Context, it Item, err error, probe bool) {

@@ -2,6 +2,7 @@ package delivery_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -206,4 +207,36 @@ func TestStoreRefusesTheQueue(t *testing.T) {
 	require.NoError(t, err)
 	e.run(ctx, 5*time.Second)
 	assert.Equal(t, []string{"x"}, texts(e.chat.Posts()))
+}
+
+// TestStorm_ChatCalls counts chat calls for a storm: 100 roots, each
+// edited 10 times within a second (repeats of 100 alert groups). Without
+// coalescing that is 1,100 calls; with it, one post and at most two edits
+// per root, the last edit carrying the last state.
+func TestStorm_ChatCalls(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv()
+	roots := make([]delivery.Handle, 100)
+	for i := range roots {
+		h, err := e.ob.Post(ctx, chan1, chatmodel.Message{Text: fmt.Sprintf("group %d", i)}, delivery.Meta{From: "incident"})
+		require.NoError(t, err)
+		roots[i] = h
+	}
+	for rep := 1; rep <= 10; rep++ {
+		for i, h := range roots {
+			require.NoError(t, e.ob.Update(ctx, h, chatmodel.Message{Text: fmt.Sprintf("group %d repeat %d", i, rep)}, delivery.Meta{From: "incident", Coalesce: true}))
+		}
+		e.clock.Advance(100 * time.Millisecond)
+	}
+	e.run(ctx, 5*time.Second)
+	t.Logf("storm: %d chat calls for 100 posts and 1,000 edits", e.chat.Calls())
+	assert.LessOrEqual(t, e.chat.Calls(), 100+2*100)
+	last := map[string]string{}
+	for _, ed := range e.chat.Edits() {
+		last[ed.Ref.ID] = ed.Message.Text
+	}
+	require.Len(t, last, 100)
+	for i, h := range roots {
+		assert.Equal(t, fmt.Sprintf("group %d repeat 10", i), last[h.Ref.ID], "the latest state wins")
+	}
 }
