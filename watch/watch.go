@@ -5,8 +5,10 @@
 // object (worker, queue, database, target), with hysteresis: a condition
 // opens its incident when it holds on two polls in a row and resolves it
 // when it has been clear for two polls in a row. A poll is one collection
-// of the digest's data source (digest.Source), so it costs no more than
-// one digest.
+// of a digest.Source; serve gives the watch concourse.WatchSource, which
+// after a target's first poll reads only what changed (new builds, the
+// pending ones). Rules start at a stable offset within their period, so
+// rules with the same period do not poll together.
 package watch
 
 import (

@@ -32,7 +32,8 @@ func (a *app) newDigestScheduler(now func() time.Time) (*digest.Scheduler, error
 	if err != nil {
 		return nil, err
 	}
-	a.digestSrc = src // the watch rules poll the same source
+	// the watch rules poll the same targets, incrementally (only what changed)
+	a.digestSrc = concourse.NewWatchSource(src)
 	ds := make([]digest.Schedule, 0, len(a.cfg.Digests))
 	for _, d := range a.cfg.Digests {
 		a.metrics.ExpectDigests(d.Target)
