@@ -416,7 +416,7 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 	r := &Run{
 		Runbook: rb.Name, Title: rb.Title, Target: target, Params: params, Vars: ti.Vars,
 		Requester: ev.User, Conversation: ev.Conversation, State: RunRunning, DryRun: c.DryRun,
-		Spec: rb, CreatedAt: now, UpdatedAt: now,
+		Spec: rb, CreatedAt: now, UpdatedAt: now, AlertInstance: ev.AlertInstance,
 	}
 	for _, s := range rb.Steps {
 		r.Steps = append(r.Steps, StepState{ID: s.ID, Kind: s.Kind, Op: s.Op, Status: StepPending})

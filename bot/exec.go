@@ -96,7 +96,7 @@ func runEnv(r *Run) runbooks.Env {
 		}
 		steps[st.ID] = runbooks.StepEnv{Status: string(st.Status), Summary: st.Summary, Result: res, By: by}
 	}
-	return runbooks.NewEnv(r.Params, r.Vars, r.Target, steps, runbooks.RunEnv{ID: r.ID, Requester: r.Requester.Name, DryRun: r.DryRun})
+	return runbooks.NewEnv(r.Params, r.Vars, r.Target, steps, runbooks.RunEnv{ID: r.ID, Requester: r.Requester.Name, DryRun: r.DryRun, AlertInstance: r.AlertInstance})
 }
 
 func optional(s string) string {

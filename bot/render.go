@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -220,6 +221,9 @@ func renderGate(r *Run, g *Gate, now time.Time, h hints) Message {
 	fmt.Fprintf(&b, "%d/%d %s *%s* — %s", idx+1, len(r.Steps), icon, verdict, title)
 	if g.Reason != "" {
 		b.WriteString("\n⚠️ " + g.Reason)
+	}
+	if r.AlertInstance != "" {
+		b.WriteString("\n" + alertLine(r))
 	}
 	if g.Plan != nil {
 		fmt.Fprintf(&b, "\nPlan: %s", g.Plan.Summary)
@@ -477,4 +481,24 @@ func short(hash string) string {
 		return hash[:12]
 	}
 	return hash
+}
+
+// alertLine says which machine the alert that started the run is about,
+// next to the worker the run resolved (the step that checked the alert's
+// instance), so an approver sees both before approving.
+func alertLine(r *Run) string {
+	line := fmt.Sprintf("🔔 Started from an alert on `%s`", r.AlertInstance)
+	for _, st := range r.Steps {
+		if st.Status != StepSucceeded || st.Args.String("alert_instance") == "" || len(st.Result) == 0 {
+			continue
+		}
+		var w struct {
+			Name  string `json:"name"`
+			Found bool   `json:"found"`
+		}
+		if json.Unmarshal(st.Result, &w) == nil && w.Found && w.Name != "" {
+			line += fmt.Sprintf(" · resolved worker `%s`", w.Name)
+		}
+	}
+	return line
 }

@@ -104,6 +104,9 @@ type Incident struct {
 	// SinceAfter is the previous resolve of a reopened incident: a Since
 	// before it belongs to the earlier firing.
 	SinceAfter time.Time `json:"since_after,omitzero"`
+	// Instance is the alert's instance (Signal.Instance); a run started
+	// from the incident carries it.
+	Instance string `json:"instance,omitempty"`
 }
 
 // Silenced reports whether the incident's silence lasts at now.
@@ -171,6 +174,10 @@ type Signal struct {
 	Silence map[string]string
 	// Why, for a resolve, says how groundcrew knows (default: the source said so).
 	Why string
+	// Instance is the alert's instance label ("worker-7:9100"), "" for a
+	// watch: a run started from the incident carries it, and its
+	// find-worker step refuses a worker on another machine.
+	Instance string
 	// Observations is how many notifications or polls this signal stands
 	// for (0 counts as 1): a watch opens an incident after Polls polls in
 	// a row, and its header says so.

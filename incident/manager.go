@@ -202,7 +202,7 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 			in := &Incident{ID: newID(), Key: s.Key, Source: s.Source, Title: s.Title, Target: s.Target,
 				Channel: s.Channel, Platform: m.o.Platform, State: StateOpen, Evidence: s.Evidence,
 				Runbook: s.Runbook, Params: s.Params, Autostart: s.Autostart, Silence: s.Silence,
-				Notifications: observations(s), Since: s.Since, OpenedAt: now, UpdatedAt: now}
+				Notifications: observations(s), Since: s.Since, OpenedAt: now, UpdatedAt: now, Instance: s.Instance}
 			if cur != nil {
 				in.add(Entry{Time: now, Kind: "opened", Text: "previous incident " + cur.ID})
 			}
@@ -322,6 +322,9 @@ func (in *Incident) refresh(s Signal) {
 	}
 	if s.Runbook != "" {
 		in.Runbook, in.Params = s.Runbook, s.Params
+	}
+	if s.Instance != "" {
+		in.Instance = s.Instance
 	}
 	if len(s.Silence) > 0 {
 		in.Silence = s.Silence
@@ -568,7 +571,7 @@ func (m *Manager) Run(ctx context.Context, in *Incident, who bot.User, eventID s
 	}); err != nil {
 		return err
 	}
-	ev := bot.Event{Kind: bot.EventCommand, User: who, Conversation: in.Thread(), Text: text, Time: now}
+	ev := bot.Event{Kind: bot.EventCommand, User: who, Conversation: in.Thread(), Text: text, Time: now, AlertInstance: in.Instance}
 	if eventID != "" {
 		ev.ID = eventID + "/run"
 	}

@@ -121,11 +121,14 @@ type StepEnv struct {
 }
 
 // RunEnv is what expressions and templates see of the run (run.id,
-// run.requester, run.dry_run).
+// run.requester, run.dry_run, run.alert_instance).
 type RunEnv struct {
 	ID        string
 	Requester string
 	DryRun    bool
+	// AlertInstance is the instance of the alert the run was started
+	// from (run.alert_instance), "" otherwise.
+	AlertInstance string
 }
 
 // NewEnv is the one constructor of the environment expressions and
@@ -145,6 +148,6 @@ func NewEnv(params, vars map[string]string, target string, steps map[string]Step
 	}
 	return Env{
 		EnvParams: ps, EnvVars: vs, EnvTarget: target, EnvSteps: ss,
-		EnvRun: map[string]any{"id": run.ID, "requester": run.Requester, "dry_run": run.DryRun},
+		EnvRun: map[string]any{"id": run.ID, "requester": run.Requester, "dry_run": run.DryRun, "alert_instance": run.AlertInstance},
 	}
 }

@@ -48,6 +48,9 @@ type Options struct {
 	// Dedupe, when set, remembers across restarts which unrouted firing
 	// alerts were already audited (the in-memory record is lost at restart).
 	Dedupe bot.Dedupe
+	// WorkerNames, when set, is how workerID in route params checks a
+	// host against the target's worker naming template (see workerIDFunc).
+	WorkerNames WorkerNamer
 	// Observer, when set, counts notifications and unrouted alerts (metrics).
 	Observer Observer
 	MaxBody  int64 // default DefaultMaxBody
@@ -259,7 +262,7 @@ func (rc *Receiver) signal(m *Message, r *Route, alerts []Alert) incident.Signal
 	if runbookOK {
 		s.Runbook, s.Params, s.Autostart = r.Runbook, map[string]string{}, r.Autostart
 		for _, k := range slices.Sorted(maps.Keys(r.params)) {
-			v, err := render(r.params[k], ref)
+			v, err := renderFor(r.params[k], ref, s.Target, rc.o.WorkerNames)
 			if err != nil {
 				rc.log.Warn("alert route parameter did not render", "route", r.Name, "param", k, "err", err)
 			}
@@ -272,6 +275,12 @@ func (rc *Receiver) signal(m *Message, r *Route, alerts []Alert) incident.Signal
 			}
 			s.Params[k] = v
 		}
+	}
+	// The instance travels into the run; a longer one is cut (it then
+	// matches no worker, so the find-worker step fails closed).
+	s.Instance = ref.Labels["instance"]
+	if len(s.Instance) > maxInstance {
+		s.Instance = strings.ToValidUTF8(s.Instance[:maxInstance], "")
 	}
 	s.Silence = m.GroupLabels
 	if len(s.Silence) == 0 {
@@ -289,6 +298,9 @@ const (
 	maxTitleValue    = 60
 	maxEvidenceValue = 80
 )
+
+// maxInstance bounds the alert instance a signal carries (bytes).
+const maxInstance = 256
 
 // MaxEvidenceAlerts is how many alerts of a group are kept as evidence
 // lines; the rest are counted ("… and 1,150 more").

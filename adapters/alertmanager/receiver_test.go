@@ -111,7 +111,8 @@ func newEnvWith(t *testing.T, seen *dedupe, routes ...*alertmanager.Route) *env 
 	t.Helper()
 	e := &env{sink: &sink{}, audit: &audit{}, logs: &bytes.Buffer{}, obs: &observer{outcomes: map[string]int{}}, seen: seen}
 	rc, err := alertmanager.NewReceiver(alertmanager.Options{Token: "s3cret", Routes: routes, Targets: []string{"infra-prd"},
-		Sink: e.sink, Audit: e.audit, Dedupe: seen, Observer: e.obs, MaxBody: 64 << 10, Logger: slog.New(slog.NewTextHandler(e.logs, nil))})
+		Sink: e.sink, Audit: e.audit, Dedupe: seen, Observer: e.obs, MaxBody: 64 << 10, Logger: slog.New(slog.NewTextHandler(e.logs, nil)),
+		WorkerNames: manualNames})
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle(alertmanager.Path, rc)

@@ -57,27 +57,52 @@ var funcs = template.FuncMap{
 	// shortHost drops the port and the domain of an instance
 	// ("caascad-ci-workers-infra-infra-prd-0.example.com:9100" →
 	// "caascad-ci-workers-infra-infra-prd-0").
-	"shortHost": func(s string) string {
-		if i := strings.LastIndexByte(s, ':'); i >= 0 && !strings.Contains(s[i:], "]") {
-			s = s[:i]
-		}
-		if net.ParseIP(strings.Trim(s, "[]")) != nil {
-			return strings.Trim(s, "[]") // an address has no domain to drop
-		}
-		s, _, _ = strings.Cut(s, ".")
-		return s
-	},
-	// workerID is the trailing number of a worker name or instance
-	// ("caascad-ci-workers-infra-infra-prd-0:9100" → "0"), "" if none.
-	"workerID": func(s string) string {
-		if m := trailingID.FindStringSubmatch(s); m != nil {
-			return m[1]
-		}
-		return ""
-	},
+	"shortHost": shortHost,
+	// workerID is bound per alert to the route's target (workerIDFunc);
+	// parsed with this stand-in, which gives the short host.
+	"workerID": shortHost,
 }
 
-var trailingID = regexp.MustCompile(`-([0-9]+)(?:\.[^:]*)?(?::[0-9]+)?$`)
+// shortHost drops the port and the domain of an instance; an IP address
+// stays whole.
+func shortHost(s string) string {
+	if i := strings.LastIndexByte(s, ':'); i >= 0 && !strings.Contains(s[i:], "]") {
+		s = s[:i]
+	}
+	if net.ParseIP(strings.Trim(s, "[]")) != nil {
+		return strings.Trim(s, "[]") // an address has no domain to drop
+	}
+	s, _, _ = strings.Cut(s, ".")
+	return s
+}
+
+// WorkerNamer gives the name of worker id under a target's naming template
+// (targets.<name>.workers.name); ok is false when the target has none.
+type WorkerNamer func(target, id string) (name string, ok bool)
+
+// workerIDFunc is workerID for alerts routed to target: the worker ID in
+// the instance's host ("…-prd-7:9100" → "7") only when the target's naming
+// template names exactly that host for that ID; otherwise the short host
+// ("worker-7:9100" → "worker-7"), so that a run never goes to worker 7 of
+// another naming scheme (another machine).
+func workerIDFunc(target string, names WorkerNamer) func(string) string {
+	return func(s string) string {
+		host := shortHost(s)
+		if net.ParseIP(host) != nil {
+			return "" // an address names no worker: the incident says the parameter is missing
+		}
+		m := trailingID.FindStringSubmatch(host)
+		if m == nil || names == nil {
+			return host
+		}
+		if name, ok := names(target, m[1]); ok && strings.EqualFold(name, host) {
+			return m[1]
+		}
+		return host
+	}
+}
+
+var trailingID = regexp.MustCompile(`-([0-9]+)$`)
 
 // FieldError is a problem with one field of a route.
 type FieldError struct {
@@ -158,8 +183,21 @@ func (r *Route) Matches(labels map[string]string) bool {
 }
 
 func render(t *template.Template, a Alert) (string, error) {
+	return renderFor(t, a, "", nil)
+}
+
+// renderFor renders a route template for an alert routed to target, with
+// workerID bound to that target's worker names.
+func renderFor(t *template.Template, a Alert, target string, names WorkerNamer) (string, error) {
 	if t == nil {
 		return "", nil
+	}
+	if names != nil {
+		c, err := t.Clone()
+		if err != nil {
+			return "", err
+		}
+		t = c.Funcs(template.FuncMap{"workerID": workerIDFunc(target, names)})
 	}
 	var b strings.Builder
 	data := map[string]any{"labels": nonNil(a.Labels), "annotations": nonNil(a.Annotations)}

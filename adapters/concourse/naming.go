@@ -207,3 +207,24 @@ func ManualWorkerNaming() WorkerNaming {
 		Jump: `ssh -t "cloud@bst.{{.vars.zone}}.caascad.com"`,
 	}
 }
+
+// WorkerNamer returns the name of worker id under each target's
+// workers.name template (ok false for a target without one, or whose
+// templates do not compile). Alert routes use it so that workerID gives an
+// ID only for a host the template names.
+func WorkerNamer(targets []TargetConfig) func(target, id string) (string, bool) {
+	byName := map[string]*naming{}
+	for _, tc := range targets {
+		if nm, err := compileNaming(tc.Name, tc.Vars, tc.Workers); err == nil && nm.HasIDs() {
+			byName[tc.Name] = nm
+		}
+	}
+	return func(target, id string) (string, bool) {
+		nm, ok := byName[target]
+		if !ok {
+			return "", false
+		}
+		name, err := nm.NameOf(id)
+		return name, err == nil
+	}
+}

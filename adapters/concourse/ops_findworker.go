@@ -39,6 +39,7 @@ func (p *Provider) opFindWorker() bot.Op {
 			{Name: "worker", Doc: "the worker's ID (0) or full name; empty: pick the only worker in `state`"},
 			{Name: "state", Doc: "states a picked worker may be in (default stalled)"},
 			{Name: "allow_missing", Doc: "true: a typed worker that is not registered is fine (exists: false), e.g. one being provisioned"},
+			{Name: "alert_instance", Doc: "the instance of the alert the run was started from (.run.alert_instance): the worker found must be that machine, else the step fails"},
 		},
 		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
 			cl, err := p.client(c)
@@ -115,6 +116,11 @@ func (p *Provider) opFindWorker() bot.Op {
 				return bot.Result{}, err
 			}
 			out.Host, out.SSH, out.ForgetHostKey = acc.Host, acc.SSH, acc.ForgetHostKey
+			if inst := strings.TrimSpace(c.Args.String("alert_instance")); inst != "" && !sameMachine(inst, out.Name, out.Host) {
+				return bot.Result{}, fmt.Errorf("%s: the alert is about %s, but the worker found (worker=%s) is %s, another machine: "+
+					"nothing is done on a machine the alert is not about; check the route's params (alerts.routes) or type the command with the right worker=",
+					cl.Name(), inst, nonEmptyLine(typed, "the only "+strings.Join(states, " or ")+" one"), out.Name)
+			}
 			out.Connect = connectText(cl.Name(), out, nm.jump != nil)
 			return bot.Result{Summary: foundSummary(out), Data: out, Warn: out.State == WorkerStalled}, nil
 		},
@@ -204,4 +210,26 @@ func connectText(target string, f FoundWorker, jump bool) string {
 	return fmt.Sprintf("From your computer%s:\n```\n%s\n```\n"+
 		"If ssh says `WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!`, remove the old fingerprint%s, then connect again:\n```\n%s\n```",
 		via, f.SSH, where, f.ForgetHostKey)
+}
+
+// sameMachine reports whether an alert's instance ("worker-7:9100",
+// "caascad-…-prd-7.infra-prd.caascad.com:9100") is the worker with this
+// name and host: its host, port dropped, is the worker's name or host, or
+// its short form is the worker's name. An address matches nothing (it
+// cannot be told from a name).
+func sameMachine(instance, name, host string) bool {
+	h := instance
+	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.Contains(h[i:], "]") {
+		h = h[:i]
+	}
+	h = strings.ToLower(strings.Trim(h, "[]"))
+	if h == "" {
+		return false
+	}
+	name, host = strings.ToLower(name), strings.ToLower(host)
+	if h == name || (host != "" && h == host) {
+		return true
+	}
+	short, _, _ := strings.Cut(h, ".")
+	return short == name && !isDigits(strings.ReplaceAll(h, ".", ""))
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/groundcrew/groundcrew/adapters/alertmanager"
+	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/config"
 	"github.com/groundcrew/groundcrew/digest"
@@ -54,8 +55,12 @@ func (a *app) newIncidents(audit incident.Auditor, src digest.Source, now func()
 		a.log.Error("alert route: its incidents offer a command that will fail", "problem", p)
 	}
 	if a.cfg.Alerts.Enabled() {
+		var tcs []concourse.TargetConfig
+		for _, name := range a.cfg.TargetNames() {
+			tcs = append(tcs, a.cfg.ConcourseTarget(name))
+		}
 		rc, err := alertmanager.NewReceiver(alertmanager.Options{Token: a.cfg.Alerts.Alertmanager.Token.Value(),
-			Routes: a.cfg.AlertRoutes(), Targets: a.cfg.TargetNames(), Sink: m, Audit: audit,
+			Routes: a.cfg.AlertRoutes(), Targets: a.cfg.TargetNames(), Sink: m, Audit: audit, WorkerNames: concourse.WorkerNamer(tcs),
 			Dedupe: a.db, Observer: obs, MaxBody: a.cfg.Alerts.Alertmanager.MaxBody, Logger: a.log.With("component", "alertmanager"), Now: now})
 		if err != nil {
 			return nil, fmt.Errorf("alerts: %w", err)

@@ -265,6 +265,10 @@ type Event struct {
 	// Value comes from a pressed Button.
 	Value string    `json:"value,omitempty"`
 	Time  time.Time `json:"time,omitempty"`
+	// AlertInstance is the instance of the alert an incident's run was
+	// started from ("worker-7:9100"); the run carries it (Run.AlertInstance)
+	// and its find-worker step refuses another machine. Never set from chat.
+	AlertInstance string `json:"alert_instance,omitempty"`
 }
 
 // Handler receives inbound events. The engine implements it; adapters call

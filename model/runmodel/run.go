@@ -86,6 +86,11 @@ type Run struct {
 	// ApprovalWait is the time the run's gates waited for a decision, so
 	// that a duration can say how much of it was waiting for people.
 	ApprovalWait time.Duration `json:"approval_wait,omitempty"`
+	// AlertInstance is the instance of the alert the run was started from
+	// (an incident's Run button), "" otherwise. Runbooks see it as
+	// .run.alert_instance; the find-worker steps refuse a worker on
+	// another machine.
+	AlertInstance string `json:"alert_instance,omitempty"`
 }
 
 // StepState is the state of one step of a run.
