@@ -123,6 +123,8 @@ var _ Poster = (*Outbox)(nil)
 // Outbox delivers messages to chat. It is safe for concurrent use.
 type Outbox struct {
 	o Options
+	// flushing serialises flushes: two at once would post an item twice.
+	flushing sync.Mutex
 
 	mu        sync.Mutex
 	receivers map[string]Receiver
@@ -529,6 +531,8 @@ func (o *Outbox) Flush(ctx context.Context) { o.flush(ctx, false) }
 func (o *Outbox) Drain(ctx context.Context) { o.flush(ctx, true) }
 
 func (o *Outbox) flush(ctx context.Context, all bool) {
+	o.flushing.Lock()
+	defer o.flushing.Unlock()
 	o.load(ctx)
 	now := o.o.Now()
 	o.mu.Lock()
