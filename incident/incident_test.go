@@ -219,8 +219,9 @@ func TestChatDownThenPostedFromTheOutbox(t *testing.T) {
 	got, err := f.db.GetIncident(ctx, in.ID)
 	require.NoError(t, err)
 	assert.False(t, got.Root.IsZero(), "the root's reference is recorded when it goes out")
-	in, err = f.m.Signal(ctx, diskSignal(true, "a"))
+	again, err := f.m.Signal(ctx, diskSignal(true, "a"))
 	require.NoError(t, err)
+	assert.Equal(t, got.Root, again.Root)
 	f.out.Flush(ctx)
 	roots := 0
 	for _, p := range f.chat.Posts() {
