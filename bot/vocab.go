@@ -17,6 +17,7 @@ type (
 	Conversation     = chatmodel.Conversation
 	MessageRef       = chatmodel.MessageRef
 	Message          = chatmodel.Message
+	File             = chatmodel.File
 	MessageRole      = chatmodel.MessageRole
 	Intent           = chatmodel.Intent
 	ReactionHints    = chatmodel.ReactionHints

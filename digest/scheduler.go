@@ -68,6 +68,9 @@ type Record struct {
 	Ref       chatmodel.MessageRef `json:"ref,omitzero"`
 	// Data is the last digest with figures (nil before the first).
 	Data *Data `json:"data,omitempty"`
+	// Series are the last ChartPoints digests with figures, oldest first
+	// (the chart).
+	Series []Point `json:"series,omitempty"`
 }
 
 // History stores one record per digest schedule. The store
@@ -127,6 +130,8 @@ type Options struct {
 	MaxAttempts int
 	// Observer is told how each due digest settled (metrics); optional.
 	Observer Observer
+	// NoCharts posts digests without their chart.
+	NoCharts bool
 	// MaxSleep is the longest Run sleeps between evaluations, so clock
 	// jumps and retries are noticed (default 1m).
 	MaxSleep time.Duration
@@ -495,6 +500,11 @@ func (s *Scheduler) post(ctx context.Context, log *slog.Logger, j *digestJob, re
 		return
 	}
 	msg := Render(j.cfg.Target, data, rec.Data, now.In(j.loc))
+	series := rec.Series
+	if data.Err == "" {
+		series = appendPoint(series, PointOf(data))
+		s.attachChart(log, &msg, j.cfg.Target, series, now)
+	}
 	intent := rec
 	intent.Fire, intent.State, intent.Posted, intent.LastError = fire, Posting, time.Time{}, ""
 	if err := s.o.History.SaveDigest(ctx, j.key, intent); err != nil {
@@ -529,11 +539,25 @@ func (s *Scheduler) post(ctx context.Context, log *slog.Logger, j *digestJob, re
 	done.State, done.Posted, done.Ref, done.Retry, done.Attempts = Posted, now, ref, time.Time{}, 0
 	s.o.Observer.DigestSettled(j.cfg.Target, Posted, s.o.Now().Sub(fire))
 	if data.Err == "" {
-		done.Data = &data
+		done.Data, done.Series = &data, series
 	}
 	if err := s.o.History.SaveDigest(ctx, j.key, done); err != nil {
 		log.Error("recording posted digest", "err", err)
 	}
+}
+
+// attachChart adds the chart of series to msg; a chart that cannot be
+// drawn is logged and left out (the text is the digest).
+func (s *Scheduler) attachChart(log *slog.Logger, msg *chatmodel.Message, target string, series []Point, now time.Time) {
+	if s.o.NoCharts {
+		return
+	}
+	f, err := chartFile(target, series, now)
+	if err != nil {
+		log.Warn("digest chart not drawn; posting the text alone", "err", err)
+		return
+	}
+	msg.Files = append(msg.Files, *f)
 }
 
 // collect reads the target; an error becomes a digest that says so.
@@ -571,6 +595,7 @@ func (s *Scheduler) DigestNow(ctx context.Context, target string, to chatmodel.C
 	}
 	window, loc := 24*time.Hour, time.Local
 	var prev *Data
+	var series []Point
 	var best *digestJob
 	for _, j := range jobs {
 		if j.cfg.Target == target && (best == nil || j.cfg.Channel == to.Channel && best.cfg.Channel != to.Channel) {
@@ -584,7 +609,7 @@ func (s *Scheduler) DigestNow(ctx context.Context, target string, to chatmodel.C
 			return fmt.Errorf("reading digest history of %s: %w", target, err)
 		}
 		if rec != nil {
-			prev = rec.Data
+			prev, series = rec.Data, rec.Series
 		}
 	}
 	nowKey := "now:" + target
@@ -596,16 +621,20 @@ func (s *Scheduler) DigestNow(ctx context.Context, target string, to chatmodel.C
 			return fmt.Errorf("reading digest history of %s: %w", target, err)
 		}
 		if rec != nil {
-			prev = rec.Data
+			prev, series = rec.Data, rec.Series
 		}
 	}
 	now := s.o.Now()
 	data := s.collect(ctx, target, window, prev, now)
-	if _, err := s.o.Outbox.Post(ctx, to, Render(target, data, prev, now.In(loc)), delivery.Meta{From: From, Key: nowKey}); err != nil {
+	msg := Render(target, data, prev, now.In(loc))
+	if data.Err == "" {
+		s.attachChart(s.log.With("target", target), &msg, target, appendPoint(series, PointOf(data)), now)
+	}
+	if _, err := s.o.Outbox.Post(ctx, to, msg, delivery.Meta{From: From, Key: nowKey}); err != nil {
 		return fmt.Errorf("posting the digest of %s: %w", target, err)
 	}
 	if best == nil && data.Err == "" {
-		if err := s.o.History.SaveDigest(ctx, nowKey, Record{Posted: now, Data: &data}); err != nil {
+		if err := s.o.History.SaveDigest(ctx, nowKey, Record{Posted: now, Data: &data, Series: appendPoint(series, PointOf(data))}); err != nil {
 			return fmt.Errorf("recording the digest of %s for the next one's trends: %w", target, err)
 		}
 	}

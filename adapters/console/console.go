@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -45,6 +47,10 @@ type Options struct {
 	AfterLine func()
 	// Now is the clock for thread transcripts (default time.Now).
 	Now func() time.Time
+	// FilesDir is where the files of messages (a digest's chart) are
+	// written; their path is printed under the message (default: the
+	// system's temporary directory).
+	FilesDir string
 	// Extra adds console commands ("/clock") handled by the caller; the
 	// function returns the text to show.
 	Extra map[string]func(args []string) string
@@ -192,6 +198,9 @@ func (a *Adapter) Post(_ context.Context, to bot.Conversation, m bot.Message) (b
 	a.printMessage(msg, false)
 	if m.Detail != "" {
 		fmt.Fprintf(a.out, "    %s\n", strings.ReplaceAll(m.Detail, "\n", "\n    "))
+	}
+	for _, f := range m.Files {
+		fmt.Fprintf(a.out, "    %s\n", a.writeFile(f))
 	}
 	return bot.MessageRef{Platform: "console", Channel: to.Channel, Thread: to.Thread, ID: a.refID(msg.n)}, nil
 }
@@ -555,4 +564,25 @@ func (a *Adapter) press(ctx context.Context, h bot.Handler, u bot.User, ref, act
 	a.handle(ctx, h, bot.Event{Kind: bot.EventButton, User: u, Intent: btn.Action, Value: btn.Value,
 		Conversation: bot.Conversation{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread},
 		Message:      bot.MessageRef{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread, ID: a.id(m)}, Time: a.opts.Now()})
+}
+
+// writeFile writes a message's file to FilesDir and says where (or why
+// not: the message stands without it).
+func (a *Adapter) writeFile(f bot.File) string {
+	dir := a.opts.FilesDir
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	name := filepath.Base(filepath.Clean("/" + f.Name))
+	if name == "/" || name == "." {
+		name = "file"
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, f.Data, 0o600); err != nil {
+		return fmt.Sprintf("📎 %s not written: %v", name, err)
+	}
+	if f.Alt != "" {
+		return fmt.Sprintf("📎 %s — %s", path, f.Alt)
+	}
+	return "📎 " + path
 }

@@ -3,6 +3,7 @@ package console_test
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -174,3 +175,19 @@ func TestConsole_ChatDownAndUp(t *testing.T) {
 type nopHandler struct{}
 
 func (nopHandler) Handle(context.Context, bot.Event) error { return nil }
+
+// A message's file (a digest's chart) is written to FilesDir and its path
+// printed under the message.
+func TestConsole_WritesFiles(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	a := console.New(console.Config{}, strings.NewReader(""), &out, console.Options{FilesDir: dir})
+	_, err := a.Post(context.Background(), bot.Conversation{Channel: "#ops"}, bot.Message{Text: "digest",
+		Files: []bot.File{{Name: "../digest-infra-prd.png", Alt: "Chart of infra-prd", Data: []byte("png")}}})
+	require.NoError(t, err)
+	path := filepath.Join(dir, "digest-infra-prd.png")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err, "written in FilesDir, never outside it")
+	assert.Equal(t, "png", string(data))
+	assert.Contains(t, out.String(), "📎 "+path+" — Chart of infra-prd")
+}

@@ -31,7 +31,7 @@ func (a *Adapter) Post(ctx context.Context, to bot.Conversation, m bot.Message) 
 		m.Text = a.mentions(ctx, m.Mentions) + m.Text
 	}
 	r := render(m, false)
-	post := &model.Post{ChannelId: channel, RootId: to.Thread, Message: r.message}
+	post := &model.Post{ChannelId: channel, RootId: to.Thread, Message: r.message, FileIds: a.uploadFiles(ctx, channel, m.Files)}
 	if atts := a.attachments(r, nil, "", ""); atts != nil {
 		post.AddProp(model.PostPropsAttachments, atts)
 	}
@@ -327,4 +327,29 @@ func (a *Adapter) mentions(ctx context.Context, ids []string) string {
 		}
 	}
 	return b.String()
+}
+
+// uploadFiles uploads files to channel (POST /files) for a post to attach
+// and returns their ids. A file is extra: one that cannot be uploaded is
+// logged and the message is posted without it.
+func (a *Adapter) uploadFiles(ctx context.Context, channel string, files []bot.File) model.StringArray {
+	var ids model.StringArray
+	for _, f := range files {
+		if len(ids) == 10 { // a post holds at most 10 files
+			break
+		}
+		var up *model.FileUploadResponse
+		err := a.call(ctx, "uploading file "+f.Name, false, func(ctx context.Context) (*model.Response, error) {
+			var resp *model.Response
+			var err error
+			up, resp, err = a.client.UploadFile(ctx, f.Data, channel, f.Name)
+			return resp, err
+		})
+		if err != nil || up == nil || len(up.FileInfos) == 0 {
+			a.log.Warn("mattermost: file not uploaded; the message is posted without it", "channel", channel, "file", f.Name, "err", err)
+			continue
+		}
+		ids = append(ids, up.FileInfos[0].Id)
+	}
+	return ids
 }

@@ -7,12 +7,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -77,6 +79,17 @@ type fakeSlack struct {
 	// responses are the JSON bodies POSTed to the response_url
 	// (responseURL()).
 	responses []slackapi.WebhookMessage
+	// uploads are the files shared with files.completeUploadExternal;
+	// uploadErr, when set, is files.getUploadURLExternal's error.
+	uploads   []fakeUpload
+	pending   map[string]*fakeUpload // file id → uploaded, not completed
+	uploadErr string
+}
+
+// fakeUpload is a file uploaded through the external upload flow.
+type fakeUpload struct {
+	ID, Name, AltText, Title, Channel, Thread string
+	Data                                      []byte
 }
 
 type fakeCall struct {
@@ -100,24 +113,40 @@ func newFakeSlack(t testing.TB) *fakeSlack {
 		hidden:     map[string]bool{},
 	}
 	methods := map[string]func(http.ResponseWriter, *http.Request) any{
-		"auth.test":             f.authTest,
-		"chat.postMessage":      f.postMessage,
-		"chat.postEphemeral":    f.postEphemeral,
-		"chat.update":           f.update,
-		"conversations.list":    f.conversationsList,
-		"conversations.replies": f.replies,
-		"conversations.join":    f.join,
-		"conversations.info":    f.conversationsInfo,
-		"users.info":            f.usersInfo,
-		"users.list":            f.usersList,
-		"usergroups.list":       f.usergroupsList,
-		"usergroups.users.list": f.usergroupMembers,
-		"apps.connections.open": f.connectionsOpen,
+		"auth.test":                    f.authTest,
+		"chat.postMessage":             f.postMessage,
+		"chat.postEphemeral":           f.postEphemeral,
+		"chat.update":                  f.update,
+		"conversations.list":           f.conversationsList,
+		"conversations.replies":        f.replies,
+		"conversations.join":           f.join,
+		"conversations.info":           f.conversationsInfo,
+		"users.info":                   f.usersInfo,
+		"users.list":                   f.usersList,
+		"usergroups.list":              f.usergroupsList,
+		"usergroups.users.list":        f.usergroupMembers,
+		"apps.connections.open":        f.connectionsOpen,
+		"files.getUploadURLExternal":   f.uploadURL,
+		"files.completeUploadExternal": f.completeUpload,
 	}
 	f.srv = slacktest.NewTestServer(func(c slacktest.Customize) {
 		for name, h := range methods {
 			c.Handle("/"+name, f.wrap(name, h))
 		}
+		c.Handle("/upload/", func(w http.ResponseWriter, r *http.Request) {
+			file, _, err := r.FormFile("file")
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			data, _ := io.ReadAll(file)
+			f.mu.Lock()
+			if u := f.pending[strings.TrimPrefix(r.URL.Path, "/upload/")]; u != nil {
+				u.Data = data
+			}
+			f.mu.Unlock()
+			w.WriteHeader(http.StatusOK)
+		})
 		c.Handle("/response", func(w http.ResponseWriter, r *http.Request) {
 			var m slackapi.WebhookMessage
 			if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
@@ -559,4 +588,40 @@ func sign(secret, ts string, body []byte) string {
 	fmt.Fprintf(mac, "v0:%s:", ts)
 	mac.Write(body)
 	return "v0=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+func (f *fakeSlack) uploadURL(_ http.ResponseWriter, r *http.Request) any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.uploadErr != "" {
+		return slackErr(f.uploadErr)
+	}
+	if f.pending == nil {
+		f.pending = map[string]*fakeUpload{}
+	}
+	id := fmt.Sprintf("F%d", len(f.pending)+1)
+	f.pending[id] = &fakeUpload{ID: id, Name: r.Form.Get("filename"), AltText: r.Form.Get("alt_txt")}
+	return obj{"ok": true, "upload_url": f.srv.GetAPIURL() + "upload/" + id, "file_id": id}
+}
+
+func (f *fakeSlack) completeUpload(_ http.ResponseWriter, r *http.Request) any {
+	var files []struct{ ID, Title string }
+	if err := json.Unmarshal([]byte(r.Form.Get("files")), &files); err != nil || len(files) != 1 {
+		return slackErr("invalid_arguments")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	u := f.pending[files[0].ID]
+	if u == nil || u.Data == nil {
+		return slackErr("file_not_found")
+	}
+	u.Title, u.Channel, u.Thread = files[0].Title, r.Form.Get("channel_id"), r.Form.Get("thread_ts")
+	f.uploads = append(f.uploads, *u)
+	return obj{"ok": true, "files": []obj{{"id": u.ID, "title": u.Title}}}
+}
+
+func (f *fakeSlack) sharedFiles() []fakeUpload {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]fakeUpload(nil), f.uploads...)
 }

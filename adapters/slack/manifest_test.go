@@ -56,6 +56,7 @@ func TestManifest(t *testing.T) {
 	needScopes := []string{
 		"commands",                     // slash command
 		"chat:write",                   // chat.postMessage, chat.update, chat.postEphemeral
+		"files:write",                  // the digest chart: files.getUploadURLExternal, files.completeUploadExternal
 		"channels:join",                // conversations.join on not_in_channel
 		"channels:read", "groups:read", // conversations.list
 		"channels:history", "groups:history", // conversations.replies

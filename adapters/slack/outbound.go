@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -57,6 +58,7 @@ func (a *Adapter) Post(ctx context.Context, to bot.Conversation, m bot.Message) 
 		return bot.MessageRef{}, err
 	}
 	a.rememberReplies(ref, r.repliesKey())
+	a.uploadFiles(ctx, ch, to.Thread, m.Files)
 	return ref, nil
 }
 
@@ -425,4 +427,24 @@ func tsTime(ts string) time.Time {
 		ns, _ = strconv.ParseInt(frac, 10, 64)
 	}
 	return time.Unix(s, ns).UTC()
+}
+
+// uploadFiles shares files in the channel (or thread) of a message just
+// posted, with Slack's external upload (files.getUploadURLExternal, the
+// upload, files.completeUploadExternal: slack-go's UploadFileContext). A
+// file is extra: the message is already posted, so a failed upload is
+// logged and the post still succeeds (posting again would duplicate it).
+func (a *Adapter) uploadFiles(ctx context.Context, ch, thread string, files []bot.File) {
+	for _, f := range files {
+		err := a.retry.do(ctx, "files.upload", retryRateLimitOnly, func(ctx context.Context) error {
+			_, err := a.api.UploadFileContext(ctx, slackapi.UploadFileParameters{
+				Filename: f.Name, FileSize: len(f.Data), Reader: bytes.NewReader(f.Data), Title: f.Alt, AltTxt: f.Alt,
+				Channel: ch, ThreadTimestamp: thread,
+			})
+			return err
+		})
+		if err != nil {
+			a.log.Warn("slack: file not uploaded; the message was posted without it (needs the files:write scope)", "channel", ch, "file", f.Name, "err", err)
+		}
+	}
 }

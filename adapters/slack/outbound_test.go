@@ -211,3 +211,31 @@ func TestPost_Errors(t *testing.T) {
 		assert.Len(t, f.callsTo("conversations.join"), 1)
 	})
 }
+
+// A message's file (the digest chart) is uploaded with the external upload
+// flow and shared in the message's channel; a failed upload leaves the
+// message posted.
+func TestPost_UploadsFiles(t *testing.T) {
+	f := newFakeSlack(t)
+	a := newTestAdapter(t, f, Config{})
+	ctx := context.Background()
+	png := []byte("\x89PNG\r\n\x1a\nchart")
+	ref, err := a.Post(ctx, bot.Conversation{Channel: "#ci-ops"}, bot.Message{Text: "🟢 *Health digest* `infra-prd`",
+		Files: []bot.File{{Name: "digest-infra-prd.png", Alt: "Chart of infra-prd over the last 3 digests", Data: png}}})
+	require.NoError(t, err)
+	_, ok := f.message(ref.ID)
+	require.True(t, ok, "the text is posted")
+	up := f.sharedFiles()
+	require.Len(t, up, 1)
+	assert.Equal(t, fakeUpload{ID: "F1", Name: "digest-infra-prd.png", AltText: "Chart of infra-prd over the last 3 digests",
+		Title: "Chart of infra-prd over the last 3 digests", Channel: "C0OPS", Data: png}, up[0])
+
+	f.mu.Lock()
+	f.uploadErr = "missing_scope"
+	f.mu.Unlock()
+	ref, err = a.Post(ctx, bot.Conversation{Channel: "#ci-ops"}, bot.Message{Text: "second", Files: []bot.File{{Name: "x.png", Data: png}}})
+	require.NoError(t, err, "a failed upload does not fail the post (it would be posted twice)")
+	_, ok = f.message(ref.ID)
+	assert.True(t, ok)
+	assert.Len(t, f.sharedFiles(), 1)
+}

@@ -180,6 +180,9 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 	if out == nil {
 		out = os.Stdout
 	}
+	if o.Console.FilesDir == "" {
+		o.Console.FilesDir = filesDir(cfg) // the console writes digest charts next to the store
+	}
 	ad, err := chatplatform.Open(cfg.Chat, chatplatform.Deps{Logger: a.log, In: in, Out: out, Console: o.Console,
 		HTTPClient: func(name string) *http.Client { return a.metrics.HTTPClient(name, nil, 30*time.Second) }})
 	if err != nil {

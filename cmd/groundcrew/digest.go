@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/adapters/postgres"
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/config"
 	"github.com/groundcrew/groundcrew/digest"
 )
 
@@ -82,4 +85,17 @@ func (a *app) digestTables() concourse.DigestTables {
 		}
 		return out, true, nil
 	}
+}
+
+// filesDir is where the console writes the files of messages (digest
+// charts): the store's directory, or the config file's with a database
+// store.
+func filesDir(cfg *config.Config) string {
+	if cfg.Store != "" && !strings.Contains(cfg.Store, "://") {
+		return filepath.Dir(cfg.Store)
+	}
+	if cfg.Path != "" {
+		return filepath.Dir(cfg.Path)
+	}
+	return ""
 }

@@ -77,6 +77,19 @@ type MessageRef struct {
 // IsZero reports whether the ref points to nothing.
 func (r MessageRef) IsZero() bool { return r.ID == "" }
 
+// File is a message attachment.
+type File struct {
+	// Name is the file name ("digest-infra-prd-20261202-0800.png").
+	Name string `json:"name"`
+	// Alt says in words what the file shows (alt text, title).
+	Alt  string `json:"alt"`
+	Data []byte `json:"data"`
+}
+
+// MaxFileBytes is the largest attachment a message carries; Clean drops
+// larger ones.
+const MaxFileBytes = 4 << 20
+
 // Message is a platform-neutral chat message. Text uses a small Markdown
 // subset every adapter renders: *bold*, `code`, ```blocks```, and lines.
 // Adapters truncate to platform limits and put Detail where the platform
@@ -95,6 +108,10 @@ type Message struct {
 	// that pings each of them before Text (Slack <@U…>, Mattermost
 	// @username, the console @name).
 	Mentions []string `json:"mentions,omitempty"`
+	// Files are attachments (a digest's chart). They are extra: Text is
+	// complete without them, and an adapter that cannot upload one still
+	// posts the message (and logs why).
+	Files []File `json:"files,omitempty"`
 	// RunID is the run the message belongs to ("" for none); Role and Step
 	// say which of its messages it is. Adapters may use them (the console
 	// remembers the latest run); they never need to parse Text for them.

@@ -80,5 +80,16 @@ func (m Message) Clean() Message {
 		}
 		m.Buttons = bs
 	}
+	if len(m.Files) > 0 {
+		fs := make([]File, 0, len(m.Files))
+		for _, f := range m.Files {
+			if len(f.Data) == 0 || len(f.Data) > MaxFileBytes {
+				continue
+			}
+			f.Name, f.Alt = Sanitize(f.Name), Sanitize(f.Alt)
+			fs = append(fs, f)
+		}
+		m.Files = fs
+	}
 	return m
 }
