@@ -13,28 +13,41 @@ import (
 	"github.com/groundcrew/groundcrew/store"
 )
 
-// appendAudit appends e to the chain. The head row is locked for the
-// transaction, so appends serialise and the chain stays one chain.
+// appendAudit appends e to the chain.
 func appendAudit(ctx context.Context, tx pgx.Tx, e bot.AuditEntry) error {
+	var q pgx.Batch
+	if err := queueAudit(ctx, tx, &q, []bot.AuditEntry{e}); err != nil {
+		return err
+	}
+	return send(ctx, tx, &q, "the audit log")
+}
+
+// queueAudit chains entries after the head and queues their writes on q.
+// The head row is locked for the transaction, so appends serialise and
+// the chain stays one chain.
+func queueAudit(ctx context.Context, tx pgx.Tx, q *pgx.Batch, entries []bot.AuditEntry) error {
 	var seq int64
 	var prev string
 	if err := tx.QueryRow(ctx, "select seq, hash from audit_head where id = 1 for update").Scan(&seq, &prev); err != nil {
 		return fmt.Errorf("reading the audit head: %w", err)
 	}
-	seq++
-	e.Seq, e.Prev = uint64(seq), prev
-	e.Time = e.Time.UTC()
-	e.Hash = store.AuditHash(e)
-	data, err := json.Marshal(e)
-	if err != nil {
-		return fmt.Errorf("encoding audit entry: %w", err)
+	seqs := make([]int64, 0, len(entries))
+	runs := make([]string, 0, len(entries))
+	datas := make([][]byte, 0, len(entries))
+	for _, e := range entries {
+		seq++
+		e.Seq, e.Prev = uint64(seq), prev
+		e.Time = e.Time.UTC()
+		e.Hash = store.AuditHash(e)
+		data, err := json.Marshal(e)
+		if err != nil {
+			return fmt.Errorf("encoding audit entry: %w", err)
+		}
+		seqs, runs, datas = append(seqs, seq), append(runs, strings.ToLower(e.RunID)), append(datas, data)
+		prev = e.Hash
 	}
-	if _, err := tx.Exec(ctx, "insert into audit (seq, run_id, data) values ($1, $2, $3)", seq, strings.ToLower(e.RunID), data); err != nil {
-		return fmt.Errorf("appending audit entry %d: %w", seq, err)
-	}
-	if _, err := tx.Exec(ctx, "update audit_head set seq = $1, hash = $2 where id = 1", seq, e.Hash); err != nil {
-		return fmt.Errorf("moving the audit head to %d: %w", seq, err)
-	}
+	q.Queue("insert into audit (seq, run_id, data) select unnest($1::bigint[]), unnest($2::text[]), unnest($3::bytea[])", seqs, runs, datas)
+	q.Queue("update audit_head set seq = $1, hash = $2 where id = 1", seq, prev)
 	return nil
 }
 

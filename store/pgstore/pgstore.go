@@ -413,11 +413,15 @@ func (s *DB) writeBatch(ctx context.Context, tx pgx.Tx, q *pgx.Batch, runID stri
 	if b == nil {
 		b = &bot.Batch{}
 	}
-	for _, e := range b.Audit {
-		if e.RunID == "" {
-			e.RunID = runID
+	if len(b.Audit) > 0 {
+		entries := make([]bot.AuditEntry, len(b.Audit))
+		for i, e := range b.Audit {
+			if e.RunID == "" {
+				e.RunID = runID
+			}
+			entries[i] = e
 		}
-		if err := appendAudit(ctx, tx, e); err != nil {
+		if err := queueAudit(ctx, tx, q, entries); err != nil {
 			return err
 		}
 	}
