@@ -16,6 +16,7 @@ import (
 
 	"github.com/groundcrew/groundcrew/digest"
 	"github.com/groundcrew/groundcrew/incident"
+	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/watch"
 )
 
@@ -295,5 +296,40 @@ func TestStalledWorkerSuggestsWhatTheDigestSuggests(t *testing.T) {
 		assert.Equal(t, want.Runbook, got.Runbook, name)
 		assert.Equal(t, map[string]string{"worker": name}, got.Params)
 		assert.Contains(t, got.Evidence[len(got.Evidence)-1], want.Alternative)
+	}
+}
+
+// Every runbook a watch incident suggests exists and takes the parameters
+// given.
+func TestSuggestedRunbooksTakeTheirParams(t *testing.T) {
+	rbs, err := runbooks.LoadFS(runbooks.Builtin(), nil)
+	require.NoError(t, err)
+	byName := map[string]*runbooks.Runbook{}
+	for _, rb := range rbs {
+		byName[rb.Name] = rb
+	}
+	fixes := []digest.Fix{
+		digest.StalledWorkerFix("5f2c668feaa4", ""), digest.StalledWorkerFix("caascad-ci-workers-infra-infra-prd-3", "3"),
+		digest.PendingFix("24h", "main", "queue"), digest.PendingFix("24h", "", ""),
+	}
+	for _, f := range fixes {
+		for _, c := range []struct {
+			name   string
+			params []string
+		}{{f.Runbook, f.Params}, {f.AltRunbook, f.AltParams}} {
+			if c.name == "" {
+				continue
+			}
+			rb, ok := byName[c.name]
+			require.True(t, ok, c.name)
+			p := map[string]string{}
+			for i := 0; i+1 < len(c.params); i += 2 {
+				if c.params[i+1] != "" {
+					p[c.params[i]] = c.params[i+1]
+				}
+			}
+			_, err := runbooks.ValidateParams(rb, p)
+			assert.NoError(t, err, "%s %v", c.name, p)
+		}
 	}
 }
