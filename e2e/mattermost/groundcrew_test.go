@@ -117,7 +117,9 @@ const defaultApprovals = `approvals:
 `
 
 // startGroundcrew writes a config for the world (target infra-prd on the
-// simulator, approvers group:ci-oncall) and starts the binary.
+// simulator, approvers group:ci-oncall) and starts the binary. Create the
+// group first (createOncall): serve refuses a policy naming a group the
+// server does not have.
 func startGroundcrew(t *testing.T, w *world, sim *concoursesim.Server) *gcProcess {
 	t.Helper()
 	cfgPath, listen := writeGroundcrewConfig(t, w, sim, defaultApprovals)
@@ -193,6 +195,7 @@ func startGroundcrewWith(t *testing.T, cfgPath, listen string) *gcProcess {
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-p.exited:
+			p.exited <- err // for the cleanup, which waits for the exit
 			t.Fatalf("groundcrew serve exited at start: %v\n%s", err, p.logTail())
 		default:
 		}

@@ -23,6 +23,7 @@ func TestGroundcrewBinaryHello(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	alice, carol := w.Users["alice"], w.Users["carol"]
+	createOncall(ctx, t, w, carol) // the policy's approver group must exist
 	startGroundcrew(t, w, e2eSim(t))
 	waitCommand(ctx, t, w)
 
