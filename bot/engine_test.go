@@ -312,13 +312,23 @@ func TestEngine_FailedPostsGoToTheOutbox(t *testing.T) {
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
 	items, err := h.db.ListOutbox(h.ctx)
 	require.NoError(t, err)
-	require.Len(t, items, 1)
+	require.Len(t, items, 3, "the root, and the two step messages waiting for it (not posted outside its thread)")
 	h.clock.Advance(time.Minute)
 	h.tick()
 	items, err = h.db.ListOutbox(h.ctx)
 	require.NoError(t, err)
 	assert.Empty(t, items)
-	assert.False(t, h.onlyRun().Root.IsZero(), "root ref saved after the retry")
+	r := h.onlyRun()
+	require.False(t, r.Root.IsZero(), "root ref saved after the retry")
+	assert.Empty(t, r.RootPending)
+	for _, p := range h.chat.Posts() {
+		if p.Msg.Role == bot.RoleStep {
+			assert.Equal(t, r.Root.ID, p.To.Thread, "step messages are in the root's thread: %s", p.Msg.Text)
+		}
+	}
+	require.False(t, h.stepRef("check").IsZero(), "the manual step's message ref is saved: reactions on it count")
+	h.react(bob, h.stepRef("check"), bot.IntentApprove)
+	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State)
 }
 
 func TestEngine_ApplyErrorFailsTheStep(t *testing.T) {

@@ -5,6 +5,8 @@ package bot
 import (
 	"context"
 	"fmt"
+
+	"github.com/groundcrew/groundcrew/delivery"
 )
 
 // step posts or updates the message of one step.
@@ -43,6 +45,13 @@ func (p *poster) refreshGate(ctx context.Context, r *Run, g *Gate) {
 
 // refreshRoot updates the run's root message with its current status.
 func (p *poster) refreshRoot(ctx context.Context, r *Run) {
+	if r.Root.IsZero() && r.RootPending != "" {
+		// still in the outbox: it is posted with the latest status
+		m := renderRoot(r, p.now())
+		m.RunID, m.Role = r.ID, RoleRoot
+		_ = p.delivery.Update(ctx, delivery.Handle{Pending: r.RootPending}, m, runMeta(r.ID, RoleRoot, ""))
+		return
+	}
 	if r.Root.IsZero() {
 		return
 	}

@@ -69,8 +69,16 @@ func runMeta(runID string, role MessageRole, step string) delivery.Meta {
 	return delivery.Meta{From: fromRun, RunID: runID, Role: role, Step: step}
 }
 
-// thread posts a message in the run's thread (see post).
+// thread posts a message in the run's thread (see post). While the root
+// message waits in the outbox, the reply waits behind it and goes in its
+// thread once it is posted.
 func (p *poster) thread(ctx context.Context, r *Run, role MessageRole, step string, m Message) MessageRef {
+	if r.Root.IsZero() && r.RootPending != "" {
+		to := r.Conversation
+		return p.send(ctx, r.ID, role, step, m, func(m Message, meta delivery.Meta) (delivery.Handle, error) {
+			return p.delivery.Reply(ctx, to, delivery.Handle{Pending: r.RootPending}, m, meta)
+		})
+	}
 	return p.post(ctx, threadOf(r), r.ID, role, step, m)
 }
 
@@ -79,18 +87,40 @@ func (p *poster) thread(ctx context.Context, r *Run, role MessageRole, step stri
 // a reaction or click that arrives meanwhile waits for it (messageTarget),
 // however quick it is. A failed post goes to the durable outbox.
 func (p *poster) post(ctx context.Context, to Conversation, runID string, role MessageRole, step string, m Message) MessageRef {
+	return p.send(ctx, runID, role, step, m, func(m Message, meta delivery.Meta) (delivery.Handle, error) {
+		return p.delivery.Post(ctx, to, m, meta)
+	})
+}
+
+// send posts one message of a run through deliver and stores its
+// reference (or, for a root chat did not take, its outbox item).
+func (p *poster) send(ctx context.Context, runID string, role MessageRole, step string, m Message, deliver func(Message, delivery.Meta) (delivery.Handle, error)) MessageRef {
 	m.RunID, m.Role, m.Step = runID, role, step
 	done := p.posting()
 	defer done()
-	h, _ := p.delivery.Post(ctx, to, m, runMeta(runID, role, step))
+	h, _ := deliver(m, runMeta(runID, role, step))
 	ref := h.Ref
 	if ref.IsZero() {
+		if role == RoleRoot && h.Pending != "" {
+			p.savePendingRoot(ctx, runID, h.Pending)
+		}
 		return MessageRef{} // queued: saved when it is delivered
 	}
 	if role.Indexed() {
 		p.saveRef(ctx, runID, role, step, ref)
 	}
 	return ref
+}
+
+// savePendingRoot remembers the outbox item of a root chat did not take,
+// so the run's replies wait for it.
+func (p *poster) savePendingRoot(ctx context.Context, runID, item string) {
+	_, _ = p.writes.updateRun(ctx, runID, "the queued root message", func(r *Run, _ *Batch) error {
+		if r.Root.IsZero() {
+			r.RootPending = item
+		}
+		return nil
+	})
 }
 
 // plain posts a message that belongs to no run (summaries, digests).
@@ -152,7 +182,7 @@ func (p *poster) saveRef(ctx context.Context, runID string, role MessageRole, st
 	_, _ = p.writes.updateRun(ctx, runID, what, func(r *Run, b *Batch) error {
 		switch role {
 		case RoleRoot:
-			r.Root = ref
+			r.Root, r.RootPending = ref, ""
 		case RoleStep:
 			if st := r.Step(step); st != nil {
 				st.Message = ref

@@ -64,11 +64,14 @@ type Run struct {
 	Requester    chatmodel.User         `json:"requester"`
 	Conversation chatmodel.Conversation `json:"conversation"`
 	// Root is the run's root message, kept up to date with the status.
-	Root   chatmodel.MessageRef `json:"root"`
-	State  RunState             `json:"state"`
-	Cursor int                  `json:"cursor"`
-	DryRun bool                 `json:"dry_run,omitempty"`
-	Steps  []StepState          `json:"steps"`
+	Root chatmodel.MessageRef `json:"root"`
+	// RootPending is the outbox item of the root message while chat has
+	// not taken it: the run's replies wait for it and go in its thread.
+	RootPending string      `json:"root_pending,omitempty"`
+	State       RunState    `json:"state"`
+	Cursor      int         `json:"cursor"`
+	DryRun      bool        `json:"dry_run,omitempty"`
+	Steps       []StepState `json:"steps"`
 	// Spec is the runbook as it was when the run started, so editing a
 	// runbook never changes a run in flight.
 	Spec *runbooks.Runbook `json:"spec"`
