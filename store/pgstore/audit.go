@@ -9,14 +9,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/store"
 )
 
 // appendAudit appends e to the chain.
-func appendAudit(ctx context.Context, tx pgx.Tx, e bot.AuditEntry) error {
+func appendAudit(ctx context.Context, tx pgx.Tx, e runmodel.AuditEntry) error {
 	var q pgx.Batch
-	if err := queueAudit(ctx, tx, &q, []bot.AuditEntry{e}); err != nil {
+	if err := queueAudit(ctx, tx, &q, []runmodel.AuditEntry{e}); err != nil {
 		return err
 	}
 	return send(ctx, tx, &q, "the audit log")
@@ -25,7 +25,7 @@ func appendAudit(ctx context.Context, tx pgx.Tx, e bot.AuditEntry) error {
 // queueAudit chains entries after the head and queues their writes on q.
 // The head row is locked for the transaction, so appends serialise and
 // the chain stays one chain.
-func queueAudit(ctx context.Context, tx pgx.Tx, q *pgx.Batch, entries []bot.AuditEntry) error {
+func queueAudit(ctx context.Context, tx pgx.Tx, q *pgx.Batch, entries []runmodel.AuditEntry) error {
 	var seq int64
 	var prev string
 	if err := tx.QueryRow(ctx, "select seq, hash from audit_head where id = 1 for update").Scan(&seq, &prev); err != nil {
@@ -52,15 +52,15 @@ func queueAudit(ctx context.Context, tx pgx.Tx, q *pgx.Batch, entries []bot.Audi
 }
 
 // AppendAudit implements bot.Journals.
-func (s *DB) AppendAudit(ctx context.Context, e bot.AuditEntry) error {
+func (s *DB) AppendAudit(ctx context.Context, e runmodel.AuditEntry) error {
 	return s.write(ctx, func(tx pgx.Tx) error { return appendAudit(ctx, tx, e) })
 }
 
 // AuditEntries implements bot.Journals: the entries of one run, or all of
 // them when runID is empty.
-func (s *DB) AuditEntries(ctx context.Context, runID string) ([]bot.AuditEntry, error) {
-	var out []bot.AuditEntry
-	err := s.eachAudit(ctx, runID, func(_ int64, e bot.AuditEntry, err error) error {
+func (s *DB) AuditEntries(ctx context.Context, runID string) ([]runmodel.AuditEntry, error) {
+	var out []runmodel.AuditEntry
+	err := s.eachAudit(ctx, runID, func(_ int64, e runmodel.AuditEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -71,7 +71,7 @@ func (s *DB) AuditEntries(ctx context.Context, runID string) ([]bot.AuditEntry, 
 }
 
 // eachAudit calls fn with every entry (of runID, or all), in order.
-func (s *DB) eachAudit(ctx context.Context, runID string, fn func(seq int64, e bot.AuditEntry, err error) error) error {
+func (s *DB) eachAudit(ctx context.Context, runID string, fn func(seq int64, e runmodel.AuditEntry, err error) error) error {
 	sql, args := "select seq, data from audit order by seq", []any(nil)
 	if runID != "" {
 		sql, args = "select seq, data from audit where run_id = $1 order by seq", []any{strings.ToLower(runID)}
@@ -87,7 +87,7 @@ func (s *DB) eachAudit(ctx context.Context, runID string, fn func(seq int64, e b
 		if err := rows.Scan(&seq, &raw); err != nil {
 			return fmt.Errorf("reading the audit log: %w", err)
 		}
-		var e bot.AuditEntry
+		var e runmodel.AuditEntry
 		var derr error
 		if err := json.Unmarshal(raw, &e); err != nil {
 			derr = fmt.Errorf("%w: entry %d is not valid JSON", store.ErrAuditTampered, seq)
@@ -103,7 +103,7 @@ func (s *DB) eachAudit(ctx context.Context, runID string, fn func(seq int64, e b
 // edited, deleted or reordered. It returns the number of entries checked.
 func (s *DB) VerifyAudit(ctx context.Context) (int, error) {
 	n, prev, want := 0, "", uint64(1)
-	err := s.eachAudit(ctx, "", func(seq int64, e bot.AuditEntry, err error) error {
+	err := s.eachAudit(ctx, "", func(seq int64, e runmodel.AuditEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -134,26 +134,26 @@ func (s *DB) VerifyAudit(ctx context.Context) (int, error) {
 }
 
 // AuditHead returns the head of the audit chain (its last entry).
-func (s *DB) AuditHead(ctx context.Context) (bot.AuditHead, error) {
+func (s *DB) AuditHead(ctx context.Context) (runmodel.AuditHead, error) {
 	var raw []byte
 	var seq int64
 	err := s.pool.QueryRow(ctx, "select seq, data from audit order by seq desc limit 1").Scan(&seq, &raw)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return bot.AuditHead{}, nil
+		return runmodel.AuditHead{}, nil
 	}
 	if err != nil {
-		return bot.AuditHead{}, fmt.Errorf("reading the audit head: %w", err)
+		return runmodel.AuditHead{}, fmt.Errorf("reading the audit head: %w", err)
 	}
-	var e bot.AuditEntry
+	var e runmodel.AuditEntry
 	if err := json.Unmarshal(raw, &e); err != nil {
-		return bot.AuditHead{}, fmt.Errorf("%w: last entry is not valid JSON", store.ErrAuditTampered)
+		return runmodel.AuditHead{}, fmt.Errorf("%w: last entry is not valid JSON", store.ErrAuditTampered)
 	}
-	return bot.AuditHead{Count: e.Seq, Hash: e.Hash}, nil
+	return runmodel.AuditHead{Count: e.Seq, Hash: e.Hash}, nil
 }
 
 // VerifyAuditHead checks that the chain still contains want (see
 // store.DB.VerifyAuditHead).
-func (s *DB) VerifyAuditHead(ctx context.Context, want bot.AuditHead) error {
+func (s *DB) VerifyAuditHead(ctx context.Context, want runmodel.AuditHead) error {
 	if want.Count == 0 {
 		return nil
 	}
@@ -177,7 +177,7 @@ func (s *DB) VerifyAuditHead(ctx context.Context, want bot.AuditHead) error {
 	if err != nil {
 		return fmt.Errorf("reading audit entry %d: %w", want.Count, err)
 	}
-	var e bot.AuditEntry
+	var e runmodel.AuditEntry
 	if err := json.Unmarshal(raw, &e); err != nil {
 		return fmt.Errorf("%w: entry %d is not valid JSON", store.ErrAuditTampered, want.Count)
 	}

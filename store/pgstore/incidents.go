@@ -8,15 +8,16 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/digest"
 	"github.com/groundcrew/groundcrew/incident"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 var (
 	_ incident.Store = (*DB)(nil)
 	_ digest.History = (*DB)(nil)
-	_ bot.Store      = (*DB)(nil)
+	_ runmodel.Store = (*DB)(nil)
 )
 
 func getIncident(ctx context.Context, q querier, id string, lock bool) (*incident.Incident, error) {
@@ -99,7 +100,7 @@ func (s *DB) UpsertIncident(ctx context.Context, key string, fn func(cur *incide
 				return fmt.Errorf("incident %s: %w", next.ID, err)
 			}
 			if exists {
-				return fmt.Errorf("incident %s: %w", next.ID, bot.ErrExists)
+				return fmt.Errorf("incident %s: %w", next.ID, runmodel.ErrExists)
 			}
 		}
 		out = next
@@ -170,7 +171,7 @@ func (s *DB) ListIncidents(ctx context.Context, q incident.Query) ([]*incident.I
 }
 
 // IncidentByMessage implements incident.Store.
-func (s *DB) IncidentByMessage(ctx context.Context, ref bot.MessageRef) (*incident.Incident, error) {
+func (s *DB) IncidentByMessage(ctx context.Context, ref chatmodel.MessageRef) (*incident.Incident, error) {
 	var id string
 	err := s.pool.QueryRow(ctx, "select incident_id from incident_by_msg where platform = $1 and channel = $2 and id = $3",
 		ref.Platform, ref.Channel, ref.ID).Scan(&id)

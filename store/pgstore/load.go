@@ -9,8 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/incident"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // Counts are how many items of each kind a store holds (store copy
@@ -48,7 +48,7 @@ type Loader struct {
 	rows   map[string][][]any
 	cols   map[string][]string
 	specs  map[string]bool
-	head   bot.AuditEntry
+	head   runmodel.AuditEntry
 	counts Counts
 }
 
@@ -133,7 +133,7 @@ func (l *Loader) flush(table string) error {
 }
 
 // Run copies a run with its journal.
-func (l *Loader) Run(r *bot.Run, journal []bot.JournalEntry) error {
+func (l *Loader) Run(r *runmodel.Run, journal []runmodel.JournalEntry) error {
 	cp := *r
 	cp.ID = strings.ToLower(r.ID)
 	st := storedRun{Run: &cp}
@@ -183,7 +183,7 @@ func (l *Loader) Run(r *bot.Run, journal []bot.JournalEntry) error {
 }
 
 // Message copies a message index entry.
-func (l *Loader) Message(m bot.MessageIndex) error {
+func (l *Loader) Message(m runmodel.MessageIndex) error {
 	data, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -194,7 +194,7 @@ func (l *Loader) Message(m bot.MessageIndex) error {
 
 // Audit copies an audit entry as it is (sequence, prev and hash); entries
 // come in chain order.
-func (l *Loader) Audit(e bot.AuditEntry) error {
+func (l *Loader) Audit(e runmodel.AuditEntry) error {
 	data, err := json.Marshal(e)
 	if err != nil {
 		return err
@@ -211,7 +211,7 @@ func (l *Loader) Event(id string, seen time.Time) error {
 }
 
 // Outbox copies an outbox item.
-func (l *Loader) Outbox(it bot.OutboxItem) error {
+func (l *Loader) Outbox(it runmodel.OutboxItem) error {
 	data, err := json.Marshal(it)
 	if err != nil {
 		return err

@@ -36,7 +36,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/tern/v2/migrate"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/store"
 )
@@ -264,13 +265,13 @@ func runID(id string) string { return strings.ToLower(strings.TrimSpace(id)) }
 
 // storedRun is a run as stored: its spec by reference.
 type storedRun struct {
-	*bot.Run
+	*runmodel.Run
 	SpecRef string `json:"spec_ref,omitempty"`
 }
 
 // putRun queues the write of r (with its journal sequence) on q;
 // loadedRef is the spec reference the row had (its spec is already stored).
-func (s *DB) putRun(q *pgx.Batch, r *bot.Run, insert bool, loadedRef string, journalSeq int64) error {
+func (s *DB) putRun(q *pgx.Batch, r *runmodel.Run, insert bool, loadedRef string, journalSeq int64) error {
 	cp := *r
 	st := storedRun{Run: &cp}
 	if r.Spec != nil {
@@ -325,8 +326,8 @@ type querier interface {
 }
 
 // decodeRun decodes a stored run and attaches its spec.
-func (s *DB) decodeRun(ctx context.Context, q querier, id string, raw []byte) (*bot.Run, string, error) {
-	st := storedRun{Run: &bot.Run{}}
+func (s *DB) decodeRun(ctx context.Context, q querier, id string, raw []byte) (*runmodel.Run, string, error) {
+	st := storedRun{Run: &runmodel.Run{}}
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return nil, "", fmt.Errorf("decoding run %s: %w", id, err)
 	}
@@ -341,7 +342,7 @@ func (s *DB) decodeRun(ctx context.Context, q querier, id string, raw []byte) (*
 }
 
 // CreateRun implements bot.Runs. It fails with bot.ErrExists if the id is taken.
-func (s *DB) CreateRun(ctx context.Context, r *bot.Run, b *bot.Batch) error {
+func (s *DB) CreateRun(ctx context.Context, r *runmodel.Run, b *runmodel.Batch) error {
 	r.ID = strings.ToLower(r.ID)
 	return s.write(ctx, func(tx pgx.Tx) error {
 		var exists bool
@@ -349,7 +350,7 @@ func (s *DB) CreateRun(ctx context.Context, r *bot.Run, b *bot.Batch) error {
 			return fmt.Errorf("run %s: %w", r.ID, err)
 		}
 		if exists {
-			return fmt.Errorf("run %s: %w", r.ID, bot.ErrExists)
+			return fmt.Errorf("run %s: %w", r.ID, runmodel.ErrExists)
 		}
 		var q pgx.Batch
 		if err := s.writeBatch(ctx, tx, &q, r.ID, 0, b, func(seq int64) error { return s.putRun(&q, r, true, "", seq) }); err != nil {
@@ -362,8 +363,8 @@ func (s *DB) CreateRun(ctx context.Context, r *bot.Run, b *bot.Batch) error {
 // UpdateRun implements bot.Runs. The run's row is locked (FOR UPDATE) for
 // the transaction, so concurrent updates of one run serialise and each
 // sees the one before.
-func (s *DB) UpdateRun(ctx context.Context, id string, fn func(*bot.Run, *bot.Batch) error) (*bot.Run, error) {
-	var out *bot.Run
+func (s *DB) UpdateRun(ctx context.Context, id string, fn func(*runmodel.Run, *runmodel.Batch) error) (*runmodel.Run, error) {
+	var out *runmodel.Run
 	err := s.writeTx(ctx, false, func(tx pgx.Tx) error {
 		key := runID(id)
 		var raw []byte
@@ -376,7 +377,7 @@ func (s *DB) UpdateRun(ctx context.Context, id string, fn func(*bot.Run, *bot.Ba
 			if ferr := s.checkFence(ctx, tx); ferr != nil {
 				return ferr
 			}
-			return fmt.Errorf("run %s: %w", id, bot.ErrNotFound)
+			return fmt.Errorf("run %s: %w", id, chatmodel.ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("reading run %s: %w", id, err)
@@ -388,7 +389,7 @@ func (s *DB) UpdateRun(ctx context.Context, id string, fn func(*bot.Run, *bot.Ba
 		if err != nil {
 			return err
 		}
-		var b bot.Batch
+		var b runmodel.Batch
 		if err := fn(r, &b); err != nil {
 			return err
 		}
@@ -409,12 +410,12 @@ func (s *DB) UpdateRun(ctx context.Context, id string, fn func(*bot.Run, *bot.Ba
 // writeBatch writes the audit entries of b (they read the chain's head)
 // and queues the run (put, with the journal's new sequence) and the rest
 // of b on q.
-func (s *DB) writeBatch(ctx context.Context, tx pgx.Tx, q *pgx.Batch, runID string, seq int64, b *bot.Batch, put func(seq int64) error) error {
+func (s *DB) writeBatch(ctx context.Context, tx pgx.Tx, q *pgx.Batch, runID string, seq int64, b *runmodel.Batch, put func(seq int64) error) error {
 	if b == nil {
-		b = &bot.Batch{}
+		b = &runmodel.Batch{}
 	}
 	if len(b.Audit) > 0 {
-		entries := make([]bot.AuditEntry, len(b.Audit))
+		entries := make([]runmodel.AuditEntry, len(b.Audit))
 		for i, e := range b.Audit {
 			if e.RunID == "" {
 				e.RunID = runID
@@ -455,11 +456,11 @@ func (s *DB) writeBatch(ctx context.Context, tx pgx.Tx, q *pgx.Batch, runID stri
 }
 
 // GetRun implements bot.Runs.
-func (s *DB) GetRun(ctx context.Context, id string) (*bot.Run, error) {
+func (s *DB) GetRun(ctx context.Context, id string) (*runmodel.Run, error) {
 	var raw []byte
 	err := s.pool.QueryRow(ctx, "select data from runs where id = $1", runID(id)).Scan(&raw)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("run %s: %w", id, bot.ErrNotFound)
+		return nil, fmt.Errorf("run %s: %w", id, chatmodel.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading run %s: %w", id, err)
@@ -469,7 +470,7 @@ func (s *DB) GetRun(ctx context.Context, id string) (*bot.Run, error) {
 }
 
 // ListRuns implements bot.Runs; most recent first.
-func (s *DB) ListRuns(ctx context.Context, q bot.RunQuery) ([]*bot.Run, error) {
+func (s *DB) ListRuns(ctx context.Context, q runmodel.RunQuery) ([]*runmodel.Run, error) {
 	var where []string
 	var args []any
 	arg := func(v any) string { args = append(args, v); return fmt.Sprintf("$%d", len(args)) }
@@ -526,7 +527,7 @@ func (s *DB) ListRuns(ctx context.Context, q bot.RunQuery) ([]*bot.Run, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("listing runs: %w", err)
 	}
-	out := make([]*bot.Run, 0, len(raws))
+	out := make([]*runmodel.Run, 0, len(raws))
 	for _, r := range raws {
 		run, _, err := s.decodeRun(ctx, s.pool, r.id, r.data)
 		if err != nil {
@@ -547,13 +548,13 @@ func (s *DB) ListRuns(ctx context.Context, q bot.RunQuery) ([]*bot.Run, error) {
 }
 
 // RunByMessage implements bot.Runs.
-func (s *DB) RunByMessage(ctx context.Context, ref bot.MessageRef) (bot.MessageIndex, error) {
-	var m bot.MessageIndex
+func (s *DB) RunByMessage(ctx context.Context, ref chatmodel.MessageRef) (runmodel.MessageIndex, error) {
+	var m runmodel.MessageIndex
 	var raw []byte
 	err := s.pool.QueryRow(ctx, "select data from messages where platform = $1 and channel = $2 and id = $3",
 		ref.Platform, ref.Channel, ref.ID).Scan(&raw)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return m, fmt.Errorf("message %s: %w", ref.ID, bot.ErrNotFound)
+		return m, fmt.Errorf("message %s: %w", ref.ID, chatmodel.ErrNotFound)
 	}
 	if err != nil {
 		return m, fmt.Errorf("reading message %s: %w", ref.ID, err)
@@ -562,19 +563,19 @@ func (s *DB) RunByMessage(ctx context.Context, ref bot.MessageRef) (bot.MessageI
 }
 
 // Journal implements bot.Journals.
-func (s *DB) Journal(ctx context.Context, id string) ([]bot.JournalEntry, error) {
+func (s *DB) Journal(ctx context.Context, id string) ([]runmodel.JournalEntry, error) {
 	rows, err := s.pool.Query(ctx, "select data from journal where run_id = $1 order by seq", runID(id))
 	if err != nil {
 		return nil, fmt.Errorf("reading the journal of %s: %w", id, err)
 	}
 	defer rows.Close()
-	var out []bot.JournalEntry
+	var out []runmodel.JournalEntry
 	for rows.Next() {
 		var raw []byte
 		if err := rows.Scan(&raw); err != nil {
 			return nil, fmt.Errorf("reading the journal of %s: %w", id, err)
 		}
-		var e bot.JournalEntry
+		var e runmodel.JournalEntry
 		if err := json.Unmarshal(raw, &e); err != nil {
 			return nil, fmt.Errorf("decoding the journal of %s: %w", id, err)
 		}
@@ -598,7 +599,7 @@ func (s *DB) SeenEvent(ctx context.Context, id string, now time.Time) (bool, err
 }
 
 // PutOutbox implements bot.Outbox.
-func (s *DB) PutOutbox(ctx context.Context, it bot.OutboxItem) error {
+func (s *DB) PutOutbox(ctx context.Context, it runmodel.OutboxItem) error {
 	data, err := json.Marshal(it)
 	if err != nil {
 		return fmt.Errorf("encoding outbox item %s: %w", it.ID, err)
@@ -613,19 +614,19 @@ func (s *DB) PutOutbox(ctx context.Context, it bot.OutboxItem) error {
 }
 
 // ListOutbox implements bot.Outbox, ordered by id.
-func (s *DB) ListOutbox(ctx context.Context) ([]bot.OutboxItem, error) {
+func (s *DB) ListOutbox(ctx context.Context) ([]runmodel.OutboxItem, error) {
 	rows, err := s.pool.Query(ctx, "select data from outbox order by id collate \"C\"")
 	if err != nil {
 		return nil, fmt.Errorf("reading the outbox: %w", err)
 	}
 	defer rows.Close()
-	var out []bot.OutboxItem
+	var out []runmodel.OutboxItem
 	for rows.Next() {
 		var raw []byte
 		if err := rows.Scan(&raw); err != nil {
 			return nil, fmt.Errorf("reading the outbox: %w", err)
 		}
-		var it bot.OutboxItem
+		var it runmodel.OutboxItem
 		if err := json.Unmarshal(raw, &it); err != nil {
 			return nil, fmt.Errorf("decoding the outbox: %w", err)
 		}
@@ -678,8 +679,8 @@ func (s *DB) PutKV(ctx context.Context, key string, value []byte) error {
 // than the event TTL and deletes finished runs (with their journal and
 // message index) that finished more than the retention ago, in
 // transactions of at most 1,000 runs. The audit log is kept whole.
-func (s *DB) Housekeep(ctx context.Context, now time.Time) (bot.HousekeepResult, error) {
-	var res bot.HousekeepResult
+func (s *DB) Housekeep(ctx context.Context, now time.Time) (runmodel.HousekeepResult, error) {
+	var res runmodel.HousekeepResult
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, "delete from events where seen_at < $1", now.Add(-s.eventTTL))
 		res.Events = int(tag.RowsAffected())

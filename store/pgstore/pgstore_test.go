@@ -9,7 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/store/pgstore"
 	"github.com/groundcrew/groundcrew/store/pgstore/pgtest"
 	"github.com/groundcrew/groundcrew/store/storetest"
@@ -62,12 +63,12 @@ func TestFence_RefusesWritesWithoutTheLease(t *testing.T) {
 	db, err := pgstore.Open(ctx, dsn, pgstore.Options{Fenced: true})
 	require.NoError(t, err)
 	defer db.Close()
-	run := &bot.Run{ID: "r-1", State: bot.RunRunning, CreatedAt: time.Now()}
+	run := &runmodel.Run{ID: "r-1", State: runmodel.RunRunning, CreatedAt: time.Now()}
 
 	// No epoch: nothing is written.
 	require.ErrorIs(t, db.CreateRun(ctx, run, nil), pgstore.ErrFenced)
 	_, err = db.GetRun(ctx, "r-1")
-	require.ErrorIs(t, err, bot.ErrNotFound)
+	require.ErrorIs(t, err, chatmodel.ErrNotFound)
 
 	// The lease of epoch 7, held: writes go through.
 	_, err = db.Pool().Exec(ctx, "update leader set holder = 'a', epoch = 7, expires_at = now() + interval '10 seconds'")
@@ -78,8 +79,8 @@ func TestFence_RefusesWritesWithoutTheLease(t *testing.T) {
 	// Another process took over (epoch 8): an intent cannot be journaled.
 	_, err = db.Pool().Exec(ctx, "update leader set holder = 'b', epoch = 8")
 	require.NoError(t, err)
-	_, err = db.UpdateRun(ctx, "r-1", func(_ *bot.Run, b *bot.Batch) error {
-		b.Note(bot.JournalEntry{Type: bot.JIntent, Step: "prune"})
+	_, err = db.UpdateRun(ctx, "r-1", func(_ *runmodel.Run, b *runmodel.Batch) error {
+		b.Note(runmodel.JournalEntry{Type: runmodel.JIntent, Step: "prune"})
 		return nil
 	})
 	require.ErrorIs(t, err, pgstore.ErrFenced)
@@ -87,8 +88,8 @@ func TestFence_RefusesWritesWithoutTheLease(t *testing.T) {
 	j, err := db.Journal(ctx, "r-1")
 	require.NoError(t, err)
 	assert.Empty(t, j)
-	assert.ErrorIs(t, db.AppendAudit(ctx, bot.AuditEntry{Actor: "x"}), pgstore.ErrFenced)
-	assert.ErrorIs(t, db.PutOutbox(ctx, bot.OutboxItem{ID: "o"}), pgstore.ErrFenced)
+	assert.ErrorIs(t, db.AppendAudit(ctx, runmodel.AuditEntry{Actor: "x"}), pgstore.ErrFenced)
+	assert.ErrorIs(t, db.PutOutbox(ctx, runmodel.OutboxItem{ID: "o"}), pgstore.ErrFenced)
 	_, err = db.SeenEvent(ctx, "e", time.Now())
 	assert.ErrorIs(t, err, pgstore.ErrFenced)
 
@@ -107,12 +108,12 @@ func TestFence_TakeoverWaitsForTheWriteInFlight(t *testing.T) {
 	_, err = db.Pool().Exec(ctx, "update leader set holder = 'a', epoch = 1, expires_at = now() + interval '10 seconds'")
 	require.NoError(t, err)
 	db.SetEpoch(1)
-	require.NoError(t, db.CreateRun(ctx, &bot.Run{ID: "r-1", State: bot.RunRunning, CreatedAt: time.Now()}, nil))
+	require.NoError(t, db.CreateRun(ctx, &runmodel.Run{ID: "r-1", State: runmodel.RunRunning, CreatedAt: time.Now()}, nil))
 
 	inFn, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		_, err := db.UpdateRun(ctx, "r-1", func(r *bot.Run, b *bot.Batch) error {
+		_, err := db.UpdateRun(ctx, "r-1", func(r *runmodel.Run, b *runmodel.Batch) error {
 			close(inFn)
 			<-release
 			r.Cursor = 1
@@ -137,6 +138,6 @@ func TestFence_TakeoverWaitsForTheWriteInFlight(t *testing.T) {
 	close(release)
 	require.NoError(t, <-done)
 	require.NoError(t, <-took)
-	_, err = db.UpdateRun(ctx, "r-1", func(*bot.Run, *bot.Batch) error { return nil })
+	_, err = db.UpdateRun(ctx, "r-1", func(*runmodel.Run, *runmodel.Batch) error { return nil })
 	assert.ErrorIs(t, err, pgstore.ErrFenced, "after the takeover the old leader writes nothing")
 }

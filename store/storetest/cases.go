@@ -10,27 +10,28 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/digest"
 	"github.com/groundcrew/groundcrew/incident"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/store"
 )
 
-func newRun(id string, created time.Time) *bot.Run {
-	return &bot.Run{ID: id, Runbook: "worker-stalled", Title: "Worker stalled", Target: "ci",
-		Params: map[string]string{"worker": "w1"}, Requester: bot.User{ID: "U1", Name: "ana"},
-		Conversation: bot.Conversation{Platform: "slack", Channel: "C1", Thread: "T-" + id},
-		State:        bot.RunRunning, CreatedAt: created, UpdatedAt: created,
-		Steps: []bot.StepState{{ID: "s1", Kind: "op", Title: "List workers", Status: bot.StepPending}}}
+func newRun(id string, created time.Time) *runmodel.Run {
+	return &runmodel.Run{ID: id, Runbook: "worker-stalled", Title: "Worker stalled", Target: "ci",
+		Params: map[string]string{"worker": "w1"}, Requester: chatmodel.User{ID: "U1", Name: "ana"},
+		Conversation: chatmodel.Conversation{Platform: "slack", Channel: "C1", Thread: "T-" + id},
+		State:        runmodel.RunRunning, CreatedAt: created, UpdatedAt: created,
+		Steps: []runmodel.StepState{{ID: "s1", Kind: "op", Title: "List workers", Status: runmodel.StepPending}}}
 }
 
 func testCreateGet(t *testing.T, open Open) {
 	s := open(t, Options{})
 	r := newRun("R-ABC1", t0)
-	require.NoError(t, s.CreateRun(ctx(), r, &bot.Batch{Journal: []bot.JournalEntry{{Type: bot.JRunStarted, Time: t0}}}))
+	require.NoError(t, s.CreateRun(ctx(), r, &runmodel.Batch{Journal: []runmodel.JournalEntry{{Type: runmodel.JRunStarted, Time: t0}}}))
 	assert.Equal(t, "r-abc1", r.ID, "ids are stored lowercase")
-	assert.ErrorIs(t, s.CreateRun(ctx(), newRun("r-abc1", t0), nil), bot.ErrExists)
+	assert.ErrorIs(t, s.CreateRun(ctx(), newRun("r-abc1", t0), nil), runmodel.ErrExists)
 
 	got, err := s.GetRun(ctx(), "R-Abc1")
 	require.NoError(t, err, "ids are found in any case")
@@ -43,26 +44,26 @@ func testCreateGet(t *testing.T, open Open) {
 	assert.Equal(t, "List workers", got.Steps[0].Title)
 
 	_, err = s.GetRun(ctx(), "r-none")
-	assert.ErrorIs(t, err, bot.ErrNotFound)
+	assert.ErrorIs(t, err, chatmodel.ErrNotFound)
 }
 
 func testUpdateAtomic(t *testing.T, open Open) {
 	s := open(t, Options{})
-	require.NoError(t, s.CreateRun(ctx(), newRun("r-1", t0), &bot.Batch{Journal: []bot.JournalEntry{{Type: bot.JRunStarted}}}))
+	require.NoError(t, s.CreateRun(ctx(), newRun("r-1", t0), &runmodel.Batch{Journal: []runmodel.JournalEntry{{Type: runmodel.JRunStarted}}}))
 
 	// A failing update writes nothing: neither the run nor its batch.
-	ref := bot.MessageRef{Platform: "slack", Channel: "C1", ID: "123.456"}
-	_, err := s.UpdateRun(ctx(), "r-1", func(r *bot.Run, b *bot.Batch) error {
-		r.State = bot.RunFailed
-		b.Note(bot.JournalEntry{Type: bot.JIntent, Step: "s1"})
-		b.Audit = append(b.Audit, bot.AuditEntry{Actor: "ana", Action: bot.ActionCancel})
-		b.Messages = append(b.Messages, bot.MessageIndex{Ref: ref, RunID: "r-1", Role: bot.RoleGate})
+	ref := chatmodel.MessageRef{Platform: "slack", Channel: "C1", ID: "123.456"}
+	_, err := s.UpdateRun(ctx(), "r-1", func(r *runmodel.Run, b *runmodel.Batch) error {
+		r.State = runmodel.RunFailed
+		b.Note(runmodel.JournalEntry{Type: runmodel.JIntent, Step: "s1"})
+		b.Audit = append(b.Audit, runmodel.AuditEntry{Actor: "ana", Action: runmodel.ActionCancel})
+		b.Messages = append(b.Messages, runmodel.MessageIndex{Ref: ref, RunID: "r-1", Role: chatmodel.RoleGate})
 		return assert.AnError
 	})
 	require.ErrorIs(t, err, assert.AnError)
 	got, err := s.GetRun(ctx(), "r-1")
 	require.NoError(t, err)
-	assert.Equal(t, bot.RunRunning, got.State)
+	assert.Equal(t, runmodel.RunRunning, got.State)
 	j, err := s.Journal(ctx(), "r-1")
 	require.NoError(t, err)
 	assert.Len(t, j, 1)
@@ -70,28 +71,28 @@ func testUpdateAtomic(t *testing.T, open Open) {
 	require.NoError(t, err)
 	assert.Empty(t, a)
 	_, err = s.RunByMessage(ctx(), ref)
-	assert.ErrorIs(t, err, bot.ErrNotFound)
+	assert.ErrorIs(t, err, chatmodel.ErrNotFound)
 
 	// A successful one writes the run and its whole batch.
-	out, err := s.UpdateRun(ctx(), "R-1", func(r *bot.Run, b *bot.Batch) error {
-		r.State = bot.RunAwaitingApproval
-		r.Gate = &bot.Gate{ID: "g1", StepID: "s1"}
-		b.Note(bot.JournalEntry{Type: bot.JIntent, Step: "s1", PlanHash: "abc"})
-		b.Audit = append(b.Audit, bot.AuditEntry{Actor: "ana", Action: bot.ActionCancel, Time: t0})
-		b.Messages = append(b.Messages, bot.MessageIndex{Ref: ref, RunID: "r-1", Step: "s1", Role: bot.RoleGate})
+	out, err := s.UpdateRun(ctx(), "R-1", func(r *runmodel.Run, b *runmodel.Batch) error {
+		r.State = runmodel.RunAwaitingApproval
+		r.Gate = &runmodel.Gate{ID: "g1", StepID: "s1"}
+		b.Note(runmodel.JournalEntry{Type: runmodel.JIntent, Step: "s1", PlanHash: "abc"})
+		b.Audit = append(b.Audit, runmodel.AuditEntry{Actor: "ana", Action: runmodel.ActionCancel, Time: t0})
+		b.Messages = append(b.Messages, runmodel.MessageIndex{Ref: ref, RunID: "r-1", Step: "s1", Role: chatmodel.RoleGate})
 		return nil
 	})
 	require.NoError(t, err)
-	assert.Equal(t, bot.RunAwaitingApproval, out.State)
+	assert.Equal(t, runmodel.RunAwaitingApproval, out.State)
 	got, err = s.GetRun(ctx(), "r-1")
 	require.NoError(t, err)
-	assert.Equal(t, bot.RunAwaitingApproval, got.State)
+	assert.Equal(t, runmodel.RunAwaitingApproval, got.State)
 	require.NotNil(t, got.Gate)
 	assert.Equal(t, "g1", got.Gate.ID)
 	j, err = s.Journal(ctx(), "r-1")
 	require.NoError(t, err)
 	require.Len(t, j, 2)
-	assert.Equal(t, bot.JIntent, j[1].Type)
+	assert.Equal(t, runmodel.JIntent, j[1].Type)
 	assert.Equal(t, "abc", j[1].PlanHash)
 	a, err = s.AuditEntries(ctx(), "r-1")
 	require.NoError(t, err)
@@ -99,14 +100,14 @@ func testUpdateAtomic(t *testing.T, open Open) {
 	assert.Equal(t, "r-1", a[0].RunID)
 	idx, err := s.RunByMessage(ctx(), ref)
 	require.NoError(t, err)
-	assert.Equal(t, bot.MessageIndex{Ref: ref, RunID: "r-1", Step: "s1", Role: bot.RoleGate}, idx)
+	assert.Equal(t, runmodel.MessageIndex{Ref: ref, RunID: "r-1", Step: "s1", Role: chatmodel.RoleGate}, idx)
 }
 
 func testUpdateNotFound(t *testing.T, open Open) {
 	s := open(t, Options{})
 	called := false
-	_, err := s.UpdateRun(ctx(), "r-none", func(*bot.Run, *bot.Batch) error { called = true; return nil })
-	assert.ErrorIs(t, err, bot.ErrNotFound)
+	_, err := s.UpdateRun(ctx(), "r-none", func(*runmodel.Run, *runmodel.Batch) error { called = true; return nil })
+	assert.ErrorIs(t, err, chatmodel.ErrNotFound)
 	assert.False(t, called)
 }
 
@@ -127,7 +128,7 @@ func testSpecRoundTrip(t *testing.T, open Open) {
 	require.Len(t, got.Spec.Steps, 1)
 	assert.Equal(t, "List workers", got.Spec.Steps[0].Title)
 	// The spec survives updates.
-	_, err = s.UpdateRun(ctx(), "r-1", func(r *bot.Run, _ *bot.Batch) error { r.Cursor = 1; return nil })
+	_, err = s.UpdateRun(ctx(), "r-1", func(r *runmodel.Run, _ *runmodel.Batch) error { r.Cursor = 1; return nil })
 	require.NoError(t, err)
 	got, err = s.GetRun(ctx(), "r-1")
 	require.NoError(t, err)
@@ -135,7 +136,7 @@ func testSpecRoundTrip(t *testing.T, open Open) {
 	assert.Equal(t, "Worker stalled", got.Spec.Title)
 }
 
-func ids(runs []*bot.Run) []string {
+func ids(runs []*runmodel.Run) []string {
 	out := []string{}
 	for _, r := range runs {
 		out = append(out, r.ID)
@@ -145,45 +146,45 @@ func ids(runs []*bot.Run) []string {
 
 func testListOrder(t *testing.T, open Open) {
 	s := open(t, Options{})
-	all, err := s.ListRuns(ctx(), bot.RunQuery{})
+	all, err := s.ListRuns(ctx(), runmodel.RunQuery{})
 	require.NoError(t, err)
 	assert.Empty(t, all)
 	for i := range 5 {
 		require.NoError(t, s.CreateRun(ctx(), newRun(fmt.Sprintf("r-%d", i), t0.Add(time.Duration(i)*time.Minute)), nil))
 	}
-	all, err = s.ListRuns(ctx(), bot.RunQuery{})
+	all, err = s.ListRuns(ctx(), runmodel.RunQuery{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"r-4", "r-3", "r-2", "r-1", "r-0"}, ids(all), "most recent first")
-	some, err := s.ListRuns(ctx(), bot.RunQuery{Limit: 2})
+	some, err := s.ListRuns(ctx(), runmodel.RunQuery{Limit: 2})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"r-4", "r-3"}, ids(some))
-	since, err := s.ListRuns(ctx(), bot.RunQuery{Since: t0.Add(2 * time.Minute)})
+	since, err := s.ListRuns(ctx(), runmodel.RunQuery{Since: t0.Add(2 * time.Minute)})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"r-4", "r-3", "r-2"}, ids(since), "Since is inclusive")
 }
 
 func testListActive(t *testing.T, open Open) {
 	s := open(t, Options{})
-	states := []bot.RunState{bot.RunRunning, bot.RunSucceeded, bot.RunAwaitingApproval, bot.RunFailed, bot.RunWaiting, bot.RunCancelled}
+	states := []runmodel.RunState{runmodel.RunRunning, runmodel.RunSucceeded, runmodel.RunAwaitingApproval, runmodel.RunFailed, runmodel.RunWaiting, runmodel.RunCancelled}
 	for i, st := range states {
 		r := newRun(fmt.Sprintf("r-%d", i), t0.Add(time.Duration(i)*time.Minute))
 		r.State = st
 		require.NoError(t, s.CreateRun(ctx(), r, nil))
 	}
-	act, err := s.ListRuns(ctx(), bot.RunQuery{Active: true})
+	act, err := s.ListRuns(ctx(), runmodel.RunQuery{Active: true})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"r-4", "r-2", "r-0"}, ids(act))
 
 	// A run that finishes leaves the active list; none comes back by itself.
-	_, err = s.UpdateRun(ctx(), "r-2", func(r *bot.Run, _ *bot.Batch) error { r.State = bot.RunSucceeded; return nil })
+	_, err = s.UpdateRun(ctx(), "r-2", func(r *runmodel.Run, _ *runmodel.Batch) error { r.State = runmodel.RunSucceeded; return nil })
 	require.NoError(t, err)
-	act, err = s.ListRuns(ctx(), bot.RunQuery{Active: true})
+	act, err = s.ListRuns(ctx(), runmodel.RunQuery{Active: true})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"r-4", "r-0"}, ids(act))
-	act, err = s.ListRuns(ctx(), bot.RunQuery{Active: true, Limit: 1})
+	act, err = s.ListRuns(ctx(), runmodel.RunQuery{Active: true, Limit: 1})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"r-4"}, ids(act))
-	act, err = s.ListRuns(ctx(), bot.RunQuery{Active: true, Since: t0.Add(time.Minute)})
+	act, err = s.ListRuns(ctx(), runmodel.RunQuery{Active: true, Since: t0.Add(time.Minute)})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"r-4"}, ids(act))
 }
@@ -194,26 +195,26 @@ func testListThread(t *testing.T, open Open) {
 	a.Conversation.Thread = "100.1"
 	b := newRun("r-b", t0.Add(time.Minute))
 	b.Conversation.Thread = "" // started at the top level: its root message is the thread
-	b.Root = bot.MessageRef{Platform: "slack", Channel: "C1", ID: "100.1"}
+	b.Root = chatmodel.MessageRef{Platform: "slack", Channel: "C1", ID: "100.1"}
 	c := newRun("r-c", t0.Add(2*time.Minute))
 	c.Conversation.Thread = "200.2"
-	for _, r := range []*bot.Run{a, b, c} {
+	for _, r := range []*runmodel.Run{a, b, c} {
 		require.NoError(t, s.CreateRun(ctx(), r, nil))
 	}
-	got, err := s.ListRuns(ctx(), bot.RunQuery{Thread: "100.1"})
+	got, err := s.ListRuns(ctx(), runmodel.RunQuery{Thread: "100.1"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"r-b", "r-a"}, ids(got))
 
 	// A run whose root is posted later joins the thread of its root.
-	_, err = s.UpdateRun(ctx(), "r-c", func(r *bot.Run, _ *bot.Batch) error {
-		r.Root = bot.MessageRef{Platform: "slack", Channel: "C1", ID: "300.3"}
+	_, err = s.UpdateRun(ctx(), "r-c", func(r *runmodel.Run, _ *runmodel.Batch) error {
+		r.Root = chatmodel.MessageRef{Platform: "slack", Channel: "C1", ID: "300.3"}
 		return nil
 	})
 	require.NoError(t, err)
-	got, err = s.ListRuns(ctx(), bot.RunQuery{Thread: "300.3"})
+	got, err = s.ListRuns(ctx(), runmodel.RunQuery{Thread: "300.3"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"r-c"}, ids(got))
-	got, err = s.ListRuns(ctx(), bot.RunQuery{Thread: "none"})
+	got, err = s.ListRuns(ctx(), runmodel.RunQuery{Thread: "none"})
 	require.NoError(t, err)
 	assert.Empty(t, got)
 }
@@ -221,27 +222,27 @@ func testListThread(t *testing.T, open Open) {
 func testRunByMessage(t *testing.T, open Open) {
 	s := open(t, Options{})
 	require.NoError(t, s.CreateRun(ctx(), newRun("r-1", t0), nil))
-	slack := bot.MessageRef{Platform: "slack", Channel: "C1", ID: "1.1"}
-	other := bot.MessageRef{Platform: "slack", Channel: "C2", ID: "1.1"} // same ts, another channel
-	mm := bot.MessageRef{Platform: "mattermost", Channel: "C1", ID: "1.1"}
-	_, err := s.UpdateRun(ctx(), "r-1", func(_ *bot.Run, b *bot.Batch) error {
+	slack := chatmodel.MessageRef{Platform: "slack", Channel: "C1", ID: "1.1"}
+	other := chatmodel.MessageRef{Platform: "slack", Channel: "C2", ID: "1.1"} // same ts, another channel
+	mm := chatmodel.MessageRef{Platform: "mattermost", Channel: "C1", ID: "1.1"}
+	_, err := s.UpdateRun(ctx(), "r-1", func(_ *runmodel.Run, b *runmodel.Batch) error {
 		b.Messages = append(b.Messages,
-			bot.MessageIndex{Ref: slack, RunID: "r-1", Step: "s1", Role: bot.RoleGate},
-			bot.MessageIndex{RunID: "r-1", Role: bot.RoleStep}) // no ref: not indexed
+			runmodel.MessageIndex{Ref: slack, RunID: "r-1", Step: "s1", Role: chatmodel.RoleGate},
+			runmodel.MessageIndex{RunID: "r-1", Role: chatmodel.RoleStep}) // no ref: not indexed
 		return nil
 	})
 	require.NoError(t, err)
 	idx, err := s.RunByMessage(ctx(), slack)
 	require.NoError(t, err)
 	assert.Equal(t, "r-1", idx.RunID)
-	assert.Equal(t, bot.RoleGate, idx.Role)
-	for _, ref := range []bot.MessageRef{other, mm, {}} {
+	assert.Equal(t, chatmodel.RoleGate, idx.Role)
+	for _, ref := range []chatmodel.MessageRef{other, mm, {}} {
 		_, err = s.RunByMessage(ctx(), ref)
-		assert.ErrorIs(t, err, bot.ErrNotFound, "%+v", ref)
+		assert.ErrorIs(t, err, chatmodel.ErrNotFound, "%+v", ref)
 	}
 	// A later index entry for the same message replaces the earlier one.
-	_, err = s.UpdateRun(ctx(), "r-1", func(_ *bot.Run, b *bot.Batch) error {
-		b.Messages = append(b.Messages, bot.MessageIndex{Ref: slack, RunID: "r-1", Step: "s2", Role: bot.RoleStep})
+	_, err = s.UpdateRun(ctx(), "r-1", func(_ *runmodel.Run, b *runmodel.Batch) error {
+		b.Messages = append(b.Messages, runmodel.MessageIndex{Ref: slack, RunID: "r-1", Step: "s2", Role: chatmodel.RoleStep})
 		return nil
 	})
 	require.NoError(t, err)
@@ -266,9 +267,9 @@ func testConcurrentUpdates(t *testing.T, open Open) {
 			defer wg.Done()
 			for range each {
 				for _, id := range []string{"r-1", "r-2"} {
-					_, err := s.UpdateRun(ctx(), id, func(r *bot.Run, b *bot.Batch) error {
+					_, err := s.UpdateRun(ctx(), id, func(r *runmodel.Run, b *runmodel.Batch) error {
 						r.Cursor++
-						b.Note(bot.JournalEntry{Type: bot.JStepStarted, Step: fmt.Sprint(w)})
+						b.Note(runmodel.JournalEntry{Type: runmodel.JStepStarted, Step: fmt.Sprint(w)})
 						return nil
 					})
 					errs <- err
@@ -300,9 +301,9 @@ func testLargeValues(t *testing.T, open Open) {
 	big := strings.Repeat("worker-7f3a ", 100_000) // 1.2 MB
 	r := newRun("r-big", t0)
 	r.Steps[0].Detail = big
-	r.Steps[0].Result = bot.RawJSON(`{"ids":[` + strings.Repeat("1234567,", 50_000) + `1]}`)
-	require.NoError(t, s.CreateRun(ctx(), r, &bot.Batch{Journal: []bot.JournalEntry{{Type: bot.JStepDone, Message: big,
-		Intent: &bot.IntentData{Op: "concourse.prune_worker", Items: []string{"worker:w-1"}, ApprovedBy: "@carol"}}}}))
+	r.Steps[0].Result = runmodel.RawJSON(`{"ids":[` + strings.Repeat("1234567,", 50_000) + `1]}`)
+	require.NoError(t, s.CreateRun(ctx(), r, &runmodel.Batch{Journal: []runmodel.JournalEntry{{Type: runmodel.JStepDone, Message: big,
+		Intent: &runmodel.IntentData{Op: "concourse.prune_worker", Items: []string{"worker:w-1"}, ApprovedBy: "@carol"}}}}))
 	got, err := s.GetRun(ctx(), "r-big")
 	require.NoError(t, err)
 	assert.Equal(t, big, got.Steps[0].Detail)
@@ -311,8 +312,8 @@ func testLargeValues(t *testing.T, open Open) {
 	require.NoError(t, err)
 	require.Len(t, j, 1)
 	assert.Equal(t, big, j[0].Message)
-	assert.Equal(t, &bot.IntentData{Op: "concourse.prune_worker", Items: []string{"worker:w-1"}, ApprovedBy: "@carol"}, j[0].Intent)
-	it := bot.OutboxItem{ID: "o1", Message: bot.Message{Text: "t", Detail: big}, NextTry: t0}
+	assert.Equal(t, &runmodel.IntentData{Op: "concourse.prune_worker", Items: []string{"worker:w-1"}, ApprovedBy: "@carol"}, j[0].Intent)
+	it := runmodel.OutboxItem{ID: "o1", Message: chatmodel.Message{Text: "t", Detail: big}, NextTry: t0}
 	require.NoError(t, s.PutOutbox(ctx(), it))
 	items, err := s.ListOutbox(ctx())
 	require.NoError(t, err)
@@ -326,26 +327,26 @@ func testJournalSeq(t *testing.T, open Open) {
 	require.NoError(t, err)
 	assert.Empty(t, j)
 	for _, id := range []string{"r-1", "r-2"} {
-		require.NoError(t, s.CreateRun(ctx(), newRun(id, t0), &bot.Batch{Journal: []bot.JournalEntry{
-			{Type: bot.JRunStarted, Time: t0, Actor: "ana"}}}))
+		require.NoError(t, s.CreateRun(ctx(), newRun(id, t0), &runmodel.Batch{Journal: []runmodel.JournalEntry{
+			{Type: runmodel.JRunStarted, Time: t0, Actor: "ana"}}}))
 	}
-	_, err = s.UpdateRun(ctx(), "r-1", func(_ *bot.Run, b *bot.Batch) error {
-		b.Note(bot.JournalEntry{Type: bot.JIntent, Step: "s1", Time: t0.Add(time.Second)})
-		b.Note(bot.JournalEntry{Type: bot.JOutcome, Step: "s1", Outcome: bot.CallOutcome("ok"), Time: t0.Add(2 * time.Second)})
+	_, err = s.UpdateRun(ctx(), "r-1", func(_ *runmodel.Run, b *runmodel.Batch) error {
+		b.Note(runmodel.JournalEntry{Type: runmodel.JIntent, Step: "s1", Time: t0.Add(time.Second)})
+		b.Note(runmodel.JournalEntry{Type: runmodel.JOutcome, Step: "s1", Outcome: runmodel.CallOutcome("ok"), Time: t0.Add(2 * time.Second)})
 		return nil
 	})
 	require.NoError(t, err)
 	j, err = s.Journal(ctx(), "R-1")
 	require.NoError(t, err)
 	require.Len(t, j, 3)
-	for i, want := range []bot.JournalType{bot.JRunStarted, bot.JIntent, bot.JOutcome} {
+	for i, want := range []runmodel.JournalType{runmodel.JRunStarted, runmodel.JIntent, runmodel.JOutcome} {
 		assert.Equal(t, want, j[i].Type)
 		assert.Equal(t, uint64(i+1), j[i].Seq)
 		assert.Equal(t, "r-1", j[i].RunID)
 	}
 	assert.Equal(t, "ana", j[0].Actor)
 	assert.True(t, j[2].Time.Equal(t0.Add(2*time.Second)))
-	assert.Equal(t, bot.CallOutcome("ok"), j[2].Outcome)
+	assert.Equal(t, runmodel.CallOutcome("ok"), j[2].Outcome)
 	j, err = s.Journal(ctx(), "r-2")
 	require.NoError(t, err)
 	require.Len(t, j, 1, "journals are per run")
@@ -357,11 +358,11 @@ func testAuditChain(t *testing.T, open Open) {
 	n, err := s.VerifyAudit(ctx())
 	require.NoError(t, err)
 	assert.Zero(t, n)
-	require.NoError(t, s.CreateRun(ctx(), newRun("r-1", t0), &bot.Batch{Audit: []bot.AuditEntry{
-		{Time: t0, Actor: "ana", Action: bot.ActionRunStarted, Target: "ci"}}}))
-	require.NoError(t, s.AppendAudit(ctx(), bot.AuditEntry{Time: t0.Add(time.Second).In(time.FixedZone("CET", 3600)), Actor: "bob", Action: bot.ActionRunRefused, Detail: "not allowed"}))
-	_, err = s.UpdateRun(ctx(), "r-1", func(_ *bot.Run, b *bot.Batch) error {
-		b.Audit = append(b.Audit, bot.AuditEntry{Time: t0.Add(2 * time.Second), Actor: "ana", Action: bot.ActionCancel, Step: "s1"})
+	require.NoError(t, s.CreateRun(ctx(), newRun("r-1", t0), &runmodel.Batch{Audit: []runmodel.AuditEntry{
+		{Time: t0, Actor: "ana", Action: runmodel.ActionRunStarted, Target: "ci"}}}))
+	require.NoError(t, s.AppendAudit(ctx(), runmodel.AuditEntry{Time: t0.Add(time.Second).In(time.FixedZone("CET", 3600)), Actor: "bob", Action: runmodel.ActionRunRefused, Detail: "not allowed"}))
+	_, err = s.UpdateRun(ctx(), "r-1", func(_ *runmodel.Run, b *runmodel.Batch) error {
+		b.Audit = append(b.Audit, runmodel.AuditEntry{Time: t0.Add(2 * time.Second), Actor: "ana", Action: runmodel.ActionCancel, Step: "s1"})
 		return nil
 	})
 	require.NoError(t, err)
@@ -393,20 +394,20 @@ func testAuditHead(t *testing.T, open Open) {
 	s := open(t, Options{})
 	h, err := s.AuditHead(ctx())
 	require.NoError(t, err)
-	assert.Equal(t, bot.AuditHead{}, h)
-	require.NoError(t, s.VerifyAuditHead(ctx(), bot.AuditHead{}))
+	assert.Equal(t, runmodel.AuditHead{}, h)
+	require.NoError(t, s.VerifyAuditHead(ctx(), runmodel.AuditHead{}))
 	for i := range 3 {
-		require.NoError(t, s.AppendAudit(ctx(), bot.AuditEntry{Time: t0, Actor: fmt.Sprint(i), Action: bot.ActionRunStarted}))
+		require.NoError(t, s.AppendAudit(ctx(), runmodel.AuditEntry{Time: t0, Actor: fmt.Sprint(i), Action: runmodel.ActionRunStarted}))
 	}
 	all, err := s.AuditEntries(ctx(), "")
 	require.NoError(t, err)
 	h, err = s.AuditHead(ctx())
 	require.NoError(t, err)
-	assert.Equal(t, bot.AuditHead{Count: 3, Hash: all[2].Hash}, h)
+	assert.Equal(t, runmodel.AuditHead{Count: 3, Hash: all[2].Hash}, h)
 	require.NoError(t, s.VerifyAuditHead(ctx(), h))
-	require.NoError(t, s.VerifyAuditHead(ctx(), bot.AuditHead{Count: 2, Hash: all[1].Hash[:12]}), "a prefix of 12 characters")
-	assert.ErrorIs(t, s.VerifyAuditHead(ctx(), bot.AuditHead{Count: 5, Hash: all[2].Hash}), store.ErrAuditCut)
-	assert.ErrorIs(t, s.VerifyAuditHead(ctx(), bot.AuditHead{Count: 2, Hash: all[2].Hash}), store.ErrAuditCut)
+	require.NoError(t, s.VerifyAuditHead(ctx(), runmodel.AuditHead{Count: 2, Hash: all[1].Hash[:12]}), "a prefix of 12 characters")
+	assert.ErrorIs(t, s.VerifyAuditHead(ctx(), runmodel.AuditHead{Count: 5, Hash: all[2].Hash}), store.ErrAuditCut)
+	assert.ErrorIs(t, s.VerifyAuditHead(ctx(), runmodel.AuditHead{Count: 2, Hash: all[2].Hash}), store.ErrAuditCut)
 }
 
 func testAuditConcurrent(t *testing.T, open Open) {
@@ -418,7 +419,7 @@ func testAuditConcurrent(t *testing.T, open Open) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- s.AppendAudit(ctx(), bot.AuditEntry{Time: t0, Actor: fmt.Sprint(i), Action: bot.ActionRunStarted})
+			errs <- s.AppendAudit(ctx(), runmodel.AuditEntry{Time: t0, Actor: fmt.Sprint(i), Action: runmodel.ActionRunStarted})
 		}()
 	}
 	wg.Wait()
@@ -458,12 +459,12 @@ func testOutbox(t *testing.T, open Open) {
 	items, err := s.ListOutbox(ctx())
 	require.NoError(t, err)
 	assert.Empty(t, items)
-	to := bot.Conversation{Platform: "slack", Channel: "C1", Thread: "1.1"}
+	to := chatmodel.Conversation{Platform: "slack", Channel: "C1", Thread: "1.1"}
 	for _, id := range []string{"b", "a", "c"} {
-		require.NoError(t, s.PutOutbox(ctx(), bot.OutboxItem{ID: id, To: to, Message: bot.Message{Text: "hello " + id},
-			RunID: "r-1", Role: bot.RoleStep, NextTry: t0, Queued: t0}))
+		require.NoError(t, s.PutOutbox(ctx(), runmodel.OutboxItem{ID: id, To: to, Message: chatmodel.Message{Text: "hello " + id},
+			RunID: "r-1", Role: chatmodel.RoleStep, NextTry: t0, Queued: t0}))
 	}
-	require.NoError(t, s.PutOutbox(ctx(), bot.OutboxItem{ID: "a", To: to, Message: bot.Message{Text: "hello a"},
+	require.NoError(t, s.PutOutbox(ctx(), runmodel.OutboxItem{ID: "a", To: to, Message: chatmodel.Message{Text: "hello a"},
 		Attempts: 3, LastErr: "rate limited", NextTry: t0.Add(time.Minute), Queued: t0, GaveUp: true}))
 	items, err = s.ListOutbox(ctx())
 	require.NoError(t, err)
@@ -507,7 +508,7 @@ func testDigests(t *testing.T, open Open) {
 	assert.Nil(t, rec)
 	assert.Error(t, s.SaveDigest(ctx(), "", digest.Record{}))
 	want := digest.Record{Fire: t0, State: digest.State("posted"), Posted: t0.Add(time.Second),
-		Ref: bot.MessageRef{Platform: "slack", Channel: "C1", ID: "9.9"}}
+		Ref: chatmodel.MessageRef{Platform: "slack", Channel: "C1", ID: "9.9"}}
 	require.NoError(t, s.SaveDigest(ctx(), "daily", want))
 	rec, err = s.LastDigest(ctx(), "daily")
 	require.NoError(t, err)
@@ -567,7 +568,7 @@ func testIncidents(t *testing.T, open Open) {
 	_, err = s.UpsertIncident(ctx(), "k2", func(*incident.Incident) (*incident.Incident, error) {
 		return newIncident("i-1", "k2", t0), nil
 	})
-	assert.ErrorIs(t, err, bot.ErrExists)
+	assert.ErrorIs(t, err, runmodel.ErrExists)
 
 	_, err = s.UpsertIncident(ctx(), "k2", func(*incident.Incident) (*incident.Incident, error) {
 		return newIncident("i-2", "k2", t0.Add(time.Hour)), nil
@@ -623,7 +624,7 @@ func incidentIDs(in []*incident.Incident) []string {
 
 func testIncidentByMessage(t *testing.T, open Open) {
 	s := open(t, Options{})
-	root := bot.MessageRef{Platform: "slack", Channel: "C1", ID: "5.5"}
+	root := chatmodel.MessageRef{Platform: "slack", Channel: "C1", ID: "5.5"}
 	_, err := s.IncidentByMessage(ctx(), root)
 	assert.ErrorIs(t, err, incident.ErrNotFound)
 	_, err = s.UpsertIncident(ctx(), "k1", func(*incident.Incident) (*incident.Incident, error) {
@@ -635,7 +636,7 @@ func testIncidentByMessage(t *testing.T, open Open) {
 	got, err := s.IncidentByMessage(ctx(), root)
 	require.NoError(t, err)
 	assert.Equal(t, "i-1", got.ID)
-	_, err = s.IncidentByMessage(ctx(), bot.MessageRef{Platform: "slack", Channel: "C2", ID: "5.5"})
+	_, err = s.IncidentByMessage(ctx(), chatmodel.MessageRef{Platform: "slack", Channel: "C2", ID: "5.5"})
 	assert.ErrorIs(t, err, incident.ErrNotFound)
 }
 
@@ -690,14 +691,14 @@ func testRetention(t *testing.T, open Open) {
 	}
 	for i, r := range runs {
 		run := newRun(r.id, now.Add(-r.created).Add(time.Duration(i)*time.Second))
-		ref := bot.MessageRef{Platform: "slack", Channel: "C1", ID: "m-" + r.id}
-		require.NoError(t, s.CreateRun(ctx(), run, &bot.Batch{
-			Journal:  []bot.JournalEntry{{Type: bot.JRunStarted}},
-			Audit:    []bot.AuditEntry{{Time: run.CreatedAt, Actor: "ana", Action: bot.ActionRunStarted}},
-			Messages: []bot.MessageIndex{{Ref: ref, RunID: r.id, Role: bot.RoleRoot}}}))
+		ref := chatmodel.MessageRef{Platform: "slack", Channel: "C1", ID: "m-" + r.id}
+		require.NoError(t, s.CreateRun(ctx(), run, &runmodel.Batch{
+			Journal:  []runmodel.JournalEntry{{Type: runmodel.JRunStarted}},
+			Audit:    []runmodel.AuditEntry{{Time: run.CreatedAt, Actor: "ana", Action: runmodel.ActionRunStarted}},
+			Messages: []runmodel.MessageIndex{{Ref: ref, RunID: r.id, Role: chatmodel.RoleRoot}}}))
 		if r.finished > 0 {
-			_, err := s.UpdateRun(ctx(), r.id, func(run *bot.Run, _ *bot.Batch) error {
-				run.State, run.FinishedAt, run.UpdatedAt = bot.RunSucceeded, now.Add(-r.finished), now.Add(-r.finished)
+			_, err := s.UpdateRun(ctx(), r.id, func(run *runmodel.Run, _ *runmodel.Batch) error {
+				run.State, run.FinishedAt, run.UpdatedAt = runmodel.RunSucceeded, now.Add(-r.finished), now.Add(-r.finished)
 				return nil
 			})
 			require.NoError(t, err)
@@ -711,7 +712,7 @@ func testRetention(t *testing.T, open Open) {
 	assert.Equal(t, [3]int{1, 1, 1}, [3]int{res.Events, res.Runs, res.Messages}, "event ids, runs, message references deleted")
 	for _, r := range runs {
 		_, err := s.GetRun(ctx(), r.id)
-		_, merr := s.RunByMessage(ctx(), bot.MessageRef{Platform: "slack", Channel: "C1", ID: "m-" + r.id})
+		_, merr := s.RunByMessage(ctx(), chatmodel.MessageRef{Platform: "slack", Channel: "C1", ID: "m-" + r.id})
 		j, jerr := s.Journal(ctx(), r.id)
 		require.NoError(t, jerr)
 		if r.kept {
@@ -719,15 +720,15 @@ func testRetention(t *testing.T, open Open) {
 			assert.NoError(t, merr, r.id)
 			assert.Len(t, j, 1, r.id)
 		} else {
-			assert.ErrorIs(t, err, bot.ErrNotFound, r.id)
-			assert.ErrorIs(t, merr, bot.ErrNotFound, "the message index of a deleted run goes with it")
+			assert.ErrorIs(t, err, chatmodel.ErrNotFound, r.id)
+			assert.ErrorIs(t, merr, chatmodel.ErrNotFound, "the message index of a deleted run goes with it")
 			assert.Empty(t, j, "the journal of a deleted run goes with it")
 		}
 	}
-	all, err := s.ListRuns(ctx(), bot.RunQuery{})
+	all, err := s.ListRuns(ctx(), runmodel.RunQuery{})
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"r-old-active", "r-long", "r-recent"}, ids(all))
-	th, err := s.ListRuns(ctx(), bot.RunQuery{Thread: "T-r-old"})
+	th, err := s.ListRuns(ctx(), runmodel.RunQuery{Thread: "T-r-old"})
 	require.NoError(t, err)
 	assert.Empty(t, th)
 	// The audit log is never pruned and still verifies.
@@ -746,7 +747,7 @@ func testRetention(t *testing.T, open Open) {
 // kind of listing.
 func testListFiltersAndPages(t *testing.T, open Open) {
 	s := open(t, Options{})
-	states := []bot.RunState{bot.RunSucceeded, bot.RunFailed, bot.RunRunning, bot.RunSucceeded}
+	states := []runmodel.RunState{runmodel.RunSucceeded, runmodel.RunFailed, runmodel.RunRunning, runmodel.RunSucceeded}
 	for i := range 11 {
 		r := newRun(fmt.Sprintf("r-%02d", i), t0.Add(time.Duration(i)*time.Minute))
 		r.State = states[i%len(states)]
@@ -759,19 +760,19 @@ func testListFiltersAndPages(t *testing.T, open Open) {
 		r.Conversation.Thread = "T"
 		require.NoError(t, s.CreateRun(ctx(), r, nil))
 	}
-	list := func(q bot.RunQuery) []string {
+	list := func(q runmodel.RunQuery) []string {
 		t.Helper()
 		rs, err := s.ListRuns(ctx(), q)
 		require.NoError(t, err)
 		return ids(rs)
 	}
-	assert.Equal(t, []string{"r-09", "r-03"}, list(bot.RunQuery{Runbook: "prune", States: []bot.RunState{bot.RunFailed, bot.RunSucceeded}}))
-	assert.Equal(t, []string{"r-06", "r-02"}, list(bot.RunQuery{Target: "infra-prd", States: []bot.RunState{bot.RunRunning}}))
-	assert.Equal(t, []string{"r-10", "r-06"}, list(bot.RunQuery{Target: "infra-prd", Since: t0.Add(5 * time.Minute), States: []bot.RunState{bot.RunRunning}}))
-	assert.Equal(t, []string{"r-10"}, list(bot.RunQuery{Active: true, Target: "infra-prd", Limit: 1}))
-	assert.Empty(t, list(bot.RunQuery{Runbook: "none"}))
+	assert.Equal(t, []string{"r-09", "r-03"}, list(runmodel.RunQuery{Runbook: "prune", States: []runmodel.RunState{runmodel.RunFailed, runmodel.RunSucceeded}}))
+	assert.Equal(t, []string{"r-06", "r-02"}, list(runmodel.RunQuery{Target: "infra-prd", States: []runmodel.RunState{runmodel.RunRunning}}))
+	assert.Equal(t, []string{"r-10", "r-06"}, list(runmodel.RunQuery{Target: "infra-prd", Since: t0.Add(5 * time.Minute), States: []runmodel.RunState{runmodel.RunRunning}}))
+	assert.Equal(t, []string{"r-10"}, list(runmodel.RunQuery{Active: true, Target: "infra-prd", Limit: 1}))
+	assert.Empty(t, list(runmodel.RunQuery{Runbook: "none"}))
 
-	for _, q := range []bot.RunQuery{{}, {Thread: "T"}, {Active: true}, {Target: "infra-prd"}} {
+	for _, q := range []runmodel.RunQuery{{}, {Thread: "T"}, {Active: true}, {Target: "infra-prd"}} {
 		want := list(q)
 		require.NotEmpty(t, want)
 		var got []string
@@ -785,7 +786,7 @@ func testListFiltersAndPages(t *testing.T, open Open) {
 			}
 			got = append(got, ids(rs)...)
 			last := rs[len(rs)-1]
-			page.After = bot.RunCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+			page.After = runmodel.RunCursor{CreatedAt: last.CreatedAt, ID: last.ID}
 		}
 		assert.Equal(t, want, got, "%+v page by page", q)
 	}

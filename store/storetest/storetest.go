@@ -18,21 +18,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/digest"
 	"github.com/groundcrew/groundcrew/incident"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // Store is everything a groundcrew store implements.
 type Store interface {
-	bot.Store
-	bot.Housekeeper
+	runmodel.Store
+	runmodel.Housekeeper
 	incident.Store
 	digest.History
 	GetKV(ctx context.Context, key string) ([]byte, error)
 	PutKV(ctx context.Context, key string, value []byte) error
-	AuditHead(ctx context.Context) (bot.AuditHead, error)
-	VerifyAuditHead(ctx context.Context, want bot.AuditHead) error
+	AuditHead(ctx context.Context) (runmodel.AuditHead, error)
+	VerifyAuditHead(ctx context.Context, want runmodel.AuditHead) error
 	VerifyAudit(ctx context.Context) (int, error)
 	Close() error
 }
