@@ -865,3 +865,19 @@ func TestChangedSaysEachGoneAlertOnce(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, 1, strings.Count(changed.Msg.Text, "worker-1"), changed.Msg.Text)
 }
+
+// A watch incident opens after two polls in a row: its header says 2 polls.
+func TestWatchSignalCountsItsPolls(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s := incident.Signal{Key: "watch:infra-prd:worker_stalled:w-1", Firing: true, Observations: 2,
+		Source: incident.Source{Kind: incident.SourceWatch, Name: "worker_stalled", Ref: "w-1"}, Title: "Worker stalled",
+		Target: "infra-prd", Channel: "#ci-ops"}
+	in, err := f.m.Signal(ctx, s)
+	require.NoError(t, err)
+	assert.Equal(t, 2, in.Notifications)
+	s.Observations = 0
+	in, err = f.m.Signal(ctx, s)
+	require.NoError(t, err)
+	assert.Equal(t, 3, in.Notifications, "a signal without a count counts once")
+}
