@@ -332,7 +332,7 @@ func replyStartError(ctx context.Context, out *poster, ev Event, err error) erro
 // parsed; the checks are those of the command. A refusal is answered
 // privately to the person and returned as a *UserError.
 func (e *Engine) StartRun(ctx context.Context, req StartRequest) error {
-	ev := Event{Kind: EventCommand, ID: req.EventID, User: req.User, Conversation: req.Thread, Time: req.Time}
+	ev := Event{Kind: EventCommand, ID: req.EventID, User: req.User, Conversation: req.Thread, Time: req.Time, AlertInstance: req.AlertInstance}
 	if ev.ID != "" {
 		seen, err := e.opts.Store.SeenEvent(ctx, ev.ID, e.opts.Now())
 		if err != nil {

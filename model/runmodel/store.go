@@ -139,6 +139,9 @@ type StartRequest struct {
 	// engine starts one run per id, however often it is delivered.
 	EventID string
 	Time    time.Time
+	// AlertInstance is the instance of the alert the run is started from
+	// (Run.AlertInstance), "" when none.
+	AlertInstance string
 }
 
 // RunStarter starts runs (the engine implements it). A refusal is a
