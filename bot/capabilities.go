@@ -25,6 +25,9 @@ type Capabilities struct {
 	Rewatch ReactionWatcher
 	// Threads reads a thread back for /runbook summary.
 	Threads ThreadReader
+	// Forms asks for the missing parameters of `/runbook run` with a
+	// form. Nil: the command is refused with what is missing.
+	Forms FormOpener
 }
 
 // CapabilitiesOf returns what store and chat can do beyond the ports. Call
@@ -39,6 +42,7 @@ func CapabilitiesOf(store Store, chat Chat) Capabilities {
 	c.Identities, _ = chat.(IdentityResolver)
 	c.Rewatch, _ = chat.(ReactionWatcher)
 	c.Threads, _ = chat.(ThreadReader)
+	c.Forms, _ = chat.(FormOpener)
 	return c
 }
 

@@ -368,6 +368,17 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 	target := c.Params["target"]
 	delete(c.Params, "target")
 	targets := targetNames(e.opts.Targets)
+	if forms := e.opts.Capabilities.Forms; forms != nil && !c.DryRun && ev.Kind == EventCommand {
+		// Required parameters missing: ask for them with a form; its
+		// submission is this command typed in full.
+		if f := runForm(rb, target, targets, c.Params); f != nil {
+			err := forms.OpenForm(ctx, ev, *f)
+			if err == nil {
+				return nil
+			}
+			e.log.Warn("could not open the form; answering with what is missing", "runbook", rb.Name, "err", err)
+		}
+	}
 	if target == "" {
 		if len(targets) != 1 {
 			return &UserError{Msg: fmt.Sprintf("Which target? Add `target=<name>`; configured targets: %s.", strings.Join(quoteAll(targets), ", "))}

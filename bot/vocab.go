@@ -18,6 +18,9 @@ type (
 	MessageRef       = chatmodel.MessageRef
 	Message          = chatmodel.Message
 	File             = chatmodel.File
+	Form             = chatmodel.Form
+	FormField        = chatmodel.FormField
+	FormOpener       = chatmodel.FormOpener
 	MessageRole      = chatmodel.MessageRole
 	Intent           = chatmodel.Intent
 	ReactionHints    = chatmodel.ReactionHints
@@ -72,6 +75,7 @@ var (
 	Fresh            = chatmodel.Fresh
 	WantsFresh       = chatmodel.WantsFresh
 	Sanitize         = chatmodel.Sanitize
+	FormCommand      = chatmodel.FormCommand
 )
 
 // From opmodel.

@@ -75,6 +75,8 @@ type Adapter struct {
 	thread  string // current thread (message number) for typed commands
 	msgs    []*message
 	lastRun string
+	// form is the form being answered, question by question (forms.go).
+	form *consoleForm
 }
 
 type message struct {
@@ -398,6 +400,9 @@ func (a *Adapter) handleLine(ctx context.Context, h bot.Handler, line string) {
 	}
 	u := bot.User{ID: user, Name: user}
 	conv := bot.Conversation{Platform: "console", Channel: a.cfg.Channel, Thread: a.currentThread()}
+	if a.answerForm(ctx, h, line) {
+		return
+	}
 	fields := strings.Fields(line)
 	switch {
 	case fields[0] == "/runbook" || fields[0] == "/rb":

@@ -6,6 +6,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -26,9 +27,12 @@ func TestFilesAndMentionsOnServer(t *testing.T) {
 	w := bootstrap(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	a, err := mattermost.New(mattermost.Config{URL: srv.URL, BotToken: secretOf(w.BotToken), Team: "ops"},
+	mux := http.NewServeMux()
+	a, err := mattermost.New(mattermost.Config{URL: srv.URL, BotToken: secretOf(w.BotToken), Team: "ops",
+		ActionHMACKey: secretOf("e2e-hmac-key-0123456789abcdef"), CallbackURL: serveAdapter(t, mux), RegisterCommand: true},
 		mattermost.Options{Logger: testLogger(t)})
 	require.NoError(t, err)
+	mux.Handle("/mattermost/", a.HTTPHandler())
 	runAdapter(ctx, t, a, newRecorder())
 
 	img := image.NewRGBA(image.Rect(0, 0, 96, 54))
@@ -37,7 +41,7 @@ func TestFilesAndMentionsOnServer(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	require.NoError(t, png.Encode(&buf, img))
-	ref, err := a.Post(ctx, bot.Conversation{Channel: "#ci-ops"}, bot.Message{Text: "🟢 *Health digest* `infra-prd`",
+	ref, err := a.Post(ctx, bot.Conversation{Channel: w.Channel.Id}, bot.Message{Text: "🟢 *Health digest* `infra-prd`",
 		Files: []bot.File{{Name: "digest-infra-prd-20261202-0800.png", Alt: "Chart of infra-prd over the last 3 digests", Data: buf.Bytes()}}})
 	require.NoError(t, err)
 	alice := w.Users["alice"]

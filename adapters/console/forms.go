@@ -1,0 +1,109 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+// consoleForm is a form asked question by question: the missing required
+// fields only (the others keep their defaults, as typing the command
+// without them does).
+type consoleForm struct {
+	ev     bot.Event
+	form   bot.Form
+	ask    []bot.FormField
+	next   int
+	values map[string]string
+}
+
+var _ bot.FormOpener = (*Adapter)(nil)
+
+// OpenForm implements bot.FormOpener: the next lines answer the form's
+// missing required fields one by one ("/cancel" stops); then the command
+// is handled as if typed in full.
+func (a *Adapter) OpenForm(_ context.Context, ev bot.Event, f bot.Form) error {
+	cf := &consoleForm{ev: ev, form: f, values: map[string]string{}}
+	for _, fd := range f.Fields {
+		if fd.Default != "" {
+			cf.values[fd.Name] = fd.Default
+		}
+		if fd.Required && fd.Default == "" {
+			cf.ask = append(cf.ask, fd)
+		}
+	}
+	if len(cf.ask) == 0 {
+		return fmt.Errorf("form %q has nothing to ask", f.Title)
+	}
+	a.mu.Lock()
+	a.form = cf
+	a.mu.Unlock()
+	a.say("📝 %s: %d required parameter%s missing; answer each (or /cancel).", f.Title, len(cf.ask), plural(len(cf.ask)))
+	a.prompt(cf)
+	return nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func (a *Adapter) prompt(cf *consoleForm) {
+	fd := cf.ask[cf.next]
+	q := fd.Name
+	if fd.Help != "" {
+		q += " — " + fd.Help
+	}
+	if len(fd.Options) > 0 {
+		q += " (one of: " + strings.Join(fd.Options, ", ") + ")"
+	}
+	a.say("%s?", q)
+}
+
+// answerForm takes line as the answer to the open form's question; false
+// when no form is open (the line is a command as usual).
+func (a *Adapter) answerForm(ctx context.Context, h bot.Handler, line string) bool {
+	a.mu.Lock()
+	cf := a.form
+	a.mu.Unlock()
+	if cf == nil {
+		return false
+	}
+	if line == "/cancel" {
+		a.mu.Lock()
+		a.form = nil
+		a.mu.Unlock()
+		a.say("form cancelled: nothing was started")
+		return true
+	}
+	fd := cf.ask[cf.next]
+	switch {
+	case strings.ContainsAny(line, " \t"):
+		a.say("%s: a value cannot contain spaces (as in a typed command); try again", fd.Name)
+		a.prompt(cf)
+		return true
+	case len(fd.Options) > 0 && !slices.Contains(fd.Options, line):
+		a.say("%s: %q is not one of %s; try again", fd.Name, line, strings.Join(fd.Options, ", "))
+		a.prompt(cf)
+		return true
+	}
+	cf.values[fd.Name] = line
+	cf.next++
+	if cf.next < len(cf.ask) {
+		a.prompt(cf)
+		return true
+	}
+	a.mu.Lock()
+	a.form = nil
+	a.mu.Unlock()
+	ev := cf.ev
+	ev.ID, ev.Text, ev.Time = "", bot.FormCommand(cf.form, cf.values), a.opts.Now()
+	a.say("→ /runbook %s", ev.Text)
+	a.handle(ctx, h, ev)
+	return true
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestServe_ConsoleAsksMissingParameters: `/runbook run` without a
+// required parameter asks for it on the console, one question at a time;
+// the answers submit the command as if typed in full.
+func TestServe_ConsoleAsksMissingParameters(t *testing.T) {
+	_, in, out, _ := servingApp(t, "")
+	say := func(l string) {
+		_, err := io.WriteString(in, l+"\n")
+		require.NoError(t, err)
+	}
+	waitFor := func(s string) {
+		t.Helper()
+		require.Eventually(t, func() bool { return strings.Contains(out.String(), s) }, 10*time.Second, 20*time.Millisecond, out.String())
+	}
+	say("/runbook run pause-pipeline target=infra-prd")
+	waitFor("📝 Run pause-pipeline: 1 required parameter missing; answer each (or /cancel).")
+	waitFor("pipeline — pipeline name, or team/pipeline?")
+	say("two words")
+	waitFor("pipeline: a value cannot contain spaces")
+	say("/cancel")
+	waitFor("form cancelled: nothing was started")
+
+	say("/runbook run pause-pipeline target=infra-prd")
+	say("main/ci")
+	waitFor("→ /runbook run pause-pipeline target=infra-prd pipeline=main/ci")
+	waitFor("🛠 pause-pipeline on `infra-prd` — started by @alice")
+	waitFor("Pause main/ci") // the answer is the run's parameter
+	assert.NotContains(t, out.String(), "missing required parameter")
+}
