@@ -78,12 +78,12 @@ func (h *harness) auditOf(action bot.AuditAction) []bot.AuditEntry {
 // again for the missing approval. erin's approval then executes it.
 func TestRecheck_RemovedFromGroup(t *testing.T) {
 	h := recheckHarness(t)
-	r := h.toGate()
+	h.toGate()
 	h.react(carol, h.gateRef(), bot.IntentApprove)
 	h.chat.SetGroup("ci-oncall", dave.ID, erin.ID)
 	h.react(dave, h.gateRef(), bot.IntentApprove)
 
-	r = h.onlyRun()
+	r := h.onlyRun()
 	assert.Equal(t, 0, h.world.CallCount("fake.prune"), "never executed on a stale quorum:\n%s", h.chat.Transcript())
 	require.Equal(t, bot.RunAwaitingApproval, r.State, h.chat.Transcript())
 	require.NotNil(t, r.Gate)

@@ -36,7 +36,7 @@ workers:
 
 // alertWorkerApp is serve's app (console chat, a simulated Concourse with
 // alertWorkerWorld, the Alertmanager receiver and one route to
-// prune-stalled with params.worker = worker) playing script; "/alert
+// prune-stalled with params.worker = worker, no params when "") playing script; "/alert
 // <instance>" posts a firing alert for that instance to POST /alertmanager.
 func alertWorkerApp(t *testing.T, worker string, script ...string) (string, *app) {
 	t.Helper()
@@ -60,9 +60,11 @@ func alertWorkerApp(t *testing.T, worker string, script ...string) (string, *app
 			Routes: []alertmanager.RouteConfig{{
 				Name: "stalled", Match: map[string]string{"alertname": "WorkerStalled"},
 				Target: "infra-prd", Channel: "#ci-ops", Runbook: "prune-stalled",
-				Params: map[string]string{"worker": worker},
 			}},
 		},
+	}
+	if worker != "" {
+		cfg.Alerts.Routes[0].Params = map[string]string{"worker": worker}
 	}
 	out := &syncBuffer{}
 	var a *app
@@ -111,6 +113,15 @@ func TestAlertNeverSendsARunToAnotherMachine(t *testing.T) {
 		out, _ := alertWorkerApp(t, route, "/as bob", "/alert caascad-ci-workers-infra-infra-prd-7.infra-prd.caascad.com:9100", "/press 1 incident_run")
 		assert.Contains(t, out, "Suggested: `/runbook run prune-stalled target=infra-prd worker=7`", out)
 		assert.Contains(t, out, "· resolved worker `caascad-ci-workers-infra-infra-prd-7`", out)
+	})
+	t.Run("a route without worker never prunes every stalled worker", func(t *testing.T) {
+		out, a := alertWorkerApp(t, "", "/as bob", "/alert worker-7:9100", "/press 1 incident_run")
+		assert.NotContains(t, out, "Plan: prune", "no gate to prune other machines:\n%s", out)
+		runs, err := a.db.ListRuns(context.Background(), bot.RunQuery{})
+		require.NoError(t, err)
+		if assert.Len(t, runs, 1, out) {
+			assert.Equal(t, bot.RunFailed, runs[0].State, out)
+		}
 	})
 	t.Run("a bare number for another host fails closed", func(t *testing.T) {
 		naive := `{{ reReplaceAll ".*-([0-9]+)(:[0-9]+)?$" "$1" .labels.instance }}`
