@@ -167,8 +167,9 @@ func (s *WatchSource) update(ctx context.Context, c *Client, wc *watchCache, now
 			}
 		}
 	}
-	// The builds created since the last poll, newest first.
-	q := url.Values{"limit": {strconv.Itoa(min(s.ds.o.PageSize, 500))}}
+	// The builds created since the last poll, newest first: a small first
+	// page (a poll every 10 s sees few new builds), then pages of 500.
+	q := url.Values{"limit": {"50"}}
 	newMax := wc.maxID
 	for {
 		pg, err := c.buildPage(ctx, "/api/v1/builds", q, "list builds", func(b Build) error {
@@ -191,6 +192,7 @@ func (s *WatchSource) update(ctx context.Context, c *Client, wc *watchCache, now
 			break
 		}
 		q = pg.next
+		q.Set("limit", strconv.Itoa(min(s.ds.o.PageSize, 500)))
 	}
 	wc.maxID = newMax
 	return firstErr
