@@ -88,6 +88,8 @@ type Adapter struct {
 	// (key: channel, thread, user, text) so one person gets one post per
 	// refusal, not one per reaction (✅ then 👍).
 	fallbackSent map[string]time.Time
+	// triggers are the trigger ids of recent commands (dialog.go).
+	trig triggers
 }
 
 // New checks the config, reads the secrets and returns an adapter. It does

@@ -35,6 +35,7 @@ func (a *Adapter) HTTPHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc(CommandPath, a.serveCommand)
 	mux.HandleFunc(ActionPath, a.serveAction)
+	mux.HandleFunc(DialogPath, a.serveDialog)
 	return a.fromAllowedSources(mux)
 }
 
@@ -109,6 +110,7 @@ func (a *Adapter) serveCommand(w http.ResponseWriter, r *http.Request) {
 		Text:         text,
 		Time:         a.now(),
 	}
+	a.triggers().put(e.ID, r.Form.Get("trigger_id"), a.now()) // a form opens with it
 	texts, done, err := a.interact(userID, channelID, func() error {
 		if e.Conversation.Thread != "" {
 			_, ctx := a.currentHandler()

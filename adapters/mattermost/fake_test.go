@@ -41,6 +41,7 @@ type fakeMM struct {
 	users     map[string]*model.User
 	channels  map[string]*model.Channel
 	members   map[string][]string // channel id → user ids
+	dialogs   []model.OpenDialogRequest
 	team      []*model.TeamMember
 	commands  []*model.Command
 	calls     []string
@@ -124,6 +125,17 @@ func newFakeMM(t *testing.T) *fakeMM {
 	}
 	h("GET /api/v4/config/client", func(w http.ResponseWriter, r *http.Request) {
 		f.writeJSON(w, map[string]string{"SiteURL": "https://chat.example.com/"})
+	})
+	h("POST /api/v4/actions/dialogs/open", func(w http.ResponseWriter, r *http.Request) {
+		var req model.OpenDialogRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.TriggerId == "" {
+			writeAppError(w, http.StatusBadRequest, "interactive_message.decode_trigger_id.app_error")
+			return
+		}
+		f.mu.Lock()
+		f.dialogs = append(f.dialogs, req)
+		f.mu.Unlock()
+		f.writeJSON(w, map[string]string{"status": "OK"})
 	})
 	h("GET /api/v4/users/me", func(w http.ResponseWriter, r *http.Request) { f.writeJSON(w, f.user(botID)) })
 	h("GET /api/v4/users/{id}", func(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,88 @@
+package mattermost
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/mattermost/mattermost/server/public/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+func submitDialog(t *testing.T, a *Adapter, req model.SubmitDialogRequest) (int, model.SubmitDialogResponse) {
+	t.Helper()
+	body, err := json.Marshal(req)
+	require.NoError(t, err)
+	rr := httptest.NewRecorder()
+	a.HTTPHandler().ServeHTTP(rr, httptest.NewRequest(http.MethodPost, DialogPath, bytes.NewReader(body)))
+	var resp model.SubmitDialogResponse
+	if rr.Body.Len() > 0 {
+		require.NoError(t, json.Unmarshal(rr.Body.Bytes(), &resp))
+	}
+	return rr.Code, resp
+}
+
+// A run command missing its parameters opens an interactive dialog with the
+// command's trigger; the submission is the command typed in full, and what
+// the engine says about a field is shown on that field.
+func TestDialog_OpenAndSubmit(t *testing.T) {
+	f := newFakeMM(t)
+	a := newTestAdapter(t, f, nil)
+	rec := newRecorder()
+	form := bot.Form{Title: "Run pause-pipeline", Command: "run pause-pipeline target=infra-prd", Fields: []bot.FormField{
+		{Name: "pipeline", Help: "pipeline name", Required: true},
+		{Name: "mode", Default: "soft", Options: []string{"soft", "hard"}},
+	}}
+	rec.setReply(func(ctx context.Context, e bot.Event) error {
+		switch e.Text {
+		case "run pause-pipeline target=infra-prd":
+			return a.OpenForm(ctx, e, form)
+		case "run pause-pipeline target=infra-prd mode=soft pipeline=bad!":
+			return a.Ephemeral(ctx, e.Conversation, e.User, bot.Message{Text: `parameter "pipeline": "bad!" does not match the pattern [a-z]+`})
+		}
+		return nil
+	})
+	runAdapter(t, a, rec)
+
+	postCommand(t, a, commandForm(cmdToken, "run pause-pipeline target=infra-prd"), nil)
+	rec.next(t)
+	f.mu.Lock()
+	require.Len(t, f.dialogs, 1)
+	d := f.dialogs[0]
+	f.mu.Unlock()
+	assert.Equal(t, "trigger-1", d.TriggerId)
+	assert.Equal(t, "http://groundcrew.test:8080"+DialogPath, d.URL)
+	require.Len(t, d.Dialog.Elements, 2)
+	assert.Equal(t, model.DialogElement{DisplayName: "pipeline", Name: "pipeline", Type: "text", HelpText: "pipeline name", MaxLength: 150}, d.Dialog.Elements[0])
+	assert.Equal(t, "select", d.Dialog.Elements[1].Type)
+	assert.True(t, d.Dialog.Elements[1].Optional)
+	assert.Equal(t, "soft", d.Dialog.Elements[1].Default)
+
+	sub := model.SubmitDialogRequest{CallbackId: d.Dialog.CallbackId, State: d.Dialog.State, UserId: aliceID, ChannelId: channelID,
+		Submission: map[string]any{"pipeline": "bad!", "mode": "soft"}}
+	code, resp := submitDialog(t, a, sub)
+	assert.Equal(t, http.StatusOK, code)
+	e := rec.next(t)
+	assert.Equal(t, bot.User{ID: aliceID, Name: "alice"}, e.User, "the user is the one Mattermost names, named from its id")
+	assert.Equal(t, map[string]string{"pipeline": `parameter "pipeline": "bad!" does not match the pattern [a-z]+`}, resp.Errors, "the error is on its field")
+
+	sub.Submission = map[string]any{"pipeline": "main", "mode": "hard"}
+	code, resp = submitDialog(t, a, sub)
+	assert.Equal(t, http.StatusOK, code)
+	assert.Empty(t, resp.Errors)
+	e = rec.next(t)
+	assert.Equal(t, "run pause-pipeline target=infra-prd mode=hard pipeline=main", e.Text, "the same as typing it")
+
+	// A forged state, or another user's, is refused.
+	sub.UserId = carolID
+	_, resp = submitDialog(t, a, sub)
+	assert.Contains(t, resp.Error, "could not be verified")
+	rec.none(t, 100*time.Millisecond)
+}
