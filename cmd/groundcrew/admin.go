@@ -33,6 +33,7 @@ type storeReader interface {
 	GetRun(ctx context.Context, id string) (*bot.Run, error)
 	Journal(ctx context.Context, runID string) ([]bot.JournalEntry, error)
 	AuditEntries(ctx context.Context, runID string) ([]bot.AuditEntry, error)
+	AuditAfter(ctx context.Context, seq uint64, limit int) ([]bot.AuditEntry, error)
 	VerifyAudit(ctx context.Context) (int, error)
 	AuditHead(ctx context.Context) (bot.AuditHead, error)
 	VerifyAuditHead(ctx context.Context, want bot.AuditHead) error
@@ -136,6 +137,28 @@ func adminHandler(db storeReader, release func() error) http.Handler {
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		flush()
 		writeRunLines(r.Context(), w, flush, db, q.Query)
+	})
+	// audit streams the whole audit log as JSON lines (auditLine), a page
+	// at a time, as runs does.
+	mux.HandleFunc("POST /v1/audit", func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		flush := func() {
+			if release != nil {
+				_ = release()
+			}
+			_ = rc.Flush()
+			_ = rc.SetWriteDeadline(time.Now().Add(time.Minute))
+		}
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		flush()
+		enc := json.NewEncoder(w)
+		err := pageAudit(r.Context(), db, func(e bot.AuditEntry) error { return enc.Encode(auditLine{Entry: &e}) }, flush)
+		end := auditLine{End: true}
+		if err != nil {
+			end = auditLine{Error: err.Error()}
+		}
+		_ = enc.Encode(end)
+		flush()
 	})
 	mux.HandleFunc("GET /v1/path", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, db.Path()) })
 	return mux
@@ -288,3 +311,88 @@ func (c *adminClient) VerifyAuditHead(ctx context.Context, want bot.AuditHead) e
 }
 
 func (c *adminClient) Path() string { return c.store }
+
+// AuditAfter implements storeReader (one page; audit export streams
+// instead, through eachAudit).
+func (c *adminClient) AuditAfter(ctx context.Context, seq uint64, limit int) ([]bot.AuditEntry, error) {
+	var es []bot.AuditEntry
+	err := c.EachAudit(ctx, func(e bot.AuditEntry) error {
+		if e.Seq > seq && len(es) < limit {
+			es = append(es, e)
+		}
+		return nil
+	})
+	return es, err
+}
+
+// auditLine is one line of the admin socket's stream of the audit log.
+type auditLine struct {
+	Entry *bot.AuditEntry `json:"entry,omitempty"`
+	End   bool            `json:"end,omitempty"`
+	Error string          `json:"error,omitempty"`
+}
+
+// auditPage is how many audit entries one read of the log takes.
+const auditPage = 500
+
+// pageAudit calls fn with every audit entry, in order, reading the log a
+// page at a time; after each page it calls flushed (if set).
+func pageAudit(ctx context.Context, db storeReader, fn func(bot.AuditEntry) error, flushed func()) error {
+	var after uint64
+	for {
+		es, err := db.AuditAfter(ctx, after, auditPage)
+		if err != nil {
+			return err
+		}
+		for _, e := range es {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		if flushed != nil {
+			flushed()
+		}
+		if len(es) < auditPage {
+			return nil
+		}
+		after = es[len(es)-1].Seq
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// eachAudit calls fn with every audit entry in order, streamed from a
+// live serve or read a page at a time from the store.
+func eachAudit(ctx context.Context, db storeReader, fn func(bot.AuditEntry) error) error {
+	if c, ok := db.(*adminClient); ok {
+		return c.EachAudit(ctx, fn)
+	}
+	return pageAudit(ctx, db, fn, nil)
+}
+
+// EachAudit reads the audit log from serve as a stream of JSON lines.
+func (c *adminClient) EachAudit(ctx context.Context, fn func(bot.AuditEntry) error) error {
+	resp, err := c.post(ctx, "audit", adminRequest{})
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var l auditLine
+		if err := dec.Decode(&l); err != nil {
+			return fmt.Errorf("admin socket %s: the audit log ended early: %w", c.socket, err)
+		}
+		switch {
+		case l.Error != "":
+			return fmt.Errorf("reading the audit log: %s", l.Error)
+		case l.End:
+			return nil
+		case l.Entry != nil:
+			if err := fn(*l.Entry); err != nil {
+				return err
+			}
+		}
+	}
+}

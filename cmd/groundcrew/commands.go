@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -365,18 +364,10 @@ audit.checkpoint_channel) and pass one with --expect. Exit status: 0 intact,
 		Short: "Write the audit log as JSON lines (for a SIEM)",
 		Args:  cobra.NoArgs,
 		RunE: withStore(func(cmd *cobra.Command, _ []string, db storeReader) error {
-			es, err := db.AuditEntries(cmd.Context(), "")
-			if err != nil {
-				return err
-			}
-			sort.Slice(es, func(i, j int) bool { return es[i].Seq < es[j].Seq })
+			// Streamed in order, a page at a time: memory stays flat here
+			// and in a running serve.
 			enc := json.NewEncoder(cmd.OutOrStdout())
-			for _, e := range es {
-				if err := enc.Encode(e); err != nil {
-					return err
-				}
-			}
-			return nil
+			return eachAudit(cmd.Context(), db, func(e bot.AuditEntry) error { return enc.Encode(e) })
 		}),
 	})
 	return c

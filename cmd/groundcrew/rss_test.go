@@ -52,7 +52,8 @@ func procKiB(t *testing.T, pid int, field string) int {
 
 // TestServe_RunsListAllKeepsServeMemoryFlat runs serve in a child process
 // on a store of GROUNDCREW_RSS_RUNS runs (default 5,000; the README figure
-// is for 100,000), lists them all through its admin socket and checks that
+// is for 100,000), lists them all through its admin socket (and exports
+// the audit log) and checks that
 // serve's peak RSS stays under 100 MiB (serve streams the listing a page at
 // a time; it used to hold all of it, 2.5 GB at 100,000 runs).
 func TestServe_RunsListAllKeepsServeMemoryFlat(t *testing.T) {
@@ -94,6 +95,13 @@ func TestServe_RunsListAllKeepsServeMemoryFlat(t *testing.T) {
 	t.Logf("runs list --all of %d runs through serve: %s, %.1f MB of JSON lines; serve RSS %.1f MiB before, peak %.1f MiB, %.1f MiB after (anon %.1f MiB, file %.1f MiB)",
 		n, took.Round(time.Millisecond), float64(len(got))/1e6, float64(before)/1024, float64(peak)/1024, float64(after)/1024,
 		float64(procKiB(t, pid, "RssAnon"))/1024, float64(procKiB(t, pid, "RssFile"))/1024)
+	// The audit log is streamed the same way, in order.
+	got, err = run(t, "", "audit", "export", "--store", path)
+	require.NoError(t, err)
+	assert.Equal(t, n, strings.Count(got, "\n"), "every audit entry, one line each")
+	assert.True(t, strings.HasPrefix(got, `{"seq":1,`), got[:min(len(got), 80)])
+	peak = procKiB(t, pid, "VmHWM")
+	t.Logf("then audit export of %d entries: serve peak RSS %.1f MiB", n, float64(peak)/1024)
 	if raceBuild {
 		t.Log("race build: RSS not checked")
 		return

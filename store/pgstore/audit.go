@@ -187,3 +187,27 @@ func (s *DB) VerifyAuditHead(ctx context.Context, want runmodel.AuditHead) error
 	}
 	return nil
 }
+
+// AuditAfter returns up to limit audit entries after sequence number seq,
+// in order: the audit log a page at a time (audit export).
+func (s *DB) AuditAfter(ctx context.Context, seq uint64, limit int) ([]runmodel.AuditEntry, error) {
+	rows, err := s.pool.Query(ctx, "select seq, data from audit where seq > $1 order by seq limit $2", int64(seq), limit)
+	if err != nil {
+		return nil, fmt.Errorf("reading the audit log: %w", err)
+	}
+	defer rows.Close()
+	var out []runmodel.AuditEntry
+	for rows.Next() {
+		var n int64
+		var raw []byte
+		if err := rows.Scan(&n, &raw); err != nil {
+			return nil, fmt.Errorf("reading the audit log: %w", err)
+		}
+		var e runmodel.AuditEntry
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return nil, fmt.Errorf("%w: entry %d is not valid JSON", store.ErrAuditTampered, n)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

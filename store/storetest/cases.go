@@ -791,3 +791,31 @@ func testListFiltersAndPages(t *testing.T, open Open) {
 		assert.Equal(t, want, got, "%+v page by page", q)
 	}
 }
+
+// testAuditPages: the audit log read a page at a time (AuditAfter the last
+// sequence number of the previous page) is the whole log, in order.
+func testAuditPages(t *testing.T, open Open) {
+	s := open(t, Options{})
+	for i := range 7 {
+		require.NoError(t, s.AppendAudit(ctx(), runmodel.AuditEntry{Time: t0, Actor: "ana", Action: runmodel.ActionRunStarted, RunID: fmt.Sprintf("r-%d", i)}))
+	}
+	all, err := s.AuditEntries(ctx(), "")
+	require.NoError(t, err)
+	var got []runmodel.AuditEntry
+	var after uint64
+	for range 10 {
+		page, err := s.AuditAfter(ctx(), after, 3)
+		require.NoError(t, err)
+		if len(page) == 0 {
+			break
+		}
+		assert.LessOrEqual(t, len(page), 3)
+		got = append(got, page...)
+		after = page[len(page)-1].Seq
+	}
+	assert.Equal(t, all, got)
+	rest, err := s.AuditAfter(ctx(), 5, 100)
+	require.NoError(t, err)
+	require.Len(t, rest, 2)
+	assert.Equal(t, uint64(6), rest[0].Seq)
+}

@@ -34,6 +34,7 @@ type Store interface {
 	AuditHead(ctx context.Context) (runmodel.AuditHead, error)
 	VerifyAuditHead(ctx context.Context, want runmodel.AuditHead) error
 	VerifyAudit(ctx context.Context) (int, error)
+	AuditAfter(ctx context.Context, seq uint64, limit int) ([]runmodel.AuditEntry, error)
 	Close() error
 }
 
@@ -68,6 +69,7 @@ var Cases = []Case{
 	{"Journal/SeqPerRun", testJournalSeq},
 	{"Audit/Chain", testAuditChain},
 	{"Audit/Head", testAuditHead},
+	{"Audit/Pages", testAuditPages},
 	{"Audit/ConcurrentAppends", testAuditConcurrent},
 	{"Dedupe/SeenAndTTL", testDedupe},
 	{"Outbox/PutListDelete", testOutbox},
