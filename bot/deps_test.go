@@ -53,13 +53,54 @@ func under(pkg string, roots ...string) bool {
 }
 
 var (
-	chatAdapters = []string{"adapters/console", "adapters/slack", "adapters/mattermost", "adapters/chatutil"}
-	opsAdapters  = []string{"adapters/concourse", "adapters/postgres", "adapters/core", "adapters/alertmanager"}
 	platformLibs = []string{"go.etcd.io/bbolt", "github.com/slack-go", "github.com/mattermost", "github.com/jackc/pgx",
 		"github.com/prometheus"}
 	// subsystems are the engine's neighbours: they use its ports and never an edge.
 	subsystems = []string{"digest", "incident", "watch", "checkpoint", "metrics"}
+	// mayImportBot are the only packages that may import bot: the
+	// composition roots, scenarios and the engine's own sub-packages.
+	mayImportBot = []string{"bot", "cmd", "scenario", "internal/soak"}
 )
+
+// adapterKinds derives the chat adapters (those adapters/chatplatform
+// registers, plus adapters/chatutil) and the ops adapters (every other
+// adapters/<x>), so a new adapter is under the rules without being listed here.
+func adapterKinds(t *testing.T, deps map[string]deps) (chat, ops []string) {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", "{{join .Imports \" \"}}", module+"adapters/chatplatform").CombinedOutput()
+	require.NoError(t, err, string(out))
+	chat = []string{"adapters/chatutil"}
+	for _, imp := range strings.Fields(string(out)) {
+		if rel, ok := strings.CutPrefix(imp, module); ok && under(rel, "adapters") {
+			chat = append(chat, strings.Join(strings.SplitN(rel, "/", 3)[:2], "/"))
+		}
+	}
+	require.Contains(t, chat, "adapters/console", "chatplatform registers the console")
+	for pkg := range deps {
+		parts := strings.SplitN(pkg, "/", 3)
+		if len(parts) < 2 || parts[0] != "adapters" {
+			continue
+		}
+		top := parts[0] + "/" + parts[1]
+		if top == "adapters/chatplatform" || slices.Contains(chat, top) || slices.Contains(ops, top) {
+			continue
+		}
+		ops = append(ops, top)
+	}
+	require.Contains(t, ops, "adapters/concourse")
+	return chat, ops
+}
+
+// TestNothingButTheRootsImportsBot: the vocabulary lives in model/, so
+// adapters, the store, delivery and the subsystems never import the engine.
+func TestNothingButTheRootsImportsBot(t *testing.T) {
+	for pkg, ds := range pkgDeps(t) {
+		if under(pkg, mayImportBot...) || strings.HasSuffix(pkg, "test") {
+			continue
+		}
+		assert.NotContains(t, ds.mod, "bot", "%s must not import bot: use the model packages (model/chatmodel, model/opmodel, model/runmodel)", pkg)
+	}
+}
 
 // TestDependencyDirection keeps the engine free of adapters, the store and
 // platform libraries: it talks to them only through the ports it owns.
@@ -81,6 +122,7 @@ func TestDependencyDirection(t *testing.T) {
 // TestArchitecture checks every rule of the README's architecture map.
 func TestArchitecture(t *testing.T) {
 	deps := pkgDeps(t)
+	chatAdapters, opsAdapters := adapterKinds(t, deps)
 	for pkg, ds := range deps {
 		mod := ds.mod
 		switch {
@@ -93,6 +135,10 @@ func TestArchitecture(t *testing.T) {
 		case under(pkg, "model"):
 			for _, d := range mod {
 				assert.True(t, under(d, "model", "runbooks", "bot/policy"), "the model package %s imports only other model packages, runbooks and bot/policy, not %s", pkg, d)
+			}
+		case under(pkg, "adapters/chatplatform"):
+			for _, d := range mod {
+				assert.False(t, under(d, opsAdapters...), "the chat platform registry %s must not import the ops adapter %s", pkg, d)
 			}
 		case under(pkg, chatAdapters...):
 			for _, d := range mod {

@@ -10,11 +10,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
 	"github.com/groundcrew/groundcrew/delivery"
 	"github.com/groundcrew/groundcrew/delivery/deliverytest"
 	"github.com/groundcrew/groundcrew/incident"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 	"github.com/groundcrew/groundcrew/store"
 )
 
@@ -82,7 +82,7 @@ func TestChatDownTwoMinutesLosesNothing(t *testing.T) {
 	require.NoError(t, err)
 	r.restart(t) // kill -9 during the outage
 	r.tick(30 * time.Second)
-	_, _, err = r.m.Acknowledge(ctx, in.ID, bot.User{ID: "U2", Name: "bob"}, "command")
+	_, _, err = r.m.Acknowledge(ctx, in.ID, chatmodel.User{ID: "U2", Name: "bob"}, "command")
 	require.NoError(t, err)
 	r.restart(t)
 	r.tick(30 * time.Second)

@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // Handler gives chat events about incidents to the Manager — the
@@ -15,31 +16,31 @@ import (
 // composition root in front of the engine.
 type Handler struct {
 	M    *Manager
-	Next bot.Handler
+	Next chatmodel.Handler
 }
 
 var (
-	_ bot.Handler     = (*Handler)(nil)
-	_ bot.ThreadNoter = (*Handler)(nil)
+	_ chatmodel.Handler     = (*Handler)(nil)
+	_ chatmodel.ThreadNoter = (*Handler)(nil)
 )
 
 // ThreadNotes implements bot.ThreadNoter: in an incident's thread, the
 // engine's summary is headed by the incident and merges its timeline.
-func (h *Handler) ThreadNotes(ctx context.Context, thread bot.Conversation) (bot.ThreadNotes, bool) {
+func (h *Handler) ThreadNotes(ctx context.Context, thread chatmodel.Conversation) (chatmodel.ThreadNotes, bool) {
 	if thread.Thread == "" {
-		return bot.ThreadNotes{}, false
+		return chatmodel.ThreadNotes{}, false
 	}
-	in, ok := h.incidentOf(ctx, bot.MessageRef{Platform: thread.Platform, Channel: thread.Channel, ID: thread.Thread})
+	in, ok := h.incidentOf(ctx, chatmodel.MessageRef{Platform: thread.Platform, Channel: thread.Channel, ID: thread.Thread})
 	if !ok {
-		return bot.ThreadNotes{}, false
+		return chatmodel.ThreadNotes{}, false
 	}
 	return h.M.Notes(in), true
 }
 
 // Handle implements bot.Handler.
-func (h *Handler) Handle(ctx context.Context, ev bot.Event) error {
+func (h *Handler) Handle(ctx context.Context, ev chatmodel.Event) error {
 	switch ev.Kind {
-	case bot.EventCommand:
+	case chatmodel.EventCommand:
 		w := strings.Fields(ev.Text)
 		switch {
 		case len(w) > 0 && (strings.EqualFold(w[0], "incidents") || strings.EqualFold(w[0], "incident")):
@@ -49,14 +50,14 @@ func (h *Handler) Handle(ctx context.Context, ev bot.Event) error {
 			h.reply(ctx, ev, helpText)
 			return err
 		}
-	case bot.EventReaction:
-		if ev.Intent == bot.IntentAcknowledge && !ev.Removed { // 👀, as the chat adapters map it
+	case chatmodel.EventReaction:
+		if ev.Intent == chatmodel.IntentAcknowledge && !ev.Removed { // 👀, as the chat adapters map it
 			if in, ok := h.incidentOf(ctx, ev.Message); ok {
 				_, _, err := h.M.Acknowledge(ctx, in.ID, ev.User, "reaction")
 				return err
 			}
 		}
-	case bot.EventButton:
+	case chatmodel.EventButton:
 		if strings.HasPrefix(string(ev.Intent), "incident_") {
 			return h.button(ctx, ev)
 		}
@@ -65,7 +66,7 @@ func (h *Handler) Handle(ctx context.Context, ev bot.Event) error {
 }
 
 // incidentOf finds the incident of a message: its root, or a reply in its thread.
-func (h *Handler) incidentOf(ctx context.Context, ref bot.MessageRef) (*Incident, bool) {
+func (h *Handler) incidentOf(ctx context.Context, ref chatmodel.MessageRef) (*Incident, bool) {
 	if ref.IsZero() {
 		return nil, false
 	}
@@ -74,7 +75,7 @@ func (h *Handler) incidentOf(ctx context.Context, ref bot.MessageRef) (*Incident
 		return in, true
 	}
 	if ref.Thread != "" && ref.Thread != ref.ID {
-		in, err = h.M.o.Store.IncidentByMessage(ctx, bot.MessageRef{Platform: ref.Platform, Channel: ref.Channel, ID: ref.Thread})
+		in, err = h.M.o.Store.IncidentByMessage(ctx, chatmodel.MessageRef{Platform: ref.Platform, Channel: ref.Channel, ID: ref.Thread})
 		if err == nil {
 			return in, true
 		}
@@ -85,12 +86,12 @@ func (h *Handler) incidentOf(ctx context.Context, ref bot.MessageRef) (*Incident
 	return nil, false
 }
 
-func (h *Handler) reply(ctx context.Context, ev bot.Event, text string) {
+func (h *Handler) reply(ctx context.Context, ev chatmodel.Event, text string) {
 	to := ev.Conversation
 	if to.Channel == "" {
 		to.Channel = ev.Message.Channel
 	}
-	if err := h.M.o.Chat.Ephemeral(ctx, to, ev.User, bot.Message{Text: text}.Clean()); err != nil {
+	if err := h.M.o.Chat.Ephemeral(ctx, to, ev.User, chatmodel.Message{Text: text}.Clean()); err != nil {
 		h.M.log.Warn("ephemeral reply failed", "user", ev.User.ID, "err", err)
 	}
 }
@@ -99,7 +100,7 @@ const helpText = "• `/runbook incidents` — the open incidents (from Alertman
 
 const usage = "Usage: `/runbook incidents [unacked] [target=<target>] [all] [page <n>]` (the open incidents) · `/runbook incidents show <incident>` (its timeline) · `/runbook incidents ack <incident>`"
 
-func (h *Handler) command(ctx context.Context, ev bot.Event, args []string) error {
+func (h *Handler) command(ctx context.Context, ev chatmodel.Event, args []string) error {
 	switch {
 	case len(args) == 0 || !strings.EqualFold(args[0], "show") && !strings.EqualFold(args[0], "ack"):
 		f, err := ParseListFilter(args)
@@ -112,7 +113,7 @@ func (h *Handler) command(ctx context.Context, ev bot.Event, args []string) erro
 			h.reply(ctx, ev, "⚠️ Could not list the incidents: "+err.Error())
 			return err
 		}
-		h.reply(ctx, ev, h.M.ListText(ins, f, func(in *Incident) []*bot.Run { return h.M.LinkedRuns(ctx, in) }))
+		h.reply(ctx, ev, h.M.ListText(ins, f, func(in *Incident) []*runmodel.Run { return h.M.LinkedRuns(ctx, in) }))
 	case len(args) == 2 && strings.EqualFold(args[0], "show"):
 		in, ok := h.find(ctx, ev, args[1])
 		if !ok {
@@ -139,7 +140,7 @@ func (h *Handler) command(ctx context.Context, ev bot.Event, args []string) erro
 	return nil
 }
 
-func (h *Handler) find(ctx context.Context, ev bot.Event, id string) (*Incident, bool) {
+func (h *Handler) find(ctx context.Context, ev chatmodel.Event, id string) (*Incident, bool) {
 	// Ids are written lower case ("i-b6cad1"); people copy them any way.
 	in, err := h.M.o.Store.GetIncident(ctx, strings.ToLower(strings.Trim(id, "`")))
 	if errors.Is(err, ErrNotFound) {
@@ -153,7 +154,7 @@ func (h *Handler) find(ctx context.Context, ev bot.Event, id string) (*Incident,
 	return in, true
 }
 
-func (h *Handler) ack(ctx context.Context, ev bot.Event, in *Incident, via string) error {
+func (h *Handler) ack(ctx context.Context, ev chatmodel.Event, in *Incident, via string) error {
 	got, changed, err := h.M.Acknowledge(ctx, in.ID, ev.User, via)
 	if err != nil {
 		h.reply(ctx, ev, "⚠️ Could not acknowledge: "+err.Error())
@@ -170,7 +171,7 @@ func (h *Handler) ack(ctx context.Context, ev bot.Event, in *Incident, via strin
 	return nil
 }
 
-func (h *Handler) button(ctx context.Context, ev bot.Event) error {
+func (h *Handler) button(ctx context.Context, ev chatmodel.Event) error {
 	if d := h.M.o.Dedupe; d != nil && ev.ID != "" {
 		seen, err := d.SeenEvent(ctx, ev.ID, h.M.o.Now())
 		if err != nil {

@@ -15,8 +15,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/delivery"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // State is an incident's state: open → acknowledged → resolved.
@@ -68,7 +69,7 @@ type Incident struct {
 	Channel  string `json:"channel"`
 	Platform string `json:"platform,omitempty"`
 	// Root is the incident's root message: its thread is the incident thread.
-	Root bot.MessageRef `json:"root,omitzero"`
+	Root chatmodel.MessageRef `json:"root,omitzero"`
 	// RootPending is the outbox item that will post the root while chat
 	// cannot take it (delivery.Handle.Pending); Root is set when it goes out.
 	RootPending string `json:"root_pending,omitempty"`
@@ -87,7 +88,7 @@ type Incident struct {
 	OpenedAt      time.Time         `json:"opened_at"`
 	UpdatedAt     time.Time         `json:"updated_at"`
 	AckedAt       time.Time         `json:"acked_at,omitzero"`
-	AckedBy       *bot.User         `json:"acked_by,omitempty"`
+	AckedBy       *chatmodel.User   `json:"acked_by,omitempty"`
 	ResolvedAt    time.Time         `json:"resolved_at,omitzero"`
 	Timeline      []Entry           `json:"timeline,omitempty"`
 	// Autostarted is set once the route's read-only autostart was requested.
@@ -95,9 +96,9 @@ type Incident struct {
 	// The incident's silence in Alertmanager (one at most): its id, until
 	// when, and who created it. While it lasts Alertmanager sends nothing
 	// for these alerts, not even their resolve: groundcrew asks its API.
-	SilenceID     string    `json:"silence_id,omitempty"`
-	SilencedUntil time.Time `json:"silenced_until,omitzero"`
-	SilencedBy    *bot.User `json:"silenced_by,omitempty"`
+	SilenceID     string          `json:"silence_id,omitempty"`
+	SilencedUntil time.Time       `json:"silenced_until,omitzero"`
+	SilencedBy    *chatmodel.User `json:"silenced_by,omitempty"`
 	// ReopenedAt is when the incident last opened again; its age counts
 	// from then (or from a Since after the previous resolve).
 	ReopenedAt time.Time `json:"reopened_at,omitzero"`
@@ -127,15 +128,15 @@ func (in *Incident) root() delivery.Handle {
 // (*delivery.Outbox): a chat outage or a restart loses none of them, a
 // thread keeps its order, and root edits are coalesced.
 type Outbox interface {
-	Post(ctx context.Context, to bot.Conversation, m bot.Message, meta delivery.Meta) (delivery.Handle, error)
-	Reply(ctx context.Context, to bot.Conversation, root delivery.Handle, m bot.Message, meta delivery.Meta) (delivery.Handle, error)
-	Update(ctx context.Context, h delivery.Handle, m bot.Message, meta delivery.Meta) error
+	Post(ctx context.Context, to chatmodel.Conversation, m chatmodel.Message, meta delivery.Meta) (delivery.Handle, error)
+	Reply(ctx context.Context, to chatmodel.Conversation, root delivery.Handle, m chatmodel.Message, meta delivery.Meta) (delivery.Handle, error)
+	Update(ctx context.Context, h delivery.Handle, m chatmodel.Message, meta delivery.Meta) error
 	Register(from string, r delivery.Receiver)
 }
 
 // Thread is the incident thread's conversation.
-func (in *Incident) Thread() bot.Conversation {
-	return bot.Conversation{Platform: in.Platform, Channel: in.Channel, Thread: in.Root.ID}
+func (in *Incident) Thread() chatmodel.Conversation {
+	return chatmodel.Conversation{Platform: in.Platform, Channel: in.Channel, Thread: in.Root.ID}
 }
 
 // Duration is how long the incident has been (or was) open.
@@ -206,23 +207,23 @@ type Store interface {
 	ListIncidents(ctx context.Context, q Query) ([]*Incident, error)
 	// IncidentByMessage finds the incident whose root message is ref
 	// (ErrNotFound when none).
-	IncidentByMessage(ctx context.Context, ref bot.MessageRef) (*Incident, error)
+	IncidentByMessage(ctx context.Context, ref chatmodel.MessageRef) (*Incident, error)
 }
 
 // Starter starts runs. The engine implements it (bot.Handler): a run is
 // started by handing it the command a person would type.
 type Starter interface {
-	Handle(ctx context.Context, e bot.Event) error
+	Handle(ctx context.Context, e chatmodel.Event) error
 }
 
 // Runs lists runs; the incident's linked runs are the runs of its thread.
 type Runs interface {
-	ListRuns(ctx context.Context, q bot.RunQuery) ([]*bot.Run, error)
+	ListRuns(ctx context.Context, q runmodel.RunQuery) ([]*runmodel.Run, error)
 }
 
 // Auditor appends to the audit log.
 type Auditor interface {
-	AppendAudit(ctx context.Context, e bot.AuditEntry) error
+	AppendAudit(ctx context.Context, e runmodel.AuditEntry) error
 }
 
 // Silencer creates and expires silences and counts firing alerts

@@ -18,6 +18,9 @@ import (
 	"github.com/groundcrew/groundcrew/bot/bottest"
 	"github.com/groundcrew/groundcrew/delivery"
 	"github.com/groundcrew/groundcrew/incident"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/store"
 )
@@ -25,21 +28,21 @@ import (
 // starter records the command events the incident package hands the engine.
 type starter struct {
 	mu     sync.Mutex
-	events []bot.Event
+	events []chatmodel.Event
 	// runs, when set, records a run for every command, as the engine
 	// does when it starts one; refuse makes it start none.
 	runs   *store.DB
 	refuse bool
 }
 
-func (s *starter) Handle(ctx context.Context, e bot.Event) error {
+func (s *starter) Handle(ctx context.Context, e chatmodel.Event) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.events = append(s.events, e)
 	if s.runs != nil && !s.refuse {
-		r := &bot.Run{ID: fmt.Sprintf("r-%d", len(s.events)), Runbook: "worker-disk-full", Target: "infra-prd", State: bot.RunRunning,
+		r := &runmodel.Run{ID: fmt.Sprintf("r-%d", len(s.events)), Runbook: "worker-disk-full", Target: "infra-prd", State: runmodel.RunRunning,
 			Requester: e.User, Conversation: e.Conversation, CreatedAt: e.Time}
-		return s.runs.CreateRun(ctx, r, &bot.Batch{})
+		return s.runs.CreateRun(ctx, r, &runmodel.Batch{})
 	}
 	return nil
 }
@@ -98,11 +101,11 @@ func TestSignalOpensOneIncidentAndResolves(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "#ci-ops", root.To.Channel)
 	assert.Contains(t, root.Msg.Text, "`/runbook run worker-disk-full target=infra-prd worker=0`")
-	var actions []bot.Intent
+	var actions []chatmodel.Intent
 	for _, b := range root.Msg.Buttons {
 		actions = append(actions, b.Action)
 	}
-	assert.Equal(t, []bot.Intent{incident.ActionAck, incident.ActionRun}, actions)
+	assert.Equal(t, []chatmodel.Intent{incident.ActionAck, incident.ActionRun}, actions)
 	assert.Empty(t, f.start.events, "nothing starts by itself")
 
 	// Re-notifications (Alertmanager's repeat_interval) update, never duplicate.
@@ -235,20 +238,20 @@ func TestChatDownThenPostedFromTheOutbox(t *testing.T) {
 	assert.Equal(t, got.Root.ID, firing.To.Thread, "the reply went into the thread once the root was out")
 }
 
-func rootEvent(in *incident.Incident) bot.MessageRef { return in.Root }
+func rootEvent(in *incident.Incident) chatmodel.MessageRef { return in.Root }
 
 func TestAcknowledgeByReactionButtonAndCommand(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	in, err := f.m.Signal(ctx, diskSignal(true, "a"))
 	require.NoError(t, err)
-	bob := bot.User{ID: "U2", Name: "bob"}
+	bob := chatmodel.User{ID: "U2", Name: "bob"}
 
 	// Other reactions go to the engine.
-	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventReaction, User: bob, Intent: bot.IntentApprove, Message: rootEvent(in)}))
+	require.NoError(t, f.h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventReaction, User: bob, Intent: chatmodel.IntentApprove, Message: rootEvent(in)}))
 	assert.Len(t, f.next.events, 1)
 
-	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventReaction, User: bob, Intent: bot.IntentAcknowledge, Message: rootEvent(in)}))
+	require.NoError(t, f.h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventReaction, User: bob, Intent: chatmodel.IntentAcknowledge, Message: rootEvent(in)}))
 	got, err := f.db.GetIncident(ctx, in.ID)
 	require.NoError(t, err)
 	assert.Equal(t, incident.StateAcknowledged, got.State)
@@ -258,15 +261,15 @@ func TestAcknowledgeByReactionButtonAndCommand(t *testing.T) {
 	_, ok := f.chat.Find("👀 @bob acknowledged")
 	assert.True(t, ok)
 
-	carol := bot.User{ID: "U3", Name: "carol"}
-	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: carol, Text: "incidents ack " + in.ID}))
+	carol := chatmodel.User{ID: "U3", Name: "carol"}
+	require.NoError(t, f.h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: carol, Text: "incidents ack " + in.ID}))
 	assert.Contains(t, strings.Join(f.chat.Ephemerals("U3"), "\n"), "already acknowledged by @bob")
 
-	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: carol, Text: "incidents"}))
+	require.NoError(t, f.h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: carol, Text: "incidents"}))
 	list := f.chat.Ephemerals("U3")
 	assert.Contains(t, list[len(list)-1], "`"+in.ID+"` FileSystemSpaceFillingUp on `infra-prd` — acknowledged by @bob")
 
-	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: carol, Text: "status"}))
+	require.NoError(t, f.h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: carol, Text: "status"}))
 	assert.Len(t, f.next.events, 2, "other commands go to the engine")
 }
 
@@ -275,17 +278,17 @@ func TestRunButtonStartsTheSuggestedRunInTheThread(t *testing.T) {
 	ctx := context.Background()
 	in, err := f.m.Signal(ctx, diskSignal(true, "a"))
 	require.NoError(t, err)
-	bob := bot.User{ID: "U2", Name: "bob"}
+	bob := chatmodel.User{ID: "U2", Name: "bob"}
 	// The engine refuses the press (bob may not run it): not acknowledged.
 	f.start.runs, f.start.refuse = f.db, true
-	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventButton, ID: "slack:action:0", User: bob, Intent: incident.ActionRun, Value: in.ID, Message: in.Root}))
+	require.NoError(t, f.h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventButton, ID: "slack:action:0", User: bob, Intent: incident.ActionRun, Value: in.ID, Message: in.Root}))
 	got, _ := f.db.GetIncident(ctx, in.ID)
 	assert.Equal(t, incident.StateOpen, got.State, "a press that started no run does not acknowledge")
 	f.start.events, f.start.refuse = nil, false
-	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventButton, ID: "slack:action:1", User: bob, Intent: incident.ActionRun, Value: in.ID, Message: in.Root}))
+	require.NoError(t, f.h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventButton, ID: "slack:action:1", User: bob, Intent: incident.ActionRun, Value: in.ID, Message: in.Root}))
 	require.Len(t, f.start.events, 1)
 	ev := f.start.events[0]
-	assert.Equal(t, bot.EventCommand, ev.Kind)
+	assert.Equal(t, chatmodel.EventCommand, ev.Kind)
 	assert.Equal(t, "run worker-disk-full target=infra-prd worker=0", ev.Text, "no --dry-run, no approval: the engine gates as always")
 	assert.Equal(t, bob, ev.User)
 	assert.Equal(t, in.Root.ID, ev.Conversation.Thread)
@@ -356,26 +359,26 @@ func TestSilenceButton(t *testing.T) {
 	require.NoError(t, err)
 	root, _ := f.chat.Find("incident `" + in.ID + "`")
 	assert.Equal(t, incident.ActionSilence, root.Msg.Buttons[len(root.Msg.Buttons)-1].Action)
-	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventButton, User: bot.User{ID: "U2", Name: "bob"}, Intent: incident.ActionSilence, Value: in.ID}))
+	require.NoError(t, f.h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventButton, User: chatmodel.User{ID: "U2", Name: "bob"}, Intent: incident.ActionSilence, Value: in.ID}))
 	assert.Equal(t, s.Silence, sil.got)
 	_, ok := f.chat.Find("🔕 @bob silenced these alerts for 1 h (until 05:00 UTC)")
 	assert.True(t, ok)
 }
 
-func (f *fixture) press(t *testing.T, who bot.User, action bot.Intent, id string) {
+func (f *fixture) press(t *testing.T, who chatmodel.User, action chatmodel.Intent, id string) {
 	t.Helper()
-	require.NoError(t, f.h.Handle(context.Background(), bot.Event{Kind: bot.EventButton, User: who, Intent: action, Value: id}))
+	require.NoError(t, f.h.Handle(context.Background(), chatmodel.Event{Kind: chatmodel.EventButton, User: who, Intent: action, Value: id}))
 }
 
-func (f *fixture) root(t *testing.T, id string) bot.Message {
+func (f *fixture) root(t *testing.T, id string) chatmodel.Message {
 	t.Helper()
 	p, ok := f.chat.Find("incident `" + id + "`")
 	require.True(t, ok)
 	return p.Msg
 }
 
-func actions(m bot.Message) []bot.Intent {
-	var out []bot.Intent
+func actions(m chatmodel.Message) []chatmodel.Intent {
+	var out []chatmodel.Intent
 	for _, b := range m.Buttons {
 		out = append(out, b.Action)
 	}
@@ -399,7 +402,7 @@ func TestOneSilencePerIncident(t *testing.T) {
 	s.Silence = map[string]string{"alertname": "FileSystemSpaceFillingUp"}
 	in, err := f.m.Signal(ctx, s)
 	require.NoError(t, err)
-	carol, bob := bot.User{ID: "U3", Name: "carol"}, bot.User{ID: "U2", Name: "bob"}
+	carol, bob := chatmodel.User{ID: "U3", Name: "carol"}, chatmodel.User{ID: "U2", Name: "bob"}
 	f.clock.Advance(12 * time.Minute)
 	var wg sync.WaitGroup
 	for range 2 {
@@ -450,7 +453,7 @@ func TestSilencedIncidentResolvesAndReopens(t *testing.T) {
 	s.Silence = map[string]string{"alertname": "FileSystemSpaceFillingUp"}
 	in, err := f.m.Signal(ctx, s)
 	require.NoError(t, err)
-	bob := bot.User{ID: "U2", Name: "bob"}
+	bob := chatmodel.User{ID: "U2", Name: "bob"}
 	_, _, err = f.m.Acknowledge(ctx, in.ID, bob, "reaction")
 	require.NoError(t, err)
 	f.press(t, bob, incident.ActionSilence, in.ID)
@@ -507,24 +510,24 @@ func (noRunbooks) Broken(string) (runbooks.Broken, bool) { return runbooks.Broke
 func TestSummaryInTheIncidentThreadIsOneTimelineAndHelpMentionsIncidents(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	reg, err := bot.NewRegistry()
+	reg, err := opmodel.NewRegistry()
 	require.NoError(t, err)
 	h := &incident.Handler{M: f.m}
-	carol := bot.ThreadMessage{Time: f.clock.Now().Add(3 * time.Minute), Author: bot.User{ID: "U3", Name: "carol"}, Text: "df says 8% left"}
-	chat := &threadChat{Chat: f.chat, msgs: []bot.ThreadMessage{carol}}
+	carol := chatmodel.ThreadMessage{Time: f.clock.Now().Add(3 * time.Minute), Author: chatmodel.User{ID: "U3", Name: "carol"}, Text: "df says 8% left"}
+	chat := &threadChat{Chat: f.chat, msgs: []chatmodel.ThreadMessage{carol}}
 	eng, err := bot.New(bot.Options{Store: f.db, Chat: chat, Capabilities: bot.CapabilitiesOf(f.db, chat), Ops: reg, Library: noRunbooks{}, Platform: "slack", Now: f.clock.Now, Threads: h})
 	require.NoError(t, err)
 	h.Next = eng
 	in, err := f.m.Signal(ctx, diskSignal(true, "a"))
 	require.NoError(t, err)
-	bob := bot.User{ID: "U2", Name: "bob"}
-	require.NoError(t, h.Handle(ctx, bot.Event{Kind: bot.EventReaction, Intent: bot.IntentAcknowledge, User: bob, Message: in.Root}))
+	bob := chatmodel.User{ID: "U2", Name: "bob"}
+	require.NoError(t, h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventReaction, Intent: chatmodel.IntentAcknowledge, User: bob, Message: in.Root}))
 	f.clock.Advance(7 * time.Minute)
 	_, err = f.m.Signal(ctx, diskSignal(false))
 	require.NoError(t, err)
 
 	before := len(f.chat.Posts())
-	require.NoError(t, h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: bob, Text: "summary", Conversation: in.Thread()}))
+	require.NoError(t, h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: bob, Text: "summary", Conversation: in.Thread()}))
 	posts := f.chat.Posts()[before:]
 	require.Len(t, posts, 1, "one summary, not the engine's and then the incident's")
 	sum := posts[0]
@@ -541,16 +544,16 @@ func TestSummaryInTheIncidentThreadIsOneTimelineAndHelpMentionsIncidents(t *test
 
 	// A summary elsewhere is the engine's alone.
 	before = len(f.chat.Posts())
-	require.NoError(t, h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: bob, Text: "summary", Conversation: bot.Conversation{Platform: "slack", Channel: "#x", Thread: "other"}}))
+	require.NoError(t, h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: bob, Text: "summary", Conversation: chatmodel.Conversation{Platform: "slack", Channel: "#x", Thread: "other"}}))
 	posts = f.chat.Posts()[before:]
 	require.Len(t, posts, 1)
 	assert.NotContains(t, posts[0].Msg.Text, in.ID, "another thread's summary is the engine's alone")
 
-	require.NoError(t, h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: bob, Text: "incidents show " + in.ID}))
+	require.NoError(t, h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: bob, Text: "incidents show " + in.ID}))
 	eph := f.chat.Ephemerals("U2")
 	assert.Contains(t, eph[len(eph)-1], "04:07 resolved — resolved after 7 min", "Slack cannot type commands in threads: show names the incident")
 
-	require.NoError(t, h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: bob, Text: "help"}))
+	require.NoError(t, h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: bob, Text: "help"}))
 	eph = f.chat.Ephemerals("U2")
 	assert.Contains(t, eph[len(eph)-1], "`/runbook incidents`")
 }
@@ -558,10 +561,10 @@ func TestSummaryInTheIncidentThreadIsOneTimelineAndHelpMentionsIncidents(t *test
 // threadChat reads back the people's messages of a thread.
 type threadChat struct {
 	*bottest.Chat
-	msgs []bot.ThreadMessage
+	msgs []chatmodel.ThreadMessage
 }
 
-func (c *threadChat) ReadThread(context.Context, bot.Conversation) ([]bot.ThreadMessage, error) {
+func (c *threadChat) ReadThread(context.Context, chatmodel.Conversation) ([]chatmodel.ThreadMessage, error) {
 	return c.msgs, nil
 }
 
@@ -575,20 +578,20 @@ func TestThreadNotesMergeWithRunsAndMessages(t *testing.T) {
 	require.NoError(t, err)
 	notes, ok := f.h.ThreadNotes(ctx, in.Thread())
 	require.True(t, ok)
-	_, ok = f.h.ThreadNotes(ctx, bot.Conversation{Platform: "slack", Channel: "#ci-ops", Thread: "nope"})
+	_, ok = f.h.ThreadNotes(ctx, chatmodel.Conversation{Platform: "slack", Channel: "#ci-ops", Thread: "nope"})
 	assert.False(t, ok)
 	for _, it := range notes.Items {
 		assert.Equal(t, "incident", it.From)
 	}
-	reg, err := bot.NewRegistry()
+	reg, err := opmodel.NewRegistry()
 	require.NoError(t, err)
 	eng, err := bot.New(bot.Options{Store: f.db, Chat: f.chat, Capabilities: bot.CapabilitiesOf(f.db, f.chat), Ops: reg, Library: noRunbooks{}, Now: f.clock.Now})
 	require.NoError(t, err)
 	t0 := f.clock.Now()
-	r := &bot.Run{ID: "r-1", Runbook: "worker-disk-full", Target: "infra-prd", State: bot.RunSucceeded, Requester: bot.User{ID: "U2", Name: "bob"}, CreatedAt: t0.Add(2 * time.Minute)}
-	j := map[string][]bot.JournalEntry{"r-1": {{Type: bot.JRunStarted, Time: t0.Add(2 * time.Minute)}}}
-	msgs := []bot.ThreadMessage{{Time: t0.Add(time.Minute), Author: bot.User{ID: "U3", Name: "carol"}, Text: "looking"}}
-	m := eng.IncidentSummary([]*bot.Run{r}, j, msgs, &notes)
+	r := &runmodel.Run{ID: "r-1", Runbook: "worker-disk-full", Target: "infra-prd", State: runmodel.RunSucceeded, Requester: chatmodel.User{ID: "U2", Name: "bob"}, CreatedAt: t0.Add(2 * time.Minute)}
+	j := map[string][]runmodel.JournalEntry{"r-1": {{Type: runmodel.JRunStarted, Time: t0.Add(2 * time.Minute)}}}
+	msgs := []chatmodel.ThreadMessage{{Time: t0.Add(time.Minute), Author: chatmodel.User{ID: "U3", Name: "carol"}, Text: "looking"}}
+	m := eng.IncidentSummary([]*runmodel.Run{r}, j, msgs, &notes)
 	assert.Contains(t, m.Text, "🚨 incident `"+in.ID+"` FileSystemSpaceFillingUp on `infra-prd`: open for 0 s, not acknowledged")
 	assert.Contains(t, m.Text, "1 run in this thread: `r-1` worker-disk-full")
 	assert.Equal(t, "Timeline (UTC):\n04:00 🚨 opened — FileSystemSpaceFillingUp\n04:01 @carol: looking\n04:02 ▶ `r-1` worker-disk-full started by @bob", m.Detail)
@@ -598,10 +601,10 @@ type countingSilencer = silencer
 
 type watchingChat struct {
 	*bottest.Chat
-	watched []bot.MessageRef
+	watched []chatmodel.MessageRef
 }
 
-func (w *watchingChat) WatchReactions(ref bot.MessageRef) { w.watched = append(w.watched, ref) }
+func (w *watchingChat) WatchReactions(ref chatmodel.MessageRef) { w.watched = append(w.watched, ref) }
 
 func TestRedeliveredPressIsDroppedAndOpenIncidentsAreRewatched(t *testing.T) {
 	f := newFixture(t)
@@ -615,13 +618,13 @@ func TestRedeliveredPressIsDroppedAndOpenIncidentsAreRewatched(t *testing.T) {
 	s.Silence = map[string]string{"alertname": "X"}
 	in, err := m.Signal(ctx, s)
 	require.NoError(t, err)
-	press := bot.Event{Kind: bot.EventButton, ID: "slack:action:U2:1.5", User: bot.User{ID: "U2", Name: "bob"}, Intent: incident.ActionSilence, Value: in.ID}
+	press := chatmodel.Event{Kind: chatmodel.EventButton, ID: "slack:action:U2:1.5", User: chatmodel.User{ID: "U2", Name: "bob"}, Intent: incident.ActionSilence, Value: in.ID}
 	require.NoError(t, h.Handle(ctx, press))
 	require.NoError(t, h.Handle(ctx, press))
 	assert.Equal(t, 1, sil.n, "one silence for one press, however often it is delivered")
 
 	require.NoError(t, m.Rewatch(ctx))
-	assert.Equal(t, []bot.MessageRef{in.Root}, wc.watched)
+	assert.Equal(t, []chatmodel.MessageRef{in.Root}, wc.watched)
 }
 
 // TestListShowsWhatNeedsAPersonFirst: with 25 open and the 9 oldest
@@ -643,15 +646,15 @@ func TestListShowsWhatNeedsAPersonFirst(t *testing.T) {
 		ids = append(ids, in.ID)
 		f.clock.Advance(time.Minute)
 	}
-	carol := bot.User{ID: "U3", Name: "carol"}
+	carol := chatmodel.User{ID: "U3", Name: "carol"}
 	for _, id := range ids[:9] {
 		// Typed as people copy them from a phone: upper case.
-		require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: carol, Text: "incidents ack " + strings.ToUpper(id)}))
+		require.NoError(t, f.h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: carol, Text: "incidents ack " + strings.ToUpper(id)}))
 	}
 	assert.Empty(t, f.chat.Ephemerals("U3"), "every ack found its incident")
 	list := func(args string) string {
 		n := len(f.chat.Ephemerals("U9"))
-		require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: bot.User{ID: "U9"}, Text: strings.TrimSpace("incidents " + args)}))
+		require.NoError(t, f.h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: chatmodel.User{ID: "U9"}, Text: strings.TrimSpace("incidents " + args)}))
 		got := f.chat.Ephemerals("U9")
 		require.Len(t, got, n+1)
 		return got[n]
@@ -687,7 +690,7 @@ func TestListShowsWhatNeedsAPersonFirst(t *testing.T) {
 	assert.Contains(t, all, "✅ `"+ids[0]+"`", "all lists the resolved ones last")
 	assert.Contains(t, all, "Page 2 of 2")
 
-	require.NoError(t, f.h.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: carol, Text: "incidents show " + strings.ToUpper(ids[3])}))
+	require.NoError(t, f.h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: carol, Text: "incidents show " + strings.ToUpper(ids[3])}))
 	assert.Contains(t, f.chat.Ephemerals("U3")[0], "`"+ids[3]+"`")
 }
 
@@ -706,7 +709,7 @@ func TestAlertTextIsSanitizedBeforePosting(t *testing.T) {
 	posted := f.chat.Posts()
 	require.NotEmpty(t, posted)
 	for _, p := range posted {
-		for _, m := range append([]bot.Message{p.Msg}, p.History...) {
+		for _, m := range append([]chatmodel.Message{p.Msg}, p.History...) {
 			assert.NotContains(t, m.Text, "\u202e")
 			assert.NotContains(t, m.Text, "\u200b")
 			assert.NotContains(t, m.Detail, "\u202e")
@@ -732,8 +735,8 @@ func TestEmptyParamIsAPlaceholderNotDropped(t *testing.T) {
 	for _, b := range root.Msg.Buttons {
 		assert.NotEqual(t, incident.ActionRun, b.Action, "no Run button for an incomplete command")
 	}
-	bob := bot.User{ID: "U2", Name: "bob"}
-	err = f.h.Handle(ctx, bot.Event{Kind: bot.EventButton, ID: "slack:action:2", User: bob, Intent: incident.ActionRun, Value: in.ID, Message: in.Root})
+	bob := chatmodel.User{ID: "U2", Name: "bob"}
+	err = f.h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventButton, ID: "slack:action:2", User: bob, Intent: incident.ActionRun, Value: in.ID, Message: in.Root})
 	require.Error(t, err)
 	assert.Empty(t, f.start.events, "an incomplete command is never started")
 	assert.Contains(t, strings.Join(f.chat.Ephemerals("U2"), "\n"), "incomplete")
@@ -752,7 +755,7 @@ func TestIncidentChangesAreLogged(t *testing.T) {
 	ctx := context.Background()
 	in, err := m.Signal(ctx, diskSignal(true, "a"))
 	require.NoError(t, err)
-	_, _, err = m.Acknowledge(ctx, in.ID, bot.User{ID: "U2", Name: "bob"}, "reaction")
+	_, _, err = m.Acknowledge(ctx, in.ID, chatmodel.User{ID: "U2", Name: "bob"}, "reaction")
 	require.NoError(t, err)
 	_, err = m.Signal(ctx, diskSignal(false))
 	require.NoError(t, err)
@@ -775,7 +778,7 @@ func TestAcknowledgedAfterCountsFromWhenItStarted(t *testing.T) {
 	in, err := f.m.Signal(ctx, sig)
 	require.NoError(t, err)
 	f.clock.Advance(16 * time.Second)
-	_, _, err = f.m.Acknowledge(ctx, in.ID, bot.User{ID: "U2", Name: "bob"}, "reaction")
+	_, _, err = f.m.Acknowledge(ctx, in.ID, chatmodel.User{ID: "U2", Name: "bob"}, "reaction")
 	require.NoError(t, err)
 	root, _ := f.chat.Find("incident `" + in.ID + "`")
 	assert.Contains(t, root.Msg.Text, "open for 11 min")
@@ -825,7 +828,7 @@ func TestReopenedCountsFromTheReopening(t *testing.T) {
 	_, err = f.m.Signal(ctx, sig)     // the same old startsAt
 	require.NoError(t, err)
 	f.clock.Advance(2 * time.Minute)
-	_, _, err = f.m.Acknowledge(ctx, in.ID, bot.User{ID: "U2", Name: "bob"}, "reaction")
+	_, _, err = f.m.Acknowledge(ctx, in.ID, chatmodel.User{ID: "U2", Name: "bob"}, "reaction")
 	require.NoError(t, err)
 	root := f.root(t, in.ID)
 	assert.Contains(t, root.Text, "open for 2 min (reopened 04:31)")

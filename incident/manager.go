@@ -15,9 +15,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/delivery"
 	"github.com/groundcrew/groundcrew/internal/human"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -30,13 +31,13 @@ const ReopenWindow = time.Hour
 const maxTimeline = 200
 
 // BotUser is who autostarted (read-only) runs are started by.
-var BotUser = bot.User{ID: "groundcrew", Name: "groundcrew"}
+var BotUser = chatmodel.User{ID: "groundcrew", Name: "groundcrew"}
 
 // Options configure a Manager.
 type Options struct {
 	Store Store
 	// Chat answers people (ephemeral replies) and re-reads reactions.
-	Chat bot.Chat
+	Chat chatmodel.Chat
 	// Outbox posts and edits every incident message (default: an outbox
 	// of its own over Chat, in memory: nothing survives a restart).
 	Outbox  Outbox
@@ -46,7 +47,7 @@ type Options struct {
 	// Silencer, when set, adds a "silence 1 h" button to alert incidents.
 	Silencer Silencer
 	// Dedupe, when set, drops redelivered button presses (a second silence).
-	Dedupe bot.Dedupe
+	Dedupe runmodel.Dedupe
 	// Observer, when set, counts the incidents opened (metrics).
 	Observer Observer
 	// Runbooks, when set, checks a suggested run's parameters as the
@@ -106,7 +107,7 @@ const (
 
 // delivered records the reference of a root the outbox posted late (chat
 // was down when the incident opened).
-func (m *Manager) delivered(ctx context.Context, it delivery.Item, ref bot.MessageRef) {
+func (m *Manager) delivered(ctx context.Context, it delivery.Item, ref chatmodel.MessageRef) {
 	id, ok := strings.CutPrefix(it.Key, rootKey)
 	if !ok {
 		return
@@ -122,7 +123,7 @@ func (m *Manager) delivered(ctx context.Context, it delivery.Item, ref bot.Messa
 		return
 	}
 	m.log.Info("incident posted after a chat outage", "incident", id, "title", in.Title, "channel", in.Channel)
-	if w, ok := m.o.Chat.(bot.ReactionWatcher); ok && in.State == StateOpen {
+	if w, ok := m.o.Chat.(chatmodel.ReactionWatcher); ok && in.State == StateOpen {
 		w.WatchReactions(ref)
 	}
 }
@@ -348,7 +349,7 @@ func (in *Incident) add(e Entry) {
 func (m *Manager) publish(ctx context.Context, in *Incident, what change, prev []string, why string) *Incident {
 	root := m.render(in)
 	if in.root().IsZero() {
-		h, err := m.o.Outbox.Post(ctx, bot.Conversation{Platform: in.Platform, Channel: in.Channel}, root,
+		h, err := m.o.Outbox.Post(ctx, chatmodel.Conversation{Platform: in.Platform, Channel: in.Channel}, root,
 			delivery.Meta{From: deliveryFrom, Key: rootKey + in.ID})
 		if err != nil {
 			m.log.Error("posting incident: chat refused it for good; the next signal tries again", "incident", in.ID, "channel", in.Channel, "err", err)
@@ -370,7 +371,7 @@ func (m *Manager) publish(ctx context.Context, in *Incident, what change, prev [
 			m.log.Warn("chat is not taking posts: the incident waits in the outbox", "incident", in.ID, "channel", in.Channel)
 		}
 		if len(in.Evidence) > 0 {
-			m.postThread(ctx, in, bot.Message{Text: evidenceText("🔔 Firing", in.Evidence, nil)})
+			m.postThread(ctx, in, chatmodel.Message{Text: evidenceText("🔔 Firing", in.Evidence, nil)})
 		}
 		if what != changeResolved {
 			return in
@@ -380,9 +381,9 @@ func (m *Manager) publish(ctx context.Context, in *Incident, what change, prev [
 	}
 	switch what {
 	case changeUpdated:
-		m.postThread(ctx, in, bot.Message{Text: evidenceText("🔁 Changed", in.Evidence, prev)})
+		m.postThread(ctx, in, chatmodel.Message{Text: evidenceText("🔁 Changed", in.Evidence, prev)})
 	case changeReopened:
-		m.postThread(ctx, in, bot.Message{Text: evidenceText("🔔 Firing again", in.Evidence, nil), Broadcast: true})
+		m.postThread(ctx, in, chatmodel.Message{Text: evidenceText("🔔 Firing again", in.Evidence, nil), Broadcast: true})
 	case changeResolved:
 		text := fmt.Sprintf("✅ Resolved after %s — %s", human.Duration(in.Duration(in.ResolvedAt)), nonEmpty(why, sourceName(in)))
 		var open []string
@@ -394,14 +395,14 @@ func (m *Manager) publish(ctx context.Context, in *Incident, what change, prev [
 		if len(open) > 0 {
 			text += "\nStill open in this thread: " + strings.Join(open, ", ") + " — finish or `/runbook cancel <run>` them."
 		}
-		m.postThread(ctx, in, bot.Message{Text: text, Broadcast: true})
+		m.postThread(ctx, in, chatmodel.Message{Text: text, Broadcast: true})
 	}
 	return in
 }
 
 // edit replaces the root message, coalesced: a storm of repeats edits it
 // at most once every few seconds, the latest state winning.
-func (m *Manager) edit(ctx context.Context, in *Incident, msg bot.Message) {
+func (m *Manager) edit(ctx context.Context, in *Incident, msg chatmodel.Message) {
 	if in.root().IsZero() {
 		return
 	}
@@ -457,11 +458,11 @@ func evidenceText(head string, cur, prev []string) string {
 
 // postThread replies in the incident's thread, through the outbox: after
 // the root and the earlier replies, however long chat is down.
-func (m *Manager) postThread(ctx context.Context, in *Incident, msg bot.Message) {
+func (m *Manager) postThread(ctx context.Context, in *Incident, msg chatmodel.Message) {
 	if in.root().IsZero() {
 		return
 	}
-	to := bot.Conversation{Platform: in.Platform, Channel: in.Channel}
+	to := chatmodel.Conversation{Platform: in.Platform, Channel: in.Channel}
 	if _, err := m.o.Outbox.Reply(ctx, to, in.root(), msg, delivery.Meta{From: deliveryFrom, Key: in.ID}); err != nil {
 		m.log.Error("posting in incident thread: chat refused it for good", "incident", in.ID, "err", err)
 	}
@@ -479,7 +480,7 @@ func (m *Manager) audit(ctx context.Context, in *Incident, actor, action, detail
 	if m.o.Audit == nil {
 		return
 	}
-	err := m.o.Audit.AppendAudit(ctx, bot.AuditEntry{Time: m.o.Now(), Actor: actor, Action: bot.AuditAction(action), Target: in.Target,
+	err := m.o.Audit.AppendAudit(ctx, runmodel.AuditEntry{Time: m.o.Now(), Actor: actor, Action: runmodel.AuditAction(action), Target: in.Target,
 		Detail: in.ID + " " + in.Key + ": " + detail})
 	if err != nil {
 		m.log.Error("writing the audit log", "incident", in.ID, "action", action, "err", err)
@@ -515,7 +516,7 @@ func (in *Incident) Command() string {
 
 // Acknowledge marks an incident acknowledged by who; via says how
 // ("reaction", "button", "command"). Acknowledging twice keeps the first.
-func (m *Manager) Acknowledge(ctx context.Context, id string, who bot.User, via string) (*Incident, bool, error) {
+func (m *Manager) Acknowledge(ctx context.Context, id string, who chatmodel.User, via string) (*Incident, bool, error) {
 	now := m.o.Now()
 	changed := false
 	in, err := m.o.Store.UpdateIncident(ctx, id, func(in *Incident) error {
@@ -536,14 +537,14 @@ func (m *Manager) Acknowledge(ctx context.Context, id string, who bot.User, via 
 	}
 	m.audit(ctx, in, who.ID, "incident_acknowledged", via)
 	m.edit(ctx, in, m.render(in))
-	m.postThread(ctx, in, bot.Message{Text: fmt.Sprintf("👀 %s acknowledged — %s after it started.", who.Display(), human.Duration(in.Duration(now)))})
+	m.postThread(ctx, in, chatmodel.Message{Text: fmt.Sprintf("👀 %s acknowledged — %s after it started.", who.Display(), human.Duration(in.Duration(now)))})
 	return in, true, nil
 }
 
 // Run starts the incident's suggested runbook as who, in the incident
 // thread, exactly as if who had typed the command there: the engine checks
 // who may run it and gates every destructive step as always.
-func (m *Manager) Run(ctx context.Context, in *Incident, who bot.User, eventID string, dryRun bool) error {
+func (m *Manager) Run(ctx context.Context, in *Incident, who chatmodel.User, eventID string, dryRun bool) error {
 	if m.o.Starter == nil || in.Runbook == "" {
 		return errors.New("no runbook to start")
 	}
@@ -571,7 +572,7 @@ func (m *Manager) Run(ctx context.Context, in *Incident, who bot.User, eventID s
 	}); err != nil {
 		return err
 	}
-	ev := bot.Event{Kind: bot.EventCommand, User: who, Conversation: in.Thread(), Text: text, Time: now, AlertInstance: in.Instance}
+	ev := chatmodel.Event{Kind: chatmodel.EventCommand, User: who, Conversation: in.Thread(), Text: text, Time: now, AlertInstance: in.Instance}
 	if eventID != "" {
 		ev.ID = eventID + "/run"
 	}
@@ -591,7 +592,7 @@ var ErrSilenced = errors.New("already silenced")
 // silence per incident (a second press says who silenced it and until
 // when). While it lasts, CheckSilences asks Alertmanager whether the
 // alerts still fire.
-func (m *Manager) Silence(ctx context.Context, in *Incident, who bot.User, d time.Duration) (string, error) {
+func (m *Manager) Silence(ctx context.Context, in *Incident, who chatmodel.User, d time.Duration) (string, error) {
 	if m.o.Silencer == nil || len(in.Silence) == 0 {
 		return "", errors.New("silences are not available for this incident")
 	}
@@ -624,14 +625,14 @@ func (m *Manager) Silence(ctx context.Context, in *Incident, who bot.User, d tim
 	}
 	m.audit(ctx, in, who.ID, "incident_silenced", id)
 	m.updateRoot(ctx, in)
-	m.postThread(ctx, in, bot.Message{Text: fmt.Sprintf("🔕 %s silenced these alerts for %s (until %s) in Alertmanager (silence `%s`). Alertmanager sends nothing for them meanwhile, not even their resolve: groundcrew asks it every %s and resolves the incident when they are gone.",
+	m.postThread(ctx, in, chatmodel.Message{Text: fmt.Sprintf("🔕 %s silenced these alerts for %s (until %s) in Alertmanager (silence `%s`). Alertmanager sends nothing for them meanwhile, not even their resolve: groundcrew asks it every %s and resolves the incident when they are gone.",
 		who.Display(), human.Duration(d), hm(until), id, human.Duration(SilenceCheckEvery))})
 	return id, nil
 }
 
 // ExpireSilence ends the incident's silence now (DELETE
 // /api/v2/silence/{id}); Alertmanager notifies again.
-func (m *Manager) ExpireSilence(ctx context.Context, in *Incident, who bot.User) error {
+func (m *Manager) ExpireSilence(ctx context.Context, in *Incident, who chatmodel.User) error {
 	if m.o.Silencer == nil {
 		return errors.New("silences are not available (alerts.alertmanager.url is not set)")
 	}
@@ -663,7 +664,7 @@ func (m *Manager) ExpireSilence(ctx context.Context, in *Incident, who bot.User)
 	}
 	m.audit(ctx, in, who.ID, "incident_unsilenced", id)
 	m.updateRoot(ctx, in)
-	m.postThread(ctx, in, bot.Message{Text: fmt.Sprintf("🔔 %s expired the silence `%s`: Alertmanager notifies about these alerts again.", who.Display(), id)})
+	m.postThread(ctx, in, chatmodel.Message{Text: fmt.Sprintf("🔔 %s expired the silence `%s`: Alertmanager notifies about these alerts again.", who.Display(), id)})
 	return nil
 }
 
@@ -759,8 +760,8 @@ func (m *Manager) silenceEnded(ctx context.Context, in *Incident, n int) error {
 	}
 	m.audit(ctx, in, "", "incident_reopened", "silence "+id+" ended")
 	m.updateRoot(ctx, in)
-	m.postThread(ctx, in, bot.Message{Text: fmt.Sprintf("🔔 The silence ended and %d alert%s still fire%s: the incident is open again.", n, plural(n), map[bool]string{true: "s"}[n == 1]), Broadcast: true})
-	if w, ok := m.o.Chat.(bot.ReactionWatcher); ok && !in.Root.IsZero() {
+	m.postThread(ctx, in, chatmodel.Message{Text: fmt.Sprintf("🔔 The silence ended and %d alert%s still fire%s: the incident is open again.", n, plural(n), map[bool]string{true: "s"}[n == 1]), Broadcast: true})
+	if w, ok := m.o.Chat.(chatmodel.ReactionWatcher); ok && !in.Root.IsZero() {
 		w.WatchReactions(in.Root)
 	}
 	return nil
@@ -777,7 +778,7 @@ func hm(t time.Time) string { return t.UTC().Format("15:04") + " UTC" }
 // re-read the reactions of every open incident's message after a restart,
 // so that a 👀 given while groundcrew was down still acknowledges.
 func (m *Manager) Rewatch(ctx context.Context) error {
-	w, ok := m.o.Chat.(bot.ReactionWatcher)
+	w, ok := m.o.Chat.(chatmodel.ReactionWatcher)
 	if !ok {
 		return nil
 	}
@@ -869,11 +870,11 @@ func (m *Manager) list(ctx context.Context, f ListFilter) ([]*Incident, error) {
 }
 
 // LinkedRuns returns the runs of the incident's thread.
-func (m *Manager) LinkedRuns(ctx context.Context, in *Incident) []*bot.Run {
+func (m *Manager) LinkedRuns(ctx context.Context, in *Incident) []*runmodel.Run {
 	if m.o.Runs == nil || in.Root.IsZero() {
 		return nil
 	}
-	runs, err := m.o.Runs.ListRuns(ctx, bot.RunQuery{Thread: in.Root.ID})
+	runs, err := m.o.Runs.ListRuns(ctx, runmodel.RunQuery{Thread: in.Root.ID})
 	if err != nil {
 		m.log.Warn("listing an incident's runs", "incident", in.ID, "err", err)
 		return nil

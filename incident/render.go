@@ -8,17 +8,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/internal/human"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // Button actions of incident messages.
 const (
-	ActionAck     bot.Intent = "incident_ack"
-	ActionRun     bot.Intent = "incident_run"
-	ActionSilence bot.Intent = "incident_silence"
+	ActionAck     chatmodel.Intent = "incident_ack"
+	ActionRun     chatmodel.Intent = "incident_run"
+	ActionSilence chatmodel.Intent = "incident_silence"
 	// ActionUnsilence expires the incident's silence.
-	ActionUnsilence bot.Intent = "incident_unsilence"
+	ActionUnsilence chatmodel.Intent = "incident_unsilence"
 )
 
 // SilenceFor is how long the silence button silences.
@@ -43,7 +44,7 @@ func stateIcon(s State) string {
 
 // render renders the incident's root message: what, where, since when,
 // who acknowledged, the suggested run (button and exact command).
-func (m *Manager) render(in *Incident) bot.Message {
+func (m *Manager) render(in *Incident) chatmodel.Message {
 	now := m.o.Now()
 	var b strings.Builder
 	where := ""
@@ -75,23 +76,23 @@ func (m *Manager) render(in *Incident) bot.Message {
 		}
 		b.WriteString("\n• " + l)
 	}
-	msg := bot.Message{}
+	msg := chatmodel.Message{}
 	if in.State != StateResolved {
 		if cmd := in.Command(); cmd != "" {
 			fmt.Fprintf(&b, "\nSuggested: `%s`", cmd)
 		}
 		if in.State == StateOpen {
 			b.WriteString("\nReact 👀 to acknowledge (or `/runbook incidents ack " + in.ID + "`).")
-			msg.Buttons = append(msg.Buttons, bot.Button{Action: ActionAck, Label: "👀 Acknowledge", Value: in.ID})
+			msg.Buttons = append(msg.Buttons, chatmodel.Button{Action: ActionAck, Label: "👀 Acknowledge", Value: in.ID})
 		}
 		if in.Runbook != "" && m.o.Starter != nil && !strings.Contains(in.Command(), "<") {
-			msg.Buttons = append(msg.Buttons, bot.Button{Action: ActionRun, Label: "▶ Run " + in.Runbook, Value: in.ID, Style: "primary"})
+			msg.Buttons = append(msg.Buttons, chatmodel.Button{Action: ActionRun, Label: "▶ Run " + in.Runbook, Value: in.ID, Style: "primary"})
 		}
 		switch {
 		case m.o.Silencer != nil && in.SilenceID != "":
-			msg.Buttons = append(msg.Buttons, bot.Button{Action: ActionUnsilence, Label: "🔔 Expire silence", Value: in.ID})
+			msg.Buttons = append(msg.Buttons, chatmodel.Button{Action: ActionUnsilence, Label: "🔔 Expire silence", Value: in.ID})
 		case m.o.Silencer != nil && len(in.Silence) > 0:
-			msg.Buttons = append(msg.Buttons, bot.Button{Action: ActionSilence, Label: "🔕 Silence 1 h", Value: in.ID})
+			msg.Buttons = append(msg.Buttons, chatmodel.Button{Action: ActionSilence, Label: "🔕 Silence 1 h", Value: in.ID})
 		}
 	}
 	msg.Text, msg.Detail = b.String(), detail
@@ -218,7 +219,7 @@ func listRank(ins []*Incident) {
 // then the acknowledged ones, a page of maxListed at a time, with their
 // state, age and linked runs or suggested command. ins are the incidents
 // the filter may show (the open ones, and with All the resolved ones).
-func (m *Manager) ListText(ins []*Incident, f ListFilter, runs func(*Incident) []*bot.Run) string {
+func (m *Manager) ListText(ins []*Incident, f ListFilter, runs func(*Incident) []*runmodel.Run) string {
 	now := m.o.Now()
 	counts := map[State]int{}
 	var shown []*Incident
@@ -343,14 +344,14 @@ var entryIcons = map[string]string{"opened": "🚨", "reopened": "🚨", "change
 // Notes is the incident as its thread's summary shows it: headed by the
 // incident, its timeline entries as items merged with the runs and
 // people's messages (bot.ThreadNoter, through the Handler).
-func (m *Manager) Notes(in *Incident) bot.ThreadNotes {
-	n := bot.ThreadNotes{Heading: fmt.Sprintf("%s incident `%s` %s", stateIcon(in.State), in.ID, m.heading(in))}
+func (m *Manager) Notes(in *Incident) chatmodel.ThreadNotes {
+	n := chatmodel.ThreadNotes{Heading: fmt.Sprintf("%s incident `%s` %s", stateIcon(in.State), in.ID, m.heading(in))}
 	for _, e := range in.Timeline {
 		icon := entryIcons[e.Kind]
 		if icon == "" {
 			icon = "•"
 		}
-		n.Items = append(n.Items, bot.ThreadMessage{Time: e.Time, Text: fmt.Sprintf("%s %s — %s", icon, e.Kind, e.Text), From: "incident"})
+		n.Items = append(n.Items, chatmodel.ThreadMessage{Time: e.Time, Text: fmt.Sprintf("%s %s — %s", icon, e.Kind, e.Text), From: "incident"})
 	}
 	return n
 }

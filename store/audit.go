@@ -9,7 +9,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // ErrAuditCut is returned by VerifyAuditHead when the chain no longer
@@ -19,18 +19,18 @@ var ErrAuditCut = errors.New("audit log does not contain the expected head")
 
 // AuditHead returns the head of the audit chain (its last entry). It does
 // not verify the chain; VerifyAudit does.
-func (s *DB) AuditHead(_ context.Context) (bot.AuditHead, error) {
-	var h bot.AuditHead
+func (s *DB) AuditHead(_ context.Context) (runmodel.AuditHead, error) {
+	var h runmodel.AuditHead
 	err := s.db.View(func(tx *bolt.Tx) error {
 		k, v := tx.Bucket(bAudit).Cursor().Last()
 		if k == nil {
 			return nil
 		}
-		var e bot.AuditEntry
+		var e runmodel.AuditEntry
 		if err := json.Unmarshal(v, &e); err != nil {
 			return fmt.Errorf("%w: last entry is not valid JSON", ErrAuditTampered)
 		}
-		h = bot.AuditHead{Count: e.Seq, Hash: e.Hash}
+		h = runmodel.AuditHead{Count: e.Seq, Hash: e.Hash}
 		return nil
 	})
 	return h, err
@@ -40,7 +40,7 @@ func (s *DB) AuditHead(_ context.Context) (bot.AuditHead, error) {
 // want.Count exists and has want.Hash (a prefix of at least 12 characters
 // is accepted). Run VerifyAudit too: it checks that the entries up to the
 // head follow each other.
-func (s *DB) VerifyAuditHead(ctx context.Context, want bot.AuditHead) error {
+func (s *DB) VerifyAuditHead(ctx context.Context, want runmodel.AuditHead) error {
 	if want.Count == 0 {
 		return nil
 	}
@@ -56,7 +56,7 @@ func (s *DB) VerifyAuditHead(ctx context.Context, want bot.AuditHead) error {
 		return fmt.Errorf("%w: the log ends at entry %d but the checkpoint %s has entry %d — at least %d %s removed from the end",
 			ErrAuditCut, head.Count, want, want.Count, n, what)
 	}
-	var e bot.AuditEntry
+	var e runmodel.AuditEntry
 	err = s.db.View(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bAudit).Get(u64(want.Count))
 		if v == nil {

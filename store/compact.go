@@ -9,14 +9,14 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // CompactResult says what Compact did.
 type CompactResult struct {
-	Before, After int64         // file sizes in bytes
-	Audit         int           // audit entries verified in the compacted file
-	Head          bot.AuditHead // the audit chain's head, the same before and after
+	Before, After int64              // file sizes in bytes
+	Audit         int                // audit entries verified in the compacted file
+	Head          runmodel.AuditHead // the audit chain's head, the same before and after
 	Runs          int
 	Took          time.Duration
 }
@@ -35,8 +35,8 @@ func Compact(ctx context.Context, path string) (CompactResult, error) {
 	var res CompactResult
 	start := time.Now()
 	src, err := Open(path, Options{Timeout: 200 * time.Millisecond})
-	if errors.Is(err, bot.ErrLocked) {
-		return res, fmt.Errorf("not compacting %s: %w: stop groundcrew serve first (compaction needs the store to itself)", path, bot.ErrLocked)
+	if errors.Is(err, runmodel.ErrLocked) {
+		return res, fmt.Errorf("not compacting %s: %w: stop groundcrew serve first (compaction needs the store to itself)", path, runmodel.ErrLocked)
 	}
 	if err != nil {
 		return res, err

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // fillFinished writes n finished runs, one a minute from t0, with big
@@ -22,7 +22,7 @@ func fillFinished(t *testing.T, db *DB, n int) {
 	t.Helper()
 	for i := range n {
 		r, b := finishedRun(fmt.Sprintf("r-%05d", i), t0.Add(time.Duration(i)*time.Minute))
-		r.Steps = []bot.StepState{{ID: "s", Status: bot.StepSucceeded, Result: []byte(`{"pad":"` + strings.Repeat("x", 4000) + `"}`)}}
+		r.Steps = []runmodel.StepState{{ID: "s", Status: runmodel.StepSucceeded, Result: []byte(`{"pad":"` + strings.Repeat("x", 4000) + `"}`)}}
 		require.NoError(t, db.CreateRun(context.Background(), r, b))
 	}
 }
@@ -60,7 +60,7 @@ func TestCompact_ShrinksAndKeepsEverything(t *testing.T) {
 	db, err = Open(p, Options{})
 	require.NoError(t, err)
 	defer db.Close()
-	all, err := db.ListRuns(ctx, bot.RunQuery{})
+	all, err := db.ListRuns(ctx, runmodel.RunQuery{})
 	require.NoError(t, err)
 	assert.Len(t, all, 100)
 	h, err := db.AuditHead(ctx)
@@ -78,7 +78,7 @@ func TestCompact_RefusesAHeldOrTamperedStore(t *testing.T) {
 	require.NoError(t, err)
 	fillFinished(t, db, 5)
 	_, err = Compact(context.Background(), p)
-	require.ErrorIs(t, err, bot.ErrLocked)
+	require.ErrorIs(t, err, runmodel.ErrLocked)
 	assert.Contains(t, err.Error(), "stop groundcrew serve first")
 
 	require.NoError(t, db.db.Update(func(tx *bolt.Tx) error {

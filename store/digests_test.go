@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
 	"github.com/groundcrew/groundcrew/digest"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 func TestDigestHistory_RoundTrip(t *testing.T) {
@@ -27,7 +27,7 @@ func TestDigestHistory_RoundTrip(t *testing.T) {
 	at := time.Date(2025, 3, 10, 7, 0, 0, 0, time.UTC)
 	want := digest.Record{
 		Fire: at, State: digest.Posted, Posted: at.Add(3 * time.Second),
-		Ref: bot.MessageRef{Channel: "#ci-ops", ID: "m1"},
+		Ref: chatmodel.MessageRef{Channel: "#ci-ops", ID: "m1"},
 		Data: &digest.Data{Target: "infra-prd", At: at, Window: 24 * time.Hour,
 			Workers: digest.WorkerFigures{ByState: map[string]int{"stalled": 1}, Names: []string{"w-0"},
 				Stalled: []digest.StalledWorker{{Name: "w-0", Containers: 236, Since: at.Add(-time.Hour)}}},
@@ -61,9 +61,9 @@ func (fixedSource) Collect(context.Context, string, time.Duration, *digest.Data)
 	return digest.Data{Workers: digest.WorkerFigures{ByState: map[string]int{"running": 1}, Names: []string{"w-0"}}}, nil
 }
 
-type crashingChat struct{ bot.Chat }
+type crashingChat struct{ chatmodel.Chat }
 
-func (crashingChat) Post(context.Context, bot.Conversation, bot.Message) (bot.MessageRef, error) {
+func (crashingChat) Post(context.Context, chatmodel.Conversation, chatmodel.Message) (chatmodel.MessageRef, error) {
 	panic("killed while posting")
 }
 
@@ -76,7 +76,7 @@ func TestDigest_NoDoublePostAcrossRestart(t *testing.T) {
 	chat := &bottest.Chat{}
 	ctx := context.Background()
 	// boot opens the store and runs one evaluation, like a bot start.
-	boot := func(c bot.Chat) {
+	boot := func(c chatmodel.Chat) {
 		t.Helper()
 		db, err := Open(path, Options{Timeout: 100 * time.Millisecond})
 		require.NoError(t, err)

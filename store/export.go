@@ -7,18 +7,18 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/incident"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // Dump receives everything a store holds, for `groundcrew store copy`.
 // Each function is called once per item; an error stops the dump.
 type Dump struct {
-	Run         func(r *bot.Run, journal []bot.JournalEntry) error
-	Message     func(m bot.MessageIndex) error
-	Audit       func(e bot.AuditEntry) error // in chain order, hashes as stored
+	Run         func(r *runmodel.Run, journal []runmodel.JournalEntry) error
+	Message     func(m runmodel.MessageIndex) error
+	Audit       func(e runmodel.AuditEntry) error // in chain order, hashes as stored
 	Event       func(id string, seen time.Time) error
-	Outbox      func(it bot.OutboxItem) error
+	Outbox      func(it runmodel.OutboxItem) error
 	Digest      func(key string, data []byte) error // a digest.Record as JSON
 	KV          func(key string, value []byte) error
 	Incident    func(in *incident.Incident) error
@@ -34,10 +34,10 @@ func (s *DB) Dump(d Dump) error {
 			if err != nil {
 				return err
 			}
-			var journal []bot.JournalEntry
+			var journal []runmodel.JournalEntry
 			if jb := tx.Bucket(bJournal).Bucket(k); jb != nil {
 				if err := jb.ForEach(func(_, v []byte) error {
-					var e bot.JournalEntry
+					var e runmodel.JournalEntry
 					if err := json.Unmarshal(v, &e); err != nil {
 						return fmt.Errorf("decoding the journal of %s: %w", k, err)
 					}
@@ -62,7 +62,7 @@ func (s *DB) Dump(d Dump) error {
 			return nil
 		}
 		if err := each("message index", bMessages, func(_, v []byte) error {
-			var m bot.MessageIndex
+			var m runmodel.MessageIndex
 			if err := json.Unmarshal(v, &m); err != nil {
 				return err
 			}
@@ -71,7 +71,7 @@ func (s *DB) Dump(d Dump) error {
 			return err
 		}
 		if err := each("audit log", bAudit, func(_, v []byte) error {
-			var e bot.AuditEntry
+			var e runmodel.AuditEntry
 			if err := json.Unmarshal(v, &e); err != nil {
 				return err
 			}
@@ -89,7 +89,7 @@ func (s *DB) Dump(d Dump) error {
 			return err
 		}
 		if err := each("outbox", bOutbox, func(_, v []byte) error {
-			var it bot.OutboxItem
+			var it runmodel.OutboxItem
 			if err := json.Unmarshal(v, &it); err != nil {
 				return err
 			}

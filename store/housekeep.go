@@ -11,7 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // A housekeeping pass deletes in batches, each its own write transaction,
@@ -83,8 +83,8 @@ func migrateIndexesByRunAndTime(tx *bolt.Tx) error {
 // The audit log is kept whole, so the chain still verifies. It reads only
 // what it deletes (through the indexes by time and by run), in batches of
 // a few milliseconds each.
-func (s *DB) Housekeep(ctx context.Context, now time.Time) (bot.HousekeepResult, error) {
-	var res bot.HousekeepResult
+func (s *DB) Housekeep(ctx context.Context, now time.Time) (runmodel.HousekeepResult, error) {
+	var res runmodel.HousekeepResult
 	// batch runs fn in one write transaction, timed; between two batches
 	// the writes waiting go first.
 	batch := func(fn func(tx *bolt.Tx, deadline time.Time) error) error {
@@ -177,10 +177,10 @@ func forgetEvents(tx *bolt.Tx, cutoff, deadline time.Time) (n int, err error) {
 // runEnd is what housekeeping reads of a run: enough to decide and to
 // find its index entries, not the whole run.
 type runEnd struct {
-	ID           string       `json:"id"`
-	State        bot.RunState `json:"state"`
-	UpdatedAt    time.Time    `json:"updated_at"`
-	FinishedAt   time.Time    `json:"finished_at"`
+	ID           string            `json:"id"`
+	State        runmodel.RunState `json:"state"`
+	UpdatedAt    time.Time         `json:"updated_at"`
+	FinishedAt   time.Time         `json:"finished_at"`
 	Conversation struct {
 		Thread string `json:"thread"`
 	} `json:"conversation"`

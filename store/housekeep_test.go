@@ -11,7 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 func keyCount(t *testing.T, db *DB, bucket []byte) int {
@@ -21,15 +22,15 @@ func keyCount(t *testing.T, db *DB, bucket []byte) int {
 	return n
 }
 
-func finishedRun(id string, at time.Time) (*bot.Run, *bot.Batch) {
-	r := &bot.Run{ID: id, State: bot.RunSucceeded, CreatedAt: at, UpdatedAt: at, FinishedAt: at,
-		Conversation: bot.Conversation{Channel: "C", Thread: "T-" + id}, Root: bot.MessageRef{Platform: "t", Channel: "C", ID: "root-" + id}}
-	return r, &bot.Batch{
-		Journal: []bot.JournalEntry{{Type: bot.JRunStarted}, {Type: bot.JRunFinished}},
-		Audit:   []bot.AuditEntry{{Action: "run_started", Time: at}},
-		Messages: []bot.MessageIndex{
-			{Ref: bot.MessageRef{Platform: "t", Channel: "C", ID: "root-" + id}, RunID: id, Role: "root"},
-			{Ref: bot.MessageRef{Platform: "t", Channel: "C", ID: "gate-" + id}, RunID: id, Role: "gate"},
+func finishedRun(id string, at time.Time) (*runmodel.Run, *runmodel.Batch) {
+	r := &runmodel.Run{ID: id, State: runmodel.RunSucceeded, CreatedAt: at, UpdatedAt: at, FinishedAt: at,
+		Conversation: chatmodel.Conversation{Channel: "C", Thread: "T-" + id}, Root: chatmodel.MessageRef{Platform: "t", Channel: "C", ID: "root-" + id}}
+	return r, &runmodel.Batch{
+		Journal: []runmodel.JournalEntry{{Type: runmodel.JRunStarted}, {Type: runmodel.JRunFinished}},
+		Audit:   []runmodel.AuditEntry{{Action: "run_started", Time: at}},
+		Messages: []runmodel.MessageIndex{
+			{Ref: chatmodel.MessageRef{Platform: "t", Channel: "C", ID: "root-" + id}, RunID: id, Role: "root"},
+			{Ref: chatmodel.MessageRef{Platform: "t", Channel: "C", ID: "gate-" + id}, RunID: id, Role: "gate"},
 		},
 	}
 }
@@ -47,13 +48,13 @@ func TestHousekeep_BatchesAndDeletesOnlyTheRunsOwnIndex(t *testing.T) {
 		r, b := finishedRun(fmt.Sprintf("r-%05d", i), t0.Add(time.Duration(i)*time.Second))
 		require.NoError(t, db.CreateRun(ctx, r, b))
 		if i == 3 {
-			require.NoError(t, db.CreateRun(ctx, &bot.Run{ID: "r-active", State: bot.RunAwaitingApproval, CreatedAt: t0.Add(3 * time.Second)}, nil))
+			require.NoError(t, db.CreateRun(ctx, &runmodel.Run{ID: "r-active", State: runmodel.RunAwaitingApproval, CreatedAt: t0.Add(3 * time.Second)}, nil))
 		}
 	}
 	// A message first indexed for an old run and then for a recent one
 	// stays with the recent one.
-	require.NoError(t, db.CreateRun(ctx, &bot.Run{ID: "r-recent", State: bot.RunSucceeded, CreatedAt: t0.Add(48 * time.Hour), FinishedAt: t0.Add(48 * time.Hour)},
-		&bot.Batch{Messages: []bot.MessageIndex{{Ref: bot.MessageRef{Platform: "t", Channel: "C", ID: "gate-r-00002"}, RunID: "r-recent"}}}))
+	require.NoError(t, db.CreateRun(ctx, &runmodel.Run{ID: "r-recent", State: runmodel.RunSucceeded, CreatedAt: t0.Add(48 * time.Hour), FinishedAt: t0.Add(48 * time.Hour)},
+		&runmodel.Batch{Messages: []runmodel.MessageIndex{{Ref: chatmodel.MessageRef{Platform: "t", Channel: "C", ID: "gate-r-00002"}, RunID: "r-recent"}}}))
 
 	res, err := db.Housekeep(ctx, t0.Add(47*time.Hour))
 	require.NoError(t, err)
@@ -62,7 +63,7 @@ func TestHousekeep_BatchesAndDeletesOnlyTheRunsOwnIndex(t *testing.T) {
 	assert.GreaterOrEqual(t, res.Batches, 4, "an event batch and at least three of runs")
 	assert.LessOrEqual(t, res.LongestBatch, res.WriterTime)
 
-	m, err := db.RunByMessage(ctx, bot.MessageRef{Platform: "t", Channel: "C", ID: "gate-r-00002"})
+	m, err := db.RunByMessage(ctx, chatmodel.MessageRef{Platform: "t", Channel: "C", ID: "gate-r-00002"})
 	require.NoError(t, err)
 	assert.Equal(t, "r-recent", m.RunID)
 	assert.Equal(t, 1, keyCount(t, db, bMessages))
@@ -133,10 +134,10 @@ func TestMigrate6_AuditByRun(t *testing.T) {
 	ctx := context.Background()
 	for i := range 3 {
 		r, b := finishedRun(fmt.Sprintf("r-%d", i), t0)
-		b.Audit = append(b.Audit, bot.AuditEntry{Action: "run_finished", Time: t0})
+		b.Audit = append(b.Audit, runmodel.AuditEntry{Action: "run_finished", Time: t0})
 		require.NoError(t, db.CreateRun(ctx, r, b))
 	}
-	require.NoError(t, db.AppendAudit(ctx, bot.AuditEntry{Action: "config_loaded", Time: t0}))
+	require.NoError(t, db.AppendAudit(ctx, runmodel.AuditEntry{Action: "config_loaded", Time: t0}))
 	require.NoError(t, db.db.Update(func(tx *bolt.Tx) error {
 		if err := tx.DeleteBucket(bAuditByRun); err != nil {
 			return err

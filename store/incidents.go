@@ -9,8 +9,9 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/incident"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // Incident buckets. They are created by the first write, so a store from
@@ -105,7 +106,7 @@ func (s *DB) UpsertIncident(_ context.Context, key string, fn func(cur *incident
 		}
 		if cur == nil || cur.ID != next.ID {
 			if tx.Bucket(bIncidents).Get([]byte(next.ID)) != nil {
-				return fmt.Errorf("incident %s: %w", next.ID, bot.ErrExists)
+				return fmt.Errorf("incident %s: %w", next.ID, runmodel.ErrExists)
 			}
 		}
 		out = next
@@ -181,7 +182,7 @@ func (s *DB) ListIncidents(_ context.Context, q incident.Query) ([]*incident.Inc
 }
 
 // IncidentByMessage implements incident.Store.
-func (s *DB) IncidentByMessage(_ context.Context, ref bot.MessageRef) (*incident.Incident, error) {
+func (s *DB) IncidentByMessage(_ context.Context, ref chatmodel.MessageRef) (*incident.Incident, error) {
 	var out *incident.Incident
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bIncidentByMsg)

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/incident"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 func TestIncidentsGroupCommitIsolatesFailures(t *testing.T) {
@@ -33,7 +33,7 @@ func TestIncidentsGroupCommitIsolatesFailures(t *testing.T) {
 					return nil, boom
 				}
 				return &incident.Incident{ID: fmt.Sprintf("i-%d", i), Key: key, State: incident.StateOpen, OpenedAt: time.Now(),
-					Root: bot.MessageRef{Platform: "slack", Channel: "C1", ID: fmt.Sprint(i)}}, nil
+					Root: chatmodel.MessageRef{Platform: "slack", Channel: "C1", ID: fmt.Sprint(i)}}, nil
 			})
 			if i%10 == 3 {
 				assert.ErrorIs(t, err, boom)
@@ -47,7 +47,7 @@ func TestIncidentsGroupCommitIsolatesFailures(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, all, 45, "the failing writes take nothing else down")
 
-	in, err := db.IncidentByMessage(ctx, bot.MessageRef{Platform: "slack", Channel: "C1", ID: "7"})
+	in, err := db.IncidentByMessage(ctx, chatmodel.MessageRef{Platform: "slack", Channel: "C1", ID: "7"})
 	require.NoError(t, err)
 	assert.Equal(t, "i-7", in.ID)
 	_, err = db.UpdateIncident(ctx, "i-7", func(in *incident.Incident) error { in.State = incident.StateResolved; return nil })

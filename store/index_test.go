@@ -12,7 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -23,17 +24,17 @@ func TestActiveIndex_FollowsState(t *testing.T) {
 	defer db.Close()
 	ctx := context.Background()
 	for i := range 5 {
-		r := &bot.Run{ID: fmt.Sprintf("r-%d", i), State: bot.RunRunning, CreatedAt: t0.Add(time.Duration(i) * time.Minute)}
+		r := &runmodel.Run{ID: fmt.Sprintf("r-%d", i), State: runmodel.RunRunning, CreatedAt: t0.Add(time.Duration(i) * time.Minute)}
 		require.NoError(t, db.CreateRun(ctx, r, nil))
 	}
 	for _, id := range []string{"r-1", "r-3"} {
-		_, err := db.UpdateRun(ctx, id, func(r *bot.Run, _ *bot.Batch) error { r.State = bot.RunSucceeded; return nil })
+		_, err := db.UpdateRun(ctx, id, func(r *runmodel.Run, _ *runmodel.Batch) error { r.State = runmodel.RunSucceeded; return nil })
 		require.NoError(t, err)
 	}
-	active, err := db.ListRuns(ctx, bot.RunQuery{Active: true})
+	active, err := db.ListRuns(ctx, runmodel.RunQuery{Active: true})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"r-4", "r-2", "r-0"}, ids(active), "most recent first")
-	limited, err := db.ListRuns(ctx, bot.RunQuery{Active: true, Limit: 2})
+	limited, err := db.ListRuns(ctx, runmodel.RunQuery{Active: true, Limit: 2})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"r-4", "r-2"}, ids(limited))
 	var n int
@@ -41,7 +42,7 @@ func TestActiveIndex_FollowsState(t *testing.T) {
 	assert.Equal(t, 3, n, "finished runs leave the index")
 }
 
-func ids(runs []*bot.Run) []string {
+func ids(runs []*runmodel.Run) []string {
 	var out []string
 	for _, r := range runs {
 		out = append(out, r.ID)
@@ -53,16 +54,16 @@ func TestRunIDs_CaseInsensitive(t *testing.T) {
 	db, _ := openTemp(t)
 	defer db.Close()
 	ctx := context.Background()
-	require.NoError(t, db.CreateRun(ctx, &bot.Run{ID: "r-5fb1", State: bot.RunRunning, CreatedAt: t0}, &bot.Batch{Journal: []bot.JournalEntry{{Type: bot.JRunStarted}}}))
+	require.NoError(t, db.CreateRun(ctx, &runmodel.Run{ID: "r-5fb1", State: runmodel.RunRunning, CreatedAt: t0}, &runmodel.Batch{Journal: []runmodel.JournalEntry{{Type: runmodel.JRunStarted}}}))
 	r, err := db.GetRun(ctx, "R-5FB1")
 	require.NoError(t, err)
 	assert.Equal(t, "r-5fb1", r.ID)
-	_, err = db.UpdateRun(ctx, "R-5fB1", func(r *bot.Run, _ *bot.Batch) error { return nil })
+	_, err = db.UpdateRun(ctx, "R-5fB1", func(r *runmodel.Run, _ *runmodel.Batch) error { return nil })
 	require.NoError(t, err)
 	j, err := db.Journal(ctx, "R-5FB1")
 	require.NoError(t, err)
 	assert.Len(t, j, 1)
-	assert.ErrorIs(t, db.CreateRun(ctx, &bot.Run{ID: "R-5FB1", CreatedAt: t0}, nil), bot.ErrExists)
+	assert.ErrorIs(t, db.CreateRun(ctx, &runmodel.Run{ID: "R-5FB1", CreatedAt: t0}, nil), runmodel.ErrExists)
 }
 
 // A store written by schema version 1 (no index) gets its index on open.
@@ -74,9 +75,9 @@ func TestMigration_BuildsActiveIndex(t *testing.T) {
 		if err := migrations[0].fn(tx); err != nil {
 			return err
 		}
-		for i, st := range []bot.RunState{bot.RunSucceeded, bot.RunAwaitingApproval, bot.RunFailed, bot.RunWaiting} {
-			data, _ := json.Marshal(bot.Run{ID: fmt.Sprintf("r-%04x", i), State: st, CreatedAt: t0.Add(time.Duration(i) * time.Hour),
-				Conversation: bot.Conversation{Channel: "C", Thread: map[bool]string{true: "T1"}[i%2 == 0]}, Root: bot.MessageRef{ID: fmt.Sprintf("root-%d", i)}})
+		for i, st := range []runmodel.RunState{runmodel.RunSucceeded, runmodel.RunAwaitingApproval, runmodel.RunFailed, runmodel.RunWaiting} {
+			data, _ := json.Marshal(runmodel.Run{ID: fmt.Sprintf("r-%04x", i), State: st, CreatedAt: t0.Add(time.Duration(i) * time.Hour),
+				Conversation: chatmodel.Conversation{Channel: "C", Thread: map[bool]string{true: "T1"}[i%2 == 0]}, Root: chatmodel.MessageRef{ID: fmt.Sprintf("root-%d", i)}})
 			if err := tx.Bucket(bRuns).Put([]byte(fmt.Sprintf("r-%04x", i)), data); err != nil {
 				return err
 			}
@@ -92,17 +93,17 @@ func TestMigration_BuildsActiveIndex(t *testing.T) {
 	db, err := Open(p, Options{})
 	require.NoError(t, err)
 	defer db.Close()
-	active, err := db.ListRuns(context.Background(), bot.RunQuery{Active: true})
+	active, err := db.ListRuns(context.Background(), runmodel.RunQuery{Active: true})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"r-0003", "r-0001"}, ids(active))
 	require.NoError(t, db.db.View(func(tx *bolt.Tx) error {
 		assert.Equal(t, fmt.Sprint(SchemaVersion), string(tx.Bucket(bMeta).Get([]byte("schema_version"))))
 		return nil
 	}))
-	inThread, err := db.ListRuns(context.Background(), bot.RunQuery{Thread: "T1"})
+	inThread, err := db.ListRuns(context.Background(), runmodel.RunQuery{Thread: "T1"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"r-0002", "r-0000"}, ids(inThread), "the thread index is built")
-	byRoot, err := db.ListRuns(context.Background(), bot.RunQuery{Thread: "root-3"})
+	byRoot, err := db.ListRuns(context.Background(), runmodel.RunQuery{Thread: "root-3"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"r-0003"}, ids(byRoot), "a run's own thread is its root message")
 	// Old four-hex-digit ids still work, in any case.
@@ -117,19 +118,19 @@ func TestHousekeep_RetentionKeepsAuditAndActiveRuns(t *testing.T) {
 	defer db.Close()
 	ctx := context.Background()
 	now := t0.Add(100 * 24 * time.Hour)
-	mk := func(id string, created time.Time, st bot.RunState, finished time.Time) {
-		r := &bot.Run{ID: id, State: st, CreatedAt: created, FinishedAt: finished, UpdatedAt: created, Conversation: bot.Conversation{Channel: "C", Thread: "T"}}
-		b := &bot.Batch{
-			Journal:  []bot.JournalEntry{{Type: bot.JRunStarted}},
-			Audit:    []bot.AuditEntry{{Action: "run_started", Time: created}},
-			Messages: []bot.MessageIndex{{Ref: bot.MessageRef{Platform: "t", Channel: "C", ID: "m-" + id}, RunID: id, Role: "root"}},
+	mk := func(id string, created time.Time, st runmodel.RunState, finished time.Time) {
+		r := &runmodel.Run{ID: id, State: st, CreatedAt: created, FinishedAt: finished, UpdatedAt: created, Conversation: chatmodel.Conversation{Channel: "C", Thread: "T"}}
+		b := &runmodel.Batch{
+			Journal:  []runmodel.JournalEntry{{Type: runmodel.JRunStarted}},
+			Audit:    []runmodel.AuditEntry{{Action: "run_started", Time: created}},
+			Messages: []runmodel.MessageIndex{{Ref: chatmodel.MessageRef{Platform: "t", Channel: "C", ID: "m-" + id}, RunID: id, Role: "root"}},
 		}
 		require.NoError(t, db.CreateRun(ctx, r, b))
 	}
-	mk("r-old", t0, bot.RunSucceeded, t0.Add(time.Hour))                                    // finished 100 days ago: deleted
-	mk("r-oldactive", t0, bot.RunAwaitingApproval, time.Time{})                             // old but active: kept
-	mk("r-recent", now.Add(-40*24*time.Hour), bot.RunFailed, now.Add(-10*24*time.Hour))     // finished 10 days ago: kept
-	mk("r-longago", now.Add(-50*24*time.Hour), bot.RunCancelled, now.Add(-31*24*time.Hour)) // finished 31 days ago: deleted
+	mk("r-old", t0, runmodel.RunSucceeded, t0.Add(time.Hour))                                    // finished 100 days ago: deleted
+	mk("r-oldactive", t0, runmodel.RunAwaitingApproval, time.Time{})                             // old but active: kept
+	mk("r-recent", now.Add(-40*24*time.Hour), runmodel.RunFailed, now.Add(-10*24*time.Hour))     // finished 10 days ago: kept
+	mk("r-longago", now.Add(-50*24*time.Hour), runmodel.RunCancelled, now.Add(-31*24*time.Hour)) // finished 31 days ago: deleted
 	_, err = db.SeenEvent(ctx, "ev-old", now.Add(-2*time.Hour))
 	require.NoError(t, err)
 	_, err = db.SeenEvent(ctx, "ev-new", now)
@@ -141,20 +142,20 @@ func TestHousekeep_RetentionKeepsAuditAndActiveRuns(t *testing.T) {
 	assert.Equal(t, 2, res.Batches, "one batch of event ids, one of runs")
 	assert.Positive(t, res.WriterTime)
 
-	all, err := db.ListRuns(ctx, bot.RunQuery{})
+	all, err := db.ListRuns(ctx, runmodel.RunQuery{})
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"r-oldactive", "r-recent"}, ids(all))
 	_, err = db.GetRun(ctx, "r-old")
-	assert.ErrorIs(t, err, bot.ErrNotFound)
+	assert.ErrorIs(t, err, chatmodel.ErrNotFound)
 	j, err := db.Journal(ctx, "r-old")
 	require.NoError(t, err)
 	assert.Empty(t, j)
-	inThread, err := db.ListRuns(ctx, bot.RunQuery{Thread: "T"})
+	inThread, err := db.ListRuns(ctx, runmodel.RunQuery{Thread: "T"})
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"r-oldactive", "r-recent"}, ids(inThread))
-	_, err = db.RunByMessage(ctx, bot.MessageRef{Platform: "t", Channel: "C", ID: "m-r-old"})
-	assert.ErrorIs(t, err, bot.ErrNotFound)
-	_, err = db.RunByMessage(ctx, bot.MessageRef{Platform: "t", Channel: "C", ID: "m-r-recent"})
+	_, err = db.RunByMessage(ctx, chatmodel.MessageRef{Platform: "t", Channel: "C", ID: "m-r-old"})
+	assert.ErrorIs(t, err, chatmodel.ErrNotFound)
+	_, err = db.RunByMessage(ctx, chatmodel.MessageRef{Platform: "t", Channel: "C", ID: "m-r-recent"})
 	assert.NoError(t, err)
 
 	n, err := db.VerifyAudit(ctx)
@@ -177,10 +178,10 @@ func TestSpecs_StoredOnce(t *testing.T) {
 	ctx := context.Background()
 	spec := &runbooks.Runbook{Name: "prune", Title: "Prune", Steps: []runbooks.Step{{ID: "a", Kind: runbooks.KindManual, Text: "hi"}}}
 	for i := range 3 {
-		require.NoError(t, db.CreateRun(ctx, &bot.Run{ID: fmt.Sprintf("r-%d", i), State: bot.RunRunning, CreatedAt: t0, Spec: spec}, nil))
+		require.NoError(t, db.CreateRun(ctx, &runmodel.Run{ID: fmt.Sprintf("r-%d", i), State: runmodel.RunRunning, CreatedAt: t0, Spec: spec}, nil))
 	}
 	// A run as schema version 2 wrote it: the spec inline.
-	legacy, _ := json.Marshal(bot.Run{ID: "r-legacy", State: bot.RunRunning, CreatedAt: t0, Spec: &runbooks.Runbook{Name: "old", Title: "Old"}})
+	legacy, _ := json.Marshal(runmodel.Run{ID: "r-legacy", State: runmodel.RunRunning, CreatedAt: t0, Spec: &runbooks.Runbook{Name: "old", Title: "Old"}})
 	require.NoError(t, db.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bRuns).Put([]byte("r-legacy"), legacy) }))
 
 	require.NoError(t, db.Close())

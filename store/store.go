@@ -25,7 +25,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // Bucket names.
@@ -94,8 +95,8 @@ type DB struct {
 }
 
 var (
-	_ bot.Store       = (*DB)(nil)
-	_ bot.Housekeeper = (*DB)(nil)
+	_ runmodel.Store       = (*DB)(nil)
+	_ runmodel.Housekeeper = (*DB)(nil)
 )
 
 // Open opens (creating if needed) the store at path. It fails with an error
@@ -147,7 +148,7 @@ func openLocked(path string, opts Options) (*bolt.DB, error) {
 		db, err := bolt.Open(path, 0o600, boltOptions(opts))
 		if err != nil {
 			if errors.Is(err, bolterrors.ErrTimeout) {
-				return nil, fmt.Errorf("opening store %s: %w (is another groundcrew running with this store?)", path, bot.ErrLocked)
+				return nil, fmt.Errorf("opening store %s: %w (is another groundcrew running with this store?)", path, runmodel.ErrLocked)
 			}
 			return nil, fmt.Errorf("opening store %s: %w", path, err)
 		}
@@ -201,8 +202,8 @@ var migrations = []migration{
 		}
 		return tx.Bucket(bRuns).ForEach(func(k, v []byte) error {
 			var r struct {
-				State     bot.RunState `json:"state"`
-				CreatedAt time.Time    `json:"created_at"`
+				State     runmodel.RunState `json:"state"`
+				CreatedAt time.Time         `json:"created_at"`
 			}
 			if err := json.Unmarshal(v, &r); err != nil {
 				return fmt.Errorf("decoding run %s: %w", k, err)
@@ -226,8 +227,8 @@ var migrations = []migration{
 		}
 		return tx.Bucket(bRuns).ForEach(func(k, v []byte) error {
 			var r struct {
-				Conversation bot.Conversation `json:"conversation"`
-				Root         bot.MessageRef   `json:"root"`
+				Conversation chatmodel.Conversation `json:"conversation"`
+				Root         chatmodel.MessageRef   `json:"root"`
 			}
 			if err := json.Unmarshal(v, &r); err != nil {
 				return fmt.Errorf("decoding run %s: %w", k, err)
@@ -316,17 +317,17 @@ func threadKey(thread, runID string) []byte {
 	return []byte(thread + "\x00" + strings.ToLower(runID))
 }
 
-func msgKey(ref bot.MessageRef) []byte {
+func msgKey(ref chatmodel.MessageRef) []byte {
 	return []byte(ref.Platform + "\x00" + ref.Channel + "\x00" + ref.ID)
 }
 
 // CreateRun implements bot.Runs. It fails with bot.ErrExists if the id is taken.
-func (s *DB) CreateRun(_ context.Context, r *bot.Run, b *bot.Batch) error {
+func (s *DB) CreateRun(_ context.Context, r *runmodel.Run, b *runmodel.Batch) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		r.ID = strings.ToLower(r.ID)
 		runs := tx.Bucket(bRuns)
 		if runs.Get(runKey(r.ID)) != nil {
-			return fmt.Errorf("run %s: %w", r.ID, bot.ErrExists)
+			return fmt.Errorf("run %s: %w", r.ID, runmodel.ErrExists)
 		}
 		if err := s.putRun(tx, r); err != nil {
 			return err
@@ -344,11 +345,11 @@ func (s *DB) CreateRun(_ context.Context, r *bot.Run, b *bot.Batch) error {
 // storedRun is a run as stored: its spec by reference (SpecRef), or inline
 // (Run.Spec) in runs written before schema version 3.
 type storedRun struct {
-	*bot.Run
+	*runmodel.Run
 	SpecRef string `json:"spec_ref,omitempty"`
 }
 
-func (s *DB) putRun(tx *bolt.Tx, r *bot.Run) error {
+func (s *DB) putRun(tx *bolt.Tx, r *runmodel.Run) error {
 	cp := *r
 	st := storedRun{Run: &cp}
 	if r.Spec != nil {
@@ -378,12 +379,12 @@ func (s *DB) putRun(tx *bolt.Tx, r *bot.Run) error {
 	return tx.Bucket(bActive).Put(runKey(r.ID), []byte(r.CreatedAt.UTC().Format(time.RFC3339Nano)))
 }
 
-func (s *DB) getRun(tx *bolt.Tx, id string) (*bot.Run, error) {
+func (s *DB) getRun(tx *bolt.Tx, id string) (*runmodel.Run, error) {
 	raw := tx.Bucket(bRuns).Get(runKey(id))
 	if raw == nil {
-		return nil, fmt.Errorf("run %s: %w", id, bot.ErrNotFound)
+		return nil, fmt.Errorf("run %s: %w", id, chatmodel.ErrNotFound)
 	}
-	st := storedRun{Run: &bot.Run{}}
+	st := storedRun{Run: &runmodel.Run{}}
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return nil, fmt.Errorf("decoding run %s: %w", id, err)
 	}
@@ -398,14 +399,14 @@ func (s *DB) getRun(tx *bolt.Tx, id string) (*bot.Run, error) {
 }
 
 // UpdateRun implements bot.Runs.
-func (s *DB) UpdateRun(_ context.Context, id string, fn func(*bot.Run, *bot.Batch) error) (*bot.Run, error) {
-	var out *bot.Run
+func (s *DB) UpdateRun(_ context.Context, id string, fn func(*runmodel.Run, *runmodel.Batch) error) (*runmodel.Run, error) {
+	var out *runmodel.Run
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		r, err := s.getRun(tx, id)
 		if err != nil {
 			return err
 		}
-		var b bot.Batch
+		var b runmodel.Batch
 		if err := fn(r, &b); err != nil {
 			return err
 		}
@@ -421,7 +422,7 @@ func (s *DB) UpdateRun(_ context.Context, id string, fn func(*bot.Run, *bot.Batc
 	return out, err
 }
 
-func writeBatch(tx *bolt.Tx, runID string, b *bot.Batch) error {
+func writeBatch(tx *bolt.Tx, runID string, b *runmodel.Batch) error {
 	if b == nil {
 		return nil
 	}
@@ -472,8 +473,8 @@ func writeBatch(tx *bolt.Tx, runID string, b *bot.Batch) error {
 }
 
 // GetRun implements bot.Runs.
-func (s *DB) GetRun(_ context.Context, id string) (*bot.Run, error) {
-	var r *bot.Run
+func (s *DB) GetRun(_ context.Context, id string) (*runmodel.Run, error) {
+	var r *runmodel.Run
 	err := s.db.View(func(tx *bolt.Tx) error {
 		var err error
 		r, err = s.getRun(tx, id)
@@ -490,7 +491,7 @@ func timeKey(created time.Time, id string) string {
 
 // runMatches reports whether r is selected by the filters of q other than
 // Limit and After.
-func runMatches(r *bot.Run, q bot.RunQuery) bool {
+func runMatches(r *runmodel.Run, q runmodel.RunQuery) bool {
 	switch {
 	case q.Active && r.State.Terminal():
 		return false
@@ -512,8 +513,8 @@ func runMatches(r *bot.Run, q bot.RunQuery) bool {
 // reads only the index of active runs, one for a thread the thread index;
 // the others walk the runs by time from q.After on, decoding each run once
 // and stopping at q.Since or q.Limit.
-func (s *DB) ListRuns(_ context.Context, q bot.RunQuery) ([]*bot.Run, error) {
-	var out []*bot.Run
+func (s *DB) ListRuns(_ context.Context, q runmodel.RunQuery) ([]*runmodel.Run, error) {
+	var out []*runmodel.Run
 	if q.Active {
 		return s.listActive(q)
 	}
@@ -539,7 +540,7 @@ func (s *DB) ListRuns(_ context.Context, q bot.RunQuery) ([]*bot.Run, error) {
 				}
 			}
 			r, err := s.getRun(tx, string(v))
-			if errors.Is(err, bot.ErrNotFound) {
+			if errors.Is(err, chatmodel.ErrNotFound) {
 				continue // an index entry left behind
 			}
 			if err != nil {
@@ -559,14 +560,14 @@ func (s *DB) ListRuns(_ context.Context, q bot.RunQuery) ([]*bot.Run, error) {
 }
 
 // listThread reads the runs of one thread through the thread index.
-func (s *DB) listThread(q bot.RunQuery) ([]*bot.Run, error) {
-	var out []*bot.Run
+func (s *DB) listThread(q runmodel.RunQuery) ([]*runmodel.Run, error) {
+	var out []*runmodel.Run
 	err := s.db.View(func(tx *bolt.Tx) error {
 		prefix := []byte(q.Thread + "\x00")
 		c := tx.Bucket(bByThread).Cursor()
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 			r, err := s.getRun(tx, string(k[len(prefix):]))
-			if errors.Is(err, bot.ErrNotFound) {
+			if errors.Is(err, chatmodel.ErrNotFound) {
 				continue // deleted by retention
 			}
 			if err != nil {
@@ -584,8 +585,8 @@ func (s *DB) listThread(q bot.RunQuery) ([]*bot.Run, error) {
 // recentFirst sorts runs most recent first (the order of the runs by
 // time), keeps those after q.After and the first q.Limit of them (all when
 // it is 0).
-func recentFirst(out []*bot.Run, q bot.RunQuery) []*bot.Run {
-	keys := make(map[*bot.Run]string, len(out))
+func recentFirst(out []*runmodel.Run, q runmodel.RunQuery) []*runmodel.Run {
+	keys := make(map[*runmodel.Run]string, len(out))
 	for _, r := range out {
 		keys[r] = timeKey(r.CreatedAt, r.ID)
 	}
@@ -604,8 +605,8 @@ func recentFirst(out []*bot.Run, q bot.RunQuery) []*bot.Run {
 	return out
 }
 
-func (s *DB) listActive(q bot.RunQuery) ([]*bot.Run, error) {
-	var out []*bot.Run
+func (s *DB) listActive(q runmodel.RunQuery) ([]*runmodel.Run, error) {
+	var out []*runmodel.Run
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bActive).ForEach(func(k, _ []byte) error {
 			r, err := s.getRun(tx, string(k))
@@ -622,12 +623,12 @@ func (s *DB) listActive(q bot.RunQuery) ([]*bot.Run, error) {
 }
 
 // RunByMessage implements bot.Runs.
-func (s *DB) RunByMessage(_ context.Context, ref bot.MessageRef) (bot.MessageIndex, error) {
-	var m bot.MessageIndex
+func (s *DB) RunByMessage(_ context.Context, ref chatmodel.MessageRef) (runmodel.MessageIndex, error) {
+	var m runmodel.MessageIndex
 	err := s.db.View(func(tx *bolt.Tx) error {
 		raw := tx.Bucket(bMessages).Get(msgKey(ref))
 		if raw == nil {
-			return fmt.Errorf("message %s: %w", ref.ID, bot.ErrNotFound)
+			return fmt.Errorf("message %s: %w", ref.ID, chatmodel.ErrNotFound)
 		}
 		return json.Unmarshal(raw, &m)
 	})
@@ -635,15 +636,15 @@ func (s *DB) RunByMessage(_ context.Context, ref bot.MessageRef) (bot.MessageInd
 }
 
 // Journal implements bot.Journals.
-func (s *DB) Journal(_ context.Context, runID string) ([]bot.JournalEntry, error) {
-	var out []bot.JournalEntry
+func (s *DB) Journal(_ context.Context, runID string) ([]runmodel.JournalEntry, error) {
+	var out []runmodel.JournalEntry
 	err := s.db.View(func(tx *bolt.Tx) error {
 		jb := tx.Bucket(bJournal).Bucket(runKey(runID))
 		if jb == nil {
 			return nil
 		}
 		return jb.ForEach(func(_, v []byte) error {
-			var e bot.JournalEntry
+			var e runmodel.JournalEntry
 			if err := json.Unmarshal(v, &e); err != nil {
 				return fmt.Errorf("decoding journal of %s: %w", runID, err)
 			}
@@ -656,7 +657,7 @@ func (s *DB) Journal(_ context.Context, runID string) ([]bot.JournalEntry, error
 
 // auditHash is the hash of an entry: it covers every field but Hash itself,
 // including Prev, so editing or deleting any entry breaks the chain.
-func auditHash(e bot.AuditEntry) string {
+func auditHash(e runmodel.AuditEntry) string {
 	e.Hash = ""
 	data, _ := json.Marshal(e)
 	sum := sha256.Sum256(data)
@@ -669,12 +670,12 @@ func auditHash(e bot.AuditEntry) string {
 // doubles the file for append-only data).
 const appendFill = 0.95
 
-func appendAudit(tx *bolt.Tx, e bot.AuditEntry) error {
+func appendAudit(tx *bolt.Tx, e runmodel.AuditEntry) error {
 	ab := tx.Bucket(bAudit)
 	ab.FillPercent = appendFill
 	prev := ""
 	if k, v := ab.Cursor().Last(); k != nil {
-		var last bot.AuditEntry
+		var last runmodel.AuditEntry
 		if err := json.Unmarshal(v, &last); err != nil {
 			return fmt.Errorf("decoding last audit entry: %w", err)
 		}
@@ -703,16 +704,16 @@ func appendAudit(tx *bolt.Tx, e bot.AuditEntry) error {
 }
 
 // AppendAudit implements bot.Journals.
-func (s *DB) AppendAudit(_ context.Context, e bot.AuditEntry) error {
+func (s *DB) AppendAudit(_ context.Context, e runmodel.AuditEntry) error {
 	return s.db.Update(func(tx *bolt.Tx) error { return appendAudit(tx, e) })
 }
 
 // AuditEntries implements bot.Journals: the audit entries of one run
 // (through the index by run), or all of them when runID is empty.
-func (s *DB) AuditEntries(_ context.Context, runID string) ([]bot.AuditEntry, error) {
-	var out []bot.AuditEntry
+func (s *DB) AuditEntries(_ context.Context, runID string) ([]runmodel.AuditEntry, error) {
+	var out []runmodel.AuditEntry
 	decode := func(v []byte) error {
-		var e bot.AuditEntry
+		var e runmodel.AuditEntry
 		if err := json.Unmarshal(v, &e); err != nil {
 			return fmt.Errorf("decoding audit entry: %w", err)
 		}
@@ -770,7 +771,7 @@ func (s *DB) VerifyAudit(_ context.Context) (int, error) {
 		prev := ""
 		var want uint64 = 1
 		return tx.Bucket(bAudit).ForEach(func(k, v []byte) error {
-			var e bot.AuditEntry
+			var e runmodel.AuditEntry
 			if err := json.Unmarshal(v, &e); err != nil {
 				return fmt.Errorf("%w: entry %d is not valid JSON", ErrAuditTampered, binary.BigEndian.Uint64(k))
 			}
@@ -809,7 +810,7 @@ func (s *DB) SeenEvent(_ context.Context, id string, now time.Time) (bool, error
 }
 
 // PutOutbox implements bot.Outbox.
-func (s *DB) PutOutbox(_ context.Context, it bot.OutboxItem) error {
+func (s *DB) PutOutbox(_ context.Context, it runmodel.OutboxItem) error {
 	data, err := json.Marshal(it)
 	if err != nil {
 		return err
@@ -818,11 +819,11 @@ func (s *DB) PutOutbox(_ context.Context, it bot.OutboxItem) error {
 }
 
 // ListOutbox implements bot.Outbox, oldest first.
-func (s *DB) ListOutbox(_ context.Context) ([]bot.OutboxItem, error) {
-	var out []bot.OutboxItem
+func (s *DB) ListOutbox(_ context.Context) ([]runmodel.OutboxItem, error) {
+	var out []runmodel.OutboxItem
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bOutbox).ForEach(func(_, v []byte) error {
-			var it bot.OutboxItem
+			var it runmodel.OutboxItem
 			if err := json.Unmarshal(v, &it); err != nil {
 				return err
 			}

@@ -12,7 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 func openTemp(t *testing.T) (*DB, string) {
@@ -28,7 +29,7 @@ func TestOpen_LockedByAnotherProcess(t *testing.T) {
 	defer db.Close()
 	_, err := Open(p, Options{Timeout: 100 * time.Millisecond})
 	require.Error(t, err)
-	assert.ErrorIs(t, err, bot.ErrLocked)
+	assert.ErrorIs(t, err, runmodel.ErrLocked)
 	assert.Contains(t, err.Error(), "another groundcrew")
 }
 
@@ -47,40 +48,40 @@ func TestRuns_UpdateIsAtomicWithBatch(t *testing.T) {
 	defer db.Close()
 	ctx := context.Background()
 	now := time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
-	r := &bot.Run{ID: "r-1", Runbook: "x", State: bot.RunRunning, CreatedAt: now}
-	require.NoError(t, db.CreateRun(ctx, r, &bot.Batch{Journal: []bot.JournalEntry{{Type: bot.JRunStarted}}}))
-	assert.ErrorIs(t, db.CreateRun(ctx, r, nil), bot.ErrExists)
+	r := &runmodel.Run{ID: "r-1", Runbook: "x", State: runmodel.RunRunning, CreatedAt: now}
+	require.NoError(t, db.CreateRun(ctx, r, &runmodel.Batch{Journal: []runmodel.JournalEntry{{Type: runmodel.JRunStarted}}}))
+	assert.ErrorIs(t, db.CreateRun(ctx, r, nil), runmodel.ErrExists)
 
 	// A failing update writes nothing: neither the run nor its batch.
-	_, err := db.UpdateRun(ctx, "r-1", func(r *bot.Run, b *bot.Batch) error {
-		r.State = bot.RunFailed
-		b.Note(bot.JournalEntry{Type: bot.JIntent})
+	_, err := db.UpdateRun(ctx, "r-1", func(r *runmodel.Run, b *runmodel.Batch) error {
+		r.State = runmodel.RunFailed
+		b.Note(runmodel.JournalEntry{Type: runmodel.JIntent})
 		return assert.AnError
 	})
 	require.ErrorIs(t, err, assert.AnError)
 	got, err := db.GetRun(ctx, "r-1")
 	require.NoError(t, err)
-	assert.Equal(t, bot.RunRunning, got.State)
+	assert.Equal(t, runmodel.RunRunning, got.State)
 	j, err := db.Journal(ctx, "r-1")
 	require.NoError(t, err)
 	require.Len(t, j, 1)
 
-	ref := bot.MessageRef{Platform: "slack", Channel: "C1", ID: "123.456"}
-	_, err = db.UpdateRun(ctx, "r-1", func(r *bot.Run, b *bot.Batch) error {
-		b.Messages = append(b.Messages, bot.MessageIndex{Ref: ref, RunID: "r-1", Step: "s", Role: "gate"})
-		b.Note(bot.JournalEntry{Type: bot.JIntent, Step: "s"})
+	ref := chatmodel.MessageRef{Platform: "slack", Channel: "C1", ID: "123.456"}
+	_, err = db.UpdateRun(ctx, "r-1", func(r *runmodel.Run, b *runmodel.Batch) error {
+		b.Messages = append(b.Messages, runmodel.MessageIndex{Ref: ref, RunID: "r-1", Step: "s", Role: "gate"})
+		b.Note(runmodel.JournalEntry{Type: runmodel.JIntent, Step: "s"})
 		return nil
 	})
 	require.NoError(t, err)
 	idx, err := db.RunByMessage(ctx, ref)
 	require.NoError(t, err)
-	assert.Equal(t, bot.RoleGate, idx.Role)
+	assert.Equal(t, chatmodel.RoleGate, idx.Role)
 	j, _ = db.Journal(ctx, "r-1")
 	require.Len(t, j, 2)
 	assert.Equal(t, uint64(2), j[1].Seq)
 
 	_, err = db.GetRun(ctx, "r-404")
-	assert.ErrorIs(t, err, bot.ErrNotFound)
+	assert.ErrorIs(t, err, chatmodel.ErrNotFound)
 }
 
 func TestListRuns_Filters(t *testing.T) {
@@ -88,21 +89,21 @@ func TestListRuns_Filters(t *testing.T) {
 	defer db.Close()
 	ctx := context.Background()
 	base := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
-	for i, st := range []bot.RunState{bot.RunSucceeded, bot.RunAwaitingApproval, bot.RunRunning} {
-		r := &bot.Run{ID: "r-" + string(rune('a'+i)), State: st, CreatedAt: base.Add(time.Duration(i) * time.Hour),
-			Conversation: bot.Conversation{Thread: map[bool]string{true: "T1", false: ""}[i == 1]}}
+	for i, st := range []runmodel.RunState{runmodel.RunSucceeded, runmodel.RunAwaitingApproval, runmodel.RunRunning} {
+		r := &runmodel.Run{ID: "r-" + string(rune('a'+i)), State: st, CreatedAt: base.Add(time.Duration(i) * time.Hour),
+			Conversation: chatmodel.Conversation{Thread: map[bool]string{true: "T1", false: ""}[i == 1]}}
 		require.NoError(t, db.CreateRun(ctx, r, nil))
 	}
-	all, err := db.ListRuns(ctx, bot.RunQuery{})
+	all, err := db.ListRuns(ctx, runmodel.RunQuery{})
 	require.NoError(t, err)
 	require.Len(t, all, 3)
 	assert.Equal(t, "r-c", all[0].ID, "most recent first")
-	active, _ := db.ListRuns(ctx, bot.RunQuery{Active: true})
+	active, _ := db.ListRuns(ctx, runmodel.RunQuery{Active: true})
 	assert.Len(t, active, 2)
-	th, _ := db.ListRuns(ctx, bot.RunQuery{Thread: "T1"})
+	th, _ := db.ListRuns(ctx, runmodel.RunQuery{Thread: "T1"})
 	require.Len(t, th, 1)
 	assert.Equal(t, "r-b", th[0].ID)
-	since, _ := db.ListRuns(ctx, bot.RunQuery{Since: base.Add(90 * time.Minute)})
+	since, _ := db.ListRuns(ctx, runmodel.RunQuery{Since: base.Add(90 * time.Minute)})
 	assert.Len(t, since, 1)
 }
 
@@ -113,7 +114,7 @@ func TestAudit_ChainDetectsTampering(t *testing.T) {
 		want   string
 	}{
 		{"edited", func(b *bolt.Bucket) {
-			var e bot.AuditEntry
+			var e runmodel.AuditEntry
 			_ = json.Unmarshal(b.Get(u64(2)), &e)
 			e.Actor = "mallory"
 			data, _ := json.Marshal(e)
@@ -121,7 +122,7 @@ func TestAudit_ChainDetectsTampering(t *testing.T) {
 		}, "entry 2 was edited"},
 		{"deleted", func(b *bolt.Bucket) { _ = b.Delete(u64(2)) }, "entry 2 missing"},
 		{"deleted last then re-chained edit", func(b *bolt.Bucket) {
-			var e bot.AuditEntry
+			var e runmodel.AuditEntry
 			_ = json.Unmarshal(b.Get(u64(3)), &e)
 			e.Prev = "forged"
 			e.Hash = auditHash(e)
@@ -135,7 +136,7 @@ func TestAudit_ChainDetectsTampering(t *testing.T) {
 			defer db.Close()
 			ctx := context.Background()
 			for i := range 3 {
-				require.NoError(t, db.AppendAudit(ctx, bot.AuditEntry{Actor: "alice", Action: "approve", Detail: string(rune('a' + i))}))
+				require.NoError(t, db.AppendAudit(ctx, runmodel.AuditEntry{Actor: "alice", Action: "approve", Detail: string(rune('a' + i))}))
 			}
 			n, err := db.VerifyAudit(ctx)
 			require.NoError(t, err)
@@ -173,8 +174,8 @@ func TestOutbox(t *testing.T) {
 	db, _ := openTemp(t)
 	defer db.Close()
 	ctx := context.Background()
-	require.NoError(t, db.PutOutbox(ctx, bot.OutboxItem{ID: "p|2", Message: bot.Message{Text: "b"}}))
-	require.NoError(t, db.PutOutbox(ctx, bot.OutboxItem{ID: "p|1", Message: bot.Message{Text: "a"}}))
+	require.NoError(t, db.PutOutbox(ctx, runmodel.OutboxItem{ID: "p|2", Message: chatmodel.Message{Text: "b"}}))
+	require.NoError(t, db.PutOutbox(ctx, runmodel.OutboxItem{ID: "p|1", Message: chatmodel.Message{Text: "a"}}))
 	items, err := db.ListOutbox(ctx)
 	require.NoError(t, err)
 	require.Len(t, items, 2)

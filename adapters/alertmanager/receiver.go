@@ -17,9 +17,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/incident"
 	"github.com/groundcrew/groundcrew/internal/human"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // Path is where the receiver listens on server.listen.
@@ -32,7 +32,7 @@ type Sink interface {
 
 // Auditor records alerts that match no route.
 type Auditor interface {
-	AppendAudit(ctx context.Context, e bot.AuditEntry) error
+	AppendAudit(ctx context.Context, e runmodel.AuditEntry) error
 }
 
 // Options configure a Receiver.
@@ -47,7 +47,7 @@ type Options struct {
 	Audit   Auditor // optional
 	// Dedupe, when set, remembers across restarts which unrouted firing
 	// alerts were already audited (the in-memory record is lost at restart).
-	Dedupe bot.Dedupe
+	Dedupe runmodel.Dedupe
 	// WorkerNames, when set, is how workerID in route params checks a
 	// host against the target's worker naming template (see workerIDFunc).
 	WorkerNames WorkerNamer
@@ -452,7 +452,7 @@ func (rc *Receiver) recordUnrouted(ctx context.Context, m *Message, alerts []Ale
 				continue
 			}
 		}
-		err := rc.o.Audit.AppendAudit(ctx, bot.AuditEntry{Time: rc.o.Now(), Actor: "alertmanager", Action: "alert_unrouted",
+		err := rc.o.Audit.AppendAudit(ctx, runmodel.AuditEntry{Time: rc.o.Now(), Actor: "alertmanager", Action: "alert_unrouted",
 			Detail: oneLine(labelString(a.Labels), 2000)})
 		if err != nil {
 			rc.log.Error("recording an unrouted alert", "err", err)

@@ -20,8 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/groundcrew/groundcrew/adapters/alertmanager"
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/incident"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 type sink struct {
@@ -40,9 +40,9 @@ func (s *sink) Signal(_ context.Context, sig incident.Signal) (*incident.Inciden
 	return &incident.Incident{}, nil
 }
 
-type audit struct{ entries []bot.AuditEntry }
+type audit struct{ entries []runmodel.AuditEntry }
 
-func (a *audit) AppendAudit(_ context.Context, e bot.AuditEntry) error {
+func (a *audit) AppendAudit(_ context.Context, e runmodel.AuditEntry) error {
 	a.entries = append(a.entries, e)
 	return nil
 }
@@ -234,7 +234,7 @@ func TestUnroutedAlertIsLoggedAndAuditedOnce(t *testing.T) {
 	assert.Empty(t, e.sink.signals)
 	assert.Contains(t, e.logs.String(), "alert matches no route")
 	assert.Len(t, e.audit.entries, 2, "each unrouted alert is recorded once while it fires")
-	assert.Equal(t, bot.AuditAction("alert_unrouted"), e.audit.entries[0].Action)
+	assert.Equal(t, runmodel.AuditAction("alert_unrouted"), e.audit.entries[0].Action)
 	assert.Contains(t, e.audit.entries[0].Detail, `mountpoint="/var/log"`)
 	assert.Equal(t, 6, e.obs.unrouted, "every unrouted alert is counted")
 	assert.Equal(t, map[string]int{"ok": 3}, e.obs.outcomes)

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/digest"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // DigestTables reads a target's database figures for a digest. ok is false
@@ -97,7 +97,7 @@ func NewDigestSource(clients map[string]*Client, o DigestOptions) (*DigestSource
 func (s *DigestSource) Collect(ctx context.Context, target string, window time.Duration, _ *digest.Data) (digest.Data, error) {
 	c, ok := s.clients[target]
 	if !ok {
-		return digest.Data{}, fmt.Errorf("digest of %q: %w", target, bot.ErrNotConfigured)
+		return digest.Data{}, fmt.Errorf("digest of %q: %w", target, chatmodel.ErrNotConfigured)
 	}
 	if window <= 0 {
 		window = 24 * time.Hour

@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
 	"github.com/groundcrew/groundcrew/digest"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 var digestStart = time.Date(2025, 3, 10, 6, 0, 0, 0, time.UTC)
@@ -149,7 +149,7 @@ func TestDigestSource_Unreachable(t *testing.T) {
 	assert.Contains(t, err.Error(), "infra-prd")
 
 	_, err = src.Collect(context.Background(), "nope", time.Hour, nil)
-	assert.ErrorIs(t, err, bot.ErrNotConfigured)
+	assert.ErrorIs(t, err, chatmodel.ErrNotConfigured)
 }
 
 func TestBuildAgg_OldestPending(t *testing.T) {
@@ -251,7 +251,7 @@ func TestDigest_OnSimulator(t *testing.T) {
 	assert.Contains(t, msg.Detail, "caascad-ci-workers-infra-infra-prd-0")
 
 	env.srv.Close()
-	require.NoError(t, sched.DigestNow(ctx, "infra-prd", bot.Conversation{Channel: "#ops"}))
+	require.NoError(t, sched.DigestNow(ctx, "infra-prd", chatmodel.Conversation{Channel: "#ops"}))
 	last := chat.Posts()[1]
 	assert.Equal(t, "#ops", last.To.Channel)
 	assert.Contains(t, last.Msg.Text, "unreachable")
@@ -301,7 +301,7 @@ func TestDigest_LoginRefused(t *testing.T) {
 	chat := &bottest.Chat{}
 	sched, err := digest.NewScheduler(digest.Options{Source: src, History: &memHistory{}, Chat: chat, Now: clock.Now, Targets: []string{"infra-prd"}})
 	require.NoError(t, err)
-	require.NoError(t, sched.DigestNow(context.Background(), "infra-prd", bot.Conversation{Channel: "#ops"}))
+	require.NoError(t, sched.DigestNow(context.Background(), "infra-prd", chatmodel.Conversation{Channel: "#ops"}))
 	text := chat.Posts()[0].Msg.Text
 	assert.Contains(t, text, "login refused")
 	assert.Contains(t, text, "login failed for target infra-prd as user groundcrew")

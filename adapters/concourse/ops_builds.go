@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/internal/human"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // buildQuery is the filter shared by builds, abort_builds and
@@ -29,7 +29,7 @@ func (q buildQuery) hasScope() bool {
 	return q.filter.Team != "" || q.pipeline != nil || q.job != nil
 }
 
-var buildFilterArgs = []bot.ArgSpec{
+var buildFilterArgs = []opmodel.ArgSpec{
 	{Name: "team", Doc: "only builds of this team (default: every team the bot can see)"},
 	{Name: "pipeline", Doc: "pipeline name or anchored regular expression (caascad-.*)"},
 	{Name: "job", Doc: "job name or anchored regular expression"},
@@ -39,7 +39,7 @@ var buildFilterArgs = []bot.ArgSpec{
 	{Name: "limit", Doc: "stop after this many matching builds (default 50000, like fly builds -c 50000)"},
 }
 
-func (p *Provider) buildQuery(a bot.Args, defStatus []string, defSince time.Duration) (buildQuery, error) {
+func (p *Provider) buildQuery(a opmodel.Args, defStatus []string, defSince time.Duration) (buildQuery, error) {
 	var q buildQuery
 	var err error
 	if q.pipeline, err = pattern(a, "pipeline"); err != nil {
@@ -150,19 +150,19 @@ func (p *Provider) buildData(b Build, now time.Time) BuildData {
 	}
 }
 
-func (p *Provider) opBuilds() bot.Op {
-	return bot.Op{
-		Name: "concourse.builds", Class: bot.ClassRead,
+func (p *Provider) opBuilds() opmodel.Op {
+	return opmodel.Op{
+		Name: "concourse.builds", Class: opmodel.ClassRead,
 		Doc:  "Count and list builds by team, pipeline, job, status and time window (fly builds -a -c 50000 --since …), grouped by pipeline.",
 		Args: buildFilterArgs,
-		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
+		Do: func(ctx context.Context, c opmodel.Call) (opmodel.Result, error) {
 			cl, err := p.client(c)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			q, err := p.buildQuery(c.Args, nil, 0)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			now := p.opts.Now()
 			byStatus := map[string]int{}
@@ -182,12 +182,12 @@ func (p *Provider) opBuilds() bot.Op {
 				return nil
 			})
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			for _, s := range BuildStatuses {
 				byStatus[s] += 0
 			}
-			table := &bot.Table{Columns: []string{"team", "pipeline", "builds", "statuses"}}
+			table := &opmodel.Table{Columns: []string{"team", "pipeline", "builds", "statuses"}}
 			for _, pg := range g.sorted() {
 				table.Rows = append(table.Rows, []string{pg.Team, pg.Pipeline, strconv.Itoa(pg.Count), countsLine(pg.ByStatus, BuildStatuses)})
 			}
@@ -198,7 +198,7 @@ func (p *Provider) opBuilds() bot.Op {
 			if !q.filter.Since.IsZero() {
 				summary += " since " + age(now.Sub(q.filter.Since)) + " ago"
 			}
-			return bot.Result{
+			return opmodel.Result{
 				Summary: summary, Table: table,
 				Data: BuildsData{
 					Count: count, ByStatus: byStatus, ByPipeline: g.data(), Builds: list,
@@ -217,32 +217,32 @@ func pipelineRefs(g groups) []string {
 	return out
 }
 
-func (p *Provider) opAbortBuilds() bot.Op {
+func (p *Provider) opAbortBuilds() opmodel.Op {
 	const op = "concourse.abort_builds"
-	args := append([]bot.ArgSpec{
+	args := append([]opmodel.ArgSpec{
 		{Name: "ids", Doc: "build ids to abort (instead of, or narrowed by, the filter)"},
 		{Name: "force", Doc: "true to mark builds aborted at once (for builds stuck on a dead worker)"},
 		{Name: "timeout", Doc: "how long to wait for the builds to stop (default 60s, or 1s per 30 builds when longer: Concourse turns about 60 aborted builds per second aborted)"},
 	}, buildFilterArgs...)
-	return bot.Op{
-		Name: op, Class: bot.ClassDestructive,
+	return opmodel.Op{
+		Name: op, Class: opmodel.ClassDestructive,
 		Doc:  "Abort builds that are still pending or started, chosen by ids or by filter (default status pending, since 24h), and verify they stopped.",
 		Args: args,
-		Plan: func(ctx context.Context, c bot.Call) (bot.Plan, error) {
+		Plan: func(ctx context.Context, c opmodel.Call) (opmodel.Plan, error) {
 			cl, err := p.client(c)
 			if err != nil {
-				return bot.Plan{}, err
+				return opmodel.Plan{}, err
 			}
 			q, err := p.buildQuery(c.Args, []string{StatusPending}, 24*time.Hour)
 			if err != nil {
-				return bot.Plan{}, err
+				return opmodel.Plan{}, err
 			}
 			for _, s := range q.filter.Statuses {
 				if s != StatusPending && s != StatusStarted {
-					return bot.Plan{}, fmt.Errorf("argument \"status\": only pending or started builds can be aborted, not %s", s)
+					return opmodel.Plan{}, fmt.Errorf("argument \"status\": only pending or started builds can be aborted, not %s", s)
 				}
 			}
-			plan := bot.Plan{Op: op, Target: cl.Name()}
+			plan := opmodel.Plan{Op: op, Target: cl.Name()}
 			now := p.opts.Now()
 			var builds []Build
 			if ids := c.Args.Strings("ids"); len(ids) > 0 {
@@ -252,7 +252,7 @@ func (p *Provider) opAbortBuilds() bot.Op {
 				builds, err = p.buildsByID(ctx, cl, ids, q, &plan, false)
 			} else {
 				if !q.hasScope() {
-					return bot.Plan{}, errors.New("give ids or a filter (pipeline, job or team): refusing to abort every build of the target")
+					return opmodel.Plan{}, errors.New("give ids or a filter (pipeline, job or team): refusing to abort every build of the target")
 				}
 				err = cl.EachBuild(ctx, q.filter, func(b Build) error {
 					if q.keep(b) && b.Running() {
@@ -262,14 +262,14 @@ func (p *Provider) opAbortBuilds() bot.Op {
 				})
 			}
 			if err != nil {
-				return bot.Plan{}, err
+				return opmodel.Plan{}, err
 			}
 			g := groups{}
 			byStatus := map[string]int{}
 			for _, b := range builds {
 				g.add(b)
 				byStatus[b.Status]++
-				plan.Items = append(plan.Items, bot.PlanItem{
+				plan.Items = append(plan.Items, opmodel.PlanItem{
 					Kind: "build", ID: strconv.Itoa(b.ID),
 					Attrs:  map[string]string{"team": b.TeamName, "pipeline": b.PipelineName, "job": b.JobName},
 					Detail: buildDetail(b, now),
@@ -288,7 +288,7 @@ func (p *Provider) opAbortBuilds() bot.Op {
 			}
 			return plan, nil
 		},
-		Apply: func(ctx context.Context, c bot.Call, pl bot.Plan) (bot.Result, error) {
+		Apply: func(ctx context.Context, c opmodel.Call, pl opmodel.Plan) (opmodel.Result, error) {
 			return p.applyAbort(ctx, c, pl)
 		},
 	}
@@ -313,7 +313,7 @@ func buildCreated(b Build) time.Time {
 // buildsByID reads the given builds, keeping those still running that
 // match q; the others become notes.
 // keepFinished keeps builds whatever their status (for scans).
-func (p *Provider) buildsByID(ctx context.Context, cl *Client, ids []string, q buildQuery, plan *bot.Plan, keepFinished bool) ([]Build, error) {
+func (p *Provider) buildsByID(ctx context.Context, cl *Client, ids []string, q buildQuery, plan *opmodel.Plan, keepFinished bool) ([]Build, error) {
 	nums := make([]int, 0, len(ids))
 	for _, s := range ids {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -350,16 +350,16 @@ func (p *Provider) buildsByID(ctx context.Context, cl *Client, ids []string, q b
 	return out, nil
 }
 
-func (p *Provider) applyAbort(ctx context.Context, c bot.Call, pl bot.Plan) (bot.Result, error) {
+func (p *Provider) applyAbort(ctx context.Context, c opmodel.Call, pl opmodel.Plan) (opmodel.Result, error) {
 	cl, err := p.client(c)
 	if err != nil {
-		return bot.Result{}, err
+		return opmodel.Result{}, err
 	}
 	// the verification waits longer for more builds: Concourse turns them
 	// aborted at about 60 per second
 	timeout, err := c.Args.Duration("timeout", VerifyTimeout(p.opts.AbortTimeout, len(pl.Items)))
 	if err != nil {
-		return bot.Result{}, err
+		return opmodel.Result{}, err
 	}
 	ids := make([]int, 0, len(pl.Items))
 	attrs := map[int]map[string]string{}
@@ -367,7 +367,7 @@ func (p *Provider) applyAbort(ctx context.Context, c bot.Call, pl bot.Plan) (bot
 	for _, it := range pl.Items {
 		n, err := strconv.Atoi(it.ID)
 		if err != nil {
-			return bot.Result{}, fmt.Errorf("plan item %q is not a build id", it.ID)
+			return opmodel.Result{}, fmt.Errorf("plan item %q is not a build id", it.ID)
 		}
 		ids = append(ids, n)
 		attrs[n] = it.Attrs
@@ -375,7 +375,7 @@ func (p *Provider) applyAbort(ctx context.Context, c bot.Call, pl bot.Plan) (bot
 	}
 	results, werr := cl.AbortAndWait(ctx, ids, AbortOptions{Force: c.Args.Bool("force"), Timeout: timeout, PollInterval: p.opts.AbortPoll, Scopes: scopes,
 		Progress: func(pr AbortProgress) { c.Report(abortProgressLine(pr)) }})
-	res := bot.Result{}
+	res := opmodel.Result{}
 	counts := map[AbortOutcome]int{}
 	var notStopped, failedIDs []int
 	type row struct{ aborted, finished, failed int }
@@ -392,18 +392,18 @@ func (p *Provider) applyAbort(ctx context.Context, c bot.Call, pl bot.Plan) (bot
 		switch r.Outcome {
 		case AbortAborted:
 			rw.aborted++
-			res.Items = append(res.Items, itemResult(id, bot.OutcomeSucceeded, ""))
+			res.Items = append(res.Items, itemResult(id, opmodel.OutcomeSucceeded, ""))
 		case AbortAlreadyFinished:
 			rw.finished++
-			res.Items = append(res.Items, itemResult(id, bot.OutcomeAlreadyDone, "finished as "+r.Status+" before the abort took effect"))
+			res.Items = append(res.Items, itemResult(id, opmodel.OutcomeAlreadyDone, "finished as "+r.Status+" before the abort took effect"))
 		case AbortNotStopped:
 			rw.failed++
 			notStopped = append(notStopped, r.ID)
-			res.Items = append(res.Items, itemResult(id, bot.OutcomeFailed, errText(r.Err)))
+			res.Items = append(res.Items, itemResult(id, opmodel.OutcomeFailed, errText(r.Err)))
 		default:
 			rw.failed++
 			failedIDs = append(failedIDs, r.ID)
-			res.Items = append(res.Items, itemResult(id, bot.OutcomeFailed, errText(r.Err)))
+			res.Items = append(res.Items, itemResult(id, opmodel.OutcomeFailed, errText(r.Err)))
 		}
 	}
 	keys := make([]string, 0, len(rows))
@@ -411,7 +411,7 @@ func (p *Provider) applyAbort(ctx context.Context, c bot.Call, pl bot.Plan) (bot
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	res.Table = &bot.Table{Columns: []string{"pipeline", "aborted", "already finished", "not stopped or failed"}}
+	res.Table = &opmodel.Table{Columns: []string{"pipeline", "aborted", "already finished", "not stopped or failed"}}
 	for _, k := range keys {
 		r := rows[k]
 		res.Table.Rows = append(res.Table.Rows, []string{k, strconv.Itoa(r.aborted), strconv.Itoa(r.finished), strconv.Itoa(r.failed)})

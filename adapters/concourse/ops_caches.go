@@ -6,24 +6,24 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
-func (p *Provider) opClearResourceCache() bot.Op {
+func (p *Provider) opClearResourceCache() opmodel.Op {
 	const op = "concourse.clear_resource_cache"
-	return bot.Op{
-		Name: op, Class: bot.ClassDestructive,
+	return opmodel.Op{
+		Name: op, Class: opmodel.ClassDestructive,
 		Doc:  "Delete the cached versions of a resource, or of every resource of a pipeline (fly clear-resource-cache); follow with concourse.check_resource.",
-		Args: []bot.ArgSpec{argTeam, argPipeline, {Name: "resource", Doc: "resource name or list (default: every resource of the pipeline)"}},
-		Plan: func(ctx context.Context, c bot.Call) (bot.Plan, error) {
+		Args: []opmodel.ArgSpec{argTeam, argPipeline, {Name: "resource", Doc: "resource name or list (default: every resource of the pipeline)"}},
+		Plan: func(ctx context.Context, c opmodel.Call) (opmodel.Plan, error) {
 			cl, team, pipeline, err := p.pipelineClient(c)
 			if err != nil {
-				return bot.Plan{}, err
+				return opmodel.Plan{}, err
 			}
 			team = cl.team(team)
 			rs, err := cl.Resources(ctx, team, pipeline)
 			if err != nil {
-				return bot.Plan{}, err
+				return opmodel.Plan{}, err
 			}
 			byName := map[string]Resource{}
 			for _, r := range rs {
@@ -35,13 +35,13 @@ func (p *Provider) opClearResourceCache() bot.Op {
 					names = append(names, r.Name)
 				}
 			}
-			plan := bot.Plan{Op: op, Target: cl.Name()}
+			plan := opmodel.Plan{Op: op, Target: cl.Name()}
 			for _, n := range names {
 				r, ok := byName[n]
 				if !ok {
-					return bot.Plan{}, fmt.Errorf("%s: pipeline %s/%s has no resource %q: check the name with concourse.resources", cl.Name(), team, pipeline, n)
+					return opmodel.Plan{}, fmt.Errorf("%s: pipeline %s/%s has no resource %q: check the name with concourse.resources", cl.Name(), team, pipeline, n)
 				}
-				plan.Items = append(plan.Items, bot.PlanItem{
+				plan.Items = append(plan.Items, opmodel.PlanItem{
 					Kind: "resource", ID: team + "/" + pipeline + "/" + r.Name,
 					Attrs:  map[string]string{"team": team, "pipeline": pipeline, "resource": r.Name, "type": r.Type},
 					Detail: "type " + r.Type,
@@ -53,14 +53,14 @@ func (p *Provider) opClearResourceCache() bot.Op {
 			}
 			return plan, nil
 		},
-		Apply: func(ctx context.Context, c bot.Call, pl bot.Plan) (bot.Result, error) {
+		Apply: func(ctx context.Context, c opmodel.Call, pl opmodel.Plan) (opmodel.Result, error) {
 			cl, err := p.client(c)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			var total int64
 			byResource := map[string]int64{}
-			res, d, err := p.applyEach(cl, pl, "cleared", func(it bot.PlanItem) (string, error) {
+			res, d, err := p.applyEach(cl, pl, "cleared", func(it opmodel.PlanItem) (string, error) {
 				n, err := cl.ClearResourceCache(ctx, it.Attrs["team"], it.Attrs["pipeline"], it.Attrs["resource"])
 				if err != nil {
 					return "", err
@@ -95,30 +95,30 @@ type ClearTaskCacheData struct {
 	ByStep        map[string]int64 `json:"by_step"`
 }
 
-func (p *Provider) opClearTaskCache() bot.Op {
+func (p *Provider) opClearTaskCache() opmodel.Op {
 	const op = "concourse.clear_task_cache"
-	return bot.Op{
-		Name: op, Class: bot.ClassDestructive,
+	return opmodel.Op{
+		Name: op, Class: opmodel.ClassDestructive,
 		Doc: "Delete the caches of a job's task steps (fly clear-task-cache for each task of the job, nested plans included).",
-		Args: []bot.ArgSpec{
+		Args: []opmodel.ArgSpec{
 			argTeam, argPipeline,
 			{Name: "job", Doc: "job name", Required: true},
 			{Name: "step", Doc: "only this task step (default: every task step of the job)"},
 			{Name: "cache_path", Doc: "only this cache path"},
 		},
-		Plan: func(ctx context.Context, c bot.Call) (bot.Plan, error) {
+		Plan: func(ctx context.Context, c opmodel.Call) (opmodel.Plan, error) {
 			cl, team, pipeline, err := p.pipelineClient(c)
 			if err != nil {
-				return bot.Plan{}, err
+				return opmodel.Plan{}, err
 			}
 			team = cl.team(team)
 			job := c.Args.String("job")
 			if job == "" {
-				return bot.Plan{}, errors.New("argument \"job\" is required (see concourse.jobs)")
+				return opmodel.Plan{}, errors.New("argument \"job\" is required (see concourse.jobs)")
 			}
 			cfg, err := cl.PipelineConfig(ctx, team, pipeline)
 			if err != nil {
-				return bot.Plan{}, err
+				return opmodel.Plan{}, err
 			}
 			jc, ok := cfg.Job(job)
 			if !ok {
@@ -126,19 +126,19 @@ func (p *Provider) opClearTaskCache() bot.Op {
 				for _, j := range cfg.Jobs {
 					names = append(names, j.Name)
 				}
-				return bot.Plan{}, fmt.Errorf("%s: pipeline %s/%s has no job %q; its jobs are: %s", cl.Name(), team, pipeline, job, strings.Join(names, ", "))
+				return opmodel.Plan{}, fmt.Errorf("%s: pipeline %s/%s has no job %q; its jobs are: %s", cl.Name(), team, pipeline, job, strings.Join(names, ", "))
 			}
 			steps := jc.TaskSteps()
 			if step := c.Args.String("step"); step != "" {
 				if !contains(steps, step) {
-					return bot.Plan{}, fmt.Errorf("%s: job %s/%s/%s has no task step %q; its task steps are: %s", cl.Name(), team, pipeline, job, step, strings.Join(steps, ", "))
+					return opmodel.Plan{}, fmt.Errorf("%s: job %s/%s/%s has no task step %q; its task steps are: %s", cl.Name(), team, pipeline, job, step, strings.Join(steps, ", "))
 				}
 				steps = []string{step}
 			}
-			plan := bot.Plan{Op: op, Target: cl.Name()}
+			plan := opmodel.Plan{Op: op, Target: cl.Name()}
 			cachePath := c.Args.String("cache_path")
 			for _, s := range steps {
-				plan.Items = append(plan.Items, bot.PlanItem{
+				plan.Items = append(plan.Items, opmodel.PlanItem{
 					Kind: "task_cache", ID: team + "/" + pipeline + "/" + job + "/" + s,
 					Attrs:  map[string]string{"team": team, "pipeline": pipeline, "job": job, "step": s, "cache_path": cachePath},
 					Detail: "task " + s,
@@ -150,14 +150,14 @@ func (p *Provider) opClearTaskCache() bot.Op {
 			}
 			return plan, nil
 		},
-		Apply: func(ctx context.Context, c bot.Call, pl bot.Plan) (bot.Result, error) {
+		Apply: func(ctx context.Context, c opmodel.Call, pl opmodel.Plan) (opmodel.Result, error) {
 			cl, err := p.client(c)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			var total int64
 			byStep := map[string]int64{}
-			res, d, err := p.applyEach(cl, pl, "cleared", func(it bot.PlanItem) (string, error) {
+			res, d, err := p.applyEach(cl, pl, "cleared", func(it opmodel.PlanItem) (string, error) {
 				a := it.Attrs
 				n, err := cl.ClearTaskCache(ctx, a["team"], a["pipeline"], a["job"], a["step"], a["cache_path"])
 				if err != nil {

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // Check is one check build in result data, followed to its end.
@@ -47,7 +47,7 @@ type CheckResourceTypeData struct {
 // runCheck follows the check build b that starting the check returned
 // (with err) into chk, adds chk to checks when it has a build, and returns
 // item id's result and whether the check succeeded.
-func (p *Provider) runCheck(ctx context.Context, cl *Client, id string, chk Check, b Build, err error, checks *[]Check) (bot.ItemResult, bool) {
+func (p *Provider) runCheck(ctx context.Context, cl *Client, id string, chk Check, b Build, err error, checks *[]Check) (opmodel.ItemResult, bool) {
 	if err == nil {
 		err = p.follow(ctx, cl, &chk, b)
 	}
@@ -55,9 +55,9 @@ func (p *Provider) runCheck(ctx context.Context, cl *Client, id string, chk Chec
 		*checks = append(*checks, chk)
 	}
 	if err != nil {
-		return itemResult(id, bot.OutcomeFailed, err.Error()), false
+		return itemResult(id, opmodel.OutcomeFailed, err.Error()), false
 	}
-	return itemResult(id, bot.OutcomeSucceeded, "check build "+strconv.Itoa(chk.BuildID)+" succeeded"), true
+	return itemResult(id, opmodel.OutcomeSucceeded, "check build "+strconv.Itoa(chk.BuildID)+" succeeded"), true
 }
 
 // follow waits for a started check build and describes its outcome.
@@ -75,29 +75,29 @@ func (p *Provider) follow(ctx context.Context, cl *Client, chk *Check, b Build) 
 	return nil
 }
 
-func (p *Provider) opCheckResource() bot.Op {
-	return bot.Op{
-		Name: "concourse.check_resource", Class: bot.ClassWrite,
+func (p *Provider) opCheckResource() opmodel.Op {
+	return opmodel.Op{
+		Name: "concourse.check_resource", Class: opmodel.ClassWrite,
 		Doc: "Check resources (fly check-resource) and follow each check build to its end; without resource, every resource of the pipeline. " +
 			"A check that errors fails the step with its error.",
-		Args: []bot.ArgSpec{argTeam, argPipeline, {Name: "resource", Doc: "resource name or list (default: all)"}},
-		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
+		Args: []opmodel.ArgSpec{argTeam, argPipeline, {Name: "resource", Doc: "resource name or list (default: all)"}},
+		Do: func(ctx context.Context, c opmodel.Call) (opmodel.Result, error) {
 			cl, team, pipeline, err := p.pipelineClient(c)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			names := c.Args.Strings("resource")
 			if len(names) == 0 {
 				rs, err := cl.Resources(ctx, team, pipeline)
 				if err != nil {
-					return bot.Result{}, err
+					return opmodel.Result{}, err
 				}
 				for _, r := range rs {
 					names = append(names, r.Name)
 				}
 			}
 			data := CheckResourceData{Checked: []string{}, Done: []string{}, Failed: []string{}, Checks: []Check{}}
-			res := bot.Result{}
+			res := opmodel.Result{}
 			for i, n := range names {
 				c.Report(fmt.Sprintf("checking %s (%d of %d)", n, i+1, len(names)))
 				b, err := cl.CheckResource(ctx, team, pipeline, n)
@@ -126,7 +126,7 @@ func (p *Provider) opCheckResource() bot.Op {
 
 // checkFailure is the step's error when checks failed: the first failure
 // with its error, as fly prints it.
-func checkFailure(cl *Client, res bot.Result) error {
+func checkFailure(cl *Client, res opmodel.Result) error {
 	f := res.Failed()
 	msg := fmt.Sprintf("%s: check of %s failed: %s", cl.Name(), f[0].ID, f[0].Reason)
 	if len(f) > 1 {
@@ -135,21 +135,21 @@ func checkFailure(cl *Client, res bot.Result) error {
 	return errors.New(msg)
 }
 
-func (p *Provider) opCheckResourceType() bot.Op {
-	return bot.Op{
-		Name: "concourse.check_resource_type", Class: bot.ClassWrite,
+func (p *Provider) opCheckResourceType() opmodel.Op {
+	return opmodel.Op{
+		Name: "concourse.check_resource_type", Class: opmodel.ClassWrite,
 		Doc: "Check a custom resource type (fly check-resource-type), in one pipeline or in each of a list (e.g. steps.scan.result.pipelines), " +
 			"following each check build to its end; a check that errors fails the step with its error.",
-		Args: []bot.ArgSpec{
+		Args: []opmodel.ArgSpec{
 			argTeam,
 			{Name: "pipeline", Doc: "pipeline name (or use pipelines)"},
 			{Name: "pipelines", Doc: "list of team/pipeline to check in each"},
 			{Name: "resource_type", Doc: "resource type name (default registry-image)"},
 		},
-		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
+		Do: func(ctx context.Context, c opmodel.Call) (opmodel.Result, error) {
 			cl, err := p.client(c)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			rt := or(c.Args.String("resource_type"), "registry-image")
 			refs := c.Args.Strings("pipelines")
@@ -157,9 +157,9 @@ func (p *Provider) opCheckResourceType() bot.Op {
 				refs = append(refs, pl)
 			}
 			if len(refs) == 0 {
-				return bot.Result{}, errors.New("give pipeline=<name> or pipelines=[team/name, …]")
+				return opmodel.Result{}, errors.New("give pipeline=<name> or pipelines=[team/name, …]")
 			}
-			res := bot.Result{}
+			res := opmodel.Result{}
 			data := CheckResourceTypeData{ResourceType: rt, Checked: []string{}, Skipped: []string{}, Failed: []string{}, Checks: []Check{}}
 			for i, ref := range refs {
 				team, name := splitRef(ref, c.Args.String("team"), cl.Team())
@@ -168,12 +168,12 @@ func (p *Provider) opCheckResourceType() bot.Op {
 				types, err := cl.ResourceTypes(ctx, team, name)
 				if err != nil {
 					data.Failed = append(data.Failed, id)
-					res.Items = append(res.Items, itemResult(id, bot.OutcomeFailed, err.Error()))
+					res.Items = append(res.Items, itemResult(id, opmodel.OutcomeFailed, err.Error()))
 					continue
 				}
 				if !hasType(types, rt) {
 					data.Skipped = append(data.Skipped, id)
-					res.Items = append(res.Items, itemResult(id, bot.OutcomeAlreadyDone,
+					res.Items = append(res.Items, itemResult(id, opmodel.OutcomeAlreadyDone,
 						fmt.Sprintf("no custom resource type %q in this pipeline (it uses the built-in one); nothing to check", rt)))
 					continue
 				}

@@ -9,50 +9,50 @@ import (
 	"strings"
 	"time"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // DefaultScanPattern is what the manual's "image fetching failed" runbook
 // looks for.
 const DefaultScanPattern = "image fetching failed"
 
-func (p *Provider) opBuildEventsScan() bot.Op {
-	args := append([]bot.ArgSpec{
+func (p *Provider) opBuildEventsScan() opmodel.Op {
+	args := append([]opmodel.ArgSpec{
 		{Name: "pattern", Doc: "text to look for in log and error events (default \"image fetching failed\")"},
 		{Name: "regex", Doc: "true to read pattern as a regular expression"},
 		{Name: "context", Doc: "lines of output to keep before and after each match (default 4)"},
 		{Name: "ids", Doc: "scan these build ids instead of filtering"},
 	}, buildFilterArgs...)
-	return bot.Op{
-		Name: "concourse.build_events_scan", Class: bot.ClassRead,
+	return opmodel.Op{
+		Name: "concourse.build_events_scan", Class: opmodel.ClassRead,
 		Doc:  "Find a text in the logs of builds (default: errored builds of the last 3h) with the step it came from, like fly watch | grep -B 4.",
 		Args: args,
-		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
+		Do: func(ctx context.Context, c opmodel.Call) (opmodel.Result, error) {
 			cl, err := p.client(c)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			re, text, err := scanPattern(c.Args)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			lines, err := c.Args.Int("context", 4)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			q, err := p.buildQuery(c.Args, []string{StatusErrored}, 3*time.Hour)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			if c.Args.String("limit") == "" {
 				q.filter.Limit = 3000 // the manual's fly builds -c 3000
 			}
 			var builds []Build
 			if ids := c.Args.Strings("ids"); len(ids) > 0 {
-				plan := bot.Plan{}
+				plan := opmodel.Plan{}
 				q.filter.Statuses = BuildStatuses
 				if builds, err = p.buildsByIDAny(ctx, cl, ids, &plan); err != nil {
-					return bot.Result{}, err
+					return opmodel.Result{}, err
 				}
 			} else {
 				err = cl.EachBuild(ctx, q.filter, func(b Build) error {
@@ -62,7 +62,7 @@ func (p *Provider) opBuildEventsScan() bot.Op {
 					return nil
 				})
 				if err != nil {
-					return bot.Result{}, err
+					return opmodel.Result{}, err
 				}
 			}
 			return p.scanBuilds(ctx, cl, builds, re, text, lines, q.filter.Statuses)
@@ -70,7 +70,7 @@ func (p *Provider) opBuildEventsScan() bot.Op {
 	}
 }
 
-func scanPattern(a bot.Args) (*regexp.Regexp, string, error) {
+func scanPattern(a opmodel.Args) (*regexp.Regexp, string, error) {
 	text := a.String("pattern")
 	if text == "" {
 		text = DefaultScanPattern
@@ -87,7 +87,7 @@ func scanPattern(a bot.Args) (*regexp.Regexp, string, error) {
 }
 
 // buildsByIDAny reads builds by id whatever their status.
-func (p *Provider) buildsByIDAny(ctx context.Context, cl *Client, ids []string, plan *bot.Plan) ([]Build, error) {
+func (p *Provider) buildsByIDAny(ctx context.Context, cl *Client, ids []string, plan *opmodel.Plan) ([]Build, error) {
 	return p.buildsByID(ctx, cl, ids, buildQuery{filter: BuildFilter{Statuses: BuildStatuses}}, plan, true)
 }
 
@@ -96,14 +96,14 @@ type scanHit struct {
 	m     EventMatch
 }
 
-func (p *Provider) scanBuilds(ctx context.Context, cl *Client, builds []Build, re *regexp.Regexp, text string, lines int, sts []string) (bot.Result, error) {
+func (p *Provider) scanBuilds(ctx context.Context, cl *Client, builds []Build, re *regexp.Regexp, text string, lines int, sts []string) (opmodel.Result, error) {
 	hits := make([][]EventMatch, len(builds))
 	errs := make([]error, len(builds))
 	cl.forEach(ctx, len(builds), func(ctx context.Context, i int) {
 		hits[i], errs[i] = cl.ScanBuildEvents(ctx, builds[i].ID, re, lines)
 	}, func(i int, err error) { errs[i] = err })
 	if err := ctx.Err(); err != nil {
-		return bot.Result{}, fmt.Errorf("%s: scanning build events: %w", cl.Name(), err)
+		return opmodel.Result{}, fmt.Errorf("%s: scanning build events: %w", cl.Name(), err)
 	}
 	var all []scanHit
 	var scanErrs []string
@@ -125,7 +125,7 @@ func (p *Provider) scanBuilds(ctx context.Context, cl *Client, builds []Build, r
 		}
 	}
 	matches := []EventMatchData{}
-	table := &bot.Table{Columns: []string{"build", "pipeline/job", "line"}}
+	table := &opmodel.Table{Columns: []string{"build", "pipeline/job", "line"}}
 	var detail strings.Builder
 	for _, h := range all {
 		if len(matches) >= p.opts.MaxItems {
@@ -168,7 +168,7 @@ func (p *Provider) scanBuilds(ctx context.Context, cl *Client, builds []Build, r
 		summary += fmt.Sprintf("; %d builds could not be read", len(scanErrs))
 	}
 	shownErrs, _ := truncate(scanErrs, 10)
-	return bot.Result{
+	return opmodel.Result{
 		Summary: summary, Table: table, Detail: detail.String(), Warn: matched > 0 || len(scanErrs) > 0,
 		Data: ScanData{
 			Pattern: text, BuildsScanned: len(builds), BuildsMatched: matched, MatchCount: len(all),

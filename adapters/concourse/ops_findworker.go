@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // FoundWorker is the result of concourse.find_worker: the worker a run is
@@ -30,21 +30,21 @@ type FoundWorker struct {
 	Connect string `json:"connect"`
 }
 
-func (p *Provider) opFindWorker() bot.Op {
-	return bot.Op{
-		Name: "concourse.find_worker", Class: bot.ClassRead,
+func (p *Provider) opFindWorker() opmodel.Op {
+	return opmodel.Op{
+		Name: "concourse.find_worker", Class: opmodel.ClassRead,
 		Doc: "Identify the worker a run is about: by its ID under the target's workers.name template (0), by its full name, " +
 			"or, when none is given, the only worker in the wanted state. Fails when a typed worker is not registered or several fit.",
-		Args: []bot.ArgSpec{
+		Args: []opmodel.ArgSpec{
 			{Name: "worker", Doc: "the worker's ID (0) or full name; empty: pick the only worker in `state`"},
 			{Name: "state", Doc: "states a picked worker may be in (default stalled)"},
 			{Name: "allow_missing", Doc: "true: a typed worker that is not registered is fine (exists: false), e.g. one being provisioned"},
 			{Name: "alert_instance", Doc: "the instance of the alert the run was started from (.run.alert_instance): the worker found must be that machine, else the step fails"},
 		},
-		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
+		Do: func(ctx context.Context, c opmodel.Call) (opmodel.Result, error) {
 			cl, err := p.client(c)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			typed := strings.TrimSpace(c.Args.String("worker"))
 			states := c.Args.Strings("state")
@@ -53,7 +53,7 @@ func (p *Provider) opFindWorker() bot.Op {
 			}
 			ws, err := cl.Workers(ctx)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			now := p.opts.Now()
 			nm := cl.naming
@@ -76,7 +76,7 @@ func (p *Provider) opFindWorker() bot.Op {
 				if nm.HasIDs() && nm.IDOf(typed) == "" {
 					n, err := nm.NameOf(typed)
 					if err != nil {
-						return bot.Result{}, err
+						return opmodel.Result{}, err
 					}
 					if _, ok := byName[n]; ok || c.Args.Bool("allow_missing") {
 						name, out.How = n, "id"
@@ -87,11 +87,11 @@ func (p *Provider) opFindWorker() bot.Op {
 					name, out.How = typed, "name"
 					break
 				}
-				return bot.Result{}, fmt.Errorf("%s: %w", cl.Name(), missingWorker(nm, typed, ws))
+				return opmodel.Result{}, fmt.Errorf("%s: %w", cl.Name(), missingWorker(nm, typed, ws))
 			case len(out.Candidates) == 1:
 				name, out.How = out.Candidates[0], "picked"
 			case len(out.Candidates) == 0:
-				return bot.Result{
+				return opmodel.Result{
 					Summary: fmt.Sprintf("no %s worker on %s (%s); give worker=<ID or name> to look at another",
 						strings.Join(states, " or "), cl.Name(), nonEmptyLine(workerCounts(ws), "no workers registered")),
 					Data: out,
@@ -102,7 +102,7 @@ func (p *Provider) opFindWorker() bot.Op {
 					w := byName[n]
 					picks = append(picks, fmt.Sprintf("worker=%s (%s, %s %s)", nm.Ref(n), n, w.State, age(since(now, w.Started()))))
 				}
-				return bot.Result{}, fmt.Errorf("%d %s workers on %s; run again with one of: %s",
+				return opmodel.Result{}, fmt.Errorf("%d %s workers on %s; run again with one of: %s",
 					len(out.Candidates), strings.Join(states, " or "), cl.Name(), strings.Join(picks, ", "))
 			}
 			if w, ok := byName[name]; ok {
@@ -113,16 +113,16 @@ func (p *Provider) opFindWorker() bot.Op {
 			out.Found = true
 			acc, err := nm.AccessOf(out.Name, out.ID)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			out.Host, out.SSH, out.ForgetHostKey = acc.Host, acc.SSH, acc.ForgetHostKey
 			if inst := strings.TrimSpace(c.Args.String("alert_instance")); inst != "" && !sameMachine(inst, out.Name, out.Host) {
-				return bot.Result{}, fmt.Errorf("%s: the alert is about %s, but the worker found (worker=%s) is %s, another machine: "+
+				return opmodel.Result{}, fmt.Errorf("%s: the alert is about %s, but the worker found (worker=%s) is %s, another machine: "+
 					"nothing is done on a machine the alert is not about; check the route's params (alerts.routes) or type the command with the right worker=",
 					cl.Name(), inst, nonEmptyLine(typed, "the only "+strings.Join(states, " or ")+" one"), out.Name)
 			}
 			out.Connect = connectText(cl.Name(), out, nm.jump != nil)
-			return bot.Result{Summary: foundSummary(out), Data: out, Warn: out.State == WorkerStalled}, nil
+			return opmodel.Result{Summary: foundSummary(out), Data: out, Warn: out.State == WorkerStalled}, nil
 		},
 	}
 }

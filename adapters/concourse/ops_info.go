@@ -8,21 +8,21 @@ import (
 	"strings"
 	"time"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
-func (p *Provider) opInfo() bot.Op {
-	return bot.Op{
-		Name: "concourse.info", Class: bot.ClassRead,
+func (p *Provider) opInfo() opmodel.Op {
+	return opmodel.Op{
+		Name: "concourse.info", Class: opmodel.ClassRead,
 		Doc: "Server version and cluster, and who the bot is logged in as (fly status, fly userinfo).",
-		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
+		Do: func(ctx context.Context, c opmodel.Call) (opmodel.Result, error) {
 			cl, err := p.client(c)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			info, err := cl.Info(ctx)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			data := InfoData{
 				Target: cl.Name(), URL: cl.URL(), Team: cl.Team(), Version: info.Version,
@@ -35,7 +35,7 @@ func (p *Provider) opInfo() bot.Op {
 			if cl.cfg.Username != "" {
 				u, err := cl.User(ctx)
 				if err != nil {
-					return bot.Result{}, err
+					return opmodel.Result{}, err
 				}
 				roles := []string{}
 				for team, rs := range u.Teams {
@@ -52,7 +52,7 @@ func (p *Provider) opInfo() bot.Op {
 					summary += " (" + strings.Join(roles, ", ") + ")"
 				}
 			}
-			return bot.Result{Summary: summary, Data: data}, nil
+			return opmodel.Result{Summary: summary, Data: data}, nil
 		},
 	}
 }
@@ -90,27 +90,27 @@ type TSAData struct {
 	Error       string   `json:"error"`
 }
 
-func (p *Provider) opTSAConnectivity() bot.Op {
-	return bot.Op{
-		Name: "concourse.tsa_connectivity", Class: bot.ClassRead,
+func (p *Provider) opTSAConnectivity() opmodel.Op {
+	return opmodel.Op{
+		Name: "concourse.tsa_connectivity", Class: opmodel.ClassRead,
 		Doc: "Resolve the TSA host and open a TCP connection to it from the bot (nc -vz <host> 2222); a failure is a result, not an error.",
-		Args: []bot.ArgSpec{
+		Args: []opmodel.ArgSpec{
 			{Name: "address", Doc: "host:port to test (default: the target's tsa setting, <url host>:2222)"},
 			{Name: "timeout", Doc: "connect timeout (default 5s)"},
 		},
-		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
+		Do: func(ctx context.Context, c opmodel.Call) (opmodel.Result, error) {
 			cl, err := p.client(c)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			addr := or(c.Args.String("address"), cl.cfg.TSA)
 			timeout, err := c.Args.Duration("timeout", 5*time.Second)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			host, port, err := net.SplitHostPort(addr)
 			if err != nil {
-				return bot.Result{}, fmt.Errorf("argument \"address\": %q is not host:port (e.g. ci.example.com:2222)", addr)
+				return opmodel.Result{}, fmt.Errorf("argument \"address\": %q is not host:port (e.g. ci.example.com:2222)", addr)
 			}
 			return p.probe(ctx, host, port, timeout), nil
 		},
@@ -118,11 +118,11 @@ func (p *Provider) opTSAConnectivity() bot.Op {
 }
 
 // probe resolves host and dials each address until one connects.
-func (p *Provider) probe(ctx context.Context, host, port string, timeout time.Duration) bot.Result {
+func (p *Provider) probe(ctx context.Context, host, port string, timeout time.Duration) opmodel.Result {
 	data := TSAData{Host: host, Port: port, Address: net.JoinHostPort(host, port), IPs: []string{}}
-	fail := func(summary string, err error) bot.Result {
+	fail := func(summary string, err error) opmodel.Result {
 		data.Error = err.Error()
-		return bot.Result{Summary: summary, Data: data, Warn: true}
+		return opmodel.Result{Summary: summary, Data: data, Warn: true}
 	}
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, timeout)
@@ -146,7 +146,7 @@ func (p *Provider) probe(ctx context.Context, host, port string, timeout time.Du
 		ms := time.Since(start).Milliseconds()
 		_ = conn.Close()
 		data.Connected, data.ConnectedIP, data.ConnectMS = true, ip, ms
-		return bot.Result{
+		return opmodel.Result{
 			Summary: fmt.Sprintf("TSA reachable: %s:%s → %s, connect %d ms", host, port, strings.Join(ips, ", "), ms),
 			Data:    data,
 		}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // PipelineData is one pipeline in result data.
@@ -94,24 +94,24 @@ func (p *Provider) pipelineData(pl Pipeline, now time.Time) PipelineData {
 	}
 }
 
-func (p *Provider) opPipelines() bot.Op {
-	return bot.Op{
-		Name: "concourse.pipelines", Class: bot.ClassRead,
+func (p *Provider) opPipelines() opmodel.Op {
+	return opmodel.Op{
+		Name: "concourse.pipelines", Class: opmodel.ClassRead,
 		Doc: "List pipelines of every team (fly pipelines -a) or one team; paused=true lists paused ones (fly paused-pipelines).",
-		Args: []bot.ArgSpec{
+		Args: []opmodel.ArgSpec{
 			{Name: "team", Doc: "only this team (default: every team)"},
 			{Name: "name", Doc: "only pipelines whose name matches this anchored regular expression"},
 			{Name: "paused", Doc: "true to keep only paused pipelines"},
 			{Name: "include_archived", Doc: "true to include archived pipelines"},
 		},
-		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
+		Do: func(ctx context.Context, c opmodel.Call) (opmodel.Result, error) {
 			cl, err := p.client(c)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			re, err := pattern(c.Args, "name")
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			team := c.Args.String("team")
 			if team == "" {
@@ -119,12 +119,12 @@ func (p *Provider) opPipelines() bot.Op {
 			}
 			ps, err := cl.Pipelines(ctx, team)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			now := p.opts.Now()
 			list := []PipelineData{}
 			paused := []string{}
-			table := &bot.Table{Columns: []string{"team", "name", "paused", "public"}}
+			table := &opmodel.Table{Columns: []string{"team", "name", "paused", "public"}}
 			for _, pl := range ps {
 				if (pl.Archived && !c.Args.Bool("include_archived")) || !matchRe(re, pl.Name) || (c.Args.Bool("paused") && !pl.Paused) {
 					continue
@@ -139,7 +139,7 @@ func (p *Provider) opPipelines() bot.Op {
 			if len(paused) > 0 && !c.Args.Bool("paused") {
 				summary += fmt.Sprintf(", %d paused", len(paused))
 			}
-			return bot.Result{
+			return opmodel.Result{
 				Summary: summary, Table: table,
 				Data: PipelinesData{Count: len(list), Pipelines: list, Paused: paused, PausedCount: len(paused)},
 			}, nil
@@ -154,24 +154,24 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-func (p *Provider) opJobs() bot.Op {
-	return bot.Op{
-		Name: "concourse.jobs", Class: bot.ClassRead,
+func (p *Provider) opJobs() opmodel.Op {
+	return opmodel.Op{
+		Name: "concourse.jobs", Class: opmodel.ClassRead,
 		Doc:  "List a pipeline's jobs with their last and next build (fly jobs); paused=true lists paused jobs (fly paused-jobs).",
-		Args: []bot.ArgSpec{argTeam, argPipeline, {Name: "paused", Doc: "true to keep only paused jobs"}},
-		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
+		Args: []opmodel.ArgSpec{argTeam, argPipeline, {Name: "paused", Doc: "true to keep only paused jobs"}},
+		Do: func(ctx context.Context, c opmodel.Call) (opmodel.Result, error) {
 			cl, team, pipeline, err := p.pipelineClient(c)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			js, err := cl.Jobs(ctx, team, pipeline)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			list := []JobData{}
 			paused := []string{}
 			lastStatus := map[string]int{}
-			table := &bot.Table{Columns: []string{"name", "paused", "status", "next"}}
+			table := &opmodel.Table{Columns: []string{"name", "paused", "status", "next"}}
 			for _, j := range js {
 				if c.Args.Bool("paused") && !j.Paused {
 					continue
@@ -197,13 +197,13 @@ func (p *Provider) opJobs() bot.Op {
 			if s := countsLine(lastStatus, BuildStatuses); s != "" {
 				summary += "; last builds: " + s
 			}
-			return bot.Result{Summary: summary, Table: table, Data: JobsData{Count: len(list), Jobs: list, Paused: paused}}, nil
+			return opmodel.Result{Summary: summary, Table: table, Data: JobsData{Count: len(list), Jobs: list, Paused: paused}}, nil
 		},
 	}
 }
 
 // teamPipeline reads team and pipeline ("team/pipeline" is accepted too).
-func teamPipeline(a bot.Args) (string, string, error) {
+func teamPipeline(a opmodel.Args) (string, string, error) {
 	team, pipeline := a.String("team"), a.String("pipeline")
 	if t, pl, ok := strings.Cut(pipeline, "/"); ok && team == "" {
 		team, pipeline = t, pl
@@ -216,7 +216,7 @@ func teamPipeline(a bot.Args) (string, string, error) {
 
 // pipelineClient returns the call's target client and its team/pipeline
 // arguments, for the operations on one pipeline.
-func (p *Provider) pipelineClient(c bot.Call) (*Client, string, string, error) {
+func (p *Provider) pipelineClient(c opmodel.Call) (*Client, string, string, error) {
 	cl, err := p.client(c)
 	if err != nil {
 		return nil, "", "", err
@@ -228,23 +228,23 @@ func (p *Provider) pipelineClient(c bot.Call) (*Client, string, string, error) {
 	return cl, team, pipeline, nil
 }
 
-func (p *Provider) opResources() bot.Op {
-	return bot.Op{
-		Name: "concourse.resources", Class: bot.ClassRead,
+func (p *Provider) opResources() opmodel.Op {
+	return opmodel.Op{
+		Name: "concourse.resources", Class: opmodel.ClassRead,
 		Doc:  "List a pipeline's resources with the status of their last check (fly resources).",
-		Args: []bot.ArgSpec{argTeam, argPipeline},
-		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
+		Args: []opmodel.ArgSpec{argTeam, argPipeline},
+		Do: func(ctx context.Context, c opmodel.Call) (opmodel.Result, error) {
 			cl, team, pipeline, err := p.pipelineClient(c)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			rs, err := cl.Resources(ctx, team, pipeline)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			list, names := []ResourceData{}, []string{}
 			failing := 0
-			table := &bot.Table{Columns: []string{"name", "type", "last check"}}
+			table := &opmodel.Table{Columns: []string{"name", "type", "last check"}}
 			for _, r := range rs {
 				status, id := "", 0
 				if r.Build != nil {
@@ -261,7 +261,7 @@ func (p *Provider) opResources() bot.Op {
 			if failing > 0 {
 				summary += fmt.Sprintf(", %d with a failing check", failing)
 			}
-			return bot.Result{Summary: summary, Table: table, Warn: failing > 0,
+			return opmodel.Result{Summary: summary, Table: table, Warn: failing > 0,
 				Data: ResourcesData{Count: len(list), Resources: list, Names: names, FailingChecks: failing}}, nil
 		},
 	}
@@ -274,100 +274,100 @@ func or(s, def string) string {
 	return s
 }
 
-func (p *Provider) opResourceTypes() bot.Op {
-	return bot.Op{
-		Name: "concourse.resource_types", Class: bot.ClassRead,
+func (p *Provider) opResourceTypes() opmodel.Op {
+	return opmodel.Op{
+		Name: "concourse.resource_types", Class: opmodel.ClassRead,
 		Doc:  "List a pipeline's custom resource types (e.g. registry-image).",
-		Args: []bot.ArgSpec{argTeam, argPipeline},
-		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
+		Args: []opmodel.ArgSpec{argTeam, argPipeline},
+		Do: func(ctx context.Context, c opmodel.Call) (opmodel.Result, error) {
 			cl, team, pipeline, err := p.pipelineClient(c)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			rts, err := cl.ResourceTypes(ctx, team, pipeline)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			list, names := []ResourceTypeData{}, []string{}
-			table := &bot.Table{Columns: []string{"name", "type"}}
+			table := &opmodel.Table{Columns: []string{"name", "type"}}
 			for _, rt := range rts {
 				names = append(names, rt.Name)
 				list = append(list, ResourceTypeData{Name: rt.Name, Type: rt.Type})
 				table.Rows = append(table.Rows, []string{rt.Name, rt.Type})
 			}
-			return bot.Result{Summary: plural(len(list), "custom resource type"), Table: table,
+			return opmodel.Result{Summary: plural(len(list), "custom resource type"), Table: table,
 				Data: ResourceTypesData{Count: len(list), ResourceTypes: list, Names: names}}, nil
 		},
 	}
 }
 
-func (p *Provider) opUnpausePipeline() bot.Op {
-	return bot.Op{
-		Name: "concourse.unpause_pipeline", Class: bot.ClassWrite,
+func (p *Provider) opUnpausePipeline() opmodel.Op {
+	return opmodel.Op{
+		Name: "concourse.unpause_pipeline", Class: opmodel.ClassWrite,
 		Doc:  "Unpause a pipeline (fly unpause-pipeline).",
-		Args: []bot.ArgSpec{argTeam, argPipeline},
-		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
+		Args: []opmodel.ArgSpec{argTeam, argPipeline},
+		Do: func(ctx context.Context, c opmodel.Call) (opmodel.Result, error) {
 			cl, team, pipeline, err := p.pipelineClient(c)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			before, err := cl.Pipeline(ctx, team, pipeline)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			if err := cl.UnpausePipeline(ctx, team, pipeline); err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			after, err := cl.Pipeline(ctx, team, pipeline)
 			if err != nil {
-				return bot.Result{}, fmt.Errorf("verifying the unpause: %w", err)
+				return opmodel.Result{}, fmt.Errorf("verifying the unpause: %w", err)
 			}
 			if after.Paused {
-				return bot.Result{}, fmt.Errorf("%s: pipeline %s is still paused after the unpause; check it in the web UI", cl.Name(), after.Ref())
+				return opmodel.Result{}, fmt.Errorf("%s: pipeline %s is still paused after the unpause; check it in the web UI", cl.Name(), after.Ref())
 			}
 			summary := "unpaused " + after.Ref()
-			var items []bot.ItemResult
+			var items []opmodel.ItemResult
 			if !before.Paused {
 				summary = after.Ref() + " was not paused"
-				items = []bot.ItemResult{itemResult(after.Ref(), bot.OutcomeAlreadyDone, "was not paused")}
+				items = []opmodel.ItemResult{itemResult(after.Ref(), opmodel.OutcomeAlreadyDone, "was not paused")}
 			}
-			return bot.Result{Summary: summary, Items: items, Data: UnpauseData{
+			return opmodel.Result{Summary: summary, Items: items, Data: UnpauseData{
 				Team: after.TeamName, Pipeline: after.Name, WasPaused: before.Paused, Paused: false,
 			}}, nil
 		},
 	}
 }
 
-func (p *Provider) opPausePipeline() bot.Op {
+func (p *Provider) opPausePipeline() opmodel.Op {
 	const op = "concourse.pause_pipeline"
-	return bot.Op{
-		Name: op, Class: bot.ClassDestructive,
+	return opmodel.Op{
+		Name: op, Class: opmodel.ClassDestructive,
 		Doc:  "Pause pipelines (fly pause-pipeline) so they start no new builds.",
-		Args: []bot.ArgSpec{argTeam, {Name: "pipeline", Doc: "pipeline name, team/name, or a list of them", Required: true}},
-		Plan: func(ctx context.Context, c bot.Call) (bot.Plan, error) {
+		Args: []opmodel.ArgSpec{argTeam, {Name: "pipeline", Doc: "pipeline name, team/name, or a list of them", Required: true}},
+		Plan: func(ctx context.Context, c opmodel.Call) (opmodel.Plan, error) {
 			cl, err := p.client(c)
 			if err != nil {
-				return bot.Plan{}, err
+				return opmodel.Plan{}, err
 			}
 			refs := c.Args.Strings("pipeline")
 			if len(refs) == 0 {
-				return bot.Plan{}, errors.New("argument \"pipeline\" is required (see concourse.pipelines)")
+				return opmodel.Plan{}, errors.New("argument \"pipeline\" is required (see concourse.pipelines)")
 			}
-			plan := bot.Plan{Op: op, Target: cl.Name()}
+			plan := opmodel.Plan{Op: op, Target: cl.Name()}
 			for _, ref := range refs {
 				team, name := splitRef(ref, c.Args.String("team"), cl.Team())
 				pl, err := cl.Pipeline(ctx, team, name)
 				switch {
 				case errors.Is(err, ErrNotFound):
-					return bot.Plan{}, fmt.Errorf("%s: pipeline %s/%s not found: check the name and team with concourse.pipelines", cl.Name(), team, name)
+					return opmodel.Plan{}, fmt.Errorf("%s: pipeline %s/%s not found: check the name and team with concourse.pipelines", cl.Name(), team, name)
 				case err != nil:
-					return bot.Plan{}, err
+					return opmodel.Plan{}, err
 				case pl.Paused:
 					plan.Notes = append(plan.Notes, fmt.Sprintf("%s is already paused (by %s); skipped", pl.Ref(), or(pl.PausedBy, "someone")))
 				case pl.Archived:
 					plan.Notes = append(plan.Notes, fmt.Sprintf("%s is archived; skipped", pl.Ref()))
 				default:
-					plan.Items = append(plan.Items, bot.PlanItem{Kind: "pipeline", ID: pl.Ref(),
+					plan.Items = append(plan.Items, opmodel.PlanItem{Kind: "pipeline", ID: pl.Ref(),
 						Attrs: map[string]string{"team": pl.TeamName, "pipeline": pl.Name}, Detail: "running, public " + yesNo(pl.Public)})
 				}
 			}
@@ -377,12 +377,12 @@ func (p *Provider) opPausePipeline() bot.Op {
 			}
 			return plan, nil
 		},
-		Apply: func(ctx context.Context, c bot.Call, pl bot.Plan) (bot.Result, error) {
+		Apply: func(ctx context.Context, c opmodel.Call, pl opmodel.Plan) (opmodel.Result, error) {
 			cl, err := p.client(c)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
-			res, d, err := p.applyEach(cl, pl, "paused", func(it bot.PlanItem) (string, error) {
+			res, d, err := p.applyEach(cl, pl, "paused", func(it opmodel.PlanItem) (string, error) {
 				if err := cl.PausePipeline(ctx, it.Attrs["team"], it.Attrs["pipeline"]); err != nil {
 					return "", err
 				}
@@ -427,18 +427,18 @@ type PauseData struct {
 // applyEach runs act on each plan item in turn and builds the result; the
 // string act returns is the item's reason on success. The caller wraps the
 // data in its type.
-func (p *Provider) applyEach(cl *Client, pl bot.Plan, past string, act func(bot.PlanItem) (string, error)) (bot.Result, BulkData, error) {
-	res := bot.Result{}
+func (p *Provider) applyEach(cl *Client, pl opmodel.Plan, past string, act func(opmodel.PlanItem) (string, error)) (opmodel.Result, BulkData, error) {
+	res := opmodel.Result{}
 	done, failed := []string{}, []string{}
 	for _, it := range pl.Items {
 		why, err := act(it)
 		if err != nil {
 			failed = append(failed, it.ID)
-			res.Items = append(res.Items, itemResult(it.ID, bot.OutcomeFailed, err.Error()))
+			res.Items = append(res.Items, itemResult(it.ID, opmodel.OutcomeFailed, err.Error()))
 			continue
 		}
 		done = append(done, it.ID)
-		res.Items = append(res.Items, itemResult(it.ID, bot.OutcomeSucceeded, why))
+		res.Items = append(res.Items, itemResult(it.ID, opmodel.OutcomeSucceeded, why))
 	}
 	res.Summary = fmt.Sprintf("%s %d of %d", past, len(done), len(pl.Items))
 	if len(done) > 0 && len(done) <= 3 {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // WorkerData is one worker in result data (steps.<id>.result.workers[i],
@@ -74,32 +74,32 @@ func (p *Provider) workerData(cl *Client, w Worker, now time.Time) WorkerData {
 	}
 }
 
-func (p *Provider) opWorkers() bot.Op {
-	return bot.Op{
-		Name: "concourse.workers", Class: bot.ClassRead,
+func (p *Provider) opWorkers() opmodel.Op {
+	return opmodel.Op{
+		Name: "concourse.workers", Class: opmodel.ClassRead,
 		Doc: "List workers with their state, containers and age (fly workers).",
-		Args: []bot.ArgSpec{
+		Args: []opmodel.ArgSpec{
 			{Name: "state", Doc: "only workers in these states (running, stalled, landing, landed, retiring)"},
 			{Name: "name", Doc: "only workers whose name matches this regular expression (anchored)"},
 		},
-		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
+		Do: func(ctx context.Context, c opmodel.Call) (opmodel.Result, error) {
 			cl, err := p.client(c)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			re, err := pattern(c.Args, "name")
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			want := c.Args.Strings("state")
 			ws, err := cl.Workers(ctx)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			now := p.opts.Now()
 			byState := map[string]int{}
 			data := WorkersData{Target: cl.Name(), Workers: []WorkerData{}, ByState: byState}
-			table := &bot.Table{Columns: []string{"name", "state", "containers", "age"}}
+			table := &opmodel.Table{Columns: []string{"name", "state", "containers", "age"}}
 			for _, w := range ws {
 				if !matchRe(re, w.Name) || (len(want) > 0 && !contains(want, w.State)) {
 					continue
@@ -121,37 +121,37 @@ func (p *Provider) opWorkers() bot.Op {
 			if summary == "" {
 				summary = "no workers registered"
 			}
-			return bot.Result{Summary: summary, Table: table, Data: data, Warn: byState[WorkerStalled] > 0}, nil
+			return opmodel.Result{Summary: summary, Table: table, Data: data, Warn: byState[WorkerStalled] > 0}, nil
 		},
 	}
 }
 
-func (p *Provider) opWorker() bot.Op {
-	return bot.Op{
-		Name: "concourse.worker", Class: bot.ClassRead,
+func (p *Provider) opWorker() opmodel.Op {
+	return opmodel.Op{
+		Name: "concourse.worker", Class: opmodel.ClassRead,
 		Doc:  "Read one worker; result.exists is false once it is gone (use in wait steps: until result.state == \"running\").",
-		Args: []bot.ArgSpec{{Name: "name", Doc: "worker name", Required: true}},
-		Do: func(ctx context.Context, c bot.Call) (bot.Result, error) {
+		Args: []opmodel.ArgSpec{{Name: "name", Doc: "worker name", Required: true}},
+		Do: func(ctx context.Context, c opmodel.Call) (opmodel.Result, error) {
 			cl, err := p.client(c)
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			name := c.Args.String("name")
 			if name == "" {
-				return bot.Result{}, errors.New("argument \"name\" is required: the worker's name as listed by concourse.workers")
+				return opmodel.Result{}, errors.New("argument \"name\" is required: the worker's name as listed by concourse.workers")
 			}
 			w, err := cl.Worker(ctx, name)
 			if errors.Is(err, ErrNotFound) {
-				return bot.Result{
+				return opmodel.Result{
 					Summary: fmt.Sprintf("%s is not registered", name),
 					Data:    WorkerData{Name: name, ID: cl.naming.IDOf(name), Ref: cl.naming.Ref(name), Tags: []string{}},
 				}, nil
 			}
 			if err != nil {
-				return bot.Result{}, err
+				return opmodel.Result{}, err
 			}
 			now := p.opts.Now()
-			return bot.Result{
+			return opmodel.Result{
 				Summary: fmt.Sprintf("%s is %s (%d containers, up %s)", w.Name, w.State, w.ActiveContainers, age(since(now, w.Started()))),
 				Data:    p.workerData(cl, w, now), Warn: w.State == WorkerStalled,
 			}, nil
@@ -160,10 +160,10 @@ func (p *Provider) opWorker() bot.Op {
 }
 
 // workerNames reads the name argument (one name or a list).
-func workerNames(a bot.Args) []string { return a.Strings("name") }
+func workerNames(a opmodel.Args) []string { return a.Strings("name") }
 
-func workerItem(w Worker, now time.Time) bot.PlanItem {
-	return bot.PlanItem{
+func workerItem(w Worker, now time.Time) opmodel.PlanItem {
+	return opmodel.PlanItem{
 		Kind: "worker", ID: w.Name,
 		Attrs:  map[string]string{"state": w.State, "team": w.Team},
 		Detail: fmt.Sprintf("%s, %d containers, up %s", w.State, w.ActiveContainers, age(since(now, w.Started()))),
@@ -172,22 +172,22 @@ func workerItem(w Worker, now time.Time) bot.PlanItem {
 
 // planWorkers resolves named workers, keeping those accept allows; the
 // others become notes.
-func (p *Provider) planWorkers(ctx context.Context, c bot.Call, op string, accept func(Worker) string) (bot.Plan, error) {
+func (p *Provider) planWorkers(ctx context.Context, c opmodel.Call, op string, accept func(Worker) string) (opmodel.Plan, error) {
 	cl, err := p.client(c)
 	if err != nil {
-		return bot.Plan{}, err
+		return opmodel.Plan{}, err
 	}
 	names := workerNames(c.Args)
 	all := c.Args.Bool("all_stalled")
 	if len(names) == 0 && !all {
-		return bot.Plan{}, fmt.Errorf("%s: give name=<worker> (see concourse.workers)", op)
+		return opmodel.Plan{}, fmt.Errorf("%s: give name=<worker> (see concourse.workers)", op)
 	}
 	ws, err := cl.Workers(ctx)
 	if err != nil {
-		return bot.Plan{}, err
+		return opmodel.Plan{}, err
 	}
 	now := p.opts.Now()
-	plan := bot.Plan{Op: op, Target: cl.Name()}
+	plan := opmodel.Plan{Op: op, Target: cl.Name()}
 	byName := map[string]Worker{}
 	for _, w := range ws {
 		byName[w.Name] = w
@@ -210,7 +210,7 @@ func (p *Provider) planWorkers(ctx context.Context, c bot.Call, op string, accep
 	return plan, nil
 }
 
-func planItemNames(pl bot.Plan) []string {
+func planItemNames(pl opmodel.Plan) []string {
 	out := make([]string, 0, len(pl.Items))
 	for _, it := range pl.Items {
 		out = append(out, it.ID)
@@ -218,16 +218,16 @@ func planItemNames(pl bot.Plan) []string {
 	return out
 }
 
-func (p *Provider) opPruneWorker() bot.Op {
+func (p *Provider) opPruneWorker() opmodel.Op {
 	const op = "concourse.prune_worker"
-	return bot.Op{
-		Name: op, Class: bot.ClassDestructive,
+	return opmodel.Op{
+		Name: op, Class: opmodel.ClassDestructive,
 		Doc: "Prune workers that are not running (fly prune-worker): stalled, landing, landed or retiring.",
-		Args: []bot.ArgSpec{
+		Args: []opmodel.ArgSpec{
 			{Name: "name", Doc: "worker name, or a list of names"},
 			{Name: "all_stalled", Doc: "true to prune every stalled worker (fly prune-worker --all-stalled)"},
 		},
-		Plan: func(ctx context.Context, c bot.Call) (bot.Plan, error) {
+		Plan: func(ctx context.Context, c opmodel.Call) (opmodel.Plan, error) {
 			pl, err := p.planWorkers(ctx, c, op, func(w Worker) string {
 				if w.State == WorkerRunning {
 					return fmt.Sprintf("worker %s is running; Concourse refuses to prune running workers (land it or stop its process first); skipped", w.Name)
@@ -243,8 +243,8 @@ func (p *Provider) opPruneWorker() bot.Op {
 			}
 			return pl, nil
 		},
-		Apply: func(ctx context.Context, c bot.Call, pl bot.Plan) (bot.Result, error) {
-			res, d, err := p.applyWorkers(ctx, c, pl, "prune", func(cl *Client, it bot.PlanItem) error {
+		Apply: func(ctx context.Context, c opmodel.Call, pl opmodel.Plan) (opmodel.Result, error) {
+			res, d, err := p.applyWorkers(ctx, c, pl, "prune", func(cl *Client, it opmodel.PlanItem) error {
 				return cl.PruneWorker(ctx, it.ID)
 			}, func(w *Worker, found bool) (bool, string) {
 				if found {
@@ -258,13 +258,13 @@ func (p *Provider) opPruneWorker() bot.Op {
 	}
 }
 
-func (p *Provider) opLandWorker() bot.Op {
+func (p *Provider) opLandWorker() opmodel.Op {
 	const op = "concourse.land_worker"
-	return bot.Op{
-		Name: op, Class: bot.ClassDestructive,
+	return opmodel.Op{
+		Name: op, Class: opmodel.ClassDestructive,
 		Doc:  "Land workers (fly land-worker): they take no new work and become landed once their builds finish; restart the worker process to bring one back.",
-		Args: []bot.ArgSpec{{Name: "name", Doc: "worker name, or a list of names", Required: true}},
-		Plan: func(ctx context.Context, c bot.Call) (bot.Plan, error) {
+		Args: []opmodel.ArgSpec{{Name: "name", Doc: "worker name, or a list of names", Required: true}},
+		Plan: func(ctx context.Context, c opmodel.Call) (opmodel.Plan, error) {
 			pl, err := p.planWorkers(ctx, c, op, func(w Worker) string {
 				switch w.State {
 				case WorkerLanded, WorkerLanding:
@@ -283,8 +283,8 @@ func (p *Provider) opLandWorker() bot.Op {
 			}
 			return pl, nil
 		},
-		Apply: func(ctx context.Context, c bot.Call, pl bot.Plan) (bot.Result, error) {
-			res, d, err := p.applyWorkers(ctx, c, pl, "land", func(cl *Client, it bot.PlanItem) error {
+		Apply: func(ctx context.Context, c opmodel.Call, pl opmodel.Plan) (opmodel.Result, error) {
+			res, d, err := p.applyWorkers(ctx, c, pl, "land", func(cl *Client, it opmodel.PlanItem) error {
 				return cl.LandWorker(ctx, it.ID, it.Attrs["team"])
 			}, func(w *Worker, found bool) (bool, string) {
 				if !found {
@@ -298,13 +298,13 @@ func (p *Provider) opLandWorker() bot.Op {
 	}
 }
 
-func (p *Provider) opRetireWorker() bot.Op {
+func (p *Provider) opRetireWorker() opmodel.Op {
 	const op = "concourse.retire_worker"
-	return bot.Op{
-		Name: op, Class: bot.ClassDestructive,
+	return opmodel.Op{
+		Name: op, Class: opmodel.ClassDestructive,
 		Doc:  "Retire workers: they take no new work and are deleted once their builds finish (for workers that will not come back with the same disk).",
-		Args: []bot.ArgSpec{{Name: "name", Doc: "worker name, or a list of names", Required: true}},
-		Plan: func(ctx context.Context, c bot.Call) (bot.Plan, error) {
+		Args: []opmodel.ArgSpec{{Name: "name", Doc: "worker name, or a list of names", Required: true}},
+		Plan: func(ctx context.Context, c opmodel.Call) (opmodel.Plan, error) {
 			pl, err := p.planWorkers(ctx, c, op, func(w Worker) string {
 				if w.State == WorkerRetiring {
 					return fmt.Sprintf("worker %s is already retiring; skipped", w.Name)
@@ -320,8 +320,8 @@ func (p *Provider) opRetireWorker() bot.Op {
 			}
 			return pl, nil
 		},
-		Apply: func(ctx context.Context, c bot.Call, pl bot.Plan) (bot.Result, error) {
-			res, d, err := p.applyWorkers(ctx, c, pl, "retire", func(cl *Client, it bot.PlanItem) error {
+		Apply: func(ctx context.Context, c opmodel.Call, pl opmodel.Plan) (opmodel.Result, error) {
+			res, d, err := p.applyWorkers(ctx, c, pl, "retire", func(cl *Client, it opmodel.PlanItem) error {
 				return cl.RetireWorker(ctx, it.ID, it.Attrs["team"])
 			}, func(w *Worker, found bool) (bool, string) {
 				if !found {
@@ -365,14 +365,14 @@ type RetireData struct {
 
 // applyWorkers runs act on each plan item, then lists the workers once to
 // verify each outcome with check. The caller wraps the data in its type.
-func (p *Provider) applyWorkers(ctx context.Context, c bot.Call, pl bot.Plan, verb string,
-	act func(*Client, bot.PlanItem) error, check func(w *Worker, found bool) (bool, string)) (bot.Result, WorkerChangeData, error) {
+func (p *Provider) applyWorkers(ctx context.Context, c opmodel.Call, pl opmodel.Plan, verb string,
+	act func(*Client, opmodel.PlanItem) error, check func(w *Worker, found bool) (bool, string)) (opmodel.Result, WorkerChangeData, error) {
 	data := WorkerChangeData{Done: []string{}, AlreadyDone: []string{}, Failed: []string{}, States: map[string]string{}}
 	cl, err := p.client(c)
 	if err != nil {
-		return bot.Result{}, data, err
+		return opmodel.Result{}, data, err
 	}
-	res := bot.Result{}
+	res := opmodel.Result{}
 	done := map[string]bool{}
 	for _, it := range pl.Items {
 		err := act(cl, it)
@@ -381,27 +381,27 @@ func (p *Provider) applyWorkers(ctx context.Context, c bot.Call, pl bot.Plan, ve
 		case err == nil:
 			done[it.ID] = true
 		case errors.Is(err, ErrNotFound) && verb != "land":
-			res.Items = append(res.Items, itemResult(it.ID, bot.OutcomeAlreadyDone, "already gone"))
+			res.Items = append(res.Items, itemResult(it.ID, opmodel.OutcomeAlreadyDone, "already gone"))
 		case errors.As(err, &se) && se.Code == http.StatusBadRequest && verb == "prune":
-			res.Items = append(res.Items, itemResult(it.ID, bot.OutcomeFailed,
+			res.Items = append(res.Items, itemResult(it.ID, opmodel.OutcomeFailed,
 				"Concourse refused: "+se.Reason()+" (its heartbeat resumed since the plan; nothing was pruned)"))
 		default:
-			res.Items = append(res.Items, itemResult(it.ID, bot.OutcomeFailed, err.Error()))
+			res.Items = append(res.Items, itemResult(it.ID, opmodel.OutcomeFailed, err.Error()))
 		}
 	}
 	if len(done) > 0 {
 		items, err := p.verifyWorkers(ctx, cl, pl, done, verb, check, data.States)
 		if err != nil {
-			return bot.Result{}, data, err
+			return opmodel.Result{}, data, err
 		}
 		res.Items = append(res.Items, items...)
 	}
-	counts := map[bot.ItemOutcome]int{}
+	counts := map[opmodel.ItemOutcome]int{}
 	for _, it := range res.Items {
 		switch it.Outcome {
-		case bot.OutcomeSucceeded:
+		case opmodel.OutcomeSucceeded:
 			data.Done = append(data.Done, it.ID)
-		case bot.OutcomeAlreadyDone:
+		case opmodel.OutcomeAlreadyDone:
 			data.AlreadyDone = append(data.AlreadyDone, it.ID)
 		default:
 			data.Failed = append(data.Failed, it.ID)
@@ -409,17 +409,17 @@ func (p *Provider) applyWorkers(ctx context.Context, c bot.Call, pl bot.Plan, ve
 		counts[it.Outcome]++
 	}
 	past := pastTense(verb)
-	res.Summary = fmt.Sprintf("%s %s", past, plural(counts[bot.OutcomeSucceeded], "worker"))
-	if n := counts[bot.OutcomeSucceeded]; n > 0 && n <= 3 {
+	res.Summary = fmt.Sprintf("%s %s", past, plural(counts[opmodel.OutcomeSucceeded], "worker"))
+	if n := counts[opmodel.OutcomeSucceeded]; n > 0 && n <= 3 {
 		res.Summary += ": " + strings.Join(data.Done, ", ")
 	}
-	if n := counts[bot.OutcomeAlreadyDone]; n > 0 {
+	if n := counts[opmodel.OutcomeAlreadyDone]; n > 0 {
 		res.Summary += fmt.Sprintf("; %d already gone", n)
 	}
-	if n := counts[bot.OutcomeFailed]; n > 0 {
+	if n := counts[opmodel.OutcomeFailed]; n > 0 {
 		res.Warn = true
 		res.Summary += fmt.Sprintf("; %d failed", n)
-		if counts[bot.OutcomeSucceeded] == 0 && counts[bot.OutcomeAlreadyDone] == 0 {
+		if counts[opmodel.OutcomeSucceeded] == 0 && counts[opmodel.OutcomeAlreadyDone] == 0 {
 			return res, data, fmt.Errorf("%s: %s failed for every worker: %s", cl.Name(), verb, res.Failed()[0].Reason)
 		}
 	}
@@ -448,8 +448,8 @@ const (
 // the list caught up with late says how long it lagged ("pruned; Concourse
 // listed it for 1.8 s more"); one still wrong at the end fails with what
 // was seen. One listing serves every worker of the call.
-func (p *Provider) verifyWorkers(ctx context.Context, cl *Client, pl bot.Plan, done map[string]bool, verb string,
-	check func(w *Worker, found bool) (bool, string), states map[string]string) ([]bot.ItemResult, error) {
+func (p *Provider) verifyWorkers(ctx context.Context, cl *Client, pl opmodel.Plan, done map[string]bool, verb string,
+	check func(w *Worker, found bool) (bool, string), states map[string]string) ([]opmodel.ItemResult, error) {
 	start, realStart := cl.now(), time.Now()
 	waiting := map[string]string{} // name -> last reason
 	for _, it := range pl.Items {
@@ -457,7 +457,7 @@ func (p *Provider) verifyWorkers(ctx context.Context, cl *Client, pl bot.Plan, d
 			waiting[it.ID] = ""
 		}
 	}
-	outcome := map[string]bot.ItemResult{}
+	outcome := map[string]opmodel.ItemResult{}
 	delay := workerVerifyDelay
 	for round := 0; len(waiting) > 0; round++ {
 		if round > 0 {
@@ -496,17 +496,17 @@ func (p *Provider) verifyWorkers(ctx context.Context, cl *Client, pl bot.Plan, d
 					why = fmt.Sprintf("pruned; Concourse listed it for %s more", secondsText(lag))
 				}
 			}
-			outcome[name] = itemResult(name, bot.OutcomeSucceeded, why)
+			outcome[name] = itemResult(name, opmodel.OutcomeSucceeded, why)
 			delete(waiting, name)
 		}
 		if len(waiting) > 0 && lag >= WorkerVerifyTimeout {
 			for name, why := range waiting {
-				outcome[name] = itemResult(name, bot.OutcomeFailed, fmt.Sprintf("%s (checked for %s)", why, secondsText(lag)))
+				outcome[name] = itemResult(name, opmodel.OutcomeFailed, fmt.Sprintf("%s (checked for %s)", why, secondsText(lag)))
 			}
 			break
 		}
 	}
-	var out []bot.ItemResult
+	var out []opmodel.ItemResult
 	for _, it := range pl.Items {
 		if r, ok := outcome[it.ID]; ok {
 			out = append(out, r)

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // ProviderOptions configure NewProvider. The zero value is usable.
@@ -42,7 +42,7 @@ type Provider struct {
 	opts    ProviderOptions
 }
 
-var _ bot.Provider = (*Provider)(nil)
+var _ opmodel.Provider = (*Provider)(nil)
 
 // NewProvider returns the Concourse provider for the given targets (keyed
 // by target name, as in Call.Target).
@@ -81,8 +81,8 @@ func NewProvider(targets map[string]*Client, opts ProviderOptions) (*Provider, e
 }
 
 // Ops implements bot.Provider.
-func (p *Provider) Ops() []bot.Op {
-	return []bot.Op{
+func (p *Provider) Ops() []opmodel.Op {
+	return []opmodel.Op{
 		p.opInfo(), p.opWorkers(), p.opWorker(), p.opFindWorker(), p.opBuilds(), p.opBuildEventsScan(),
 		p.opPipelines(), p.opJobs(), p.opResources(), p.opResourceTypes(), p.opTSAConnectivity(),
 		p.opCheckResource(), p.opCheckResourceType(), p.opUnpausePipeline(),
@@ -92,7 +92,7 @@ func (p *Provider) Ops() []bot.Op {
 }
 
 // client returns the client of the call's target.
-func (p *Provider) client(c bot.Call) (*Client, error) {
+func (p *Provider) client(c opmodel.Call) (*Client, error) {
 	if c.Target == "" && len(p.targets) == 1 {
 		for _, cl := range p.targets {
 			return cl, nil
@@ -114,13 +114,13 @@ func (p *Provider) client(c bot.Call) (*Client, error) {
 
 // arg specs shared by several operations.
 var (
-	argTeam     = bot.ArgSpec{Name: "team", Doc: "team name (default: the target's team)"}
-	argPipeline = bot.ArgSpec{Name: "pipeline", Doc: "pipeline name", Required: true}
+	argTeam     = opmodel.ArgSpec{Name: "team", Doc: "team name (default: the target's team)"}
+	argPipeline = opmodel.ArgSpec{Name: "pipeline", Doc: "pipeline name", Required: true}
 )
 
 // pattern compiles an anchored regular expression argument; empty matches
 // everything. Anchoring keeps `pipeline: app` from matching `app-staging`.
-func pattern(a bot.Args, key string) (*regexp.Regexp, error) {
+func pattern(a opmodel.Args, key string) (*regexp.Regexp, error) {
 	s := strings.TrimSpace(a.String(key))
 	if s == "" {
 		return nil, nil
@@ -135,7 +135,7 @@ func pattern(a bot.Args, key string) (*regexp.Regexp, error) {
 func matchRe(re *regexp.Regexp, s string) bool { return re == nil || re.MatchString(s) }
 
 // statuses reads a status list argument, checking each value.
-func statuses(a bot.Args, key string, def []string) ([]string, error) {
+func statuses(a opmodel.Args, key string, def []string) ([]string, error) {
 	list := a.Strings(key)
 	if len(list) == 0 {
 		return def, nil
@@ -160,7 +160,7 @@ func contains(list []string, s string) bool {
 }
 
 // window reads since/until arguments given as durations before now.
-func (p *Provider) window(a bot.Args, defSince time.Duration) (since, until time.Time, err error) {
+func (p *Provider) window(a opmodel.Args, defSince time.Duration) (since, until time.Time, err error) {
 	now := p.opts.Now()
 	d, err := a.Duration("since", defSince)
 	if err != nil {
@@ -228,8 +228,8 @@ func countsLine(counts map[string]int, order []string) string {
 }
 
 // itemResult is one entry of bot.Result.Items.
-func itemResult(id string, outcome bot.ItemOutcome, reason string) bot.ItemResult {
-	return bot.ItemResult{ID: id, Outcome: outcome, Reason: reason}
+func itemResult(id string, outcome opmodel.ItemOutcome, reason string) opmodel.ItemResult {
+	return opmodel.ItemResult{ID: id, Outcome: outcome, Reason: reason}
 }
 
 // truncate returns at most n elements and whether it cut.

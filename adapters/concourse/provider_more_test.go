@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 func TestOpBuildEventsScan_ThenCheckResourceType(t *testing.T) {
@@ -31,7 +31,7 @@ func TestOpBuildEventsScan_ThenCheckResourceType(t *testing.T) {
 	assert.Contains(t, res.Detail, "  > image fetching failed")
 
 	// the next step of the runbook feeds the pipelines to check_resource_type
-	res, err = e.do(t, "concourse.check_resource_type", bot.Args{"pipelines": d["pipelines"]})
+	res, err = e.do(t, "concourse.check_resource_type", opmodel.Args{"pipelines": d["pipelines"]})
 	require.NoError(t, err)
 	assert.Equal(t, "checked registry-image in 2 pipelines", res.Summary)
 	var checks int
@@ -42,12 +42,12 @@ func TestOpBuildEventsScan_ThenCheckResourceType(t *testing.T) {
 	}
 	assert.Equal(t, 2, checks)
 
-	res, err = e.do(t, "concourse.check_resource_type", bot.Args{"pipeline": "deploy/caascad-alert-prepare"})
+	res, err = e.do(t, "concourse.check_resource_type", opmodel.Args{"pipeline": "deploy/caascad-alert-prepare"})
 	require.NoError(t, err)
-	assert.Equal(t, bot.OutcomeAlreadyDone, res.Items[0].Outcome)
+	assert.Equal(t, opmodel.OutcomeAlreadyDone, res.Items[0].Outcome)
 	assert.Contains(t, res.Items[0].Reason, "no custom resource type")
 
-	res, err = e.do(t, "concourse.build_events_scan", bot.Args{"pattern": "MANIFEST_[A-Z]+", "regex": true, "pipeline": "docs"})
+	res, err = e.do(t, "concourse.build_events_scan", opmodel.Args{"pattern": "MANIFEST_[A-Z]+", "regex": true, "pipeline": "docs"})
 	require.NoError(t, err)
 	assert.Equal(t, float64(1), decoded(t, res)["builds_matched"])
 }
@@ -58,7 +58,7 @@ func TestOpPipelinesPauseUnpause(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "3 pipelines", res.Summary)
 
-	args := bot.Args{"pipeline": "deploy/caascad-alert-prepare"}
+	args := opmodel.Args{"pipeline": "deploy/caascad-alert-prepare"}
 	pl := e.plan(t, "concourse.pause_pipeline", args)
 	require.Len(t, pl.Items, 1)
 	assert.Equal(t, "pause 1 pipeline: deploy/caascad-alert-prepare", pl.Summary)
@@ -77,39 +77,39 @@ func TestOpPipelinesPauseUnpause(t *testing.T) {
 	require.Len(t, paused, 1)
 	assert.Equal(t, "deploy/caascad-alert-prepare", paused[0].Ref())
 
-	res, err = e.do(t, "concourse.pipelines", bot.Args{"paused": true})
+	res, err = e.do(t, "concourse.pipelines", opmodel.Args{"paused": true})
 	require.NoError(t, err)
 	assert.Equal(t, []any{"deploy/caascad-alert-prepare"}, decoded(t, res)["paused"])
 
-	res, err = e.do(t, "concourse.unpause_pipeline", bot.Args{"team": "deploy", "pipeline": "caascad-alert-prepare"})
+	res, err = e.do(t, "concourse.unpause_pipeline", opmodel.Args{"team": "deploy", "pipeline": "caascad-alert-prepare"})
 	require.NoError(t, err)
 	assert.Equal(t, "unpaused deploy/caascad-alert-prepare", res.Summary)
 	assert.Equal(t, true, decoded(t, res)["was_paused"])
 
-	_, err = e.op(t, "concourse.pause_pipeline").Plan(context.Background(), bot.Call{Target: "infra-prd", Args: bot.Args{"pipeline": "nope"}})
+	_, err = e.op(t, "concourse.pause_pipeline").Plan(context.Background(), opmodel.Call{Target: "infra-prd", Args: opmodel.Args{"pipeline": "nope"}})
 	assert.ErrorContains(t, err, "pipeline main/nope not found")
 }
 
 func TestOpJobsResourcesTypes(t *testing.T) {
 	e := newProvEnv(t, concoursesim.DemoWorld())
-	res, err := e.do(t, "concourse.jobs", bot.Args{"pipeline": "app"})
+	res, err := e.do(t, "concourse.jobs", opmodel.Args{"pipeline": "app"})
 	require.NoError(t, err)
 	assert.Equal(t, "2 jobs; last builds: 1 succeeded, 1 errored", res.Summary)
-	res, err = e.do(t, "concourse.resources", bot.Args{"team": "deploy", "pipeline": "caascad-alert-prepare"})
+	res, err = e.do(t, "concourse.resources", opmodel.Args{"team": "deploy", "pipeline": "caascad-alert-prepare"})
 	require.NoError(t, err)
 	assert.Equal(t, []any{"repo", "alert-image"}, decoded(t, res)["names"])
-	res, err = e.do(t, "concourse.resource_types", bot.Args{"pipeline": "app"})
+	res, err = e.do(t, "concourse.resource_types", opmodel.Args{"pipeline": "app"})
 	require.NoError(t, err)
 	assert.Equal(t, []any{"registry-image"}, decoded(t, res)["names"])
 	_, err = e.do(t, "concourse.jobs", nil)
 	assert.ErrorContains(t, err, `"pipeline" is required`)
-	_, err = e.do(t, "concourse.jobs", bot.Args{"pipeline": "nope"})
+	_, err = e.do(t, "concourse.jobs", opmodel.Args{"pipeline": "nope"})
 	assert.ErrorIs(t, err, ErrNotFound)
 }
 
 func TestOpCheckAndClearResourceCache(t *testing.T) {
 	e := newProvEnv(t, concoursesim.DemoWorld())
-	args := bot.Args{"team": "deploy", "pipeline": "caascad-alert-prepare"}
+	args := opmodel.Args{"team": "deploy", "pipeline": "caascad-alert-prepare"}
 	pl := e.plan(t, "concourse.clear_resource_cache", args)
 	assert.Equal(t, []string{"deploy/caascad-alert-prepare/repo", "deploy/caascad-alert-prepare/alert-image"}, planItemNames(pl))
 	res, err := e.apply(t, "concourse.clear_resource_cache", args, pl)
@@ -123,7 +123,7 @@ func TestOpCheckAndClearResourceCache(t *testing.T) {
 	assert.Len(t, decoded(t, res)["checks"], 2)
 
 	_, err = e.op(t, "concourse.clear_resource_cache").Plan(context.Background(),
-		bot.Call{Target: "infra-prd", Args: bot.Args{"team": "deploy", "pipeline": "caascad-alert-prepare", "resource": "nope"}})
+		opmodel.Call{Target: "infra-prd", Args: opmodel.Args{"team": "deploy", "pipeline": "caascad-alert-prepare", "resource": "nope"}})
 	assert.ErrorContains(t, err, `has no resource "nope"`)
 }
 
@@ -137,16 +137,16 @@ func TestOpClearTaskCache_NestedSteps(t *testing.T) {
 		}}}},
 	})
 	e := newProvEnv(t, w)
-	args := bot.Args{"pipeline": "app", "job": "build"}
+	args := opmodel.Args{"pipeline": "app", "job": "build"}
 	pl := e.plan(t, "concourse.clear_task_cache", args)
 	assert.Equal(t, []string{"main/app/build/compile", "main/app/build/test"}, planItemNames(pl))
 	res, err := e.apply(t, "concourse.clear_task_cache", args, pl)
 	require.NoError(t, err)
 	assert.Equal(t, "4 caches removed from 2 task steps", res.Summary)
 
-	_, err = e.op(t, "concourse.clear_task_cache").Plan(context.Background(), bot.Call{Target: "infra-prd", Args: bot.Args{"pipeline": "app", "job": "deploy"}})
+	_, err = e.op(t, "concourse.clear_task_cache").Plan(context.Background(), opmodel.Call{Target: "infra-prd", Args: opmodel.Args{"pipeline": "app", "job": "deploy"}})
 	assert.ErrorContains(t, err, `has no job "deploy"; its jobs are: build`)
-	_, err = e.op(t, "concourse.clear_task_cache").Plan(context.Background(), bot.Call{Target: "infra-prd", Args: bot.Args{"pipeline": "app", "job": "build", "step": "lint"}})
+	_, err = e.op(t, "concourse.clear_task_cache").Plan(context.Background(), opmodel.Call{Target: "infra-prd", Args: opmodel.Args{"pipeline": "app", "job": "build", "step": "lint"}})
 	assert.ErrorContains(t, err, `has no task step "lint"; its task steps are: compile, test`)
 }
 
@@ -170,17 +170,17 @@ func TestOpTSAConnectivity(t *testing.T) {
 	require.NoError(t, err)
 	p, err := NewProvider(map[string]*Client{"infra-prd": c}, ProviderOptions{})
 	require.NoError(t, err)
-	run := func(args bot.Args) bot.Result {
+	run := func(args opmodel.Args) opmodel.Result {
 		t.Helper()
 		for _, op := range p.Ops() {
 			if op.Name == "concourse.tsa_connectivity" {
-				res, err := op.Do(context.Background(), bot.Call{Target: "infra-prd", Args: args})
+				res, err := op.Do(context.Background(), opmodel.Call{Target: "infra-prd", Args: args})
 				require.NoError(t, err)
 				return res
 			}
 		}
 		t.Fatal("no tsa_connectivity")
-		return bot.Result{}
+		return opmodel.Result{}
 	}
 
 	res := run(nil)
@@ -190,7 +190,7 @@ func TestOpTSAConnectivity(t *testing.T) {
 	assert.Equal(t, true, d["connected"])
 	assert.Equal(t, []any{"127.0.0.1"}, d["ips"])
 
-	res = run(bot.Args{"address": closedAddr, "timeout": "1s"})
+	res = run(opmodel.Args{"address": closedAddr, "timeout": "1s"})
 	assert.True(t, res.Warn)
 	assert.Contains(t, res.Summary, "TSA unreachable")
 	assert.Equal(t, false, decoded(t, res)["connected"])
@@ -198,7 +198,7 @@ func TestOpTSAConnectivity(t *testing.T) {
 	p.opts.LookupHost = func(context.Context, string) ([]string, error) {
 		return nil, errors.New("no such host")
 	}
-	res = run(bot.Args{"address": "ci.nowhere.invalid:2222"})
+	res = run(opmodel.Args{"address": "ci.nowhere.invalid:2222"})
 	assert.Equal(t, "DNS lookup of ci.nowhere.invalid failed: no such host; check the resolver and the name", res.Summary)
 	assert.Equal(t, false, decoded(t, res)["resolved"])
 }
@@ -211,7 +211,7 @@ func TestPausedJobs(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, js, 1)
 	assert.Equal(t, "deploy", js[0].Name)
-	res, err := e.do(t, "concourse.jobs", bot.Args{"pipeline": "app", "paused": true})
+	res, err := e.do(t, "concourse.jobs", opmodel.Args{"pipeline": "app", "paused": true})
 	require.NoError(t, err)
 	assert.Equal(t, []any{"deploy"}, decoded(t, res)["paused"])
 }
@@ -230,13 +230,13 @@ func TestOpChecks_FollowTheCheckBuild(t *testing.T) {
 		ResourceTypes: []concoursesim.ResourceType{{Name: "registry-image", Type: "registry-image"}}, Jobs: []concoursesim.Job{{Name: "build"}}})
 	e := newProvEnv(t, w)
 
-	res, err := e.do(t, "concourse.check_resource_type", bot.Args{"pipeline": "docs"})
+	res, err := e.do(t, "concourse.check_resource_type", opmodel.Args{"pipeline": "docs"})
 	require.NoError(t, err)
 	assert.Equal(t, "checked registry-image in 1 pipeline", res.Summary)
 	d := decoded(t, res)
 	assert.Equal(t, "succeeded", d["checks"].([]any)[0].(map[string]any)["status"])
 
-	res, err = e.do(t, "concourse.check_resource_type", bot.Args{"pipelines": "main/app, main/docs"})
+	res, err = e.do(t, "concourse.check_resource_type", opmodel.Args{"pipelines": "main/app, main/docs"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "infra-prd: check of main/app failed: check build")
 	assert.Contains(t, err.Error(), "errored: create resource config: base resource type not found: registry-image")
@@ -245,7 +245,7 @@ func TestOpChecks_FollowTheCheckBuild(t *testing.T) {
 	assert.Equal(t, []any{"main/app"}, d["failed"])
 	assert.Equal(t, "errored", d["checks"].([]any)[0].(map[string]any)["status"])
 
-	res, err = e.do(t, "concourse.check_resource", bot.Args{"pipeline": "app"})
+	res, err = e.do(t, "concourse.check_resource", opmodel.Args{"pipeline": "app"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "check of image failed")
 	assert.Equal(t, "checked 1 of 2: src; 1 failed", res.Summary)
@@ -255,8 +255,8 @@ func TestOpChecks_FollowTheCheckBuild(t *testing.T) {
 // map[string]any: the field names runbooks use are the JSON tags.
 func TestOps_ResultDataIsTyped(t *testing.T) {
 	e := newProvEnv(t, concoursesim.DemoWorld(), concoursesim.WithTSA())
-	pipe := bot.Args{"team": "deploy", "pipeline": "caascad-alert-prepare"}
-	for name, args := range map[string]bot.Args{
+	pipe := opmodel.Args{"team": "deploy", "pipeline": "caascad-alert-prepare"}
+	for name, args := range map[string]opmodel.Args{
 		"concourse.workers": {}, "concourse.worker": {"name": "caascad-ci-workers-infra-infra-prd-0"},
 		"concourse.find_worker": {"worker": "0"}, "concourse.builds": {"status": "pending"},
 		"concourse.build_events_scan": {}, "concourse.pipelines": {}, "concourse.jobs": pipe,
@@ -268,8 +268,8 @@ func TestOps_ResultDataIsTyped(t *testing.T) {
 		require.NotNil(t, res.Data, name)
 		assert.Equal(t, reflect.Struct, reflect.TypeOf(res.Data).Kind(), "%s returns %T", name, res.Data)
 	}
-	pl := e.plan(t, "concourse.prune_worker", bot.Args{"name": "caascad-ci-workers-infra-infra-prd-0"})
-	res, err := e.apply(t, "concourse.prune_worker", bot.Args{"name": "caascad-ci-workers-infra-infra-prd-0"}, pl)
+	pl := e.plan(t, "concourse.prune_worker", opmodel.Args{"name": "caascad-ci-workers-infra-infra-prd-0"})
+	res, err := e.apply(t, "concourse.prune_worker", opmodel.Args{"name": "caascad-ci-workers-infra-infra-prd-0"}, pl)
 	require.NoError(t, err)
 	require.IsType(t, PruneData{}, res.Data)
 	d := decoded(t, res)

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 type provEnv struct {
@@ -33,7 +33,7 @@ func newProvEnv(t *testing.T, w *concoursesim.World, simOpts ...concoursesim.Opt
 	return &provEnv{simEnv: env, p: p}
 }
 
-func (e *provEnv) op(t *testing.T, name string) bot.Op {
+func (e *provEnv) op(t *testing.T, name string) opmodel.Op {
 	t.Helper()
 	for _, op := range e.p.Ops() {
 		if op.Name == name {
@@ -41,28 +41,28 @@ func (e *provEnv) op(t *testing.T, name string) bot.Op {
 		}
 	}
 	t.Fatalf("no operation %s", name)
-	return bot.Op{}
+	return opmodel.Op{}
 }
 
-func (e *provEnv) do(t *testing.T, name string, args bot.Args) (bot.Result, error) {
+func (e *provEnv) do(t *testing.T, name string, args opmodel.Args) (opmodel.Result, error) {
 	t.Helper()
-	return e.op(t, name).Do(context.Background(), bot.Call{Target: "infra-prd", Args: args})
+	return e.op(t, name).Do(context.Background(), opmodel.Call{Target: "infra-prd", Args: args})
 }
 
-func (e *provEnv) plan(t *testing.T, name string, args bot.Args) bot.Plan {
+func (e *provEnv) plan(t *testing.T, name string, args opmodel.Args) opmodel.Plan {
 	t.Helper()
-	pl, err := e.op(t, name).Plan(context.Background(), bot.Call{Target: "infra-prd", Args: args})
+	pl, err := e.op(t, name).Plan(context.Background(), opmodel.Call{Target: "infra-prd", Args: args})
 	require.NoError(t, err)
 	return pl
 }
 
-func (e *provEnv) apply(t *testing.T, name string, args bot.Args, pl bot.Plan) (bot.Result, error) {
+func (e *provEnv) apply(t *testing.T, name string, args opmodel.Args, pl opmodel.Plan) (opmodel.Result, error) {
 	t.Helper()
-	return e.op(t, name).Apply(context.Background(), bot.Call{Target: "infra-prd", Args: args}, pl)
+	return e.op(t, name).Apply(context.Background(), opmodel.Call{Target: "infra-prd", Args: args}, pl)
 }
 
 // decoded returns Data as later steps see it (through JSON).
-func decoded(t *testing.T, r bot.Result) map[string]any {
+func decoded(t *testing.T, r opmodel.Result) map[string]any {
 	t.Helper()
 	b, err := json.Marshal(r.Data)
 	require.NoError(t, err)
@@ -73,16 +73,16 @@ func decoded(t *testing.T, r bot.Result) map[string]any {
 
 func TestProvider_RegistersEveryOperation(t *testing.T) {
 	e := newProvEnv(t, concoursesim.NewWorld())
-	reg, err := bot.NewRegistry(e.p)
+	reg, err := opmodel.NewRegistry(e.p)
 	require.NoError(t, err)
-	want := map[string]bot.Class{
-		"workers": bot.ClassRead, "worker": bot.ClassRead, "find_worker": bot.ClassRead, "builds": bot.ClassRead, "build_events_scan": bot.ClassRead,
-		"pipelines": bot.ClassRead, "jobs": bot.ClassRead, "resources": bot.ClassRead, "resource_types": bot.ClassRead,
-		"tsa_connectivity": bot.ClassRead, "info": bot.ClassRead,
-		"check_resource": bot.ClassWrite, "check_resource_type": bot.ClassWrite, "unpause_pipeline": bot.ClassWrite,
-		"prune_worker": bot.ClassDestructive, "land_worker": bot.ClassDestructive, "retire_worker": bot.ClassDestructive,
-		"abort_builds": bot.ClassDestructive, "pause_pipeline": bot.ClassDestructive,
-		"clear_resource_cache": bot.ClassDestructive, "clear_task_cache": bot.ClassDestructive,
+	want := map[string]opmodel.Class{
+		"workers": opmodel.ClassRead, "worker": opmodel.ClassRead, "find_worker": opmodel.ClassRead, "builds": opmodel.ClassRead, "build_events_scan": opmodel.ClassRead,
+		"pipelines": opmodel.ClassRead, "jobs": opmodel.ClassRead, "resources": opmodel.ClassRead, "resource_types": opmodel.ClassRead,
+		"tsa_connectivity": opmodel.ClassRead, "info": opmodel.ClassRead,
+		"check_resource": opmodel.ClassWrite, "check_resource_type": opmodel.ClassWrite, "unpause_pipeline": opmodel.ClassWrite,
+		"prune_worker": opmodel.ClassDestructive, "land_worker": opmodel.ClassDestructive, "retire_worker": opmodel.ClassDestructive,
+		"abort_builds": opmodel.ClassDestructive, "pause_pipeline": opmodel.ClassDestructive,
+		"clear_resource_cache": opmodel.ClassDestructive, "clear_task_cache": opmodel.ClassDestructive,
 	}
 	assert.Len(t, reg.List(), len(want))
 	for name, class := range want {
@@ -95,7 +95,7 @@ func TestProvider_RegistersEveryOperation(t *testing.T) {
 
 func TestProvider_UnknownTargetListsKnownOnes(t *testing.T) {
 	e := newProvEnv(t, concoursesim.NewWorld())
-	_, err := e.op(t, "concourse.workers").Do(context.Background(), bot.Call{Target: "infra-stg"})
+	_, err := e.op(t, "concourse.workers").Do(context.Background(), opmodel.Call{Target: "infra-stg"})
 	assert.EqualError(t, err, `unknown Concourse target "infra-stg"; known targets: infra-prd`)
 	_, err = NewProvider(nil, ProviderOptions{})
 	assert.ErrorContains(t, err, "no target configured")
@@ -116,19 +116,19 @@ func TestOpWorkers(t *testing.T) {
 	w0 := d["workers"].([]any)[0].(map[string]any)
 	assert.Equal(t, float64(38*24*3600), w0["age_seconds"])
 
-	res, err = e.do(t, "concourse.workers", bot.Args{"state": "stalled"})
+	res, err = e.do(t, "concourse.workers", opmodel.Args{"state": "stalled"})
 	require.NoError(t, err)
 	assert.Equal(t, "1 stalled", res.Summary)
 }
 
 func TestOpWorker(t *testing.T) {
 	e := newProvEnv(t, concoursesim.DemoWorld())
-	res, err := e.do(t, "concourse.worker", bot.Args{"name": "caascad-ci-workers-infra-infra-prd-1"})
+	res, err := e.do(t, "concourse.worker", opmodel.Args{"name": "caascad-ci-workers-infra-infra-prd-1"})
 	require.NoError(t, err)
 	d := decoded(t, res)
 	assert.Equal(t, "running", d["state"])
 	assert.Equal(t, true, d["exists"])
-	res, err = e.do(t, "concourse.worker", bot.Args{"name": "gone"})
+	res, err = e.do(t, "concourse.worker", opmodel.Args{"name": "gone"})
 	require.NoError(t, err)
 	assert.Equal(t, false, decoded(t, res)["exists"])
 	_, err = e.do(t, "concourse.worker", nil)
@@ -138,10 +138,10 @@ func TestOpWorker(t *testing.T) {
 func TestOpPruneWorker(t *testing.T) {
 	const stalled, running = "caascad-ci-workers-infra-infra-prd-0", "caascad-ci-workers-infra-infra-prd-1"
 	e := newProvEnv(t, concoursesim.DemoWorld())
-	args := bot.Args{"name": []any{stalled, running, "ghost"}}
+	args := opmodel.Args{"name": []any{stalled, running, "ghost"}}
 	pl := e.plan(t, "concourse.prune_worker", args)
 	require.Len(t, pl.Items, 1, "only workers that are not running")
-	assert.Equal(t, bot.PlanItem{Kind: "worker", ID: stalled, Attrs: map[string]string{"state": "stalled", "team": ""},
+	assert.Equal(t, opmodel.PlanItem{Kind: "worker", ID: stalled, Attrs: map[string]string{"state": "stalled", "team": ""},
 		Detail: "stalled, 236 containers, up 38d"}, pl.Items[0])
 	assert.Len(t, pl.Notes, 2)
 	assert.Contains(t, pl.Notes[0], "is running; Concourse refuses")
@@ -154,7 +154,7 @@ func TestOpPruneWorker(t *testing.T) {
 	res, err := e.apply(t, "concourse.prune_worker", args, pl)
 	require.NoError(t, err)
 	assert.Equal(t, "pruned 1 worker: "+stalled, res.Summary)
-	assert.Equal(t, []bot.ItemResult{{ID: stalled, Outcome: bot.OutcomeSucceeded, Reason: "pruned"}}, res.Items)
+	assert.Equal(t, []opmodel.ItemResult{{ID: stalled, Outcome: opmodel.OutcomeSucceeded, Reason: "pruned"}}, res.Items)
 	_, ok = e.srv.Worker(stalled)
 	assert.False(t, ok)
 	_, ok = e.srv.Worker(running)
@@ -163,7 +163,7 @@ func TestOpPruneWorker(t *testing.T) {
 	t.Run("already gone", func(t *testing.T) {
 		res, err := e.apply(t, "concourse.prune_worker", args, pl)
 		require.NoError(t, err)
-		assert.Equal(t, bot.OutcomeAlreadyDone, res.Items[0].Outcome)
+		assert.Equal(t, opmodel.OutcomeAlreadyDone, res.Items[0].Outcome)
 	})
 }
 
@@ -173,13 +173,13 @@ func TestOpPruneWorker(t *testing.T) {
 func TestOpPruneWorker_WorkerListLagsThePrune(t *testing.T) {
 	const stalled = "caascad-ci-workers-infra-infra-prd-0"
 	e := newProvEnv(t, concoursesim.DemoWorld(), concoursesim.WithWorkerCacheLag(1800*time.Millisecond))
-	args := bot.Args{"name": stalled}
+	args := opmodel.Args{"name": stalled}
 	pl := e.plan(t, "concourse.prune_worker", args)
 	require.Len(t, pl.Items, 1)
 	res, err := e.apply(t, "concourse.prune_worker", args, pl)
 	require.NoError(t, err)
 	assert.Equal(t, "pruned 1 worker: "+stalled, res.Summary)
-	assert.Equal(t, []bot.ItemResult{{ID: stalled, Outcome: bot.OutcomeSucceeded,
+	assert.Equal(t, []opmodel.ItemResult{{ID: stalled, Outcome: opmodel.OutcomeSucceeded,
 		Reason: "pruned; Concourse listed it for 2.0 s more"}}, res.Items)
 	assert.Equal(t, []any{stalled}, decoded(t, res)["pruned"])
 	assert.Empty(t, decoded(t, res)["states"], "no state for a worker that is gone")
@@ -191,7 +191,7 @@ func TestOpPruneWorker_WorkerListLagsThePrune(t *testing.T) {
 func TestOpPruneWorker_StillListedAfterTheWait(t *testing.T) {
 	const stalled = "caascad-ci-workers-infra-infra-prd-0"
 	e := newProvEnv(t, concoursesim.DemoWorld(), concoursesim.WithWorkerCacheLag(time.Hour))
-	args := bot.Args{"name": stalled}
+	args := opmodel.Args{"name": stalled}
 	pl := e.plan(t, "concourse.prune_worker", args)
 	_, err := e.apply(t, "concourse.prune_worker", args, pl)
 	require.Error(t, err)
@@ -201,7 +201,7 @@ func TestOpPruneWorker_StillListedAfterTheWait(t *testing.T) {
 func TestOpPruneWorker_WorkerCameBack(t *testing.T) {
 	const w0 = "caascad-ci-workers-infra-infra-prd-0"
 	e := newProvEnv(t, concoursesim.DemoWorld())
-	args := bot.Args{"all_stalled": true}
+	args := opmodel.Args{"all_stalled": true}
 	pl := e.plan(t, "concourse.prune_worker", args)
 	require.Len(t, pl.Items, 1)
 	e.srv.ResumeHeartbeat(w0) // someone restarted it while the approval was pending
@@ -213,7 +213,7 @@ func TestOpPruneWorker_WorkerCameBack(t *testing.T) {
 	_, ok := e.srv.Worker(w0)
 	assert.True(t, ok)
 
-	_, err = e.op(t, "concourse.prune_worker").Plan(context.Background(), bot.Call{Target: "infra-prd"})
+	_, err = e.op(t, "concourse.prune_worker").Plan(context.Background(), opmodel.Call{Target: "infra-prd"})
 	assert.ErrorContains(t, err, "give name=<worker>")
 }
 
@@ -223,26 +223,26 @@ func TestOpLandAndRetireWorker(t *testing.T) {
 	w.AddBuilds(concoursesim.Build{Pipeline: "app", Job: "unit", Status: "started", Worker: "w-1"})
 	e := newProvEnv(t, w)
 
-	pl := e.plan(t, "concourse.land_worker", bot.Args{"name": "w-1"})
+	pl := e.plan(t, "concourse.land_worker", opmodel.Args{"name": "w-1"})
 	require.Len(t, pl.Items, 1)
-	res, err := e.apply(t, "concourse.land_worker", bot.Args{"name": "w-1"}, pl)
+	res, err := e.apply(t, "concourse.land_worker", opmodel.Args{"name": "w-1"}, pl)
 	require.NoError(t, err)
 	assert.Equal(t, "landing", decoded(t, res)["states"].(map[string]any)["w-1"], "a build still runs on it")
-	pl = e.plan(t, "concourse.land_worker", bot.Args{"name": "w-1"})
+	pl = e.plan(t, "concourse.land_worker", opmodel.Args{"name": "w-1"})
 	assert.True(t, pl.Empty())
 	assert.Contains(t, pl.Notes[0], "already landing")
 
-	pl = e.plan(t, "concourse.retire_worker", bot.Args{"name": "w-2"})
-	res, err = e.apply(t, "concourse.retire_worker", bot.Args{"name": "w-2"}, pl)
+	pl = e.plan(t, "concourse.retire_worker", opmodel.Args{"name": "w-2"})
+	res, err = e.apply(t, "concourse.retire_worker", opmodel.Args{"name": "w-2"}, pl)
 	require.NoError(t, err)
-	assert.Equal(t, bot.OutcomeSucceeded, res.Items[0].Outcome)
+	assert.Equal(t, opmodel.OutcomeSucceeded, res.Items[0].Outcome)
 	_, ok := e.srv.Worker("w-2")
 	assert.False(t, ok, "no build on it: retired and deleted at once")
 }
 
 func TestOpBuilds(t *testing.T) {
 	e := newProvEnv(t, concoursesim.DemoWorld())
-	res, err := e.do(t, "concourse.builds", bot.Args{"status": "pending,started", "since": "24h"})
+	res, err := e.do(t, "concourse.builds", opmodel.Args{"status": "pending,started", "since": "24h"})
 	require.NoError(t, err)
 	assert.Equal(t, "301 builds (300 pending, 1 started) in 1 pipeline since 1d ago", res.Summary)
 	assert.Equal(t, [][]string{{"deploy", "caascad-alert-prepare", "301", "300 pending, 1 started"}}, res.Table.Rows)
@@ -251,13 +251,13 @@ func TestOpBuilds(t *testing.T) {
 	assert.Equal(t, true, d["truncated"])
 	assert.Len(t, d["builds"], 200)
 
-	res, err = e.do(t, "concourse.builds", bot.Args{"pipeline": "app|docs", "status": "errored"})
+	res, err = e.do(t, "concourse.builds", opmodel.Args{"pipeline": "app|docs", "status": "errored"})
 	require.NoError(t, err)
 	assert.Equal(t, "4 builds (4 errored) in 2 pipelines", res.Summary)
 
-	_, err = e.do(t, "concourse.builds", bot.Args{"status": "stuck"})
+	_, err = e.do(t, "concourse.builds", opmodel.Args{"status": "stuck"})
 	assert.ErrorContains(t, err, `unknown build status "stuck"`)
-	_, err = e.do(t, "concourse.builds", bot.Args{"pipeline": "("})
+	_, err = e.do(t, "concourse.builds", opmodel.Args{"pipeline": "("})
 	assert.ErrorContains(t, err, "is not a regular expression")
 }
 
@@ -265,7 +265,7 @@ func TestOpAbortBuilds_ByFilter(t *testing.T) {
 	w := concoursesim.NewWorld().RunningWorkers("w", 2).PendingBuilds("deploy", "caascad-alert-prepare", "prepare", 30)
 	w.PendingBuilds("main", "other", "job", 2)
 	e := newProvEnv(t, w, concoursesim.WithAbortDelay(0))
-	args := bot.Args{"pipeline": "caascad-alert-.*"}
+	args := opmodel.Args{"pipeline": "caascad-alert-.*"}
 	pl := e.plan(t, "concourse.abort_builds", args)
 	require.Len(t, pl.Items, 30, "pending builds of the matching pipeline only (default status pending)")
 	assert.Equal(t, "abort 30 builds of deploy/caascad-alert-prepare (30 pending)", pl.Summary)
@@ -279,9 +279,9 @@ func TestOpAbortBuilds_ByFilter(t *testing.T) {
 	assert.Equal(t, 30, e.srv.CountBuilds("caascad-alert-prepare")["aborted"])
 	assert.Equal(t, 2, e.srv.CountBuilds("other")["pending"], "other pipelines untouched")
 
-	_, err = e.op(t, "concourse.abort_builds").Plan(context.Background(), bot.Call{Target: "infra-prd"})
+	_, err = e.op(t, "concourse.abort_builds").Plan(context.Background(), opmodel.Call{Target: "infra-prd"})
 	assert.ErrorContains(t, err, "refusing to abort every build")
-	_, err = e.op(t, "concourse.abort_builds").Plan(context.Background(), bot.Call{Target: "infra-prd", Args: bot.Args{"pipeline": "x", "status": "failed"}})
+	_, err = e.op(t, "concourse.abort_builds").Plan(context.Background(), opmodel.Call{Target: "infra-prd", Args: opmodel.Args{"pipeline": "x", "status": "failed"}})
 	assert.ErrorContains(t, err, "only pending or started builds")
 }
 
@@ -291,7 +291,7 @@ func TestOpAbortBuilds_ByFilter(t *testing.T) {
 // with force=true" — there was no worker and no force parameter).
 func TestOpAbortBuilds_NeverStartedBuildsStayPending(t *testing.T) {
 	e := newProvEnv(t, stuckWorld(), concoursesim.WithAbortDelay(time.Hour))
-	args := bot.Args{"ids": "10, 11"}
+	args := opmodel.Args{"ids": "10, 11"}
 	pl := e.plan(t, "concourse.abort_builds", args)
 	res, err := e.apply(t, "concourse.abort_builds", args, pl)
 	require.Error(t, err, "nothing could be verified aborted")
@@ -304,7 +304,7 @@ func TestOpAbortBuilds_NeverStartedBuildsStayPending(t *testing.T) {
 
 func TestOpAbortBuilds_ByIDsReportsStuckBuilds(t *testing.T) {
 	e := newProvEnv(t, stuckWorld(), concoursesim.WithAbortDelay(0))
-	args := bot.Args{"ids": "1, 2, 10, 404"}
+	args := opmodel.Args{"ids": "1, 2, 10, 404"}
 	pl := e.plan(t, "concourse.abort_builds", args)
 	require.Len(t, pl.Items, 2)
 	assert.Equal(t, []string{"2", "10"}, planItemNames(pl))
@@ -316,7 +316,7 @@ func TestOpAbortBuilds_ByIDsReportsStuckBuilds(t *testing.T) {
 	assert.Contains(t, res.Summary, "aborted 1 of 2 builds; 1 still started after 0.1 s (2): their worker does not answer — they end when it comes back or is pruned")
 	assert.Equal(t, []any{float64(2)}, decoded(t, res)["not_stopped"])
 
-	force := bot.Args{"ids": "2", "force": true}
+	force := opmodel.Args{"ids": "2", "force": true}
 	pl = e.plan(t, "concourse.abort_builds", force)
 	res, err = e.apply(t, "concourse.abort_builds", force, pl)
 	require.NoError(t, err)

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/digest"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // WatchSource is the digest.Source of watch rules: the figures a watch
@@ -69,7 +69,7 @@ func (s *WatchSource) cache(target string) *watchCache {
 func (s *WatchSource) Collect(ctx context.Context, target string, window time.Duration, _ *digest.Data) (digest.Data, error) {
 	c, ok := s.ds.clients[target]
 	if !ok {
-		return digest.Data{}, fmt.Errorf("watch of %q: %w", target, bot.ErrNotConfigured)
+		return digest.Data{}, fmt.Errorf("watch of %q: %w", target, chatmodel.ErrNotConfigured)
 	}
 	if window <= 0 {
 		window = 24 * time.Hour

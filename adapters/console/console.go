@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/groundcrew/groundcrew/adapters/chatutil"
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // Config configures the console adapter.
@@ -85,7 +85,7 @@ type message struct {
 	text    string
 	author  string
 	at      time.Time
-	buttons []bot.Button
+	buttons []chatmodel.Button
 	bot     bool
 	// ref is the engine's id for a message shown again from an earlier
 	// session; reactions to it must name that id.
@@ -101,10 +101,10 @@ func (a *Adapter) id(m *message) string {
 }
 
 var (
-	_ bot.Chat          = (*Adapter)(nil)
-	_ bot.GroupResolver = (*Adapter)(nil)
-	_ bot.ThreadReader  = (*Adapter)(nil)
-	_ bot.ReactionHints = (*Adapter)(nil)
+	_ chatmodel.Chat          = (*Adapter)(nil)
+	_ chatmodel.GroupResolver = (*Adapter)(nil)
+	_ chatmodel.ThreadReader  = (*Adapter)(nil)
+	_ chatmodel.ReactionHints = (*Adapter)(nil)
 )
 
 // New returns a console adapter reading commands from in and printing to out.
@@ -182,18 +182,18 @@ func (a *Adapter) printMessage(m *message, edited bool) {
 }
 
 // Post implements bot.Chat.
-func (a *Adapter) Post(_ context.Context, to bot.Conversation, m bot.Message) (bot.MessageRef, error) {
+func (a *Adapter) Post(_ context.Context, to chatmodel.Conversation, m chatmodel.Message) (chatmodel.MessageRef, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.down {
-		return bot.MessageRef{}, errChatDown
+		return chatmodel.MessageRef{}, errChatDown
 	}
 	text := m.Text
 	for i := len(m.Mentions) - 1; i >= 0; i-- {
 		text = "@" + m.Mentions[i] + " " + text // console user ids are names
 	}
 	msg := &message{n: len(a.msgs) + 1, thread: to.Thread, text: text, author: "groundcrew", at: a.opts.Now(), buttons: m.Buttons, bot: true}
-	if m.Role == bot.RoleRoot && m.RunID != "" {
+	if m.Role == chatmodel.RoleRoot && m.RunID != "" {
 		a.lastRun = m.RunID
 	}
 	a.msgs = append(a.msgs, msg)
@@ -204,11 +204,11 @@ func (a *Adapter) Post(_ context.Context, to bot.Conversation, m bot.Message) (b
 	for _, f := range m.Files {
 		fmt.Fprintf(a.out, "    %s\n", a.writeFile(f))
 	}
-	return bot.MessageRef{Platform: "console", Channel: to.Channel, Thread: to.Thread, ID: a.refID(msg.n)}, nil
+	return chatmodel.MessageRef{Platform: "console", Channel: to.Channel, Thread: to.Thread, ID: a.refID(msg.n)}, nil
 }
 
 // Update implements bot.Chat.
-func (a *Adapter) Update(_ context.Context, ref bot.MessageRef, m bot.Message) error {
+func (a *Adapter) Update(_ context.Context, ref chatmodel.MessageRef, m chatmodel.Message) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.down {
@@ -264,7 +264,7 @@ func (a *Adapter) shownCopy(id string) *message {
 }
 
 // Ephemeral implements bot.Chat.
-func (a *Adapter) Ephemeral(_ context.Context, _ bot.Conversation, u bot.User, m bot.Message) error {
+func (a *Adapter) Ephemeral(_ context.Context, _ chatmodel.Conversation, u chatmodel.User, m chatmodel.Message) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	lines := strings.Split(a.render(m.Text), "\n")
@@ -276,25 +276,25 @@ func (a *Adapter) Ephemeral(_ context.Context, _ bot.Conversation, u bot.User, m
 }
 
 // Symbol implements bot.ReactionHints: the reactions of chatutil.Reactions.
-func (a *Adapter) Symbol(i bot.Intent) string { return chatutil.Symbol(i) }
+func (a *Adapter) Symbol(i chatmodel.Intent) string { return chatutil.Symbol(i) }
 
 // GroupMembers implements bot.GroupResolver from the configured groups.
 func (a *Adapter) GroupMembers(_ context.Context, group string) ([]string, error) {
 	members, ok := a.cfg.Groups[group]
 	if !ok {
-		return nil, fmt.Errorf("console group %q is not configured (chat.console.groups): %w", group, bot.ErrNotFound)
+		return nil, fmt.Errorf("console group %q is not configured (chat.console.groups): %w", group, chatmodel.ErrNotFound)
 	}
 	return members, nil
 }
 
 // ReadThread implements bot.ThreadReader.
-func (a *Adapter) ReadThread(_ context.Context, c bot.Conversation) ([]bot.ThreadMessage, error) {
+func (a *Adapter) ReadThread(_ context.Context, c chatmodel.Conversation) ([]chatmodel.ThreadMessage, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var out []bot.ThreadMessage
+	var out []chatmodel.ThreadMessage
 	for _, m := range a.msgs {
 		if a.refID(m.n) == c.Thread || m.thread == c.Thread {
-			out = append(out, bot.ThreadMessage{Time: m.at, Author: bot.User{ID: m.author, Name: m.author}, Text: m.text, Bot: m.bot})
+			out = append(out, chatmodel.ThreadMessage{Time: m.at, Author: chatmodel.User{ID: m.author, Name: m.author}, Text: m.text, Bot: m.bot})
 		}
 	}
 	return out, nil
@@ -302,7 +302,7 @@ func (a *Adapter) ReadThread(_ context.Context, c bot.Conversation) ([]bot.Threa
 
 // Run implements the adapter's receive loop: one line per command until
 // end of input or ctx ends. It returns nil at end of input.
-func (a *Adapter) Run(ctx context.Context, h bot.Handler) error {
+func (a *Adapter) Run(ctx context.Context, h chatmodel.Handler) error {
 	lines := make(chan string)
 	errc := make(chan error, 1)
 	go func() {
@@ -380,7 +380,7 @@ func readLine(rd *bufio.Reader, max int) (line string, long bool, err error) {
 
 var reactRe = regexp.MustCompile(`^(\+|-)?:([a-z0-9_+\-]+):\s+#?(\S+)$`)
 
-func (a *Adapter) handleLine(ctx context.Context, h bot.Handler, line string) {
+func (a *Adapter) handleLine(ctx context.Context, h chatmodel.Handler, line string) {
 	line = strings.TrimSpace(line)
 	if line == "" {
 		return
@@ -396,10 +396,10 @@ func (a *Adapter) handleLine(ctx context.Context, h bot.Handler, line string) {
 	line = strings.ReplaceAll(line, "$RUN", a.lastRun)
 	a.mu.Unlock()
 	if a.opts.Echo {
-		fmt.Fprintf(a.out, "\n%s %s\n", a.bold(user+">"), bot.Sanitize(line))
+		fmt.Fprintf(a.out, "\n%s %s\n", a.bold(user+">"), chatmodel.Sanitize(line))
 	}
-	u := bot.User{ID: user, Name: user}
-	conv := bot.Conversation{Platform: "console", Channel: a.cfg.Channel, Thread: a.currentThread()}
+	u := chatmodel.User{ID: user, Name: user}
+	conv := chatmodel.Conversation{Platform: "console", Channel: a.cfg.Channel, Thread: a.currentThread()}
 	if a.answerForm(ctx, h, line) {
 		return
 	}
@@ -407,7 +407,7 @@ func (a *Adapter) handleLine(ctx context.Context, h bot.Handler, line string) {
 	switch {
 	case fields[0] == "/runbook" || fields[0] == "/rb":
 		text := strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(line, fields[0]), " "))
-		a.handle(ctx, h, bot.Event{Kind: bot.EventCommand, User: u, Conversation: conv, Text: text, Time: a.opts.Now()})
+		a.handle(ctx, h, chatmodel.Event{Kind: chatmodel.EventCommand, User: u, Conversation: conv, Text: text, Time: a.opts.Now()})
 	case fields[0] == "/as":
 		if len(fields) != 2 {
 			a.say("usage: /as <user>   (users: %s)", strings.Join(a.cfg.Users, ", "))
@@ -499,7 +499,7 @@ func (a *Adapter) currentThread() string {
 	return a.thread
 }
 
-func (a *Adapter) handle(ctx context.Context, h bot.Handler, ev bot.Event) {
+func (a *Adapter) handle(ctx context.Context, h chatmodel.Handler, ev chatmodel.Event) {
 	if err := h.Handle(ctx, ev); err != nil {
 		a.say("error: %v", err)
 	}
@@ -510,7 +510,7 @@ func (a *Adapter) handle(ctx context.Context, h bot.Handler, ev bot.Event) {
 func (a *Adapter) resolve(ref string) (*message, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	want := map[string]bot.Intent{"gate": bot.IntentApprove, "manual": bot.IntentDone}[ref]
+	want := map[string]chatmodel.Intent{"gate": chatmodel.IntentApprove, "manual": chatmodel.IntentDone}[ref]
 	if want != "" {
 		for i := len(a.msgs) - 1; i >= 0; i-- {
 			for _, b := range a.msgs[i].buttons {
@@ -528,7 +528,7 @@ func (a *Adapter) resolve(ref string) (*message, bool) {
 	return a.msgs[n-1], true
 }
 
-func (a *Adapter) react(ctx context.Context, h bot.Handler, u bot.User, ref, emoji string, removed bool) {
+func (a *Adapter) react(ctx context.Context, h chatmodel.Handler, u chatmodel.User, ref, emoji string, removed bool) {
 	m, ok := a.resolve(ref)
 	if !ok {
 		a.say("no message %s", ref)
@@ -544,18 +544,18 @@ func (a *Adapter) react(ctx context.Context, h bot.Handler, u bot.User, ref, emo
 		verb = "removed"
 	}
 	a.say("@%s %s :%s: on #%d", u.Name, verb, emoji, m.n)
-	a.handle(ctx, h, bot.Event{Kind: bot.EventReaction, User: u, Intent: intent, Removed: removed,
-		Conversation: bot.Conversation{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread},
-		Message:      bot.MessageRef{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread, ID: a.id(m)}, Time: a.opts.Now()})
+	a.handle(ctx, h, chatmodel.Event{Kind: chatmodel.EventReaction, User: u, Intent: intent, Removed: removed,
+		Conversation: chatmodel.Conversation{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread},
+		Message:      chatmodel.MessageRef{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread, ID: a.id(m)}, Time: a.opts.Now()})
 }
 
-func (a *Adapter) press(ctx context.Context, h bot.Handler, u bot.User, ref, action string) {
+func (a *Adapter) press(ctx context.Context, h chatmodel.Handler, u chatmodel.User, ref, action string) {
 	m, ok := a.resolve(ref)
 	if !ok {
 		a.say("no message %s", ref)
 		return
 	}
-	var btn *bot.Button
+	var btn *chatmodel.Button
 	for i := range m.buttons {
 		if strings.EqualFold(string(m.buttons[i].Action), action) || strings.EqualFold(m.buttons[i].Label, action) {
 			btn = &m.buttons[i]
@@ -566,14 +566,14 @@ func (a *Adapter) press(ctx context.Context, h bot.Handler, u bot.User, ref, act
 		return
 	}
 	a.say("@%s pressed [%s] on #%d", u.Name, btn.Label, m.n)
-	a.handle(ctx, h, bot.Event{Kind: bot.EventButton, User: u, Intent: btn.Action, Value: btn.Value,
-		Conversation: bot.Conversation{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread},
-		Message:      bot.MessageRef{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread, ID: a.id(m)}, Time: a.opts.Now()})
+	a.handle(ctx, h, chatmodel.Event{Kind: chatmodel.EventButton, User: u, Intent: btn.Action, Value: btn.Value,
+		Conversation: chatmodel.Conversation{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread},
+		Message:      chatmodel.MessageRef{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread, ID: a.id(m)}, Time: a.opts.Now()})
 }
 
 // writeFile writes a message's file to FilesDir and says where (or why
 // not: the message stands without it).
-func (a *Adapter) writeFile(f bot.File) string {
+func (a *Adapter) writeFile(f chatmodel.File) string {
 	dir := a.opts.FilesDir
 	if dir == "" {
 		dir = os.TempDir()

@@ -16,6 +16,9 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/core"
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
+	"github.com/groundcrew/groundcrew/bot/policy"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/store"
 )
@@ -46,7 +49,7 @@ func TestConsole_ScriptedSession(t *testing.T) {
 	db, err := store.Open(filepath.Join(t.TempDir(), "gc.db"), store.Options{})
 	require.NoError(t, err)
 	defer db.Close()
-	reg, err := bot.NewRegistry(core.Provider{}, world)
+	reg, err := opmodel.NewRegistry(core.Provider{}, world)
 	require.NoError(t, err)
 	lib, err := runbooks.NewLibrary(reg, runbooks.Source{Name: "t", FS: fstest.MapFS{"p.yaml": {Data: []byte(rb)}}})
 	require.NoError(t, err)
@@ -69,7 +72,7 @@ func TestConsole_ScriptedSession(t *testing.T) {
 		console.Options{Echo: true, AfterLine: func() { _ = eng.WaitIdle(context.Background()) }})
 	eng, err = bot.New(bot.Options{Store: db, Chat: c, Capabilities: bot.CapabilitiesOf(db, c), Ops: reg, Library: lib,
 		Targets:   map[string]bot.TargetInfo{"infra-prd": {Vars: map[string]string{"zone": "infra-prd"}}},
-		Approvals: bot.ApprovalConfig{Default: bot.Policy{Approvers: []string{"group:oncall"}}}})
+		Approvals: policy.Config{Default: policy.Policy{Approvers: []string{"group:oncall"}}}})
 	require.NoError(t, err)
 	require.NoError(t, c.Run(context.Background(), eng))
 	require.NoError(t, eng.WaitIdle(context.Background()))
@@ -104,7 +107,7 @@ func TestConsole_IncidentThreadSummary(t *testing.T) {
 	db, err := store.Open(filepath.Join(t.TempDir(), "gc.db"), store.Options{})
 	require.NoError(t, err)
 	defer db.Close()
-	reg, err := bot.NewRegistry(core.Provider{}, world)
+	reg, err := opmodel.NewRegistry(core.Provider{}, world)
 	require.NoError(t, err)
 	lib, err := runbooks.NewLibrary(reg, runbooks.Source{Name: "t", FS: fstest.MapFS{"p.yaml": {Data: []byte(rb)}}})
 	require.NoError(t, err)
@@ -149,11 +152,11 @@ func TestConsole_IncidentThreadSummary(t *testing.T) {
 func TestConsole_EarlierSessionMessageShownOnceThenEdited(t *testing.T) {
 	var out bytes.Buffer
 	a := console.New(console.Config{}, strings.NewReader(""), &out, console.Options{})
-	old := bot.MessageRef{Platform: "console", Channel: "#ops", ID: "oldsession.10"}
+	old := chatmodel.MessageRef{Platform: "console", Channel: "#ops", ID: "oldsession.10"}
 	ctx := context.Background()
-	require.NoError(t, a.Update(ctx, old, bot.Message{Text: "🛠 run r-1\nStatus: waiting\nThread below."}))
-	require.NoError(t, a.Update(ctx, old, bot.Message{Text: "🛠 run r-1\nStatus: running\nThread below."}))
-	require.NoError(t, a.Update(ctx, old, bot.Message{Text: "🛠 run r-1\nStatus: running\nThread below."}))
+	require.NoError(t, a.Update(ctx, old, chatmodel.Message{Text: "🛠 run r-1\nStatus: waiting\nThread below."}))
+	require.NoError(t, a.Update(ctx, old, chatmodel.Message{Text: "🛠 run r-1\nStatus: running\nThread below."}))
+	require.NoError(t, a.Update(ctx, old, chatmodel.Message{Text: "🛠 run r-1\nStatus: running\nThread below."}))
 	assert.Equal(t, 1, strings.Count(out.String(), "Thread below."), "shown once, then edited: %s", out.String())
 	assert.Contains(t, out.String(), "#1 (edited)")
 	assert.Contains(t, out.String(), "Status: running")
@@ -166,15 +169,15 @@ func TestConsole_ChatDownAndUp(t *testing.T) {
 	a := console.New(console.Config{}, strings.NewReader("/chat down\n"), &out, console.Options{})
 	ctx := context.Background()
 	require.NoError(t, a.Run(ctx, nopHandler{}))
-	_, err := a.Post(ctx, bot.Conversation{Channel: "#ops"}, bot.Message{Text: "hello"})
+	_, err := a.Post(ctx, chatmodel.Conversation{Channel: "#ops"}, chatmodel.Message{Text: "hello"})
 	assert.ErrorContains(t, err, "console chat is down")
-	assert.Error(t, a.Update(ctx, bot.MessageRef{Channel: "#ops", ID: "x.1"}, bot.Message{Text: "hello"}))
+	assert.Error(t, a.Update(ctx, chatmodel.MessageRef{Channel: "#ops", ID: "x.1"}, chatmodel.Message{Text: "hello"}))
 	assert.Contains(t, out.String(), "chat is down")
 }
 
 type nopHandler struct{}
 
-func (nopHandler) Handle(context.Context, bot.Event) error { return nil }
+func (nopHandler) Handle(context.Context, chatmodel.Event) error { return nil }
 
 // A message's file (a digest's chart) is written to FilesDir and its path
 // printed under the message.
@@ -182,8 +185,8 @@ func TestConsole_WritesFiles(t *testing.T) {
 	dir := t.TempDir()
 	var out bytes.Buffer
 	a := console.New(console.Config{}, strings.NewReader(""), &out, console.Options{FilesDir: dir})
-	_, err := a.Post(context.Background(), bot.Conversation{Channel: "#ops"}, bot.Message{Text: "digest",
-		Files: []bot.File{{Name: "../digest-infra-prd.png", Alt: "Chart of infra-prd", Data: []byte("png")}}})
+	_, err := a.Post(context.Background(), chatmodel.Conversation{Channel: "#ops"}, chatmodel.Message{Text: "digest",
+		Files: []chatmodel.File{{Name: "../digest-infra-prd.png", Alt: "Chart of infra-prd", Data: []byte("png")}}})
 	require.NoError(t, err)
 	path := filepath.Join(dir, "digest-infra-prd.png")
 	data, err := os.ReadFile(path)

@@ -6,26 +6,26 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // consoleForm is a form asked question by question: the missing required
 // fields only (the others keep their defaults, as typing the command
 // without them does).
 type consoleForm struct {
-	ev     bot.Event
-	form   bot.Form
-	ask    []bot.FormField
+	ev     chatmodel.Event
+	form   chatmodel.Form
+	ask    []chatmodel.FormField
 	next   int
 	values map[string]string
 }
 
-var _ bot.FormOpener = (*Adapter)(nil)
+var _ chatmodel.FormOpener = (*Adapter)(nil)
 
 // OpenForm implements bot.FormOpener: the next lines answer the form's
 // missing required fields one by one ("/cancel" stops); then the command
 // is handled as if typed in full.
-func (a *Adapter) OpenForm(_ context.Context, ev bot.Event, f bot.Form) error {
+func (a *Adapter) OpenForm(_ context.Context, ev chatmodel.Event, f chatmodel.Form) error {
 	cf := &consoleForm{ev: ev, form: f, values: map[string]string{}}
 	for _, fd := range f.Fields {
 		if fd.Default != "" {
@@ -67,7 +67,7 @@ func (a *Adapter) prompt(cf *consoleForm) {
 
 // answerForm takes line as the answer to the open form's question; false
 // when no form is open (the line is a command as usual).
-func (a *Adapter) answerForm(ctx context.Context, h bot.Handler, line string) bool {
+func (a *Adapter) answerForm(ctx context.Context, h chatmodel.Handler, line string) bool {
 	a.mu.Lock()
 	cf := a.form
 	a.mu.Unlock()
@@ -102,7 +102,7 @@ func (a *Adapter) answerForm(ctx context.Context, h bot.Handler, line string) bo
 	a.form = nil
 	a.mu.Unlock()
 	ev := cf.ev
-	ev.ID, ev.Text, ev.Time = "", bot.FormCommand(cf.form, cf.values), a.opts.Now()
+	ev.ID, ev.Text, ev.Time = "", chatmodel.FormCommand(cf.form, cf.values), a.opts.Now()
 	a.say("→ /runbook %s", ev.Text)
 	a.handle(ctx, h, ev)
 	return true

@@ -15,6 +15,8 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/core"
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
+	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/store"
 )
@@ -27,7 +29,7 @@ func TestConsole_HugeLineIsRefusedNotFatal(t *testing.T) {
 	db, err := store.Open(filepath.Join(t.TempDir(), "gc.db"), store.Options{})
 	require.NoError(t, err)
 	defer db.Close()
-	reg, err := bot.NewRegistry(core.Provider{}, world)
+	reg, err := opmodel.NewRegistry(core.Provider{}, world)
 	require.NoError(t, err)
 	lib, err := runbooks.NewLibrary(reg, runbooks.Source{Name: "t", FS: fstest.MapFS{"p.yaml": {Data: []byte(rb)}}})
 	require.NoError(t, err)
@@ -46,7 +48,7 @@ func TestConsole_HugeLineIsRefusedNotFatal(t *testing.T) {
 	assert.Contains(t, got, "the limit is 16 KiB", "line 4 is a refused command")
 	assert.Contains(t, got, "groundcrew runs Concourse runbooks", "the last line (no newline) still ran")
 	assert.Less(t, len(got), 20000, "nothing huge is echoed")
-	runs, err := db.ListRuns(context.Background(), bot.RunQuery{})
+	runs, err := db.ListRuns(context.Background(), runmodel.RunQuery{})
 	require.NoError(t, err)
 	assert.Empty(t, runs)
 }

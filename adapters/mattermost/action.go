@@ -12,8 +12,8 @@ import (
 	"github.com/mattermost/mattermost/server/public/model"
 
 	"github.com/groundcrew/groundcrew/adapters/chatutil"
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/internal/httpguard"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // Keys of a button's integration context.
@@ -84,7 +84,7 @@ func (a *Adapter) serveAction(w http.ResponseWriter, r *http.Request) {
 	action, value, thread, err := a.verifyContext(req.PostId, req.Context)
 	if err != nil {
 		a.log.Warn("refused a button callback", "post", req.PostId, "user", req.UserId, "remote", r.RemoteAddr, "err", err)
-		writeActionResponse(w, "⚠️ This button could not be verified (groundcrew's key may have changed). React "+chatutil.Symbol(bot.IntentApprove)+" / "+chatutil.Symbol(bot.IntentReject)+" on the message instead.")
+		writeActionResponse(w, "⚠️ This button could not be verified (groundcrew's key may have changed). React "+chatutil.Symbol(chatmodel.IntentApprove)+" / "+chatutil.Symbol(chatmodel.IntentReject)+" on the message instead.")
 		return
 	}
 	if req.UserId == "" || req.UserId == a.BotUserID() {
@@ -98,17 +98,17 @@ func (a *Adapter) serveAction(w http.ResponseWriter, r *http.Request) {
 	if thread == "" {
 		thread = req.PostId
 	}
-	ref := bot.MessageRef{Platform: Platform, Channel: req.ChannelId, ID: req.PostId, Thread: thread}
+	ref := chatmodel.MessageRef{Platform: Platform, Channel: req.ChannelId, ID: req.PostId, Thread: thread}
 	if ref.Thread == ref.ID {
 		ref.Thread = "" // a root post, as Post returned it
 	}
-	e := bot.Event{
-		Kind:         bot.EventButton,
+	e := chatmodel.Event{
+		Kind:         chatmodel.EventButton,
 		ID:           requestID("button", req.TriggerId),
-		User:         bot.User{ID: req.UserId, Name: req.UserName},
-		Conversation: bot.Conversation{Platform: Platform, Channel: req.ChannelId, Thread: thread},
+		User:         chatmodel.User{ID: req.UserId, Name: req.UserName},
+		Conversation: chatmodel.Conversation{Platform: Platform, Channel: req.ChannelId, Thread: thread},
 		Message:      ref,
-		Intent:       bot.Intent(action),
+		Intent:       chatmodel.Intent(action),
 		Value:        value,
 		Time:         a.now(),
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 func postAction(t *testing.T, a *Adapter, req model.PostActionIntegrationRequest) *model.PostActionIntegrationResponse {
@@ -80,11 +80,11 @@ func TestAction_Verification(t *testing.T) {
 			assert.Empty(t, resp.EphemeralText)
 			assert.Nil(t, resp.Update, "the engine updates the post itself")
 			e := rec.next(t)
-			assert.Equal(t, bot.EventButton, e.Kind)
-			assert.Equal(t, bot.IntentApprove, e.Intent)
+			assert.Equal(t, chatmodel.EventButton, e.Kind)
+			assert.Equal(t, chatmodel.IntentApprove, e.Intent)
 			assert.Equal(t, "r-7f3a/5", e.Value)
-			assert.Equal(t, bot.User{ID: carolID, Name: "carol"}, e.User, "the user comes from the callback's user_id")
-			assert.Equal(t, bot.MessageRef{Platform: Platform, Channel: channelID, ID: post, Thread: "rootpost000000000000000000"}, e.Message)
+			assert.Equal(t, chatmodel.User{ID: carolID, Name: "carol"}, e.User, "the user comes from the callback's user_id")
+			assert.Equal(t, chatmodel.MessageRef{Platform: Platform, Channel: channelID, ID: post, Thread: "rootpost000000000000000000"}, e.Message)
 			assert.Equal(t, "rootpost000000000000000000", e.Conversation.Thread)
 			assert.True(t, hasPrefix(e.ID, "button:"), e.ID)
 		})
@@ -95,8 +95,8 @@ func TestAction_RefusalIsEphemeral(t *testing.T) {
 	f := newFakeMM(t)
 	a := newTestAdapter(t, f, nil)
 	rec := newRecorder()
-	rec.setReply(func(ctx context.Context, e bot.Event) error {
-		return a.Ephemeral(ctx, e.Conversation, e.User, bot.Message{Text: "Not counted: you started this run."})
+	rec.setReply(func(ctx context.Context, e chatmodel.Event) error {
+		return a.Ephemeral(ctx, e.Conversation, e.User, chatmodel.Message{Text: "Not counted: you started this run."})
 	})
 	runAdapter(t, a, rec)
 	const post = "gatepost000000000000000000"
@@ -152,14 +152,14 @@ func TestAction_Identity(t *testing.T) {
 	rec.none(t, 50*time.Millisecond)
 
 	press(aliceID, "")
-	assert.Equal(t, bot.User{ID: aliceID, Name: "alice"}, rec.next(t).User, "no name in the request: named from the id")
+	assert.Equal(t, chatmodel.User{ID: aliceID, Name: "alice"}, rec.next(t).User, "no name in the request: named from the id")
 
 	press("mallory0000000000000000000", "mallory")
-	assert.Equal(t, bot.User{ID: "mallory0000000000000000000", Name: "mallory", Kind: bot.UserDeactivated}, rec.next(t).User)
+	assert.Equal(t, chatmodel.User{ID: "mallory0000000000000000000", Name: "mallory", Kind: chatmodel.UserDeactivated}, rec.next(t).User)
 	press("someBot000000000000000000a", "ci-bot")
-	assert.Equal(t, bot.User{ID: "someBot000000000000000000a", Name: "ci-bot", Kind: bot.UserBot}, rec.next(t).User)
+	assert.Equal(t, chatmodel.User{ID: "someBot000000000000000000a", Name: "ci-bot", Kind: chatmodel.UserBot}, rec.next(t).User)
 	press("nobody00000000000000000000", "")
-	assert.Equal(t, bot.User{ID: "nobody00000000000000000000", Kind: bot.UserUnknown}, rec.next(t).User)
+	assert.Equal(t, chatmodel.User{ID: "nobody00000000000000000000", Kind: chatmodel.UserUnknown}, rec.next(t).User)
 }
 
 func TestResolveUser(t *testing.T) {
@@ -167,12 +167,12 @@ func TestResolveUser(t *testing.T) {
 	a := newTestAdapter(t, f, nil)
 	u, err := a.ResolveUser(context.Background(), "@carol")
 	require.NoError(t, err)
-	assert.Equal(t, bot.User{ID: carolID, Name: "carol"}, u)
+	assert.Equal(t, chatmodel.User{ID: carolID, Name: "carol"}, u)
 	u, err = a.ResolveUser(context.Background(), aliceID)
 	require.NoError(t, err)
 	assert.Equal(t, "alice", u.Name)
 	_, err = a.ResolveUser(context.Background(), "nobody")
-	assert.ErrorIs(t, err, bot.ErrNotFound)
+	assert.ErrorIs(t, err, chatmodel.ErrNotFound)
 }
 
 func TestCanPost(t *testing.T) {
@@ -180,9 +180,9 @@ func TestCanPost(t *testing.T) {
 	a := newTestAdapter(t, f, nil)
 	rec := newRecorder()
 	runAdapter(t, a, rec)
-	assert.NoError(t, a.CanPost(context.Background(), bot.Conversation{Channel: channelID}))
-	err := a.CanPost(context.Background(), bot.Conversation{Channel: "otherchannel00000000000000"})
-	var ue *bot.UserError
+	assert.NoError(t, a.CanPost(context.Background(), chatmodel.Conversation{Channel: channelID}))
+	err := a.CanPost(context.Background(), chatmodel.Conversation{Channel: "otherchannel00000000000000"})
+	var ue *chatmodel.UserError
 	require.ErrorAs(t, err, &ue)
 	assert.Contains(t, ue.Msg, "/invite @groundcrew")
 }

@@ -30,7 +30,6 @@ import (
 	"github.com/mattermost/mattermost/server/public/model"
 
 	"github.com/groundcrew/groundcrew/adapters/chatutil"
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
@@ -39,9 +38,9 @@ const Platform = "mattermost"
 
 // Interface checks.
 var (
-	_ bot.Chat          = (*Adapter)(nil)
-	_ bot.GroupResolver = (*Adapter)(nil)
-	_ bot.ThreadReader  = (*Adapter)(nil)
+	_ chatmodel.Chat          = (*Adapter)(nil)
+	_ chatmodel.GroupResolver = (*Adapter)(nil)
+	_ chatmodel.ThreadReader  = (*Adapter)(nil)
 )
 
 // Adapter is the Mattermost chat adapter. All methods are safe for
@@ -73,7 +72,7 @@ type Adapter struct {
 	reconcileCh  chan struct{}
 
 	mu          sync.Mutex // guards the fields below
-	handler     bot.Handler
+	handler     chatmodel.Handler
 	handlerCtx  context.Context
 	botID       string
 	botUsername string
@@ -143,7 +142,7 @@ func (a *Adapter) Connected() bool {
 // reactions until ctx ends, reconnecting with backoff. It returns nil when
 // ctx is cancelled and an error only for problems retrying cannot fix (a
 // rejected token, an unknown team).
-func (a *Adapter) Run(ctx context.Context, h bot.Handler) error {
+func (a *Adapter) Run(ctx context.Context, h chatmodel.Handler) error {
 	if h == nil {
 		return errors.New("mattermost: Run needs a handler")
 	}
@@ -259,14 +258,14 @@ func (a *Adapter) botName() string {
 
 // currentHandler returns the handler given to Run and the context to call it
 // with, or nil when Run is not running.
-func (a *Adapter) currentHandler() (bot.Handler, context.Context) {
+func (a *Adapter) currentHandler() (chatmodel.Handler, context.Context) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.handler, a.handlerCtx
 }
 
 // deliver hands one event to the engine.
-func (a *Adapter) deliver(e bot.Event) error {
+func (a *Adapter) deliver(e chatmodel.Event) error {
 	h, ctx := a.currentHandler()
 	if h == nil {
 		return errNotRunning
@@ -293,11 +292,11 @@ var errForgedName = errors.New("the request's user name does not match its user 
 // never lets act. A request whose name disagrees with its id (a forged
 // button callback: signed context, someone else's user_name) is refused
 // and logged.
-func (a *Adapter) identify(ctx context.Context, e *bot.Event) error {
+func (a *Adapter) identify(ctx context.Context, e *chatmodel.Event) error {
 	claimed := e.User.Name
-	e.User = bot.User{ID: e.User.ID}
+	e.User = chatmodel.User{ID: e.User.ID}
 	if e.User.ID == "" {
-		e.User.Kind = bot.UserUnknown
+		e.User.Kind = chatmodel.UserUnknown
 		return nil
 	}
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -307,17 +306,17 @@ func (a *Adapter) identify(ctx context.Context, e *bot.Event) error {
 		// Without the server's word the user may not act (Kind unknown);
 		// commands that only read still work.
 		a.log.Warn("could not look up the user of an event; it cannot vote", "user", e.User.ID, "err", err)
-		e.User.Kind = bot.UserUnknown
+		e.User.Kind = chatmodel.UserUnknown
 		return nil
 	}
 	u, ok := us[e.User.ID]
 	switch {
 	case !ok:
-		e.User.Kind = bot.UserUnknown
+		e.User.Kind = chatmodel.UserUnknown
 	case u.bot:
-		e.User.Kind = bot.UserBot
+		e.User.Kind = chatmodel.UserBot
 	case u.deleted:
-		e.User.Kind = bot.UserDeactivated
+		e.User.Kind = chatmodel.UserDeactivated
 	}
 	e.User.Name = u.name
 	if claimed != "" && ok && !strings.EqualFold(strings.TrimPrefix(claimed, "@"), u.name) {
@@ -330,12 +329,12 @@ func (a *Adapter) identify(ctx context.Context, e *bot.Event) error {
 // ResolveUser implements bot.IdentityResolver: a username ("alice",
 // "@alice") or a user id, looked up on the server. It wraps bot.ErrNotFound
 // when the server has no such user.
-func (a *Adapter) ResolveUser(ctx context.Context, nameOrID string) (bot.User, error) {
+func (a *Adapter) ResolveUser(ctx context.Context, nameOrID string) (chatmodel.User, error) {
 	name := strings.TrimPrefix(strings.TrimSpace(nameOrID), "@")
 	if model.IsValidId(name) {
 		us, err := a.lookupUsers(ctx, []string{name})
 		if err != nil {
-			return bot.User{}, err
+			return chatmodel.User{}, err
 		}
 		if u, ok := us[name]; ok {
 			return u.user(name), nil
@@ -351,9 +350,9 @@ func (a *Adapter) ResolveUser(ctx context.Context, nameOrID string) (bot.User, e
 	if err != nil {
 		var ae *APIError
 		if errors.As(err, &ae) && ae.StatusCode == http.StatusNotFound {
-			return bot.User{}, fmt.Errorf("mattermost user %q: %w", name, bot.ErrNotFound)
+			return chatmodel.User{}, fmt.Errorf("mattermost user %q: %w", name, chatmodel.ErrNotFound)
 		}
-		return bot.User{}, err
+		return chatmodel.User{}, err
 	}
 	cu := userOf(got)
 	a.mu.Lock()
@@ -375,13 +374,13 @@ type cachedUser struct {
 }
 
 // user is the engine's view of a cached user.
-func (u cachedUser) user(id string) bot.User {
-	out := bot.User{ID: id, Name: u.name}
+func (u cachedUser) user(id string) chatmodel.User {
+	out := chatmodel.User{ID: id, Name: u.name}
 	switch {
 	case u.bot:
-		out.Kind = bot.UserBot
+		out.Kind = chatmodel.UserBot
 	case u.deleted:
-		out.Kind = bot.UserDeactivated
+		out.Kind = chatmodel.UserDeactivated
 	}
 	return out
 }
@@ -450,4 +449,4 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 
 // Symbol implements bot.ReactionHints: the reactions of chatutil.Reactions
 // (every advertised name exists on Mattermost 11.1).
-func (a *Adapter) Symbol(i bot.Intent) string { return chatutil.Symbol(i) }
+func (a *Adapter) Symbol(i chatmodel.Intent) string { return chatutil.Symbol(i) }

@@ -13,8 +13,8 @@ import (
 
 	"github.com/mattermost/mattermost/server/public/model"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/internal/httpguard"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // HTTP paths served by HTTPHandler.
@@ -102,11 +102,11 @@ func (a *Adapter) serveCommand(w http.ResponseWriter, r *http.Request) {
 		writeCommandResponse(w, "⏳ groundcrew is starting; try again in a minute.")
 		return
 	}
-	e := bot.Event{
-		Kind:         bot.EventCommand,
+	e := chatmodel.Event{
+		Kind:         chatmodel.EventCommand,
 		ID:           requestID("command", r.Form.Get("trigger_id")),
-		User:         bot.User{ID: userID, Name: r.Form.Get("user_name")},
-		Conversation: bot.Conversation{Platform: Platform, Channel: channelID, Thread: r.Form.Get("root_id")},
+		User:         chatmodel.User{ID: userID, Name: r.Form.Get("user_name")},
+		Conversation: chatmodel.Conversation{Platform: Platform, Channel: channelID, Thread: r.Form.Get("root_id")},
 		Text:         text,
 		Time:         a.now(),
 	}

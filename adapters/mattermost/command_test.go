@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/internal/httpguard"
 	"github.com/groundcrew/groundcrew/internal/httpguard/httpguardtest"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // postCommand sends a slash command request to the adapter's handler.
@@ -70,7 +70,7 @@ func TestCommand_Token(t *testing.T) {
 			assert.Equal(t, tt.want, rr.Code)
 			if tt.want == http.StatusOK {
 				e := rec.next(t)
-				assert.Equal(t, bot.EventCommand, e.Kind)
+				assert.Equal(t, chatmodel.EventCommand, e.Kind)
 				assert.Equal(t, "list", e.Text)
 			} else {
 				rec.none(t, 50*time.Millisecond)
@@ -91,10 +91,10 @@ func TestCommand_Event(t *testing.T) {
 	assert.Equal(t, "⏳ `/runbook run worker-stalled target=infra-prd`", resp.Text, "ack echoes the command")
 
 	e := rec.next(t)
-	assert.Equal(t, bot.EventCommand, e.Kind)
+	assert.Equal(t, chatmodel.EventCommand, e.Kind)
 	assert.Equal(t, "run worker-stalled target=infra-prd", e.Text)
-	assert.Equal(t, bot.User{ID: aliceID, Name: "alice"}, e.User)
-	assert.Equal(t, bot.Conversation{Platform: Platform, Channel: channelID}, e.Conversation)
+	assert.Equal(t, chatmodel.User{ID: aliceID, Name: "alice"}, e.User)
+	assert.Equal(t, chatmodel.Conversation{Platform: Platform, Channel: channelID}, e.Conversation)
 	assert.True(t, hasPrefix(e.ID, "command:"), e.ID)
 	assert.Zero(t, f.callCount("POST /api/v4/posts"), "the ack is the HTTP answer, not a post")
 }
@@ -128,9 +128,9 @@ func TestCommand_EphemeralRepliesGoIntoTheAnswer(t *testing.T) {
 	f := newFakeMM(t)
 	a := newTestAdapter(t, f, nil)
 	rec := newRecorder()
-	rec.setReply(func(ctx context.Context, e bot.Event) error {
+	rec.setReply(func(ctx context.Context, e chatmodel.Event) error {
 		if e.Text == "help" {
-			return a.Ephemeral(ctx, e.Conversation, e.User, bot.Message{Text: "*Usage:* `/runbook run <name>`"})
+			return a.Ephemeral(ctx, e.Conversation, e.User, chatmodel.Message{Text: "*Usage:* `/runbook run <name>`"})
 		}
 		if e.Text == "boom" {
 			return errors.New("store is read-only")

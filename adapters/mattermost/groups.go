@@ -11,7 +11,7 @@ import (
 
 	"github.com/mattermost/mattermost/server/public/model"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -38,7 +38,7 @@ func (e *UnknownGroupError) Error() string {
 }
 
 // Unwrap makes errors.Is find ErrUnknownGroup and bot.ErrNotFound.
-func (e *UnknownGroupError) Unwrap() []error { return []error{ErrUnknownGroup, bot.ErrNotFound} }
+func (e *UnknownGroupError) Unwrap() []error { return []error{ErrUnknownGroup, chatmodel.ErrNotFound} }
 
 // DidYouMean is the closest known group name, or "".
 func (e *UnknownGroupError) DidYouMean() string { return e.Suggestion }

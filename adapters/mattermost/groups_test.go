@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 func TestGroupMembers(t *testing.T) {
@@ -60,24 +60,24 @@ func TestReadThread(t *testing.T) {
 	a := newTestAdapter(t, f, nil)
 	runAdapter(t, a, newRecorder())
 	ctx := context.Background()
-	root, err := a.Post(ctx, bot.Conversation{Channel: channelID}, bot.Message{Text: "🛠 run"})
+	root, err := a.Post(ctx, chatmodel.Conversation{Channel: channelID}, chatmodel.Message{Text: "🛠 run"})
 	require.NoError(t, err)
-	_, err = a.Post(ctx, bot.Conversation{Channel: channelID, Thread: root.ID}, bot.Message{Text: "1/2 ✅ Workers", Detail: "w0 stalled"})
+	_, err = a.Post(ctx, chatmodel.Conversation{Channel: channelID, Thread: root.ID}, chatmodel.Message{Text: "1/2 ✅ Workers", Detail: "w0 stalled"})
 	require.NoError(t, err)
 	f.addPost(&model.Post{ChannelId: channelID, RootId: root.ID, UserId: carolID, Message: "restarted it by hand"})
 	f.addPost(&model.Post{ChannelId: channelID, RootId: root.ID, UserId: aliceID, Type: model.PostTypeAddToChannel, Message: "alice added"})
 
-	msgs, err := a.ReadThread(ctx, bot.Conversation{Channel: channelID, Thread: root.ID})
+	msgs, err := a.ReadThread(ctx, chatmodel.Conversation{Channel: channelID, Thread: root.ID})
 	require.NoError(t, err)
 	require.Len(t, msgs, 3, "system messages are left out")
 	assert.Equal(t, "🛠 run", msgs[0].Text)
 	assert.True(t, msgs[0].Bot)
-	assert.Equal(t, bot.User{ID: botID, Name: "groundcrew"}, msgs[0].Author)
+	assert.Equal(t, chatmodel.User{ID: botID, Name: "groundcrew"}, msgs[0].Author)
 	assert.Equal(t, "1/2 ✅ Workers\nw0 stalled", msgs[1].Text, "details included")
-	assert.Equal(t, bot.User{ID: carolID, Name: "carol"}, msgs[2].Author)
+	assert.Equal(t, chatmodel.User{ID: carolID, Name: "carol"}, msgs[2].Author)
 	assert.False(t, msgs[2].Bot)
 	assert.True(t, msgs[1].Time.Before(msgs[2].Time))
 
-	_, err = a.ReadThread(ctx, bot.Conversation{Channel: channelID})
+	_, err = a.ReadThread(ctx, chatmodel.Conversation{Channel: channelID})
 	assert.Error(t, err)
 }

@@ -9,19 +9,19 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // recorder is a bot.Handler that records events.
 type recorder struct {
 	mu     sync.Mutex
-	events chan bot.Event
-	reply  func(ctx context.Context, e bot.Event) error
+	events chan chatmodel.Event
+	reply  func(ctx context.Context, e chatmodel.Event) error
 }
 
-func newRecorder() *recorder { return &recorder{events: make(chan bot.Event, 100)} }
+func newRecorder() *recorder { return &recorder{events: make(chan chatmodel.Event, 100)} }
 
-func (r *recorder) Handle(ctx context.Context, e bot.Event) error {
+func (r *recorder) Handle(ctx context.Context, e chatmodel.Event) error {
 	r.mu.Lock()
 	reply := r.reply
 	r.mu.Unlock()
@@ -33,20 +33,20 @@ func (r *recorder) Handle(ctx context.Context, e bot.Event) error {
 	return err
 }
 
-func (r *recorder) setReply(f func(ctx context.Context, e bot.Event) error) {
+func (r *recorder) setReply(f func(ctx context.Context, e chatmodel.Event) error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.reply = f
 }
 
-func (r *recorder) next(t *testing.T) bot.Event {
+func (r *recorder) next(t *testing.T) chatmodel.Event {
 	t.Helper()
 	select {
 	case e := <-r.events:
 		return e
 	case <-time.After(5 * time.Second):
 		t.Fatal("no event within 5s")
-		return bot.Event{}
+		return chatmodel.Event{}
 	}
 }
 
@@ -88,7 +88,7 @@ func newTestAdapter(t *testing.T, f *fakeMM, mod func(*Config)) *Adapter {
 }
 
 // runAdapter runs a until the test ends and waits for its WebSocket.
-func runAdapter(t *testing.T, a *Adapter, h bot.Handler) {
+func runAdapter(t *testing.T, a *Adapter, h chatmodel.Handler) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

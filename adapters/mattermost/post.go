@@ -10,7 +10,7 @@ import (
 
 	"github.com/mattermost/mattermost/server/public/model"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // errIDRootID is Mattermost's error for a RootId that is not a root post.
@@ -22,10 +22,10 @@ const errIDRootID = "api.post.create_post.root_id.app_error"
 // covers the new post's id. Content over Mattermost's size limit goes to
 // extra replies in the thread. Broadcast replies are announced in the
 // channel with a short post linking the thread.
-func (a *Adapter) Post(ctx context.Context, to bot.Conversation, m bot.Message) (bot.MessageRef, error) {
+func (a *Adapter) Post(ctx context.Context, to chatmodel.Conversation, m chatmodel.Message) (chatmodel.MessageRef, error) {
 	channel, err := a.channelID(ctx, to.Channel)
 	if err != nil {
-		return bot.MessageRef{}, err
+		return chatmodel.MessageRef{}, err
 	}
 	if len(m.Mentions) > 0 {
 		m.Text = a.mentions(ctx, m.Mentions) + m.Text
@@ -37,9 +37,9 @@ func (a *Adapter) Post(ctx context.Context, to bot.Conversation, m bot.Message) 
 	}
 	created, err := a.createPost(ctx, post)
 	if err != nil {
-		return bot.MessageRef{}, err
+		return chatmodel.MessageRef{}, err
 	}
-	ref := bot.MessageRef{Platform: Platform, Channel: channel, ID: created.Id, Thread: created.RootId}
+	ref := chatmodel.MessageRef{Platform: Platform, Channel: channel, ID: created.Id, Thread: created.RootId}
 	a.watches.add(ref, a.now(), true)
 
 	if len(m.Buttons) > 0 && a.buttonsEnabled() {
@@ -71,14 +71,14 @@ func (a *Adapter) Post(ctx context.Context, to bot.Conversation, m bot.Message) 
 // Update implements bot.Chat by patching the post in place (message and
 // attachments; buttons are re-signed). Content over the size limit is
 // truncated with a note, since an update cannot add replies.
-func (a *Adapter) Update(ctx context.Context, ref bot.MessageRef, m bot.Message) error {
+func (a *Adapter) Update(ctx context.Context, ref chatmodel.MessageRef, m chatmodel.Message) error {
 	if ref.ID == "" {
 		return fmt.Errorf("updating mattermost post: empty message reference")
 	}
 	return a.patch(ctx, ref, render(m, true), m.Buttons)
 }
 
-func (a *Adapter) patch(ctx context.Context, ref bot.MessageRef, r rendered, buttons []bot.Button) error {
+func (a *Adapter) patch(ctx context.Context, ref chatmodel.MessageRef, r rendered, buttons []chatmodel.Button) error {
 	props := postProps(a.attachments(r, buttons, ref.ID, ref.Thread))
 	patch := &model.PostPatch{Message: &r.message, Props: &props}
 	return a.queue.do(ctx, ref.Channel, a.retry.channelSpace, func() error {
@@ -97,7 +97,7 @@ func (a *Adapter) patch(ctx context.Context, ref bot.MessageRef, r rendered, but
 // mentions the user, and tries the API again after ephemeralRecheck. The
 // same stand-in (same user, thread and text) is posted once within
 // fallbackTTL: a refusal of ✅ and 👍 by one person is one post (#22.4).
-func (a *Adapter) Ephemeral(ctx context.Context, to bot.Conversation, user bot.User, m bot.Message) error {
+func (a *Adapter) Ephemeral(ctx context.Context, to chatmodel.Conversation, user chatmodel.User, m chatmodel.Message) error {
 	channel, err := a.channelID(ctx, to.Channel)
 	if err != nil {
 		return err
@@ -149,7 +149,7 @@ func (a *Adapter) Ephemeral(ctx context.Context, to bot.Conversation, user bot.U
 	}
 	fallback := m
 	fallback.Text = mention + " " + m.Text
-	_, err = a.Post(ctx, bot.Conversation{Platform: Platform, Channel: channel, Thread: to.Thread}, fallback)
+	_, err = a.Post(ctx, chatmodel.Conversation{Platform: Platform, Channel: channel, Thread: to.Thread}, fallback)
 	if err != nil {
 		a.releaseFallback(key)
 	}
@@ -219,7 +219,7 @@ func (a *Adapter) createPost(ctx context.Context, post *model.Post) (*model.Post
 	if err != nil {
 		var ae *APIError
 		if errors.As(err, &ae) && (ae.StatusCode == http.StatusForbidden || ae.StatusCode == http.StatusNotFound) {
-			return nil, fmt.Errorf("%w (%w)", err, bot.ErrCannotPost)
+			return nil, fmt.Errorf("%w (%w)", err, chatmodel.ErrCannotPost)
 		}
 		return nil, err
 	}
@@ -228,7 +228,7 @@ func (a *Adapter) createPost(ctx context.Context, post *model.Post) (*model.Post
 
 // CanPost implements bot.PostChecker: the bot must be a member of the
 // channel. Otherwise the run is refused with how to add it.
-func (a *Adapter) CanPost(ctx context.Context, to bot.Conversation) error {
+func (a *Adapter) CanPost(ctx context.Context, to chatmodel.Conversation) error {
 	channel, err := a.channelID(ctx, to.Channel)
 	if err != nil {
 		return err
@@ -239,7 +239,7 @@ func (a *Adapter) CanPost(ctx context.Context, to bot.Conversation) error {
 	})
 	var ae *APIError
 	if errors.As(err, &ae) && (ae.StatusCode == http.StatusNotFound || ae.StatusCode == http.StatusForbidden) {
-		return &bot.UserError{Msg: "⛔ I cannot post in this channel: I am not a member. Add me with `/invite @" + a.botName() + "` (or `mmctl channel users add <team>:<channel> " + a.botName() + "`), then run the command again."}
+		return &chatmodel.UserError{Msg: "⛔ I cannot post in this channel: I am not a member. Add me with `/invite @" + a.botName() + "` (or `mmctl channel users add <team>:<channel> " + a.botName() + "`), then run the command again."}
 	}
 	return err
 }
@@ -332,7 +332,7 @@ func (a *Adapter) mentions(ctx context.Context, ids []string) string {
 // uploadFiles uploads files to channel (POST /files) for a post to attach
 // and returns their ids. A file is extra: one that cannot be uploaded is
 // logged and the message is posted without it.
-func (a *Adapter) uploadFiles(ctx context.Context, channel string, files []bot.File) model.StringArray {
+func (a *Adapter) uploadFiles(ctx context.Context, channel string, files []chatmodel.File) model.StringArray {
 	var ids model.StringArray
 	for _, f := range files {
 		if len(ids) == 10 { // a post holds at most 10 files

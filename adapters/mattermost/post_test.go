@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
@@ -23,14 +22,14 @@ func TestPost_RootAndReply(t *testing.T) {
 	runAdapter(t, a, newRecorder())
 	ctx := context.Background()
 
-	root, err := a.Post(ctx, bot.Conversation{Channel: "#ci-ops"}, bot.Message{Text: "🛠 *worker-stalled* on `infra-prd`"})
+	root, err := a.Post(ctx, chatmodel.Conversation{Channel: "#ci-ops"}, chatmodel.Message{Text: "🛠 *worker-stalled* on `infra-prd`"})
 	require.NoError(t, err)
-	assert.Equal(t, bot.MessageRef{Platform: Platform, Channel: channelID, ID: root.ID}, root)
+	assert.Equal(t, chatmodel.MessageRef{Platform: Platform, Channel: channelID, ID: root.ID}, root)
 	p := f.post(root.ID)
 	assert.Equal(t, "🛠 **worker-stalled** on `infra-prd`", p.Message)
 	assert.Empty(t, p.RootId)
 
-	reply, err := a.Post(ctx, bot.Conversation{Channel: channelID, Thread: root.ID}, bot.Message{Text: "1/6 ✅ Workers", Detail: "name state\nw0 stalled"})
+	reply, err := a.Post(ctx, chatmodel.Conversation{Channel: channelID, Thread: root.ID}, chatmodel.Message{Text: "1/6 ✅ Workers", Detail: "name state\nw0 stalled"})
 	require.NoError(t, err)
 	assert.Equal(t, root.ID, reply.Thread)
 	p = f.post(reply.ID)
@@ -40,12 +39,12 @@ func TestPost_RootAndReply(t *testing.T) {
 	assert.Empty(t, p.Attachments()[0].Actions)
 
 	// A thread id that is a reply is mapped to its root.
-	again, err := a.Post(ctx, bot.Conversation{Channel: channelID, Thread: reply.ID}, bot.Message{Text: "2/6"})
+	again, err := a.Post(ctx, chatmodel.Conversation{Channel: channelID, Thread: reply.ID}, chatmodel.Message{Text: "2/6"})
 	require.NoError(t, err)
 	assert.Equal(t, root.ID, again.Thread)
 
 	// The channel name was resolved once.
-	_, err = a.Post(ctx, bot.Conversation{Channel: "#ci-ops"}, bot.Message{Text: "again"})
+	_, err = a.Post(ctx, chatmodel.Conversation{Channel: "#ci-ops"}, chatmodel.Message{Text: "again"})
 	require.NoError(t, err)
 	assert.Equal(t, 1, f.callCount("GET /api/v4/teams/"+teamID+"/channels/name/ci-ops"))
 }
@@ -54,7 +53,7 @@ func TestPost_UnknownChannelName(t *testing.T) {
 	f := newFakeMM(t)
 	a := newTestAdapter(t, f, nil)
 	runAdapter(t, a, newRecorder())
-	_, err := a.Post(context.Background(), bot.Conversation{Channel: "#nope"}, bot.Message{Text: "x"})
+	_, err := a.Post(context.Background(), chatmodel.Conversation{Channel: "#nope"}, chatmodel.Message{Text: "x"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "resolving channel #nope")
 	assert.Equal(t, http.StatusNotFound, statusOf(err))
@@ -65,12 +64,12 @@ func TestPost_ButtonsAreSignedForThePost(t *testing.T) {
 	a := newTestAdapter(t, f, nil)
 	runAdapter(t, a, newRecorder())
 	ctx := context.Background()
-	root, err := a.Post(ctx, bot.Conversation{Channel: channelID}, bot.Message{Text: "run"})
+	root, err := a.Post(ctx, chatmodel.Conversation{Channel: channelID}, chatmodel.Message{Text: "run"})
 	require.NoError(t, err)
 
-	gate, err := a.Post(ctx, bot.Conversation{Channel: channelID, Thread: root.ID}, bot.Message{
+	gate, err := a.Post(ctx, chatmodel.Conversation{Channel: channelID, Thread: root.ID}, chatmodel.Message{
 		Text:    "🔒 Approval needed",
-		Buttons: []bot.Button{{Action: "approve", Label: "Approve", Value: "r1/5", Style: "primary"}, {Action: "reject", Label: "Reject", Value: "r1/5", Style: "danger"}},
+		Buttons: []chatmodel.Button{{Action: "approve", Label: "Approve", Value: "r1/5", Style: "primary"}, {Action: "reject", Label: "Reject", Value: "r1/5", Style: "danger"}},
 	})
 	require.NoError(t, err)
 	p := f.post(gate.ID)
@@ -90,14 +89,14 @@ func TestPost_ButtonsAreSignedForThePost(t *testing.T) {
 	assert.ErrorIs(t, err, errBadSignature)
 
 	// Update keeps buttons signed and replaces the message in place.
-	require.NoError(t, a.Update(ctx, gate, bot.Message{Text: "🔒 1/2 approvals", Buttons: []bot.Button{{Action: "approve", Label: "Approve", Value: "r1/5"}}}))
+	require.NoError(t, a.Update(ctx, gate, chatmodel.Message{Text: "🔒 1/2 approvals", Buttons: []chatmodel.Button{{Action: "approve", Label: "Approve", Value: "r1/5"}}}))
 	p = f.post(gate.ID)
 	assert.Equal(t, "🔒 1/2 approvals", p.Message)
 	require.Len(t, p.Attachments()[0].Actions, 1)
 	_, _, _, err = a.verifyContext(gate.ID, p.Attachments()[0].Actions[0].Integration.Context)
 	assert.NoError(t, err)
 
-	require.NoError(t, a.Update(ctx, gate, bot.Message{Text: "✅ Approved"}))
+	require.NoError(t, a.Update(ctx, gate, chatmodel.Message{Text: "✅ Approved"}))
 	p = f.post(gate.ID)
 	assert.Equal(t, "✅ Approved", p.Message)
 	assert.Empty(t, p.Attachments(), "buttons are gone once the gate closed")
@@ -107,7 +106,7 @@ func TestPost_NoCallbackMeansNoButtons(t *testing.T) {
 	f := newFakeMM(t)
 	a := newTestAdapter(t, f, func(c *Config) { c.CallbackURL, c.ActionHMACKey = "", "" })
 	runAdapter(t, a, newRecorder())
-	ref, err := a.Post(context.Background(), bot.Conversation{Channel: channelID}, bot.Message{Text: "gate", Buttons: []bot.Button{{Action: "approve", Label: "Approve"}}})
+	ref, err := a.Post(context.Background(), chatmodel.Conversation{Channel: channelID}, chatmodel.Message{Text: "gate", Buttons: []chatmodel.Button{{Action: "approve", Label: "Approve"}}})
 	require.NoError(t, err)
 	assert.Empty(t, f.post(ref.ID).Attachments())
 	assert.Zero(t, f.callCount("PUT /api/v4/posts/"+ref.ID+"/patch"))
@@ -121,7 +120,7 @@ func TestPost_LongContentGoesToReplies(t *testing.T) {
 	for i := 0; i < 3000; i++ {
 		b.WriteString("build-000123 failed\n")
 	}
-	ref, err := a.Post(context.Background(), bot.Conversation{Channel: channelID}, bot.Message{Text: "300 builds", Detail: b.String()})
+	ref, err := a.Post(context.Background(), chatmodel.Conversation{Channel: channelID}, chatmodel.Message{Text: "300 builds", Detail: b.String()})
 	require.NoError(t, err)
 	thread := f.threadOf(ref.ID)
 	require.Greater(t, len(thread), 2)
@@ -139,9 +138,9 @@ func TestPost_Broadcast(t *testing.T) {
 	a := newTestAdapter(t, f, nil)
 	runAdapter(t, a, newRecorder())
 	ctx := context.Background()
-	root, err := a.Post(ctx, bot.Conversation{Channel: channelID}, bot.Message{Text: "run"})
+	root, err := a.Post(ctx, chatmodel.Conversation{Channel: channelID}, chatmodel.Message{Text: "run"})
 	require.NoError(t, err)
-	reply, err := a.Post(ctx, bot.Conversation{Channel: channelID, Thread: root.ID}, bot.Message{Text: "🔒 *Approval needed*\nmore", Broadcast: true})
+	reply, err := a.Post(ctx, chatmodel.Conversation{Channel: channelID, Thread: root.ID}, chatmodel.Message{Text: "🔒 *Approval needed*\nmore", Broadcast: true})
 	require.NoError(t, err)
 
 	var announce *model.Post
@@ -165,7 +164,7 @@ func TestCall_RateLimit(t *testing.T) {
 		f.throttle["POST /api/v4/posts"] = throttle{n: 1, retryAfter: "1"}
 		f.mu.Unlock()
 		start := time.Now()
-		ref, err := a.Post(context.Background(), bot.Conversation{Channel: channelID}, bot.Message{Text: "x"})
+		ref, err := a.Post(context.Background(), chatmodel.Conversation{Channel: channelID}, chatmodel.Message{Text: "x"})
 		require.NoError(t, err)
 		assert.GreaterOrEqual(t, time.Since(start), 900*time.Millisecond, "Retry-After: 1 was honoured")
 		assert.NotEmpty(t, ref.ID)
@@ -178,7 +177,7 @@ func TestCall_RateLimit(t *testing.T) {
 		f.mu.Lock()
 		f.throttle["POST /api/v4/posts"] = throttle{n: 100, retryAfter: "0"}
 		f.mu.Unlock()
-		_, err := a.Post(context.Background(), bot.Conversation{Channel: channelID}, bot.Message{Text: "x"})
+		_, err := a.Post(context.Background(), chatmodel.Conversation{Channel: channelID}, chatmodel.Message{Text: "x"})
 		require.Error(t, err)
 		assert.ErrorIs(t, err, ErrRateLimited)
 		var apiErr *APIError
@@ -197,7 +196,7 @@ func TestCall_RateLimit(t *testing.T) {
 		f.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
-		_, err := a.Post(ctx, bot.Conversation{Channel: channelID}, bot.Message{Text: "x"})
+		_, err := a.Post(ctx, chatmodel.Conversation{Channel: channelID}, chatmodel.Message{Text: "x"})
 		require.Error(t, err)
 		wait, ok := chatmodel.RetryAfter(err)
 		require.True(t, ok, "typed rate-limit error: %v", err)
@@ -211,7 +210,7 @@ func TestCall_RateLimit(t *testing.T) {
 		f.mu.Lock()
 		f.failStatus["POST /api/v4/posts"] = http.StatusInternalServerError
 		f.mu.Unlock()
-		_, err := a.Post(context.Background(), bot.Conversation{Channel: channelID}, bot.Message{Text: "x"})
+		_, err := a.Post(context.Background(), chatmodel.Conversation{Channel: channelID}, chatmodel.Message{Text: "x"})
 		require.Error(t, err)
 		assert.Equal(t, 1, f.callCount("POST /api/v4/posts"), "a 500 on create may have posted: no blind retry")
 	})
@@ -219,7 +218,7 @@ func TestCall_RateLimit(t *testing.T) {
 		f := newFakeMM(t)
 		a := newTestAdapter(t, f, nil)
 		runAdapter(t, a, newRecorder())
-		ref, err := a.Post(context.Background(), bot.Conversation{Channel: channelID}, bot.Message{Text: "x"})
+		ref, err := a.Post(context.Background(), chatmodel.Conversation{Channel: channelID}, chatmodel.Message{Text: "x"})
 		require.NoError(t, err)
 		key := "PUT /api/v4/posts/" + ref.ID + "/patch"
 		f.mu.Lock()
@@ -231,7 +230,7 @@ func TestCall_RateLimit(t *testing.T) {
 			delete(f.failStatus, key)
 			f.mu.Unlock()
 		}()
-		require.NoError(t, a.Update(context.Background(), ref, bot.Message{Text: "y"}))
+		require.NoError(t, a.Update(context.Background(), ref, chatmodel.Message{Text: "y"}))
 		assert.Equal(t, "y", f.post(ref.ID).Message)
 	})
 	t.Run("context cancelled while waiting", func(t *testing.T) {
@@ -243,7 +242,7 @@ func TestCall_RateLimit(t *testing.T) {
 		f.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
-		_, err := a.Post(ctx, bot.Conversation{Channel: channelID}, bot.Message{Text: "x"})
+		_, err := a.Post(ctx, chatmodel.Conversation{Channel: channelID}, chatmodel.Message{Text: "x"})
 		require.Error(t, err)
 		assert.True(t, errors.Is(err, context.DeadlineExceeded), "got %v", err)
 	})
@@ -254,12 +253,12 @@ func TestEphemeral_FallsBackToAMention(t *testing.T) {
 	a := newTestAdapter(t, f, nil)
 	runAdapter(t, a, newRecorder())
 	ctx := context.Background()
-	root, err := a.Post(ctx, bot.Conversation{Channel: channelID}, bot.Message{Text: "run"})
+	root, err := a.Post(ctx, chatmodel.Conversation{Channel: channelID}, chatmodel.Message{Text: "run"})
 	require.NoError(t, err)
-	to := bot.Conversation{Channel: channelID, Thread: root.ID}
+	to := chatmodel.Conversation{Channel: channelID, Thread: root.ID}
 
-	require.NoError(t, a.Ephemeral(ctx, to, bot.User{ID: aliceID}, bot.Message{Text: "Not counted: you started this run."}))
-	require.NoError(t, a.Ephemeral(ctx, to, bot.User{ID: aliceID, Name: "alice"}, bot.Message{Text: "Still not counted."}))
+	require.NoError(t, a.Ephemeral(ctx, to, chatmodel.User{ID: aliceID}, chatmodel.Message{Text: "Not counted: you started this run."}))
+	require.NoError(t, a.Ephemeral(ctx, to, chatmodel.User{ID: aliceID, Name: "alice"}, chatmodel.Message{Text: "Still not counted."}))
 	thread := f.threadOf(root.ID)
 	require.Len(t, thread, 3)
 	assert.Equal(t, "@alice Not counted: you started this run.", thread[1].Message)
@@ -273,20 +272,20 @@ func TestEphemeral_PermissionGrantedLaterIsUsedWithoutARestart(t *testing.T) {
 	a.ephemeralRecheck = 200 * time.Millisecond
 	runAdapter(t, a, newRecorder())
 	ctx := context.Background()
-	root, err := a.Post(ctx, bot.Conversation{Channel: channelID}, bot.Message{Text: "run"})
+	root, err := a.Post(ctx, chatmodel.Conversation{Channel: channelID}, chatmodel.Message{Text: "run"})
 	require.NoError(t, err)
-	to := bot.Conversation{Channel: channelID, Thread: root.ID}
-	user := bot.User{ID: aliceID, Name: "alice"}
+	to := chatmodel.Conversation{Channel: channelID, Thread: root.ID}
+	user := chatmodel.User{ID: aliceID, Name: "alice"}
 
-	require.NoError(t, a.Ephemeral(ctx, to, user, bot.Message{Text: "first"}))
-	require.NoError(t, a.Ephemeral(ctx, to, user, bot.Message{Text: "second"}))
+	require.NoError(t, a.Ephemeral(ctx, to, user, chatmodel.Message{Text: "first"}))
+	require.NoError(t, a.Ephemeral(ctx, to, user, chatmodel.Message{Text: "second"}))
 	assert.Equal(t, 1, f.callCount("POST /api/v4/posts/ephemeral"), "the 403 is remembered")
 
 	f.mu.Lock()
 	f.ephemeralOK = true // an admin granted create_post_ephemeral
 	f.mu.Unlock()
 	time.Sleep(250 * time.Millisecond)
-	require.NoError(t, a.Ephemeral(ctx, to, user, bot.Message{Text: "third"}))
+	require.NoError(t, a.Ephemeral(ctx, to, user, chatmodel.Message{Text: "third"}))
 	assert.Equal(t, 2, f.callCount("POST /api/v4/posts/ephemeral"), "tried again after ephemeralRecheck")
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -299,7 +298,7 @@ func TestEphemeral_WhenAllowed(t *testing.T) {
 	f.ephemeralOK = true
 	a := newTestAdapter(t, f, nil)
 	runAdapter(t, a, newRecorder())
-	require.NoError(t, a.Ephemeral(context.Background(), bot.Conversation{Channel: channelID, Thread: "root0000000000000000000000"}, bot.User{ID: aliceID}, bot.Message{Text: "*only* you"}))
+	require.NoError(t, a.Ephemeral(context.Background(), chatmodel.Conversation{Channel: channelID, Thread: "root0000000000000000000000"}, chatmodel.User{ID: aliceID}, chatmodel.Message{Text: "*only* you"}))
 	require.Len(t, f.ephemerals, 1)
 	assert.Equal(t, aliceID, f.ephemerals[0].UserID)
 	assert.Equal(t, "**only** you", f.ephemerals[0].Post.Message)
@@ -316,16 +315,16 @@ func TestEphemeral_OneFallbackPostPerRefusal(t *testing.T) {
 	a.now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 	runAdapter(t, a, newRecorder())
 	ctx := context.Background()
-	root, err := a.Post(ctx, bot.Conversation{Channel: channelID}, bot.Message{Text: "run"})
+	root, err := a.Post(ctx, chatmodel.Conversation{Channel: channelID}, chatmodel.Message{Text: "run"})
 	require.NoError(t, err)
-	to := bot.Conversation{Channel: channelID, Thread: root.ID}
-	alice := bot.User{ID: aliceID, Name: "alice"}
-	refusal := bot.Message{Text: "🚫 Your approval on `r-1` was not counted: you started this run."}
+	to := chatmodel.Conversation{Channel: channelID, Thread: root.ID}
+	alice := chatmodel.User{ID: aliceID, Name: "alice"}
+	refusal := chatmodel.Message{Text: "🚫 Your approval on `r-1` was not counted: you started this run."}
 	posts := f.callCount("POST /api/v4/posts")
 	require.NoError(t, a.Ephemeral(ctx, to, alice, refusal))
 	require.NoError(t, a.Ephemeral(ctx, to, alice, refusal))
 	assert.Equal(t, posts+1, f.callCount("POST /api/v4/posts"), "one post for the same refusal")
-	require.NoError(t, a.Ephemeral(ctx, to, alice, bot.Message{Text: "something else"}))
+	require.NoError(t, a.Ephemeral(ctx, to, alice, chatmodel.Message{Text: "something else"}))
 	assert.Equal(t, posts+2, f.callCount("POST /api/v4/posts"), "another message is posted")
 	skew.Store(int64(fallbackTTL + time.Minute))
 	require.NoError(t, a.Ephemeral(ctx, to, alice, refusal))

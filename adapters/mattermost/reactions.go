@@ -10,7 +10,7 @@ import (
 	"github.com/mattermost/mattermost/server/public/model"
 
 	"github.com/groundcrew/groundcrew/adapters/chatutil"
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // reactionKey identifies one user's reaction with one emoji on a post.
@@ -18,7 +18,7 @@ type reactionKey struct{ user, emoji string }
 
 // watched is a message whose reactions are re-read after reconnects.
 type watched struct {
-	ref   bot.MessageRef
+	ref   chatmodel.MessageRef
 	since time.Time
 	// known maps each reaction the adapter has reported to the update_at of
 	// its addition, the stamp in its event id.
@@ -40,7 +40,7 @@ func newWatchSet(window time.Duration, max int) *watchSet {
 	return &watchSet{window: window, max: max, posts: map[string]*watched{}}
 }
 
-func (w *watchSet) add(ref bot.MessageRef, now time.Time, synced bool) {
+func (w *watchSet) add(ref chatmodel.MessageRef, now time.Time, synced bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if old, ok := w.posts[ref.ID]; ok {
@@ -91,12 +91,12 @@ func (w *watchSet) ids(now time.Time) []string {
 
 // live records a live reaction event. It returns the watched message's ref
 // and, for a removal, the stamp of the addition it removes (0 if unknown).
-func (w *watchSet) live(postID string, k reactionKey, removed bool, updateAt int64) (bot.MessageRef, int64, bool) {
+func (w *watchSet) live(postID string, k reactionKey, removed bool, updateAt int64) (chatmodel.MessageRef, int64, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	p, ok := w.posts[postID]
 	if !ok {
-		return bot.MessageRef{}, 0, false
+		return chatmodel.MessageRef{}, 0, false
 	}
 	if removed {
 		at := p.known[k]
@@ -117,12 +117,12 @@ type reactionChange struct {
 // sync compares the server's reactions of a watched message with what was
 // reported and returns the changes, oldest first; it then records the
 // server's state as known.
-func (w *watchSet) sync(postID string, current []*model.Reaction, botID string) (bot.MessageRef, []reactionChange, bool) {
+func (w *watchSet) sync(postID string, current []*model.Reaction, botID string) (chatmodel.MessageRef, []reactionChange, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	p, ok := w.posts[postID]
 	if !ok {
-		return bot.MessageRef{}, nil, false
+		return chatmodel.MessageRef{}, nil, false
 	}
 	now := map[reactionKey]int64{}
 	for _, r := range current {
@@ -167,7 +167,7 @@ func (w *watchSet) sync(postID string, current []*model.Reaction, botID string) 
 // itself are watched automatically for Options.ReactionWindow; the engine
 // calls this after a restart for the gates and manual steps still open, so
 // that reactions added while groundcrew was down are delivered.
-func (a *Adapter) WatchReactions(ref bot.MessageRef) {
+func (a *Adapter) WatchReactions(ref chatmodel.MessageRef) {
 	if ref.ID == "" {
 		return
 	}
@@ -177,7 +177,7 @@ func (a *Adapter) WatchReactions(ref bot.MessageRef) {
 
 // UnwatchReactions stops re-reading the reactions of ref (a closed gate).
 // Live reactions on it are still delivered.
-func (a *Adapter) UnwatchReactions(ref bot.MessageRef) {
+func (a *Adapter) UnwatchReactions(ref chatmodel.MessageRef) {
 	a.watches.remove(ref.ID)
 }
 
@@ -227,7 +227,7 @@ func (a *Adapter) onLiveReaction(ctx context.Context, r *model.Reaction, channel
 	if r.UserId == "" || r.UserId == a.BotUserID() {
 		return
 	}
-	ref := bot.MessageRef{Platform: Platform, Channel: channel, ID: r.PostId}
+	ref := chatmodel.MessageRef{Platform: Platform, Channel: channel, ID: r.PostId}
 	at := r.UpdateAt
 	if wref, addAt, ok := a.watches.live(r.PostId, reactionKey{r.UserId, r.EmojiName}, removed, r.UpdateAt); ok {
 		ref = wref
@@ -244,14 +244,14 @@ func (a *Adapter) onLiveReaction(ctx context.Context, r *model.Reaction, channel
 // deliverOn delivers an event about post. An event on a post whose Post
 // call has not returned yet needs no holding back here: the engine matches
 // it once the post's reference is stored.
-func (a *Adapter) deliverOn(_ string, e bot.Event) {
+func (a *Adapter) deliverOn(_ string, e chatmodel.Event) {
 	_ = a.deliver(e)
 }
 
 // reactionEvent builds the engine event for a reaction. Its id is stable
 // for one reaction, whether seen live or re-read:
 // reaction:<post>:<user>:<emoji>:<added|removed>:<update_at of the addition>.
-func (a *Adapter) reactionEvent(ctx context.Context, ref bot.MessageRef, user, emoji string, removed bool, at int64) bot.Event {
+func (a *Adapter) reactionEvent(ctx context.Context, ref chatmodel.MessageRef, user, emoji string, removed bool, at int64) chatmodel.Event {
 	verb := "added"
 	if removed {
 		verb = "removed"
@@ -264,11 +264,11 @@ func (a *Adapter) reactionEvent(ctx context.Context, ref bot.MessageRef, user, e
 	if removed {
 		when = a.now()
 	}
-	return bot.Event{
-		Kind:         bot.EventReaction,
+	return chatmodel.Event{
+		Kind:         chatmodel.EventReaction,
 		ID:           fmt.Sprintf("reaction:%s:%s:%s:%s:%d", ref.ID, user, emoji, verb, at),
-		User:         bot.User{ID: user}, // named by deliver, from the id
-		Conversation: bot.Conversation{Platform: Platform, Channel: ref.Channel, Thread: thread},
+		User:         chatmodel.User{ID: user}, // named by deliver, from the id
+		Conversation: chatmodel.Conversation{Platform: Platform, Channel: ref.Channel, Thread: thread},
 		Message:      ref,
 		Intent:       chatutil.IntentOf(emoji),
 		Removed:      removed,

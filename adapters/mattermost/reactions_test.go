@@ -10,16 +10,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // postGate posts a root message and a gate reply as the engine would.
-func postGate(t *testing.T, a *Adapter) (root, gate bot.MessageRef) {
+func postGate(t *testing.T, a *Adapter) (root, gate chatmodel.MessageRef) {
 	t.Helper()
 	ctx := context.Background()
-	root, err := a.Post(ctx, bot.Conversation{Channel: channelID}, bot.Message{Text: "run"})
+	root, err := a.Post(ctx, chatmodel.Conversation{Channel: channelID}, chatmodel.Message{Text: "run"})
 	require.NoError(t, err)
-	gate, err = a.Post(ctx, bot.Conversation{Channel: channelID, Thread: root.ID}, bot.Message{Text: "🔒 Approval needed"})
+	gate, err = a.Post(ctx, chatmodel.Conversation{Channel: channelID, Thread: root.ID}, chatmodel.Message{Text: "🔒 Approval needed"})
 	require.NoError(t, err)
 	return root, gate
 }
@@ -37,13 +37,13 @@ func TestReactions_LiveEvents(t *testing.T) {
 
 	f.sendReaction(f.react(gate.ID, carolID, "white_check_mark", false, 1000), false)
 	e := rec.next(t)
-	assert.Equal(t, bot.EventReaction, e.Kind)
+	assert.Equal(t, chatmodel.EventReaction, e.Kind)
 	assert.Equal(t, reactionID(gate.ID, carolID, "white_check_mark", "added", 1000), e.ID)
-	assert.Equal(t, bot.User{ID: carolID, Name: "carol"}, e.User)
-	assert.Equal(t, bot.IntentApprove, e.Intent)
+	assert.Equal(t, chatmodel.User{ID: carolID, Name: "carol"}, e.User)
+	assert.Equal(t, chatmodel.IntentApprove, e.Intent)
 	assert.False(t, e.Removed)
 	assert.Equal(t, gate, e.Message, "Message is the ref Post returned")
-	assert.Equal(t, bot.Conversation{Platform: Platform, Channel: channelID, Thread: root.ID}, e.Conversation)
+	assert.Equal(t, chatmodel.Conversation{Platform: Platform, Channel: channelID, Thread: root.ID}, e.Conversation)
 	assert.Equal(t, time.UnixMilli(1000), e.Time)
 
 	// Removal: the event's channel_id is empty (as on a real server) and its
@@ -62,8 +62,8 @@ func TestReactions_LiveEvents(t *testing.T) {
 	other := f.addPost(&model.Post{ChannelId: channelID, UserId: aliceID, Message: "hi"})
 	f.sendReaction(f.react(other.Id, aliceID, "+1", false, 4000), false)
 	e = rec.next(t)
-	assert.Equal(t, bot.MessageRef{Platform: Platform, Channel: channelID, ID: other.Id}, e.Message)
-	assert.Equal(t, bot.IntentApprove, e.Intent)
+	assert.Equal(t, chatmodel.MessageRef{Platform: Platform, Channel: channelID, ID: other.Id}, e.Message)
+	assert.Equal(t, chatmodel.IntentApprove, e.Intent)
 }
 
 func TestReactions_ReconnectRereads(t *testing.T) {
@@ -88,7 +88,7 @@ func TestReactions_ReconnectRereads(t *testing.T) {
 	f.react(gate.ID, botID, "robot", false, 2300)
 
 	require.Eventually(t, func() bool { return f.wsConnectCount() >= 2 }, 5*time.Second, 5*time.Millisecond)
-	got := map[string]bot.Event{}
+	got := map[string]chatmodel.Event{}
 	for i := 0; i < 4; i++ {
 		e := rec.next(t)
 		got[e.ID] = e
@@ -122,7 +122,7 @@ func TestReactions_WatchAfterRestart(t *testing.T) {
 
 	a := newTestAdapter(t, f, nil)
 	rec := newRecorder()
-	ref := bot.MessageRef{Platform: Platform, Channel: channelID, ID: gate.Id, Thread: root.Id}
+	ref := chatmodel.MessageRef{Platform: Platform, Channel: channelID, ID: gate.Id, Thread: root.Id}
 	a.WatchReactions(ref) // before Run: read on the first connect
 	runAdapter(t, a, rec)
 	e := rec.next(t)
@@ -133,7 +133,7 @@ func TestReactions_WatchAfterRestart(t *testing.T) {
 	// Watching while connected reads at once.
 	other := f.addPost(&model.Post{ChannelId: channelID, UserId: botID, RootId: root.Id, Message: "✋ manual"})
 	f.react(other.Id, carolID, "white_check_mark", false, 600)
-	a.WatchReactions(bot.MessageRef{Platform: Platform, Channel: channelID, ID: other.Id, Thread: root.Id})
+	a.WatchReactions(chatmodel.MessageRef{Platform: Platform, Channel: channelID, ID: other.Id, Thread: root.Id})
 	e = rec.next(t)
 	assert.Equal(t, other.Id, e.Message.ID)
 
@@ -164,9 +164,9 @@ func TestReactions_RereadFailureIsRetried(t *testing.T) {
 func TestWatchSet_ExpiryAndCap(t *testing.T) {
 	w := newWatchSet(time.Hour, 2)
 	now := time.Unix(1000, 0)
-	w.add(bot.MessageRef{ID: "a"}, now, true)
-	w.add(bot.MessageRef{ID: "b"}, now.Add(time.Minute), true)
-	w.add(bot.MessageRef{ID: "c"}, now.Add(2*time.Minute), true)
+	w.add(chatmodel.MessageRef{ID: "a"}, now, true)
+	w.add(chatmodel.MessageRef{ID: "b"}, now.Add(time.Minute), true)
+	w.add(chatmodel.MessageRef{ID: "c"}, now.Add(2*time.Minute), true)
 	assert.Equal(t, []string{"b", "c"}, w.ids(now.Add(2*time.Minute)), "oldest evicted over the cap")
 	assert.Equal(t, []string{"c"}, w.ids(now.Add(time.Hour+90*time.Second)), "expired after the window")
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/mattermost/mattermost/server/public/model"
 
 	"github.com/groundcrew/groundcrew/adapters/chatutil"
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // maxRunes is the size of one post message or attachment text. Mattermost
@@ -129,7 +129,7 @@ type rendered struct {
 // render converts m. For a new post, content over the limits moves to extra
 // thread replies; for an update (which cannot add replies) it is truncated
 // with a note saying how much was cut.
-func render(m bot.Message, update bool) rendered {
+func render(m chatmodel.Message, update bool) rendered {
 	var r rendered
 	text := toMarkdown(m.Text)
 	detail := toMarkdown(m.Detail)
@@ -184,7 +184,7 @@ func buttonStyle(s string) string {
 // attachments builds the post's attachments: the detail text and the
 // buttons. Buttons are signed for postID; with no callback URL there are
 // none (the engine's text tells users to react instead).
-func (a *Adapter) attachments(r rendered, buttons []bot.Button, postID, thread string) []*model.SlackAttachment {
+func (a *Adapter) attachments(r rendered, buttons []chatmodel.Button, postID, thread string) []*model.SlackAttachment {
 	var actions []*model.PostAction
 	if a.buttonsEnabled() && postID != "" {
 		for i, btn := range buttons {

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/groundcrew/groundcrew/adapters/chatutil"
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 func TestToMarkdown(t *testing.T) {
@@ -78,17 +78,17 @@ func TestRender(t *testing.T) {
 	long := strings.Repeat("line of text\n", 2000) // 26000 runes
 	tests := []struct {
 		name         string
-		m            bot.Message
+		m            chatmodel.Message
 		update       bool
 		wantDetail   bool
 		wantOverflow int
 		wantNote     string
 	}{
-		{name: "plain", m: bot.Message{Text: "*hi*"}},
-		{name: "detail as attachment", m: bot.Message{Text: "t", Detail: "d"}, wantDetail: true},
-		{name: "long text moves to replies", m: bot.Message{Text: long}, wantOverflow: 1, wantNote: "continued in the thread"},
-		{name: "long detail moves to replies", m: bot.Message{Text: "t", Detail: long}, wantOverflow: 2},
-		{name: "long text in update is truncated with a note", m: bot.Message{Text: long}, update: true, wantNote: "more characters not shown"},
+		{name: "plain", m: chatmodel.Message{Text: "*hi*"}},
+		{name: "detail as attachment", m: chatmodel.Message{Text: "t", Detail: "d"}, wantDetail: true},
+		{name: "long text moves to replies", m: chatmodel.Message{Text: long}, wantOverflow: 1, wantNote: "continued in the thread"},
+		{name: "long detail moves to replies", m: chatmodel.Message{Text: "t", Detail: long}, wantOverflow: 2},
+		{name: "long text in update is truncated with a note", m: chatmodel.Message{Text: long}, update: true, wantNote: "more characters not shown"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,13 +9,13 @@ import (
 
 	"github.com/mattermost/mattermost/server/public/model"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // ReadThread implements bot.ThreadReader: the root post and its replies,
 // oldest first, without system messages. Attachment texts (details) are
 // appended to their post's text.
-func (a *Adapter) ReadThread(ctx context.Context, c bot.Conversation) ([]bot.ThreadMessage, error) {
+func (a *Adapter) ReadThread(ctx context.Context, c chatmodel.Conversation) ([]chatmodel.ThreadMessage, error) {
 	if c.Thread == "" {
 		return nil, fmt.Errorf("reading mattermost thread: no thread given")
 	}
@@ -53,7 +53,7 @@ func (a *Adapter) ReadThread(ctx context.Context, c bot.Conversation) ([]bot.Thr
 		a.log.Warn("could not look up thread authors", "thread", c.Thread, "err", err)
 	}
 	botID := a.BotUserID()
-	out := make([]bot.ThreadMessage, 0, len(posts))
+	out := make([]chatmodel.ThreadMessage, 0, len(posts))
 	for _, p := range posts {
 		u := users[p.UserId]
 		text := p.Message
@@ -62,9 +62,9 @@ func (a *Adapter) ReadThread(ctx context.Context, c bot.Conversation) ([]bot.Thr
 				text += "\n" + att.Text
 			}
 		}
-		out = append(out, bot.ThreadMessage{
+		out = append(out, chatmodel.ThreadMessage{
 			Time:   time.UnixMilli(p.CreateAt),
-			Author: bot.User{ID: p.UserId, Name: u.name},
+			Author: chatmodel.User{ID: p.UserId, Name: u.name},
 			Text:   text,
 			Bot:    p.UserId == botID || u.bot || p.GetProp(model.PostPropsFromBot) == "true",
 		})

@@ -27,7 +27,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/groundcrew/groundcrew/adapters/chatutil"
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // Platform is the value of Conversation.Platform and MessageRef.Platform for
@@ -36,9 +36,9 @@ const Platform = "slack"
 
 // Compile-time checks of the ports the adapter implements.
 var (
-	_ bot.Chat          = (*Adapter)(nil)
-	_ bot.GroupResolver = (*Adapter)(nil)
-	_ bot.ThreadReader  = (*Adapter)(nil)
+	_ chatmodel.Chat          = (*Adapter)(nil)
+	_ chatmodel.GroupResolver = (*Adapter)(nil)
+	_ chatmodel.ThreadReader  = (*Adapter)(nil)
 )
 
 // Options are the non-config dependencies of an Adapter. The zero value is
@@ -156,7 +156,7 @@ func (a *Adapter) Connected() bool { return a.connected.Load() }
 // ctx ends. In socket mode it also owns the WebSocket connection, reconnecting
 // with backoff. It returns nil on cancellation and an error only when Slack
 // rejects the tokens.
-func (a *Adapter) Run(ctx context.Context, h bot.Handler) error {
+func (a *Adapter) Run(ctx context.Context, h chatmodel.Handler) error {
 	if h == nil {
 		return errors.New("slack: run: nil handler")
 	}
@@ -170,7 +170,7 @@ func (a *Adapter) Run(ctx context.Context, h bot.Handler) error {
 	defer cancel()
 	defer a.connected.Store(false)
 	var wg sync.WaitGroup
-	wg.Go(func() { a.inbox.run(ctx, func(e bot.Event) { a.dispatch(ctx, h, e) }) })
+	wg.Go(func() { a.inbox.run(ctx, func(e chatmodel.Event) { a.dispatch(ctx, h, e) }) })
 	var err error
 	if a.cfg.Mode == ModeSocket {
 		err = a.runSocket(ctx)
@@ -227,7 +227,7 @@ func (a *Adapter) selfID() string {
 
 // dispatch hands one event to the engine: it drops the bot's own events and
 // fills in user names the event did not carry.
-func (a *Adapter) dispatch(ctx context.Context, h bot.Handler, e bot.Event) {
+func (a *Adapter) dispatch(ctx context.Context, h chatmodel.Handler, e chatmodel.Event) {
 	if self := a.selfID(); self != "" && e.User.ID == self {
 		a.log.Debug("slack: ignoring own event", "kind", e.Kind, "id", e.ID)
 		return
@@ -245,11 +245,11 @@ func (a *Adapter) dispatch(ctx context.Context, h bot.Handler, e bot.Event) {
 // editable display name) and Kind flags bots, deactivated and unknown
 // accounts, which the engine never lets act. An event whose name disagrees
 // with its id is refused and logged (false).
-func (a *Adapter) identify(ctx context.Context, e *bot.Event) bool {
+func (a *Adapter) identify(ctx context.Context, e *chatmodel.Event) bool {
 	claimed := strings.TrimPrefix(e.User.Name, "@")
-	e.User = bot.User{ID: e.User.ID}
+	e.User = chatmodel.User{ID: e.User.ID}
 	if e.User.ID == "" {
-		e.User.Kind = bot.UserUnknown
+		e.User.Kind = chatmodel.UserUnknown
 		return true
 	}
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -257,7 +257,7 @@ func (a *Adapter) identify(ctx context.Context, e *bot.Event) bool {
 	u, err := a.dir.user(lctx, e.User.ID)
 	if err != nil {
 		a.log.Warn("slack: could not look up the user of an event; it cannot vote", "user", e.User.ID, "err", err)
-		e.User.Kind = bot.UserUnknown
+		e.User.Kind = chatmodel.UserUnknown
 		return true
 	}
 	if claimed != "" && u.Name != "" && !strings.EqualFold(claimed, u.Name) {
@@ -278,19 +278,19 @@ func (a *Adapter) identify(ctx context.Context, e *bot.Event) bool {
 
 // tellNameMismatch tells the person behind a refused event why nothing
 // happened: the name in Slack's request is not their account's name.
-func (a *Adapter) tellNameMismatch(ctx context.Context, e bot.Event, u bot.User, claimed string) {
-	if e.Conversation.Channel == "" || u.Kind != bot.UserPerson {
+func (a *Adapter) tellNameMismatch(ctx context.Context, e chatmodel.Event, u chatmodel.User, claimed string) {
+	if e.Conversation.Channel == "" || u.Kind != chatmodel.UserPerson {
 		return
 	}
-	what := map[bot.EventKind]string{bot.EventCommand: "command", bot.EventButton: "button press"}[e.Kind]
+	what := map[chatmodel.EventKind]string{chatmodel.EventCommand: "command", chatmodel.EventButton: "button press"}[e.Kind]
 	if what == "" {
 		return // reactions carry no name
 	}
-	msg := bot.Message{Text: fmt.Sprintf("⛔ I did not act on your %s: Slack sent it with the name @%s, but the account %s is @%s in Slack's directory. "+
+	msg := chatmodel.Message{Text: fmt.Sprintf("⛔ I did not act on your %s: Slack sent it with the name @%s, but the account %s is @%s in Slack's directory. "+
 		"If you were just renamed, try again in a minute; if it goes on, tell an operator.", what, claimed, u.ID, u.Name)}
 	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := a.Ephemeral(tctx, e.Conversation, bot.User{ID: u.ID, Name: u.Name}, msg); err != nil {
+	if err := a.Ephemeral(tctx, e.Conversation, chatmodel.User{ID: u.ID, Name: u.Name}, msg); err != nil {
 		a.log.Warn("slack: could not tell the user why their event was refused", "user", u.ID, "err", err)
 	}
 }
@@ -298,12 +298,12 @@ func (a *Adapter) tellNameMismatch(ctx context.Context, e bot.Event, u bot.User,
 // ResolveUser implements bot.IdentityResolver: a handle ("alice",
 // "@alice") or a user id, looked up through users.list / users.info. It
 // wraps bot.ErrNotFound when Slack has no such user.
-func (a *Adapter) ResolveUser(ctx context.Context, nameOrID string) (bot.User, error) {
+func (a *Adapter) ResolveUser(ctx context.Context, nameOrID string) (chatmodel.User, error) {
 	name := strings.TrimPrefix(strings.TrimSpace(nameOrID), "@")
 	if slackUserID.MatchString(name) {
 		u, err := a.dir.user(ctx, name)
-		if err == nil && u.Kind == bot.UserUnknown {
-			return bot.User{}, fmt.Errorf("slack user %s: %w", name, bot.ErrNotFound)
+		if err == nil && u.Kind == chatmodel.UserUnknown {
+			return chatmodel.User{}, fmt.Errorf("slack user %s: %w", name, chatmodel.ErrNotFound)
 		}
 		return u, err
 	}
@@ -320,4 +320,4 @@ func (s slogOutput) Output(_ int, msg string) error {
 }
 
 // Symbol implements bot.ReactionHints: the reactions of chatutil.Reactions.
-func (a *Adapter) Symbol(i bot.Intent) string { return chatutil.Symbol(i) }
+func (a *Adapter) Symbol(i chatmodel.Intent) string { return chatutil.Symbol(i) }

@@ -14,7 +14,6 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/groundcrew/groundcrew/adapters/chatutil"
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
@@ -43,7 +42,7 @@ type directory struct {
 	mu            sync.Mutex
 	channels      map[string]string // name (without #, lower case) -> id
 	channelsAt    time.Time
-	users         map[string]cached[bot.User]
+	users         map[string]cached[chatmodel.User]
 	names         map[string]string // handle (lower case) -> user id
 	namesAt       time.Time
 	groupIDs      map[string]string // handle (lower case) -> id
@@ -60,7 +59,7 @@ func newDirectory(api *slackapi.Client, retry *retrier, ttl time.Duration, now f
 	return &directory{
 		api: api, retry: retry, ttl: ttl, now: now, log: log,
 		channels: map[string]string{},
-		users:    map[string]cached[bot.User]{},
+		users:    map[string]cached[chatmodel.User]{},
 		names:    map[string]string{},
 		groupIDs: map[string]string{},
 	}
@@ -86,7 +85,7 @@ func (d *directory) channelID(ctx context.Context, channel string) (string, erro
 		return id, nil
 	}
 	if !found && recentlyTried && fresh {
-		return "", fmt.Errorf("slack channel #%s: %w (invite the bot to it, or check the name)", name, bot.ErrNotFound)
+		return "", fmt.Errorf("slack channel #%s: %w (invite the bot to it, or check the name)", name, chatmodel.ErrNotFound)
 	}
 	if _, err, _ := d.sf.Do("channels", func() (any, error) { return nil, d.loadChannels(ctx) }); err != nil {
 		if found { // serve the stale id rather than fail a post
@@ -99,7 +98,7 @@ func (d *directory) channelID(ctx context.Context, channel string) (string, erro
 	id, found = d.channels[name]
 	d.mu.Unlock()
 	if !found {
-		return "", fmt.Errorf("slack channel #%s: %w (invite the bot to it, or check the name)", name, bot.ErrNotFound)
+		return "", fmt.Errorf("slack channel #%s: %w (invite the bot to it, or check the name)", name, chatmodel.ErrNotFound)
 	}
 	return id, nil
 }
@@ -144,7 +143,7 @@ var slackUserID = regexp.MustCompile(`^[UW][A-Z0-9]{4,}$`)
 // user returns what Slack says of a user id, cached: the handle (the
 // account's name, never the editable display name) and Kind: bots
 // (including Slackbot), deactivated accounts, and ids Slack does not know.
-func (d *directory) user(ctx context.Context, id string) (bot.User, error) {
+func (d *directory) user(ctx context.Context, id string) (chatmodel.User, error) {
 	fresh := chatmodel.WantsFresh(ctx)
 	d.mu.Lock()
 	c, ok := d.users[id]
@@ -159,17 +158,17 @@ func (d *directory) user(ctx context.Context, id string) (bot.User, error) {
 			u, err = d.api.GetUserInfoContext(ctx, id, slackapi.GetUserInfoOptionIncludeLocale(false))
 			return err
 		})
-		var out bot.User
+		var out chatmodel.User
 		switch {
 		case err != nil && strings.Contains(err.Error(), "user_not_found"):
-			out = bot.User{ID: id, Kind: bot.UserUnknown}
+			out = chatmodel.User{ID: id, Kind: chatmodel.UserUnknown}
 		case err != nil:
-			return bot.User{}, fmt.Errorf("looking up slack user %s: %w", id, err)
+			return chatmodel.User{}, fmt.Errorf("looking up slack user %s: %w", id, err)
 		default:
 			out = userOf(u)
 		}
 		d.mu.Lock()
-		d.users[id] = cached[bot.User]{v: out, at: d.now()}
+		d.users[id] = cached[chatmodel.User]{v: out, at: d.now()}
 		d.mu.Unlock()
 		return out, nil
 	})
@@ -177,9 +176,9 @@ func (d *directory) user(ctx context.Context, id string) (bot.User, error) {
 		if ok && !fresh {
 			return c.v, nil
 		}
-		return bot.User{}, err
+		return chatmodel.User{}, err
 	}
-	return v.(bot.User), nil
+	return v.(chatmodel.User), nil
 }
 
 // userRefetchInterval bounds how often refetchUser asks Slack again for one
@@ -188,7 +187,7 @@ const userRefetchInterval = time.Minute
 
 // refetchUser is user with a cached answer older than userRefetchInterval
 // dropped first: a user renamed since it was cached gets their new name.
-func (d *directory) refetchUser(ctx context.Context, id string) (bot.User, error) {
+func (d *directory) refetchUser(ctx context.Context, id string) (chatmodel.User, error) {
 	d.mu.Lock()
 	c, ok := d.users[id]
 	if ok && d.now().Sub(c.at) < userRefetchInterval {
@@ -209,20 +208,20 @@ func (d *directory) refetchUser(ctx context.Context, id string) (bot.User, error
 	return u, err
 }
 
-func userOf(u *slackapi.User) bot.User {
-	out := bot.User{ID: u.ID, Name: u.Name}
+func userOf(u *slackapi.User) chatmodel.User {
+	out := chatmodel.User{ID: u.ID, Name: u.Name}
 	switch {
 	case u.IsBot || u.ID == "USLACKBOT" || u.IsAppUser:
-		out.Kind = bot.UserBot
+		out.Kind = chatmodel.UserBot
 	case u.Deleted:
-		out.Kind = bot.UserDeactivated
+		out.Kind = chatmodel.UserDeactivated
 	}
 	return out
 }
 
 // userByName finds a user by handle (users.list, cached for the group
 // TTL; Slack has no lookup by name). It wraps bot.ErrNotFound.
-func (d *directory) userByName(ctx context.Context, name string) (bot.User, error) {
+func (d *directory) userByName(ctx context.Context, name string) (chatmodel.User, error) {
 	key := strings.ToLower(name)
 	d.mu.Lock()
 	id, ok := d.names[key]
@@ -243,14 +242,14 @@ func (d *directory) userByName(ctx context.Context, name string) (bot.User, erro
 			d.mu.Lock()
 			for i := range all {
 				names[strings.ToLower(all[i].Name)] = all[i].ID
-				d.users[all[i].ID] = cached[bot.User]{v: userOf(&all[i]), at: d.now()}
+				d.users[all[i].ID] = cached[chatmodel.User]{v: userOf(&all[i]), at: d.now()}
 			}
 			d.names, d.namesAt = names, d.now()
 			d.mu.Unlock()
 			return nil, nil
 		})
 		if err != nil {
-			return bot.User{}, err
+			return chatmodel.User{}, err
 		}
 		d.mu.Lock()
 		id, ok = d.names[key]
@@ -264,7 +263,7 @@ func (d *directory) userByName(ctx context.Context, name string) (bot.User, erro
 		}
 		d.mu.Unlock()
 		sort.Strings(known)
-		return bot.User{}, chatutil.NotFound("slack user", name, known)
+		return chatmodel.User{}, chatutil.NotFound("slack user", name, known)
 	}
 	return d.user(ctx, id)
 }
@@ -278,7 +277,7 @@ func (d *directory) groupMembers(ctx context.Context, group string) ([]string, e
 	handle = strings.TrimPrefix(handle, "group:")
 	handle = strings.TrimPrefix(handle, "@")
 	if handle == "" {
-		return nil, fmt.Errorf("slack usergroup %q: %w", group, bot.ErrNotFound)
+		return nil, fmt.Errorf("slack usergroup %q: %w", group, chatmodel.ErrNotFound)
 	}
 	id := handle
 	if !usergroupID.MatchString(handle) {

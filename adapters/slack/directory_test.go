@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // fakeClock is a fixed clock.
@@ -46,18 +46,18 @@ func TestGroupMembers(t *testing.T) {
 
 	t.Run("unknown group", func(t *testing.T) {
 		_, err := a.GroupMembers(ctx, "group:nobody")
-		require.ErrorIs(t, err, bot.ErrNotFound)
+		require.ErrorIs(t, err, chatmodel.ErrNotFound)
 		assert.Contains(t, err.Error(), "@nobody")
 	})
 
 	t.Run("a typo says did you mean", func(t *testing.T) {
 		_, err := a.GroupMembers(ctx, "group:ci-oncal")
-		require.ErrorIs(t, err, bot.ErrNotFound)
+		require.ErrorIs(t, err, chatmodel.ErrNotFound)
 		var s interface{ DidYouMean() string }
 		require.ErrorAs(t, err, &s)
 		assert.Equal(t, "ci-oncall", s.DidYouMean())
 		_, err = a.ResolveUser(ctx, "@caorl")
-		require.ErrorIs(t, err, bot.ErrNotFound)
+		require.ErrorIs(t, err, chatmodel.ErrNotFound)
 		require.ErrorAs(t, err, &s)
 		assert.Equal(t, "carol", s.DidYouMean())
 	})
@@ -78,22 +78,22 @@ func TestReadThread(t *testing.T) {
 	runAdapter(t, a, newRecorder())
 	ctx := context.Background()
 
-	root, err := a.Post(ctx, bot.Conversation{Channel: "#ci-ops"}, bot.Message{Text: "🛠 worker-stalled on infra-prd"})
+	root, err := a.Post(ctx, chatmodel.Conversation{Channel: "#ci-ops"}, chatmodel.Message{Text: "🛠 worker-stalled on infra-prd"})
 	require.NoError(t, err)
-	_, err = a.Post(ctx, bot.Conversation{Channel: "C0OPS", Thread: root.ID}, bot.Message{Text: "1/6 ✅ Workers <3>", Detail: "3 running"})
+	_, err = a.Post(ctx, chatmodel.Conversation{Channel: "C0OPS", Thread: root.ID}, chatmodel.Message{Text: "1/6 ✅ Workers <3>", Detail: "3 running"})
 	require.NoError(t, err)
 
-	msgs, err := a.ReadThread(ctx, bot.Conversation{Platform: Platform, Channel: "#ci-ops", Thread: root.ID})
+	msgs, err := a.ReadThread(ctx, chatmodel.Conversation{Platform: Platform, Channel: "#ci-ops", Thread: root.ID})
 	require.NoError(t, err)
 	require.Len(t, msgs, 2)
 	assert.Equal(t, "🛠 worker-stalled on infra-prd", msgs[0].Text)
 	assert.Equal(t, "1/6 ✅ Workers <3>\n3 running", msgs[1].Text, "block texts, unescaped")
 	assert.True(t, msgs[1].Bot)
-	assert.Equal(t, bot.User{ID: fakeBotUserID, Name: "groundcrew"}, msgs[0].Author)
+	assert.Equal(t, chatmodel.User{ID: fakeBotUserID, Name: "groundcrew"}, msgs[0].Author)
 	assert.False(t, msgs[0].Time.IsZero())
 	assert.True(t, !msgs[1].Time.Before(msgs[0].Time))
 
-	_, err = a.ReadThread(ctx, bot.Conversation{Channel: "C0OPS"})
+	_, err = a.ReadThread(ctx, chatmodel.Conversation{Channel: "C0OPS"})
 	require.ErrorIs(t, err, ErrInvalidMessage)
 }
 

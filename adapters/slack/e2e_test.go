@@ -26,6 +26,10 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/bot/policy"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/store"
 )
@@ -295,14 +299,14 @@ func newE2E(t *testing.T, mode string, setup func(f *fakeSlack, a *Adapter)) *e2
 	require.NoError(t, err)
 	prov, err := concourse.NewProvider(map[string]*concourse.Client{"infra-prd": cc}, concourse.ProviderOptions{})
 	require.NoError(t, err)
-	reg, err := bot.NewRegistry(prov)
+	reg, err := opmodel.NewRegistry(prov)
 	require.NoError(t, err)
 	lib, err := runbooks.NewLibrary(reg, runbooks.Source{Name: "test", FS: fstest.MapFS{"stalled.yaml": {Data: []byte(e2eRunbook)}}})
 	require.NoError(t, err)
 	eng, err := bot.New(bot.Options{
 		Store: db, Chat: a, Capabilities: bot.CapabilitiesOf(db, a), Ops: reg, Library: lib, Platform: Platform, Logger: testLogger(t),
 		Targets:      map[string]bot.TargetInfo{"infra-prd": {}},
-		Approvals:    bot.ApprovalConfig{Default: bot.Policy{Approvers: []string{"group:ci-oncall"}}},
+		Approvals:    policy.Config{Default: policy.Policy{Approvers: []string{"group:ci-oncall"}}},
 		TickInterval: 50 * time.Millisecond,
 	})
 	require.NoError(t, err)
@@ -401,8 +405,8 @@ func runE2E(t *testing.T, mode, approveVia string) {
 
 	// The run finishes.
 	require.Eventually(t, func() bool {
-		runs, err := db.ListRuns(ctx, bot.RunQuery{})
-		return err == nil && len(runs) == 1 && runs[0].State == bot.RunSucceeded
+		runs, err := db.ListRuns(ctx, runmodel.RunQuery{})
+		return err == nil && len(runs) == 1 && runs[0].State == runmodel.RunSucceeded
 	}, 10*time.Second, 10*time.Millisecond, "run succeeded:\n%s", transcript(f))
 
 	// The end is announced in the channel too.
@@ -419,7 +423,7 @@ func runE2E(t *testing.T, mode, approveVia string) {
 	assert.Len(t, f.messages(), before, "no new message for a duplicate event:\n%s", transcript(f))
 
 	// 7. The thread reads back for the incident summary.
-	thread, err := a.ReadThread(ctx, bot.Conversation{Platform: Platform, Channel: root.Channel, Thread: root.TS})
+	thread, err := a.ReadThread(ctx, chatmodel.Conversation{Platform: Platform, Channel: root.Channel, Thread: root.TS})
 	require.NoError(t, err)
 	require.Greater(t, len(thread), 3)
 	assert.True(t, thread[0].Bot)
@@ -433,10 +437,10 @@ func mustMsg(f *fakeSlack, ts string) fakeMsg {
 
 type loggingHandler struct {
 	t *testing.T
-	h bot.Handler
+	h chatmodel.Handler
 }
 
-func (l loggingHandler) Handle(ctx context.Context, e bot.Event) error {
+func (l loggingHandler) Handle(ctx context.Context, e chatmodel.Event) error {
 	err := l.h.Handle(ctx, e)
 	l.t.Logf("event %+v -> %v", e, err)
 	return err

@@ -24,7 +24,7 @@ import (
 	"github.com/slack-go/slack/slacktest"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // Identities of the fake workspace.
@@ -506,27 +506,27 @@ func blockTexts(m fakeMsg) (texts, actions []string) {
 
 // recorder is a fake bot.Handler that records events.
 type recorder struct {
-	events chan bot.Event
+	events chan chatmodel.Event
 	err    error
 }
 
-func newRecorder() *recorder { return &recorder{events: make(chan bot.Event, 100)} }
+func newRecorder() *recorder { return &recorder{events: make(chan chatmodel.Event, 100)} }
 
 // Handle implements bot.Handler.
-func (r *recorder) Handle(_ context.Context, e bot.Event) error {
+func (r *recorder) Handle(_ context.Context, e chatmodel.Event) error {
 	r.events <- e
 	return r.err
 }
 
 // next waits for the next event.
-func (r *recorder) next(t *testing.T) bot.Event {
+func (r *recorder) next(t *testing.T) chatmodel.Event {
 	t.Helper()
 	select {
 	case e := <-r.events:
 		return e
 	case <-time.After(5 * time.Second):
 		t.Fatal("no event delivered to the handler within 5s")
-		return bot.Event{}
+		return chatmodel.Event{}
 	}
 }
 
@@ -565,7 +565,7 @@ func newTestAdapter(t *testing.T, f *fakeSlack, cfg Config) *Adapter {
 }
 
 // runAdapter runs a.Run in the background until the test ends.
-func runAdapter(t *testing.T, a *Adapter, h bot.Handler) {
+func runAdapter(t *testing.T, a *Adapter, h chatmodel.Handler) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

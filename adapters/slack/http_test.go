@@ -18,9 +18,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/internal/httpguard"
 	"github.com/groundcrew/groundcrew/internal/httpguard/httpguardtest"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // serve sends body to path through h, signed with testSecret at ts unless
@@ -157,10 +157,10 @@ func TestHTTP_SlashCommandBecomesEvent(t *testing.T) {
 	assert.Empty(t, res.Body.String(), "the ack shows nothing; the engine answers")
 
 	e := rec.next(t)
-	assert.Equal(t, bot.EventCommand, e.Kind)
+	assert.Equal(t, chatmodel.EventCommand, e.Kind)
 	assert.Equal(t, "slack:command:1337.42.abcdef", e.ID)
-	assert.Equal(t, bot.User{ID: "UALICE", Name: "alice"}, e.User)
-	assert.Equal(t, bot.Conversation{Platform: Platform, Channel: "C0OPS"}, e.Conversation)
+	assert.Equal(t, chatmodel.User{ID: "UALICE", Name: "alice"}, e.User)
+	assert.Equal(t, chatmodel.Conversation{Platform: Platform, Channel: "C0OPS"}, e.Conversation)
 	assert.Equal(t, "run worker-stalled target=infra-prd <x>", e.Text)
 	assert.False(t, e.Time.IsZero())
 }
@@ -178,10 +178,10 @@ func TestHTTP_SSLCheckIsAcknowledged(t *testing.T) {
 // slowHandler blocks every Handle until released.
 type slowHandler struct {
 	release chan struct{}
-	got     chan bot.Event
+	got     chan chatmodel.Event
 }
 
-func (s *slowHandler) Handle(ctx context.Context, e bot.Event) error {
+func (s *slowHandler) Handle(ctx context.Context, e chatmodel.Event) error {
 	s.got <- e
 	select {
 	case <-s.release:
@@ -193,7 +193,7 @@ func (s *slowHandler) Handle(ctx context.Context, e bot.Event) error {
 func TestHTTP_AcksFastWhileEngineIsBusy(t *testing.T) {
 	f := newFakeSlack(t)
 	a := newTestAdapter(t, f, Config{Mode: ModeHTTP})
-	slow := &slowHandler{release: make(chan struct{}), got: make(chan bot.Event, 10)}
+	slow := &slowHandler{release: make(chan struct{}), got: make(chan chatmodel.Event, 10)}
 	runAdapter(t, a, slow)
 	t.Cleanup(func() { close(slow.release) })
 	h := a.HTTPHandler()
@@ -228,30 +228,30 @@ func TestHTTP_ReactionEvents(t *testing.T) {
 	rec := newRecorder()
 	runAdapter(t, a, rec)
 	h := a.HTTPHandler()
-	msg := bot.MessageRef{Platform: Platform, Channel: "C0OPS", ID: "1795979000.000007"}
+	msg := chatmodel.MessageRef{Platform: Platform, Channel: "C0OPS", ID: "1795979000.000007"}
 
 	tests := []struct {
 		name string
 		body []byte
-		want bot.Event
+		want chatmodel.Event
 	}{
 		{
 			name: "added",
 			body: reactionBody("Ev01", "reaction_added", "UBOB", "white_check_mark"),
-			want: bot.Event{Kind: bot.EventReaction, ID: "Ev01", User: bot.User{ID: "UBOB", Name: "bob"},
-				Conversation: bot.Conversation{Platform: Platform, Channel: "C0OPS"}, Message: msg, Intent: bot.IntentApprove},
+			want: chatmodel.Event{Kind: chatmodel.EventReaction, ID: "Ev01", User: chatmodel.User{ID: "UBOB", Name: "bob"},
+				Conversation: chatmodel.Conversation{Platform: Platform, Channel: "C0OPS"}, Message: msg, Intent: chatmodel.IntentApprove},
 		},
 		{
 			name: "removed",
 			body: reactionBody("Ev02", "reaction_removed", "UBOB", "white_check_mark"),
-			want: bot.Event{Kind: bot.EventReaction, ID: "Ev02", User: bot.User{ID: "UBOB", Name: "bob"},
-				Conversation: bot.Conversation{Platform: Platform, Channel: "C0OPS"}, Message: msg, Intent: bot.IntentApprove, Removed: true},
+			want: chatmodel.Event{Kind: chatmodel.EventReaction, ID: "Ev02", User: chatmodel.User{ID: "UBOB", Name: "bob"},
+				Conversation: chatmodel.Conversation{Platform: Platform, Channel: "C0OPS"}, Message: msg, Intent: chatmodel.IntentApprove, Removed: true},
 		},
 		{
 			name: "skin tone dropped",
 			body: reactionBody("Ev03", "reaction_added", "UCAROL", "+1::skin-tone-3"),
-			want: bot.Event{Kind: bot.EventReaction, ID: "Ev03", User: bot.User{ID: "UCAROL", Name: "carol"},
-				Conversation: bot.Conversation{Platform: Platform, Channel: "C0OPS"}, Message: msg, Intent: bot.IntentApprove},
+			want: chatmodel.Event{Kind: chatmodel.EventReaction, ID: "Ev03", User: chatmodel.User{ID: "UCAROL", Name: "carol"},
+				Conversation: chatmodel.Conversation{Platform: Platform, Channel: "C0OPS"}, Message: msg, Intent: chatmodel.IntentApprove},
 		},
 	}
 	for _, tt := range tests {
@@ -347,12 +347,12 @@ func TestHTTP_BlockActionsBecomeButtonEvents(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.Code)
 
 	e := rec.next(t)
-	assert.Equal(t, bot.EventButton, e.Kind)
+	assert.Equal(t, chatmodel.EventButton, e.Kind)
 	assert.Equal(t, "slack:action:111.222.333", e.ID)
-	assert.Equal(t, bot.User{ID: "UCAROL", Name: "carol"}, e.User)
-	assert.Equal(t, bot.Conversation{Platform: Platform, Channel: "C0OPS", Thread: "1795979000.000001"}, e.Conversation)
-	assert.Equal(t, bot.MessageRef{Platform: Platform, Channel: "C0OPS", ID: "1795979000.000009", Thread: "1795979000.000001"}, e.Message)
-	assert.Equal(t, bot.IntentApprove, e.Intent)
+	assert.Equal(t, chatmodel.User{ID: "UCAROL", Name: "carol"}, e.User)
+	assert.Equal(t, chatmodel.Conversation{Platform: Platform, Channel: "C0OPS", Thread: "1795979000.000001"}, e.Conversation)
+	assert.Equal(t, chatmodel.MessageRef{Platform: Platform, Channel: "C0OPS", ID: "1795979000.000009", Thread: "1795979000.000001"}, e.Message)
+	assert.Equal(t, chatmodel.IntentApprove, e.Intent)
 	assert.Equal(t, "r-7f3a/5", e.Value)
 	assert.Equal(t, int64(1795979200), e.Time.Unix())
 
@@ -406,7 +406,7 @@ func TestHTTP_BlockActionsWithManyActionsIsOnePress(t *testing.T) {
 	res := serve(t, a.HTTPHandler(), PathInteractivity, formType, []byte(url.Values{"payload": {string(raw)}}.Encode()), time.Now(), nil)
 	require.Equal(t, http.StatusOK, res.Code)
 	e := rec.next(t)
-	assert.Equal(t, bot.IntentApprove, e.Intent, "the first action is handled")
+	assert.Equal(t, chatmodel.IntentApprove, e.Intent, "the first action is handled")
 	assert.Equal(t, "slack:action:111.222.333", e.ID)
 	rec.none(t, 100*time.Millisecond)
 	assert.EqualValues(t, 299, a.RefusedActions())

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 func pressAs(t *testing.T, a *Adapter, trigger, userID, name string) {
@@ -52,16 +52,16 @@ func TestIdentity(t *testing.T) {
 	// Without a name, the name shown is the handle of the id — never the
 	// display name mallory set to "bob".
 	pressAs(t, a, "2", "UMALLORY", "")
-	assert.Equal(t, bot.User{ID: "UMALLORY", Name: "mallory"}, rec.next(t).User)
+	assert.Equal(t, chatmodel.User{ID: "UMALLORY", Name: "mallory"}, rec.next(t).User)
 
 	pressAs(t, a, "3", "UGONE", "gone")
-	assert.Equal(t, bot.User{ID: "UGONE", Name: "gone", Kind: bot.UserDeactivated}, rec.next(t).User)
+	assert.Equal(t, chatmodel.User{ID: "UGONE", Name: "gone", Kind: chatmodel.UserDeactivated}, rec.next(t).User)
 	pressAs(t, a, "4", "UCIBOT", "ci-bot")
-	assert.Equal(t, bot.User{ID: "UCIBOT", Name: "ci-bot", Kind: bot.UserBot}, rec.next(t).User)
+	assert.Equal(t, chatmodel.User{ID: "UCIBOT", Name: "ci-bot", Kind: chatmodel.UserBot}, rec.next(t).User)
 	pressAs(t, a, "5", "UNOBODY1", "")
-	assert.Equal(t, bot.User{ID: "UNOBODY1", Kind: bot.UserUnknown}, rec.next(t).User)
+	assert.Equal(t, chatmodel.User{ID: "UNOBODY1", Kind: chatmodel.UserUnknown}, rec.next(t).User)
 	pressAs(t, a, "6", "", "bob")
-	assert.Equal(t, bot.UserUnknown, rec.next(t).User.Kind, "an empty user never counts")
+	assert.Equal(t, chatmodel.UserUnknown, rec.next(t).User.Kind, "an empty user never counts")
 }
 
 func TestResolveUser(t *testing.T) {
@@ -70,14 +70,14 @@ func TestResolveUser(t *testing.T) {
 	ctx := context.Background()
 	u, err := a.ResolveUser(ctx, "@bob")
 	require.NoError(t, err)
-	assert.Equal(t, bot.User{ID: "UBOB", Name: "bob"}, u)
+	assert.Equal(t, chatmodel.User{ID: "UBOB", Name: "bob"}, u)
 	u, err = a.ResolveUser(ctx, "UCAROL")
 	require.NoError(t, err)
 	assert.Equal(t, "carol", u.Name)
 	_, err = a.ResolveUser(ctx, "nobody")
-	assert.ErrorIs(t, err, bot.ErrNotFound)
+	assert.ErrorIs(t, err, chatmodel.ErrNotFound)
 	_, err = a.ResolveUser(ctx, "UNOBODY1")
-	assert.ErrorIs(t, err, bot.ErrNotFound)
+	assert.ErrorIs(t, err, chatmodel.ErrNotFound)
 }
 
 // TestCanPost: a run is refused up front where the bot cannot post: a
@@ -92,11 +92,11 @@ func TestCanPost(t *testing.T) {
 	f.mu.Unlock()
 	a := newTestAdapter(t, f, Config{Mode: ModeHTTP})
 	ctx := context.Background()
-	assert.NoError(t, a.CanPost(ctx, bot.Conversation{Channel: "C0OPS"}))
-	assert.NoError(t, a.CanPost(ctx, bot.Conversation{Channel: "C0RUN"}))
+	assert.NoError(t, a.CanPost(ctx, chatmodel.Conversation{Channel: "C0OPS"}))
+	assert.NoError(t, a.CanPost(ctx, chatmodel.Conversation{Channel: "C0RUN"}))
 	for _, ch := range []string{"C0PRIV", "C0HIDE"} {
-		err := a.CanPost(ctx, bot.Conversation{Channel: ch})
-		var ue *bot.UserError
+		err := a.CanPost(ctx, chatmodel.Conversation{Channel: ch})
+		var ue *chatmodel.UserError
 		require.ErrorAs(t, err, &ue, ch)
 		assert.Contains(t, ue.Msg, "/invite @", ch)
 	}
@@ -113,8 +113,8 @@ func TestCanPost_PermanentErrorRefusesWithTheFix(t *testing.T) {
 		f.infoErr = obj{"ok": false, "error": "missing_scope", "needed": "groups:read", "provided": "chat:write,channels:read"}
 		f.mu.Unlock()
 		a := newTestAdapter(t, f, Config{Mode: ModeHTTP})
-		err := a.CanPost(ctx, bot.Conversation{Channel: "C0OPS"})
-		var ue *bot.UserError
+		err := a.CanPost(ctx, chatmodel.Conversation{Channel: "C0OPS"})
+		var ue *chatmodel.UserError
 		require.ErrorAs(t, err, &ue)
 		assert.Contains(t, ue.Msg, "`groups:read`")
 		assert.Contains(t, ue.Msg, "reinstall the app")
@@ -125,8 +125,8 @@ func TestCanPost_PermanentErrorRefusesWithTheFix(t *testing.T) {
 		f.infoErr = obj{"ok": false, "error": "missing_scope"}
 		f.mu.Unlock()
 		a := newTestAdapter(t, f, Config{Mode: ModeHTTP})
-		err := a.CanPost(ctx, bot.Conversation{Channel: "C0OPS"})
-		var ue *bot.UserError
+		err := a.CanPost(ctx, chatmodel.Conversation{Channel: "C0OPS"})
+		var ue *chatmodel.UserError
 		require.ErrorAs(t, err, &ue)
 		assert.Contains(t, ue.Msg, "groups:read")
 	})
@@ -136,8 +136,8 @@ func TestCanPost_PermanentErrorRefusesWithTheFix(t *testing.T) {
 		f.infoErr = obj{"ok": false, "error": "invalid_auth"}
 		f.mu.Unlock()
 		a := newTestAdapter(t, f, Config{Mode: ModeHTTP})
-		var ue *bot.UserError
-		require.ErrorAs(t, a.CanPost(ctx, bot.Conversation{Channel: "C0OPS"}), &ue)
+		var ue *chatmodel.UserError
+		require.ErrorAs(t, a.CanPost(ctx, chatmodel.Conversation{Channel: "C0OPS"}), &ue)
 		assert.Contains(t, ue.Msg, "bot_token")
 	})
 	t.Run("a 5xx fails open", func(t *testing.T) {
@@ -147,11 +147,11 @@ func TestCanPost_PermanentErrorRefusesWithTheFix(t *testing.T) {
 		f.mu.Unlock()
 		a := newTestAdapter(t, f, Config{Mode: ModeHTTP})
 		a.retry.sleep = func(context.Context, time.Duration) error { return nil }
-		err := a.CanPost(ctx, bot.Conversation{Channel: "C0OPS"})
+		err := a.CanPost(ctx, chatmodel.Conversation{Channel: "C0OPS"})
 		require.Error(t, err)
-		var ue *bot.UserError
+		var ue *chatmodel.UserError
 		assert.False(t, errors.As(err, &ue), "a transient failure is not a refusal: %v", err)
-		assert.NotErrorIs(t, err, bot.ErrCannotPost)
+		assert.NotErrorIs(t, err, chatmodel.ErrCannotPost)
 		assert.Len(t, f.callsTo("conversations.info"), 1+transientRetries, "retried first")
 	})
 }
@@ -184,7 +184,7 @@ func TestIdentity_RenamedUserIsFetchedAgain(t *testing.T) {
 	infos := len(f.callsTo("users.info"))
 	pressAs(t, a, "2", "UCAROL", "caroline")
 	e := rec.next(t)
-	assert.Equal(t, bot.User{ID: "UCAROL", Name: "caroline"}, e.User, "acts under the new name at once, not after an hour")
+	assert.Equal(t, chatmodel.User{ID: "UCAROL", Name: "caroline"}, e.User, "acts under the new name at once, not after an hour")
 	assert.Len(t, f.callsTo("users.info"), infos+1, "one fresh look-up")
 
 	// A name that disagrees after the fresh look-up is refused, with why.

@@ -10,7 +10,7 @@ import (
 	"github.com/slack-go/slack/slackevents"
 
 	"github.com/groundcrew/groundcrew/adapters/chatutil"
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // inbox is the unbounded FIFO between the transports, which acknowledge
@@ -19,13 +19,13 @@ import (
 // never delays an ack.
 type inbox struct {
 	mu   sync.Mutex
-	q    []bot.Event
+	q    []chatmodel.Event
 	wake chan struct{}
 }
 
 func newInbox() *inbox { return &inbox{wake: make(chan struct{}, 1)} }
 
-func (b *inbox) push(events ...bot.Event) {
+func (b *inbox) push(events ...chatmodel.Event) {
 	if len(events) == 0 {
 		return
 	}
@@ -45,21 +45,21 @@ func (b *inbox) len() int {
 }
 
 // run hands queued events to handle, one at a time, until ctx ends.
-func (b *inbox) run(ctx context.Context, handle func(bot.Event)) {
+func (b *inbox) run(ctx context.Context, handle func(chatmodel.Event)) {
 	for {
 		b.mu.Lock()
-		var e bot.Event
+		var e chatmodel.Event
 		ok := len(b.q) > 0
 		if ok {
 			e = b.q[0]
-			b.q[0] = bot.Event{}
+			b.q[0] = chatmodel.Event{}
 			b.q = b.q[1:]
 		}
 		b.mu.Unlock()
 		if ctx.Err() != nil {
 			if ok { // put it back so it is counted as unhandled
 				b.mu.Lock()
-				b.q = append([]bot.Event{e}, b.q...)
+				b.q = append([]chatmodel.Event{e}, b.q...)
 				b.mu.Unlock()
 			}
 			return
@@ -79,11 +79,11 @@ func (b *inbox) run(ctx context.Context, handle func(bot.Event)) {
 // commandEvent converts a slash command. Its ID is the command's trigger_id,
 // unique per invocation (Slack does not retry slash commands over HTTP; a
 // Socket Mode redelivery carries the same payload).
-func (a *Adapter) commandEvent(cmd slackapi.SlashCommand) bot.Event {
-	e := bot.Event{
-		Kind:         bot.EventCommand,
-		User:         bot.User{ID: cmd.UserID, Name: cmd.UserName},
-		Conversation: bot.Conversation{Platform: Platform, Channel: cmd.ChannelID},
+func (a *Adapter) commandEvent(cmd slackapi.SlashCommand) chatmodel.Event {
+	e := chatmodel.Event{
+		Kind:         chatmodel.EventCommand,
+		User:         chatmodel.User{ID: cmd.UserID, Name: cmd.UserName},
+		Conversation: chatmodel.Conversation{Platform: Platform, Channel: cmd.ChannelID},
 		Text:         strings.TrimSpace(unescaper.Replace(cmd.Text)),
 		Time:         a.now(),
 	}
@@ -98,7 +98,7 @@ func (a *Adapter) commandEvent(cmd slackapi.SlashCommand) bot.Event {
 // reaction_removed on messages. Other events (which the manifest does not
 // subscribe to) are ignored. Event.ID is Slack's event_id, the same in every
 // retry of the event, so the engine can drop retries.
-func (a *Adapter) callbackEvents(ev slackevents.EventsAPIEvent) []bot.Event {
+func (a *Adapter) callbackEvents(ev slackevents.EventsAPIEvent) []chatmodel.Event {
 	if ev.Type != slackevents.CallbackEvent {
 		return nil
 	}
@@ -127,12 +127,12 @@ func (a *Adapter) callbackEvents(ev slackevents.EventsAPIEvent) []bot.Event {
 	if t.IsZero() && cb.EventTime > 0 {
 		t = time.Unix(int64(cb.EventTime), 0).UTC()
 	}
-	return []bot.Event{{
-		Kind:         bot.EventReaction,
+	return []chatmodel.Event{{
+		Kind:         chatmodel.EventReaction,
 		ID:           cb.EventID,
-		User:         bot.User{ID: user},
-		Conversation: bot.Conversation{Platform: Platform, Channel: item.Channel},
-		Message:      bot.MessageRef{Platform: Platform, Channel: item.Channel, ID: item.Timestamp},
+		User:         chatmodel.User{ID: user},
+		Conversation: chatmodel.Conversation{Platform: Platform, Channel: item.Channel},
+		Message:      chatmodel.MessageRef{Platform: Platform, Channel: item.Channel, ID: item.Timestamp},
 		Intent:       chatutil.IntentOf(reaction),
 		Removed:      removed,
 		Time:         t,
@@ -142,7 +142,7 @@ func (a *Adapter) callbackEvents(ev slackevents.EventsAPIEvent) []bot.Event {
 // interactionEvents converts block_actions (button presses) into at most
 // one event; other interaction types are ignored. Each press has its own trigger_id, which
 // makes the Event.ID (a Socket Mode redelivery carries the same one).
-func (a *Adapter) interactionEvents(cb slackapi.InteractionCallback) []bot.Event {
+func (a *Adapter) interactionEvents(cb slackapi.InteractionCallback) []chatmodel.Event {
 	if cb.Type != slackapi.InteractionTypeBlockActions {
 		a.log.Debug("slack: ignoring interaction", "type", cb.Type)
 		return nil
@@ -191,12 +191,12 @@ func (a *Adapter) interactionEvents(cb slackapi.InteractionCallback) []bot.Event
 		a.log.Debug("slack: block_actions without a button action ignored", "trigger", cb.TriggerID)
 		return nil
 	}
-	e := bot.Event{
-		Kind:         bot.EventButton,
-		User:         bot.User{ID: cb.User.ID, Name: name},
-		Conversation: bot.Conversation{Platform: Platform, Channel: channel, Thread: thread},
-		Message:      bot.MessageRef{Platform: Platform, Channel: channel, ID: msgTS, Thread: msgThread},
-		Intent:       bot.Intent(act.ActionID),
+	e := chatmodel.Event{
+		Kind:         chatmodel.EventButton,
+		User:         chatmodel.User{ID: cb.User.ID, Name: name},
+		Conversation: chatmodel.Conversation{Platform: Platform, Channel: channel, Thread: thread},
+		Message:      chatmodel.MessageRef{Platform: Platform, Channel: channel, ID: msgTS, Thread: msgThread},
+		Intent:       chatmodel.Intent(act.ActionID),
 		Value:        act.Value,
 		Time:         tsTime(act.ActionTs),
 	}
@@ -208,5 +208,5 @@ func (a *Adapter) interactionEvents(cb slackapi.InteractionCallback) []bot.Event
 	} else if act.ActionTs != "" {
 		e.ID = "slack:action:" + cb.User.ID + ":" + act.ActionTs
 	}
-	return []bot.Event{e}
+	return []chatmodel.Event{e}
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // countingHandler counts the events the adapter hands to the engine; each
@@ -26,7 +26,7 @@ type countingHandler struct {
 	seen sync.Map
 }
 
-func (h *countingHandler) Handle(_ context.Context, e bot.Event) error {
+func (h *countingHandler) Handle(_ context.Context, e chatmodel.Event) error {
 	time.Sleep(2 * time.Millisecond)
 	if _, dup := h.seen.LoadOrStore(e.Text, true); !dup {
 		h.n.Add(1)

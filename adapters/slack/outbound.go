@@ -12,7 +12,7 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // Post implements bot.Chat. A message into a Conversation with a Thread is a
@@ -20,16 +20,16 @@ import (
 // (reply_broadcast). Content that does not fit the message (a long Detail,
 // overflowing text) follows as replies in the message's thread. The returned
 // ref carries the channel id (also when to.Channel was "#name") and the ts.
-func (a *Adapter) Post(ctx context.Context, to bot.Conversation, m bot.Message) (bot.MessageRef, error) {
+func (a *Adapter) Post(ctx context.Context, to chatmodel.Conversation, m chatmodel.Message) (chatmodel.MessageRef, error) {
 	r, err := render(m)
 	if err != nil {
-		return bot.MessageRef{}, err
+		return chatmodel.MessageRef{}, err
 	}
 	ch, err := a.dir.channelID(ctx, to.Channel)
 	if err != nil {
-		return bot.MessageRef{}, err
+		return chatmodel.MessageRef{}, err
 	}
-	var ref bot.MessageRef
+	var ref chatmodel.MessageRef
 	err = a.lanes.with(ctx, ch, func(s *laneSession) error {
 		opts := msgOptions(r.main)
 		if to.Thread != "" {
@@ -42,11 +42,11 @@ func (a *Adapter) Post(ctx context.Context, to bot.Conversation, m bot.Message) 
 		err := a.postMessage(ctx, s, ch, &ts, opts)
 		if err != nil {
 			if cannotPost(err) {
-				return fmt.Errorf("posting to slack channel %s: %w (%w)", to.Channel, err, bot.ErrCannotPost)
+				return fmt.Errorf("posting to slack channel %s: %w (%w)", to.Channel, err, chatmodel.ErrCannotPost)
 			}
 			return fmt.Errorf("posting to slack channel %s: %w", to.Channel, err)
 		}
-		ref = bot.MessageRef{Platform: Platform, Channel: ch, ID: ts, Thread: to.Thread}
+		ref = chatmodel.MessageRef{Platform: Platform, Channel: ch, ID: ts, Thread: to.Thread}
 		thread := to.Thread
 		if thread == "" {
 			thread = ts
@@ -55,7 +55,7 @@ func (a *Adapter) Post(ctx context.Context, to bot.Conversation, m bot.Message) 
 		return nil
 	})
 	if err != nil {
-		return bot.MessageRef{}, err
+		return chatmodel.MessageRef{}, err
 	}
 	a.rememberReplies(ref, r.repliesKey())
 	a.uploadFiles(ctx, ch, to.Thread, m.Files)
@@ -75,7 +75,7 @@ func cannotPost(err error) bool {
 // CanPost implements bot.PostChecker: the bot may post in a public channel
 // (it joins it) or in a private one it was invited to. A private channel
 // it is not in is refused with how to invite it.
-func (a *Adapter) CanPost(ctx context.Context, to bot.Conversation) error {
+func (a *Adapter) CanPost(ctx context.Context, to chatmodel.Conversation) error {
 	ch, err := a.dir.channelID(ctx, to.Channel)
 	if err != nil {
 		return err
@@ -86,7 +86,7 @@ func (a *Adapter) CanPost(ctx context.Context, to bot.Conversation) error {
 		c, err = a.api.GetConversationInfoContext(ctx, &slackapi.GetConversationInfoInput{ChannelID: ch})
 		return err
 	})
-	invite := &bot.UserError{Msg: "⛔ I cannot post in this channel: it is private (or a direct message) and I am not in it. Invite me with `/invite @" + a.selfName() + "`, then run the command again."}
+	invite := &chatmodel.UserError{Msg: "⛔ I cannot post in this channel: it is private (or a direct message) and I am not in it. Invite me with `/invite @" + a.selfName() + "`, then run the command again."}
 	switch {
 	case slackErrorCode(err) == "channel_not_found":
 		return invite
@@ -94,12 +94,12 @@ func (a *Adapter) CanPost(ctx context.Context, to bot.Conversation) error {
 		// Slack answered, and will answer the same again: starting the run
 		// would leave it waiting where nobody sees it (#22.3).
 		a.log.Warn("slack: cannot check the channel; refusing the run", "channel", ch, "err", err)
-		return &bot.UserError{Msg: "⛔ I cannot check that I may post in this channel: " + permanentFix(err, ch)}
+		return &chatmodel.UserError{Msg: "⛔ I cannot check that I may post in this channel: " + permanentFix(err, ch)}
 	case err != nil:
 		// Slack unreachable or failing for now: the outbox retries the posts.
 		return fmt.Errorf("checking slack channel %s: %w", to.Channel, err)
 	case c.IsArchived:
-		return &bot.UserError{Msg: "⛔ This channel is archived: start the run in another channel."}
+		return &chatmodel.UserError{Msg: "⛔ This channel is archived: start the run in another channel."}
 	case c.IsPrivate && !c.IsMember:
 		return invite
 	}
@@ -196,7 +196,7 @@ func (a *Adapter) postReplies(ctx context.Context, s *laneSession, ch, thread st
 // (a long Detail) is posted as new thread replies only when it changed since
 // the message was last posted or updated, so repeated updates do not repeat
 // it.
-func (a *Adapter) Update(ctx context.Context, ref bot.MessageRef, m bot.Message) error {
+func (a *Adapter) Update(ctx context.Context, ref chatmodel.MessageRef, m chatmodel.Message) error {
 	r, err := render(m)
 	if err != nil {
 		return err
@@ -241,7 +241,7 @@ func (a *Adapter) Update(ctx context.Context, ref bot.MessageRef, m bot.Message)
 // post (a private channel or a DM it is not in), the answer goes through the
 // response_url of the user's last slash command in that channel, which
 // Slack accepts there (#22.3).
-func (a *Adapter) Ephemeral(ctx context.Context, to bot.Conversation, user bot.User, m bot.Message) error {
+func (a *Adapter) Ephemeral(ctx context.Context, to chatmodel.Conversation, user chatmodel.User, m chatmodel.Message) error {
 	if user.ID == "" {
 		return fmt.Errorf("%w: ephemeral message without a user", ErrInvalidMessage)
 	}
@@ -300,13 +300,13 @@ func msgOptions(m slackMsg) []slackapi.MsgOption {
 	}
 }
 
-func refKey(ref bot.MessageRef) string { return ref.Channel + "/" + ref.ID }
+func refKey(ref chatmodel.MessageRef) string { return ref.Channel + "/" + ref.ID }
 
 // maxRemembered bounds the replies memory; past it the memory starts over,
 // at worst posting one Detail a second time.
 const maxRemembered = 10000
 
-func (a *Adapter) rememberReplies(ref bot.MessageRef, key string) {
+func (a *Adapter) rememberReplies(ref chatmodel.MessageRef, key string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if key == "" {
@@ -319,7 +319,7 @@ func (a *Adapter) rememberReplies(ref bot.MessageRef, key string) {
 	a.replies[refKey(ref)] = key
 }
 
-func (a *Adapter) lastReplies(ref bot.MessageRef) string {
+func (a *Adapter) lastReplies(ref chatmodel.MessageRef) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.replies[refKey(ref)]
@@ -334,7 +334,7 @@ func (a *Adapter) GroupMembers(ctx context.Context, group string) ([]string, err
 
 // ReadThread implements bot.ThreadReader with conversations.replies: the
 // root message and its replies, oldest first, with user names resolved.
-func (a *Adapter) ReadThread(ctx context.Context, c bot.Conversation) ([]bot.ThreadMessage, error) {
+func (a *Adapter) ReadThread(ctx context.Context, c chatmodel.Conversation) ([]chatmodel.ThreadMessage, error) {
 	if c.Thread == "" {
 		return nil, fmt.Errorf("%w: reading a thread without a thread id", ErrInvalidMessage)
 	}
@@ -365,11 +365,11 @@ func (a *Adapter) ReadThread(ctx context.Context, c bot.Conversation) ([]bot.Thr
 		cursor = next
 	}
 	self := a.selfID()
-	out := make([]bot.ThreadMessage, 0, len(msgs))
+	out := make([]chatmodel.ThreadMessage, 0, len(msgs))
 	for _, m := range msgs {
-		tm := bot.ThreadMessage{
+		tm := chatmodel.ThreadMessage{
 			Time:   tsTime(m.Timestamp),
-			Author: bot.User{ID: m.User},
+			Author: chatmodel.User{ID: m.User},
 			Text:   messageText(m),
 			Bot:    m.BotID != "" || m.SubType == "bot_message" || (self != "" && m.User == self),
 		}
@@ -381,7 +381,7 @@ func (a *Adapter) ReadThread(ctx context.Context, c bot.Conversation) ([]bot.Thr
 				return nil, err
 			}
 		case m.BotID != "":
-			tm.Author = bot.User{ID: m.BotID, Name: m.Username}
+			tm.Author = chatmodel.User{ID: m.BotID, Name: m.Username}
 		}
 		out = append(out, tm)
 	}
@@ -434,7 +434,7 @@ func tsTime(ts string) time.Time {
 // upload, files.completeUploadExternal: slack-go's UploadFileContext). A
 // file is extra: the message is already posted, so a failed upload is
 // logged and the post still succeeds (posting again would duplicate it).
-func (a *Adapter) uploadFiles(ctx context.Context, ch, thread string, files []bot.File) {
+func (a *Adapter) uploadFiles(ctx context.Context, ch, thread string, files []chatmodel.File) {
 	for _, f := range files {
 		err := a.retry.do(ctx, "files.upload", retryRateLimitOnly, func(ctx context.Context) error {
 			_, err := a.api.UploadFileContext(ctx, slackapi.UploadFileParameters{

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 func TestPost_RootMessageByChannelName(t *testing.T) {
@@ -16,7 +16,7 @@ func TestPost_RootMessageByChannelName(t *testing.T) {
 	a := newTestAdapter(t, f, Config{})
 	ctx := context.Background()
 
-	ref, err := a.Post(ctx, bot.Conversation{Channel: "#RunBooks"}, bot.Message{
+	ref, err := a.Post(ctx, chatmodel.Conversation{Channel: "#RunBooks"}, chatmodel.Message{
 		Text: "🛠 *worker-stalled* on `infra-prd` — started by @alice · run r-7f3a",
 	})
 	require.NoError(t, err)
@@ -34,7 +34,7 @@ func TestPost_RootMessageByChannelName(t *testing.T) {
 	assert.Len(t, f.callsTo("conversations.list"), 2, "both pages read")
 
 	// The name is cached.
-	_, err = a.Post(ctx, bot.Conversation{Channel: "#runbooks"}, bot.Message{Text: "again"})
+	_, err = a.Post(ctx, chatmodel.Conversation{Channel: "#runbooks"}, chatmodel.Message{Text: "again"})
 	require.NoError(t, err)
 	assert.Len(t, f.callsTo("conversations.list"), 2)
 }
@@ -43,16 +43,16 @@ func TestPost_ThreadReplyWithBroadcastAndButtons(t *testing.T) {
 	f := newFakeSlack(t)
 	a := newTestAdapter(t, f, Config{})
 	ctx := context.Background()
-	root, err := a.Post(ctx, bot.Conversation{Channel: "C0OPS"}, bot.Message{Text: "root"})
+	root, err := a.Post(ctx, chatmodel.Conversation{Channel: "C0OPS"}, chatmodel.Message{Text: "root"})
 	require.NoError(t, err)
 
-	ref, err := a.Post(ctx, bot.Conversation{Platform: Platform, Channel: "C0OPS", Thread: root.ID}, bot.Message{
+	ref, err := a.Post(ctx, chatmodel.Conversation{Platform: Platform, Channel: "C0OPS", Thread: root.ID}, chatmodel.Message{
 		Text:      "🔒 *Approval needed* — prune worker `w-0`",
 		Broadcast: true,
-		Buttons:   []bot.Button{{Action: "approve", Label: "Approve", Style: "primary"}, {Action: "reject", Label: "Reject", Style: "danger"}},
+		Buttons:   []chatmodel.Button{{Action: "approve", Label: "Approve", Style: "primary"}, {Action: "reject", Label: "Reject", Style: "danger"}},
 	})
 	require.NoError(t, err)
-	assert.Equal(t, bot.MessageRef{Platform: Platform, Channel: "C0OPS", ID: ref.ID, Thread: root.ID}, ref)
+	assert.Equal(t, chatmodel.MessageRef{Platform: Platform, Channel: "C0OPS", ID: ref.ID, Thread: root.ID}, ref)
 
 	m, _ := f.message(ref.ID)
 	assert.Equal(t, root.ID, m.ThreadTS)
@@ -61,7 +61,7 @@ func TestPost_ThreadReplyWithBroadcastAndButtons(t *testing.T) {
 	assert.Equal(t, []string{"approve", "reject"}, actions)
 
 	t.Run("no broadcast unless asked", func(t *testing.T) {
-		ref, err := a.Post(ctx, bot.Conversation{Channel: "C0OPS", Thread: root.ID}, bot.Message{Text: "step 1 ok"})
+		ref, err := a.Post(ctx, chatmodel.Conversation{Channel: "C0OPS", Thread: root.ID}, chatmodel.Message{Text: "step 1 ok"})
 		require.NoError(t, err)
 		m, _ := f.message(ref.ID)
 		assert.False(t, m.Broadcast)
@@ -75,7 +75,7 @@ func TestPost_LongDetailFollowsInThread(t *testing.T) {
 	detail := strings.Repeat("caascad-ci-workers-infra-infra-prd-0   stalled  236  38d\n", 80)
 
 	t.Run("root message: detail starts its thread", func(t *testing.T) {
-		ref, err := a.Post(ctx, bot.Conversation{Channel: "C0OPS"}, bot.Message{Text: "Workers (3 running, 1 stalled)", Detail: detail})
+		ref, err := a.Post(ctx, chatmodel.Conversation{Channel: "C0OPS"}, chatmodel.Message{Text: "Workers (3 running, 1 stalled)", Detail: detail})
 		require.NoError(t, err)
 		var replies []fakeMsg
 		for _, m := range f.messages() {
@@ -96,7 +96,7 @@ func TestPost_LongDetailFollowsInThread(t *testing.T) {
 	})
 
 	t.Run("thread reply: detail goes to the same thread", func(t *testing.T) {
-		ref, err := a.Post(ctx, bot.Conversation{Channel: "C0OPS", Thread: "1795979000.000001"}, bot.Message{Text: "1/6 ✅ Workers", Detail: detail})
+		ref, err := a.Post(ctx, chatmodel.Conversation{Channel: "C0OPS", Thread: "1795979000.000001"}, chatmodel.Message{Text: "1/6 ✅ Workers", Detail: detail})
 		require.NoError(t, err)
 		msgs := f.messages()
 		last := msgs[len(msgs)-1]
@@ -105,7 +105,7 @@ func TestPost_LongDetailFollowsInThread(t *testing.T) {
 	})
 
 	t.Run("short detail inline", func(t *testing.T) {
-		ref, err := a.Post(ctx, bot.Conversation{Channel: "C0OPS"}, bot.Message{Text: "TSA reachable", Detail: "connect 12 ms"})
+		ref, err := a.Post(ctx, chatmodel.Conversation{Channel: "C0OPS"}, chatmodel.Message{Text: "TSA reachable", Detail: "connect 12 ms"})
 		require.NoError(t, err)
 		m, _ := f.message(ref.ID)
 		texts, _ := blockTexts(m)
@@ -118,8 +118,8 @@ func TestUpdate_InPlace(t *testing.T) {
 	a := newTestAdapter(t, f, Config{})
 	ctx := context.Background()
 	detail := strings.Repeat("plan item\n", 100)
-	gate := bot.Message{Text: "🔒 Approval needed", Detail: detail, Buttons: []bot.Button{{Action: "approve", Label: "Approve"}}}
-	ref, err := a.Post(ctx, bot.Conversation{Channel: "C0OPS", Thread: "1795979000.000001"}, gate)
+	gate := chatmodel.Message{Text: "🔒 Approval needed", Detail: detail, Buttons: []chatmodel.Button{{Action: "approve", Label: "Approve"}}}
+	ref, err := a.Post(ctx, chatmodel.Conversation{Channel: "C0OPS", Thread: "1795979000.000001"}, gate)
 	require.NoError(t, err)
 	before := len(f.messages())
 
@@ -132,7 +132,7 @@ func TestUpdate_InPlace(t *testing.T) {
 	assert.Equal(t, []string{"approve"}, actions)
 	assert.Len(t, f.messages(), before, "an unchanged detail is not posted again")
 
-	decided := bot.Message{Text: "✅ Approved by @carol", Detail: detail + "applied\n"}
+	decided := chatmodel.Message{Text: "✅ Approved by @carol", Detail: detail + "applied\n"}
 	require.NoError(t, a.Update(ctx, ref, decided))
 	m, _ = f.message(ref.ID)
 	_, actions = blockTexts(m)
@@ -140,7 +140,7 @@ func TestUpdate_InPlace(t *testing.T) {
 	assert.Greater(t, len(f.messages()), before, "a changed detail is posted as a new reply")
 
 	t.Run("unknown message", func(t *testing.T) {
-		err := a.Update(ctx, bot.MessageRef{Channel: "C0OPS", ID: "1.2"}, bot.Message{Text: "x"})
+		err := a.Update(ctx, chatmodel.MessageRef{Channel: "C0OPS", ID: "1.2"}, chatmodel.Message{Text: "x"})
 		require.Error(t, err)
 		assert.Equal(t, "message_not_found", slackErrorCode(err))
 	})
@@ -151,8 +151,8 @@ func TestEphemeral(t *testing.T) {
 	a := newTestAdapter(t, f, Config{})
 	ctx := context.Background()
 
-	err := a.Ephemeral(ctx, bot.Conversation{Channel: "C0OPS", Thread: "1795979000.000001"}, bot.User{ID: "UALICE"},
-		bot.Message{Text: "You cannot approve: you started this run."})
+	err := a.Ephemeral(ctx, chatmodel.Conversation{Channel: "C0OPS", Thread: "1795979000.000001"}, chatmodel.User{ID: "UALICE"},
+		chatmodel.Message{Text: "You cannot approve: you started this run."})
 	require.NoError(t, err)
 	msgs := f.messages()
 	require.Len(t, msgs, 1)
@@ -162,13 +162,13 @@ func TestEphemeral(t *testing.T) {
 	texts, _ := blockTexts(msgs[0])
 	assert.Equal(t, []string{"You cannot approve: you started this run."}, texts)
 
-	require.ErrorIs(t, a.Ephemeral(ctx, bot.Conversation{Channel: "C0OPS"}, bot.User{}, bot.Message{Text: "x"}), ErrInvalidMessage)
+	require.ErrorIs(t, a.Ephemeral(ctx, chatmodel.Conversation{Channel: "C0OPS"}, chatmodel.User{}, chatmodel.Message{Text: "x"}), ErrInvalidMessage)
 
 	t.Run("not in channel: joins and answers", func(t *testing.T) {
 		f.mu.Lock()
 		f.notInChans["C0RUN"] = true
 		f.mu.Unlock()
-		require.NoError(t, a.Ephemeral(ctx, bot.Conversation{Channel: "C0RUN"}, bot.User{ID: "UBOB"}, bot.Message{Text: "Unknown runbook."}))
+		require.NoError(t, a.Ephemeral(ctx, chatmodel.Conversation{Channel: "C0RUN"}, chatmodel.User{ID: "UBOB"}, chatmodel.Message{Text: "Unknown runbook."}))
 		assert.Len(t, f.callsTo("conversations.join"), 1)
 		msgs := f.messages()
 		assert.Equal(t, "UBOB", msgs[len(msgs)-1].User)
@@ -181,21 +181,21 @@ func TestPost_Errors(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("unknown channel name", func(t *testing.T) {
-		_, err := a.Post(ctx, bot.Conversation{Channel: "#nope"}, bot.Message{Text: "digest"})
-		require.ErrorIs(t, err, bot.ErrNotFound)
+		_, err := a.Post(ctx, chatmodel.Conversation{Channel: "#nope"}, chatmodel.Message{Text: "digest"})
+		require.ErrorIs(t, err, chatmodel.ErrNotFound)
 		assert.Contains(t, err.Error(), "#nope")
 	})
 
 	t.Run("invalid message makes no call", func(t *testing.T) {
 		n := len(f.callsTo("chat.postMessage"))
-		_, err := a.Post(ctx, bot.Conversation{Channel: "C0OPS"}, bot.Message{})
+		_, err := a.Post(ctx, chatmodel.Conversation{Channel: "C0OPS"}, chatmodel.Message{})
 		require.ErrorIs(t, err, ErrInvalidMessage)
 		assert.Len(t, f.callsTo("chat.postMessage"), n)
 	})
 
 	t.Run("unknown channel id is returned, not retried", func(t *testing.T) {
 		n := len(f.callsTo("chat.postMessage"))
-		_, err := a.Post(ctx, bot.Conversation{Channel: "C0GONE"}, bot.Message{Text: "x"})
+		_, err := a.Post(ctx, chatmodel.Conversation{Channel: "C0GONE"}, chatmodel.Message{Text: "x"})
 		require.Error(t, err)
 		assert.Equal(t, "channel_not_found", slackErrorCode(err))
 		assert.Len(t, f.callsTo("chat.postMessage"), n+1)
@@ -205,7 +205,7 @@ func TestPost_Errors(t *testing.T) {
 		f.mu.Lock()
 		f.notInChans["C0OPS"] = true
 		f.mu.Unlock()
-		ref, err := a.Post(ctx, bot.Conversation{Channel: "C0OPS"}, bot.Message{Text: "hello"})
+		ref, err := a.Post(ctx, chatmodel.Conversation{Channel: "C0OPS"}, chatmodel.Message{Text: "hello"})
 		require.NoError(t, err)
 		assert.NotEmpty(t, ref.ID)
 		assert.Len(t, f.callsTo("conversations.join"), 1)
@@ -220,8 +220,8 @@ func TestPost_UploadsFiles(t *testing.T) {
 	a := newTestAdapter(t, f, Config{})
 	ctx := context.Background()
 	png := []byte("\x89PNG\r\n\x1a\nchart")
-	ref, err := a.Post(ctx, bot.Conversation{Channel: "#ci-ops"}, bot.Message{Text: "🟢 *Health digest* `infra-prd`",
-		Files: []bot.File{{Name: "digest-infra-prd.png", Alt: "Chart of infra-prd over the last 3 digests", Data: png}}})
+	ref, err := a.Post(ctx, chatmodel.Conversation{Channel: "#ci-ops"}, chatmodel.Message{Text: "🟢 *Health digest* `infra-prd`",
+		Files: []chatmodel.File{{Name: "digest-infra-prd.png", Alt: "Chart of infra-prd over the last 3 digests", Data: png}}})
 	require.NoError(t, err)
 	_, ok := f.message(ref.ID)
 	require.True(t, ok, "the text is posted")
@@ -233,7 +233,7 @@ func TestPost_UploadsFiles(t *testing.T) {
 	f.mu.Lock()
 	f.uploadErr = "missing_scope"
 	f.mu.Unlock()
-	ref, err = a.Post(ctx, bot.Conversation{Channel: "#ci-ops"}, bot.Message{Text: "second", Files: []bot.File{{Name: "x.png", Data: png}}})
+	ref, err = a.Post(ctx, chatmodel.Conversation{Channel: "#ci-ops"}, chatmodel.Message{Text: "second", Files: []chatmodel.File{{Name: "x.png", Data: png}}})
 	require.NoError(t, err, "a failed upload does not fail the post (it would be posted twice)")
 	_, ok = f.message(ref.ID)
 	assert.True(t, ok)

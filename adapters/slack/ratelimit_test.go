@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
@@ -80,11 +79,11 @@ func TestPost_WaitsOutRetryAfterAndDropsNothing(t *testing.T) {
 	ctx := context.Background()
 
 	var wg sync.WaitGroup
-	refs := make([]bot.MessageRef, 3)
+	refs := make([]chatmodel.MessageRef, 3)
 	errs := make([]error, 3)
 	post := func(i int) {
 		defer wg.Done()
-		refs[i], errs[i] = a.Post(ctx, bot.Conversation{Channel: "C1"}, bot.Message{Text: fmt.Sprintf("msg %d", i)})
+		refs[i], errs[i] = a.Post(ctx, chatmodel.Conversation{Channel: "C1"}, chatmodel.Message{Text: fmt.Sprintf("msg %d", i)})
 	}
 	start := time.Now()
 	wg.Add(1)
@@ -122,7 +121,7 @@ func TestRetry_RecordsWaits(t *testing.T) {
 		{
 			name: "429 with Retry-After 7", status: http.StatusTooManyRequests, retryAfter: "7",
 			call: func(a *Adapter) error {
-				_, err := a.Post(context.Background(), bot.Conversation{Channel: "C1"}, bot.Message{Text: "x"})
+				_, err := a.Post(context.Background(), chatmodel.Conversation{Channel: "C1"}, chatmodel.Message{Text: "x"})
 				return err
 			},
 			wantWaits: []time.Duration{7 * time.Second}, wantCalls: 2,
@@ -130,7 +129,7 @@ func TestRetry_RecordsWaits(t *testing.T) {
 		{
 			name: "429 without Retry-After", status: http.StatusTooManyRequests,
 			call: func(a *Adapter) error {
-				_, err := a.Post(context.Background(), bot.Conversation{Channel: "C1"}, bot.Message{Text: "x"})
+				_, err := a.Post(context.Background(), chatmodel.Conversation{Channel: "C1"}, chatmodel.Message{Text: "x"})
 				return err
 			},
 			wantWaits: []time.Duration{defaultRetryAfter}, wantCalls: 2,
@@ -138,7 +137,7 @@ func TestRetry_RecordsWaits(t *testing.T) {
 		{
 			name: "post is not repeated after a 500 (it may have been posted)", status: http.StatusInternalServerError,
 			call: func(a *Adapter) error {
-				_, err := a.Post(context.Background(), bot.Conversation{Channel: "C1"}, bot.Message{Text: "x"})
+				_, err := a.Post(context.Background(), chatmodel.Conversation{Channel: "C1"}, chatmodel.Message{Text: "x"})
 				return err
 			},
 			wantErr: true, wantCalls: 1,
@@ -146,7 +145,7 @@ func TestRetry_RecordsWaits(t *testing.T) {
 		{
 			name: "update is repeated after a 500", status: http.StatusInternalServerError,
 			call: func(a *Adapter) error {
-				return a.Update(context.Background(), bot.MessageRef{Channel: "C1", ID: "1.1"}, bot.Message{Text: "x"})
+				return a.Update(context.Background(), chatmodel.MessageRef{Channel: "C1", ID: "1.1"}, chatmodel.Message{Text: "x"})
 			},
 			wantWaits: []time.Duration{500 * time.Millisecond}, wantCalls: 2,
 		},
@@ -180,7 +179,7 @@ func TestPost_CancelledWhileRateLimitedReturnsError(t *testing.T) {
 	a := newLimitedAdapter(t, l, time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	_, err := a.Post(ctx, bot.Conversation{Channel: "C1"}, bot.Message{Text: "x"})
+	_, err := a.Post(ctx, chatmodel.Conversation{Channel: "C1"}, chatmodel.Message{Text: "x"})
 	require.Error(t, err, "the engine must learn the post did not happen, to keep it in its outbox")
 	assert.Len(t, l.snapshot(), 1)
 	wait, ok := chatmodel.RetryAfter(err)
@@ -198,7 +197,7 @@ func TestPost_SpacedPerChannel(t *testing.T) {
 	for i := range 3 {
 		for _, ch := range []string{"C1", "C2"} {
 			wg.Go(func() {
-				_, err := a.Post(ctx, bot.Conversation{Channel: ch}, bot.Message{Text: fmt.Sprintf("%s-%d", ch, i)})
+				_, err := a.Post(ctx, chatmodel.Conversation{Channel: ch}, chatmodel.Message{Text: fmt.Sprintf("%s-%d", ch, i)})
 				assert.NoError(t, err)
 			})
 		}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/bot/policy"
 )
 
 // TestE2E_VotesCheckedAgainBeforeThePrune (#22.1): the gate needs two
@@ -20,7 +20,7 @@ func TestE2E_VotesCheckedAgainBeforeThePrune(t *testing.T) {
 		t.Run(change, func(t *testing.T) {
 			env := newE2E(t, ModeHTTP, nil)
 			f, in, sim := env.f, env.in, env.sim
-			require.NoError(t, env.eng.Reload(env.ctx, bot.ApprovalConfig{Default: bot.Policy{Approvers: []string{"group:ci-oncall"}, Required: 2}}))
+			require.NoError(t, env.eng.Reload(env.ctx, policy.Config{Default: policy.Policy{Approvers: []string{"group:ci-oncall"}, Required: 2}}))
 			f.mu.Lock()
 			f.users["UDAVE"], f.users["UERIN"] = "dave", "erin"
 			f.members["S0CIONCALL"] = []string{"UERIN", "UCAROL", "UDAVE"}

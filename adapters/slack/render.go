@@ -12,7 +12,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/groundcrew/groundcrew/adapters/chatutil"
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // Block Kit limits (https://docs.slack.dev/reference/block-kit/…). Text limits
@@ -53,7 +53,7 @@ type rendered struct {
 // as a context block and a long one as code-block replies, Buttons as actions
 // blocks. Nothing is dropped: text beyond sectionsPerMsg sections becomes
 // replies too.
-func render(m bot.Message) (rendered, error) {
+func render(m chatmodel.Message) (rendered, error) {
 	var r rendered
 	chunks := chatutil.Split(mentions(m.Mentions)+mrkdwn(m.Text), sectionLimit)
 	head, overflow := chunks, []string(nil)
@@ -151,7 +151,7 @@ func codeBlock(d string) string {
 	return fence + "\n" + mrkdwn(d) + "\n" + fence
 }
 
-func fallbackText(m bot.Message) string {
+func fallbackText(m chatmodel.Message) string {
 	if len(m.Buttons) > 0 {
 		labels := make([]string, 0, len(m.Buttons))
 		for _, b := range m.Buttons {
@@ -162,7 +162,7 @@ func fallbackText(m bot.Message) string {
 	return "groundcrew"
 }
 
-func actionBlocks(buttons []bot.Button) ([]slackapi.Block, error) {
+func actionBlocks(buttons []chatmodel.Button) ([]slackapi.Block, error) {
 	if len(buttons) > maxButtons {
 		return nil, fmt.Errorf("%w: %d buttons (at most %d)", ErrInvalidMessage, len(buttons), maxButtons)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/groundcrew/groundcrew/adapters/chatutil"
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 func TestMrkdwn(t *testing.T) {
@@ -82,10 +82,10 @@ func TestRender(t *testing.T) {
 	longDetail := strings.Repeat("build 12345 failed\n", 400) // ~7600 chars
 
 	t.Run("text, short detail, buttons", func(t *testing.T) {
-		r, err := render(bot.Message{
+		r, err := render(chatmodel.Message{
 			Text:   "🔒 *Approval needed* — prune worker `w-0`",
 			Detail: "Plan hash 9c1e",
-			Buttons: []bot.Button{
+			Buttons: []chatmodel.Button{
 				{Action: "approve", Label: "Approve", Value: "r1/5", Style: "primary"},
 				{Action: "reject", Label: "Reject", Value: "r1/5", Style: "danger"},
 			},
@@ -115,7 +115,7 @@ func TestRender(t *testing.T) {
 	})
 
 	t.Run("long detail goes to code-block replies", func(t *testing.T) {
-		r, err := render(bot.Message{Text: "Purged 400 builds", Detail: longDetail})
+		r, err := render(chatmodel.Message{Text: "Purged 400 builds", Detail: longDetail})
 		require.NoError(t, err)
 		require.Len(t, r.main.blocks, 1)
 		require.NotEmpty(t, r.replies)
@@ -133,7 +133,7 @@ func TestRender(t *testing.T) {
 
 	t.Run("huge text overflows into replies", func(t *testing.T) {
 		text := strings.Repeat(strings.Repeat("y", 90)+"\n", 400) // 36400 chars, > 10 sections
-		r, err := render(bot.Message{Text: text})
+		r, err := render(chatmodel.Message{Text: text})
 		require.NoError(t, err)
 		assert.Len(t, r.main.blocks, sectionsPerMsg)
 		require.NotEmpty(t, r.replies)
@@ -147,11 +147,11 @@ func TestRender(t *testing.T) {
 	})
 
 	t.Run("many buttons split into actions blocks", func(t *testing.T) {
-		var bs []bot.Button
+		var bs []chatmodel.Button
 		for i := range 30 {
-			bs = append(bs, bot.Button{Action: bot.Intent("a" + string(rune('A'+i))), Label: strings.Repeat("L", 100)})
+			bs = append(bs, chatmodel.Button{Action: chatmodel.Intent("a" + string(rune('A'+i))), Label: strings.Repeat("L", 100)})
 		}
-		r, err := render(bot.Message{Text: "pick", Buttons: bs})
+		r, err := render(chatmodel.Message{Text: "pick", Buttons: bs})
 		require.NoError(t, err)
 		require.Len(t, r.main.blocks, 3)
 		assert.Len(t, r.main.blocks[1].(*slackapi.ActionBlock).Elements.ElementSet, 25)
@@ -161,7 +161,7 @@ func TestRender(t *testing.T) {
 	})
 
 	t.Run("only detail", func(t *testing.T) {
-		r, err := render(bot.Message{Detail: longDetail})
+		r, err := render(chatmodel.Message{Detail: longDetail})
 		require.NoError(t, err)
 		assert.NotEmpty(t, r.main.blocks)
 		assert.NotEmpty(t, r.main.text)
@@ -169,12 +169,12 @@ func TestRender(t *testing.T) {
 
 	invalid := []struct {
 		name string
-		m    bot.Message
+		m    chatmodel.Message
 	}{
-		{"empty", bot.Message{}},
-		{"button without action", bot.Message{Text: "x", Buttons: []bot.Button{{Label: "Go"}}}},
-		{"button value too long", bot.Message{Text: "x", Buttons: []bot.Button{{Action: "go", Value: strings.Repeat("v", 2001)}}}},
-		{"action too long", bot.Message{Text: "x", Buttons: []bot.Button{{Action: bot.Intent(strings.Repeat("a", 256))}}}},
+		{"empty", chatmodel.Message{}},
+		{"button without action", chatmodel.Message{Text: "x", Buttons: []chatmodel.Button{{Label: "Go"}}}},
+		{"button value too long", chatmodel.Message{Text: "x", Buttons: []chatmodel.Button{{Action: "go", Value: strings.Repeat("v", 2001)}}}},
+		{"action too long", chatmodel.Message{Text: "x", Buttons: []chatmodel.Button{{Action: chatmodel.Intent(strings.Repeat("a", 256))}}}},
 	}
 	for _, tt := range invalid {
 		t.Run("invalid: "+tt.name, func(t *testing.T) {
@@ -186,7 +186,7 @@ func TestRender(t *testing.T) {
 
 // Mentions ping: user ids become <@U…> before the text; anything else is dropped.
 func TestRender_Mentions(t *testing.T) {
-	r, err := render(bot.Message{Text: "🔔 Escalation <b>", Mentions: []string{"U0123ABC", "<!channel>", "W0456DEF"}})
+	r, err := render(chatmodel.Message{Text: "🔔 Escalation <b>", Mentions: []string{"U0123ABC", "<!channel>", "W0456DEF"}})
 	require.NoError(t, err)
 	assert.Equal(t, "<@U0123ABC> <@W0456DEF> 🔔 Escalation &lt;b&gt;", r.main.text)
 }

@@ -10,7 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // privateChannels adds C0PRIV (private, the bot not invited) and C0HIDE
@@ -45,7 +46,7 @@ func TestRun_RefusedInAPrivateChannelReachesTheUser(t *testing.T) {
 					}
 					return false
 				}, 10*time.Second, 10*time.Millisecond, "the refusal is answered through response_url; got %+v\n%s", env.f.webhookResponses(), transcript(env.f))
-				runs, err := env.db.ListRuns(env.ctx, bot.RunQuery{})
+				runs, err := env.db.ListRuns(env.ctx, runmodel.RunQuery{})
 				require.NoError(t, err)
 				assert.Empty(t, runs, "no run started")
 			})
@@ -68,26 +69,26 @@ func TestEphemeral_ResponseURLFallback(t *testing.T) {
 	e := rec.next(t)
 
 	// A channel the bot is in: chat.postEphemeral as before.
-	require.NoError(t, a.Ephemeral(ctx, bot.Conversation{Channel: "C0OPS"}, e.User, bot.Message{Text: "in ops"}))
+	require.NoError(t, a.Ephemeral(ctx, chatmodel.Conversation{Channel: "C0OPS"}, e.User, chatmodel.Message{Text: "in ops"}))
 	assert.Empty(t, f.webhookResponses())
 
 	// The private channel: through response_url, at most 5 times.
 	for i := range responseURLUses {
-		require.NoError(t, a.Ephemeral(ctx, e.Conversation, e.User, bot.Message{Text: "answer"}), i)
+		require.NoError(t, a.Ephemeral(ctx, e.Conversation, e.User, chatmodel.Message{Text: "answer"}), i)
 	}
 	assert.Len(t, f.webhookResponses(), responseURLUses)
-	err := a.Ephemeral(ctx, e.Conversation, e.User, bot.Message{Text: "sixth"})
+	err := a.Ephemeral(ctx, e.Conversation, e.User, chatmodel.Message{Text: "sixth"})
 	require.Error(t, err, "Slack accepts 5 uses: the sixth fails visibly")
 
 	// Another user who ran no command there cannot be answered.
-	require.Error(t, a.Ephemeral(ctx, e.Conversation, bot.User{ID: "UBOB"}, bot.Message{Text: "x"}))
+	require.Error(t, a.Ephemeral(ctx, e.Conversation, chatmodel.User{ID: "UBOB"}, chatmodel.Message{Text: "x"}))
 
 	// After 30 minutes the response_url is gone.
 	require.Equal(t, 200, serve(t, a.HTTPHandler(), PathCommands, formType, body("C0HIDE", "t2"), time.Now(), nil).Code)
 	e = rec.next(t)
 	now := time.Now().Add(31 * time.Minute)
 	a.now = func() time.Time { return now }
-	require.Error(t, a.Ephemeral(ctx, e.Conversation, e.User, bot.Message{Text: "late"}))
+	require.Error(t, a.Ephemeral(ctx, e.Conversation, e.User, chatmodel.Message{Text: "late"}))
 }
 
 func TestValidResponseURL(t *testing.T) {
@@ -123,7 +124,7 @@ func TestRun_MissingScopeRefusedWithTheFix(t *testing.T) {
 		}
 		return false
 	}, 10*time.Second, 10*time.Millisecond, "alice is told the scope to add:\n%s", transcript(env.f))
-	runs, err := env.db.ListRuns(env.ctx, bot.RunQuery{})
+	runs, err := env.db.ListRuns(env.ctx, runmodel.RunQuery{})
 	require.NoError(t, err)
 	assert.Empty(t, runs, "no run started")
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 func envelope(id, typ string, payload any) map[string]any {
@@ -94,22 +94,22 @@ func TestSocketMode_AcksAndDeliversEvents(t *testing.T) {
 	runAdapter(t, a, rec)
 
 	cmd := rec.next(t)
-	assert.Equal(t, bot.EventCommand, cmd.Kind)
+	assert.Equal(t, chatmodel.EventCommand, cmd.Kind)
 	assert.Equal(t, "slack:command:trig-1", cmd.ID)
-	assert.Equal(t, bot.User{ID: "UALICE", Name: "alice"}, cmd.User)
-	assert.Equal(t, bot.Conversation{Platform: Platform, Channel: "C0OPS"}, cmd.Conversation)
+	assert.Equal(t, chatmodel.User{ID: "UALICE", Name: "alice"}, cmd.User)
+	assert.Equal(t, chatmodel.Conversation{Platform: Platform, Channel: "C0OPS"}, cmd.Conversation)
 	assert.Equal(t, "run worker-stalled target=infra-prd", cmd.Text)
 
 	react := rec.next(t)
-	assert.Equal(t, bot.EventReaction, react.Kind)
+	assert.Equal(t, chatmodel.EventReaction, react.Kind)
 	assert.Equal(t, "Ev0SOCK", react.ID)
-	assert.Equal(t, bot.IntentApprove, react.Intent)
-	assert.Equal(t, bot.User{ID: "UBOB", Name: "bob"}, react.User)
-	assert.Equal(t, bot.MessageRef{Platform: Platform, Channel: "C0OPS", ID: "1795979000.000007"}, react.Message)
+	assert.Equal(t, chatmodel.IntentApprove, react.Intent)
+	assert.Equal(t, chatmodel.User{ID: "UBOB", Name: "bob"}, react.User)
+	assert.Equal(t, chatmodel.MessageRef{Platform: Platform, Channel: "C0OPS", ID: "1795979000.000007"}, react.Message)
 
 	btn := rec.next(t)
-	assert.Equal(t, bot.EventButton, btn.Kind)
-	assert.Equal(t, bot.IntentApprove, btn.Intent)
+	assert.Equal(t, chatmodel.EventButton, btn.Kind)
+	assert.Equal(t, chatmodel.IntentApprove, btn.Intent)
 	assert.Equal(t, "r1/5", btn.Value)
 	assert.Equal(t, "UCAROL", btn.User.ID)
 
@@ -137,7 +137,7 @@ func TestSocketMode_AckedBeforeEngineFinishes(t *testing.T) {
 	}}}
 	f.setWebsocket(script.serve(t))
 	a := newTestAdapter(t, f, Config{Mode: ModeSocket})
-	slow := &slowHandler{release: make(chan struct{}), got: make(chan bot.Event, 10)}
+	slow := &slowHandler{release: make(chan struct{}), got: make(chan chatmodel.Event, 10)}
 	runAdapter(t, a, slow)
 	t.Cleanup(func() { close(slow.release) })
 

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // stormSlack answers a burst of 429s (Retry-After: 1) and then every
@@ -54,7 +54,7 @@ func TestPost_429StormDeliversEverythingInOrderOnce(t *testing.T) {
 		Options{APIURL: srv.URL + "/", PostInterval: time.Millisecond, Logger: testLogger(t)})
 	require.NoError(t, err)
 
-	threads := []bot.Conversation{
+	threads := []chatmodel.Conversation{
 		{Channel: "C1", Thread: "1795979000.000001"}, {Channel: "C1", Thread: "1795979000.000002"},
 		{Channel: "C2", Thread: "1795979000.000003"}, {Channel: "C2", Thread: "1795979000.000004"},
 	}
@@ -64,7 +64,7 @@ func TestPost_429StormDeliversEverythingInOrderOnce(t *testing.T) {
 	for ti, to := range threads {
 		wg.Go(func() { // one run: its messages one after the other, as the engine posts them
 			for i := range perThread {
-				_, err := a.Post(context.Background(), to, bot.Message{Text: fmt.Sprintf("t%d m%d", ti, i)})
+				_, err := a.Post(context.Background(), to, chatmodel.Message{Text: fmt.Sprintf("t%d m%d", ti, i)})
 				errs <- err
 			}
 		})

@@ -24,6 +24,9 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/core"
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/store"
 )
@@ -60,10 +63,10 @@ func destructive(c concoursesim.Call) bool {
 }
 
 var (
-	alice = bot.User{ID: "UALICE", Name: "alice"}
-	bob   = bot.User{ID: "UBOB", Name: "bob"}
-	carol = bot.User{ID: "UCAROL", Name: "carol"}
-	chanC = bot.Conversation{Platform: "test", Channel: "C1"}
+	alice = chatmodel.User{ID: "UALICE", Name: "alice"}
+	bob   = chatmodel.User{ID: "UBOB", Name: "bob"}
+	carol = chatmodel.User{ID: "UCAROL", Name: "carol"}
+	chanC = chatmodel.Conversation{Platform: "test", Channel: "C1"}
 )
 
 // pick is a deterministic choice in [0, n) for a key.
@@ -94,7 +97,7 @@ func TestSoakChild(t *testing.T) {
 	require.NoError(t, err)
 	cc, err := concourse.NewProvider(map[string]*concourse.Client{"infra-prd": cl}, concourse.ProviderOptions{AbortPoll: 10 * time.Millisecond, AbortTimeout: 10 * time.Second})
 	require.NoError(t, err)
-	reg, err := bot.NewRegistry(core.Provider{}, cc)
+	reg, err := opmodel.NewRegistry(core.Provider{}, cc)
 	require.NoError(t, err)
 	// The PostgreSQL runbooks are broken here (no database operations); the
 	// library keeps the others.
@@ -127,9 +130,9 @@ func TestSoakChild(t *testing.T) {
 	// send delivers a person's action: noted as sent before, as acknowledged
 	// once Handle returned (a kill in between is a delivery the person sees
 	// fail, and makes again).
-	send := func(key string, u bot.User, text string) {
+	send := func(key string, u chatmodel.User, text string) {
 		mark("sent-" + key)
-		require.NoError(t, eng.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: u, Conversation: chanC, Text: text}))
+		require.NoError(t, eng.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: u, Conversation: chanC, Text: text}))
 		mark("acked-" + key)
 	}
 	for range 300 {
@@ -137,7 +140,7 @@ func TestSoakChild(t *testing.T) {
 		require.NoError(t, eng.WaitIdle(wctx))
 		cancel()
 		clock.Advance(time.Minute)
-		runs, err := db.ListRuns(ctx, bot.RunQuery{})
+		runs, err := db.ListRuns(ctx, runmodel.RunQuery{})
 		require.NoError(t, err)
 		if len(runs) == 0 {
 			if has("acked-run") {
@@ -148,10 +151,10 @@ func TestSoakChild(t *testing.T) {
 		}
 		r := runs[0]
 		switch r.State {
-		case bot.RunSucceeded, bot.RunFailed, bot.RunCancelled:
+		case runmodel.RunSucceeded, runmodel.RunFailed, runmodel.RunCancelled:
 			mark("done")
 			return
-		case bot.RunAwaitingManual:
+		case runmodel.RunAwaitingManual:
 			st := r.Steps[r.Cursor]
 			key := "manual-" + st.ID + "-" + strconv.FormatInt(st.StartedAt.UnixNano(), 36)
 			if has("acked-" + key) {
@@ -162,7 +165,7 @@ func TestSoakChild(t *testing.T) {
 			}
 			verb := []string{"done", "done", "done", "skip", "fail"}[pick(seed, key, 5)]
 			send(key, bob, verb+" "+r.ID)
-		case bot.RunAwaitingApproval:
+		case runmodel.RunAwaitingApproval:
 			g := r.Gate
 			key := "gate-" + strings.ReplaceAll(g.ID, "/", "_")
 			u, text := bob, "approve "+r.ID
@@ -204,7 +207,7 @@ func onRecord(t *testing.T, db *store.DB, runID, actor, step string) bool {
 	for _, e := range j {
 		if e.Actor == actor && e.Step == step {
 			switch e.Type {
-			case bot.JVote, bot.JVoteRefused, bot.JGateDecided, bot.JManualDone:
+			case runmodel.JVote, runmodel.JVoteRefused, runmodel.JGateDecided, runmodel.JManualDone:
 				return true
 			}
 		}
@@ -268,7 +271,7 @@ func runSoak(seed int64, i int, exe string) (res soakResult, err error) {
 	}
 	defer db.Close()
 	ctx := context.Background()
-	runs, err := db.ListRuns(ctx, bot.RunQuery{})
+	runs, err := db.ListRuns(ctx, runmodel.RunQuery{})
 	if err != nil {
 		return res, err
 	}
@@ -280,7 +283,7 @@ func runSoak(seed int64, i int, exe string) (res soakResult, err error) {
 	switch {
 	case r.State.Terminal():
 		res.finished++
-	case r.State == bot.RunAwaitingApproval || r.State == bot.RunAwaitingManual || r.State == bot.RunRunning || r.State == bot.RunWaiting:
+	case r.State == runmodel.RunAwaitingApproval || r.State == runmodel.RunAwaitingManual || r.State == runmodel.RunRunning || r.State == runmodel.RunWaiting:
 		res.resumable++
 	default:
 		res.broken++
@@ -292,10 +295,10 @@ func runSoak(seed int64, i int, exe string) (res soakResult, err error) {
 	approvals := 0
 	onRecord := map[string]bool{}
 	for _, e := range j {
-		if e.Type == bot.JGateDecided && (strings.HasPrefix(e.Message, "approved") || strings.Contains(e.Message, "BREAK-GLASS")) {
+		if e.Type == runmodel.JGateDecided && (strings.HasPrefix(e.Message, "approved") || strings.Contains(e.Message, "BREAK-GLASS")) {
 			approvals++
 		}
-		if e.Type == bot.JVote || e.Type == bot.JVoteRefused || e.Type == bot.JGateDecided {
+		if e.Type == runmodel.JVote || e.Type == runmodel.JVoteRefused || e.Type == runmodel.JGateDecided {
 			onRecord[e.Actor+" "+e.Step] = true
 		}
 	}
