@@ -744,12 +744,12 @@ func (s *DB) AuditEntries(_ context.Context, runID string) ([]runmodel.AuditEntr
 // AuditAfter returns up to limit audit entries after sequence number seq,
 // in order: the audit log a page at a time (audit export), each page its
 // own short read.
-func (s *DB) AuditAfter(_ context.Context, seq uint64, limit int) ([]bot.AuditEntry, error) {
-	var out []bot.AuditEntry
+func (s *DB) AuditAfter(_ context.Context, seq uint64, limit int) ([]runmodel.AuditEntry, error) {
+	var out []runmodel.AuditEntry
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bAudit).Cursor()
 		for k, v := c.Seek(u64(seq + 1)); k != nil && len(out) < limit; k, v = c.Next() {
-			var e bot.AuditEntry
+			var e runmodel.AuditEntry
 			if err := json.Unmarshal(v, &e); err != nil {
 				return fmt.Errorf("%w: entry %d is not valid JSON", ErrAuditTampered, binary.BigEndian.Uint64(k))
 			}
