@@ -30,7 +30,7 @@ func (e *Engine) escalate(ctx context.Context, r *Run, now time.Time) {
 		if now.Before(g.RequestedAt.Add(time.Duration(step.After))) {
 			return
 		}
-		waited := human.Duration(now.Sub(g.RequestedAt).Round(time.Minute))
+		waited := human.Duration(expiresIn(now.Sub(g.RequestedAt))) // seconds under a minute: a 20s step never says "0 s"
 		r2, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
 			if r.Gate == nil || r.Gate.ID != g.ID || r.Gate.Decision != GatePending || r.Gate.Escalated != i {
 				return errRunOver

@@ -97,3 +97,26 @@ func TestEngine_GateEscalates(t *testing.T) {
 	}
 	assert.True(t, found, "the summary lists the escalations")
 }
+
+// TestEngine_GateEscalatesAfterSeconds: a step shorter than a minute
+// says how long the request really waited (not "0 s", not "1 min").
+func TestEngine_GateEscalatesAfterSeconds(t *testing.T) {
+	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
+		o.Approvals = bot.ApprovalConfig{Default: bot.Policy{Approvers: []string{"bob"}, Required: 1, Expires: policy.Duration(2 * time.Minute),
+			Escalate: []policy.Escalation{
+				{After: policy.Duration(20 * time.Second), Notify: []string{"carol"}},
+				{After: policy.Duration(40 * time.Second), Notify: []string{"carol"}},
+			}}}
+	})
+	h.cmd(alice, "run toucher target=infra-prd")
+	require.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State, h.chat.Transcript())
+
+	h.clock.Advance(20 * time.Second)
+	h.tick()
+	h.clock.Advance(20 * time.Second)
+	h.tick()
+	esc := escalations(h)
+	require.Len(t, esc, 2, h.chat.Transcript())
+	assert.Contains(t, esc[0].Msg.Text, "has waited 20 s with 0 of 1 approvals")
+	assert.Contains(t, esc[1].Msg.Text, "has waited 40 s with 0 of 1 approvals")
+}
