@@ -16,8 +16,8 @@ import (
 
 	"github.com/mattermost/mattermost/server/public/model"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/internal/httpguard"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // DialogPath is where Mattermost posts a submitted form (an interactive
@@ -66,7 +66,7 @@ func (t *triggers) get(eventID string) string {
 
 func (a *Adapter) triggers() *triggers { return &a.trig }
 
-var _ bot.FormOpener = (*Adapter)(nil)
+var _ chatmodel.FormOpener = (*Adapter)(nil)
 
 // dialogState is what a dialog carries back, signed: the command it
 // completes and the thread it was typed in, for the user and channel
@@ -88,11 +88,11 @@ func (a *Adapter) signDialog(user, channel, thread, command string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// OpenForm implements bot.FormOpener with an interactive dialog, opened
+// OpenForm implements chatmodel.FormOpener with an interactive dialog, opened
 // with the trigger of the slash command ev. Fields with allowed values are
 // selects; the others text. Without buttons configured (callback URL and
 // HMAC key) or a trigger, it fails and the engine answers in text.
-func (a *Adapter) OpenForm(ctx context.Context, ev bot.Event, f bot.Form) error {
+func (a *Adapter) OpenForm(ctx context.Context, ev chatmodel.Event, f chatmodel.Form) error {
 	trigger := a.triggers().get(ev.ID)
 	if trigger == "" || !a.buttonsEnabled() {
 		return errors.New("no dialog: the command has no trigger or callback_url/action_hmac_key are not set")
@@ -153,7 +153,7 @@ func (a *Adapter) serveDialog(w http.ResponseWriter, r *http.Request) {
 		writeDialogResponse(w, model.SubmitDialogResponse{Error: "This form could not be verified; type the command instead."})
 		return
 	}
-	form := bot.Form{Command: st.Command}
+	form := chatmodel.Form{Command: st.Command}
 	values := map[string]string{}
 	errs := map[string]string{}
 	for name, v := range req.Submission {
@@ -164,15 +164,15 @@ func (a *Adapter) serveDialog(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		values[name] = s
-		form.Fields = append(form.Fields, bot.FormField{Name: name})
+		form.Fields = append(form.Fields, chatmodel.FormField{Name: name})
 	}
 	if len(errs) > 0 {
 		writeDialogResponse(w, model.SubmitDialogResponse{Errors: errs})
 		return
 	}
 	sortFields(form.Fields)
-	e := bot.Event{Kind: bot.EventCommand, User: bot.User{ID: req.UserId}, Text: bot.FormCommand(form, values), Time: a.now(),
-		Conversation: bot.Conversation{Platform: Platform, Channel: req.ChannelId, Thread: st.Thread}}
+	e := chatmodel.Event{Kind: chatmodel.EventCommand, User: chatmodel.User{ID: req.UserId}, Text: chatmodel.FormCommand(form, values), Time: a.now(),
+		Conversation: chatmodel.Conversation{Platform: Platform, Channel: req.ChannelId, Thread: st.Thread}}
 	texts, done, err := a.interact(req.UserId, req.ChannelId, func() error { return a.deliver(e) })
 	if done && err != nil {
 		writeDialogResponse(w, model.SubmitDialogResponse{Error: "groundcrew could not take this: " + err.Error()})
@@ -191,12 +191,12 @@ func (a *Adapter) serveDialog(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(texts) > 0 {
 		// Said privately, as the command's answer would be.
-		_ = a.Ephemeral(r.Context(), e.Conversation, e.User, bot.Message{Text: joinTexts(texts)})
+		_ = a.Ephemeral(r.Context(), e.Conversation, e.User, chatmodel.Message{Text: joinTexts(texts)})
 	}
 	w.WriteHeader(http.StatusOK)
 }
 
-func sortFields(fs []bot.FormField) {
+func sortFields(fs []chatmodel.FormField) {
 	for i := 1; i < len(fs); i++ {
 		for j := i; j > 0 && fs[j].Name < fs[j-1].Name; j-- {
 			fs[j], fs[j-1] = fs[j-1], fs[j]

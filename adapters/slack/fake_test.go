@@ -84,7 +84,10 @@ type fakeSlack struct {
 	uploads   []fakeUpload
 	pending   map[string]*fakeUpload // file id → uploaded, not completed
 	uploadErr string
+	views     []fakeView // views.open
 }
+
+type fakeView struct{ Trigger, View string }
 
 // fakeUpload is a file uploaded through the external upload flow.
 type fakeUpload struct {
@@ -128,6 +131,19 @@ func newFakeSlack(t testing.TB) *fakeSlack {
 		"apps.connections.open":        f.connectionsOpen,
 		"files.getUploadURLExternal":   f.uploadURL,
 		"files.completeUploadExternal": f.completeUpload,
+		"views.open": func(_ http.ResponseWriter, r *http.Request) any {
+			var req struct {
+				TriggerID string          `json:"trigger_id"`
+				View      json.RawMessage `json:"view"`
+			}
+			if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.TriggerID == "" {
+				return slackErr("invalid_trigger_id")
+			}
+			f.mu.Lock()
+			f.views = append(f.views, fakeView{Trigger: req.TriggerID, View: string(req.View)})
+			f.mu.Unlock()
+			return obj{"ok": true, "view": obj{"id": "V1"}}
+		},
 	}
 	f.srv = slacktest.NewTestServer(func(c slacktest.Customize) {
 		for name, h := range methods {

@@ -143,6 +143,12 @@ func (a *Adapter) callbackEvents(ev slackevents.EventsAPIEvent) []chatmodel.Even
 // one event; other interaction types are ignored. Each press has its own trigger_id, which
 // makes the Event.ID (a Socket Mode redelivery carries the same one).
 func (a *Adapter) interactionEvents(cb slackapi.InteractionCallback) []chatmodel.Event {
+	if cb.Type == slackapi.InteractionTypeViewSubmission {
+		if e, ok := a.submissionEvent(cb); ok {
+			return []chatmodel.Event{e}
+		}
+		return nil
+	}
 	if cb.Type != slackapi.InteractionTypeBlockActions {
 		a.log.Debug("slack: ignoring interaction", "type", cb.Type)
 		return nil
