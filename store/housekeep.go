@@ -108,7 +108,7 @@ func (s *DB) Housekeep(ctx context.Context, now time.Time) (runmodel.HousekeepRe
 		due := false
 		if err := s.db.View(func(tx *bolt.Tx) error {
 			k, _ := tx.Bucket(bEventsByTime).Cursor().First()
-			due = k != nil && len(k) >= 8 && binary.BigEndian.Uint64(k[:8]) < uint64(max(ttlCutoff.Unix(), 0))
+			due = len(k) >= 8 && binary.BigEndian.Uint64(k[:8]) < uint64(max(ttlCutoff.Unix(), 0))
 			return nil
 		}); err != nil {
 			return res, fmt.Errorf("listing event ids seen before %s: %w", ttlCutoff.Format(time.RFC3339), err)
@@ -158,7 +158,7 @@ func forgetEvents(tx *bolt.Tx, cutoff, deadline time.Time) (n int, err error) {
 	byTime, events := tx.Bucket(bEventsByTime), tx.Bucket(bEvents)
 	limit := uint64(max(cutoff.Unix(), 0))
 	c := byTime.Cursor()
-	for k, _ := c.First(); k != nil && len(k) >= 8 && binary.BigEndian.Uint64(k[:8]) < limit; k, _ = c.First() {
+	for k, _ := c.First(); len(k) >= 8 && binary.BigEndian.Uint64(k[:8]) < limit; k, _ = c.First() {
 		if n >= batchItems || (n > 0 && time.Now().After(deadline)) {
 			return n, nil
 		}

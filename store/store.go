@@ -526,7 +526,7 @@ func (s *DB) ListRuns(_ context.Context, q runmodel.RunQuery) ([]*runmodel.Run, 
 		k, v := c.Last()
 		if q.After.ID != "" {
 			after := []byte(timeKey(q.After.CreatedAt, q.After.ID))
-			if k, v = c.Seek(after); k == nil {
+			if k, _ = c.Seek(after); k == nil {
 				k, v = c.Last()
 			} else {
 				k, v = c.Prev() // the first key before after

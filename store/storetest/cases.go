@@ -766,8 +766,8 @@ func testListFiltersAndPages(t *testing.T, open Open) {
 		require.NoError(t, err)
 		return ids(rs)
 	}
-	assert.Equal(t, []string{"r-09", "r-03"}, list(runmodel.RunQuery{Runbook: "prune", States: []runmodel.RunState{runmodel.RunFailed, runmodel.RunSucceeded}}))
-	assert.Equal(t, []string{"r-06", "r-02"}, list(runmodel.RunQuery{Target: "infra-prd", States: []runmodel.RunState{runmodel.RunRunning}}))
+	assert.Equal(t, []string{"r-09", "r-03", "r-00"}, list(runmodel.RunQuery{Runbook: "prune", States: []runmodel.RunState{runmodel.RunFailed, runmodel.RunSucceeded}}))
+	assert.Equal(t, []string{"r-10", "r-06", "r-02"}, list(runmodel.RunQuery{Target: "infra-prd", States: []runmodel.RunState{runmodel.RunRunning}}))
 	assert.Equal(t, []string{"r-10", "r-06"}, list(runmodel.RunQuery{Target: "infra-prd", Since: t0.Add(5 * time.Minute), States: []runmodel.RunState{runmodel.RunRunning}}))
 	assert.Equal(t, []string{"r-10"}, list(runmodel.RunQuery{Active: true, Target: "infra-prd", Limit: 1}))
 	assert.Empty(t, list(runmodel.RunQuery{Runbook: "none"}))

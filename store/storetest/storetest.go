@@ -61,6 +61,7 @@ var Cases = []Case{
 	{"Runs/UpdateNotFound", testUpdateNotFound},
 	{"Runs/SpecRoundTrip", testSpecRoundTrip},
 	{"Runs/ListOrderLimitSince", testListOrder},
+	{"Runs/ListFiltersAndPages", testListFiltersAndPages},
 	{"Runs/ListActive", testListActive},
 	{"Runs/ListThread", testListThread},
 	{"Runs/RunByMessage", testRunByMessage},
