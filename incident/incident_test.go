@@ -884,3 +884,30 @@ func TestWatchSignalCountsItsPolls(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 3, in.Notifications, "a signal without a count counts once")
 }
+
+// TestRootCountsEveryAlertNotShown: the root message shows five alerts and
+// counts all the others — the ones in the detail and the ones the source
+// only counted (Alertmanager's truncatedAlerts, alerts past the evidence
+// kept) — rather than counting the source's "… and N more" as one line.
+func TestRootCountsEveryAlertNotShown(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	var ev []string
+	for i := range 50 {
+		ev = append(ev, fmt.Sprintf("`mountpoint=/vol%d` — 6%% left", i))
+	}
+	ev = append(ev, "… and 1,200 more (50 not sent by Alertmanager: max_alerts)")
+	in, err := f.m.Signal(ctx, diskSignal(true, ev...))
+	require.NoError(t, err)
+	root := f.root(t, in.ID)
+	assert.Contains(t, root.Text, "\n• `mountpoint=/vol4` — 6% left\n• … and 1,245 more (details below; 50 not sent by Alertmanager: max_alerts)")
+	assert.NotContains(t, root.Text, "/vol5`")
+	assert.Contains(t, root.Detail, "… and 1,200 more", "the detail lists the 50 and what was not listed")
+
+	f2 := newFixture(t)
+	in, err = f2.m.Signal(ctx, diskSignal(true, "`mountpoint=/a` — 6% left", "… and 50 more (50 not sent by Alertmanager: max_alerts)"))
+	require.NoError(t, err)
+	root = f2.root(t, in.ID)
+	assert.Contains(t, root.Text, "\n• `mountpoint=/a` — 6% left\n• … and 50 more (50 not sent by Alertmanager: max_alerts)")
+	assert.Empty(t, root.Detail, "nothing more to list")
+}

@@ -68,13 +68,26 @@ func (m *Manager) render(in *Incident) chatmodel.Message {
 	}
 	b.WriteString("\n" + sourceLine(in))
 	var detail string
-	for i, l := range in.Evidence {
+	lines, uncounted, note := splitEvidence(in.Evidence)
+	for i, l := range lines {
 		if i == maxEvidence {
-			fmt.Fprintf(&b, "\n• … and %d more (details below)", len(in.Evidence)-maxEvidence)
 			detail = strings.Join(in.Evidence, "\n")
 			break
 		}
 		b.WriteString("\n• " + l)
+	}
+	if more := max(len(lines)-maxEvidence, 0) + uncounted; more > 0 {
+		var why []string
+		if detail != "" {
+			why = append(why, "details below")
+		}
+		if note != "" {
+			why = append(why, note)
+		}
+		fmt.Fprintf(&b, "\n• … and %s more", human.Count(more))
+		if len(why) > 0 {
+			b.WriteString(" (" + strings.Join(why, "; ") + ")")
+		}
 	}
 	msg := chatmodel.Message{}
 	if in.State != StateResolved {
@@ -97,6 +110,31 @@ func (m *Manager) render(in *Incident) chatmodel.Message {
 	}
 	msg.Text, msg.Detail = b.String(), detail
 	return msg
+}
+
+// splitEvidence separates the evidence lines from the line a source adds
+// for what it did not list ("… and 1,200 more (50 not sent by
+// Alertmanager: max_alerts)"): the root message counts those alerts with
+// the ones it leaves to the detail, rather than as one more line.
+func splitEvidence(ev []string) (lines []string, uncounted int, note string) {
+	for _, l := range ev {
+		rest, ok := strings.CutPrefix(l, "… and ")
+		if !ok {
+			lines = append(lines, l)
+			continue
+		}
+		num, tail, ok := strings.Cut(rest, " more")
+		n, err := strconv.Atoi(strings.ReplaceAll(num, ",", ""))
+		if !ok || err != nil || n < 0 {
+			lines = append(lines, l)
+			continue
+		}
+		uncounted += n
+		if t := strings.TrimSpace(tail); strings.HasPrefix(t, "(") && strings.HasSuffix(t, ")") {
+			note = t[1 : len(t)-1]
+		}
+	}
+	return lines, uncounted, note
 }
 
 // reopened says when a reopened incident opened again (its age counts
