@@ -191,6 +191,10 @@ func (h *Handler) button(ctx context.Context, ev chatmodel.Event) error {
 	case ActionRun:
 		before := len(h.M.LinkedRuns(ctx, in))
 		if err := h.M.Run(ctx, in, ev.User, ev.ID, false); err != nil {
+			var ue *chatmodel.UserError
+			if errors.As(err, &ue) {
+				return nil // refused: the engine told the person why; not acknowledged
+			}
 			h.reply(ctx, ev, "⚠️ Could not start the runbook: "+err.Error())
 			return err
 		}

@@ -7,7 +7,7 @@
 // a route's read-only steps start as a dry run).
 //
 // It talks to chat through bot.Chat, to the store through Store, and starts
-// runs through Starter (the engine's Handle, given a command event).
+// runs through Starter (the engine's StartRun, a typed request).
 package incident
 
 import (
@@ -210,11 +210,11 @@ type Store interface {
 	IncidentByMessage(ctx context.Context, ref chatmodel.MessageRef) (*Incident, error)
 }
 
-// Starter starts runs. The engine implements it (bot.Handler): a run is
-// started by handing it the command a person would type.
-type Starter interface {
-	Handle(ctx context.Context, e chatmodel.Event) error
-}
+// Starter starts runs: the engine's typed /runbook run
+// (runmodel.RunStarter, Engine.StartRun). The engine checks the request as
+// it checks a typed command; a refusal is a *chatmodel.UserError it has
+// already told the person.
+type Starter = runmodel.RunStarter
 
 // Runs lists runs; the incident's linked runs are the runs of its thread.
 type Runs interface {

@@ -25,25 +25,41 @@ import (
 	"github.com/groundcrew/groundcrew/store"
 )
 
-// starter records the command events the incident package hands the engine.
+// starter records the run requests the incident package hands the engine.
 type starter struct {
 	mu     sync.Mutex
-	events []chatmodel.Event
-	// runs, when set, records a run for every command, as the engine
-	// does when it starts one; refuse makes it start none.
+	events []runmodel.StartRequest
+	// runs, when set, records a run for every request, as the engine
+	// does when it starts one; refuse makes it refuse them (a *UserError).
 	runs   *store.DB
 	refuse bool
 }
 
-func (s *starter) Handle(ctx context.Context, e chatmodel.Event) error {
+func (s *starter) StartRun(ctx context.Context, req runmodel.StartRequest) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.events = append(s.events, e)
-	if s.runs != nil && !s.refuse {
-		r := &runmodel.Run{ID: fmt.Sprintf("r-%d", len(s.events)), Runbook: "worker-disk-full", Target: "infra-prd", State: runmodel.RunRunning,
-			Requester: e.User, Conversation: e.Conversation, CreatedAt: e.Time}
+	s.events = append(s.events, req)
+	if s.refuse {
+		return &chatmodel.UserError{Msg: "You may not run `worker-disk-full` on `infra-prd`."}
+	}
+	if s.runs != nil {
+		r := &runmodel.Run{ID: fmt.Sprintf("r-%d", len(s.events)), Runbook: req.Runbook, Target: req.Target, State: runmodel.RunRunning,
+			Requester: req.User, Conversation: req.Thread, CreatedAt: req.Time}
 		return s.runs.CreateRun(ctx, r, &runmodel.Batch{})
 	}
+	return nil
+}
+
+// passed records the events the incident handler hands on to the engine.
+type passed struct {
+	mu     sync.Mutex
+	events []chatmodel.Event
+}
+
+func (p *passed) Handle(_ context.Context, e chatmodel.Event) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.events = append(p.events, e)
 	return nil
 }
 
@@ -55,14 +71,14 @@ type fixture struct {
 	clock *bottest.Clock
 	db    *store.DB
 	start *starter
-	next  *starter
+	next  *passed
 	path  string
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{chat: &bottest.Chat{}, clock: bottest.NewClock(time.Date(2026, 3, 1, 4, 0, 0, 0, time.UTC)),
-		start: &starter{}, next: &starter{}, path: filepath.Join(t.TempDir(), "gc.db")}
+		start: &starter{}, next: &passed{}, path: filepath.Join(t.TempDir(), "gc.db")}
 	f.open(t)
 	return f
 }
@@ -288,11 +304,9 @@ func TestRunButtonStartsTheSuggestedRunInTheThread(t *testing.T) {
 	require.NoError(t, f.h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventButton, ID: "slack:action:1", User: bob, Intent: incident.ActionRun, Value: in.ID, Message: in.Root}))
 	require.Len(t, f.start.events, 1)
 	ev := f.start.events[0]
-	assert.Equal(t, chatmodel.EventCommand, ev.Kind)
-	assert.Equal(t, "run worker-disk-full target=infra-prd worker=0", ev.Text, "no --dry-run, no approval: the engine gates as always")
-	assert.Equal(t, bob, ev.User)
-	assert.Equal(t, in.Root.ID, ev.Conversation.Thread)
-	assert.Equal(t, "slack:action:1/run", ev.ID, "a redelivered press is dropped by the engine")
+	assert.Equal(t, runmodel.StartRequest{Runbook: "worker-disk-full", Target: "infra-prd", Params: map[string]string{"worker": "0"},
+		Thread: in.Thread(), User: bob, EventID: "slack:action:1/run", Time: ev.Time, AlertInstance: ev.AlertInstance}, ev,
+		"a typed request: no --dry-run, no approval (the engine gates as always); a redelivered press is dropped by the engine")
 	got, _ = f.db.GetIncident(ctx, in.ID)
 	assert.Equal(t, incident.StateAcknowledged, got.State, "starting the runbook acknowledges")
 }
@@ -308,9 +322,11 @@ func TestAutostartReadOnlyIsADryRun(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, f.start.events, 1, "autostart once per incident")
 	ev := f.start.events[0]
-	assert.Equal(t, "run worker-disk-full target=infra-prd worker=0 --dry-run", ev.Text)
+	assert.Equal(t, "worker-disk-full", ev.Runbook)
+	assert.Equal(t, map[string]string{"worker": "0"}, ev.Params)
+	assert.True(t, ev.DryRun, "autostart is a dry run")
 	assert.Equal(t, incident.BotUser, ev.User)
-	assert.Equal(t, in.Root.ID, ev.Conversation.Thread)
+	assert.Equal(t, in.Root.ID, ev.Thread.Thread)
 }
 
 // silencer is Alertmanager's silence and alert API: silences it created,

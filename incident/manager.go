@@ -572,11 +572,12 @@ func (m *Manager) Run(ctx context.Context, in *Incident, who chatmodel.User, eve
 	}); err != nil {
 		return err
 	}
-	ev := chatmodel.Event{Kind: chatmodel.EventCommand, User: who, Conversation: in.Thread(), Text: text, Time: now, AlertInstance: in.Instance}
+	req := runmodel.StartRequest{Runbook: in.Runbook, Target: in.Target, Params: maps.Clone(in.Params), DryRun: dryRun,
+		Thread: in.Thread(), User: who, Time: now, AlertInstance: in.Instance}
 	if eventID != "" {
-		ev.ID = eventID + "/run"
+		req.EventID = eventID + "/run"
 	}
-	return m.o.Starter.Handle(ctx, ev)
+	return m.o.Starter.StartRun(ctx, req)
 }
 
 func (m *Manager) autostart(ctx context.Context, in *Incident) {
