@@ -688,6 +688,9 @@ func TestListShowsWhatNeedsAPersonFirst(t *testing.T) {
 	assert.Equal(t, 5, strings.Count(second, "👀 `i-"))
 	assert.Contains(t, second, ids[8])
 	assert.NotContains(t, second, "Next:")
+	past := list("page 9")
+	assert.Contains(t, past, "There is no page 9 (2 pages); showing the last one.")
+	assert.Contains(t, past, "Page 2 of 2")
 
 	unacked := list("unacked")
 	assert.Contains(t, unacked, "Showing `unacked`: 16 incidents")

@@ -291,7 +291,7 @@ func (m *Manager) ListText(ins []*Incident, f ListFilter, runs func(*Incident) [
 	pages := (len(shown) + maxListed - 1) / maxListed
 	page := max(f.Page, 1)
 	if page > pages {
-		fmt.Fprintf(&b, "\nThere are %d page%s; this is the last one.", pages, plural(pages))
+		fmt.Fprintf(&b, "\nThere is no page %d (%d page%s); showing the last one.", page, pages, plural(pages))
 		page = pages
 	}
 	from := (page - 1) * maxListed
