@@ -187,7 +187,7 @@ type runEnds struct {
 	c *Checkpointer
 }
 
-// UpdateRun implements bot.Runs: it notices the transition to a terminal
+// UpdateRun implements runmodel.Runs: it notices the transition to a terminal
 // state inside the transaction and logs the head once it is committed.
 func (s *runEnds) UpdateRun(ctx context.Context, id string, fn func(r *runmodel.Run, b *runmodel.Batch) error) (*runmodel.Run, error) {
 	ended := false

@@ -3,6 +3,6 @@
 // Suggestions: plain functions of the data, the previous digest and now),
 // and a cron Scheduler that posts them at most once per fire time.
 //
-// It shares only the chat port (bot.Chat, bot.Message) with the engine.
+// It shares only the chat port (chatmodel.Chat, chatmodel.Message) with the engine.
 // See DIGESTS.md.
 package digest

@@ -24,7 +24,7 @@ var (
 	_ chatmodel.ThreadNoter = (*Handler)(nil)
 )
 
-// ThreadNotes implements bot.ThreadNoter: in an incident's thread, the
+// ThreadNotes implements chatmodel.ThreadNoter: in an incident's thread, the
 // engine's summary is headed by the incident and merges its timeline.
 func (h *Handler) ThreadNotes(ctx context.Context, thread chatmodel.Conversation) (chatmodel.ThreadNotes, bool) {
 	if thread.Thread == "" {
@@ -37,7 +37,7 @@ func (h *Handler) ThreadNotes(ctx context.Context, thread chatmodel.Conversation
 	return h.M.Notes(in), true
 }
 
-// Handle implements bot.Handler.
+// Handle implements chatmodel.Handler.
 func (h *Handler) Handle(ctx context.Context, ev chatmodel.Event) error {
 	switch ev.Kind {
 	case chatmodel.EventCommand:

@@ -6,7 +6,7 @@
 // exact command; it never approves or changes anything by itself (at most
 // a route's read-only steps start as a dry run).
 //
-// It talks to chat through bot.Chat, to the store through Store, and starts
+// It talks to chat through chatmodel.Chat, to the store through Store, and starts
 // runs through Starter (the engine's StartRun, a typed request).
 package incident
 

@@ -775,7 +775,7 @@ func (m *Manager) updateRoot(ctx context.Context, in *Incident) {
 
 func hm(t time.Time) string { return t.UTC().Format("15:04") + " UTC" }
 
-// Rewatch asks the chat adapter (when it is a bot.ReactionWatcher) to
+// Rewatch asks the chat adapter (when it is a chatmodel.ReactionWatcher) to
 // re-read the reactions of every open incident's message after a restart,
 // so that a 👀 given while groundcrew was down still acknowledges.
 func (m *Manager) Rewatch(ctx context.Context) error {

@@ -381,7 +381,7 @@ var entryIcons = map[string]string{"opened": "🚨", "reopened": "🚨", "change
 
 // Notes is the incident as its thread's summary shows it: headed by the
 // incident, its timeline entries as items merged with the runs and
-// people's messages (bot.ThreadNoter, through the Handler).
+// people's messages (chatmodel.ThreadNoter, through the Handler).
 func (m *Manager) Notes(in *Incident) chatmodel.ThreadNotes {
 	n := chatmodel.ThreadNotes{Heading: fmt.Sprintf("%s incident `%s` %s", stateIcon(in.State), in.ID, m.heading(in))}
 	for _, e := range in.Timeline {

@@ -1,5 +1,5 @@
 // Package metrics exposes groundcrew's Prometheus metrics. It implements
-// the small observer interfaces the subsystems declare (bot.Observer,
+// the small observer interfaces the subsystems declare (runmodel.Observer,
 // digest.Observer), wraps operation providers and HTTP transports, and
 // reads gauges (outbox, store size, targets) at scrape time.
 //
@@ -154,7 +154,7 @@ func (m *Metrics) target(t string) string {
 
 var _ runmodel.Observer = (*Metrics)(nil)
 
-// RunCommitted implements bot.Observer: it counts what the journal and
+// RunCommitted implements runmodel.Observer: it counts what the journal and
 // audit entries of one committed run change say.
 func (m *Metrics) RunCommitted(r *runmodel.Run, b *runmodel.Batch) {
 	for _, e := range b.Journal {

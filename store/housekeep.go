@@ -77,7 +77,7 @@ func migrateIndexesByRunAndTime(tx *bolt.Tx) error {
 	})
 }
 
-// Housekeep implements bot.Housekeeper: it forgets inbound event ids older
+// Housekeep implements runmodel.Housekeeper: it forgets inbound event ids older
 // than the event TTL and deletes finished runs (with their journal, thread
 // and message index entries) that finished more than the retention ago.
 // The audit log is kept whole, so the chain still verifies. It reads only

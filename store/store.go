@@ -86,7 +86,7 @@ type Options struct {
 	NoSync bool
 }
 
-// DB is the bbolt store. It implements bot.Store and is safe for concurrent use.
+// DB is the bbolt store. It implements runmodel.Store and is safe for concurrent use.
 type DB struct {
 	db        *bolt.DB
 	eventTTL  time.Duration
@@ -100,7 +100,7 @@ var (
 )
 
 // Open opens (creating if needed) the store at path. It fails with an error
-// wrapping bot.ErrLocked when another process holds the file.
+// wrapping runmodel.ErrLocked when another process holds the file.
 func Open(path string, opts Options) (*DB, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = time.Second
@@ -321,7 +321,7 @@ func msgKey(ref chatmodel.MessageRef) []byte {
 	return []byte(ref.Platform + "\x00" + ref.Channel + "\x00" + ref.ID)
 }
 
-// CreateRun implements bot.Runs. It fails with bot.ErrExists if the id is taken.
+// CreateRun implements runmodel.Runs. It fails with runmodel.ErrExists if the id is taken.
 func (s *DB) CreateRun(_ context.Context, r *runmodel.Run, b *runmodel.Batch) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		r.ID = strings.ToLower(r.ID)
@@ -398,7 +398,7 @@ func (s *DB) getRun(tx *bolt.Tx, id string) (*runmodel.Run, error) {
 	return st.Run, nil
 }
 
-// UpdateRun implements bot.Runs.
+// UpdateRun implements runmodel.Runs.
 func (s *DB) UpdateRun(_ context.Context, id string, fn func(*runmodel.Run, *runmodel.Batch) error) (*runmodel.Run, error) {
 	var out *runmodel.Run
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -472,7 +472,7 @@ func writeBatch(tx *bolt.Tx, runID string, b *runmodel.Batch) error {
 	return nil
 }
 
-// GetRun implements bot.Runs.
+// GetRun implements runmodel.Runs.
 func (s *DB) GetRun(_ context.Context, id string) (*runmodel.Run, error) {
 	var r *runmodel.Run
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -509,7 +509,7 @@ func runMatches(r *runmodel.Run, q runmodel.RunQuery) bool {
 	return true
 }
 
-// ListRuns implements bot.Runs; most recent first. A query for active runs
+// ListRuns implements runmodel.Runs; most recent first. A query for active runs
 // reads only the index of active runs, one for a thread the thread index;
 // the others walk the runs by time from q.After on, decoding each run once
 // and stopping at q.Since or q.Limit.
@@ -622,7 +622,7 @@ func (s *DB) listActive(q runmodel.RunQuery) ([]*runmodel.Run, error) {
 	return recentFirst(out, q), err
 }
 
-// RunByMessage implements bot.Runs.
+// RunByMessage implements runmodel.Runs.
 func (s *DB) RunByMessage(_ context.Context, ref chatmodel.MessageRef) (runmodel.MessageIndex, error) {
 	var m runmodel.MessageIndex
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -635,7 +635,7 @@ func (s *DB) RunByMessage(_ context.Context, ref chatmodel.MessageRef) (runmodel
 	return m, err
 }
 
-// Journal implements bot.Journals.
+// Journal implements runmodel.Journals.
 func (s *DB) Journal(_ context.Context, runID string) ([]runmodel.JournalEntry, error) {
 	var out []runmodel.JournalEntry
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -703,12 +703,12 @@ func appendAudit(tx *bolt.Tx, e runmodel.AuditEntry) error {
 	return ar.Put(auditRunKey(e.RunID, u64(seq)), nil)
 }
 
-// AppendAudit implements bot.Journals.
+// AppendAudit implements runmodel.Journals.
 func (s *DB) AppendAudit(_ context.Context, e runmodel.AuditEntry) error {
 	return s.db.Update(func(tx *bolt.Tx) error { return appendAudit(tx, e) })
 }
 
-// AuditEntries implements bot.Journals: the audit entries of one run
+// AuditEntries implements runmodel.Journals: the audit entries of one run
 // (through the index by run), or all of them when runID is empty.
 func (s *DB) AuditEntries(_ context.Context, runID string) ([]runmodel.AuditEntry, error) {
 	var out []runmodel.AuditEntry
@@ -792,7 +792,7 @@ func (s *DB) VerifyAudit(_ context.Context) (int, error) {
 	return n, err
 }
 
-// SeenEvent implements bot.Dedupe. Old ids are dropped as new ones arrive.
+// SeenEvent implements runmodel.Dedupe. Old ids are dropped as new ones arrive.
 func (s *DB) SeenEvent(_ context.Context, id string, now time.Time) (bool, error) {
 	seen := false
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -809,7 +809,7 @@ func (s *DB) SeenEvent(_ context.Context, id string, now time.Time) (bool, error
 	return seen, err
 }
 
-// PutOutbox implements bot.Outbox.
+// PutOutbox implements runmodel.Outbox.
 func (s *DB) PutOutbox(_ context.Context, it runmodel.OutboxItem) error {
 	data, err := json.Marshal(it)
 	if err != nil {
@@ -818,7 +818,7 @@ func (s *DB) PutOutbox(_ context.Context, it runmodel.OutboxItem) error {
 	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bOutbox).Put([]byte(it.ID), data) })
 }
 
-// ListOutbox implements bot.Outbox, oldest first.
+// ListOutbox implements runmodel.Outbox, oldest first.
 func (s *DB) ListOutbox(_ context.Context) ([]runmodel.OutboxItem, error) {
 	var out []runmodel.OutboxItem
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -835,7 +835,7 @@ func (s *DB) ListOutbox(_ context.Context) ([]runmodel.OutboxItem, error) {
 	return out, err
 }
 
-// DeleteOutbox implements bot.Outbox.
+// DeleteOutbox implements runmodel.Outbox.
 func (s *DB) DeleteOutbox(_ context.Context, id string) error {
 	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bOutbox).Delete([]byte(id)) })
 }

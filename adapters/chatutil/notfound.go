@@ -8,7 +8,7 @@ import (
 )
 
 // NotFoundError is a name (a user, a group) the platform does not know,
-// with the closest name it does know. It wraps bot.ErrNotFound; `config
+// with the closest name it does know. It wraps chatmodel.ErrNotFound; `config
 // check` shows the suggestion as a did-you-mean (DidYouMean).
 type NotFoundError struct {
 	What       string // "slack user", "slack usergroup"
@@ -36,7 +36,7 @@ func (e *NotFoundError) Error() string {
 	return msg
 }
 
-// Unwrap makes errors.Is find bot.ErrNotFound.
+// Unwrap makes errors.Is find chatmodel.ErrNotFound.
 func (e *NotFoundError) Unwrap() error { return chatmodel.ErrNotFound }
 
 // DidYouMean is the closest known name, or "".

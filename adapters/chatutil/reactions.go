@@ -88,8 +88,8 @@ func find(i chatmodel.Intent) (Reaction, bool) {
 	return Reaction{}, false
 }
 
-// Hints implements bot.ReactionHints with this table; adapters embed it.
+// Hints implements chatmodel.ReactionHints with this table; adapters embed it.
 type Hints struct{}
 
-// Symbol implements bot.ReactionHints.
+// Symbol implements chatmodel.ReactionHints.
 func (Hints) Symbol(i chatmodel.Intent) string { return Symbol(i) }

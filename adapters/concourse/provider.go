@@ -80,7 +80,7 @@ func NewProvider(targets map[string]*Client, opts ProviderOptions) (*Provider, e
 	return &Provider{targets: targets, opts: opts}, nil
 }
 
-// Ops implements bot.Provider.
+// Ops implements opmodel.Provider.
 func (p *Provider) Ops() []opmodel.Op {
 	return []opmodel.Op{
 		p.opInfo(), p.opWorkers(), p.opWorker(), p.opFindWorker(), p.opBuilds(), p.opBuildEventsScan(),
@@ -227,7 +227,7 @@ func countsLine(counts map[string]int, order []string) string {
 	return strings.Join(parts, ", ")
 }
 
-// itemResult is one entry of bot.Result.Items.
+// itemResult is one entry of opmodel.Result.Items.
 func itemResult(id string, outcome opmodel.ItemOutcome, reason string) opmodel.ItemResult {
 	return opmodel.ItemResult{ID: id, Outcome: outcome, Reason: reason}
 }

@@ -56,7 +56,7 @@ type Options struct {
 	Extra map[string]func(args []string) string
 }
 
-// Adapter implements bot.Chat, bot.GroupResolver and bot.ThreadReader.
+// Adapter implements chatmodel.Chat, chatmodel.GroupResolver and chatmodel.ThreadReader.
 type Adapter struct {
 	cfg  Config
 	opts Options
@@ -181,7 +181,7 @@ func (a *Adapter) printMessage(m *message, edited bool) {
 	}
 }
 
-// Post implements bot.Chat.
+// Post implements chatmodel.Chat.
 func (a *Adapter) Post(_ context.Context, to chatmodel.Conversation, m chatmodel.Message) (chatmodel.MessageRef, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -207,7 +207,7 @@ func (a *Adapter) Post(_ context.Context, to chatmodel.Conversation, m chatmodel
 	return chatmodel.MessageRef{Platform: "console", Channel: to.Channel, Thread: to.Thread, ID: a.refID(msg.n)}, nil
 }
 
-// Update implements bot.Chat.
+// Update implements chatmodel.Chat.
 func (a *Adapter) Update(_ context.Context, ref chatmodel.MessageRef, m chatmodel.Message) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -263,7 +263,7 @@ func (a *Adapter) shownCopy(id string) *message {
 	return nil
 }
 
-// Ephemeral implements bot.Chat.
+// Ephemeral implements chatmodel.Chat.
 func (a *Adapter) Ephemeral(_ context.Context, _ chatmodel.Conversation, u chatmodel.User, m chatmodel.Message) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -275,10 +275,10 @@ func (a *Adapter) Ephemeral(_ context.Context, _ chatmodel.Conversation, u chatm
 	return nil
 }
 
-// Symbol implements bot.ReactionHints: the reactions of chatutil.Reactions.
+// Symbol implements chatmodel.ReactionHints: the reactions of chatutil.Reactions.
 func (a *Adapter) Symbol(i chatmodel.Intent) string { return chatutil.Symbol(i) }
 
-// GroupMembers implements bot.GroupResolver from the configured groups.
+// GroupMembers implements chatmodel.GroupResolver from the configured groups.
 func (a *Adapter) GroupMembers(_ context.Context, group string) ([]string, error) {
 	members, ok := a.cfg.Groups[group]
 	if !ok {
@@ -287,7 +287,7 @@ func (a *Adapter) GroupMembers(_ context.Context, group string) ([]string, error
 	return members, nil
 }
 
-// ReadThread implements bot.ThreadReader.
+// ReadThread implements chatmodel.ThreadReader.
 func (a *Adapter) ReadThread(_ context.Context, c chatmodel.Conversation) ([]chatmodel.ThreadMessage, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

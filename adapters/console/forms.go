@@ -22,7 +22,7 @@ type consoleForm struct {
 
 var _ chatmodel.FormOpener = (*Adapter)(nil)
 
-// OpenForm implements bot.FormOpener: the next lines answer the form's
+// OpenForm implements chatmodel.FormOpener: the next lines answer the form's
 // missing required fields one by one ("/cancel" stops); then the command
 // is handled as if typed in full.
 func (a *Adapter) OpenForm(_ context.Context, ev chatmodel.Event, f chatmodel.Form) error {

@@ -12,7 +12,7 @@ import (
 	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
-// Provider implements bot.Provider.
+// Provider implements opmodel.Provider.
 type Provider struct {
 	// Dial is used by tcp_check (default net.Dialer).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -22,7 +22,7 @@ type Provider struct {
 
 var _ opmodel.Provider = Provider{}
 
-// Ops implements bot.Provider.
+// Ops implements opmodel.Provider.
 func (p Provider) Ops() []opmodel.Op {
 	return []opmodel.Op{
 		{Name: "core.echo", Class: opmodel.ClassRead, Doc: "Returns its `message` argument (handy to show computed values).",

@@ -326,8 +326,8 @@ func (a *Adapter) identify(ctx context.Context, e *chatmodel.Event) error {
 	return nil
 }
 
-// ResolveUser implements bot.IdentityResolver: a username ("alice",
-// "@alice") or a user id, looked up on the server. It wraps bot.ErrNotFound
+// ResolveUser implements chatmodel.IdentityResolver: a username ("alice",
+// "@alice") or a user id, looked up on the server. It wraps chatmodel.ErrNotFound
 // when the server has no such user.
 func (a *Adapter) ResolveUser(ctx context.Context, nameOrID string) (chatmodel.User, error) {
 	name := strings.TrimPrefix(strings.TrimSpace(nameOrID), "@")
@@ -447,6 +447,6 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// Symbol implements bot.ReactionHints: the reactions of chatutil.Reactions
+// Symbol implements chatmodel.ReactionHints: the reactions of chatutil.Reactions
 // (every advertised name exists on Mattermost 11.1).
 func (a *Adapter) Symbol(i chatmodel.Intent) string { return chatutil.Symbol(i) }

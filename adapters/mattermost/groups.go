@@ -16,7 +16,7 @@ import (
 )
 
 // ErrUnknownGroup is wrapped by GroupMembers when a name matches no role,
-// user group or private channel. That error also wraps bot.ErrNotFound
+// user group or private channel. That error also wraps chatmodel.ErrNotFound
 // (`config check` fails on it; the engine counts no members) and, when a
 // known name is close, says it (DidYouMean).
 var ErrUnknownGroup = errors.New("unknown mattermost group")
@@ -37,7 +37,7 @@ func (e *UnknownGroupError) Error() string {
 	return msg
 }
 
-// Unwrap makes errors.Is find ErrUnknownGroup and bot.ErrNotFound.
+// Unwrap makes errors.Is find ErrUnknownGroup and chatmodel.ErrNotFound.
 func (e *UnknownGroupError) Unwrap() []error { return []error{ErrUnknownGroup, chatmodel.ErrNotFound} }
 
 // DidYouMean is the closest known group name, or "".
@@ -49,7 +49,7 @@ const (
 	GroupTeamAdmin   = "team_admin"
 )
 
-// GroupMembers implements bot.GroupResolver. A group name ("ci-oncall",
+// GroupMembers implements chatmodel.GroupResolver. A group name ("ci-oncall",
 // "group:ci-oncall" or "@ci-oncall") resolves, in this order, to:
 //   - system_admin: the active system admins;
 //   - team_admin: the admins of the configured team;

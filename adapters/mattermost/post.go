@@ -16,7 +16,7 @@ import (
 // errIDRootID is Mattermost's error for a RootId that is not a root post.
 const errIDRootID = "api.post.create_post.root_id.app_error"
 
-// Post implements bot.Chat. The message is posted by the bot account; with
+// Post implements chatmodel.Chat. The message is posted by the bot account; with
 // to.Thread it is a reply in that thread (a reply's id is mapped to its
 // root). Buttons are added right after creation, because their signature
 // covers the new post's id. Content over Mattermost's size limit goes to
@@ -68,7 +68,7 @@ func (a *Adapter) Post(ctx context.Context, to chatmodel.Conversation, m chatmod
 	return ref, nil
 }
 
-// Update implements bot.Chat by patching the post in place (message and
+// Update implements chatmodel.Chat by patching the post in place (message and
 // attachments; buttons are re-signed). Content over the size limit is
 // truncated with a note, since an update cannot add replies.
 func (a *Adapter) Update(ctx context.Context, ref chatmodel.MessageRef, m chatmodel.Message) error {
@@ -89,7 +89,7 @@ func (a *Adapter) patch(ctx context.Context, ref chatmodel.MessageRef, r rendere
 	})
 }
 
-// Ephemeral implements bot.Chat. During a slash command or button callback
+// Ephemeral implements chatmodel.Chat. During a slash command or button callback
 // the text goes into the HTTP answer (a real ephemeral message). Otherwise
 // it is posted with CreatePostEphemeral, which Mattermost allows only to
 // accounts with the create_post_ephemeral permission (system admins); for a
@@ -226,7 +226,7 @@ func (a *Adapter) createPost(ctx context.Context, post *model.Post) (*model.Post
 	return created, nil
 }
 
-// CanPost implements bot.PostChecker: the bot must be a member of the
+// CanPost implements chatmodel.PostChecker: the bot must be a member of the
 // channel. Otherwise the run is refused with how to add it.
 func (a *Adapter) CanPost(ctx context.Context, to chatmodel.Conversation) error {
 	channel, err := a.channelID(ctx, to.Channel)

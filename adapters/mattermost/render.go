@@ -119,7 +119,7 @@ func indexRune(rs []rune, r rune, from int) int {
 	return -1
 }
 
-// rendered is a bot.Message turned into Mattermost parts.
+// rendered is a chatmodel.Message turned into Mattermost parts.
 type rendered struct {
 	message  string
 	detail   string   // attachment text ("" for none)

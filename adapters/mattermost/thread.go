@@ -12,7 +12,7 @@ import (
 	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
-// ReadThread implements bot.ThreadReader: the root post and its replies,
+// ReadThread implements chatmodel.ThreadReader: the root post and its replies,
 // oldest first, without system messages. Attachment texts (details) are
 // appended to their post's text.
 func (a *Adapter) ReadThread(ctx context.Context, c chatmodel.Conversation) ([]chatmodel.ThreadMessage, error) {

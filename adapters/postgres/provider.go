@@ -95,7 +95,7 @@ func (p *Provider) Close() {
 	p.closed = true
 }
 
-// Ops implements bot.Provider.
+// Ops implements opmodel.Provider.
 func (p *Provider) Ops() []opmodel.Op {
 	return []opmodel.Op{
 		{

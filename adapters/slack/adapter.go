@@ -1,7 +1,7 @@
 // Package slack connects groundcrew to Slack: it receives "/runbook"
 // commands, reactions and button presses (over Socket Mode or signed HTTP
-// requests) and hands them to the engine as bot.Events, and it implements
-// bot.Chat, bot.GroupResolver and bot.ThreadReader on the Slack Web API.
+// requests) and hands them to the engine as chatmodel.Events, and it implements
+// chatmodel.Chat, chatmodel.GroupResolver and chatmodel.ThreadReader on the Slack Web API.
 //
 // Outbound writes go through one FIFO lane per channel that spaces them about
 // one second apart (chat.postMessage's per-channel limit) and waits out every
@@ -295,9 +295,9 @@ func (a *Adapter) tellNameMismatch(ctx context.Context, e chatmodel.Event, u cha
 	}
 }
 
-// ResolveUser implements bot.IdentityResolver: a handle ("alice",
+// ResolveUser implements chatmodel.IdentityResolver: a handle ("alice",
 // "@alice") or a user id, looked up through users.list / users.info. It
-// wraps bot.ErrNotFound when Slack has no such user.
+// wraps chatmodel.ErrNotFound when Slack has no such user.
 func (a *Adapter) ResolveUser(ctx context.Context, nameOrID string) (chatmodel.User, error) {
 	name := strings.TrimPrefix(strings.TrimSpace(nameOrID), "@")
 	if slackUserID.MatchString(name) {
@@ -319,5 +319,5 @@ func (s slogOutput) Output(_ int, msg string) error {
 	return nil
 }
 
-// Symbol implements bot.ReactionHints: the reactions of chatutil.Reactions.
+// Symbol implements chatmodel.ReactionHints: the reactions of chatutil.Reactions.
 func (a *Adapter) Symbol(i chatmodel.Intent) string { return chatutil.Symbol(i) }

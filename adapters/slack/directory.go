@@ -220,7 +220,7 @@ func userOf(u *slackapi.User) chatmodel.User {
 }
 
 // userByName finds a user by handle (users.list, cached for the group
-// TTL; Slack has no lookup by name). It wraps bot.ErrNotFound.
+// TTL; Slack has no lookup by name). It wraps chatmodel.ErrNotFound.
 func (d *directory) userByName(ctx context.Context, name string) (chatmodel.User, error) {
 	key := strings.ToLower(name)
 	d.mu.Lock()

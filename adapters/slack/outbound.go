@@ -15,7 +15,7 @@ import (
 	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
-// Post implements bot.Chat. A message into a Conversation with a Thread is a
+// Post implements chatmodel.Chat. A message into a Conversation with a Thread is a
 // thread reply (thread_ts), also shown in the channel when m.Broadcast is set
 // (reply_broadcast). Content that does not fit the message (a long Detail,
 // overflowing text) follows as replies in the message's thread. The returned
@@ -72,7 +72,7 @@ func cannotPost(err error) bool {
 	return false
 }
 
-// CanPost implements bot.PostChecker: the bot may post in a public channel
+// CanPost implements chatmodel.PostChecker: the bot may post in a public channel
 // (it joins it) or in a private one it was invited to. A private channel
 // it is not in is refused with how to invite it.
 func (a *Adapter) CanPost(ctx context.Context, to chatmodel.Conversation) error {
@@ -192,7 +192,7 @@ func (a *Adapter) postReplies(ctx context.Context, s *laneSession, ch, thread st
 	}
 }
 
-// Update implements bot.Chat with chat.update. What does not fit the message
+// Update implements chatmodel.Chat with chat.update. What does not fit the message
 // (a long Detail) is posted as new thread replies only when it changed since
 // the message was last posted or updated, so repeated updates do not repeat
 // it.
@@ -235,7 +235,7 @@ func (a *Adapter) Update(ctx context.Context, ref chatmodel.MessageRef, m chatmo
 	return nil
 }
 
-// Ephemeral implements bot.Chat with chat.postEphemeral (in the thread when
+// Ephemeral implements chatmodel.Chat with chat.postEphemeral (in the thread when
 // the Conversation has one). Ephemeral messages cannot have replies, so what
 // does not fit follows as further ephemeral messages. Where the bot cannot
 // post (a private channel or a DM it is not in), the answer goes through the
@@ -325,14 +325,14 @@ func (a *Adapter) lastReplies(ref chatmodel.MessageRef) string {
 	return a.replies[refKey(ref)]
 }
 
-// GroupMembers implements bot.GroupResolver with Slack usergroups: group is
+// GroupMembers implements chatmodel.GroupResolver with Slack usergroups: group is
 // a handle ("ci-oncall", "@ci-oncall", "group:ci-oncall") or an id (S…).
-// Unknown handles wrap bot.ErrNotFound.
+// Unknown handles wrap chatmodel.ErrNotFound.
 func (a *Adapter) GroupMembers(ctx context.Context, group string) ([]string, error) {
 	return a.dir.groupMembers(ctx, group)
 }
 
-// ReadThread implements bot.ThreadReader with conversations.replies: the
+// ReadThread implements chatmodel.ThreadReader with conversations.replies: the
 // root message and its replies, oldest first, with user names resolved.
 func (a *Adapter) ReadThread(ctx context.Context, c chatmodel.Conversation) ([]chatmodel.ThreadMessage, error) {
 	if c.Thread == "" {

@@ -42,7 +42,7 @@ type slackMsg struct {
 	blocks []slackapi.Block
 }
 
-// rendered is a bot.Message as Slack messages: the message itself and the
+// rendered is a chatmodel.Message as Slack messages: the message itself and the
 // thread replies that carry what did not fit (overflowing text, Detail).
 type rendered struct {
 	main    slackMsg

@@ -51,12 +51,12 @@ func queueAudit(ctx context.Context, tx pgx.Tx, q *pgx.Batch, entries []runmodel
 	return nil
 }
 
-// AppendAudit implements bot.Journals.
+// AppendAudit implements runmodel.Journals.
 func (s *DB) AppendAudit(ctx context.Context, e runmodel.AuditEntry) error {
 	return s.write(ctx, func(tx pgx.Tx) error { return appendAudit(ctx, tx, e) })
 }
 
-// AuditEntries implements bot.Journals: the entries of one run, or all of
+// AuditEntries implements runmodel.Journals: the entries of one run, or all of
 // them when runID is empty.
 func (s *DB) AuditEntries(ctx context.Context, runID string) ([]runmodel.AuditEntry, error) {
 	var out []runmodel.AuditEntry

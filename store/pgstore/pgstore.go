@@ -341,7 +341,7 @@ func (s *DB) decodeRun(ctx context.Context, q querier, id string, raw []byte) (*
 	return st.Run, st.SpecRef, nil
 }
 
-// CreateRun implements bot.Runs. It fails with bot.ErrExists if the id is taken.
+// CreateRun implements runmodel.Runs. It fails with runmodel.ErrExists if the id is taken.
 func (s *DB) CreateRun(ctx context.Context, r *runmodel.Run, b *runmodel.Batch) error {
 	r.ID = strings.ToLower(r.ID)
 	return s.write(ctx, func(tx pgx.Tx) error {
@@ -360,7 +360,7 @@ func (s *DB) CreateRun(ctx context.Context, r *runmodel.Run, b *runmodel.Batch) 
 	})
 }
 
-// UpdateRun implements bot.Runs. The run's row is locked (FOR UPDATE) for
+// UpdateRun implements runmodel.Runs. The run's row is locked (FOR UPDATE) for
 // the transaction, so concurrent updates of one run serialise and each
 // sees the one before.
 func (s *DB) UpdateRun(ctx context.Context, id string, fn func(*runmodel.Run, *runmodel.Batch) error) (*runmodel.Run, error) {
@@ -455,7 +455,7 @@ func (s *DB) writeBatch(ctx context.Context, tx pgx.Tx, q *pgx.Batch, runID stri
 	return nil
 }
 
-// GetRun implements bot.Runs.
+// GetRun implements runmodel.Runs.
 func (s *DB) GetRun(ctx context.Context, id string) (*runmodel.Run, error) {
 	var raw []byte
 	err := s.pool.QueryRow(ctx, "select data from runs where id = $1", runID(id)).Scan(&raw)
@@ -469,7 +469,7 @@ func (s *DB) GetRun(ctx context.Context, id string) (*runmodel.Run, error) {
 	return r, err
 }
 
-// ListRuns implements bot.Runs; most recent first.
+// ListRuns implements runmodel.Runs; most recent first.
 func (s *DB) ListRuns(ctx context.Context, q runmodel.RunQuery) ([]*runmodel.Run, error) {
 	var where []string
 	var args []any
@@ -547,7 +547,7 @@ func (s *DB) ListRuns(ctx context.Context, q runmodel.RunQuery) ([]*runmodel.Run
 	return out, nil
 }
 
-// RunByMessage implements bot.Runs.
+// RunByMessage implements runmodel.Runs.
 func (s *DB) RunByMessage(ctx context.Context, ref chatmodel.MessageRef) (runmodel.MessageIndex, error) {
 	var m runmodel.MessageIndex
 	var raw []byte
@@ -562,7 +562,7 @@ func (s *DB) RunByMessage(ctx context.Context, ref chatmodel.MessageRef) (runmod
 	return m, json.Unmarshal(raw, &m)
 }
 
-// Journal implements bot.Journals.
+// Journal implements runmodel.Journals.
 func (s *DB) Journal(ctx context.Context, id string) ([]runmodel.JournalEntry, error) {
 	rows, err := s.pool.Query(ctx, "select data from journal where run_id = $1 order by seq", runID(id))
 	if err != nil {
@@ -584,7 +584,7 @@ func (s *DB) Journal(ctx context.Context, id string) ([]runmodel.JournalEntry, e
 	return out, rows.Err()
 }
 
-// SeenEvent implements bot.Dedupe.
+// SeenEvent implements runmodel.Dedupe.
 func (s *DB) SeenEvent(ctx context.Context, id string, now time.Time) (bool, error) {
 	seen := false
 	err := s.write(ctx, func(tx pgx.Tx) error {
@@ -598,7 +598,7 @@ func (s *DB) SeenEvent(ctx context.Context, id string, now time.Time) (bool, err
 	return seen, err
 }
 
-// PutOutbox implements bot.Outbox.
+// PutOutbox implements runmodel.Outbox.
 func (s *DB) PutOutbox(ctx context.Context, it runmodel.OutboxItem) error {
 	data, err := json.Marshal(it)
 	if err != nil {
@@ -613,7 +613,7 @@ func (s *DB) PutOutbox(ctx context.Context, it runmodel.OutboxItem) error {
 	})
 }
 
-// ListOutbox implements bot.Outbox, ordered by id.
+// ListOutbox implements runmodel.Outbox, ordered by id.
 func (s *DB) ListOutbox(ctx context.Context) ([]runmodel.OutboxItem, error) {
 	rows, err := s.pool.Query(ctx, "select data from outbox order by id collate \"C\"")
 	if err != nil {
@@ -639,7 +639,7 @@ func (s *DB) ListOutbox(ctx context.Context) ([]runmodel.OutboxItem, error) {
 	return out, nil
 }
 
-// DeleteOutbox implements bot.Outbox.
+// DeleteOutbox implements runmodel.Outbox.
 func (s *DB) DeleteOutbox(ctx context.Context, id string) error {
 	return s.write(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "delete from outbox where id = $1", id); err != nil {
@@ -675,7 +675,7 @@ func (s *DB) PutKV(ctx context.Context, key string, value []byte) error {
 	})
 }
 
-// Housekeep implements bot.Housekeeper: it forgets inbound event ids older
+// Housekeep implements runmodel.Housekeeper: it forgets inbound event ids older
 // than the event TTL and deletes finished runs (with their journal and
 // message index) that finished more than the retention ago, in
 // transactions of at most 1,000 runs. The audit log is kept whole.

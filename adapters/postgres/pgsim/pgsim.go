@@ -217,7 +217,7 @@ func (d *Sim) total() int64 {
 	return n
 }
 
-// Ops implements bot.Provider.
+// Ops implements opmodel.Provider.
 func (d *Sim) Ops() []opmodel.Op {
 	return []opmodel.Op{
 		{Name: postgres.OpPing, Class: opmodel.ClassRead, Doc: "Simulated: connect to the target's Concourse database.", Do: d.ping},
