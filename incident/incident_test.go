@@ -930,3 +930,28 @@ func TestRootCountsEveryAlertNotShown(t *testing.T) {
 	assert.Contains(t, root.Text, "\n• `mountpoint=/a` — 6% left\n• … and 50 more (50 not sent by Alertmanager: max_alerts)")
 	assert.Empty(t, root.Detail, "nothing more to list")
 }
+
+// TestListOrdersByTheAgeItShowsAndSaysWhatIsNotInChat: "oldest first" is
+// the age the list shows (from the alert's startsAt), not when groundcrew
+// heard of it; an incident whose thread still waits in the outbox says so.
+func TestListOrdersByTheAgeItShowsAndSaysWhatIsNotInChat(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	newer := diskSignal(true, "a")
+	newer.Key, newer.Since = "newer", f.clock.Now().Add(-time.Hour)
+	n, err := f.m.Signal(ctx, newer)
+	require.NoError(t, err)
+	f.clock.Advance(time.Minute)
+	older := diskSignal(true, "b")
+	older.Key, older.Since = "older", f.clock.Now().Add(-3*time.Hour)
+	f.chat.FailPosts = 1
+	o, err := f.m.Signal(ctx, older)
+	require.NoError(t, err)
+	require.True(t, o.Root.IsZero(), "chat refused the root")
+
+	require.NoError(t, f.h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: chatmodel.User{ID: "U9"}, Text: "incidents"}))
+	list := f.chat.Ephemerals("U9")[0]
+	assert.Less(t, strings.Index(list, o.ID), strings.Index(list, n.ID), "open for 3 h before open for 1 h: %s", list)
+	assert.Contains(t, list, "`"+o.ID+"` FileSystemSpaceFillingUp on `infra-prd` — not acknowledged, open for 3 h · ⏳ not in chat yet")
+	assert.NotContains(t, list[strings.Index(list, n.ID):], "not in chat yet")
+}

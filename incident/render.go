@@ -245,11 +245,21 @@ func listRank(ins []*Incident) {
 		if a.State == StateResolved {
 			return a.ResolvedAt.After(b.ResolvedAt)
 		}
-		if !a.OpenedAt.Equal(b.OpenedAt) {
-			return a.OpenedAt.Before(b.OpenedAt)
+		if sa, sb := started(a), started(b); !sa.Equal(sb) {
+			return sa.Before(sb) // the age the list shows: oldest first
 		}
 		return a.ID < b.ID
 	})
+}
+
+// started is when the incident's age counts from (as Duration): when the
+// condition started (an alert's startsAt) if that is earlier than the
+// opening.
+func started(in *Incident) time.Time {
+	if !in.Since.IsZero() && in.Since.Before(in.OpenedAt) {
+		return in.Since
+	}
+	return in.OpenedAt
 }
 
 // ListText renders `/runbook incidents`: counts by state, then the
@@ -312,6 +322,9 @@ func (m *Manager) ListText(ins []*Incident, f ListFilter, runs func(*Incident) [
 		}
 		if in.State != StateResolved && in.SilenceID != "" {
 			state += ", 🔕 silenced until " + hm(in.SilencedUntil) + " by " + in.SilencedBy.Display()
+		}
+		if in.State != StateResolved && in.Root.IsZero() {
+			state += " · ⏳ not in chat yet: its thread waits in the outbox until chat takes posts"
 		}
 		fmt.Fprintf(&b, "\n%s `%s` %s%s — %s", stateIcon(in.State), in.ID, in.Title, where, state)
 		if in.State == StateResolved {
