@@ -193,6 +193,21 @@ command and in a running serve, whatever the store holds.`,
 			if more {
 				fmt.Fprintf(cmd.ErrOrStderr(), "(the %d most recent shown: --limit N or --all for more)\n", limit)
 			}
+			if n == 0 && format != "json" {
+				// An empty table is not an answer: say whether the filters
+				// or the store are empty.
+				var filters []string
+				for _, f := range []string{"since", "state", "runbook", "target"} {
+					if fl := cmd.Flags().Lookup(f); fl != nil && fl.Changed {
+						filters = append(filters, "--"+f+" "+fl.Value.String())
+					}
+				}
+				if len(filters) > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "(no runs match %s)\n", strings.Join(filters, " "))
+				} else {
+					fmt.Fprintln(cmd.ErrOrStderr(), "(no runs in the store)")
+				}
+			}
 			return nil
 		}),
 	}

@@ -71,6 +71,15 @@ func TestRunsList_LimitFiltersAndAll(t *testing.T) {
 	require.NoError(t, err, got)
 	assert.Len(t, lines(got), 1+45, "odd runs of the last 90 minutes, no hint: nothing more")
 
+	got, err = run(t, "", "runs", "list", "--store", path, "--since", "90m", "--runbook", "hello")
+	require.NoError(t, err, got)
+	assert.Equal(t, "(no runs match --since 90m --runbook hello)", lines(got)[len(lines(got))-1], "an empty table says why")
+	empty := filepath.Join(t.TempDir(), "empty.db")
+	fillRuns(t, empty, 0)
+	got, err = run(t, "", "runs", "list", "--store", empty)
+	require.NoError(t, err, got)
+	assert.Contains(t, got, "(no runs in the store)")
+
 	got, err = run(t, "", "runs", "list", "--store", path, "--all", "--format", "json")
 	require.NoError(t, err)
 	l = lines(got)
