@@ -244,11 +244,11 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 		if m.o.Observer != nil {
 			m.o.Observer.IncidentOpened(string(in.Source.Kind))
 		}
-		m.audit(ctx, in, "", "incident_opened", in.Title)
+		m.audit(ctx, in, "", runmodel.ActionIncidentOpened, in.Title)
 	case changeResolved:
-		m.audit(ctx, in, "", "incident_resolved", human.Duration(in.Duration(now)))
+		m.audit(ctx, in, "", runmodel.ActionIncidentResolved, human.Duration(in.Duration(now)))
 	case changeReopened:
-		m.audit(ctx, in, "", "incident_reopened", in.Title)
+		m.audit(ctx, in, "", runmodel.ActionIncidentReopened, in.Title)
 	}
 	in = m.publish(ctx, in, what, prevEvidence, s.Why)
 	if (what == changeOpened || what == changeReopened) && in.Autostart && !in.Autostarted && in.Runbook != "" {
@@ -471,16 +471,16 @@ func (m *Manager) postThread(ctx context.Context, in *Incident, msg chatmodel.Me
 // audit records an incident's change in the audit log and in the bot's
 // log (an operator reading the log sees incidents open and resolve, not
 // only runs).
-func (m *Manager) audit(ctx context.Context, in *Incident, actor, action, detail string) {
+func (m *Manager) audit(ctx context.Context, in *Incident, actor string, action runmodel.AuditAction, detail string) {
 	if actor == "" {
 		actor = string(in.Source.Kind)
 	}
-	m.log.Info(strings.ReplaceAll(action, "_", " "), "incident", in.ID, "title", in.Title, "target", in.Target,
+	m.log.Info(strings.ReplaceAll(string(action), "_", " "), "incident", in.ID, "title", in.Title, "target", in.Target,
 		"channel", in.Channel, "source", string(in.Source.Kind)+":"+in.Source.Name, "by", actor, "detail", detail)
 	if m.o.Audit == nil {
 		return
 	}
-	err := m.o.Audit.AppendAudit(ctx, runmodel.AuditEntry{Time: m.o.Now(), Actor: actor, Action: runmodel.AuditAction(action), Target: in.Target,
+	err := m.o.Audit.AppendAudit(ctx, runmodel.AuditEntry{Time: m.o.Now(), Actor: actor, Action: action, Target: in.Target,
 		Detail: in.ID + " " + in.Key + ": " + detail})
 	if err != nil {
 		m.log.Error("writing the audit log", "incident", in.ID, "action", action, "err", err)
@@ -535,7 +535,7 @@ func (m *Manager) Acknowledge(ctx context.Context, id string, who chatmodel.User
 	if !changed {
 		return in, false, nil
 	}
-	m.audit(ctx, in, who.ID, "incident_acknowledged", via)
+	m.audit(ctx, in, who.ID, runmodel.ActionIncidentAcknowledged, via)
 	m.edit(ctx, in, m.render(in))
 	m.postThread(ctx, in, chatmodel.Message{Text: fmt.Sprintf("👀 %s acknowledged — %s after it started.", who.Display(), human.Duration(in.Duration(now)))})
 	return in, true, nil
@@ -624,7 +624,7 @@ func (m *Manager) Silence(ctx context.Context, in *Incident, who chatmodel.User,
 	if err != nil {
 		return id, fmt.Errorf("recording silence %s of incident %s: %w", id, cur.ID, err)
 	}
-	m.audit(ctx, in, who.ID, "incident_silenced", id)
+	m.audit(ctx, in, who.ID, runmodel.ActionIncidentSilenced, id)
 	m.updateRoot(ctx, in)
 	m.postThread(ctx, in, chatmodel.Message{Text: fmt.Sprintf("🔕 %s silenced these alerts for %s (until %s) in Alertmanager (silence `%s`). Alertmanager sends nothing for them meanwhile, not even their resolve: groundcrew asks it every %s and resolves the incident when they are gone.",
 		who.Display(), human.Duration(d), hm(until), id, human.Duration(SilenceCheckEvery))})
@@ -663,7 +663,7 @@ func (m *Manager) ExpireSilence(ctx context.Context, in *Incident, who chatmodel
 	if err != nil {
 		return fmt.Errorf("recording the end of silence %s: %w", id, err)
 	}
-	m.audit(ctx, in, who.ID, "incident_unsilenced", id)
+	m.audit(ctx, in, who.ID, runmodel.ActionIncidentUnsilenced, id)
 	m.updateRoot(ctx, in)
 	m.postThread(ctx, in, chatmodel.Message{Text: fmt.Sprintf("🔔 %s expired the silence `%s`: Alertmanager notifies about these alerts again.", who.Display(), id)})
 	return nil
@@ -759,7 +759,7 @@ func (m *Manager) silenceEnded(ctx context.Context, in *Incident, n int) error {
 	if !changed {
 		return nil
 	}
-	m.audit(ctx, in, "", "incident_reopened", "silence "+id+" ended")
+	m.audit(ctx, in, "", runmodel.ActionIncidentReopened, "silence "+id+" ended")
 	m.updateRoot(ctx, in)
 	m.postThread(ctx, in, chatmodel.Message{Text: fmt.Sprintf("🔔 The silence ended and %d alert%s still fire%s: the incident is open again.", n, plural(n), map[bool]string{true: "s"}[n == 1]), Broadcast: true})
 	if w, ok := m.o.Chat.(chatmodel.ReactionWatcher); ok && !in.Root.IsZero() {
