@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -571,6 +572,36 @@ func (a *Adapter) press(ctx context.Context, h chatmodel.Handler, u chatmodel.Us
 		Message:      chatmodel.MessageRef{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread, ID: a.id(m)}, Time: a.opts.Now()})
 }
 
+// writeNew writes data to a new file in dir: name, or name-2, name-3, …
+// when it exists (two digests in one minute each keep their chart; the
+// path printed under a message always shows that message's file).
+func writeNew(dir, name string, data []byte) (string, error) {
+	ext := filepath.Ext(name)
+	base := strings.TrimSuffix(name, ext)
+	for i := 1; i <= 100; i++ {
+		path := filepath.Join(dir, name)
+		if i > 1 {
+			path = filepath.Join(dir, fmt.Sprintf("%s-%d%s", base, i, ext))
+		}
+		fh, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("creating %s: %w", path, err)
+		}
+		_, err = fh.Write(data)
+		if cerr := fh.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return "", fmt.Errorf("writing %s: %w", path, err)
+		}
+		return path, nil
+	}
+	return "", fmt.Errorf("%s and 99 numbered copies exist in %s", name, dir)
+}
+
 // writeFile writes a message's file to FilesDir and says where (or why
 // not: the message stands without it).
 func (a *Adapter) writeFile(f chatmodel.File) string {
@@ -582,8 +613,8 @@ func (a *Adapter) writeFile(f chatmodel.File) string {
 	if name == "/" || name == "." {
 		name = "file"
 	}
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, f.Data, 0o600); err != nil {
+	path, err := writeNew(dir, name, f.Data)
+	if err != nil {
 		return fmt.Sprintf("📎 %s not written: %v", name, err)
 	}
 	if f.Alt != "" {

@@ -193,4 +193,18 @@ func TestConsole_WritesFiles(t *testing.T) {
 	require.NoError(t, err, "written in FilesDir, never outside it")
 	assert.Equal(t, "png", string(data))
 	assert.Contains(t, out.String(), "📎 "+path+" — Chart of infra-prd")
+
+	// A second chart of the same name (two digests in one minute) is a
+	// new file: the first message's path still shows its own chart.
+	_, err = a.Post(context.Background(), chatmodel.Conversation{Channel: "#ops"}, chatmodel.Message{Text: "digest again",
+		Files: []chatmodel.File{{Name: "digest-infra-prd.png", Data: []byte("png 2")}}})
+	require.NoError(t, err)
+	data, err = os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "png", string(data), "not overwritten")
+	second := filepath.Join(dir, "digest-infra-prd-2.png")
+	data, err = os.ReadFile(second)
+	require.NoError(t, err)
+	assert.Equal(t, "png 2", string(data))
+	assert.Contains(t, out.String(), "📎 "+second)
 }
