@@ -122,7 +122,7 @@ func New(cfg Config, in io.Reader, out io.Writer, opts Options) *Adapter {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Adapter{cfg: cfg, opts: opts, in: in, out: out, user: cfg.User,
+	return &Adapter{cfg: cfg, opts: opts, in: in, out: &syncWriter{w: out}, user: cfg.User,
 		session: strconv.FormatInt(time.Now().UnixNano(), 36)}
 }
 
@@ -621,4 +621,18 @@ func (a *Adapter) writeFile(f chatmodel.File) string {
 		return fmt.Sprintf("📎 %s — %s", path, f.Alt)
 	}
 	return "📎 " + path
+}
+
+// syncWriter serialises writes to the terminal: the prompt's own lines and
+// the engine's posts (from its workers and the outbox) are written from
+// different goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
