@@ -21,6 +21,7 @@ type (
 	Form             = chatmodel.Form
 	FormField        = chatmodel.FormField
 	FormOpener       = chatmodel.FormOpener
+	FormChecker      = chatmodel.FormChecker
 	MessageRole      = chatmodel.MessageRole
 	Intent           = chatmodel.Intent
 	ReactionHints    = chatmodel.ReactionHints

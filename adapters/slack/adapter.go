@@ -90,6 +90,9 @@ type Adapter struct {
 	// responseURLOK accepts a command's response_url (nil:
 	// validResponseURL; tests accept their fake's).
 	responseURLOK func(string) bool
+
+	// formChecker checks a submitted form before it is taken (nil: not).
+	formChecker chatmodel.FormChecker
 }
 
 // New checks cfg, resolves its secrets and returns an adapter. It makes no

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	slackapi "github.com/slack-go/slack"
 
@@ -90,22 +91,51 @@ func truncateRunes(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// submissionEvent converts a submitted modal into the command typed in
-// full; ok is false for a view that is not groundcrew's form.
-func (a *Adapter) submissionEvent(cb slackapi.InteractionCallback) (chatmodel.Event, bool) {
+// SetFormChecker makes a submitted form's values checked before the
+// submission is taken: a refused value is shown on its field (the
+// view_submission answered with response_action "errors") and the modal
+// stays open. Call it before Run.
+func (a *Adapter) SetFormChecker(c chatmodel.FormChecker) { a.formChecker = c }
+
+// submissionErrors is the answer to a view_submission of groundcrew's form
+// whose values the checker refuses, or nil to take it (close the modal).
+func (a *Adapter) submissionErrors(ctx context.Context, cb slackapi.InteractionCallback) *slackapi.ViewSubmissionResponse {
+	if a.formChecker == nil || cb.Type != slackapi.InteractionTypeViewSubmission {
+		return nil
+	}
+	st, values, ok := a.submission(cb)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second) // Slack waits 3 s for the answer
+	defer cancel()
+	errs := a.formChecker.CheckForm(ctx, st.Command, values)
+	out := map[string]string{}
+	for name, msg := range errs {
+		if _, onForm := values[name]; onForm {
+			out[name] = truncateRunes(msg, 2000)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return slackapi.NewErrorsViewSubmissionResponse(out)
+}
+
+// submission reads groundcrew's form from a view_submission: its state
+// and the values by field (spaces removed: a command value has none); ok
+// is false for a view that is not groundcrew's form.
+func (a *Adapter) submission(cb slackapi.InteractionCallback) (formState, map[string]string, bool) {
 	if cb.View.CallbackID != formCallback || cb.View.State == nil {
-		return chatmodel.Event{}, false
+		return formState{}, nil, false
 	}
 	var st formState
 	if err := json.Unmarshal([]byte(cb.View.PrivateMetadata), &st); err != nil || st.Channel == "" {
 		a.log.Warn("slack: a form submission without its state", "user", cb.User.ID, "err", err)
-		return chatmodel.Event{}, false
+		return formState{}, nil, false
 	}
-	form := chatmodel.Form{Command: st.Command}
 	values := map[string]string{}
-	names := append([]string(nil), st.Fields...)
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range st.Fields {
 		act, ok := cb.View.State.Values[name][name]
 		if !ok {
 			continue
@@ -114,7 +144,25 @@ func (a *Adapter) submissionEvent(cb slackapi.InteractionCallback) (chatmodel.Ev
 		if act.SelectedOption.Value != "" {
 			v = act.SelectedOption.Value
 		}
-		values[name] = strings.Join(strings.Fields(v), "") // a command value has no spaces
+		values[name] = strings.Join(strings.Fields(v), "")
+	}
+	return st, values, true
+}
+
+// submissionEvent converts a submitted modal into the command typed in
+// full; ok is false for a view that is not groundcrew's form.
+func (a *Adapter) submissionEvent(cb slackapi.InteractionCallback) (chatmodel.Event, bool) {
+	st, values, ok := a.submission(cb)
+	if !ok {
+		return chatmodel.Event{}, false
+	}
+	form := chatmodel.Form{Command: st.Command}
+	names := make([]string, 0, len(values))
+	for name := range values {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
 		form.Fields = append(form.Fields, chatmodel.FormField{Name: name})
 	}
 	e := chatmodel.Event{Kind: chatmodel.EventCommand, User: chatmodel.User{ID: cb.User.ID, Name: cb.User.Name}, Text: chatmodel.FormCommand(form, values), Time: a.now(),

@@ -3,7 +3,10 @@ package slack
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/url"
 	"testing"
+	"time"
 
 	slackapi "github.com/slack-go/slack"
 	"github.com/stretchr/testify/assert"
@@ -56,4 +59,87 @@ func TestForm_ModalOpenAndSubmit(t *testing.T) {
 
 	// Without a trigger (not a slash command) there is no modal.
 	assert.Error(t, a.OpenForm(context.Background(), bot.Event{ID: "slack:action:x"}, form))
+}
+
+// checkerStub refuses the values it is told to.
+type checkerStub struct {
+	refuse map[string]string
+	got    chan map[string]string
+}
+
+func (c *checkerStub) CheckForm(_ context.Context, command string, values map[string]string) map[string]string {
+	c.got <- values
+	return c.refuse
+}
+
+// submissionPayload is a view_submission of a form opened for fields.
+func submissionPayload(t *testing.T, a *Adapter, f *fakeSlack, values map[string]string) string {
+	t.Helper()
+	ev := a.commandEvent(slackapi.SlashCommand{TriggerID: "T9", UserID: "UALICE", UserName: "alice", ChannelID: "C0OPS", Text: "run waiter"})
+	form := bot.Form{Title: "Run waiter", Command: "run waiter target=infra-prd", Fields: []bot.FormField{{Name: "worker", Required: true}, {Name: "note"}}}
+	require.NoError(t, a.OpenForm(context.Background(), ev, form))
+	f.mu.Lock()
+	raw := f.views[len(f.views)-1].View
+	f.mu.Unlock()
+	var view slackapi.ModalViewRequest
+	require.NoError(t, json.Unmarshal([]byte(raw), &view))
+	state := map[string]map[string]any{}
+	for k, v := range values {
+		state[k] = map[string]any{k: map[string]any{"type": "plain_text_input", "value": v}}
+	}
+	b, err := json.Marshal(map[string]any{"type": "view_submission", "user": map[string]any{"id": "UALICE", "name": "alice"},
+		"view": map[string]any{"id": "V9", "hash": "h9", "callback_id": view.CallbackID, "private_metadata": view.PrivateMetadata, "state": map[string]any{"values": state}}})
+	require.NoError(t, err)
+	return string(b)
+}
+
+// A value the engine's check refuses is answered on its field
+// (response_action "errors" in the HTTP answer): the modal stays open and
+// nothing is submitted; accepted values close it and become the command.
+func TestForm_RefusedValueShownOnItsField_HTTP(t *testing.T) {
+	f := newFakeSlack(t)
+	a := newTestAdapter(t, f, Config{Mode: ModeHTTP})
+	check := &checkerStub{refuse: map[string]string{"worker": "Parameter \"worker\": character 2 is U+202E.", "elsewhere": "not on the form"}, got: make(chan map[string]string, 4)}
+	a.SetFormChecker(check)
+	rec := newRecorder()
+	runAdapter(t, a, rec)
+
+	body := []byte(url.Values{"payload": {submissionPayload(t, a, f, map[string]string{"worker": "w\u202e0", "note": "a b"})}}.Encode())
+	res := serve(t, a.HTTPHandler(), PathInteractivity, formType, body, time.Now(), nil)
+	require.Equal(t, http.StatusOK, res.Code)
+	assert.JSONEq(t, `{"response_action":"errors","errors":{"worker":"Parameter \"worker\": character 2 is U+202E."}}`, res.Body.String())
+	assert.Equal(t, map[string]string{"worker": "w\u202e0", "note": "ab"}, <-check.got, "the values as the command would carry them")
+	rec.none(t, 100*time.Millisecond)
+
+	check.refuse = nil
+	res = serve(t, a.HTTPHandler(), PathInteractivity, formType, body, time.Now(), nil)
+	require.Equal(t, http.StatusOK, res.Code)
+	assert.Empty(t, res.Body.String(), "accepted: the modal closes")
+	<-check.got
+	e := rec.next(t)
+	assert.Equal(t, "run waiter target=infra-prd note=ab worker=w\u202e0", e.Text)
+}
+
+// In Socket Mode the errors are the ack's payload.
+func TestForm_RefusedValueShownOnItsField_Socket(t *testing.T) {
+	f := newFakeSlack(t)
+	a := newTestAdapter(t, f, Config{Mode: ModeSocket})
+	payload := submissionPayload(t, a, f, map[string]string{"worker": "bad"})
+	script := &socketScript{acks: make(chan string, 10), payloads: make(chan json.RawMessage, 10), conns: [][]map[string]any{{
+		envelope("env-view", "interactive", rawJSON([]byte(payload))),
+	}}}
+	f.setWebsocket(script.serve(t))
+	check := &checkerStub{refuse: map[string]string{"worker": "No such worker."}, got: make(chan map[string]string, 4)}
+	a.SetFormChecker(check)
+	rec := newRecorder()
+	runAdapter(t, a, rec)
+
+	select {
+	case id := <-script.acks:
+		assert.Equal(t, "env-view", id)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the submission was not acked")
+	}
+	assert.JSONEq(t, `{"response_action":"errors","errors":{"worker":"No such worker."}}`, string(<-script.payloads))
+	rec.none(t, 100*time.Millisecond)
 }

@@ -162,6 +162,11 @@ func (a *Adapter) serveInteraction(w http.ResponseWriter, r *http.Request, _ []b
 		a.reject(w, r, "malformed interaction payload: "+err.Error(), http.StatusBadRequest)
 		return
 	}
+	if resp := a.submissionErrors(r.Context(), cb); resp != nil {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(resp)
+		return
+	}
 	a.inbox.push(a.interactionEvents(cb)...)
 	w.WriteHeader(http.StatusOK)
 }

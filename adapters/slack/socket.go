@@ -121,18 +121,31 @@ func (a *Adapter) handleSocketEvent(ctx context.Context, client *socketmode.Clie
 			a.inbox.push(a.commandEvent(cmd))
 		}
 	case socketmode.EventTypeInteractive:
+		cb, ok := evt.Data.(slackapi.InteractionCallback)
+		if ok {
+			if resp := a.submissionErrors(ctx, cb); resp != nil {
+				// The ack's payload is the answer: errors on their fields.
+				a.ackWith(ctx, client, evt.Request, resp)
+				return
+			}
+		}
 		a.ack(ctx, client, evt.Request)
-		if cb, ok := evt.Data.(slackapi.InteractionCallback); ok {
+		if ok {
 			a.inbox.push(a.interactionEvents(cb)...)
 		}
 	}
 }
 
 func (a *Adapter) ack(ctx context.Context, client *socketmode.Client, req *socketmode.Request) {
+	a.ackWith(ctx, client, req, nil)
+}
+
+// ackWith acks an envelope with a payload (nil: none).
+func (a *Adapter) ackWith(ctx context.Context, client *socketmode.Client, req *socketmode.Request, payload any) {
 	if req == nil || req.EnvelopeID == "" {
 		return
 	}
-	if err := client.AckCtx(ctx, req.EnvelopeID, nil); err != nil && ctx.Err() == nil {
+	if err := client.AckCtx(ctx, req.EnvelopeID, payload); err != nil && ctx.Err() == nil {
 		a.log.Warn("slack: socket mode ack failed", "envelope", req.EnvelopeID, "err", err)
 	}
 }

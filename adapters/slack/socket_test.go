@@ -36,6 +36,8 @@ type socketScript struct {
 	conns [][]map[string]any
 	n     atomic.Int32
 	acks  chan string
+	// payloads, when set, gets each ack's payload.
+	payloads chan json.RawMessage
 }
 
 func (s *socketScript) serve(t *testing.T) func(*websocket.Conn) {
@@ -60,6 +62,9 @@ func (s *socketScript) serve(t *testing.T) func(*websocket.Conn) {
 				return
 			}
 			s.acks <- ack.EnvelopeID
+			if s.payloads != nil {
+				s.payloads <- ack.Payload
+			}
 		}
 		if i+1 < len(s.conns) {
 			_ = c.WriteJSON(map[string]any{"type": "disconnect", "reason": "refresh_requested"})

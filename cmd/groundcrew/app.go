@@ -225,6 +225,11 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 		return nil, err
 	}
 	a.eng = eng
+	// A form's values are checked by the engine before a submission is
+	// taken, so a refused value is shown on its field.
+	if fc, ok := a.chat.(interface{ SetFormChecker(bot.FormChecker) }); ok {
+		fc.SetFormChecker(bot.FormCheckerOf(eng))
+	}
 	now := o.Now
 	if now == nil {
 		now = time.Now

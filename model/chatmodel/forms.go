@@ -43,3 +43,13 @@ func FormCommand(f Form, values map[string]string) string {
 	}
 	return text
 }
+
+// FormChecker checks a form's values before the submission is taken, the
+// way the command typed in full would be checked (the engine's own
+// parameter validation): for each field that would be refused, the
+// message, so the form shows it on that field and stays open. Nil or
+// empty: nothing to show on a field (the submission goes ahead and the
+// engine answers as it would the command). command is the form's Command.
+type FormChecker interface {
+	CheckForm(ctx context.Context, command string, values map[string]string) map[string]string
+}
