@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/groundcrew/groundcrew/bot/policy"
@@ -48,12 +49,36 @@ func (e *Engine) escalate(ctx context.Context, r *Run, now time.Time) {
 		if ng.Plan != nil && ng.Plan.Summary != "" {
 			what = ng.Plan.Summary
 		}
-		text := fmt.Sprintf("🔔 Escalation %d/%d — %s: approval for `%s` (%s) has waited %s with %d of %d approvals. %s · expires in %s (%s UTC). %s",
-			i+1, len(ng.Policy.Escalate), policy.DisplayList(step.Notify), r2.ID, what, waited, len(ng.Votes), ng.Policy.WithDefaults().Required,
+		mentions := e.dir.mentions(ctx, step.Notify)
+		head := fmt.Sprintf("🔔 Escalation %d/%d", i+1, len(ng.Policy.Escalate))
+		if named := e.dir.unmentioned(ctx, step.Notify, mentions); len(named) > 0 {
+			head += " — " + policy.DisplayList(named)
+		}
+		text := fmt.Sprintf("%s: approval for `%s` (%s) has waited %s with %d of %d approvals. %s · expires in %s (%s UTC). %s",
+			head, r2.ID, what, waited, len(ng.Votes), ng.Policy.WithDefaults().Required,
 			ng.Policy.Describe(r2.Requester.Display()), human.Duration(expiresIn(ng.ExpiresAt.Sub(now))), ng.ExpiresAt.UTC().Format("15:04"), e.hints.reminder(r2.ID))
-		e.out.thread(ctx, r2, RoleReminder, ng.StepID, Message{Broadcast: step.Channel, Mentions: e.dir.mentions(ctx, step.Notify), Text: text})
+		e.out.thread(ctx, r2, RoleReminder, ng.StepID, Message{Broadcast: step.Channel, Mentions: mentions, Text: text})
 		r = r2
 	}
+}
+
+// unmentioned returns the entries the message text must name: groups
+// (their members are mentioned one by one, the text says why) and users
+// who are not among the mentions (a look-up failed). A user who is
+// mentioned is not named again: the adapters put the mention before the
+// text ("@bob 🔔 Escalation 1/2: …", not "@bob 🔔 Escalation 1/2 — @bob: …").
+func (d *directory) unmentioned(ctx context.Context, entries, mentions []string) []string {
+	var out []string
+	for _, a := range entries {
+		if _, ok := policy.Group(a); ok {
+			out = append(out, a)
+			continue
+		}
+		if id, err := d.UserID(ctx, a); err != nil || id == "" || !slices.Contains(mentions, id) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // mentions returns the user ids of the entries: users by name, groups

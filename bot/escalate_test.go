@@ -51,7 +51,7 @@ func TestEngine_GateEscalates(t *testing.T) {
 	assert.Equal(t, []string{"U3"}, esc[0].Msg.Mentions)
 	assert.Equal(t, r.Gate.Message.Thread, esc[0].To.Thread, "in the gate's thread")
 	assert.False(t, esc[0].Msg.Broadcast)
-	assert.Contains(t, esc[0].Msg.Text, "🔔 Escalation 1/2 — @carol: approval for `"+r.ID+"` (call fake.touch name=x) has waited 10 min with 0 of 1 approvals. Needs 1 approval from @bob")
+	assert.Contains(t, esc[0].Msg.Text, "🔔 Escalation 1/2: approval for `"+r.ID+"` (call fake.touch name=x) has waited 10 min with 0 of 1 approvals. Needs 1 approval from @bob")
 	assert.Contains(t, esc[0].Msg.Text, "expires in 20 min")
 
 	// carol was told, not made an approver.
@@ -63,6 +63,7 @@ func TestEngine_GateEscalates(t *testing.T) {
 	esc = escalations(h)
 	require.Len(t, esc, 2, h.chat.Transcript())
 	assert.Equal(t, []string{"U1", "U3"}, esc[1].Msg.Mentions, "group members, each once")
+	assert.Contains(t, esc[1].Msg.Text, "🔔 Escalation 2/2 — @leads: approval for", "the group is named, carol (mentioned) is not named twice")
 	assert.True(t, esc[1].Msg.Broadcast, "channel: true shows it in the channel")
 	assert.Equal(t, 2, h.onlyRun().Gate.Escalated)
 
