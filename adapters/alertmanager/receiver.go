@@ -235,13 +235,19 @@ func (rc *Receiver) signal(m *Message, r *Route, alerts []Alert) incident.Signal
 		}
 	}
 	s.Evidence = evidence(m, firing, titled)
-	if more := len(s.Evidence) - MaxEvidenceAlerts; more > 0 || m.TruncatedAlerts > 0 {
+	// Alerts Alertmanager left out count as firing only while the group
+	// fires: in a resolved notification they are resolved too.
+	truncated := 0
+	if m.Status == StatusFiring {
+		truncated = m.TruncatedAlerts
+	}
+	if more := len(s.Evidence) - MaxEvidenceAlerts; more > 0 || truncated > 0 {
 		// Every alert counts; the first ones are the evidence.
 		more = max(more, 0)
 		s.Evidence = s.Evidence[:len(s.Evidence)-more]
-		line := "… and " + human.Count(more+m.TruncatedAlerts) + " more"
-		if m.TruncatedAlerts > 0 {
-			line += fmt.Sprintf(" (%s not sent by Alertmanager: max_alerts)", human.Count(m.TruncatedAlerts))
+		line := "… and " + human.Count(more+truncated) + " more"
+		if truncated > 0 {
+			line += fmt.Sprintf(" (%s not sent by Alertmanager: max_alerts)", human.Count(truncated))
 		}
 		s.Evidence = append(s.Evidence, line)
 	}

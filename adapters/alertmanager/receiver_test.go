@@ -416,7 +416,16 @@ func TestEveryAlertOfAGroupIsTaken(t *testing.T) {
 	code, _ = e.post(t, "s3cret", body)
 	require.Equal(t, http.StatusOK, code)
 	assert.True(t, e.sink.signals[3].Firing, "firing alerts may be among the truncated ones")
-	assert.Equal(t, map[string]int{"ok": 4}, e.obs.outcomes)
+
+	// In a resolved notification the alerts left out are resolved too:
+	// nothing is said to be firing "and 50 more".
+	code, _ = e.post(t, "s3cret", groupOf(t, "resolved", 3, 50, inst))
+	require.Equal(t, http.StatusOK, code)
+	assert.False(t, e.sink.signals[4].Firing)
+	for _, l := range e.sink.signals[4].Evidence {
+		assert.NotContains(t, l, "more", "a resolved group lists no alerts left out")
+	}
+	assert.Equal(t, map[string]int{"ok": 5}, e.obs.outcomes)
 }
 
 // TestSilencerExpiresAndCountsFiringAlerts: DELETE /api/v2/silence/{id};
