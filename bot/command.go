@@ -371,7 +371,7 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 	if forms := e.opts.Capabilities.Forms; forms != nil && !c.DryRun && ev.Kind == EventCommand {
 		// Required parameters missing: ask for them with a form; its
 		// submission is this command typed in full.
-		if f := runForm(rb, target, targets, c.Params); f != nil {
+		if f := runForm(rb, target, targets, c.Params, liveChoices(ctx, e)); f != nil {
 			err := forms.OpenForm(ctx, ev, *f)
 			if err == nil {
 				return nil

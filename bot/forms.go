@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/groundcrew/groundcrew/runbooks"
 )
@@ -13,7 +16,9 @@ import (
 // nil when nothing required is missing. target is the target given ("":
 // none), targets the configured ones; given the parameters typed (kept as
 // the fields' values).
-func runForm(rb *runbooks.Runbook, target string, targets []string, given map[string]string) *Form {
+// choices, when not nil, lists a parameter's live choices on the target
+// (nil: a free text field).
+func runForm(rb *runbooks.Runbook, target string, targets []string, given map[string]string, choices func(p runbooks.Param, target string) []string) *Form {
 	f := Form{Title: "Run " + rb.Name, Command: "run " + rb.Name}
 	missing := false
 	if target == "" && len(targets) > 1 {
@@ -35,7 +40,84 @@ func runForm(rb *runbooks.Runbook, target string, targets []string, given map[st
 	if !missing {
 		return nil
 	}
+	live := target
+	if live == "" && len(targets) == 1 {
+		live = targets[0]
+	}
+	for i, p := range rb.Params {
+		fd := &f.Fields[len(f.Fields)-len(rb.Params)+i]
+		if p.Choices == "" || len(p.Enum) > 0 || live == "" || choices == nil {
+			continue
+		}
+		opts := choices(p, live)
+		if fd.Default != "" && len(opts) > 0 && !slices.Contains(opts, fd.Default) {
+			opts = append([]string{fd.Default}, opts...)
+		}
+		if len(opts) > 0 && len(opts) <= maxChoices {
+			fd.Options = opts
+		}
+	}
 	return &f
+}
+
+// maxChoices is the most options a form's select shows (Slack's limit);
+// with more the field is free text.
+const maxChoices = 100
+
+// choicesTimeout bounds reading the choices: a Slack trigger_id expires
+// 3 s after the command.
+const choicesTimeout = time.Second
+
+// liveChoices reads a parameter's choices from the target with the
+// registry's read operations (concourse.workers, concourse.pipelines):
+// worker names, pipelines as team/pipeline, teams that have pipelines;
+// nil when the target cannot be read in time.
+func liveChoices(ctx context.Context, e *Engine) func(p runbooks.Param, target string) []string {
+	return func(p runbooks.Param, target string) []string {
+		opName, col := "concourse.workers", []string{"name"}
+		switch p.Choices {
+		case runbooks.ChoicesPipelines:
+			opName, col = "concourse.pipelines", []string{"team", "name"}
+		case runbooks.ChoicesTeams:
+			opName, col = "concourse.pipelines", []string{"team"}
+		}
+		op, ok := e.opts.Ops.Get(opName)
+		if !ok || op.Do == nil {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(ctx, choicesTimeout)
+		defer cancel()
+		res, err := op.Do(ctx, Call{Target: target, Args: Args{}})
+		if err != nil || res.Table == nil {
+			e.log.Info("form: choices not read; the field is free text", "param", p.Name, "target", target, "err", err)
+			return nil
+		}
+		idx := make([]int, len(col))
+		for i, c := range col {
+			idx[i] = slices.Index(res.Table.Columns, c)
+			if idx[i] < 0 {
+				return nil
+			}
+		}
+		var out []string
+		for _, row := range res.Table.Rows {
+			parts := make([]string, len(idx))
+			for i, j := range idx {
+				if j < len(row) {
+					parts[i] = row[j]
+				}
+			}
+			v := strings.Join(parts, "/")
+			if v != "" && !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+			if len(out) > maxChoices {
+				return nil
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
 }
 
 // FormCheckerOf is the FormChecker of e's run forms (its own type: the

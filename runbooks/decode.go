@@ -17,7 +17,7 @@ import (
 // Field names, as written in YAML.
 var (
 	runbookFields  = []string{"name", "title", "description", "tags", "params", "steps", "follow_up"}
-	paramFields    = []string{"name", "description", "required", "default", "pattern", "enum", "max_length", "allow"}
+	paramFields    = []string{"name", "description", "required", "default", "pattern", "enum", "max_length", "allow", "choices"}
 	stepFields     = []string{"id", "kind", "title", "when", "op", "args", "text", "approval", "until", "timeout", "interval", "on_timeout", "goto", "on_failure"}
 	approvalFields = []string{"approvers", "required", "expires"}
 )

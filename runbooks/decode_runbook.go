@@ -65,8 +65,12 @@ func (d *decoder) params(r *rawRunbook, n *yaml.Node) {
 			Enum:        d.strList(f, "enum"),
 			MaxLength:   d.integer(f, "max_length"),
 			Allow:       d.strList(f, "allow"),
+			Choices:     d.str(f, "choices"),
 		})
 		p := r.rb.Params[len(r.rb.Params)-1]
+		if fl, ok := f["choices"]; ok && !slices.Contains([]string{ChoicesWorkers, ChoicesPipelines, ChoicesTeams}, p.Choices) {
+			d.errorf(fl.value, "choices must be %s, %s or %s, not %s", ChoicesWorkers, ChoicesPipelines, ChoicesTeams, nodeValue(fl.value))
+		}
 		if fl, ok := f["max_length"]; ok && (p.MaxLength < 1 || p.MaxLength > MaxParamLengthLimit) {
 			d.errorf(fl.value, "max_length must be between 1 and %d characters, not %s", MaxParamLengthLimit, nodeValue(fl.value))
 		}

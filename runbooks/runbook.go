@@ -60,7 +60,18 @@ type Param struct {
 	// Allow lists character classes allowed beyond ordinary printable
 	// text (CharsNewline, CharsTab, CharsControl, CharsFormat).
 	Allow []string
+	// Choices says the value is a worker, pipeline or team of the run's
+	// target (ChoicesWorkers, ChoicesPipelines, ChoicesTeams; "": free
+	// text): a form lists them, read live from the target.
+	Choices string
 }
+
+// What Param.Choices may name.
+const (
+	ChoicesWorkers   = "workers"
+	ChoicesPipelines = "pipelines"
+	ChoicesTeams     = "teams"
+)
 
 // Step is one step of a runbook. Which fields are meaningful depends on Kind.
 type Step struct {

@@ -25,7 +25,7 @@ func TestServe_ConsoleAsksMissingParameters(t *testing.T) {
 	}
 	say("/runbook run pause-pipeline target=infra-prd")
 	waitFor("📝 Run pause-pipeline: 1 required parameter missing; answer each (or /cancel).")
-	waitFor("pipeline — pipeline name, or team/pipeline?")
+	waitFor("pipeline — pipeline name, or team/pipeline (one of: deploy/caascad-alert-prepare, main/app, main/docs)?")
 	say("two words")
 	waitFor("pipeline: a value cannot contain spaces")
 	say("/cancel")
@@ -33,8 +33,27 @@ func TestServe_ConsoleAsksMissingParameters(t *testing.T) {
 
 	say("/runbook run pause-pipeline target=infra-prd")
 	say("main/ci")
-	waitFor("→ /runbook run pause-pipeline target=infra-prd pipeline=main/ci")
+	waitFor(`pipeline: "main/ci" is not one of deploy/caascad-alert-prepare, main/app, main/docs; try again`)
+	say("main/app")
+	waitFor("→ /runbook run pause-pipeline target=infra-prd pipeline=main/app")
 	waitFor("🛠 pause-pipeline on `infra-prd` — started by @alice")
-	waitFor("Pause main/ci") // the answer is the run's parameter
+	waitFor("Pause main/app") // the answer is the run's parameter
 	assert.NotContains(t, out.String(), "missing required parameter")
+}
+
+// TestServe_FormOffersLiveChoices: a parameter that names a pipeline
+// (choices: pipelines) is asked for with the target's pipelines, read live
+// from it (the simulator); a target that cannot be read leaves free text.
+func TestServe_FormOffersLiveChoices(t *testing.T) {
+	_, in, out, _ := servingApp(t, "")
+	say := func(l string) {
+		_, err := io.WriteString(in, l+"\n")
+		require.NoError(t, err)
+	}
+	waitFor := func(s string) {
+		t.Helper()
+		require.Eventually(t, func() bool { return strings.Contains(out.String(), s) }, 10*time.Second, 20*time.Millisecond, out.String())
+	}
+	say("/runbook run pause-pipeline target=infra-prd")
+	waitFor("pipeline — pipeline name, or team/pipeline (one of: deploy/caascad-alert-prepare, main/app, main/docs)?")
 }
