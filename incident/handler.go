@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/groundcrew/groundcrew/model/chatmodel"
@@ -112,6 +113,12 @@ func (h *Handler) command(ctx context.Context, ev chatmodel.Event, args []string
 		if err != nil {
 			h.reply(ctx, ev, "⚠️ Could not list the incidents: "+err.Error())
 			return err
+		}
+		if len(ins) == 0 && f.Target != "" && len(h.M.o.Targets) > 0 && !slices.Contains(h.M.o.Targets, f.Target) {
+			// Not a quiet target: one that is not configured (an incident
+			// of a target removed since is still listed by it).
+			h.reply(ctx, ev, fmt.Sprintf("⚠️ There is no target `%.60s`; targets: %s.\n%s", f.Target, "`"+strings.Join(h.M.o.Targets, "`, `")+"`", usage))
+			return nil
 		}
 		h.reply(ctx, ev, h.M.ListText(ins, f, func(in *Incident) []*runmodel.Run { return h.M.LinkedRuns(ctx, in) }))
 	case len(args) == 2 && strings.EqualFold(args[0], "show"):

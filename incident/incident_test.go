@@ -93,7 +93,7 @@ func (f *fixture) open(t *testing.T) {
 	// what was posted at once (the storm test coalesces).
 	f.out = delivery.New(delivery.Options{Chat: f.chat, EditEvery: time.Nanosecond, ProbeEvery: time.Nanosecond})
 	f.m, err = incident.New(incident.Options{Store: db, Chat: f.chat, Outbox: f.out, Starter: f.start, Runs: db, Audit: db,
-		Platform: "slack", Now: f.clock.Now})
+		Platform: "slack", Targets: []string{"infra-prd", "infra-dev"}, Now: f.clock.Now})
 	require.NoError(t, err)
 	f.h = &incident.Handler{M: f.m, Next: f.next}
 }
@@ -954,4 +954,20 @@ func TestListOrdersByTheAgeItShowsAndSaysWhatIsNotInChat(t *testing.T) {
 	assert.Less(t, strings.Index(list, o.ID), strings.Index(list, n.ID), "open for 3 h before open for 1 h: %s", list)
 	assert.Contains(t, list, "`"+o.ID+"` FileSystemSpaceFillingUp on `infra-prd` — not acknowledged, open for 3 h · ⏳ not in chat yet")
 	assert.NotContains(t, list[strings.Index(list, n.ID):], "not in chat yet")
+}
+
+// TestListByAnUnknownTargetSaysSo: `/runbook incidents target=nope` said
+// "0 incidents", as if the target were quiet; a target that is not
+// configured is named as such, with the ones that are.
+func TestListByAnUnknownTargetSaysSo(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, err := f.m.Signal(ctx, diskSignal(true, "a"))
+	require.NoError(t, err)
+	require.NoError(t, f.h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: chatmodel.User{ID: "U9"}, Text: "incidents target=nope"}))
+	require.NoError(t, f.h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: chatmodel.User{ID: "U9"}, Text: "incidents target=infra-dev"}))
+	got := f.chat.Ephemerals("U9")
+	require.Len(t, got, 2)
+	assert.Contains(t, got[0], "There is no target `nope`; targets: `infra-prd`, `infra-dev`.")
+	assert.NotContains(t, got[1], "There is no target", "a configured target with no incident is listed, empty")
 }

@@ -57,6 +57,9 @@ type Options struct {
 		Get(name string) (*runbooks.Runbook, bool)
 	}
 	Platform string
+	// Targets, when set, are the configured target names: a listing
+	// filtered by a target that is not one of them says so.
+	Targets []string
 	// Channel, when set, is where every incident is posted whatever its
 	// route says (the console has one channel).
 	Channel string
