@@ -114,7 +114,8 @@ func (h *Handler) command(ctx context.Context, ev chatmodel.Event, args []string
 			h.reply(ctx, ev, "⚠️ Could not list the incidents: "+err.Error())
 			return err
 		}
-		if len(ins) == 0 && f.Target != "" && len(h.M.o.Targets) > 0 && !slices.Contains(h.M.o.Targets, f.Target) {
+		if f.Target != "" && len(h.M.o.Targets) > 0 && !slices.Contains(h.M.o.Targets, f.Target) &&
+			!slices.ContainsFunc(ins, func(in *Incident) bool { return strings.EqualFold(in.Target, f.Target) }) {
 			// Not a quiet target: one that is not configured (an incident
 			// of a target removed since is still listed by it).
 			h.reply(ctx, ev, fmt.Sprintf("⚠️ There is no target `%.60s`; targets: %s.\n%s", f.Target, "`"+strings.Join(h.M.o.Targets, "`, `")+"`", usage))
