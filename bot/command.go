@@ -269,7 +269,11 @@ func (e *Engine) command(ctx context.Context, ev Event) error {
 	case VerbList:
 		e.out.reply(ctx, ev.Conversation, ev.User, listText(e.opts.Library, e.opts.Ops))
 	case VerbShow:
-		e.out.reply(ctx, ev.Conversation, ev.User, showText(e.opts.Library, e.opts.Ops, c.Name))
+		m := Message{Text: showText(e.opts.Library, e.opts.Ops, c.Name)}
+		if _, ok := e.opts.Library.Get(c.Name); ok && e.opts.Capabilities.Forms != nil {
+			m.Buttons = []Button{{Action: IntentRun, Label: "▶ Run", Value: c.Name, Style: "primary"}}
+		}
+		e.out.replyMessage(ctx, ev.Conversation, ev.User, m)
 	case VerbStatus:
 		e.out.reply(ctx, ev.Conversation, ev.User, statusText(ctx, e.opts.Store, c.Name, e.opts.Now(), e.writes.failures, e.set.reloadedAt))
 	case VerbRun:
@@ -371,7 +375,7 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 	if forms := e.opts.Capabilities.Forms; forms != nil && !c.DryRun && ev.Kind == EventCommand {
 		// Required parameters missing: ask for them with a form; its
 		// submission is this command typed in full.
-		if f := runForm(rb, target, targets, c.Params, liveChoices(ctx, e)); f != nil {
+		if f := runForm(rb, target, targets, c.Params, liveChoices(ctx, e), false); f != nil {
 			err := forms.OpenForm(ctx, ev, *f)
 			if err == nil {
 				return nil
@@ -526,6 +530,10 @@ func threadConv(ev Event) Conversation {
 }
 
 func (e *Engine) button(ctx context.Context, ev Event) error {
+	if ev.Intent == IntentRun {
+		runButton(ctx, e, ev)
+		return nil
+	}
 	runID, _, _ := strings.Cut(ev.Value, "|")
 	if runID == "" {
 		return nil

@@ -18,7 +18,7 @@ import (
 // the fields' values).
 // choices, when not nil, lists a parameter's live choices on the target
 // (nil: a free text field).
-func runForm(rb *runbooks.Runbook, target string, targets []string, given map[string]string, choices func(p runbooks.Param, target string) []string) *Form {
+func runForm(rb *runbooks.Runbook, target string, targets []string, given map[string]string, choices func(p runbooks.Param, target string) []string, always bool) *Form {
 	f := Form{Title: "Run " + rb.Name, Command: "run " + rb.Name}
 	missing := false
 	if target == "" && len(targets) > 1 {
@@ -37,7 +37,7 @@ func runForm(rb *runbooks.Runbook, target string, targets []string, given map[st
 		}
 		f.Fields = append(f.Fields, FormField{Name: p.Name, Help: p.Description, Required: p.Required, Default: v, Options: p.Enum})
 	}
-	if !missing {
+	if !missing && !always {
 		return nil
 	}
 	live := target
@@ -58,6 +58,23 @@ func runForm(rb *runbooks.Runbook, target string, targets []string, given map[st
 		}
 	}
 	return &f
+}
+
+// runButton opens the run form of the runbook a ▶ Run button names (on
+// `/runbook show`), with every parameter; its submission is the command
+// typed in full. Without a form it says what to type.
+func runButton(ctx context.Context, e *Engine, ev Event) {
+	rb, ok := e.opts.Library.Get(ev.Value)
+	forms := e.opts.Capabilities.Forms
+	if !ok || forms == nil {
+		return
+	}
+	targets := targetNames(e.opts.Targets)
+	f := runForm(rb, "", targets, nil, liveChoices(ctx, e), true)
+	if err := forms.OpenForm(ctx, ev, *f); err != nil {
+		e.log.Warn("could not open the form of a run button", "runbook", rb.Name, "err", err)
+		e.out.reply(ctx, ev.Conversation, ev.User, fmt.Sprintf("Could not open the form; type `/runbook run %s …` (see `/runbook show %s`).", rb.Name, rb.Name))
+	}
 }
 
 // maxChoices is the most options a form's select shows (Slack's limit);

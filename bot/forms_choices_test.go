@@ -33,25 +33,25 @@ func TestRunForm_LiveChoices(t *testing.T) {
 			return out
 		}
 	}
-	f := runForm(rb, "infra-prd", []string{"infra-prd", "infra-dev"}, nil, list(2))
+	f := runForm(rb, "infra-prd", []string{"infra-prd", "infra-dev"}, nil, list(2), false)
 	require.NotNil(t, f)
 	assert.Equal(t, []string{"pipelines-0", "pipelines-1"}, f.Fields[0].Options)
 	assert.Equal(t, []string{"ops", "teams-0", "teams-1"}, f.Fields[1].Options, "the default stays a choice")
 	assert.Empty(t, f.Fields[2].Options)
 	assert.Equal(t, []string{"pipeline@infra-prd", "team@infra-prd"}, asked)
 
-	f = runForm(rb, "infra-prd", []string{"infra-prd"}, nil, list(101))
+	f = runForm(rb, "infra-prd", []string{"infra-prd"}, nil, list(101), false)
 	assert.Empty(t, f.Fields[0].Options, "more than Slack's 100: free text")
 
-	f = runForm(rb, "infra-prd", []string{"infra-prd"}, nil, list(-1))
+	f = runForm(rb, "infra-prd", []string{"infra-prd"}, nil, list(-1), false)
 	assert.Empty(t, f.Fields[0].Options, "unreadable target: free text")
 
 	asked = nil
-	f = runForm(rb, "", []string{"infra-prd", "infra-dev"}, nil, list(2))
+	f = runForm(rb, "", []string{"infra-prd", "infra-dev"}, nil, list(2), false)
 	assert.Equal(t, "target", f.Fields[0].Name)
 	assert.Empty(t, f.Fields[1].Options, "target not chosen yet: free text")
 	assert.Empty(t, asked)
 
-	f = runForm(rb, "", []string{"infra-prd"}, nil, list(1))
+	f = runForm(rb, "", []string{"infra-prd"}, nil, list(1), false)
 	assert.Equal(t, []string{"pipelines-0"}, f.Fields[0].Options, "the only target is the target")
 }

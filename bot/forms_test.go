@@ -55,3 +55,35 @@ func TestEngine_CheckFormPutsProblemsOnTheirFields(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, runs)
 }
+
+// `/runbook show` has a ▶ Run button where forms open; pressing it opens
+// the runbook's form with every parameter, and nothing starts.
+func TestEngine_ShowRunButtonOpensTheForm(t *testing.T) {
+	forms := &formRecorder{}
+	h := newHarness(t, stalledWorld(), func(o *bot.Options) { o.Capabilities.Forms = forms })
+	h.cmd(alice, "show waiter")
+	show := h.chat.LastEphemeral()
+	assert.Contains(t, show.Text, "waiter")
+	require.Len(t, show.Buttons, 1)
+	b := show.Buttons[0]
+	assert.Equal(t, bot.Button{Action: bot.IntentRun, Label: "▶ Run", Value: "waiter", Style: "primary"}, b)
+
+	require.NoError(t, h.eng.Handle(h.ctx, bot.Event{Kind: bot.EventButton, ID: "slack:action:T1", User: alice, Conversation: chan1, Intent: b.Action, Value: b.Value}))
+	h.idle()
+	require.Len(t, forms.forms, 1)
+	f := forms.forms[0]
+	assert.Equal(t, "run waiter", f.Command[:len("run waiter")])
+	names := []string{}
+	for _, fd := range f.Fields {
+		names = append(names, fd.Name)
+	}
+	assert.Contains(t, names, "worker")
+	runs, err := h.db.ListRuns(h.ctx, bot.RunQuery{})
+	require.NoError(t, err)
+	assert.Empty(t, runs)
+
+	// Without forms there is no button.
+	h2 := newHarness(t, stalledWorld(), nil)
+	h2.cmd(alice, "show waiter")
+	assert.Empty(t, h2.chat.LastEphemeral().Buttons)
+}

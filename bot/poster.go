@@ -150,6 +150,14 @@ func (p *poster) reply(ctx context.Context, to Conversation, user User, text str
 	}
 }
 
+// replyMessage answers a user with a message (buttons and all):
+// ephemerally where the platform allows.
+func (p *poster) replyMessage(ctx context.Context, to Conversation, user User, m Message) {
+	if err := p.delivery.Ephemeral(ctx, to, user, m); err != nil {
+		p.log.Warn("ephemeral reply failed", "user", user.ID, "err", err)
+	}
+}
+
 // runFor loads a run named in a command, answering the user when it cannot.
 func (p *poster) runFor(ctx context.Context, id string, conv Conversation, user User) (*Run, bool) {
 	r, err := p.store.GetRun(ctx, id)

@@ -61,6 +61,7 @@ const (
 	IntentSkip        = chatmodel.IntentSkip
 	IntentFail        = chatmodel.IntentFail
 	IntentAcknowledge = chatmodel.IntentAcknowledge
+	IntentRun         = chatmodel.IntentRun
 	EventCommand      = chatmodel.EventCommand
 	EventReaction     = chatmodel.EventReaction
 	EventButton       = chatmodel.EventButton

@@ -112,6 +112,7 @@ func (a *Adapter) serveAction(w http.ResponseWriter, r *http.Request) {
 		Value:        value,
 		Time:         a.now(),
 	}
+	a.triggers().put(e.ID, req.TriggerId, a.now()) // ▶ Run opens a form with it
 	texts, done, err := a.interact(req.UserId, req.ChannelId, func() error {
 		return a.deliver(e)
 	})

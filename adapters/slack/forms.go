@@ -33,9 +33,15 @@ var _ chatmodel.FormOpener = (*Adapter)(nil)
 // the runbook lists allowed values (Slack allows 100 options), defaults
 // filled in, optional when not required.
 func (a *Adapter) OpenForm(ctx context.Context, ev chatmodel.Event, f chatmodel.Form) error {
+	// A slash command's or a button press's trigger_id (a press without
+	// one has an id of user:action_ts, with a colon).
 	trigger, ok := strings.CutPrefix(ev.ID, "slack:command:")
+	if !ok {
+		trigger, ok = strings.CutPrefix(ev.ID, "slack:action:")
+		ok = ok && !strings.Contains(trigger, ":")
+	}
 	if !ok || trigger == "" {
-		return errors.New("no modal: the command has no trigger_id")
+		return errors.New("no modal: the command or button has no trigger_id")
 	}
 	st := formState{Command: f.Command, Channel: ev.Conversation.Channel, Thread: ev.Conversation.Thread}
 	var blocks []slackapi.Block

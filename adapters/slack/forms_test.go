@@ -57,8 +57,14 @@ func TestForm_ModalOpenAndSubmit(t *testing.T) {
 	assert.Equal(t, bot.Conversation{Platform: Platform, Channel: "C0OPS"}, evs[0].Conversation)
 	assert.Equal(t, "UALICE", evs[0].User.ID)
 
-	// Without a trigger (not a slash command) there is no modal.
-	assert.Error(t, a.OpenForm(context.Background(), bot.Event{ID: "slack:action:x"}, form))
+	// A button press (▶ Run on /runbook show) opens it with its own trigger_id.
+	require.NoError(t, a.OpenForm(context.Background(), bot.Event{ID: "slack:action:T456", Conversation: bot.Conversation{Platform: Platform, Channel: "C0OPS"}}, form))
+	f.mu.Lock()
+	assert.Equal(t, "T456", f.views[len(f.views)-1].Trigger)
+	f.mu.Unlock()
+	// Without a trigger there is no modal.
+	assert.Error(t, a.OpenForm(context.Background(), bot.Event{ID: "slack:action:UALICE:1795979200.000001"}, form))
+	assert.Error(t, a.OpenForm(context.Background(), bot.Event{ID: "Ev123"}, form))
 }
 
 // checkerStub refuses the values it is told to.

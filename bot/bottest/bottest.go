@@ -26,8 +26,9 @@ type Posted struct {
 
 // Ephemeral is a message shown to one user.
 type Ephemeral struct {
-	User bot.User
-	Text string
+	User    bot.User
+	Text    string
+	Buttons []bot.Button
 }
 
 // Chat is a recording bot.Chat. FailPosts makes the next N posts fail.
@@ -121,7 +122,7 @@ func (c *Chat) Update(_ context.Context, ref bot.MessageRef, m bot.Message) erro
 func (c *Chat) Ephemeral(_ context.Context, _ bot.Conversation, u bot.User, m bot.Message) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.ephemerals = append(c.ephemerals, Ephemeral{User: u, Text: m.Text})
+	c.ephemerals = append(c.ephemerals, Ephemeral{User: u, Text: m.Text, Buttons: m.Buttons})
 	return nil
 }
 
@@ -155,6 +156,16 @@ func (c *Chat) Find(s string) (Posted, bool) {
 		}
 	}
 	return Posted{}, false
+}
+
+// LastEphemeral is the last ephemeral message shown (zero when none).
+func (c *Chat) LastEphemeral() Ephemeral {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.ephemerals) == 0 {
+		return Ephemeral{}
+	}
+	return c.ephemerals[len(c.ephemerals)-1]
 }
 
 // Ephemerals returns the ephemeral messages shown to user id (all when "").

@@ -155,6 +155,9 @@ const (
 	IntentSkip        Intent = "skip"
 	IntentFail        Intent = "fail"
 	IntentAcknowledge Intent = "acknowledge" // "I am on it" (incidents)
+	// IntentRun is the ▶ Run button of `/runbook show`: it opens the run
+	// form of the runbook its Value names.
+	IntentRun Intent = "run"
 )
 
 // ReactionHints is implemented by chat adapters where people answer with
