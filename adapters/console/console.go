@@ -78,6 +78,8 @@ type Adapter struct {
 	lastRun string
 	// form is the form being answered, question by question (forms.go).
 	form *consoleForm
+	// formChecker, when set, checks each answer of a form (SetFormChecker).
+	formChecker chatmodel.FormChecker
 }
 
 type message struct {

@@ -92,6 +92,11 @@ func (a *Adapter) answerForm(ctx context.Context, h chatmodel.Handler, line stri
 		a.prompt(cf)
 		return true
 	}
+	if msg := a.checkAnswer(ctx, cf, fd.Name, line); msg != "" {
+		a.say("%s; try again", strings.TrimSuffix(msg, "."))
+		a.prompt(cf)
+		return true
+	}
 	cf.values[fd.Name] = line
 	cf.next++
 	if cf.next < len(cf.ask) {
@@ -106,4 +111,30 @@ func (a *Adapter) answerForm(ctx context.Context, h chatmodel.Handler, line stri
 	a.say("→ /runbook %s", ev.Text)
 	a.handle(ctx, h, ev)
 	return true
+}
+
+// SetFormChecker makes each answer checked as the command typed in full
+// would check it (a pattern, an unknown target), so a wrong value is asked
+// again at its question instead of ending the questions with a refusal.
+func (a *Adapter) SetFormChecker(c chatmodel.FormChecker) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.formChecker = c
+}
+
+// checkAnswer is the checker's message for the field name answered with
+// value, given the answers so far; "" when it takes it (or nobody checks).
+func (a *Adapter) checkAnswer(ctx context.Context, cf *consoleForm, name, value string) string {
+	a.mu.Lock()
+	c := a.formChecker
+	a.mu.Unlock()
+	if c == nil {
+		return ""
+	}
+	values := make(map[string]string, len(cf.values)+1)
+	for k, v := range cf.values {
+		values[k] = v
+	}
+	values[name] = value
+	return c.CheckForm(ctx, cf.form.Command, values)[name]
 }

@@ -57,3 +57,26 @@ func TestServe_FormOffersLiveChoices(t *testing.T) {
 	say("/runbook run pause-pipeline target=infra-prd")
 	waitFor("pipeline — pipeline name, or team/pipeline (one of: deploy/caascad-alert-prepare, main/app, main/docs)?")
 }
+
+// TestServe_ConsoleAsksAgainForAValueTheRunbookRefuses: a value that does
+// not match its parameter's pattern ended the questions with the engine's
+// refusal (the whole command had to be typed again); it is refused at its
+// question, with the same check a typed command gets, and asked again.
+func TestServe_ConsoleAsksAgainForAValueTheRunbookRefuses(t *testing.T) {
+	_, in, out, _ := servingApp(t, "")
+	say := func(l string) {
+		_, err := io.WriteString(in, l+"\n")
+		require.NoError(t, err)
+	}
+	waitFor := func(s string) {
+		t.Helper()
+		require.Eventually(t, func() bool { return strings.Contains(out.String(), s) }, 10*time.Second, 20*time.Millisecond, out.String())
+	}
+	say("/runbook run abort-build target=infra-prd")
+	waitFor("build")
+	say("abc")
+	waitFor(`Parameter "build": "abc" does not match the pattern [0-9]+; try again`)
+	assert.NotContains(t, out.String(), "→ /runbook run abort-build target=infra-prd build=abc", "a refused answer is not submitted")
+	say("/cancel")
+	waitFor("form cancelled: nothing was started")
+}
