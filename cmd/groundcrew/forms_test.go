@@ -14,15 +14,7 @@ import (
 // required parameter asks for it on the console, one question at a time;
 // the answers submit the command as if typed in full.
 func TestServe_ConsoleAsksMissingParameters(t *testing.T) {
-	_, in, out, _ := servingApp(t, "")
-	say := func(l string) {
-		_, err := io.WriteString(in, l+"\n")
-		require.NoError(t, err)
-	}
-	waitFor := func(s string) {
-		t.Helper()
-		require.Eventually(t, func() bool { return strings.Contains(out.String(), s) }, 10*time.Second, 20*time.Millisecond, out.String())
-	}
+	say, waitFor, out := consoleSession(t)
 	say("/runbook run pause-pipeline target=infra-prd")
 	waitFor("📝 Run pause-pipeline: 1 required parameter missing; answer each (or /cancel).")
 	waitFor("pipeline — pipeline name, or team/pipeline (one of: deploy/caascad-alert-prepare, main/app, main/docs)?")
@@ -45,15 +37,7 @@ func TestServe_ConsoleAsksMissingParameters(t *testing.T) {
 // (choices: pipelines) is asked for with the target's pipelines, read live
 // from it (the simulator); a target that cannot be read leaves free text.
 func TestServe_FormOffersLiveChoices(t *testing.T) {
-	_, in, out, _ := servingApp(t, "")
-	say := func(l string) {
-		_, err := io.WriteString(in, l+"\n")
-		require.NoError(t, err)
-	}
-	waitFor := func(s string) {
-		t.Helper()
-		require.Eventually(t, func() bool { return strings.Contains(out.String(), s) }, 10*time.Second, 20*time.Millisecond, out.String())
-	}
+	say, waitFor, _ := consoleSession(t)
 	say("/runbook run pause-pipeline target=infra-prd")
 	waitFor("pipeline — pipeline name, or team/pipeline (one of: deploy/caascad-alert-prepare, main/app, main/docs)?")
 }
@@ -63,15 +47,7 @@ func TestServe_FormOffersLiveChoices(t *testing.T) {
 // refusal (the whole command had to be typed again); it is refused at its
 // question, with the same check a typed command gets, and asked again.
 func TestServe_ConsoleAsksAgainForAValueTheRunbookRefuses(t *testing.T) {
-	_, in, out, _ := servingApp(t, "")
-	say := func(l string) {
-		_, err := io.WriteString(in, l+"\n")
-		require.NoError(t, err)
-	}
-	waitFor := func(s string) {
-		t.Helper()
-		require.Eventually(t, func() bool { return strings.Contains(out.String(), s) }, 10*time.Second, 20*time.Millisecond, out.String())
-	}
+	say, waitFor, out := consoleSession(t)
 	say("/runbook run abort-build target=infra-prd")
 	waitFor("build")
 	say("abc")
@@ -79,4 +55,20 @@ func TestServe_ConsoleAsksAgainForAValueTheRunbookRefuses(t *testing.T) {
 	assert.NotContains(t, out.String(), "→ /runbook run abort-build target=infra-prd build=abc", "a refused answer is not submitted")
 	say("/cancel")
 	waitFor("form cancelled: nothing was started")
+}
+
+// consoleSession serves the app on the console: say types a line, waitFor
+// waits until the output holds s, out is all that was printed.
+func consoleSession(t *testing.T) (say func(string), waitFor func(string), out interface{ String() string }) {
+	t.Helper()
+	_, in, o, _ := servingApp(t, "")
+	say = func(l string) {
+		_, err := io.WriteString(in, l+"\n")
+		require.NoError(t, err)
+	}
+	waitFor = func(s string) {
+		t.Helper()
+		require.Eventually(t, func() bool { return strings.Contains(o.String(), s) }, 10*time.Second, 20*time.Millisecond, o.String())
+	}
+	return say, waitFor, o
 }
