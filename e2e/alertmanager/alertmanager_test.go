@@ -92,17 +92,7 @@ func postAlerts(t *testing.T, amURL string, alerts []alert) {
 // repeat notifications update it without a second thread, and the
 // resolved notification resolves it.
 func TestAlertmanagerOpensDedupesAndResolves(t *testing.T) {
-	amBin := os.Getenv("GROUNDCREW_E2E_ALERTMANAGER_BINARY")
-	if amBin == "" {
-		t.Skip("GROUNDCREW_E2E_ALERTMANAGER_BINARY is not set: run e2e/alertmanager/run.sh")
-	}
-	dir := t.TempDir()
-	gcBin := filepath.Join(dir, "groundcrew")
-	build := exec.Command("go", "build", "-o", gcBin, "./cmd/groundcrew")
-	build.Dir = "../.."
-	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, string(out))
+	amBin, dir, gcBin := setup(t)
 
 	gcPort, amPort := freePort(t), freePort(t)
 	gcURL, amURL := fmt.Sprintf("http://127.0.0.1:%d", gcPort), fmt.Sprintf("http://127.0.0.1:%d", amPort)
@@ -289,4 +279,23 @@ func activeSilences(t *testing.T, amURL string) int {
 		}
 	}
 	return n
+}
+
+// setup skips the test without a real Alertmanager (run.sh builds one) and
+// builds groundcrew into a fresh directory: the Alertmanager binary, that
+// directory and the groundcrew binary.
+func setup(t *testing.T) (amBin, dir, gcBin string) {
+	t.Helper()
+	amBin = os.Getenv("GROUNDCREW_E2E_ALERTMANAGER_BINARY")
+	if amBin == "" {
+		t.Skip("GROUNDCREW_E2E_ALERTMANAGER_BINARY is not set: run e2e/alertmanager/run.sh")
+	}
+	dir = t.TempDir()
+	gcBin = filepath.Join(dir, "groundcrew")
+	build := exec.Command("go", "build", "-o", gcBin, "./cmd/groundcrew")
+	build.Dir = "../.."
+	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, string(out))
+	return amBin, dir, gcBin
 }

@@ -61,17 +61,7 @@ func startGroundcrew(t *testing.T, bin, dir, url string, first ...string) *gcPro
 // and in order. Then a storm of 100 groups × 10 alerts opens 100
 // incidents, each titled with its instance.
 func TestChatOutageStormAndRestarts(t *testing.T) {
-	amBin := os.Getenv("GROUNDCREW_E2E_ALERTMANAGER_BINARY")
-	if amBin == "" {
-		t.Skip("GROUNDCREW_E2E_ALERTMANAGER_BINARY is not set: run e2e/alertmanager/run.sh")
-	}
-	dir := t.TempDir()
-	gcBin := filepath.Join(dir, "groundcrew")
-	build := exec.Command("go", "build", "-o", gcBin, "./cmd/groundcrew")
-	build.Dir = "../.."
-	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, string(out))
+	amBin, dir, gcBin := setup(t)
 
 	gcPort, amPort := freePort(t), freePort(t)
 	gcURL, amURL := fmt.Sprintf("http://127.0.0.1:%d", gcPort), fmt.Sprintf("http://127.0.0.1:%d", amPort)
