@@ -461,3 +461,17 @@ func clickAs(ctx context.Context, t *testing.T, u *mmUser, postID, label string)
 	}
 	t.Fatalf("no %q button on post %s", label, postID)
 }
+
+// interactiveAdapter is an adapter of the bootstrapped bot on team ops
+// with buttons and dialogs (HMAC key, callback URL served for the test)
+// and its slash command registered.
+func interactiveAdapter(t *testing.T, srv *mmServer, w *world) *mattermost.Adapter {
+	t.Helper()
+	mux := http.NewServeMux()
+	a, err := mattermost.New(mattermost.Config{URL: srv.URL, BotToken: secretOf(w.BotToken), Team: "ops",
+		ActionHMACKey: secretOf("e2e-hmac-key-0123456789abcdef"), CallbackURL: serveAdapter(t, mux), RegisterCommand: true},
+		mattermost.Options{Logger: testLogger(t)})
+	require.NoError(t, err)
+	mux.Handle("/mattermost/", a.HTTPHandler())
+	return a
+}

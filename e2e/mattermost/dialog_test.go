@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/adapters/mattermost"
 	"github.com/groundcrew/groundcrew/bot"
 )
 
@@ -26,12 +24,7 @@ func TestDialogOnServer(t *testing.T) {
 	w := bootstrap(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	mux := http.NewServeMux()
-	a, err := mattermost.New(mattermost.Config{URL: srv.URL, BotToken: secretOf(w.BotToken), Team: "ops",
-		ActionHMACKey: secretOf("e2e-hmac-key-0123456789abcdef"), CallbackURL: serveAdapter(t, mux), RegisterCommand: true},
-		mattermost.Options{Logger: testLogger(t)})
-	require.NoError(t, err)
-	mux.Handle("/mattermost/", a.HTTPHandler())
+	a := interactiveAdapter(t, srv, w)
 	rec := newRecorder()
 	form := bot.Form{Title: "Run pause-pipeline", Command: "run pause-pipeline", Fields: []bot.FormField{
 		{Name: "pipeline", Help: "pipeline name", Required: true},

@@ -6,7 +6,6 @@ import (
 	"image"
 	"image/color"
 	"image/png"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/adapters/mattermost"
 	"github.com/groundcrew/groundcrew/bot"
 )
 
@@ -27,12 +25,7 @@ func TestFilesAndMentionsOnServer(t *testing.T) {
 	w := bootstrap(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	mux := http.NewServeMux()
-	a, err := mattermost.New(mattermost.Config{URL: srv.URL, BotToken: secretOf(w.BotToken), Team: "ops",
-		ActionHMACKey: secretOf("e2e-hmac-key-0123456789abcdef"), CallbackURL: serveAdapter(t, mux), RegisterCommand: true},
-		mattermost.Options{Logger: testLogger(t)})
-	require.NoError(t, err)
-	mux.Handle("/mattermost/", a.HTTPHandler())
+	a := interactiveAdapter(t, srv, w)
 	runAdapter(ctx, t, a, newRecorder())
 
 	img := image.NewRGBA(image.Rect(0, 0, 96, 54))
