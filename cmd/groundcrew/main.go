@@ -50,7 +50,8 @@ func newRoot() *cobra.Command {
 		Long: `groundcrew runs Concourse CI incident runbooks as step-by-step chat workflows in
 Slack, Mattermost or the terminal. It queries Concourse, shows what it found,
 posts the exact commands for steps a human must do, and stops at an approval
-gate before anything destructive. All state lives in one bbolt file.
+gate before anything destructive. All state lives in one bbolt file, or in PostgreSQL
+for a hot standby (README: Running highly available).
 
 Start with:  groundcrew demo`,
 		Version:       version,
