@@ -13,10 +13,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sort"
 	"time"
 
 	"github.com/groundcrew/groundcrew/delivery"
+	"github.com/groundcrew/groundcrew/internal/human"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -317,6 +317,6 @@ func targetNames(targets map[string]TargetInfo) []string {
 	for t := range targets {
 		out = append(out, t)
 	}
-	sort.Strings(out)
+	human.Sort(out)
 	return out
 }

@@ -21,7 +21,6 @@ import (
 	"log/slog"
 	"math"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +28,7 @@ import (
 
 	"github.com/groundcrew/groundcrew/digest"
 	"github.com/groundcrew/groundcrew/incident"
+	"github.com/groundcrew/groundcrew/internal/human"
 )
 
 // Rule is one entry of watch: in the config.
@@ -546,7 +546,7 @@ func (w *Watcher) Keys(i int) []string {
 			out = append(out, k)
 		}
 	}
-	sort.Strings(out)
+	human.Sort(out)
 	return out
 }
 

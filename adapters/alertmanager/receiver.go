@@ -12,7 +12,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -326,7 +325,7 @@ func title(m *Message, alerts []Alert) (string, []string) {
 		for _, a := range alerts {
 			names[a.Labels["alertname"]] = true
 		}
-		list := slices.Sorted(maps.Keys(names))
+		list := slices.SortedFunc(maps.Keys(names), human.Compare)
 		name = strings.Trim(strings.Join(list, ", "), ", ")
 	}
 	if name == "" {
@@ -381,6 +380,7 @@ func evidence(m *Message, firing []Alert, titled []string) []string {
 	}
 	var out []string
 	seen := map[string]int{}
+	key := map[string]string{} // what a line is ordered by: its labels, then its summary
 	for _, a := range firing {
 		var ls []string
 		for _, k := range slices.Sorted(maps.Keys(a.Labels)) {
@@ -402,14 +402,17 @@ func evidence(m *Message, firing []Alert, titled []string) []string {
 		}
 		if seen[line]++; seen[line] == 1 {
 			out = append(out, line)
+			key[line] = strings.Join(ls, " ") + "\x00" + oneLine(sum, 200)
 		}
 	}
+	// As people count: vol2 before vol10 before vol100, and a mount point
+	// before the ones below it.
+	slices.SortFunc(out, func(a, b string) int { return human.Compare(key[a], key[b]) })
 	for i, l := range out {
 		if n := seen[l]; n > 1 {
 			out[i] = fmt.Sprintf("%s (×%d)", l, n)
 		}
 	}
-	sort.Strings(out)
 	return out
 }
 

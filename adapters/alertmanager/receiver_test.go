@@ -318,6 +318,17 @@ func TestParamThatRendersEmptyIsKeptAndExplained(t *testing.T) {
 // groupOf builds a notification of n alerts of one instance.
 func groupOf(t *testing.T, status string, n, truncated int, instance string) []byte {
 	t.Helper()
+	var mounts []string
+	for i := range n {
+		mounts = append(mounts, fmt.Sprintf("/opt/concourse/worker/vol%04d", i))
+	}
+	return groupOfMounts(t, status, truncated, instance, mounts...)
+}
+
+// groupOfMounts builds a notification of one alert per mount point of one
+// instance, in the order given.
+func groupOfMounts(t *testing.T, status string, truncated int, instance string, mounts ...string) []byte {
+	t.Helper()
 	var m alertmanager.Message
 	require.NoError(t, json.Unmarshal(fixture(t), &m))
 	m.Status, m.TruncatedAlerts = status, truncated
@@ -325,16 +336,47 @@ func groupOf(t *testing.T, status string, n, truncated int, instance string) []b
 	m.GroupKey = `{}:{alertname="FileSystemSpaceFillingUp", instance="` + instance + `"}`
 	proto := m.Alerts[0]
 	m.Alerts = nil
-	for i := range n {
+	for i, mp := range mounts {
 		a := proto
 		a.Status = status
-		a.Labels = map[string]string{"alertname": "FileSystemSpaceFillingUp", "instance": instance, "mountpoint": fmt.Sprintf("/opt/concourse/worker/vol%04d", i), "severity": "warning"}
+		a.Labels = map[string]string{"alertname": "FileSystemSpaceFillingUp", "instance": instance, "mountpoint": mp, "severity": "warning"}
 		a.Fingerprint = fmt.Sprintf("%016x", i)
 		m.Alerts = append(m.Alerts, a)
 	}
 	b, err := json.Marshal(m)
 	require.NoError(t, err)
 	return b
+}
+
+// TestEvidenceInNumberOrder: the alerts of a group are listed as people
+// count (vol2 before vol10), not as text (vol0, vol1000, vol100, vol1001,
+// …), a mount point before the ones below it: the 50 kept as evidence of
+// 120 volumes are vol0 … vol49, and the incident's first lines are vol0 …
+// vol4.
+func TestEvidenceInNumberOrder(t *testing.T) {
+	e := newEnv(t, diskRoute(t))
+	inst := "caascad-ci-workers-infra-infra-prd-0:9100"
+	code, _ := e.post(t, "s3cret", groupOfMounts(t, "firing", 0, inst,
+		"/opt/concourse/worker/vol1000", "/opt/concourse/worker/vol100", "/opt/concourse/worker/vol10",
+		"/opt/concourse/worker/vol2", "/opt/concourse/worker/vol0", "/opt/concourse/worker", "/opt/concourse/worker/data-2b"))
+	require.Equal(t, http.StatusOK, code)
+	line := func(mp string) string { return "`mountpoint=" + mp + "` — Filesystem has 8% space left" }
+	assert.Equal(t, []string{line("/opt/concourse/worker"), line("/opt/concourse/worker/data-2b"), line("/opt/concourse/worker/vol0"),
+		line("/opt/concourse/worker/vol2"), line("/opt/concourse/worker/vol10"), line("/opt/concourse/worker/vol100"),
+		line("/opt/concourse/worker/vol1000")}, e.sink.signals[0].Evidence)
+
+	var mounts []string
+	for i := 119; i >= 0; i-- {
+		mounts = append(mounts, fmt.Sprintf("/opt/concourse/worker/vol%d", i))
+	}
+	code, _ = e.post(t, "s3cret", groupOfMounts(t, "firing", 0, inst, mounts...))
+	require.Equal(t, http.StatusOK, code)
+	ev := e.sink.signals[1].Evidence
+	require.Len(t, ev, alertmanager.MaxEvidenceAlerts+1)
+	for i := range alertmanager.MaxEvidenceAlerts {
+		assert.Equal(t, line(fmt.Sprintf("/opt/concourse/worker/vol%d", i)), ev[i])
+	}
+	assert.Equal(t, "… and 70 more", ev[alertmanager.MaxEvidenceAlerts])
 }
 
 // TestTitleSaysWhichObject: with group_by [alertname, instance], 100

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/groundcrew/groundcrew/digest"
+	"github.com/groundcrew/groundcrew/internal/human"
 	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
@@ -170,7 +171,7 @@ func workerFigures(ws []Worker, nm *naming) digest.WorkerFigures {
 			f.Stalled = append(f.Stalled, digest.StalledWorker{Name: w.Name, Containers: w.ActiveContainers, Ref: nm.Ref(w.Name)})
 		}
 	}
-	sort.Strings(f.Names)
+	human.Sort(f.Names)
 	if len(ws) > 0 {
 		f.ContainersMean = float64(total) / float64(len(ws))
 	}
@@ -311,7 +312,7 @@ func (a *buildAgg) finish() digest.BuildFigures {
 	for k := range a.imagePipes {
 		f.ImageFetchPipelines = append(f.ImageFetchPipelines, k.team+"/"+k.pipeline)
 	}
-	sort.Strings(f.ImageFetchPipelines)
+	human.Sort(f.ImageFetchPipelines)
 	return f
 }
 
@@ -324,7 +325,7 @@ func topCounts(m map[pipeKey]int, n int) []digest.PipelineCount {
 		if out[i].Count != out[j].Count {
 			return out[i].Count > out[j].Count
 		}
-		return out[i].Ref() < out[j].Ref()
+		return human.Compare(out[i].Ref(), out[j].Ref()) < 0
 	})
 	if len(out) > n {
 		out = out[:n]

@@ -98,7 +98,7 @@ func (g groups) sorted() []*pipelineGroup {
 		if out[i].Count != out[j].Count {
 			return out[i].Count > out[j].Count
 		}
-		return out[i].Team+"/"+out[i].Pipeline < out[j].Team+"/"+out[j].Pipeline
+		return human.Compare(out[i].Team+"/"+out[i].Pipeline, out[j].Team+"/"+out[j].Pipeline) < 0
 	})
 	return out
 }
@@ -410,7 +410,7 @@ func (p *Provider) applyAbort(ctx context.Context, c opmodel.Call, pl opmodel.Pl
 	for k := range rows {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	human.Sort(keys)
 	res.Table = &opmodel.Table{Columns: []string{"pipeline", "aborted", "already finished", "not stopped or failed"}}
 	for _, k := range keys {
 		r := rows[k]

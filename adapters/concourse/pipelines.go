@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sort"
+	"slices"
+
+	"github.com/groundcrew/groundcrew/internal/human"
 )
 
 // Pipelines lists pipelines: every visible pipeline when team is "*"
@@ -23,7 +25,7 @@ func (c *Client) Pipelines(ctx context.Context, team string) ([]Pipeline, error)
 	if err != nil {
 		return nil, err
 	}
-	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Ref() < ps[j].Ref() })
+	slices.SortStableFunc(ps, func(a, b Pipeline) int { return human.Compare(a.Ref(), b.Ref()) })
 	return ps, nil
 }
 

@@ -3,6 +3,8 @@ package concourse
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -119,6 +121,33 @@ func TestOpWorkers(t *testing.T) {
 	res, err = e.do(t, "concourse.workers", opmodel.Args{"state": "stalled"})
 	require.NoError(t, err)
 	assert.Equal(t, "1 stalled", res.Summary)
+}
+
+// TestOpWorkersInNumberOrder: the workers table and its name lists count
+// as people do (prd-2 before prd-10), not as text (prd-0, prd-1, prd-10,
+// prd-11, prd-2, …), whatever order Concourse sends them in.
+func TestOpWorkersInNumberOrder(t *testing.T) {
+	w := concoursesim.NewWorld().RunningWorkers("caascad-ci-workers-infra-infra-prd", 12).
+		AddWorkers(concoursesim.Worker{Name: "worker-10", State: concoursesim.StateRunning}, concoursesim.Worker{Name: "worker-7", State: concoursesim.StateRunning})
+	slices.Reverse(w.Workers)
+	e := newProvEnv(t, w)
+	res, err := e.do(t, "concourse.workers", nil)
+	require.NoError(t, err)
+	var names []string
+	for _, r := range res.Table.Rows {
+		names = append(names, r[0])
+	}
+	want := []string{}
+	for i := range 12 {
+		want = append(want, fmt.Sprintf("caascad-ci-workers-infra-infra-prd-%d", i))
+	}
+	want = append(want, "worker-7", "worker-10")
+	assert.Equal(t, want, names)
+	var running []string
+	for _, n := range decoded(t, res)["running"].([]any) {
+		running = append(running, n.(string))
+	}
+	assert.Equal(t, want, running)
 }
 
 func TestOpWorker(t *testing.T) {

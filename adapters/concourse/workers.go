@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sort"
+	"slices"
+
+	"github.com/groundcrew/groundcrew/internal/human"
 )
 
 // Info returns the server's version and cluster name (GET /api/v1/info).
@@ -27,7 +29,7 @@ func (c *Client) Workers(ctx context.Context) ([]Worker, error) {
 	if err := c.get(ctx, "/api/v1/workers", "list workers", &ws); err != nil {
 		return nil, err
 	}
-	sort.Slice(ws, func(i, j int) bool { return ws[i].Name < ws[j].Name })
+	slices.SortFunc(ws, func(a, b Worker) int { return human.Compare(a.Name, b.Name) }) // worker-9 before worker-10
 	return ws, nil
 }
 
