@@ -12,18 +12,33 @@ import (
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
+// choiceReader reads a parameter's live choices on a target (nil: none
+// offered). errTooManyChoices: more than a select shows.
+type choiceReader func(p runbooks.Param, target string) ([]string, error)
+
+var errTooManyChoices = fmt.Errorf("more than %d", maxChoices)
+
 // runForm is the form that asks for what `/runbook run` of rb lacks, or
-// nil when nothing required is missing. target is the target given ("":
-// none), targets the configured ones; given the parameters typed (kept as
-// the fields' values).
-// choices, when not nil, lists a parameter's live choices on the target
-// (nil: a free text field).
-func runForm(rb *runbooks.Runbook, target string, targets []string, given map[string]string, choices func(p runbooks.Param, target string) []string, always bool) *Form {
+// nil when nothing required is missing (always: the form anyway). target
+// is the target given in the command ("": none; then, with more than one
+// configured, the target is a field), targets the configured ones; given
+// the values known (typed in the command, or entered in the form:
+// given["target"] is the target picked in it), kept as the fields'
+// values. choices, when not nil, lists a parameter's live choices on the
+// target; what it cannot read is said in the form's Note and the field is
+// free text.
+func runForm(rb *runbooks.Runbook, target string, targets []string, given map[string]string, choices choiceReader, always bool) *Form {
 	f := Form{Title: "Run " + rb.Name, Command: "run " + rb.Name}
 	missing := false
+	live := target
 	if target == "" && len(targets) > 1 {
-		f.Fields = append(f.Fields, FormField{Name: "target", Help: "the Concourse target", Required: true, Options: targets})
-		missing = true
+		fd := FormField{Name: "target", Help: "the Concourse target", Required: true, Options: targets, Refresh: choices != nil && hasLiveChoices(rb)}
+		if picked := given["target"]; slices.Contains(targets, picked) {
+			fd.Default, live = picked, picked
+		} else {
+			missing = true
+		}
+		f.Fields = append(f.Fields, fd)
 	} else if target != "" {
 		f.Command += " target=" + target
 	}
@@ -40,24 +55,112 @@ func runForm(rb *runbooks.Runbook, target string, targets []string, given map[st
 	if !missing && !always {
 		return nil
 	}
-	live := target
 	if live == "" && len(targets) == 1 {
 		live = targets[0]
 	}
+	var unread []unreadChoice
 	for i, p := range rb.Params {
 		fd := &f.Fields[len(f.Fields)-len(rb.Params)+i]
 		if p.Choices == "" || len(p.Enum) > 0 || live == "" || choices == nil {
 			continue
 		}
-		opts := choices(p, live)
-		if fd.Default != "" && len(opts) > 0 && !slices.Contains(opts, fd.Default) {
-			opts = append([]string{fd.Default}, opts...)
+		opts, err := choices(p, live)
+		if err == nil && len(opts) > maxChoices {
+			err = errTooManyChoices
 		}
-		if len(opts) > 0 && len(opts) <= maxChoices {
+		if err != nil {
+			unread = append(unread, unreadChoice{p, err})
+			continue
+		}
+		switch {
+		case len(opts) == 0:
+		case slices.Contains(opts, fd.Default):
+		case fd.Default != "" && fd.Default == p.Default:
+			// The runbook's default stays a choice.
+			opts = append([]string{fd.Default}, opts...)
+		default:
+			// A value that is none of this target's (picked for another
+			// target) is not kept.
+			fd.Default = p.Default
+		}
+		if len(opts) > 0 {
 			fd.Options = opts
 		}
 	}
+	f.Note = unreadNote(live, unread)
 	return &f
+}
+
+// hasLiveChoices reports whether a parameter of rb offers the target's
+// workers, pipelines or teams (so the target decides a field's options).
+func hasLiveChoices(rb *runbooks.Runbook) bool {
+	for _, p := range rb.Params {
+		if p.Choices != "" && len(p.Enum) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// unreadChoice is a parameter whose choices could not be read.
+type unreadChoice struct {
+	p   runbooks.Param
+	err error
+}
+
+// unreadNote says which choices the form could not offer and why, one
+// sentence per cause: "Could not read the workers of infra-dev (connection
+// refused): type worker."
+func unreadNote(target string, unread []unreadChoice) string {
+	var sentences []string
+	done := map[int]bool{}
+	for i, u := range unread {
+		if done[i] {
+			continue
+		}
+		cause := choiceCause(u.err)
+		var kinds, fields []string
+		for j := i; j < len(unread); j++ {
+			if choiceCause(unread[j].err) != cause {
+				continue
+			}
+			done[j] = true
+			if !slices.Contains(kinds, unread[j].p.Choices) {
+				kinds = append(kinds, unread[j].p.Choices)
+			}
+			fields = append(fields, unread[j].p.Name)
+		}
+		if errors.Is(u.err, errTooManyChoices) {
+			sentences = append(sentences, fmt.Sprintf("%s has more than %d %s: type %s.", target, maxChoices, andJoin(kinds), andJoin(fields)))
+			continue
+		}
+		sentences = append(sentences, fmt.Sprintf("Could not read the %s of %s (%s): type %s.", andJoin(kinds), target, cause, andJoin(fields)))
+	}
+	return strings.Join(sentences, " ")
+}
+
+// choiceCause is why choices could not be read, short enough for a form:
+// the innermost error ("dial tcp 10.0.0.7:443: connect: connection
+// refused"), or "no answer within 1s".
+func choiceCause(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Sprintf("no answer within %s", choicesTimeout)
+	}
+	for {
+		inner := errors.Unwrap(err)
+		if inner == nil {
+			break
+		}
+		err = inner
+	}
+	return limitText(err.Error(), 200)
+}
+
+func andJoin(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
 
 // runButton opens the run form of the runbook a ▶ Run button names (on
@@ -88,9 +191,15 @@ const choicesTimeout = time.Second
 // liveChoices reads a parameter's choices from the target with the
 // registry's read operations (concourse.workers, concourse.pipelines):
 // worker names, pipelines as team/pipeline, teams that have pipelines;
-// nil when the target cannot be read in time.
-func liveChoices(ctx context.Context, e *Engine) func(p runbooks.Param, target string) []string {
-	return func(p runbooks.Param, target string) []string {
+// an error when the target cannot be read in time. Each operation is
+// called once per target for one form.
+func liveChoices(ctx context.Context, e *Engine) choiceReader {
+	type read struct {
+		res Result
+		err error
+	}
+	memo := map[string]read{}
+	return func(p runbooks.Param, target string) ([]string, error) {
 		opName, col := "concourse.workers", []string{"name"}
 		switch p.Choices {
 		case runbooks.ChoicesPipelines:
@@ -100,20 +209,28 @@ func liveChoices(ctx context.Context, e *Engine) func(p runbooks.Param, target s
 		}
 		op, ok := e.opts.Ops.Get(opName)
 		if !ok || op.Do == nil {
-			return nil
+			return nil, nil
 		}
-		ctx, cancel := context.WithTimeout(ctx, choicesTimeout)
-		defer cancel()
-		res, err := op.Do(ctx, Call{Target: target, Args: Args{}})
-		if err != nil || res.Table == nil {
-			e.log.Info("form: choices not read; the field is free text", "param", p.Name, "target", target, "err", err)
-			return nil
+		r, seen := memo[opName+"\x00"+target]
+		if !seen {
+			ctx, cancel := context.WithTimeout(ctx, choicesTimeout)
+			r.res, r.err = op.Do(ctx, Call{Target: target, Args: Args{}})
+			cancel()
+			memo[opName+"\x00"+target] = r
 		}
+		if r.err != nil {
+			e.log.Info("form: choices not read; the field is free text", "param", p.Name, "target", target, "err", r.err)
+			return nil, r.err
+		}
+		if r.res.Table == nil {
+			return nil, nil
+		}
+		res := r.res
 		idx := make([]int, len(col))
 		for i, c := range col {
 			idx[i] = slices.Index(res.Table.Columns, c)
 			if idx[i] < 0 {
-				return nil
+				return nil, nil
 			}
 		}
 		var out []string
@@ -129,17 +246,43 @@ func liveChoices(ctx context.Context, e *Engine) func(p runbooks.Param, target s
 				out = append(out, v)
 			}
 			if len(out) > maxChoices {
-				return nil
+				return nil, errTooManyChoices
 			}
 		}
 		sort.Strings(out)
-		return out
+		return out, nil
 	}
 }
 
 // FormCheckerOf is the FormChecker of e's run forms (its own type: the
 // engine stays a coordinator).
 func FormCheckerOf(e *Engine) FormChecker { return formChecker{e} }
+
+// FormRefresherOf is the FormRefresher of e's run forms: a target picked
+// in the form gives that target's choices.
+func FormRefresherOf(e *Engine) FormRefresher { return formChecker{e} }
+
+// RefreshForm implements FormRefresher for a run form: the form of the
+// command's runbook for the values entered (values["target"] the target
+// picked), its choices read live from that target, the values still
+// valid kept, what cannot be read said in its Note.
+func (fc formChecker) RefreshForm(ctx context.Context, command string, values map[string]string) (Form, error) {
+	e := fc.e
+	c, err := Parse(command)
+	if err != nil || c.Verb != VerbRun {
+		return Form{}, fmt.Errorf("not a run form: %q", command)
+	}
+	rb, ok := e.opts.Library.Get(c.Name)
+	if !ok {
+		return Form{}, fmt.Errorf("no runbook %q", c.Name)
+	}
+	target := c.Params["target"]
+	given := make(map[string]string, len(values))
+	for k, v := range values {
+		given[k] = strings.TrimSpace(v)
+	}
+	return *runForm(rb, target, targetNames(e.opts.Targets), given, liveChoices(ctx, e), true), nil
+}
 
 type formChecker struct{ e *Engine }
 

@@ -22,6 +22,7 @@ type (
 	FormField        = chatmodel.FormField
 	FormOpener       = chatmodel.FormOpener
 	FormChecker      = chatmodel.FormChecker
+	FormRefresher    = chatmodel.FormRefresher
 	MessageRole      = chatmodel.MessageRole
 	Intent           = chatmodel.Intent
 	ReactionHints    = chatmodel.ReactionHints

@@ -80,6 +80,9 @@ type Adapter struct {
 	form *consoleForm
 	// formChecker, when set, checks each answer of a form (SetFormChecker).
 	formChecker chatmodel.FormChecker
+	// formRefresher, when set, gives a form's choices again for the
+	// target answered (SetFormRefresher).
+	formRefresher chatmodel.FormRefresher
 }
 
 type message struct {

@@ -42,6 +42,9 @@ func (a *Adapter) OpenForm(_ context.Context, ev chatmodel.Event, f chatmodel.Fo
 	a.form = cf
 	a.mu.Unlock()
 	a.say("📝 %s: %d required parameter%s missing; answer each (or /cancel).", f.Title, len(cf.ask), plural(len(cf.ask)))
+	if f.Note != "" {
+		a.say("⚠️ %s", f.Note)
+	}
 	a.prompt(cf)
 	return nil
 }
@@ -99,6 +102,9 @@ func (a *Adapter) answerForm(ctx context.Context, h chatmodel.Handler, line stri
 	}
 	cf.values[fd.Name] = line
 	cf.next++
+	if fd.Refresh && cf.next < len(cf.ask) {
+		a.refreshForm(ctx, cf)
+	}
 	if cf.next < len(cf.ask) {
 		a.prompt(cf)
 		return true
@@ -137,4 +143,37 @@ func (a *Adapter) checkAnswer(ctx context.Context, cf *consoleForm, name, value 
 	}
 	values[name] = value
 	return c.CheckForm(ctx, cf.form.Command, values)[name]
+}
+
+// SetFormRefresher makes the questions after the target offer that
+// target's workers, pipelines or teams.
+func (a *Adapter) SetFormRefresher(r chatmodel.FormRefresher) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.formRefresher = r
+}
+
+// refreshForm gives the questions still to ask the options of the form
+// for the answers so far (the target answered), and says its note.
+func (a *Adapter) refreshForm(ctx context.Context, cf *consoleForm) {
+	a.mu.Lock()
+	r := a.formRefresher
+	a.mu.Unlock()
+	if r == nil {
+		return
+	}
+	f, err := r.RefreshForm(ctx, cf.form.Command, cf.values)
+	if err != nil {
+		return
+	}
+	for i := cf.next; i < len(cf.ask); i++ {
+		for _, fd := range f.Fields {
+			if fd.Name == cf.ask[i].Name {
+				cf.ask[i].Options = fd.Options
+			}
+		}
+	}
+	if f.Note != "" {
+		a.say("⚠️ %s", f.Note)
+	}
 }

@@ -230,6 +230,11 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 	if fc, ok := a.chat.(interface{ SetFormChecker(bot.FormChecker) }); ok {
 		fc.SetFormChecker(bot.FormCheckerOf(eng))
 	}
+	// A target picked in a form gives that target's workers, pipelines and
+	// teams (the form is refreshed through the engine).
+	if fr, ok := a.chat.(interface{ SetFormRefresher(bot.FormRefresher) }); ok {
+		fr.SetFormRefresher(bot.FormRefresherOf(eng))
+	}
 	now := o.Now
 	if now == nil {
 		now = time.Now

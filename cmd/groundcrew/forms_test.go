@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/bot"
 )
 
 // TestServe_ConsoleAsksMissingParameters: `/runbook run` without a
@@ -61,7 +66,14 @@ func TestServe_ConsoleAsksAgainForAValueTheRunbookRefuses(t *testing.T) {
 // waits until the output holds s, out is all that was printed.
 func consoleSession(t *testing.T) (say func(string), waitFor func(string), out interface{ String() string }) {
 	t.Helper()
-	_, in, o, _ := servingApp(t, "")
+	return consoleSessionWith(t, "")
+}
+
+// consoleSessionWith is consoleSession with more configuration (extra is
+// appended under infra-prd's target: indented, it adds targets).
+func consoleSessionWith(t *testing.T, extra string) (say func(string), waitFor func(string), out interface{ String() string }) {
+	t.Helper()
+	_, in, o, _ := servingApp(t, extra)
 	say = func(l string) {
 		_, err := io.WriteString(in, l+"\n")
 		require.NoError(t, err)
@@ -71,4 +83,87 @@ func consoleSession(t *testing.T) (say func(string), waitFor func(string), out i
 		require.Eventually(t, func() bool { return strings.Contains(o.String(), s) }, 10*time.Second, 20*time.Millisecond, o.String())
 	}
 	return say, waitFor, o
+}
+
+// twoMoreTargets configures infra-dev (a simulator with two workers and
+// one pipeline) and infra-down (nothing answers) besides infra-prd.
+func twoMoreTargets(t *testing.T) string {
+	world := filepath.Join(t.TempDir(), "dev.yaml")
+	require.NoError(t, os.WriteFile(world, []byte(`workers: [{name: dev-w-1}, {name: dev-w-2}]
+pipelines: [{name: dev-app, team: main, jobs: [{name: unit}]}]
+`), 0o600))
+	return `  infra-dev:
+    simulator: {world: ` + world + `}
+  infra-down:
+    url: http://127.0.0.1:1
+`
+}
+
+// TestServe_ConsoleAsksTheTargetFirst: with several targets the console
+// asks for the target, then offers that target's pipelines; a target that
+// cannot be read is said, and the pipeline is free text.
+func TestServe_ConsoleAsksTheTargetFirst(t *testing.T) {
+	say, waitFor, out := consoleSessionWith(t, twoMoreTargets(t))
+	const ask = "target — the Concourse target (one of: infra-dev, infra-down, infra-prd)?"
+	say("/runbook run pause-pipeline")
+	waitFor(ask)
+	say("infra-down")
+	waitFor("⚠️ Could not read the pipelines and teams of infra-down (connection refused): type pipeline and team.")
+	waitFor("pipeline — pipeline name, or team/pipeline?")
+	say("/cancel")
+	waitFor("form cancelled")
+
+	say("/runbook run pause-pipeline")
+	require.Eventually(t, func() bool { return strings.Count(out.String(), ask) == 2 }, 10*time.Second, 20*time.Millisecond, out.String())
+	say("infra-dev")
+	waitFor("pipeline — pipeline name, or team/pipeline (one of: main/dev-app)?")
+	say("main/dev-app")
+	waitFor("→ /runbook run pause-pipeline target=infra-dev pipeline=main/dev-app")
+}
+
+// TestServe_FormRefreshReadsThePickedTarget: with several targets the run
+// form's target is a field; picking one in the form gives that target's
+// workers (read live from its simulator), keeps the values still valid,
+// and a target that cannot be read is said in the form's note (its fields
+// free text) instead of failing the form.
+func TestServe_FormRefreshReadsThePickedTarget(t *testing.T) {
+	a, _, _, _ := servingApp(t, twoMoreTargets(t))
+	refresh := bot.FormRefresherOf(a.eng)
+	ctx := context.Background()
+
+	f, err := refresh.RefreshForm(ctx, "run worker-stalled", map[string]string{"target": "infra-dev", "worker": "caascad-ci-workers-infra-infra-prd-0"})
+	require.NoError(t, err)
+	require.Equal(t, "target", f.Fields[0].Name)
+	assert.True(t, f.Fields[0].Refresh)
+	assert.Equal(t, "infra-dev", f.Fields[0].Default)
+	worker := fieldNamed(t, f, "worker")
+	assert.Equal(t, []string{"dev-w-1", "dev-w-2"}, worker.Options, "infra-dev's workers")
+	assert.Empty(t, worker.Default, "a worker of the other target is not kept")
+	assert.Empty(t, f.Note)
+	assert.Equal(t, "run worker-stalled", f.Command)
+
+	f, err = refresh.RefreshForm(ctx, "run worker-stalled", map[string]string{"target": "infra-dev", "worker": "dev-w-2"})
+	require.NoError(t, err)
+	assert.Equal(t, "dev-w-2", fieldNamed(t, f, "worker").Default, "a worker of this target is kept")
+
+	f, err = refresh.RefreshForm(ctx, "run worker-stalled", map[string]string{"target": "infra-down", "worker": "dev-w-2"})
+	require.NoError(t, err)
+	assert.Empty(t, fieldNamed(t, f, "worker").Options, "free text")
+	assert.Contains(t, f.Note, "Could not read the workers of infra-down (")
+	assert.Contains(t, f.Note, "connection refused")
+	assert.Contains(t, f.Note, "): type worker.")
+
+	_, err = refresh.RefreshForm(ctx, "run no-such-runbook", map[string]string{"target": "infra-dev"})
+	assert.Error(t, err)
+}
+
+func fieldNamed(t *testing.T, f bot.Form, name string) bot.FormField {
+	t.Helper()
+	for _, fd := range f.Fields {
+		if fd.Name == name {
+			return fd
+		}
+	}
+	t.Fatalf("no field %q in %+v", name, f.Fields)
+	return bot.FormField{}
 }

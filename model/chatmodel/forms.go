@@ -12,6 +12,10 @@ type Form struct {
 	// target=infra-prd").
 	Command string      `json:"command"`
 	Fields  []FormField `json:"fields"`
+	// Note says what the form could not offer, shown above the fields
+	// ("Could not read the workers of infra-dev (connection refused):
+	// type worker."); "" when nothing is amiss.
+	Note string `json:"note,omitempty"`
 }
 
 // FormField is one parameter of a form.
@@ -23,6 +27,11 @@ type FormField struct {
 	Default string `json:"default,omitempty"`
 	// Options are the allowed values (a choice); empty: free text.
 	Options []string `json:"options,omitempty"`
+	// Refresh says other fields depend on this one's value (the target
+	// whose workers, pipelines or teams are offered): when a person
+	// changes it in the form, the adapter asks FormRefresher.RefreshForm
+	// for the form with the values entered and shows that one.
+	Refresh bool `json:"refresh,omitempty"`
 }
 
 // FormOpener is a chat adapter that can ask for a command's parameters
@@ -52,4 +61,14 @@ func FormCommand(f Form, values map[string]string) string {
 // engine answers as it would the command). command is the form's Command.
 type FormChecker interface {
 	CheckForm(ctx context.Context, command string, values map[string]string) map[string]string
+}
+
+// FormRefresher gives a form again for the values entered so far, when a
+// field marked Refresh changed: the live choices of the target picked,
+// the values still valid kept as defaults, and a Note when the target
+// cannot be read. command is the form's Command; the fields are the same
+// as the form opened with. An error means there is nothing to refresh (the
+// runbook is gone): the form stays as it is.
+type FormRefresher interface {
+	RefreshForm(ctx context.Context, command string, values map[string]string) (Form, error)
 }
