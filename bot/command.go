@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -48,6 +49,9 @@ type Command struct {
 	Params map[string]string // k=v arguments of run
 	DryRun bool
 	Rest   string // free text (reason, note)
+	// Invocation is set for a command a subsystem declared (Verb is its
+	// name): what the subsystem's Commander is handed.
+	Invocation *Invocation
 }
 
 // Input limits. Texts longer than these are refused with a message that
@@ -82,7 +86,12 @@ var verbs = []struct {
 
 // Parse parses the text after "/runbook". It returns a *UserError for
 // anything a person should fix.
-func Parse(text string) (Command, error) {
+func Parse(text string) (Command, error) { return ParseWith(text, nil) }
+
+// ParseWith is Parse knowing the commands subsystems declare (specs): the
+// one parser of command text. A declared command is returned with its
+// Invocation; its usage errors are the parser's, like the verbs'.
+func ParseWith(text string, specs []CommandSpec) (Command, error) {
 	if len(text) > MaxCommandBytes {
 		return Command{}, &UserError{Msg: fmt.Sprintf("That command is %s long; the limit is %s. Give long notes in the thread instead.", byteSize(len(text)), byteSize(MaxCommandBytes))}
 	}
@@ -105,9 +114,17 @@ func Parse(text string) (Command, error) {
 		}
 	}
 	if !known {
+		for _, s := range specs {
+			if slices.Contains(s.Names(), string(c.Verb)) {
+				return parseDeclared(s, args)
+			}
+		}
 		names := make([]string, 0, len(verbs))
 		for _, v := range verbs {
 			names = append(names, string(v.name))
+		}
+		for _, s := range specs {
+			names = append(names, s.Names()...)
 		}
 		msg := fmt.Sprintf("Unknown command %q.", Sanitize(limitText(words[0], 40)))
 		if s := closest(string(c.Verb), names); s != "" {
@@ -178,6 +195,37 @@ func Parse(text string) (Command, error) {
 		c.Name = strings.ToLower(c.Name)
 	}
 	return c, nil
+}
+
+// parseDeclared reads the words after a declared command's name.
+func parseDeclared(s CommandSpec, args []string) (Command, error) {
+	c := Command{Verb: Verb(s.Name), Invocation: &Invocation{Command: s.Name}}
+	if len(args) > 0 {
+		for _, sub := range s.Subs {
+			if !strings.EqualFold(args[0], sub.Name) {
+				continue
+			}
+			if len(args)-1 != sub.Args {
+				return c, &UserError{Msg: "Usage: `/runbook " + sub.Usage + "`"}
+			}
+			c.Invocation.Sub, c.Invocation.Args = sub.Name, args[1:]
+			return c, nil
+		}
+	}
+	if len(args) > s.MaxArgs {
+		return c, &UserError{Msg: "Usage: " + declaredUsage(s)}
+	}
+	c.Invocation.Args = args
+	return c, nil
+}
+
+// declaredUsage is every usage of a declared command, for a usage error.
+func declaredUsage(s CommandSpec) string {
+	us := []string{"`/runbook " + s.Usage + "`"}
+	for _, sub := range s.Subs {
+		us = append(us, "`/runbook "+sub.Usage+"`")
+	}
+	return strings.Join(us, " · ")
 }
 
 // byteSize writes a size for people: 1.2 MiB, 16 KiB, 300 bytes.
@@ -258,14 +306,21 @@ func (e *Engine) Handle(ctx context.Context, ev Event) error {
 }
 
 func (e *Engine) command(ctx context.Context, ev Event) error {
-	c, err := Parse(ev.Text)
+	var specs []CommandSpec
+	if e.opts.Commands != nil {
+		specs = e.opts.Commands.Commands()
+	}
+	c, err := ParseWith(ev.Text, specs)
 	if err != nil {
 		e.out.reply(ctx, ev.Conversation, ev.User, "⚠️ "+err.Error())
 		return nil
 	}
+	if c.Invocation != nil {
+		return e.opts.Commands.RunCommand(ctx, ev, *c.Invocation)
+	}
 	switch c.Verb {
 	case VerbHelp:
-		e.out.reply(ctx, ev.Conversation, ev.User, helpText(targetNames(e.opts.Targets), e.hints))
+		e.out.reply(ctx, ev.Conversation, ev.User, helpText(targetNames(e.opts.Targets), specs, e.hints))
 	case VerbList:
 		e.out.reply(ctx, ev.Conversation, ev.User, listText(e.opts.Library, e.opts.Ops))
 	case VerbShow:

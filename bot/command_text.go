@@ -12,11 +12,20 @@ import (
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
-// helpText is /runbook help for these targets.
-func helpText(targets []string, h hints) string {
+// helpText is /runbook help for these targets and the commands subsystems
+// declare (specs).
+func helpText(targets []string, specs []CommandSpec, h hints) string {
 	var b strings.Builder
 	b.WriteString("*groundcrew* runs Concourse runbooks step by step, with approval before anything destructive.\n")
 	for _, v := range verbs {
+		if v.name == VerbHelp { // the declared commands before help, the last line
+			for _, s := range specs {
+				fmt.Fprintf(&b, "• `/runbook %s` — %s\n", s.Usage, s.Help)
+				for _, sub := range s.Subs {
+					fmt.Fprintf(&b, "• `/runbook %s` — %s\n", sub.Usage, sub.Help)
+				}
+			}
+		}
 		fmt.Fprintf(&b, "• `/runbook %s` — %s\n", v.usage, v.help)
 	}
 	fmt.Fprintf(&b, "Targets: %s. %s", strings.Join(quoteAll(targets), ", "), h.help())

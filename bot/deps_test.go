@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -213,4 +214,42 @@ func TestEngineStaysACoordinator(t *testing.T) {
 	}
 	require.NotEmpty(t, methods)
 	assert.LessOrEqual(t, len(methods), limit, "Engine has %d methods; give the new concern its own type:\n%s", len(methods), strings.Join(methods, "\n"))
+}
+
+// TestOneCommandParser: command text is read by one parser, the engine's
+// (Parse). The chat adapters make command events and scenarios type them;
+// a subsystem that answers a command declares it (chatmodel.CommandSpec)
+// and is handed it parsed, so no other package looks at EventCommand.
+func TestOneCommandParser(t *testing.T) {
+	makers := []string{"bot", "model", "adapters", "scenario"}
+	fset := token.NewFileSet()
+	var readers []string
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel := filepath.ToSlash(strings.TrimPrefix(path, "../"))
+		if d.IsDir() {
+			if under(rel, makers...) || under(rel, "e2e", "testdata", ".ci") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "EventCommand" {
+				readers = append(readers, fset.Position(sel.Pos()).String())
+			}
+			return true
+		})
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Empty(t, readers, "only the engine reads commands; declare a CommandSpec and implement Commander instead")
 }

@@ -76,6 +76,10 @@ type Options struct {
 	// Threads adds what other subsystems know of a thread (an incident's
 	// heading and timeline) to its summary; optional.
 	Threads ThreadNoter
+	// Commands are the "/runbook" commands subsystems answer (the
+	// incidents'); the engine parses every command and hands them theirs.
+	// Optional.
+	Commands Commander
 	// HousekeepEvery is how often Capabilities.Housekeeper forgets old
 	// dedupe entries and finished runs past the retention (default 1h; the
 	// first pass runs on the first Tick).

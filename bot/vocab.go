@@ -36,6 +36,10 @@ type (
 	ThreadNotes      = chatmodel.ThreadNotes
 	ThreadNoter      = chatmodel.ThreadNoter
 	ThreadReader     = chatmodel.ThreadReader
+	Commander        = chatmodel.Commander
+	CommandSpec      = chatmodel.CommandSpec
+	SubVerb          = chatmodel.SubVerb
+	Invocation       = chatmodel.Invocation
 	EventKind        = chatmodel.EventKind
 	Event            = chatmodel.Event
 	Handler          = chatmodel.Handler

@@ -11,10 +11,11 @@ import (
 	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
-// Handler gives chat events about incidents to the Manager — the
-// `/runbook incidents` command, 👀 on an incident message, the incident
-// buttons — and every other event to Next (the engine). It is wired at the
-// composition root in front of the engine.
+// Handler gives chat events about incidents to the Manager — 👀 on an
+// incident message, the incident buttons — and every other event to Next
+// (the engine). It is wired at the composition root in front of the
+// engine, and as the engine's Commander: the engine parses every command
+// and hands `/runbook incidents …` to RunCommand.
 type Handler struct {
 	M    *Manager
 	Next chatmodel.Handler
@@ -23,6 +24,7 @@ type Handler struct {
 var (
 	_ chatmodel.Handler     = (*Handler)(nil)
 	_ chatmodel.ThreadNoter = (*Handler)(nil)
+	_ chatmodel.Commander   = (*Handler)(nil)
 )
 
 // ThreadNotes implements chatmodel.ThreadNoter: in an incident's thread, the
@@ -38,19 +40,12 @@ func (h *Handler) ThreadNotes(ctx context.Context, thread chatmodel.Conversation
 	return h.M.Notes(in), true
 }
 
-// Handle implements chatmodel.Handler.
+// Handle implements chatmodel.Handler: 👀 on an incident message and the
+// incident buttons; every other event goes to Next (the engine), which
+// parses every command and hands `/runbook incidents …` back through
+// RunCommand.
 func (h *Handler) Handle(ctx context.Context, ev chatmodel.Event) error {
 	switch ev.Kind {
-	case chatmodel.EventCommand:
-		w := strings.Fields(ev.Text)
-		switch {
-		case len(w) > 0 && (strings.EqualFold(w[0], "incidents") || strings.EqualFold(w[0], "incident")):
-			return h.command(ctx, ev, w[1:])
-		case len(w) == 0 || len(w) == 1 && strings.EqualFold(w[0], "help"):
-			err := h.Next.Handle(ctx, ev)
-			h.reply(ctx, ev, helpText)
-			return err
-		}
 	case chatmodel.EventReaction:
 		if ev.Intent == chatmodel.IntentAcknowledge && !ev.Removed { // 👀, as the chat adapters map it
 			if in, ok := h.incidentOf(ctx, ev.Message); ok {
@@ -64,6 +59,50 @@ func (h *Handler) Handle(ctx context.Context, ev chatmodel.Event) error {
 		}
 	}
 	return h.Next.Handle(ctx, ev)
+}
+
+// The incidents' command, as the engine's parser reads it.
+var commands = []chatmodel.CommandSpec{{
+	Name: "incidents", Aliases: []string{"incident"},
+	Usage:   "incidents [unacked] [target=<target>] [all] [page <n>]",
+	Help:    "the open incidents (from Alertmanager alerts and watch rules), those nobody acknowledged first; `all` lists the resolved too",
+	MaxArgs: 5, // unacked target=x all page n
+	Subs: []chatmodel.SubVerb{
+		{Name: "show", Args: 1, Usage: "incidents show <incident>", Help: "an incident's timeline and the runs in its thread"},
+		{Name: "ack", Args: 1, Usage: "incidents ack <incident>", Help: "acknowledge an incident (or react 👀 on it)"},
+	},
+}}
+
+// Commands implements chatmodel.Commander.
+func (h *Handler) Commands() []chatmodel.CommandSpec { return commands }
+
+// RunCommand implements chatmodel.Commander: `/runbook incidents …`,
+// parsed by the engine.
+func (h *Handler) RunCommand(ctx context.Context, ev chatmodel.Event, inv chatmodel.Invocation) error {
+	switch inv.Sub {
+	case "show":
+		in, ok := h.find(ctx, ev, inv.Args[0])
+		if !ok {
+			return nil
+		}
+		text := h.M.TimelineText(in)
+		var rs []string
+		for _, r := range h.M.LinkedRuns(ctx, in) {
+			rs = append(rs, fmt.Sprintf("`%s` %s %s", r.ID, r.Runbook, r.State))
+		}
+		if len(rs) > 0 {
+			text += "\nRuns in its thread: " + strings.Join(rs, ", ")
+		}
+		h.reply(ctx, ev, text)
+		return nil
+	case "ack":
+		in, ok := h.find(ctx, ev, inv.Args[0])
+		if !ok {
+			return nil
+		}
+		return h.ack(ctx, ev, in, "command")
+	}
+	return h.list(ctx, ev, inv.Args)
 }
 
 // incidentOf finds the incident of a message: its root, or a reply in its thread.
@@ -97,54 +136,28 @@ func (h *Handler) reply(ctx context.Context, ev chatmodel.Event, text string) {
 	}
 }
 
-const helpText = "• `/runbook incidents` — the open incidents (from Alertmanager alerts and watch rules), those nobody acknowledged first; filters: `unacked`, `target=<target>`, `all` (resolved too), `page <n>`; `/runbook incidents show <incident>` its timeline; `/runbook incidents ack <incident>` acknowledges one (or react 👀 on it)"
-
 const usage = "Usage: `/runbook incidents [unacked] [target=<target>] [all] [page <n>]` (the open incidents) · `/runbook incidents show <incident>` (its timeline) · `/runbook incidents ack <incident>`"
 
-func (h *Handler) command(ctx context.Context, ev chatmodel.Event, args []string) error {
-	switch {
-	case len(args) == 0 || !strings.EqualFold(args[0], "show") && !strings.EqualFold(args[0], "ack"):
-		f, err := ParseListFilter(args)
-		if err != nil {
-			h.reply(ctx, ev, "⚠️ "+err.Error()+"\n"+usage)
-			return nil
-		}
-		ins, err := h.M.list(ctx, f)
-		if err != nil {
-			h.reply(ctx, ev, "⚠️ Could not list the incidents: "+err.Error())
-			return err
-		}
-		if f.Target != "" && len(h.M.o.Targets) > 0 && !slices.Contains(h.M.o.Targets, f.Target) &&
-			!slices.ContainsFunc(ins, func(in *Incident) bool { return strings.EqualFold(in.Target, f.Target) }) {
-			// Not a quiet target: one that is not configured (an incident
-			// of a target removed since is still listed by it).
-			h.reply(ctx, ev, fmt.Sprintf("⚠️ There is no target `%.60s`; targets: %s.\n%s", f.Target, "`"+strings.Join(h.M.o.Targets, "`, `")+"`", usage))
-			return nil
-		}
-		h.reply(ctx, ev, h.M.ListText(ins, f, func(in *Incident) []*runmodel.Run { return h.M.LinkedRuns(ctx, in) }))
-	case len(args) == 2 && strings.EqualFold(args[0], "show"):
-		in, ok := h.find(ctx, ev, args[1])
-		if !ok {
-			return nil
-		}
-		text := h.M.TimelineText(in)
-		var rs []string
-		for _, r := range h.M.LinkedRuns(ctx, in) {
-			rs = append(rs, fmt.Sprintf("`%s` %s %s", r.ID, r.Runbook, r.State))
-		}
-		if len(rs) > 0 {
-			text += "\nRuns in its thread: " + strings.Join(rs, ", ")
-		}
-		h.reply(ctx, ev, text)
-	case len(args) == 2 && strings.EqualFold(args[0], "ack"):
-		in, ok := h.find(ctx, ev, args[1])
-		if !ok {
-			return nil
-		}
-		return h.ack(ctx, ev, in, "command")
-	default:
-		h.reply(ctx, ev, "⚠️ "+usage)
+// list is `/runbook incidents [filters]`.
+func (h *Handler) list(ctx context.Context, ev chatmodel.Event, args []string) error {
+	f, err := ParseListFilter(args)
+	if err != nil {
+		h.reply(ctx, ev, "⚠️ "+err.Error()+"\n"+usage)
+		return nil
 	}
+	ins, err := h.M.list(ctx, f)
+	if err != nil {
+		h.reply(ctx, ev, "⚠️ Could not list the incidents: "+err.Error())
+		return err
+	}
+	if f.Target != "" && len(h.M.o.Targets) > 0 && !slices.Contains(h.M.o.Targets, f.Target) &&
+		!slices.ContainsFunc(ins, func(in *Incident) bool { return strings.EqualFold(in.Target, f.Target) }) {
+		// Not a quiet target: one that is not configured (an incident
+		// of a target removed since is still listed by it).
+		h.reply(ctx, ev, fmt.Sprintf("⚠️ There is no target `%.60s`; targets: %s.\n%s", f.Target, "`"+strings.Join(h.M.o.Targets, "`, `")+"`", usage))
+		return nil
+	}
+	h.reply(ctx, ev, h.M.ListText(ins, f, func(in *Incident) []*runmodel.Run { return h.M.LinkedRuns(ctx, in) }))
 	return nil
 }
 

@@ -72,7 +72,10 @@ type fixture struct {
 	db    *store.DB
 	start *starter
 	next  *passed
-	path  string
+	// eng is an engine whose Commands are h, as serve wires them: the
+	// commands of these tests go through the engine's one parser.
+	eng  *bot.Engine
+	path string
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -96,6 +99,11 @@ func (f *fixture) open(t *testing.T) {
 		Platform: "slack", Targets: []string{"infra-prd", "infra-dev"}, Now: f.clock.Now})
 	require.NoError(t, err)
 	f.h = &incident.Handler{M: f.m, Next: f.next}
+	reg, err := opmodel.NewRegistry()
+	require.NoError(t, err)
+	f.eng, err = bot.New(bot.Options{Store: db, Chat: f.chat, Capabilities: bot.CapabilitiesOf(db, f.chat), Ops: reg, Library: noRunbooks{},
+		Platform: "slack", Now: f.clock.Now, Commands: f.h})
+	require.NoError(t, err)
 }
 
 func diskSignal(firing bool, evidence ...string) incident.Signal {
@@ -278,15 +286,20 @@ func TestAcknowledgeByReactionButtonAndCommand(t *testing.T) {
 	assert.True(t, ok)
 
 	carol := chatmodel.User{ID: "U3", Name: "carol"}
-	require.NoError(t, f.h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: carol, Text: "incidents ack " + in.ID}))
+	require.NoError(t, f.eng.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: carol, Text: "incidents ack " + in.ID}))
 	assert.Contains(t, strings.Join(f.chat.Ephemerals("U3"), "\n"), "already acknowledged by @bob")
 
-	require.NoError(t, f.h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: carol, Text: "incidents"}))
+	require.NoError(t, f.eng.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: carol, Text: "incidents"}))
 	list := f.chat.Ephemerals("U3")
 	assert.Contains(t, list[len(list)-1], "`"+in.ID+"` FileSystemSpaceFillingUp on `infra-prd` — acknowledged by @bob")
 
-	require.NoError(t, f.h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: carol, Text: "status"}))
-	assert.Len(t, f.next.events, 2, "other commands go to the engine")
+	// The handler in front of the engine reads no command: the engine's
+	// parser hands it `/runbook incidents …` back (RunCommand).
+	n := len(f.chat.Ephemerals("U3"))
+	require.NoError(t, f.h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: carol, Text: "incidents"}))
+	assert.Len(t, f.chat.Ephemerals("U3"), n, "not answered by the handler")
+	require.NotEmpty(t, f.next.events)
+	assert.Equal(t, "incidents", f.next.events[len(f.next.events)-1].Text, "handed on to the engine as it came")
 }
 
 func TestRunButtonStartsTheSuggestedRunInTheThread(t *testing.T) {
@@ -531,7 +544,7 @@ func TestSummaryInTheIncidentThreadIsOneTimelineAndHelpMentionsIncidents(t *test
 	h := &incident.Handler{M: f.m}
 	carol := chatmodel.ThreadMessage{Time: f.clock.Now().Add(3 * time.Minute), Author: chatmodel.User{ID: "U3", Name: "carol"}, Text: "df says 8% left"}
 	chat := &threadChat{Chat: f.chat, msgs: []chatmodel.ThreadMessage{carol}}
-	eng, err := bot.New(bot.Options{Store: f.db, Chat: chat, Capabilities: bot.CapabilitiesOf(f.db, chat), Ops: reg, Library: noRunbooks{}, Platform: "slack", Now: f.clock.Now, Threads: h})
+	eng, err := bot.New(bot.Options{Store: f.db, Chat: chat, Capabilities: bot.CapabilitiesOf(f.db, chat), Ops: reg, Library: noRunbooks{}, Platform: "slack", Now: f.clock.Now, Threads: h, Commands: h})
 	require.NoError(t, err)
 	h.Next = eng
 	in, err := f.m.Signal(ctx, diskSignal(true, "a"))
@@ -571,7 +584,21 @@ func TestSummaryInTheIncidentThreadIsOneTimelineAndHelpMentionsIncidents(t *test
 
 	require.NoError(t, h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: bob, Text: "help"}))
 	eph = f.chat.Ephemerals("U2")
-	assert.Contains(t, eph[len(eph)-1], "`/runbook incidents`")
+	assert.Contains(t, eph[len(eph)-1], "• `/runbook incidents [unacked] [target=<target>] [all] [page <n>]` — the open incidents")
+	assert.Contains(t, eph[len(eph)-1], "• `/runbook incidents ack <incident>` — acknowledge an incident")
+
+	// The engine's parser reads the incidents' command: its usage, its
+	// aliases, a typo of it.
+	for text, want := range map[string]string{
+		"incidents show":                "Usage: `/runbook incidents show <incident>`",
+		"INCIDENT SHOW " + in.ID:        "`" + in.ID + "`",
+		"incidnets":                     "Did you mean `incidents`?",
+		`incidents ack "` + in.ID + `"`: "already resolved",
+	} {
+		require.NoError(t, h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: bob, Text: text}))
+		eph = f.chat.Ephemerals("U2")
+		assert.Contains(t, eph[len(eph)-1], want, text)
+	}
 }
 
 // threadChat reads back the people's messages of a thread.
@@ -665,12 +692,12 @@ func TestListShowsWhatNeedsAPersonFirst(t *testing.T) {
 	carol := chatmodel.User{ID: "U3", Name: "carol"}
 	for _, id := range ids[:9] {
 		// Typed as people copy them from a phone: upper case.
-		require.NoError(t, f.h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: carol, Text: "incidents ack " + strings.ToUpper(id)}))
+		require.NoError(t, f.eng.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: carol, Text: "incidents ack " + strings.ToUpper(id)}))
 	}
 	assert.Empty(t, f.chat.Ephemerals("U3"), "every ack found its incident")
 	list := func(args string) string {
 		n := len(f.chat.Ephemerals("U9"))
-		require.NoError(t, f.h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: chatmodel.User{ID: "U9"}, Text: strings.TrimSpace("incidents " + args)}))
+		require.NoError(t, f.eng.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: chatmodel.User{ID: "U9"}, Text: strings.TrimSpace("incidents " + args)}))
 		got := f.chat.Ephemerals("U9")
 		require.Len(t, got, n+1)
 		return got[n]
@@ -709,7 +736,7 @@ func TestListShowsWhatNeedsAPersonFirst(t *testing.T) {
 	assert.Contains(t, all, "✅ `"+ids[0]+"`", "all lists the resolved ones last")
 	assert.Contains(t, all, "Page 2 of 2")
 
-	require.NoError(t, f.h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: carol, Text: "incidents show " + strings.ToUpper(ids[3])}))
+	require.NoError(t, f.eng.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: carol, Text: "incidents show " + strings.ToUpper(ids[3])}))
 	assert.Contains(t, f.chat.Ephemerals("U3")[0], "`"+ids[3]+"`")
 }
 
@@ -949,7 +976,7 @@ func TestListOrdersByTheAgeItShowsAndSaysWhatIsNotInChat(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, o.Root.IsZero(), "chat refused the root")
 
-	require.NoError(t, f.h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: chatmodel.User{ID: "U9"}, Text: "incidents"}))
+	require.NoError(t, f.eng.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: chatmodel.User{ID: "U9"}, Text: "incidents"}))
 	list := f.chat.Ephemerals("U9")[0]
 	assert.Less(t, strings.Index(list, o.ID), strings.Index(list, n.ID), "open for 3 h before open for 1 h: %s", list)
 	assert.Contains(t, list, "`"+o.ID+"` FileSystemSpaceFillingUp on `infra-prd` — not acknowledged, open for 3 h · ⏳ not in chat yet")
@@ -964,8 +991,8 @@ func TestListByAnUnknownTargetSaysSo(t *testing.T) {
 	ctx := context.Background()
 	_, err := f.m.Signal(ctx, diskSignal(true, "a"))
 	require.NoError(t, err)
-	require.NoError(t, f.h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: chatmodel.User{ID: "U9"}, Text: "incidents target=nope"}))
-	require.NoError(t, f.h.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: chatmodel.User{ID: "U9"}, Text: "incidents target=infra-dev"}))
+	require.NoError(t, f.eng.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: chatmodel.User{ID: "U9"}, Text: "incidents target=nope"}))
+	require.NoError(t, f.eng.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: chatmodel.User{ID: "U9"}, Text: "incidents target=infra-dev"}))
 	got := f.chat.Ephemerals("U9")
 	require.Len(t, got, 2)
 	assert.Contains(t, got[0], "There is no target `nope`; targets: `infra-prd`, `infra-dev`.")

@@ -31,12 +31,14 @@ import (
 type app struct {
 	// threads lets the engine ask the incidents, wired after it, about a thread.
 	threads lateNotes
-	cfg     *config.Config
-	log     *slog.Logger
-	db      appStore
-	reg     *bot.Registry
-	lib     *runbooks.Library
-	eng     *bot.Engine
+	// commands lets the engine hand the incidents, wired after it, their commands.
+	commands lateCommands
+	cfg      *config.Config
+	log      *slog.Logger
+	db       appStore
+	reg      *bot.Registry
+	lib      *runbooks.Library
+	eng      *bot.Engine
 	// caps are the optional parts of the store and chat the engine got.
 	caps bot.Capabilities
 	chat chatplatform.Chat
@@ -219,7 +221,7 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 	// from them unwrapped, so no wrapper can hide it.
 	a.caps = bot.CapabilitiesOf(db, a.chat)
 	a.caps.Housekeeper = a.metrics.Housekeeper(db)
-	eng, err := bot.New(bot.Options{Threads: &a.threads, Store: a.audit.Store(db), Chat: a.chat, Delivery: a.outbox, Capabilities: a.caps, Ops: a.reg, Library: &a.reloads.libs, Targets: targets,
+	eng, err := bot.New(bot.Options{Threads: &a.threads, Commands: &a.commands, Store: a.audit.Store(db), Chat: a.chat, Delivery: a.outbox, Capabilities: a.caps, Ops: a.reg, Library: &a.reloads.libs, Targets: targets,
 		Approvals: cfg.Approvals, Platform: cfg.Chat.Platform, GroupTTL: a.groupTTL, Logger: a.log, Now: o.Now, Digests: a.digests, Observer: observers{theRunIndex, a.metrics, runLog{a.log}}})
 	if err != nil {
 		return nil, err

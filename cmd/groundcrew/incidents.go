@@ -49,7 +49,8 @@ func (a *app) newIncidents(audit incident.Auditor, src digest.Source, now func()
 	}
 	obs.Incidents(func() (map[string]int, error) { return m.Counts(context.Background()) })
 	h := &incident.Handler{M: m, Next: a.eng}
-	a.threads.n = h // a thread summary is the incident's summary
+	a.threads.n = h  // a thread summary is the incident's summary
+	a.commands.c = h // `/runbook incidents …`, parsed by the engine
 	in := &incidents{m: m, handler: h, watch: &a.reloads.watch}
 	for _, p := range routeProblems(a.cfg, a.lib) {
 		a.log.Error("alert route: its incidents offer a command that will fail", "problem", p)
@@ -138,6 +139,21 @@ func checkRoutes(cfg *config.Config, lib *runbooks.Library) error {
 		return fmt.Errorf("%d problem(s) in %s:\n%w", len(ps), cfg.Path, errors.New(strings.Join(ps, "\n")))
 	}
 	return nil
+}
+
+// lateCommands is the engine's bot.Commander: the incident handler, set
+// once it is wired (after the engine, before anything is served).
+type lateCommands struct{ c bot.Commander }
+
+func (l *lateCommands) Commands() []bot.CommandSpec {
+	if l.c == nil {
+		return nil
+	}
+	return l.c.Commands()
+}
+
+func (l *lateCommands) RunCommand(ctx context.Context, ev bot.Event, in bot.Invocation) error {
+	return l.c.RunCommand(ctx, ev, in) // only a declared command reaches it
 }
 
 // lateNotes is the engine's bot.ThreadNoter: the incident handler, set once
