@@ -93,6 +93,8 @@ type Adapter struct {
 
 	// formChecker checks a submitted form before it is taken (nil: not).
 	formChecker chatmodel.FormChecker
+	// views refreshes open modals when their target changes (refresh.go).
+	views viewRefreshes
 }
 
 // New checks cfg, resolves its secrets and returns an adapter. It makes no
@@ -174,6 +176,7 @@ func (a *Adapter) Run(ctx context.Context, h chatmodel.Handler) error {
 	defer a.connected.Store(false)
 	var wg sync.WaitGroup
 	wg.Go(func() { a.inbox.run(ctx, func(e chatmodel.Event) { a.dispatch(ctx, h, e) }) })
+	stopRefreshes := a.startRefreshes(ctx)
 	var err error
 	if a.cfg.Mode == ModeSocket {
 		err = a.runSocket(ctx)
@@ -184,6 +187,7 @@ func (a *Adapter) Run(ctx context.Context, h chatmodel.Handler) error {
 	}
 	cancel()
 	wg.Wait()
+	stopRefreshes()
 	if n := a.inbox.len(); n > 0 {
 		a.log.Warn("slack: events acknowledged but not handled at shutdown", "count", n)
 	}

@@ -85,9 +85,29 @@ type fakeSlack struct {
 	pending   map[string]*fakeUpload // file id → uploaded, not completed
 	uploadErr string
 	views     []fakeView // views.open
+	// updates are the views.update calls accepted; viewHash the current
+	// hash of each open view (a views.update with another is refused with
+	// hash_conflict, as Slack does).
+	updates  []fakeView
+	viewHash map[string]string
 }
 
-type fakeView struct{ Trigger, View string }
+// fakeView is a view opened (Trigger) or updated (ID, Hash: the hash the
+// update gave).
+type fakeView struct{ Trigger, View, ID, Hash string }
+
+// touchView changes a view's hash as an update from elsewhere would.
+func (f *fakeSlack) touchView(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.viewHash[id] += "-elsewhere"
+}
+
+func (f *fakeSlack) viewUpdates() []fakeView {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]fakeView(nil), f.updates...)
+}
 
 // fakeUpload is a file uploaded through the external upload flow.
 type fakeUpload struct {
@@ -114,6 +134,7 @@ func newFakeSlack(t testing.TB) *fakeSlack {
 		notInChans: map[string]bool{},
 		private:    map[string]bool{},
 		hidden:     map[string]bool{},
+		viewHash:   map[string]string{},
 	}
 	methods := map[string]func(http.ResponseWriter, *http.Request) any{
 		"auth.test":                    f.authTest,
@@ -140,9 +161,34 @@ func newFakeSlack(t testing.TB) *fakeSlack {
 				return slackErr("invalid_trigger_id")
 			}
 			f.mu.Lock()
-			f.views = append(f.views, fakeView{Trigger: req.TriggerID, View: string(req.View)})
-			f.mu.Unlock()
-			return obj{"ok": true, "view": obj{"id": "V1"}}
+			defer f.mu.Unlock()
+			id := fmt.Sprintf("V%d", len(f.views)+1)
+			f.viewHash[id] = id + "-h0"
+			f.views = append(f.views, fakeView{Trigger: req.TriggerID, View: string(req.View), ID: id, Hash: f.viewHash[id]})
+			return obj{"ok": true, "view": obj{"id": id, "hash": f.viewHash[id]}}
+		},
+		"views.update": func(_ http.ResponseWriter, r *http.Request) any {
+			var req struct {
+				View   json.RawMessage `json:"view"`
+				ViewID string          `json:"view_id"`
+				Hash   string          `json:"hash"`
+			}
+			if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+				return slackErr("invalid_arguments")
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			cur, ok := f.viewHash[req.ViewID]
+			switch {
+			case !ok:
+				return slackErr("not_found")
+			case req.Hash != "" && req.Hash != cur:
+				return slackErr("hash_conflict")
+			}
+			next := fmt.Sprintf("%s-h%d", req.ViewID, len(f.updates)+1)
+			f.viewHash[req.ViewID] = next
+			f.updates = append(f.updates, fakeView{View: string(req.View), ID: req.ViewID, Hash: req.Hash})
+			return obj{"ok": true, "view": obj{"id": req.ViewID, "hash": next}}
 		},
 	}
 	f.srv = slacktest.NewTestServer(func(c slacktest.Customize) {

@@ -41,14 +41,15 @@ func TestForm_ModalOpenAndSubmit(t *testing.T) {
 	assert.Equal(t, "pipeline name", in.Hint.Text)
 	sel := view.Blocks.BlockSet[1].(*slackapi.InputBlock)
 	assert.True(t, sel.Optional)
+	assert.Regexp(t, `^mode\.[0-9a-f]{8}$`, sel.BlockID, "a select's block is named by its options")
 	assert.Equal(t, "static_select", sel.Element.(*slackapi.SelectBlockElement).Type)
 
 	// Slack sends the submission with the user and the state.
 	cb := slackapi.InteractionCallback{Type: slackapi.InteractionTypeViewSubmission, User: slackapi.User{ID: "UALICE", Name: "alice"}}
 	cb.View.CallbackID, cb.View.PrivateMetadata, cb.View.ID, cb.View.Hash = view.CallbackID, view.PrivateMetadata, "V1", "h1"
 	cb.View.State = &slackapi.ViewState{Values: map[string]map[string]slackapi.BlockAction{
-		"pipeline": {"pipeline": {Value: " main/ci "}},
-		"mode":     {"mode": {SelectedOption: slackapi.OptionBlockObject{Value: "hard"}}},
+		"pipeline":  {"pipeline": {Value: " main/ci "}},
+		sel.BlockID: {"mode": {SelectedOption: slackapi.OptionBlockObject{Value: "hard"}}},
 	}}
 	evs := a.interactionEvents(cb)
 	require.Len(t, evs, 1)

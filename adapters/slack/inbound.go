@@ -140,7 +140,9 @@ func (a *Adapter) callbackEvents(ev slackevents.EventsAPIEvent) []chatmodel.Even
 }
 
 // interactionEvents converts block_actions (button presses) into at most
-// one event; other interaction types are ignored. Each press has its own trigger_id, which
+// one event, a view_submission of groundcrew's modal into its command, and
+// a change inside the modal into its refresh (no event); other interaction
+// types are ignored. Each press has its own trigger_id, which
 // makes the Event.ID (a Socket Mode redelivery carries the same one).
 func (a *Adapter) interactionEvents(cb slackapi.InteractionCallback) []chatmodel.Event {
 	if cb.Type == slackapi.InteractionTypeViewSubmission {
@@ -151,6 +153,12 @@ func (a *Adapter) interactionEvents(cb slackapi.InteractionCallback) []chatmodel
 	}
 	if cb.Type != slackapi.InteractionTypeBlockActions {
 		a.log.Debug("slack: ignoring interaction", "type", cb.Type)
+		return nil
+	}
+	if isFormChange(cb) {
+		// The target picked in groundcrew's modal: the adapter refreshes
+		// the modal; nothing reaches the engine as a button.
+		a.formChanged(cb)
 		return nil
 	}
 	channel := cb.Container.ChannelID
