@@ -89,6 +89,8 @@ type Adapter struct {
 	fallbackSent map[string]time.Time
 	// triggers are the trigger ids of recent commands (dialog.go).
 	trig triggers
+	// formRefresher answers a dialog's refresh (SetFormRefresher).
+	formRefresher chatmodel.FormRefresher
 }
 
 // New checks the config, reads the secrets and returns an adapter. It does

@@ -90,8 +90,11 @@ func (a *Adapter) signDialog(user, channel, thread, command string) string {
 
 // OpenForm implements chatmodel.FormOpener with an interactive dialog, opened
 // with the trigger of the slash command ev. Fields with allowed values are
-// selects; the others text. Without buttons configured (callback URL and
-// HMAC key) or a trigger, it fails and the engine answers in text.
+// selects; the others text. A field marked Refresh (the target) is a
+// select with refresh: when it changes, Mattermost posts a refresh to the
+// dialog's source_url and the adapter answers with the form for the
+// values entered. Without buttons configured (callback URL and HMAC key)
+// or a trigger, it fails and the engine answers in text.
 func (a *Adapter) OpenForm(ctx context.Context, ev chatmodel.Event, f chatmodel.Form) error {
 	trigger := a.triggers().get(ev.ID)
 	if trigger == "" || !a.buttonsEnabled() {
@@ -102,8 +105,20 @@ func (a *Adapter) OpenForm(ctx context.Context, ev chatmodel.Event, f chatmodel.
 	if err != nil {
 		return err
 	}
-	d := model.Dialog{CallbackId: "groundcrew-run", Title: truncate(f.Title, 24), SubmitLabel: "Run", State: string(st),
-		IntroductionText: "Submitting is the same as typing `/" + Trigger + " " + f.Command + " …`"}
+	d := a.dialog(f, string(st))
+	return a.call(ctx, "opening a dialog", false, func(ctx context.Context) (*model.Response, error) {
+		return a.client.OpenInteractiveDialog(ctx, model.OpenDialogRequest{TriggerId: trigger, URL: a.cfg.callbackURL + DialogPath, Dialog: d})
+	})
+}
+
+// dialog is the interactive dialog of f, carrying the signed state.
+func (a *Adapter) dialog(f chatmodel.Form, state string) model.Dialog {
+	intro := "Submitting is the same as typing `/" + Trigger + " " + f.Command + " …`"
+	if f.Note != "" {
+		intro = "⚠️ " + f.Note + "\n\n" + intro
+	}
+	d := model.Dialog{CallbackId: "groundcrew-run", Title: truncate(f.Title, 24), SubmitLabel: "Run", State: state, IntroductionText: intro}
+	refresh := a.refresher() != nil
 	for _, fd := range f.Fields {
 		el := model.DialogElement{DisplayName: fd.Name, Name: fd.Name, Type: "text", Default: fd.Default, HelpText: fd.Help, Optional: !fd.Required, MaxLength: 150}
 		if len(fd.Options) > 0 {
@@ -111,12 +126,55 @@ func (a *Adapter) OpenForm(ctx context.Context, ev chatmodel.Event, f chatmodel.
 			for _, o := range fd.Options {
 				el.Options = append(el.Options, &model.PostActionOptions{Text: o, Value: o})
 			}
+			if fd.Refresh && refresh {
+				el.Refresh = true
+				d.SourceURL = a.cfg.callbackURL + DialogPath
+			}
 		}
 		d.Elements = append(d.Elements, el)
 	}
-	return a.call(ctx, "opening a dialog", false, func(ctx context.Context) (*model.Response, error) {
-		return a.client.OpenInteractiveDialog(ctx, model.OpenDialogRequest{TriggerId: trigger, URL: a.cfg.callbackURL + DialogPath, Dialog: d})
-	})
+	return d
+}
+
+// SetFormRefresher makes a change of a dialog's field marked Refresh (the
+// target) answered with the form for the values entered: that target's
+// workers, pipelines and teams. Call it before Run.
+func (a *Adapter) SetFormRefresher(r chatmodel.FormRefresher) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.formRefresher = r
+}
+
+func (a *Adapter) refresher() chatmodel.FormRefresher {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.formRefresher
+}
+
+// refreshDialog answers a dialog's refresh (a field with refresh changed):
+// the dialog of the form for the values entered, with the same state.
+func (a *Adapter) refreshDialog(w http.ResponseWriter, r *http.Request, req model.SubmitDialogRequest, st dialogState) {
+	refresher := a.refresher()
+	if refresher == nil {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	values := map[string]string{}
+	for name, v := range req.Submission {
+		if s, ok := v.(string); ok {
+			values[name] = strings.TrimSpace(s)
+		}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	f, err := refresher.RefreshForm(ctx, st.Command, values)
+	if err != nil {
+		a.log.Info("a dialog's refresh not answered", "user", req.UserId, "err", err)
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	d := a.dialog(f, req.State)
+	writeDialogResponse(w, model.SubmitDialogResponse{Type: string(model.SubmitDialogResponseTypeForm), Form: &d})
 }
 
 func truncate(s string, n int) string {
@@ -128,7 +186,8 @@ func truncate(s string, n int) string {
 }
 
 // serveDialog handles a submitted dialog: the state's signature is checked
-// first, then the values become the command typed in full. What the engine
+// first, then the values become the command typed in full (a refresh, a
+// field with refresh changed, is answered with the form again). What the engine
 // answers about a field (a value that does not match) is shown on that
 // field and the dialog stays open; other answers are shown as its error.
 func (a *Adapter) serveDialog(w http.ResponseWriter, r *http.Request) {
@@ -151,6 +210,10 @@ func (a *Adapter) serveDialog(w http.ResponseWriter, r *http.Request) {
 		!hmac.Equal([]byte(st.Sig), []byte(a.signDialog(req.UserId, req.ChannelId, st.Thread, st.Command))) {
 		a.log.Warn("refused a dialog submission", "user", req.UserId, "remote", r.RemoteAddr)
 		writeDialogResponse(w, model.SubmitDialogResponse{Error: "This form could not be verified; type the command instead."})
+		return
+	}
+	if req.Type == "refresh" {
+		a.refreshDialog(w, r, req, st)
 		return
 	}
 	form := chatmodel.Form{Command: st.Command}

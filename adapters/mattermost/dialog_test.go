@@ -86,3 +86,70 @@ func TestDialog_OpenAndSubmit(t *testing.T) {
 	assert.Contains(t, resp.Error, "could not be verified")
 	rec.none(t, 100*time.Millisecond)
 }
+
+// refreshStub answers a refresh with the workers of the target picked, or
+// a note when it has none.
+type refreshStub struct{ workers map[string][]string }
+
+func (r refreshStub) RefreshForm(_ context.Context, command string, values map[string]string) (bot.Form, error) {
+	f := bot.Form{Title: "Run worker-stalled", Command: command, Fields: []bot.FormField{
+		{Name: "target", Required: true, Options: []string{"infra-dev", "infra-down"}, Default: values["target"], Refresh: true},
+		{Name: "worker"},
+	}}
+	if ws, ok := r.workers[values["target"]]; ok {
+		f.Fields[1].Options = ws
+	} else {
+		f.Note = "Could not read the workers of " + values["target"] + " (connection refused): type worker."
+	}
+	return f, nil
+}
+
+// The target of a dialog is a select with refresh: Mattermost posts its
+// change to the dialog's source_url, answered with the dialog again, its
+// worker select listing the new target's workers (or a note and free
+// text). The state stays signed: a forged one is refused.
+func TestDialog_TargetChangeRefreshesIt(t *testing.T) {
+	f := newFakeMM(t)
+	a := newTestAdapter(t, f, nil)
+	a.SetFormRefresher(refreshStub{workers: map[string][]string{"infra-dev": {"dev-w-1", "dev-w-2"}}})
+	rec := newRecorder()
+	form, _ := refreshStub{}.RefreshForm(context.Background(), "run worker-stalled", map[string]string{})
+	form.Note = ""
+	rec.setReply(func(ctx context.Context, e bot.Event) error { return a.OpenForm(ctx, e, form) })
+	runAdapter(t, a, rec)
+
+	postCommand(t, a, commandForm(cmdToken, "run worker-stalled"), nil)
+	rec.next(t)
+	f.mu.Lock()
+	d := f.dialogs[0]
+	f.mu.Unlock()
+	assert.True(t, d.Dialog.Elements[0].Refresh, "the target refreshes the dialog")
+	assert.Equal(t, "http://groundcrew.test:8080"+DialogPath, d.Dialog.SourceURL)
+	assert.Equal(t, "text", d.Dialog.Elements[1].Type)
+
+	sub := model.SubmitDialogRequest{Type: "refresh", CallbackId: d.Dialog.CallbackId, State: d.Dialog.State, UserId: aliceID, ChannelId: channelID,
+		Submission: map[string]any{"target": "infra-dev"}}
+	code, resp := submitDialog(t, a, sub)
+	assert.Equal(t, http.StatusOK, code)
+	require.Equal(t, "form", resp.Type)
+	require.NotNil(t, resp.Form)
+	assert.Equal(t, d.Dialog.State, resp.Form.State, "the same signed state")
+	w := resp.Form.Elements[1]
+	assert.Equal(t, "select", w.Type)
+	require.Len(t, w.Options, 2)
+	assert.Equal(t, "dev-w-2", w.Options[1].Value)
+	assert.Equal(t, "infra-dev", resp.Form.Elements[0].Default)
+	assert.NoError(t, resp.IsValid(), "Mattermost takes it")
+	rec.none(t, 100*time.Millisecond)
+
+	sub.Submission = map[string]any{"target": "infra-down"}
+	_, resp = submitDialog(t, a, sub)
+	require.NotNil(t, resp.Form)
+	assert.Contains(t, resp.Form.IntroductionText, "⚠️ Could not read the workers of infra-down (connection refused): type worker.")
+	assert.Equal(t, "text", resp.Form.Elements[1].Type)
+
+	sub.UserId = carolID
+	_, resp = submitDialog(t, a, sub)
+	assert.Nil(t, resp.Form)
+	assert.Contains(t, resp.Error, "could not be verified")
+}
