@@ -77,6 +77,9 @@ type Incident struct {
 	// Evidence are the current facts, one line each (alerts with their
 	// summary, the stalled worker and for how long).
 	Evidence []string `json:"evidence,omitempty"`
+	// Alerts is how many alerts fire (Signal.Alerts); 0 when resolved or
+	// when the source does not count them.
+	Alerts int `json:"alerts,omitempty"`
 	// Runbook and Params are the suggested run; Command is the exact command.
 	Runbook   string            `json:"runbook,omitempty"`
 	Params    map[string]string `json:"params,omitempty"`
@@ -170,6 +173,10 @@ type Signal struct {
 	Params    map[string]string
 	Autostart bool
 	Evidence  []string
+	// Alerts is how many alerts fire, those the evidence does not list
+	// included (Alertmanager: the group's firing alerts and the ones it
+	// left out); 0 when the source does not count alerts (a watch).
+	Alerts int
 	// Since is when the condition started (zero: now).
 	Since   time.Time
 	Silence map[string]string

@@ -238,7 +238,9 @@ func TestChatDownThenPostedFromTheOutbox(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	f.chat.FailPosts = 1
-	in, err := f.m.Signal(ctx, diskSignal(true, "a"))
+	// More alerts than the root shows: the 🔔 Firing reply lists the others.
+	ev := []string{"a1", "a2", "a3", "a4", "a5", "a6"}
+	in, err := f.m.Signal(ctx, diskSignal(true, ev...))
 	require.NoError(t, err, "the incident is stored even when chat is down")
 	assert.True(t, in.Root.IsZero())
 	assert.NotEmpty(t, in.RootPending)
@@ -246,7 +248,7 @@ func TestChatDownThenPostedFromTheOutbox(t *testing.T) {
 	got, err := f.db.GetIncident(ctx, in.ID)
 	require.NoError(t, err)
 	assert.False(t, got.Root.IsZero(), "the root's reference is recorded when it goes out")
-	again, err := f.m.Signal(ctx, diskSignal(true, "a"))
+	again, err := f.m.Signal(ctx, diskSignal(true, ev...))
 	require.NoError(t, err)
 	assert.Equal(t, got.Root, again.Root)
 	f.out.Flush(ctx)
@@ -260,6 +262,7 @@ func TestChatDownThenPostedFromTheOutbox(t *testing.T) {
 	firing, ok := f.chat.Find("🔔 Firing")
 	require.True(t, ok)
 	assert.Equal(t, got.Root.ID, firing.To.Thread, "the reply went into the thread once the root was out")
+	assert.Equal(t, "🔔 Firing: the other 1 (the incident message shows the first 5)\n• a6", firing.Msg.Text)
 }
 
 func rootEvent(in *incident.Incident) chatmodel.MessageRef { return in.Root }
@@ -943,12 +946,24 @@ func TestRootCountsEveryAlertNotShown(t *testing.T) {
 		ev = append(ev, fmt.Sprintf("`mountpoint=/vol%d` — 6%% left", i))
 	}
 	ev = append(ev, "… and 1,200 more (50 not sent by Alertmanager: max_alerts)")
-	in, err := f.m.Signal(ctx, diskSignal(true, ev...))
+	s := diskSignal(true, ev...)
+	s.Alerts = 1250
+	in, err := f.m.Signal(ctx, s)
 	require.NoError(t, err)
 	root := f.root(t, in.ID)
-	assert.Contains(t, root.Text, "\n• `mountpoint=/vol4` — 6% left\n• … and 1,245 more (details below; 50 not sent by Alertmanager: max_alerts)")
+	assert.Contains(t, root.Text, "\nSource: Alertmanager (routes[0]) · 1,250 alerts firing · 1 notification\n", "the count people scan for")
+	assert.Contains(t, root.Text, "\n• `mountpoint=/vol4` — 6% left\n• … and 1,245 more (45 listed in the thread; 50 not sent by Alertmanager: max_alerts)")
 	assert.NotContains(t, root.Text, "/vol5`")
-	assert.Contains(t, root.Detail, "… and 1,200 more", "the detail lists the 50 and what was not listed")
+	assert.Empty(t, root.Detail, "the thread lists the others: no detail repeats them")
+	firing, ok := f.chat.Find("🔔 Firing")
+	require.True(t, ok)
+	assert.Equal(t, in.Root.ID, firing.To.Thread)
+	assert.True(t, strings.HasPrefix(firing.Msg.Text, "🔔 Firing: the other 1,245 (the incident message shows the first 5)\n• `mountpoint=/vol5` — 6% left\n"), firing.Msg.Text)
+	assert.True(t, strings.HasSuffix(firing.Msg.Text, "\n• `mountpoint=/vol49` — 6% left\n• … and 1,200 more (50 not sent by Alertmanager: max_alerts)"), firing.Msg.Text)
+	assert.NotContains(t, firing.Msg.Text, "/vol4`", "what the root shows is not repeated")
+	_, err = f.m.Signal(ctx, diskSignal(false))
+	require.NoError(t, err)
+	assert.NotContains(t, f.root(t, in.ID).Text, "alerts firing", "resolved: none fire")
 
 	f2 := newFixture(t)
 	in, err = f2.m.Signal(ctx, diskSignal(true, "`mountpoint=/a` — 6% left", "… and 50 more (50 not sent by Alertmanager: max_alerts)"))
@@ -956,6 +971,57 @@ func TestRootCountsEveryAlertNotShown(t *testing.T) {
 	root = f2.root(t, in.ID)
 	assert.Contains(t, root.Text, "\n• `mountpoint=/a` — 6% left\n• … and 50 more (50 not sent by Alertmanager: max_alerts)")
 	assert.Empty(t, root.Detail, "nothing more to list")
+	_, ok = f2.chat.Find("🔔 Firing")
+	assert.False(t, ok, "nothing more to list in the thread either")
+}
+
+// TestRootAndFiringReplyDoNotRepeatEachOther: the root message is the
+// summary people scan (title, state, the first alerts, how many more, the
+// suggestion and its buttons); the 🔔 Firing reply in its thread lists the
+// alerts the root does not show. They listed the same alerts (up to 50)
+// twice: once in the root (and its detail) and again in the reply.
+func TestRootAndFiringReplyDoNotRepeatEachOther(t *testing.T) {
+	ctx := context.Background()
+	t.Run("one alert: the root says it all", func(t *testing.T) {
+		f := newFixture(t)
+		in, err := f.m.Signal(ctx, diskSignal(true, "`mountpoint=/opt/concourse/worker` — 6% left"))
+		require.NoError(t, err)
+		posts := f.chat.Posts()
+		require.Len(t, posts, 1, "the root only: a reply would repeat its one alert\n%s", f.chat.Transcript())
+		assert.Contains(t, posts[0].Msg.Text, "incident `"+in.ID+"`")
+		assert.Contains(t, posts[0].Msg.Text, "\n• `mountpoint=/opt/concourse/worker` — 6% left\nSuggested:")
+		assert.Empty(t, posts[0].Msg.Detail)
+	})
+	t.Run("twelve alerts: five in the root, seven in the thread, each once", func(t *testing.T) {
+		f := newFixture(t)
+		var ev []string
+		for i := range 12 {
+			ev = append(ev, fmt.Sprintf("`mountpoint=/vol%d` — 6%% left", i))
+		}
+		ev = append(ev, "⚠️ parameter `worker` could not be filled from this alert (route disk, params.worker gave nothing): fill it in the suggested command")
+		in, err := f.m.Signal(ctx, diskSignal(true, ev...))
+		require.NoError(t, err)
+		posts := f.chat.Posts()
+		require.Len(t, posts, 2, f.chat.Transcript())
+		root, firing := posts[0].Msg, posts[1]
+		assert.Equal(t, in.Root.ID, firing.To.Thread)
+		assert.Empty(t, root.Detail)
+		assert.Contains(t, root.Text, "\n• `mountpoint=/vol4` — 6% left\n• … and 7 more (7 listed in the thread)\n"+
+			"⚠️ parameter `worker` could not be filled from this alert (route disk, params.worker gave nothing): fill it in the suggested command\nSuggested:",
+			"the source's warning stays in the root, next to the suggestion it is about")
+		assert.True(t, strings.HasPrefix(firing.Msg.Text, "🔔 Firing: the other 7 (the incident message shows the first 5)\n"), firing.Msg.Text)
+		for i, l := range ev {
+			inRoot, inReply := strings.Count(root.Text, l), strings.Count(firing.Msg.Text, l)
+			assert.Equal(t, 1, inRoot+inReply, "%q once in all (root %d, reply %d)", l, inRoot, inReply)
+			if i < 5 || strings.HasPrefix(l, "⚠️") {
+				assert.Equal(t, 1, inRoot, l)
+			}
+		}
+		// A repeat edits the root; it posts nothing new.
+		_, err = f.m.Signal(ctx, diskSignal(true, ev...))
+		require.NoError(t, err)
+		assert.Len(t, f.chat.Posts(), 2)
+	})
 }
 
 // TestListOrdersByTheAgeItShowsAndSaysWhatIsNotInChat: "oldest first" is

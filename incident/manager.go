@@ -194,6 +194,7 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 		case !s.Firing:
 			what = changeResolved
 			cur.State, cur.ResolvedAt, cur.UpdatedAt = StateResolved, now, now
+			cur.Alerts = 0
 			cur.clearSilence()
 			cur.Notifications++
 			if len(s.Evidence) > 0 {
@@ -204,7 +205,7 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 		case cur == nil || cur.State == StateResolved && now.Sub(cur.ResolvedAt) > ReopenWindow:
 			what = changeOpened
 			in := &Incident{ID: newID(), Key: s.Key, Source: s.Source, Title: s.Title, Target: s.Target,
-				Channel: s.Channel, Platform: m.o.Platform, State: StateOpen, Evidence: s.Evidence,
+				Channel: s.Channel, Platform: m.o.Platform, State: StateOpen, Evidence: s.Evidence, Alerts: s.Alerts,
 				Runbook: s.Runbook, Params: s.Params, Autostart: s.Autostart, Silence: s.Silence,
 				Notifications: observations(s), Since: s.Since, OpenedAt: now, UpdatedAt: now, Instance: s.Instance}
 			if cur != nil {
@@ -330,6 +331,9 @@ func (in *Incident) refresh(s Signal) {
 	if s.Instance != "" {
 		in.Instance = s.Instance
 	}
+	if s.Alerts > 0 {
+		in.Alerts = s.Alerts
+	}
 	if len(s.Silence) > 0 {
 		in.Silence = s.Silence
 	}
@@ -373,8 +377,9 @@ func (m *Manager) publish(ctx context.Context, in *Incident, what change, prev [
 		if h.Ref.IsZero() {
 			m.log.Warn("chat is not taking posts: the incident waits in the outbox", "incident", in.ID, "channel", in.Channel)
 		}
-		if len(in.Evidence) > 0 {
-			m.postThread(ctx, in, chatmodel.Message{Text: evidenceText("🔔 Firing", in.Evidence, nil)})
+		// The root is the summary; its thread says what it leaves out.
+		if text := firingText(in.Evidence); text != "" {
+			m.postThread(ctx, in, chatmodel.Message{Text: text})
 		}
 		if what != changeResolved {
 			return in

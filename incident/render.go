@@ -28,8 +28,8 @@ const SilenceFor = time.Hour
 // maxListed is how many incidents `/runbook incidents` shows.
 const maxListed = 20
 
-// maxEvidence is how many evidence lines the root message shows; the rest
-// go in the detail.
+// maxEvidence is how many evidence lines (alerts) the root message shows;
+// the 🔔 Firing reply in its thread lists the rest.
 const maxEvidence = 5
 
 func stateIcon(s State) string {
@@ -42,8 +42,11 @@ func stateIcon(s State) string {
 	return "🚨"
 }
 
-// render renders the incident's root message: what, where, since when,
-// who acknowledged, the suggested run (button and exact command).
+// render renders the incident's root message, the summary people scan in
+// the channel: what, where, since when, who acknowledged, the first
+// maxEvidence alerts and how many more there are (the 🔔 Firing reply
+// lists those: the root carries no detail that would repeat it), the
+// source's warnings, the suggested run (button and exact command).
 func (m *Manager) render(in *Incident) chatmodel.Message {
 	now := m.o.Now()
 	var b strings.Builder
@@ -67,27 +70,25 @@ func (m *Manager) render(in *Incident) chatmodel.Message {
 		fmt.Fprintf(&b, " · 🔕 silenced until %s by %s", hm(in.SilencedUntil), in.SilencedBy.Display())
 	}
 	b.WriteString("\n" + sourceLine(in))
-	var detail string
-	lines, uncounted, note := splitEvidence(in.Evidence)
-	for i, l := range lines {
-		if i == maxEvidence {
-			detail = strings.Join(in.Evidence, "\n")
-			break
-		}
+	ev := splitEvidence(in.Evidence)
+	for _, l := range ev.lines[:min(len(ev.lines), maxEvidence)] {
 		b.WriteString("\n• " + l)
 	}
-	if more := max(len(lines)-maxEvidence, 0) + uncounted; more > 0 {
+	if more := max(len(ev.lines)-maxEvidence, 0) + ev.uncounted; more > 0 {
 		var why []string
-		if detail != "" {
-			why = append(why, "details below")
+		if listed := len(ev.lines) - maxEvidence; listed > 0 {
+			why = append(why, human.Count(listed)+" listed in the thread")
 		}
-		if note != "" {
-			why = append(why, note)
+		if ev.note != "" {
+			why = append(why, ev.note)
 		}
 		fmt.Fprintf(&b, "\n• … and %s more", human.Count(more))
 		if len(why) > 0 {
 			b.WriteString(" (" + strings.Join(why, "; ") + ")")
 		}
+	}
+	for _, w := range ev.warnings {
+		b.WriteString("\n" + w)
 	}
 	msg := chatmodel.Message{}
 	if in.State != StateResolved {
@@ -108,33 +109,77 @@ func (m *Manager) render(in *Incident) chatmodel.Message {
 			msg.Buttons = append(msg.Buttons, chatmodel.Button{Action: ActionSilence, Label: "🔕 Silence 1 h", Value: in.ID})
 		}
 	}
-	msg.Text, msg.Detail = b.String(), detail
+	msg.Text = b.String()
 	return msg
 }
 
+// evidence is an incident's evidence as its messages show it.
+type evidence struct {
+	// lines are the alerts (or a watch's observations), most important
+	// first as the source ordered them.
+	lines []string
+	// uncounted is how many more the source counted without listing them;
+	// more is its line saying so ("… and 1,200 more (50 not sent by
+	// Alertmanager: max_alerts)"), note what it says in parentheses.
+	uncounted int
+	more      string
+	note      string
+	// warnings are the source's ⚠️ lines (a parameter it could not fill,
+	// a target that is not configured): always in the root, next to the
+	// suggestion they are about, never left to the thread.
+	warnings []string
+}
+
 // splitEvidence separates the evidence lines from the line a source adds
-// for what it did not list ("… and 1,200 more (50 not sent by
-// Alertmanager: max_alerts)"): the root message counts those alerts with
-// the ones it leaves to the detail, rather than as one more line.
-func splitEvidence(ev []string) (lines []string, uncounted int, note string) {
-	for _, l := range ev {
+// for what it did not list, and from its warnings: the root message
+// counts the unlisted alerts with the ones it leaves to the thread, rather
+// than as one more line.
+func splitEvidence(lines []string) evidence {
+	var ev evidence
+	for _, l := range lines {
+		if strings.HasPrefix(l, "⚠️") {
+			ev.warnings = append(ev.warnings, l)
+			continue
+		}
 		rest, ok := strings.CutPrefix(l, "… and ")
 		if !ok {
-			lines = append(lines, l)
+			ev.lines = append(ev.lines, l)
 			continue
 		}
 		num, tail, ok := strings.Cut(rest, " more")
 		n, err := strconv.Atoi(strings.ReplaceAll(num, ",", ""))
 		if !ok || err != nil || n < 0 {
-			lines = append(lines, l)
+			ev.lines = append(ev.lines, l)
 			continue
 		}
-		uncounted += n
+		ev.uncounted += n
+		ev.more = l
 		if t := strings.TrimSpace(tail); strings.HasPrefix(t, "(") && strings.HasSuffix(t, ")") {
-			note = t[1 : len(t)-1]
+			ev.note = t[1 : len(t)-1]
 		}
 	}
-	return lines, uncounted, note
+	return ev
+}
+
+// firingText is the 🔔 Firing reply that follows a new incident's root in
+// its thread: the alerts the root does not show (it shows the first
+// maxEvidence), and what the source did not list. "" when the root shows
+// them all: the reply would only repeat it.
+func firingText(lines []string) string {
+	ev := splitEvidence(lines)
+	if len(ev.lines) <= maxEvidence {
+		return ""
+	}
+	rest := ev.lines[maxEvidence:]
+	var b strings.Builder
+	fmt.Fprintf(&b, "🔔 Firing: the other %s (the incident message shows the first %d)", human.Count(len(rest)+ev.uncounted), maxEvidence)
+	for _, l := range rest {
+		b.WriteString("\n• " + l)
+	}
+	if ev.more != "" {
+		b.WriteString("\n• " + ev.more)
+	}
+	return b.String()
 }
 
 // reopened says when a reopened incident opened again (its age counts
@@ -151,6 +196,9 @@ func sourceLine(in *Incident) string {
 	times := fmt.Sprintf("%d notification%s", n, plural(n))
 	switch in.Source.Kind {
 	case SourceAlert:
+		if in.Alerts > 1 {
+			times = human.Count(in.Alerts) + " alerts firing · " + times
+		}
 		return fmt.Sprintf("Source: Alertmanager (%s) · %s", in.Source.Name, times)
 	case SourceWatch:
 		return fmt.Sprintf("Source: watch `%s` · %s", in.Source.Name, strings.Replace(times, "notification", "poll", 1))

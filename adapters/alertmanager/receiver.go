@@ -1,6 +1,7 @@
 package alertmanager
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -234,11 +235,13 @@ func (rc *Receiver) signal(m *Message, r *Route, alerts []Alert) incident.Signal
 		}
 	}
 	s.Evidence = evidence(m, firing, titled)
+	s.Alerts = len(firing)
 	// Alerts Alertmanager left out count as firing only while the group
 	// fires: in a resolved notification they are resolved too.
 	truncated := 0
 	if m.Status == StatusFiring {
 		truncated = m.TruncatedAlerts
+		s.Alerts += truncated
 	}
 	if more := len(s.Evidence) - MaxEvidenceAlerts; more > 0 || truncated > 0 {
 		// Every alert counts; the first ones are the evidence.
@@ -364,7 +367,8 @@ func title(m *Message, alerts []Alert) (string, []string) {
 
 // evidence is one line per firing alert: the labels that tell it apart
 // from the rest of the group (not those of the title), and its summary.
-// Identical lines are said once with a count.
+// Identical lines are said once with a count. The most severe come first
+// (the incident's message shows the first ones), then in number order.
 func evidence(m *Message, firing []Alert, titled []string) []string {
 	// Labels every firing alert shares say nothing about one of them.
 	common := map[string]string{}
@@ -378,13 +382,28 @@ func evidence(m *Message, firing []Alert, titled []string) []string {
 			}
 		}
 	}
+	// Severity is said only for the alerts whose severity is not the
+	// group's usual one (the most common; of two as common, the less
+	// severe, then the first by name): a critical alert among 49 warnings
+	// says so, the warnings do not.
+	severities := map[string]int{}
+	for _, a := range firing {
+		severities[a.Labels["severity"]]++
+	}
+	usual := ""
+	for _, s := range slices.Sorted(maps.Keys(severities)) {
+		if n, u := severities[s], severities[usual]; n > u || n == u && severityRank(s) > severityRank(usual) {
+			usual = s
+		}
+	}
 	var out []string
 	seen := map[string]int{}
 	key := map[string]string{} // what a line is ordered by: its labels, then its summary
+	rank := map[string]int{}   // its severity first
 	for _, a := range firing {
 		var ls []string
 		for _, k := range slices.Sorted(maps.Keys(a.Labels)) {
-			if _, ok := common[k]; ok || k == "alertname" || k == "severity" || m.GroupLabels[k] != "" || slices.Contains(titled, k) {
+			if _, ok := common[k]; ok || k == "alertname" || k == "severity" && a.Labels[k] == usual || m.GroupLabels[k] != "" || slices.Contains(titled, k) {
 				continue
 			}
 			ls = append(ls, oneLine(k, 40)+"="+oneLine(a.Labels[k], maxEvidenceValue))
@@ -403,17 +422,41 @@ func evidence(m *Message, firing []Alert, titled []string) []string {
 		if seen[line]++; seen[line] == 1 {
 			out = append(out, line)
 			key[line] = strings.Join(ls, " ") + "\x00" + oneLine(sum, 200)
+			rank[line] = severityRank(a.Labels["severity"])
 		}
 	}
-	// As people count: vol2 before vol10 before vol100, and a mount point
-	// before the ones below it.
-	slices.SortFunc(out, func(a, b string) int { return human.Compare(key[a], key[b]) })
+	// The most severe first; then as people count: vol2 before vol10
+	// before vol100, and a mount point before the ones below it.
+	slices.SortFunc(out, func(a, b string) int {
+		if c := cmp.Compare(rank[a], rank[b]); c != 0 {
+			return c
+		}
+		return human.Compare(key[a], key[b])
+	})
 	for i, l := range out {
 		if n := seen[l]; n > 1 {
 			out[i] = fmt.Sprintf("%s (×%d)", l, n)
 		}
 	}
 	return out
+}
+
+// severityRank orders the usual severity labels, most severe first; an
+// unknown one goes before info, no severity last.
+func severityRank(s string) int {
+	switch strings.ToLower(s) {
+	case "critical", "page", "emergency", "fatal":
+		return 0
+	case "error", "high", "major":
+		return 1
+	case "warning", "warn", "medium", "minor":
+		return 2
+	case "info", "informational", "notice", "low", "none":
+		return 4
+	case "":
+		return 5
+	}
+	return 3
 }
 
 func oneLine(s string, n int) string {

@@ -379,6 +379,40 @@ func TestEvidenceInNumberOrder(t *testing.T) {
 	assert.Equal(t, "… and 70 more", ev[alertmanager.MaxEvidenceAlerts])
 }
 
+// TestMostSevereAlertsFirst: the incident's message shows the first
+// alerts of a group, so a critical one among warnings comes first, saying
+// its severity (the usual one, warning, is not repeated on every line);
+// the signal counts every firing alert, those Alertmanager left out
+// included.
+func TestMostSevereAlertsFirst(t *testing.T) {
+	e := newEnv(t, diskRoute(t))
+	inst := "caascad-ci-workers-infra-infra-prd-0:9100"
+	body := groupOfMounts(t, "firing", 4, inst, "/opt/concourse/worker/vol0", "/opt/concourse/worker/vol1", "/opt/concourse/worker/vol2", "/opt/concourse/worker/vol10")
+	var m alertmanager.Message
+	require.NoError(t, json.Unmarshal(body, &m))
+	m.Alerts[3].Labels["severity"] = "critical"
+	m.Alerts[1].Labels["severity"] = "info"
+	body, err := json.Marshal(m)
+	require.NoError(t, err)
+	code, _ := e.post(t, "s3cret", body)
+	require.Equal(t, http.StatusOK, code)
+	s := e.sink.signals[0]
+	assert.Equal(t, []string{
+		"`mountpoint=/opt/concourse/worker/vol10 severity=critical` — Filesystem has 8% space left",
+		"`mountpoint=/opt/concourse/worker/vol0` — Filesystem has 8% space left",
+		"`mountpoint=/opt/concourse/worker/vol2` — Filesystem has 8% space left",
+		"`mountpoint=/opt/concourse/worker/vol1 severity=info` — Filesystem has 8% space left",
+		"… and 4 more (4 not sent by Alertmanager: max_alerts)",
+	}, s.Evidence)
+	assert.Equal(t, 8, s.Alerts, "4 listed, 4 left out by Alertmanager")
+
+	// One severity for all: it says nothing about one of them.
+	code, _ = e.post(t, "s3cret", groupOfMounts(t, "firing", 0, inst, "/opt/concourse/worker/vol1"))
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, []string{"`mountpoint=/opt/concourse/worker/vol1` — Filesystem has 8% space left"}, e.sink.signals[1].Evidence)
+	assert.Equal(t, 1, e.sink.signals[1].Alerts)
+}
+
 // TestTitleSaysWhichObject: with group_by [alertname, instance], 100
 // incidents were 100 identical "FileSystemSpaceFillingUp" lines. The group
 // labels beyond alertname and the object labels every alert shares are in

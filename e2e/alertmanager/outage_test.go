@@ -154,11 +154,12 @@ receivers:
 	o := gc.out.String()
 	assert.Len(t, rootRe.FindAllString(o, -1), 1, "one root however many notifications and restarts")
 	root := rootRe.FindStringSubmatch(o)
-	iRoot, iFiring, iChanged := strings.Index(o, root[0]), strings.Index(o, "↳ 🔔 Firing"), strings.Index(o, "↳ 🔁 Changed")
-	require.Positive(t, iFiring, dump())
+	iRoot, iChanged := strings.Index(o, root[0]), strings.Index(o, "↳ 🔁 Changed")
 	require.Positive(t, iChanged, dump())
-	assert.Less(t, iRoot, iFiring, "the root first")
-	assert.Less(t, iFiring, iChanged, "then what fired, then what changed")
+	assert.Less(t, iRoot, iChanged, "the root first, then what changed")
+	assert.Contains(t, o[iRoot:iChanged], "• `mountpoint=/opt/concourse/worker` — Filesystem has 8% space left\n", "the root lists the alerts")
+	assert.Contains(t, o[iRoot:iChanged], "• `mountpoint=/opt/concourse/worker/volumes` — Filesystem has 9% space left\n")
+	assert.NotContains(t, o, "🔔 Firing", "the root shows both alerts: no reply repeats them")
 	assert.Contains(t, o[iChanged:], "`mountpoint=/var/lib/docker` — Filesystem has 10% space left  🆕")
 
 	// Storm: 100 groups × 10 alerts.
@@ -180,6 +181,20 @@ receivers:
 	for g, n := range seen {
 		assert.Equal(t, 1, n, "storm-%s posted once", g)
 	}
+	// Ten alerts a group: the root shows /data/0 … /data/4 and counts the
+	// others, which its 🔔 Firing reply lists (in number order), once.
+	firing := regexp.MustCompile("↳ 🔔 Firing: the other 5 \\(the incident message shows the first 5\\)\n +• `mountpoint=/data/5` — Filesystem almost full\n" +
+		" +• `mountpoint=/data/6` — Filesystem almost full\n +• `mountpoint=/data/7` — Filesystem almost full\n +• `mountpoint=/data/8` — Filesystem almost full\n" +
+		" +• `mountpoint=/data/9` — Filesystem almost full\n")
+	waitFor(t, "the storm's 🔔 Firing replies", 60*time.Second, dump, func() bool { return len(firing.FindAllString(gc.out.String(), -1)) >= 100 })
+	o = gc.out.String()
+	storm0 := regexp.MustCompile("(?m)^#\\d+ 🚨 FileSystemSpaceFillingUp · instance=storm-000:9100 on `infra-prd` — incident[^\n]*\n(?: +[^#\\s][^\n]*\n)*")
+	r0 := storm0.FindString(o)
+	require.NotEmpty(t, r0, dump())
+	assert.Regexp(t, "• `mountpoint=/data/4` — Filesystem almost full\n +• … and 5 more \\(5 listed in the thread\\)\n", r0)
+	assert.NotContains(t, r0, "/data/5`", "the root shows five")
+	assert.Len(t, firing.FindAllString(o, -1), 100, "one 🔔 Firing reply per storm group, with the five the root does not show")
+	assert.Equal(t, 100, strings.Count(o, "🔔 Firing"), "and no other")
 	gc.say(t, "/runbook incidents")
 	waitFor(t, "/runbook incidents", 20*time.Second, dump, func() bool {
 		return strings.Contains(gc.out.String(), "Open incidents (101): 101 not acknowledged · 0 acknowledged")
