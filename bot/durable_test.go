@@ -3,14 +3,17 @@ package bot_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/bot/bottest"
 	"github.com/groundcrew/groundcrew/store"
 )
 
@@ -66,6 +69,13 @@ func (f *flakyStore) UpdateRun(ctx context.Context, id string, fn func(*bot.Run,
 		}
 		return nil
 	})
+}
+
+func (f *flakyStore) ListRuns(ctx context.Context, q bot.RunQuery) ([]*bot.Run, error) {
+	if q.Active && f.fail("list_active") {
+		return nil, errors.New("listing runs: FATAL: the database system is shutting down (SQLSTATE 57P03)")
+	}
+	return f.DB.ListRuns(ctx, q)
 }
 
 func (f *flakyStore) PutOutbox(ctx context.Context, it bot.OutboxItem) error {
@@ -238,4 +248,56 @@ func TestDurable_OutboxKeptWhenStoreRefusesIt(t *testing.T) {
 	h.clock.Advance(10 * 60e9)
 	h.tick()
 	assert.NotEmpty(t, h.onlyRun().Root.ID, "the post kept in memory was delivered:\n%s", h.chat.Transcript())
+}
+
+// watchingChat records the messages the engine asks it to watch again.
+type watchingChat struct {
+	*bottest.Chat
+	mu      sync.Mutex
+	watched []bot.MessageRef
+}
+
+func (w *watchingChat) WatchReactions(ref bot.MessageRef) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.watched = append(w.watched, ref)
+}
+
+func (w *watchingChat) Watched() []bot.MessageRef {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]bot.MessageRef(nil), w.watched...)
+}
+
+// TestDurable_RunWaitsForTheStoreToResume: a store briefly away as the
+// process starts (PostgreSQL restarting under a new leader) delays
+// resuming the runs; Engine.Run does not end with the error (which ended
+// the replica's process), and the gate is watched again once it is back.
+func TestDurable_RunWaitsForTheStoreToResume(t *testing.T) {
+	h := newHarness(t, stalledWorld(), nil)
+	runToApproval(t, h)
+	gate := h.gateRef()
+	h.stop()
+
+	var fs *flakyStore
+	wc := &watchingChat{Chat: h.chat}
+	h.noResume = true
+	h.opts = func(o *bot.Options) {
+		fs = newFlaky(o.Store.(*store.DB), map[string]int{"list_active": 2})
+		o.Store, o.Chat = fs, wc
+		o.Capabilities = bot.CapabilitiesOf(fs, wc)
+	}
+	h.start()
+	done := make(chan error, 1)
+	go func() { done <- h.eng.Run(h.ctx) }()
+	require.Eventually(t, func() bool { return slices.Contains(wc.Watched(), gate) }, 10*time.Second, 10*time.Millisecond,
+		"the gate is watched again once the store answers")
+	assert.Equal(t, 2, fs.Failed("list_active"))
+	select {
+	case err := <-done:
+		t.Fatalf("Run ended while resuming: %v", err)
+	default:
+	}
+	h.cancel()
+	assert.NoError(t, <-done)
 }

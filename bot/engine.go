@@ -17,6 +17,7 @@ import (
 
 	"github.com/groundcrew/groundcrew/delivery"
 	"github.com/groundcrew/groundcrew/internal/human"
+	"github.com/groundcrew/groundcrew/internal/retry"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -189,8 +190,11 @@ func New(o Options) (*Engine, error) {
 func (e *Engine) Run(ctx context.Context) error {
 	e.work.setContext(ctx)
 	e.dir.resolveNames(ctx, e.set.approvals(), e.opts.Library)
-	if err := e.Resume(ctx); err != nil {
-		return err
+	// A store that is briefly away as the process starts (PostgreSQL
+	// restarting under a new leader) delays resuming; it does not end
+	// the process.
+	if err := retry.Until(ctx, e.log, "loading the active runs", e.Resume); err != nil {
+		return nil // ctx ended
 	}
 	t := time.NewTicker(e.opts.TickInterval)
 	defer t.Stop()
@@ -225,7 +229,15 @@ func (e *Engine) Resume(ctx context.Context) error {
 		}
 		if r.State == RunRunning || r.State == RunWaiting {
 			if err := e.recover(ctx, r.ID); err != nil {
-				e.log.Error("resuming run", "run", r.ID, "err", err)
+				// Retried until it works (the run is not advanced before:
+				// reconciling comes first), not left until a restart.
+				e.log.Error("resuming run; retrying", "run", r.ID, "err", err)
+				id := r.ID
+				e.work.background(func() {
+					if retry.Until(ctx, e.log, "resuming run "+id, func(ctx context.Context) error { return e.recover(ctx, id) }) == nil {
+						e.work.kick(id)
+					}
+				})
 				continue
 			}
 		}

@@ -123,6 +123,8 @@ type harness struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	opts   func(*bot.Options)
+	// noResume: start does not call Resume (the test runs Engine.Run).
+	noResume bool
 }
 
 func newHarness(t *testing.T, world *bottest.World, opts func(*bot.Options)) *harness {
@@ -159,6 +161,9 @@ func (h *harness) start() {
 	require.NoError(t, err)
 	h.db, h.eng = db, eng
 	h.ctx, h.cancel = context.WithCancel(context.Background())
+	if h.noResume {
+		return
+	}
 	require.NoError(t, eng.Resume(h.ctx))
 	h.idle()
 }

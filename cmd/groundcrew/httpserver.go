@@ -137,7 +137,9 @@ func (a *app) serveHTTP(ctx context.Context, g *errgroup.Group) error {
 // giving open requests up to grace to finish.
 func serveUntil(ctx context.Context, g *errgroup.Group, srv *http.Server, ln net.Listener, grace time.Duration) {
 	g.Go(func() error {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		// A listener closed by its owner (serveHA, when the elector's
+		// Run ends) is not this goroutine's error: the owner's is.
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 			return err
 		}
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/groundcrew/groundcrew/config"
 	"github.com/groundcrew/groundcrew/digest"
 	"github.com/groundcrew/groundcrew/incident"
+	"github.com/groundcrew/groundcrew/internal/retry"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -24,6 +26,7 @@ type incidents struct {
 	handler bot.Handler
 	// watch runs the watch rules; a reload replaces them.
 	watch *watchLoop
+	log   *slog.Logger
 }
 
 // newIncidents wires incidents once the store, chat, engine and digest
@@ -51,7 +54,7 @@ func (a *app) newIncidents(audit incident.Auditor, src digest.Source, now func()
 	h := &incident.Handler{M: m, Next: a.eng}
 	a.threads.n = h  // a thread summary is the incident's summary
 	a.commands.c = h // `/runbook incidents …`, parsed by the engine
-	in := &incidents{m: m, handler: h, watch: &a.reloads.watch}
+	in := &incidents{m: m, handler: h, watch: &a.reloads.watch, log: a.log.With("component", "incidents")}
 	for _, p := range routeProblems(a.cfg, a.lib) {
 		a.log.Error("alert route: its incidents offer a command that will fail", "problem", p)
 	}
@@ -116,14 +119,17 @@ func routeProblems(cfg *config.Config, lib *runbooks.Library) []string {
 
 // run polls the watch rules until ctx ends.
 func (in *incidents) run(ctx context.Context) error {
-	if err := in.m.Rewatch(ctx); err != nil {
-		return err
+	// Both read the open incidents: a store briefly away as the process
+	// starts (PostgreSQL restarting under a new leader) delays them, it
+	// does not end the process.
+	if err := retry.Until(ctx, in.log, "watching the open incidents' messages", in.m.Rewatch); err != nil {
+		return nil // ctx ended
 	}
 	// An open incident whose root chat refused for good before a restart
 	// is posted now, not at its next notification (hours later with
 	// repeat_interval: 4h).
-	if err := in.m.Republish(ctx); err != nil {
-		return err
+	if err := retry.Until(ctx, in.log, "posting the open incidents not in chat yet", in.m.Republish); err != nil {
+		return nil
 	}
 	// Silenced incidents: Alertmanager sends no resolve while a silence
 	// lasts, so groundcrew asks its API.
