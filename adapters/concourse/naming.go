@@ -154,15 +154,30 @@ type Access struct {
 	Host          string
 	SSH           string
 	ForgetHostKey string
+	// Unknown is set, with no host and no ssh, for a worker whose name the
+	// target's workers.name template does not produce: see AccessOf.
+	Unknown bool
+	// Jump is, for an Unknown worker, the jump host command when it is the
+	// same for every worker ("" otherwise, or without a jump template).
+	Jump string
 }
 
 // AccessOf renders the host and shell commands of a worker. Without a host
 // template there is no host and no ssh; an ssh template alone (e.g.
 // `kubectl -n concourse exec -it {{.name}} -- bash`) still gives the shell
-// command.
+// command. When the target names its workers (workers.name) and this
+// worker's name is not one the template produces (worker-7 on a target
+// whose workers are caascad-ci-workers-infra-infra-prd-<id>), its host is
+// unknown: the host and ssh templates describe the template's workers, and
+// rendering them for another name makes up a host
+// (worker-7.infra-prd.caascad.com) that may not exist.
 func (n *naming) AccessOf(name, id string) (Access, error) {
 	var a Access
 	if n == nil || (n.host == nil && n.ss == nil) {
+		return a, nil
+	}
+	if n.HasIDs() && n.IDOf(name) == "" {
+		a.Unknown, a.Jump = true, n.fixedJump()
 		return a, nil
 	}
 	var err error
@@ -189,6 +204,20 @@ func (n *naming) AccessOf(name, id string) (Access, error) {
 		a.ForgetHostKey = fmt.Sprintf("%sssh-keygen -R %q", jump, a.Host)
 	}
 	return a, nil
+}
+
+// fixedJump is the jump command when it does not depend on the worker (the
+// manual's `ssh -t "cloud@bst.<zone>.caascad.com"`), else "".
+func (n *naming) fixedJump() string {
+	if n.jump == nil {
+		return ""
+	}
+	a, errA := n.render(n.jump, "jump", map[string]any{"id": "0", "name": "a", "host": "a.example"})
+	b, errB := n.render(n.jump, "jump", map[string]any{"id": "1", "name": "b", "host": "b.example"})
+	if errA != nil || errB != nil || a != b {
+		return ""
+	}
+	return strings.TrimSpace(a)
 }
 
 // Validate checks the templates against the target's vars (config check).

@@ -58,3 +58,39 @@ func TestNaming_BadTemplatesFailAtStart(t *testing.T) {
 	_, err = compileNaming("t", nil, WorkerNaming{Name: "worker"})
 	assert.ErrorContains(t, err, "does not use {{.id}}")
 }
+
+// TestNaming_AWorkerOutsideTheTemplateHasNoHost: worker-7 on a target whose
+// template names its workers caascad-ci-workers-infra-infra-prd-<id> got
+// ssh "worker-7.infra-prd.caascad.com", a host made up from its name. Its
+// host is unknown; the jump host, the same for every worker, is still said.
+// A target without a name template keeps its host template for every name.
+func TestNaming_AWorkerOutsideTheTemplateHasNoHost(t *testing.T) {
+	n, err := compileNaming("infra-prd", map[string]string{"target": "infra", "zone": "infra-prd"}, ManualWorkerNaming())
+	require.NoError(t, err)
+	a, err := n.AccessOf("worker-7", "")
+	require.NoError(t, err)
+	assert.Equal(t, Access{Unknown: true, Jump: `ssh -t "cloud@bst.infra-prd.caascad.com"`}, a)
+	a, err = n.AccessOf("caascad-ci-workers-infra-infra-prd-7", "7")
+	require.NoError(t, err)
+	assert.False(t, a.Unknown)
+	assert.Equal(t, "caascad-ci-workers-infra-infra-prd-7.infra-prd.caascad.com", a.Host)
+
+	perHost, err := compileNaming("t", nil, WorkerNaming{Name: "w-{{.id}}", Host: "{{.name}}.example", Jump: "ssh -t bastion-of-{{.host}}"})
+	require.NoError(t, err)
+	a, err = perHost.AccessOf("other", "")
+	require.NoError(t, err)
+	assert.Equal(t, Access{Unknown: true}, a, "a jump that depends on the host is not made up either")
+
+	pods, err := compileNaming("t", nil, WorkerNaming{Name: "concourse-worker-{{.id}}", SSH: "kubectl -n concourse exec -it {{.name}} -- bash"})
+	require.NoError(t, err)
+	a, err = pods.AccessOf("worker-0", "")
+	require.NoError(t, err)
+	assert.Equal(t, Access{Unknown: true}, a)
+
+	hostOnly, err := compileNaming("t", nil, WorkerNaming{Host: "{{.name}}.example"})
+	require.NoError(t, err)
+	a, err = hostOnly.AccessOf("worker-7", "")
+	require.NoError(t, err)
+	assert.Equal(t, "worker-7.example", a.Host, "without a name template the host template is for every worker")
+	assert.False(t, a.Unknown)
+}

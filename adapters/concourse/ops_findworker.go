@@ -20,13 +20,21 @@ type FoundWorker struct {
 	// Candidates are the workers in the wanted state (when picking).
 	Candidates []string `json:"candidates"`
 	// Host, SSH and ForgetHostKey come from the target's workers templates;
-	// "" when the target has no host template.
+	// "" when the target has no host template, or when the host is unknown.
 	Host          string `json:"host"`
 	SSH           string `json:"ssh"`
 	ForgetHostKey string `json:"forget_host_key"`
+	// HostUnknown is true for a worker whose name the target's workers.name
+	// template does not produce: the host template would make up a host
+	// from its name, so there is none (and no ssh).
+	HostUnknown bool `json:"host_unknown"`
+	// Addr is the worker's Garden address as Concourse has it ("" when it
+	// is not registered or has landed).
+	Addr string `json:"addr"`
 	// Connect is the instruction for a manual step (Markdown): the ssh
-	// command and how to forget a changed host key, or, without a host
-	// template, that the target has none and what to do instead.
+	// command and how to forget a changed host key; without a host
+	// template, that the target has none and what to do instead; for an
+	// unknown host, that it is unknown and how to find the machine.
 	Connect string `json:"connect"`
 }
 
@@ -107,6 +115,7 @@ func (p *Provider) opFindWorker() opmodel.Op {
 			}
 			if w, ok := byName[name]; ok {
 				out.WorkerData = p.workerData(cl, w, now)
+				out.Addr = w.Addr
 			} else {
 				out.WorkerData = WorkerData{Name: name, ID: nm.IDOf(name), Ref: nm.Ref(name), Tags: []string{}}
 			}
@@ -115,13 +124,18 @@ func (p *Provider) opFindWorker() opmodel.Op {
 			if err != nil {
 				return opmodel.Result{}, err
 			}
-			out.Host, out.SSH, out.ForgetHostKey = acc.Host, acc.SSH, acc.ForgetHostKey
-			if inst := strings.TrimSpace(c.Args.String("alert_instance")); inst != "" && !sameMachine(inst, out.Name, out.Host) {
+			out.Host, out.SSH, out.ForgetHostKey, out.HostUnknown = acc.Host, acc.SSH, acc.ForgetHostKey, acc.Unknown
+			inst := strings.TrimSpace(c.Args.String("alert_instance"))
+			if inst != "" && !sameMachine(inst, out.Name, out.Host) {
 				return opmodel.Result{}, fmt.Errorf("%s: the alert is about %s, but the worker found (worker=%s) is %s, another machine: "+
 					"nothing is done on a machine the alert is not about; check the route's params (alerts.routes) or type the command with the right worker=",
 					cl.Name(), inst, nonEmptyLine(typed, "the only "+strings.Join(states, " or ")+" one"), out.Name)
 			}
-			out.Connect = connectText(cl.Name(), out, nm.jump != nil)
+			if out.HostUnknown {
+				out.Connect = unknownHostText(cl.Name(), out, acc.Jump, inst)
+			} else {
+				out.Connect = connectText(cl.Name(), out, nm.jump != nil)
+			}
 			return opmodel.Result{Summary: foundSummary(out), Data: out, Warn: out.State == WorkerStalled}, nil
 		},
 	}
@@ -210,6 +224,32 @@ func connectText(target string, f FoundWorker, jump bool) string {
 	return fmt.Sprintf("From your computer%s:\n```\n%s\n```\n"+
 		"If ssh says `WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!`, remove the old fingerprint%s, then connect again:\n```\n%s\n```",
 		via, f.SSH, where, f.ForgetHostKey)
+}
+
+// unknownHostText is the instruction for a worker whose host is unknown
+// (Access.Unknown): no ssh command to a host made up from its name, but
+// where to find the machine — the Garden address Concourse has for it, the
+// alert's instance, the platform's inventory.
+func unknownHostText(target string, f FoundWorker, jump, instance string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "⚠️ The host of `%s` is unknown: its name does not follow target %s's worker naming (`targets.%s.workers.name`), "+
+		"so groundcrew shows no ssh command rather than one to a host that may not exist.\n", f.Name, target, target)
+	b.WriteString("Find the machine, then open a shell on it")
+	if jump != "" {
+		fmt.Fprintf(&b, " (through the jump host: `%s`)", jump)
+	}
+	b.WriteString(":")
+	const forwarded = "the machine's own address, unless the worker registers through the TSA's forwarding (then it is the web node's)"
+	if f.Addr != "" {
+		fmt.Fprintf(&b, "\n• Concourse has its Garden address as `%s` (`fly -t %s workers --details` shows it too): %s;", f.Addr, target, forwarded)
+	} else {
+		fmt.Fprintf(&b, "\n• `fly -t %s workers --details` shows its Garden address once it is registered: %s;", target, forwarded)
+	}
+	if instance != "" {
+		fmt.Fprintf(&b, "\n• the alert is about `%s`: Prometheus reaches the machine at that address;", instance)
+	}
+	b.WriteString("\n• or your platform's inventory (cloud console, Terraform state, CMDB).")
+	return b.String()
 }
 
 // sameMachine reports whether an alert's instance ("worker-7:9100",

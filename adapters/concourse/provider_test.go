@@ -150,6 +150,49 @@ func TestOpWorkersInNumberOrder(t *testing.T) {
 	assert.Equal(t, want, running)
 }
 
+// TestOpFindWorker_UnknownHost: for worker-7, which the target's template
+// does not name, find_worker gave ssh "worker-7.infra-prd.caascad.com", a
+// host made up from its name. It says the host is unknown and where to
+// find the machine: the Garden address Concourse has, fly, the alert's
+// instance, the inventory. The template's own worker keeps its ssh command.
+func TestOpFindWorker_UnknownHost(t *testing.T) {
+	w := concoursesim.NewWorld().RunningWorkers("caascad-ci-workers-infra-infra-prd", 8).
+		AddWorkers(concoursesim.Worker{Name: "worker-7", State: concoursesim.StateStalled}, concoursesim.Worker{Name: "worker-8", State: concoursesim.StateLanded})
+	e := newProvEnv(t, w)
+	res, err := e.do(t, "concourse.find_worker", opmodel.Args{"worker": "worker-7", "alert_instance": "worker-7:9100"})
+	require.NoError(t, err)
+	f := res.Data.(FoundWorker)
+	assert.True(t, f.HostUnknown)
+	assert.Empty(t, f.Host)
+	assert.Empty(t, f.SSH)
+	assert.Empty(t, f.ForgetHostKey)
+	require.NotEmpty(t, f.Addr, "the simulator registers a Garden address")
+	assert.Equal(t, "⚠️ The host of `worker-7` is unknown: its name does not follow target infra-prd's worker naming (`targets.infra-prd.workers.name`), "+
+		"so groundcrew shows no ssh command rather than one to a host that may not exist.\n"+
+		"Find the machine, then open a shell on it (through the jump host: `ssh -t \"cloud@bst.infra-prd.caascad.com\"`):\n"+
+		"• Concourse has its Garden address as `"+f.Addr+"` (`fly -t infra-prd workers --details` shows it too): "+
+		"the machine's own address, unless the worker registers through the TSA's forwarding (then it is the web node's);\n"+
+		"• the alert is about `worker-7:9100`: Prometheus reaches the machine at that address;\n"+
+		"• or your platform's inventory (cloud console, Terraform state, CMDB).", f.Connect)
+	assert.NotContains(t, f.Connect, "worker-7.infra-prd.caascad.com")
+	assert.Equal(t, true, decoded(t, res)["host_unknown"], "runbooks see host_unknown")
+
+	// Landed: Concourse has no address for it; fly will once it is back.
+	res, err = e.do(t, "concourse.find_worker", opmodel.Args{"worker": "worker-8"})
+	require.NoError(t, err)
+	f = res.Data.(FoundWorker)
+	assert.True(t, f.HostUnknown)
+	assert.Contains(t, f.Connect, "• `fly -t infra-prd workers --details` shows its Garden address once it is registered")
+	assert.NotContains(t, f.Connect, "the alert is about")
+
+	res, err = e.do(t, "concourse.find_worker", opmodel.Args{"worker": "7"})
+	require.NoError(t, err)
+	f = res.Data.(FoundWorker)
+	assert.False(t, f.HostUnknown)
+	assert.Equal(t, `ssh -t "cloud@bst.infra-prd.caascad.com" ssh "caascad-ci-workers-infra-infra-prd-7.infra-prd.caascad.com"`, f.SSH)
+	assert.Contains(t, f.Connect, f.SSH)
+}
+
 func TestOpWorker(t *testing.T) {
 	e := newProvEnv(t, concoursesim.DemoWorld())
 	res, err := e.do(t, "concourse.worker", opmodel.Args{"name": "caascad-ci-workers-infra-infra-prd-1"})

@@ -40,6 +40,12 @@ workers:
 // <instance>" posts a firing alert for that instance to POST /alertmanager.
 func alertWorkerApp(t *testing.T, worker string, script ...string) (string, *app) {
 	t.Helper()
+	return alertWorkerAppWith(t, "prune-stalled", worker, script...)
+}
+
+// alertWorkerAppWith is alertWorkerApp with the route's runbook.
+func alertWorkerAppWith(t *testing.T, runbook, worker string, script ...string) (string, *app) {
+	t.Helper()
 	dir := t.TempDir()
 	world := filepath.Join(dir, "world.yaml")
 	require.NoError(t, os.WriteFile(world, []byte(alertWorkerWorld), 0o600))
@@ -59,7 +65,7 @@ func alertWorkerApp(t *testing.T, worker string, script ...string) (string, *app
 			Alertmanager: config.AlertmanagerConfig{Token: "t0ken"},
 			Routes: []alertmanager.RouteConfig{{
 				Name: "stalled", Match: map[string]string{"alertname": "WorkerStalled"},
-				Target: "infra-prd", Channel: "#ci-ops", Runbook: "prune-stalled",
+				Target: "infra-prd", Channel: "#ci-ops", Runbook: runbook,
 			}},
 		},
 	}
@@ -108,6 +114,19 @@ func TestAlertNeverSendsARunToAnotherMachine(t *testing.T) {
 		assert.NotContains(t, out, "worker=7`")
 		assert.Contains(t, out, "🔔 Started from an alert on `worker-7:9100` · resolved worker `worker-7`", out)
 		assert.Contains(t, out, "Plan: prune 1 worker: worker-7")
+	})
+	t.Run("worker-7's host is unknown, not made up from its name", func(t *testing.T) {
+		// The target's templates name caascad-ci-workers-infra-infra-prd-<id>
+		// and their hosts: worker-7 is not one of them, so its disk check
+		// says the host is unknown and where to find the machine, instead
+		// of ssh "worker-7.infra-prd.caascad.com".
+		out, _ := alertWorkerAppWith(t, "worker-disk-full", route, "/as bob", "/alert worker-7:9100", "/press 1 incident_run")
+		assert.Contains(t, out, "Suggested: `/runbook run worker-disk-full target=infra-prd worker=worker-7`", out)
+		assert.Contains(t, out, "⚠️ The host of `worker-7` is unknown: its name does not follow target infra-prd's worker naming", out)
+		assert.Contains(t, out, "• Concourse has its Garden address as `10.0.4.10:7777` (`fly -t infra-prd workers --details` shows it too)")
+		assert.Contains(t, out, "• the alert is about `worker-7:9100`: Prometheus reaches the machine at that address;")
+		assert.Contains(t, out, "df -h /opt/concourse/worker/{,volumes}", "the step itself is unchanged")
+		assert.NotContains(t, out, "worker-7.infra-prd.caascad.com")
 	})
 	t.Run("the template's own host gives its ID", func(t *testing.T) {
 		out, _ := alertWorkerApp(t, route, "/as bob", "/alert caascad-ci-workers-infra-infra-prd-7.infra-prd.caascad.com:9100", "/press 1 incident_run")
