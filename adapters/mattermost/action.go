@@ -22,7 +22,15 @@ const (
 	ctxValue  = "value"
 	ctxThread = "thread"
 	ctxSig    = "sig"
+	// ctxScope "user": the button is on an ephemeral message, whose post
+	// id is Mattermost's to choose; it is signed for the user and channel
+	// it was shown to (userScope) instead of a post.
+	ctxScope = "scope"
 )
+
+// userScope is what a button on an ephemeral message is signed for in
+// place of a post id (which never has a colon).
+func userScope(user, channel string) string { return "user:" + user + ":" + channel }
 
 // errBadSignature is returned for a button context that fails verification.
 var errBadSignature = errors.New("button signature does not match")
@@ -52,10 +60,16 @@ func (a *Adapter) signContext(postID, thread, action, value string) map[string]a
 }
 
 // verifyContext checks the signature of a callback's context against the
-// post id Mattermost reports, and returns action, value and thread.
-func (a *Adapter) verifyContext(postID string, c map[string]any) (action, value, thread string, err error) {
+// post id Mattermost reports (or, for a button on an ephemeral message,
+// the user and channel), and returns action, value and thread.
+func (a *Adapter) verifyContext(req model.PostActionIntegrationRequest) (action, value, thread string, err error) {
+	c := req.Context
 	str := func(k string) string { s, _ := c[k].(string); return s }
 	action, value, thread = str(ctxAction), str(ctxValue), str(ctxThread)
+	postID := req.PostId
+	if str(ctxScope) == "user" && req.UserId != "" && req.ChannelId != "" {
+		postID = userScope(req.UserId, req.ChannelId)
+	}
 	got, decErr := hex.DecodeString(str(ctxSig))
 	if postID == "" || action == "" || decErr != nil || len(got) != sha256.Size {
 		return "", "", "", errBadSignature
@@ -81,7 +95,7 @@ func (a *Adapter) serveAction(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return
 	}
-	action, value, thread, err := a.verifyContext(req.PostId, req.Context)
+	action, value, thread, err := a.verifyContext(req)
 	if err != nil {
 		a.log.Warn("refused a button callback", "post", req.PostId, "user", req.UserId, "remote", r.RemoteAddr, "err", err)
 		writeActionResponse(w, "⚠️ This button could not be verified (groundcrew's key may have changed). React "+chatutil.Symbol(chatmodel.IntentApprove)+" / "+chatutil.Symbol(chatmodel.IntentReject)+" on the message instead.")
@@ -95,7 +109,11 @@ func (a *Adapter) serveAction(w http.ResponseWriter, r *http.Request) {
 		writeActionResponse(w, "⏳ groundcrew is starting; try again in a minute.")
 		return
 	}
-	if thread == "" {
+	ephemeral := req.Context[ctxScope] == "user"
+	if thread == "" && !ephemeral {
+		// A button on a root post: its thread is the post's. An ephemeral
+		// message is no post to reply to: its thread is the one signed
+		// (none in the channel).
 		thread = req.PostId
 	}
 	ref := chatmodel.MessageRef{Platform: Platform, Channel: req.ChannelId, ID: req.PostId, Thread: thread}
@@ -113,9 +131,10 @@ func (a *Adapter) serveAction(w http.ResponseWriter, r *http.Request) {
 		Time:         a.now(),
 	}
 	a.triggers().put(e.ID, req.TriggerId, a.now()) // ▶ Run opens a form with it
-	texts, done, err := a.interact(req.UserId, req.ChannelId, func() error {
+	got, done, err := a.interact(req.UserId, req.ChannelId, false, func() error {
 		return a.deliver(e)
 	})
+	texts := got.texts
 	switch {
 	case len(texts) > 0:
 		writeActionResponse(w, joinTexts(texts))

@@ -111,7 +111,7 @@ func (a *Adapter) serveCommand(w http.ResponseWriter, r *http.Request) {
 		Time:         a.now(),
 	}
 	a.triggers().put(e.ID, r.Form.Get("trigger_id"), a.now()) // a form opens with it
-	texts, done, err := a.interact(userID, channelID, func() error {
+	got, done, err := a.interact(userID, channelID, true, func() error {
 		if e.Conversation.Thread != "" {
 			_, ctx := a.currentHandler()
 			if ctx == nil {
@@ -127,8 +127,12 @@ func (a *Adapter) serveCommand(w http.ResponseWriter, r *http.Request) {
 		return a.deliver(e)
 	})
 	switch {
-	case len(texts) > 0:
-		writeCommandResponse(w, joinTexts(texts))
+	case len(got.texts) > 0:
+		resp := model.CommandResponse{ResponseType: model.CommandResponseTypeEphemeral, Text: joinTexts(got.texts)}
+		if len(got.buttons) > 0 {
+			resp.Attachments = []*model.SlackAttachment{{Actions: a.userActions(userID, channelID, got.thread, got.buttons)}}
+		}
+		writeCommandAnswer(w, resp)
 	case done && err != nil:
 		writeCommandResponse(w, "⚠️ groundcrew could not take this command: "+err.Error())
 	default:
@@ -153,8 +157,12 @@ func (a *Adapter) validCommandToken(token string) bool {
 }
 
 func writeCommandResponse(w http.ResponseWriter, text string) {
+	writeCommandAnswer(w, model.CommandResponse{ResponseType: model.CommandResponseTypeEphemeral, Text: text})
+}
+
+func writeCommandAnswer(w http.ResponseWriter, resp model.CommandResponse) {
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(&model.CommandResponse{ResponseType: model.CommandResponseTypeEphemeral, Text: text})
+	_ = json.NewEncoder(w).Encode(&resp)
 }
 
 // requestID turns a platform request id into an event id ("" if none).

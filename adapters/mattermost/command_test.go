@@ -273,3 +273,51 @@ func TestAllowedSources(t *testing.T) {
 	_, err := New(Config{URL: "https://chat.example.com", BotToken: "x", CommandToken: "y", AllowedSources: []string{"nope"}}, Options{})
 	assert.ErrorContains(t, err, "allowed_sources[0]")
 }
+
+// An answer with buttons (▶ Run on /runbook show) goes into the command's
+// answer as an ephemeral message with its buttons, signed for the user
+// and channel it is shown to (Mattermost picks the ephemeral post's id):
+// the user's click is a button event with its trigger; the same button
+// clicked by someone else, or in another channel, is refused.
+func TestCommand_EphemeralButtonsGoIntoTheAnswer(t *testing.T) {
+	f := newFakeMM(t)
+	a := newTestAdapter(t, f, nil)
+	rec := newRecorder()
+	rec.setReply(func(ctx context.Context, e chatmodel.Event) error {
+		if e.Text == "show worker-stalled" {
+			return a.Ephemeral(ctx, e.Conversation, e.User, chatmodel.Message{Text: "worker-stalled: A worker is stalled",
+				Buttons: []chatmodel.Button{{Action: chatmodel.IntentRun, Label: "▶ Run", Value: "worker-stalled", Style: "primary"}}})
+		}
+		return nil
+	})
+	runAdapter(t, a, rec)
+
+	_, resp := postCommand(t, a, commandForm(cmdToken, "show worker-stalled"), nil)
+	rec.next(t)
+	assert.Equal(t, "worker-stalled: A worker is stalled", resp.Text)
+	require.Len(t, resp.Attachments, 1)
+	require.Len(t, resp.Attachments[0].Actions, 1)
+	act := resp.Attachments[0].Actions[0]
+	assert.Equal(t, "▶ Run", act.Name)
+	assert.Equal(t, "http://groundcrew.test:8080"+ActionPath, act.Integration.URL)
+	assert.Zero(t, f.callCount("POST /api/v4/posts"), "nothing public")
+
+	click := model.PostActionIntegrationRequest{PostId: "ephemeralpostid", UserId: aliceID, ChannelId: channelID, TriggerId: "trigger-9", Context: act.Integration.Context}
+	postAction(t, a, click)
+	e := rec.next(t)
+	assert.Equal(t, chatmodel.EventButton, e.Kind)
+	assert.Equal(t, chatmodel.IntentRun, e.Intent)
+	assert.Equal(t, "worker-stalled", e.Value)
+	assert.Equal(t, aliceID, e.User.ID)
+	assert.Empty(t, e.Conversation.Thread, "an ephemeral message is no thread: the run posts in the channel")
+	assert.Equal(t, "trigger-9", a.triggers().get(e.ID), "a form opens with the click's trigger")
+
+	for _, forged := range []model.PostActionIntegrationRequest{
+		{PostId: "ephemeralpostid", UserId: carolID, ChannelId: channelID, Context: act.Integration.Context},
+		{PostId: "ephemeralpostid", UserId: aliceID, ChannelId: "otherchannel", Context: act.Integration.Context},
+	} {
+		r := postAction(t, a, forged)
+		assert.Contains(t, r.EphemeralText, "could not be verified")
+	}
+	rec.none(t, 100*time.Millisecond)
+}

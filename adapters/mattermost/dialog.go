@@ -236,7 +236,8 @@ func (a *Adapter) serveDialog(w http.ResponseWriter, r *http.Request) {
 	sortFields(form.Fields)
 	e := chatmodel.Event{Kind: chatmodel.EventCommand, User: chatmodel.User{ID: req.UserId}, Text: chatmodel.FormCommand(form, values), Time: a.now(),
 		Conversation: chatmodel.Conversation{Platform: Platform, Channel: req.ChannelId, Thread: st.Thread}}
-	texts, done, err := a.interact(req.UserId, req.ChannelId, func() error { return a.deliver(e) })
+	got, done, err := a.interact(req.UserId, req.ChannelId, false, func() error { return a.deliver(e) })
+	texts := got.texts
 	if done && err != nil {
 		writeDialogResponse(w, model.SubmitDialogResponse{Error: "groundcrew could not take this: " + err.Error()})
 		return

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // interactions collects the ephemeral replies the engine sends to a user
@@ -18,19 +20,31 @@ type interactions struct {
 
 type interaction struct {
 	user, channel string
-	texts         []string
+	// withButtons: the answer can carry buttons (a slash command's
+	// attachments; a button click's or a dialog's answer cannot).
+	withButtons bool
+	texts       []string
+	buttons     []chatmodel.Button
+	thread      string // of the replies with buttons
 }
 
-func (s *interactions) begin(user, channel string) *interaction {
-	it := &interaction{user: user, channel: channel}
+func (s *interactions) begin(user, channel string, withButtons bool) *interaction {
+	it := &interaction{user: user, channel: channel, withButtons: withButtons}
 	s.mu.Lock()
 	s.open = append(s.open, it)
 	s.mu.Unlock()
 	return it
 }
 
+// captured is what the engine answered during an interaction.
+type captured struct {
+	texts   []string
+	buttons []chatmodel.Button
+	thread  string
+}
+
 // end closes it and returns what was captured.
-func (s *interactions) end(it *interaction) []string {
+func (s *interactions) end(it *interaction) captured {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, o := range s.open {
@@ -39,16 +53,25 @@ func (s *interactions) end(it *interaction) []string {
 			break
 		}
 	}
-	return it.texts
+	return captured{texts: it.texts, buttons: it.buttons, thread: it.thread}
 }
 
-// capture adds text to the newest open interaction of user in channel.
-func (s *interactions) capture(user, channel, text string) bool {
+// capture adds text (and its buttons) to the newest open interaction of
+// user in channel; false when there is none, or the buttons cannot go
+// into its answer.
+func (s *interactions) capture(user, channel, thread, text string, buttons []chatmodel.Button) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := len(s.open) - 1; i >= 0; i-- {
 		if it := s.open[i]; it.user == user && it.channel == channel {
+			if len(buttons) > 0 && !it.withButtons {
+				return false
+			}
 			it.texts = append(it.texts, text)
+			if len(buttons) > 0 {
+				it.buttons = append(it.buttons, buttons...)
+				it.thread = thread
+			}
 			return true
 		}
 	}
@@ -57,10 +80,11 @@ func (s *interactions) capture(user, channel, text string) bool {
 
 // interact runs fn (which hands an event to the engine) and waits up to
 // ackWait for it. Ephemeral replies sent to user in channel meanwhile are
-// returned; later ones are posted normally. done reports whether fn
+// returned (with their buttons when withButtons: the answer can carry
+// them); later ones are posted normally. done reports whether fn
 // finished in time, err is its error then.
-func (a *Adapter) interact(user, channel string, fn func() error) (texts []string, done bool, err error) {
-	it := a.interactions.begin(user, channel)
+func (a *Adapter) interact(user, channel string, withButtons bool, fn func() error) (got captured, done bool, err error) {
+	it := a.interactions.begin(user, channel, withButtons && a.buttonsEnabled())
 	result := make(chan error, 1)
 	go func() { result <- fn() }()
 	t := time.NewTimer(a.ackWait)

@@ -107,7 +107,7 @@ func (a *Adapter) Ephemeral(ctx context.Context, to chatmodel.Conversation, user
 	if r.detail != "" {
 		text += "\n" + r.detail
 	}
-	if len(m.Buttons) == 0 && a.interactions.capture(user.ID, channel, text) {
+	if a.interactions.capture(user.ID, channel, to.Thread, text, m.Buttons) {
 		return nil
 	}
 	a.mu.Lock()
@@ -118,7 +118,7 @@ func (a *Adapter) Ephemeral(ctx context.Context, to chatmodel.Conversation, user
 			return a.call(ctx, "posting ephemeral message", false, func(ctx context.Context) (*model.Response, error) {
 				_, resp, err := a.client.CreatePostEphemeral(ctx, &model.PostEphemeral{
 					UserID: user.ID,
-					Post:   &model.Post{ChannelId: channel, RootId: to.Thread, Message: text},
+					Post:   a.ephemeralPost(channel, to.Thread, user.ID, text, m.Buttons),
 				})
 				return resp, err
 			})

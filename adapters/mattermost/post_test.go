@@ -82,10 +82,10 @@ func TestPost_ButtonsAreSignedForThePost(t *testing.T) {
 	assert.Equal(t, "danger", acts[1].Style)
 	assert.Equal(t, "http://groundcrew.test:8080/mattermost/action", acts[0].Integration.URL)
 
-	action, value, thread, err := a.verifyContext(gate.ID, acts[0].Integration.Context)
+	action, value, thread, err := a.verifyContext(model.PostActionIntegrationRequest{PostId: gate.ID, Context: acts[0].Integration.Context})
 	require.NoError(t, err, "the context verifies for this post")
 	assert.Equal(t, []string{"approve", "r1/5", root.ID}, []string{action, value, thread})
-	_, _, _, err = a.verifyContext(root.ID, acts[0].Integration.Context)
+	_, _, _, err = a.verifyContext(model.PostActionIntegrationRequest{PostId: root.ID, Context: acts[0].Integration.Context})
 	assert.ErrorIs(t, err, errBadSignature)
 
 	// Update keeps buttons signed and replaces the message in place.
@@ -93,7 +93,7 @@ func TestPost_ButtonsAreSignedForThePost(t *testing.T) {
 	p = f.post(gate.ID)
 	assert.Equal(t, "🔒 1/2 approvals", p.Message)
 	require.Len(t, p.Attachments()[0].Actions, 1)
-	_, _, _, err = a.verifyContext(gate.ID, p.Attachments()[0].Actions[0].Integration.Context)
+	_, _, _, err = a.verifyContext(model.PostActionIntegrationRequest{PostId: gate.ID, Context: p.Attachments()[0].Actions[0].Integration.Context})
 	assert.NoError(t, err)
 
 	require.NoError(t, a.Update(ctx, gate, chatmodel.Message{Text: "✅ Approved"}))

@@ -210,6 +210,29 @@ func (a *Adapter) attachments(r rendered, buttons []chatmodel.Button, postID, th
 	return []*model.SlackAttachment{att}
 }
 
+// userActions are the buttons of an ephemeral message shown to user in
+// channel, signed for them (its post id is not known in advance).
+func (a *Adapter) userActions(user, channel, thread string, buttons []chatmodel.Button) []*model.PostAction {
+	var actions []*model.PostAction
+	for i, btn := range buttons {
+		c := a.signContext(userScope(user, channel), thread, string(btn.Action), btn.Value)
+		c[ctxScope] = "user"
+		actions = append(actions, &model.PostAction{Id: actionID(i, string(btn.Action)), Type: model.PostActionTypeButton, Name: btn.Label,
+			Style: buttonStyle(btn.Style), Integration: &model.PostActionIntegration{URL: a.cfg.callbackURL + ActionPath, Context: c}})
+	}
+	return actions
+}
+
+// ephemeralPost is the post of an ephemeral message to user, with its
+// buttons when they can be answered.
+func (a *Adapter) ephemeralPost(channel, thread, user, text string, buttons []chatmodel.Button) *model.Post {
+	p := &model.Post{ChannelId: channel, RootId: thread, Message: text}
+	if len(buttons) > 0 && a.buttonsEnabled() {
+		p.AddProp(model.PostPropsAttachments, []*model.SlackAttachment{{Actions: a.userActions(user, channel, thread, buttons)}})
+	}
+	return p
+}
+
 func (a *Adapter) buttonsEnabled() bool {
 	return a.cfg.callbackURL != "" && len(a.cfg.hmacKey) > 0
 }
