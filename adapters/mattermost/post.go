@@ -218,12 +218,26 @@ func (a *Adapter) createPost(ctx context.Context, post *model.Post) (*model.Post
 	}
 	if err != nil {
 		var ae *APIError
-		if errors.As(err, &ae) && (ae.StatusCode == http.StatusForbidden || ae.StatusCode == http.StatusNotFound) {
+		if errors.As(err, &ae) && cannotPost(ae.StatusCode) {
 			return nil, fmt.Errorf("%w (%w)", err, chatmodel.ErrCannotPost)
 		}
 		return nil, err
 	}
 	return created, nil
+}
+
+// cannotPost reports whether Mattermost's answer to creating a post means
+// the same post can never be created: no permission or no channel (403,
+// 404), or a post the server refuses as it is (400: an invalid RootId, a
+// bad property; 413: too large). The outbox gives such a post up, loudly,
+// instead of holding its thread behind it for every retry. A 401 (the
+// token), a 429 and a 5xx are not: they pass.
+func cannotPost(status int) bool {
+	switch status {
+	case http.StatusBadRequest, http.StatusForbidden, http.StatusNotFound, http.StatusRequestEntityTooLarge:
+		return true
+	}
+	return false
 }
 
 // CanPost implements chatmodel.PostChecker: the bot must be a member of the

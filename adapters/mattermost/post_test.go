@@ -59,6 +59,29 @@ func TestPost_UnknownChannelName(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, statusOf(err))
 }
 
+// TestPost_RefusedForGoodIsSaidSo: a post Mattermost refuses as it is (400,
+// 403, 404, 413) wraps chatmodel.ErrCannotPost, so the outbox gives it up
+// instead of retrying it (and the thread behind it) for half an hour; a 5xx
+// or a 401 does not.
+func TestPost_RefusedForGoodIsSaidSo(t *testing.T) {
+	for status, permanent := range map[int]bool{
+		http.StatusBadRequest: true, http.StatusForbidden: true, http.StatusNotFound: true, http.StatusRequestEntityTooLarge: true,
+		http.StatusUnauthorized: false, http.StatusInternalServerError: false, http.StatusServiceUnavailable: false,
+	} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			f := newFakeMM(t)
+			a := newTestAdapter(t, f, nil)
+			runAdapter(t, a, newRecorder())
+			f.mu.Lock()
+			f.failStatus["POST /api/v4/posts"] = status
+			f.mu.Unlock()
+			_, err := a.Post(context.Background(), chatmodel.Conversation{Channel: channelID}, chatmodel.Message{Text: "x"})
+			require.Error(t, err)
+			assert.Equal(t, permanent, errors.Is(err, chatmodel.ErrCannotPost), "HTTP %d: %v", status, err)
+		})
+	}
+}
+
 func TestPost_ButtonsAreSignedForThePost(t *testing.T) {
 	f := newFakeMM(t)
 	a := newTestAdapter(t, f, nil)

@@ -63,13 +63,20 @@ func (a *Adapter) Post(ctx context.Context, to chatmodel.Conversation, m chatmod
 }
 
 // cannotPost reports whether a post failed for good: the bot is not in a
-// private channel (joining failed), or the channel is gone.
+// private channel (joining failed), the channel is gone or restricted, or
+// Slack refuses the message as it is.
 func cannotPost(err error) bool {
-	switch slackErrorCode(err) {
-	case "not_in_channel", "channel_not_found", "is_archived", "restricted_action":
+	code := slackErrorCode(err)
+	switch code {
+	case "not_in_channel", "channel_not_found", "is_archived", "restricted_action",
+		// The message as it is: sent again it is refused again, and it
+		// would hold its thread's later posts behind it in the outbox.
+		"invalid_blocks", "invalid_blocks_format", "msg_too_long", "no_text", "too_many_attachments",
+		"invalid_arguments", "cannot_reply_to_message":
 		return true
 	}
-	return false
+	// restricted_action_read_only_channel, …_thread_locked, …
+	return strings.HasPrefix(code, "restricted_action_")
 }
 
 // CanPost implements chatmodel.PostChecker: the bot may post in a public channel

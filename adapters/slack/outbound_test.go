@@ -2,9 +2,11 @@ package slack
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
+	slackapi "github.com/slack-go/slack"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -238,4 +240,19 @@ func TestPost_UploadsFiles(t *testing.T) {
 	_, ok = f.message(ref.ID)
 	assert.True(t, ok)
 	assert.Len(t, f.sharedFiles(), 1)
+}
+
+// TestCannotPost_RefusedForGood: Slack's answers that sending the same
+// message again cannot cure wrap chatmodel.ErrCannotPost (the outbox gives
+// the post up, loudly, instead of retrying it and its thread behind it);
+// a rate limit, a server error or the token do not.
+func TestCannotPost_RefusedForGood(t *testing.T) {
+	for code, want := range map[string]bool{
+		"not_in_channel": true, "channel_not_found": true, "is_archived": true, "invalid_blocks": true, "msg_too_long": true,
+		"no_text": true, "restricted_action_thread_locked": true, "cannot_reply_to_message": true,
+		"ratelimited": false, "internal_error": false, "fatal_error": false, "invalid_auth": false, "service_unavailable": false,
+	} {
+		assert.Equal(t, want, cannotPost(slackapi.SlackErrorResponse{Err: code}), code)
+	}
+	assert.False(t, cannotPost(errors.New("dial tcp: connection refused")))
 }
