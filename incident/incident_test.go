@@ -146,7 +146,7 @@ func TestSignalOpensOneIncidentAndResolves(t *testing.T) {
 	changed, ok := f.chat.Find("🔁 Changed")
 	require.True(t, ok)
 	assert.Equal(t, in.Root.ID, changed.To.Thread)
-	assert.Contains(t, changed.Msg.Text, "`worker-1` /opt/concourse/worker 9% left  🆕")
+	assert.Equal(t, "🔁 Changed: 1 new\n• `worker-1` /opt/concourse/worker 9% left  🆕\n1 other still firing — the incident message lists them all", changed.Msg.Text)
 
 	roots := 0
 	for _, p := range f.chat.Posts() {
@@ -916,6 +916,137 @@ func TestChangedSaysEachGoneAlertOnce(t *testing.T) {
 	changed, ok := f.chat.Find("🔁 Changed")
 	require.True(t, ok)
 	assert.Equal(t, 1, strings.Count(changed.Msg.Text, "worker-1"), changed.Msg.Text)
+	assert.Equal(t, "🔁 Changed: 1 gone\n• ~`worker-1` 9% left~ (gone)\n1 other still firing — the incident message lists them all", changed.Msg.Text)
+}
+
+// vols is n alert lines, /vol<from> … /vol<from+n-1>, as the receiver
+// writes them.
+func vols(from, n int, summary string) []string {
+	var ev []string
+	for i := from; i < from+n; i++ {
+		ev = append(ev, fmt.Sprintf("`mountpoint=/vol%d` — %s", i, summary))
+	}
+	return ev
+}
+
+// TestChangedListsOnlyWhatChanged: the 🔁 Changed reply listed the whole
+// group (up to 50 alerts, each marked or not) when one alert of it
+// changed; it lists what changed, in the source's order, and counts the
+// others, as the root message it points to counts them.
+func TestChangedListsOnlyWhatChanged(t *testing.T) {
+	ctx := context.Background()
+	changedReply := func(t *testing.T, f *fixture) string {
+		t.Helper()
+		var got []string
+		for _, p := range f.chat.Posts() {
+			if strings.HasPrefix(p.Msg.Text, "🔁 Changed") {
+				got = append(got, p.Msg.Text)
+			}
+		}
+		require.Len(t, got, 1, f.chat.Transcript())
+		return got[0]
+	}
+	t.Run("50 alerts, one changes: one line and the count of the other 49", func(t *testing.T) {
+		f := newFixture(t)
+		s := diskSignal(true, vols(0, 50, "6% left")...)
+		s.Alerts = 50
+		in, err := f.m.Signal(ctx, s)
+		require.NoError(t, err)
+		s.Evidence = vols(0, 50, "6% left")
+		s.Evidence[7] = "`mountpoint=/vol7` — 3% left"
+		_, err = f.m.Signal(ctx, s)
+		require.NoError(t, err)
+		got := changedReply(t, f)
+		assert.Equal(t, "🔁 Changed: 1 changed\n• `mountpoint=/vol7` — 3% left (was: 6% left)\n"+
+			"49 others still firing — the incident message shows the first 5; `/runbook incidents show "+in.ID+"` for the timeline", got)
+		assert.NotContains(t, got, "/vol8`", "what did not change is counted, not listed")
+		root := f.root(t, in.ID)
+		assert.Contains(t, root.Text, "· 50 alerts firing ·", "the root counts 1 changed + 49 others")
+		assert.Contains(t, root.Text, "\n• `mountpoint=/vol4` — 6% left\n• … and 45 more (45 listed in the thread)")
+		again, err := f.db.GetIncident(ctx, in.ID)
+		require.NoError(t, err)
+		assert.Contains(t, f.m.TimelineText(again), "`mountpoint=/vol7` — 3% left; `mountpoint=/vol8` — 6% left", "the timeline it points to has the whole set")
+	})
+	t.Run("one resolves, three fire: new in the source's order, then gone", func(t *testing.T) {
+		f := newFixture(t)
+		s := diskSignal(true, vols(0, 50, "6% left")...)
+		s.Alerts = 50
+		in, err := f.m.Signal(ctx, s)
+		require.NoError(t, err)
+		// The source orders the most severe first, then as people count:
+		// /vol51 before /vol100.
+		s.Evidence = append([]string{"`mountpoint=/vol200 severity=critical` — 1% left"}, vols(0, 49, "6% left")...)
+		s.Evidence = append(s.Evidence, "`mountpoint=/vol51` — 6% left", "`mountpoint=/vol100` — 6% left")
+		s.Alerts = 52
+		_, err = f.m.Signal(ctx, s)
+		require.NoError(t, err)
+		assert.Equal(t, "🔁 Changed: 3 new · 1 gone\n"+
+			"• `mountpoint=/vol200 severity=critical` — 1% left  🆕\n• `mountpoint=/vol51` — 6% left  🆕\n• `mountpoint=/vol100` — 6% left  🆕\n"+
+			"• ~`mountpoint=/vol49` — 6% left~ (gone)\n"+
+			"49 others still firing — the incident message shows the first 5; `/runbook incidents show "+in.ID+"` for the timeline", changedReply(t, f))
+		assert.Contains(t, f.root(t, in.ID).Text, "· 52 alerts firing ·", "3 new + 49 others")
+	})
+	t.Run("a large change is cut with its count", func(t *testing.T) {
+		f := newFixture(t)
+		s := diskSignal(true, vols(0, 50, "6% left")...)
+		s.Alerts = 50
+		in, err := f.m.Signal(ctx, s)
+		require.NoError(t, err)
+		s.Evidence = vols(100, 50, "6% left")
+		_, err = f.m.Signal(ctx, s)
+		require.NoError(t, err)
+		got := changedReply(t, f)
+		lines := strings.Split(got, "\n")
+		require.Len(t, lines, 1+10+2, got)
+		assert.Equal(t, "🔁 Changed: 50 new · 50 gone", lines[0])
+		assert.Equal(t, "• `mountpoint=/vol100` — 6% left  🆕", lines[1])
+		assert.Equal(t, "• `mountpoint=/vol109` — 6% left  🆕", lines[10])
+		assert.Equal(t, "• … and 90 more (40 new or changed, 50 gone)", lines[11])
+		assert.Equal(t, "The incident message shows the first 5; `/runbook incidents show "+in.ID+"` for the timeline", lines[12])
+	})
+	t.Run("a list the source cut: what left it may still fire", func(t *testing.T) {
+		f := newFixture(t)
+		s := diskSignal(true, append(vols(0, 50, "6% left"), "… and 1,200 more (50 not sent by Alertmanager: max_alerts)")...)
+		s.Alerts = 1250
+		in, err := f.m.Signal(ctx, s)
+		require.NoError(t, err)
+		// A critical alert comes first and pushes /vol49 past the 50 listed.
+		s.Evidence = append([]string{"`mountpoint=/vol50 severity=critical` — 1% left"}, vols(0, 49, "6% left")...)
+		s.Evidence = append(s.Evidence, "… and 1,201 more (50 not sent by Alertmanager: max_alerts)")
+		s.Alerts = 1251
+		_, err = f.m.Signal(ctx, s)
+		require.NoError(t, err)
+		assert.Equal(t, "🔁 Changed: 1 new · 1 no longer listed\n"+
+			"• `mountpoint=/vol50 severity=critical` — 1% left  🆕\n"+
+			"• `mountpoint=/vol49` — 6% left (resolved, or past the 50 listed)\n"+
+			"• … and 1,201 more (50 not sent by Alertmanager: max_alerts) — was 1,200\n"+
+			"1,250 others still firing — the incident message shows the first 5; `/runbook incidents show "+in.ID+"` for the timeline", changedReply(t, f))
+		assert.Contains(t, f.root(t, in.ID).Text, "· 1,251 alerts firing ·")
+	})
+	t.Run("a watch: its observation changed, a warning came", func(t *testing.T) {
+		f := newFixture(t)
+		s := incident.Signal{Key: "watch:infra-prd:worker_stalled:w-1", Firing: true,
+			Source: incident.Source{Kind: incident.SourceWatch, Name: "worker_stalled", Ref: "w-1"}, Title: "Worker stalled",
+			Target: "infra-prd", Channel: "#ci-ops", Evidence: []string{"`w-1` stalled for ≥ 10 min, 3 containers", "or `worker-rebuild` (a new VM)"}}
+		_, err := f.m.Signal(ctx, s)
+		require.NoError(t, err)
+		s.Evidence = []string{"`w-1` stalled for ≥ 20 min, 3 containers", "or `worker-rebuild` (a new VM)", "⚠️ target `infra-prd` is not configured"}
+		_, err = f.m.Signal(ctx, s)
+		require.NoError(t, err)
+		assert.Equal(t, "🔁 Changed: 1 changed\n• `w-1` stalled for ≥ 20 min, 3 containers (was: stalled for ≥ 10 min, 3 containers)\n"+
+			"⚠️ target `infra-prd` is not configured  🆕\n1 other unchanged — the incident message lists them all", changedReply(t, f))
+	})
+	t.Run("only the order changed: nothing to say", func(t *testing.T) {
+		f := newFixture(t)
+		s := diskSignal(true, "`mountpoint=/a` — 6% left", "`mountpoint=/b` — 6% left")
+		_, err := f.m.Signal(ctx, s)
+		require.NoError(t, err)
+		s.Evidence = []string{"`mountpoint=/b` — 6% left", "`mountpoint=/a` — 6% left"}
+		_, err = f.m.Signal(ctx, s)
+		require.NoError(t, err)
+		_, ok := f.chat.Find("🔁 Changed")
+		assert.False(t, ok, f.chat.Transcript())
+	})
 }
 
 // A watch incident opens after two polls in a row: its header says 2 polls.

@@ -389,9 +389,11 @@ func (m *Manager) publish(ctx context.Context, in *Incident, what change, prev [
 	}
 	switch what {
 	case changeUpdated:
-		m.postThread(ctx, in, chatmodel.Message{Text: evidenceText("🔁 Changed", in.Evidence, prev)})
+		if text := changedText(in, prev); text != "" {
+			m.postThread(ctx, in, chatmodel.Message{Text: text})
+		}
 	case changeReopened:
-		m.postThread(ctx, in, chatmodel.Message{Text: evidenceText("🔔 Firing again", in.Evidence, nil), Broadcast: true})
+		m.postThread(ctx, in, chatmodel.Message{Text: evidenceText("🔔 Firing again", in.Evidence), Broadcast: true})
 	case changeResolved:
 		text := fmt.Sprintf("✅ Resolved after %s — %s", human.Duration(in.Duration(in.ResolvedAt)), nonEmpty(why, sourceName(in)))
 		var open []string
@@ -433,32 +435,15 @@ func sourceName(in *Incident) string {
 	return "the condition cleared."
 }
 
-func evidenceText(head string, cur, prev []string) string {
-	old := map[string]bool{}
-	for _, l := range prev {
-		old[l] = true
-	}
+// evidenceText is head and the evidence lines, each said once.
+func evidenceText(head string, lines []string) string {
 	var b strings.Builder
 	b.WriteString(head)
 	said := map[string]bool{}
-	for _, l := range cur {
-		if said[l] {
-			continue
-		}
-		said[l] = true
-		b.WriteString("\n• " + l)
-		if prev != nil && !old[l] {
-			b.WriteString("  🆕")
-		}
-	}
-	now := map[string]bool{}
-	for _, l := range cur {
-		now[l] = true
-	}
-	for _, l := range prev {
-		if !now[l] {
-			now[l] = true // said once, however often the old evidence had it
-			b.WriteString("\n• ~" + l + "~ (gone)")
+	for _, l := range lines {
+		if !said[l] {
+			said[l] = true
+			b.WriteString("\n• " + l)
 		}
 	}
 	return b.String()

@@ -182,6 +182,244 @@ func firingText(lines []string) string {
 	return b.String()
 }
 
+// maxChanges is how many changed alerts a 🔁 Changed reply lists; it
+// counts the others ("… and 38 more (36 new or changed, 2 gone)").
+const maxChanges = 10
+
+// changedText is the 🔁 Changed reply of a group whose alerts changed: only
+// what changed since prev, the previous evidence — the new alerts (🆕), the
+// ones whose line changed (the same labels, another summary: "(was: …)"),
+// in the source's order (the most severe first, then in number order),
+// then the ones gone; a change of what the source counted without listing
+// and of its warnings — then how many others still fire and where the
+// whole set is (the root message, kept up to date, and the timeline). In
+// a group of 50 where one alert changes it lists that one, not the 50.
+// "" when nothing it would show changed.
+func changedText(in *Incident, prev []string) string {
+	cur, old := splitEvidence(in.Evidence), splitEvidence(prev)
+	d := diffLines(cur.lines, old.lines)
+	newWarn, goneWarn := missing(cur.warnings, old.warnings), missing(old.warnings, cur.warnings)
+	moreChanged := cur.uncounted != old.uncounted
+	if len(d.fresh)+len(d.gone)+len(newWarn)+len(goneWarn) == 0 && !moreChanged {
+		return ""
+	}
+	// A line missing from a list the source cut may only have moved past
+	// its end (a more severe alert came first): gone from the list, not
+	// necessarily resolved.
+	goneWord, goneMark := "gone", func(l string) string { return "~" + l + "~ (gone)" }
+	if cur.uncounted > 0 {
+		goneWord = "no longer listed"
+		goneMark = func(l string) string {
+			return l + " (resolved, or past the " + human.Count(len(cur.lines)) + " listed)"
+		}
+	}
+	var added, changed []string
+	var lines []string
+	for _, l := range d.fresh {
+		if was, ok := d.was[l]; ok {
+			changed = append(changed, l)
+			lines = append(lines, l+" (was: "+was+")")
+		} else {
+			added = append(added, l)
+			lines = append(lines, l+"  🆕")
+		}
+	}
+	for _, l := range d.gone {
+		lines = append(lines, goneMark(l))
+	}
+	nAdded, nChanged := alertsIn(added), alertsIn(changed)
+	var head []string
+	for _, c := range []struct {
+		n    int
+		word string
+	}{{nAdded, "new"}, {nChanged, "changed"}, {alertsIn(d.gone), goneWord}} {
+		if c.n > 0 {
+			head = append(head, human.Count(c.n)+" "+c.word)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("🔁 Changed")
+	if len(head) > 0 {
+		b.WriteString(": " + strings.Join(head, " · "))
+	}
+	for _, l := range lines[:min(len(lines), maxChanges)] {
+		b.WriteString("\n• " + l)
+	}
+	omitted := max(len(lines)-maxChanges, 0)
+	if omitted > 0 {
+		var left []string
+		if n := max(len(d.fresh)-maxChanges, 0); n > 0 {
+			left = append(left, human.Count(n)+" new or changed")
+		}
+		shownGone := min(max(maxChanges-len(d.fresh), 0), len(d.gone))
+		if n := len(d.gone) - shownGone; n > 0 {
+			left = append(left, human.Count(n)+" "+goneWord)
+		}
+		fmt.Fprintf(&b, "\n• … and %s more (%s)", human.Count(omitted), strings.Join(left, ", "))
+	}
+	switch {
+	case moreChanged && cur.more != "" && old.uncounted > 0:
+		b.WriteString("\n• " + cur.more + " — was " + human.Count(old.uncounted))
+	case moreChanged && cur.more != "":
+		b.WriteString("\n• " + cur.more + "  🆕")
+	case moreChanged:
+		b.WriteString("\n• ~" + old.more + "~ (every alert is listed now)")
+	}
+	for _, w := range newWarn {
+		b.WriteString("\n" + w + "  🆕")
+	}
+	for _, w := range goneWarn {
+		b.WriteString("\n~" + w + "~ (gone)")
+	}
+	// The others: the alerts the root counts ("50 alerts firing") less
+	// the ones said above.
+	total := in.Alerts
+	if total <= 0 {
+		total = alertsIn(cur.lines) + cur.uncounted
+	}
+	if tail := othersLine(in, total, max(total-nAdded-nChanged, 0), omitted > 0); tail != "" {
+		b.WriteString("\n" + tail)
+	}
+	return b.String()
+}
+
+// othersLine ends a 🔁 Changed reply: how many others (of total) did not
+// change, and where the whole set is: the root message (it shows the
+// first maxEvidence) and the timeline (every notification's alerts), when
+// the reply and the root do not say it all.
+func othersLine(in *Incident, total, others int, cut bool) string {
+	var where []string
+	if total > maxEvidence {
+		where = append(where, fmt.Sprintf("the incident message shows the first %d", maxEvidence))
+	} else if others > 0 {
+		where = append(where, "the incident message lists them all")
+	}
+	if total > maxEvidence || cut {
+		where = append(where, "`/runbook incidents show "+in.ID+"` for the timeline")
+	}
+	if others == 0 {
+		if len(where) == 0 {
+			return ""
+		}
+		tail := strings.Join(where, "; ")
+		return strings.ToUpper(tail[:1]) + tail[1:]
+	}
+	what := "still firing"
+	if in.Source.Kind != SourceAlert {
+		what = "unchanged" // a watch's observations
+	}
+	tail := fmt.Sprintf("%s other%s %s", human.Count(others), plural(others), what)
+	if len(where) > 0 {
+		tail += " — " + strings.Join(where, "; ")
+	}
+	return tail
+}
+
+// lineDiff is how a source's evidence lines changed.
+type lineDiff struct {
+	// fresh are cur's lines prev did not have, in cur's order; was maps
+	// those that are an alert of prev changed to what its line said
+	// after its labels.
+	fresh []string
+	was   map[string]string
+	// gone are prev's lines cur does not have (and no fresh line
+	// changed), in prev's order.
+	gone []string
+}
+
+// diffLines compares the evidence lines of two notifications, each line
+// said once. A line new in cur that names the same alert as a line gone
+// from prev — the same leading code span (the alert's labels), once in
+// each — is that alert changed (its summary says another value), not one
+// alert new and one gone.
+func diffLines(cur, prev []string) lineDiff {
+	d := lineDiff{fresh: missing(cur, prev), was: map[string]string{}}
+	gone := missing(prev, cur)
+	count := func(lines []string) map[string]int {
+		n := map[string]int{}
+		for l := range set(lines) {
+			n[lineKey(l)]++
+		}
+		return n
+	}
+	inCur, inPrev := count(cur), count(prev)
+	goneBy := map[string]string{}
+	for _, l := range gone {
+		goneBy[lineKey(l)] = l
+	}
+	paired := map[string]bool{}
+	for _, l := range d.fresh {
+		k := lineKey(l)
+		if was, ok := goneBy[k]; ok && k != "" && inCur[k] == 1 && inPrev[k] == 1 {
+			rest := strings.TrimPrefix(strings.TrimSpace(strings.TrimPrefix(was, k)), "— ")
+			if rest == "" {
+				rest = was
+			}
+			d.was[l], paired[was] = rest, true
+		}
+	}
+	for _, l := range gone {
+		if !paired[l] {
+			d.gone = append(d.gone, l)
+		}
+	}
+	return d
+}
+
+// lineKey is what names an alert in its evidence line: the leading code
+// span (its labels, "`mountpoint=/vol7`"); "" when the line has none.
+func lineKey(l string) string {
+	if !strings.HasPrefix(l, "`") {
+		return ""
+	}
+	end := strings.IndexByte(l[1:], '`')
+	if end <= 0 {
+		return ""
+	}
+	return l[:end+2]
+}
+
+// missing is the lines of a that b does not have, in a's order, each once.
+func missing(a, b []string) []string {
+	inB := set(b)
+	var out []string
+	said := map[string]bool{}
+	for _, l := range a {
+		if !inB[l] && !said[l] {
+			said[l] = true
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func set(lines []string) map[string]bool {
+	s := make(map[string]bool, len(lines))
+	for _, l := range lines {
+		s[l] = true
+	}
+	return s
+}
+
+// alertsIn is how many alerts lines stand for: a source says identical
+// alerts once with their count ("… (×3)").
+func alertsIn(lines []string) int {
+	n := 0
+	for _, l := range lines {
+		n += timesOf(l)
+	}
+	return n
+}
+
+func timesOf(l string) int {
+	if i := strings.LastIndex(l, " (×"); i >= 0 && strings.HasSuffix(l, ")") {
+		if n, err := strconv.Atoi(l[i+len(" (×") : len(l)-1]); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 1
+}
+
 // reopened says when a reopened incident opened again (its age counts
 // from then).
 func reopened(in *Incident) string {
