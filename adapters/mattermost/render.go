@@ -18,9 +18,11 @@ import (
 const maxRunes = 16000
 
 // toMarkdown converts the engine's Markdown subset to Mattermost Markdown.
-// The engine writes *bold* (one asterisk, as Slack does); Mattermost reads
-// that as italics, so single-asterisk spans become **bold**. Code spans and
-// fenced blocks are left untouched, as are "* " bullets and existing **.
+// The engine writes *bold* and ~struck~ (one character, as Slack does);
+// Mattermost reads the first as italics and the second as a channel link,
+// so single-character spans become **bold** and ~~struck~~. Code spans and
+// fenced blocks are left untouched, as are "* " bullets, existing ** and
+// ~~, and a lone ~ (~/.ssh).
 func toMarkdown(s string) string {
 	var b strings.Builder
 	b.Grow(len(s) + 16)
@@ -41,9 +43,9 @@ func toMarkdown(s string) string {
 	return b.String()
 }
 
-// convertLine rewrites *x* spans of one line outside `code`.
+// convertLine rewrites *x* and ~x~ spans of one line outside `code`.
 func convertLine(line string) string {
-	if !strings.Contains(line, "*") {
+	if !strings.ContainsAny(line, "*~") {
 		return line
 	}
 	var b strings.Builder
@@ -58,24 +60,25 @@ func convertLine(line string) string {
 			}
 			b.WriteString(string(rs[i : end+1]))
 			i = end
-		case '*':
-			if i+1 < len(rs) && rs[i+1] == '*' { // already **
+		case '*', '~':
+			d := rs[i]
+			if i+1 < len(rs) && rs[i+1] == d { // already ** or ~~
 				j := i
-				for j < len(rs) && rs[j] == '*' {
+				for j < len(rs) && rs[j] == d {
 					j++
 				}
 				b.WriteString(string(rs[i:j]))
 				i = j - 1
 				continue
 			}
-			if end := boldEnd(rs, i); end > 0 {
-				b.WriteString("**")
+			if end := spanEnd(rs, i); end > 0 {
+				b.WriteString(string([]rune{d, d}))
 				b.WriteString(string(rs[i+1 : end]))
-				b.WriteString("**")
+				b.WriteString(string([]rune{d, d}))
 				i = end
 				continue
 			}
-			b.WriteRune('*')
+			b.WriteRune(d)
 		default:
 			b.WriteRune(rs[i])
 		}
@@ -83,10 +86,11 @@ func convertLine(line string) string {
 	return b.String()
 }
 
-// boldEnd returns the index of the '*' closing a *bold* span opened at i,
-// or -1. The span must not start or end with a space, nor contain a
-// backtick or another '*'.
-func boldEnd(rs []rune, i int) int {
+// spanEnd returns the index of the rs[i] ('*' or '~') closing a *bold* or
+// ~struck~ span opened at i, or -1. The span must not start or end with a
+// space; a code span inside it is skipped whole.
+func spanEnd(rs []rune, i int) int {
+	d := rs[i]
 	if i+1 >= len(rs) || unicode.IsSpace(rs[i+1]) {
 		return -1
 	}
@@ -95,9 +99,15 @@ func boldEnd(rs []rune, i int) int {
 	}
 	for j := i + 1; j < len(rs); j++ {
 		switch rs[j] {
-		case '`', '\n':
+		case '`': // a code span inside: ~`vol49` gone~
+			end := indexRune(rs, '`', j+1)
+			if end < 0 {
+				return -1
+			}
+			j = end
+		case '\n':
 			return -1
-		case '*':
+		case d:
 			if unicode.IsSpace(rs[j-1]) || j == i+1 {
 				return -1
 			}

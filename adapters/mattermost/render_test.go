@@ -26,6 +26,12 @@ func TestToMarkdown(t *testing.T) {
 		{"lone star", "rating * good", "rating * good"},
 		{"emoji and unicode", "✅ *Pruned* `w0` — done", "✅ **Pruned** `w0` — done"},
 		{"unclosed", "*open only", "*open only"},
+		// Slack's ~struck~ is a channel link on Mattermost (~town-square).
+		{"struck", "• ~`mountpoint=/vol49` — 2% left~ (gone)", "• ~~`mountpoint=/vol49` — 2% left~~ (gone)"},
+		{"already struck", "~~x~~ stays", "~~x~~ stays"},
+		{"home dirs", "ssh in, then cd ~/work and ~/logs", "ssh in, then cd ~/work and ~/logs"},
+		{"lone tilde", "about ~5 min", "about ~5 min"},
+		{"struck and bold", "*1 gone*: ~vol49~", "**1 gone**: ~~vol49~~"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
