@@ -93,6 +93,10 @@ type message struct {
 	at      time.Time
 	buttons []chatmodel.Button
 	bot     bool
+	// only is set for an ephemeral message with buttons (▶ Run on
+	// /runbook show): numbered so /press finds it, shown to that person
+	// only, never read back as part of a thread.
+	only string
 	// ref is the engine's id for a message shown again from an earlier
 	// session; reactions to it must name that id.
 	ref string
@@ -270,13 +274,27 @@ func (a *Adapter) shownCopy(id string) *message {
 }
 
 // Ephemeral implements chatmodel.Chat.
-func (a *Adapter) Ephemeral(_ context.Context, _ chatmodel.Conversation, u chatmodel.User, m chatmodel.Message) error {
+func (a *Adapter) Ephemeral(_ context.Context, to chatmodel.Conversation, u chatmodel.User, m chatmodel.Message) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	lines := strings.Split(a.render(m.Text), "\n")
-	fmt.Fprintf(a.out, "%s %s\n", a.dim("(only @"+u.Name+" sees this)"), lines[0])
+	tag := ""
+	var msg *message
+	if len(m.Buttons) > 0 {
+		msg = &message{n: len(a.msgs) + 1, thread: to.Thread, text: m.Text, author: "groundcrew", at: a.opts.Now(), buttons: m.Buttons, bot: true, only: u.Name}
+		a.msgs = append(a.msgs, msg)
+		tag = a.dim(fmt.Sprintf("#%d", msg.n)) + " "
+	}
+	fmt.Fprintf(a.out, "%s %s%s\n", a.dim("(only @"+u.Name+" sees this)"), tag, lines[0])
 	for _, l := range lines[1:] {
 		fmt.Fprintf(a.out, "  %s\n", l)
+	}
+	if msg != nil {
+		var bs []string
+		for _, b := range msg.buttons {
+			bs = append(bs, "["+b.Label+"]")
+		}
+		fmt.Fprintf(a.out, "  %s  %s\n", strings.Join(bs, " "), a.dim(fmt.Sprintf("(/press %d %s)", msg.n, msg.buttons[0].Action)))
 	}
 	return nil
 }
@@ -299,6 +317,9 @@ func (a *Adapter) ReadThread(_ context.Context, c chatmodel.Conversation) ([]cha
 	defer a.mu.Unlock()
 	var out []chatmodel.ThreadMessage
 	for _, m := range a.msgs {
+		if m.only != "" {
+			continue // seen by one person, not part of the thread
+		}
 		if a.refID(m.n) == c.Thread || m.thread == c.Thread {
 			out = append(out, chatmodel.ThreadMessage{Time: m.at, Author: chatmodel.User{ID: m.author, Name: m.author}, Text: m.text, Bot: m.bot})
 		}
@@ -569,6 +590,10 @@ func (a *Adapter) press(ctx context.Context, h chatmodel.Handler, u chatmodel.Us
 	}
 	if btn == nil {
 		a.say("message #%d has no %q button", m.n, action)
+		return
+	}
+	if m.only != "" && m.only != u.Name {
+		a.say("message #%d is shown to @%s only", m.n, m.only)
 		return
 	}
 	a.say("@%s pressed [%s] on #%d", u.Name, btn.Label, m.n)

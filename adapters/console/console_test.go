@@ -208,3 +208,39 @@ func TestConsole_WritesFiles(t *testing.T) {
 	assert.Equal(t, "png 2", string(data))
 	assert.Contains(t, out.String(), "📎 "+second)
 }
+
+// recorder keeps the events the console hands on.
+type recorder struct{ events []chatmodel.Event }
+
+func (r *recorder) Handle(_ context.Context, ev chatmodel.Event) error {
+	r.events = append(r.events, ev)
+	return nil
+}
+
+// TestConsole_EphemeralButtonsArePressable: the ▶ Run button of
+// `/runbook show` comes in an ephemeral message; the console numbers it so
+// /press finds it, for the person it was shown to only, and a thread
+// summary does not read it back.
+func TestConsole_EphemeralButtonsArePressable(t *testing.T) {
+	var out bytes.Buffer
+	a := console.New(console.Config{}, strings.NewReader("/as bob\n/press 1 run\n/as alice\n/press 1 run\n"), &out, console.Options{})
+	ctx := context.Background()
+	alice := chatmodel.User{ID: "alice", Name: "alice"}
+	require.NoError(t, a.Ephemeral(ctx, chatmodel.Conversation{Channel: "#ops"}, alice, chatmodel.Message{Text: "pause-pipeline — Pause a pipeline",
+		Buttons: []chatmodel.Button{{Action: chatmodel.IntentRun, Label: "▶ Run", Value: "pause-pipeline"}}}))
+	rec := &recorder{}
+	require.NoError(t, a.Run(ctx, rec))
+	assert.Contains(t, out.String(), "(only @alice sees this) #1 pause-pipeline — Pause a pipeline")
+	assert.Contains(t, out.String(), "[▶ Run]  (/press 1 run)")
+	assert.Contains(t, out.String(), "message #1 is shown to @alice only")
+	require.Len(t, rec.events, 1, "bob's press is refused, alice's handed on")
+	ev := rec.events[0]
+	assert.Equal(t, chatmodel.EventButton, ev.Kind)
+	assert.Equal(t, chatmodel.IntentRun, ev.Intent)
+	assert.Equal(t, "pause-pipeline", ev.Value)
+	assert.Equal(t, "alice", ev.User.Name)
+
+	msgs, err := a.ReadThread(ctx, chatmodel.Conversation{Channel: "#ops", Thread: ev.Message.ID})
+	require.NoError(t, err)
+	assert.Empty(t, msgs, "an ephemeral message is no part of a thread")
+}
