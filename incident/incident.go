@@ -54,6 +54,10 @@ type Entry struct {
 	Kind  string    `json:"kind"` // opened, changed, resolved, reopened, acknowledged, run, silenced, autostart
 	Actor string    `json:"actor,omitempty"`
 	Text  string    `json:"text"`
+	// Evidence is the whole evidence of the notification an opened,
+	// changed or reopened entry records (Text says what changed, in
+	// short): the timeline keeps every set the source sent.
+	Evidence []string `json:"evidence,omitempty"`
 }
 
 // Incident is one incident and its thread.
@@ -77,6 +81,10 @@ type Incident struct {
 	// Evidence are the current facts, one line each (alerts with their
 	// summary, the stalled worker and for how long).
 	Evidence []string `json:"evidence,omitempty"`
+	// EvidenceKeys are the identities of the evidence lines
+	// (Signal.EvidenceKeys); none in an incident stored before they
+	// existed: its lines are then compared by their text.
+	EvidenceKeys []string `json:"evidence_keys,omitempty"`
 	// Alerts is how many alerts fire (Signal.Alerts); 0 when resolved or
 	// when the source does not count them.
 	Alerts int `json:"alerts,omitempty"`
@@ -173,6 +181,16 @@ type Signal struct {
 	Params    map[string]string
 	Autostart bool
 	Evidence  []string
+	// EvidenceKeys, when the source gives them, say which alert each
+	// evidence line is: EvidenceKeys[i] identifies the alert (or the
+	// identical alerts) of Evidence[i] — Alertmanager: its fingerprint,
+	// a hash of its whole label set. Lines past its end (a count, a
+	// warning) or with "" name no alert. An update is compared by these
+	// keys: an alert whose line reads differently only because another
+	// label is shown (a label no longer common to the group) is the same
+	// alert, not one new and one gone. Without keys lines are compared by
+	// their text.
+	EvidenceKeys []string
 	// Alerts is how many alerts fire, those the evidence does not list
 	// included (Alertmanager: the group's firing alerts and the ones it
 	// left out); 0 when the source does not count alerts (a watch).

@@ -3,6 +3,7 @@ package incident_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -965,7 +966,11 @@ func TestChangedListsOnlyWhatChanged(t *testing.T) {
 		assert.Contains(t, root.Text, "\n• `mountpoint=/vol4` — 6% left\n• … and 45 more (45 listed in the thread)")
 		again, err := f.db.GetIncident(ctx, in.ID)
 		require.NoError(t, err)
-		assert.Contains(t, f.m.TimelineText(again), "`mountpoint=/vol7` — 3% left; `mountpoint=/vol8` — 6% left", "the timeline it points to has the whole set")
+		timeline := f.m.TimelineText(again)
+		assert.Contains(t, timeline, "\n04:00 changed — 1 changed · 50 alerts firing — changed: `mountpoint=/vol7` (6% left → 3% left)", "the timeline says what changed")
+		assert.NotContains(t, timeline, "/vol8`", "not the whole set again")
+		last := again.Timeline[len(again.Timeline)-1]
+		assert.Equal(t, s.Evidence, last.Evidence, "the entry keeps the whole set it summarizes")
 	})
 	t.Run("one resolves, three fire: new in the source's order, then gone", func(t *testing.T) {
 		f := newFixture(t)
@@ -985,6 +990,10 @@ func TestChangedListsOnlyWhatChanged(t *testing.T) {
 			"• ~`mountpoint=/vol49` — 6% left~ (gone)\n"+
 			"49 others still firing — the incident message shows the first 5; `/runbook incidents show "+in.ID+"` for the timeline", changedReply(t, f))
 		assert.Contains(t, f.root(t, in.ID).Text, "· 52 alerts firing ·", "3 new + 49 others")
+		got, err := f.db.GetIncident(ctx, in.ID)
+		require.NoError(t, err)
+		assert.Contains(t, f.m.TimelineText(got), "\n04:00 changed — 3 new · 1 gone · 52 alerts firing — new: `mountpoint=/vol200 severity=critical`, "+
+			"`mountpoint=/vol51`, `mountpoint=/vol100`; gone: `mountpoint=/vol49`")
 	})
 	t.Run("a large change is cut with its count", func(t *testing.T) {
 		f := newFixture(t)
@@ -1003,6 +1012,12 @@ func TestChangedListsOnlyWhatChanged(t *testing.T) {
 		assert.Equal(t, "• `mountpoint=/vol109` — 6% left  🆕", lines[10])
 		assert.Equal(t, "• … and 90 more (40 new or changed, 50 gone)", lines[11])
 		assert.Equal(t, "The incident message shows the first 5; `/runbook incidents show "+in.ID+"` for the timeline", lines[12])
+		got2, err := f.db.GetIncident(ctx, in.ID)
+		require.NoError(t, err)
+		entry := got2.Timeline[len(got2.Timeline)-1]
+		assert.Equal(t, "50 new · 50 gone · 50 alerts firing — new: `mountpoint=/vol100`, `mountpoint=/vol101`, `mountpoint=/vol102`, "+
+			"`mountpoint=/vol103`, `mountpoint=/vol104` … and 95 more", entry.Text, "at most 5 names in the timeline, the others counted")
+		assert.Equal(t, s.Evidence, entry.Evidence)
 	})
 	t.Run("a list the source cut: what left it may still fire", func(t *testing.T) {
 		f := newFixture(t)
@@ -1035,6 +1050,11 @@ func TestChangedListsOnlyWhatChanged(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "🔁 Changed: 1 changed\n• `w-1` stalled for ≥ 20 min, 3 containers (was: stalled for ≥ 10 min, 3 containers)\n"+
 			"⚠️ target `infra-prd` is not configured  🆕\n1 other unchanged — the incident message lists them all", changedReply(t, f))
+		ins, err := f.db.ListIncidents(ctx, incident.Query{})
+		require.NoError(t, err)
+		require.Len(t, ins, 1)
+		assert.Contains(t, f.m.TimelineText(ins[0]), "\n04:00 changed — 1 changed · 1 new warning — changed: `w-1` (stalled for ≥ 10 min, 3 containers → "+
+			"stalled for ≥ 20 min, 3 containers); ⚠️: target `infra-prd` is not configured")
 	})
 	t.Run("only the order changed: nothing to say", func(t *testing.T) {
 		f := newFixture(t)
@@ -1194,4 +1214,166 @@ func TestListByAnUnknownTargetSaysSo(t *testing.T) {
 	require.Len(t, got, 2)
 	assert.Contains(t, got[0], "There is no target `nope`; targets: `infra-prd`, `infra-dev`.")
 	assert.NotContains(t, got[1], "There is no target", "a configured target with no incident is listed, empty")
+}
+
+// TestFiringAgainSaysOnlyWhatTheRootDoesNot: a resolved incident that
+// fires again posted "🔔 Firing again" and the whole set (up to 50
+// lines), the five its root shows included. It says since when it fires
+// and how long it was resolved; the same alerts as last time are counted,
+// and only those the root does not show are listed (as the first 🔔 Firing
+// reply does); another set says what is new and what does not fire again
+// since last time.
+func TestFiringAgainSaysOnlyWhatTheRootDoesNot(t *testing.T) {
+	ctx := context.Background()
+	// reopen opens with first, resolves 20 min later, and fires again
+	// with again 11 min after that (04:31), its alerts started a minute
+	// before; it returns the 🔔 Firing again reply.
+	reopen := func(t *testing.T, f *fixture, first, again incident.Signal) chatmodel.Message {
+		t.Helper()
+		_, err := f.m.Signal(ctx, first)
+		require.NoError(t, err)
+		f.clock.Advance(20 * time.Minute)
+		_, err = f.m.Signal(ctx, diskSignal(false))
+		require.NoError(t, err)
+		f.clock.Advance(11 * time.Minute)
+		again.Since = f.clock.Now().Add(-time.Minute)
+		_, err = f.m.Signal(ctx, again)
+		require.NoError(t, err)
+		var got []bottest.Posted
+		for _, p := range f.chat.Posts() {
+			if strings.HasPrefix(p.Msg.Text, "🔔 Firing again") {
+				got = append(got, p)
+			}
+		}
+		require.Len(t, got, 1, f.chat.Transcript())
+		assert.True(t, got[0].Msg.Broadcast, "shown in the channel too")
+		return got[0].Msg
+	}
+	t.Run("the same eight alerts: counted, the three the root does not show listed", func(t *testing.T) {
+		f := newFixture(t)
+		s := diskSignal(true, vols(0, 8, "6% left")...)
+		s.Alerts = 8
+		got := reopen(t, f, s, s)
+		assert.Equal(t, "🔔 Firing again since 04:30, 10 min after it resolved — the same 8 alerts as last time; "+
+			"the other 3 (the incident message shows the first 5)\n• `mountpoint=/vol5` — 6% left\n• `mountpoint=/vol6` — 6% left\n• `mountpoint=/vol7` — 6% left", got.Text)
+		ins, err := f.db.ListIncidents(ctx, incident.Query{})
+		require.NoError(t, err)
+		require.Len(t, ins, 1, "the same incident, reopened")
+		in := ins[0]
+		root := f.root(t, in.ID)
+		for _, l := range s.Evidence {
+			assert.Equal(t, 1, strings.Count(root.Text, l)+strings.Count(got.Text, l), "%q once in the root and the reply", l)
+		}
+		assert.Contains(t, f.m.TimelineText(in), "\n04:31 reopened — firing again since 04:30, 10 min after it resolved — the same 8 alerts as last time")
+		assert.Equal(t, s.Evidence, in.Timeline[len(in.Timeline)-1].Evidence, "the entry keeps the set")
+	})
+	t.Run("the same alert: one line, nothing repeated", func(t *testing.T) {
+		f := newFixture(t)
+		s := diskSignal(true, "`mountpoint=/opt/concourse/worker` — 6% left")
+		got := reopen(t, f, s, s)
+		assert.Equal(t, "🔔 Firing again since 04:30, 10 min after it resolved — the same alert as last time", got.Text)
+	})
+	t.Run("another set: what is new and what does not fire again, the others counted", func(t *testing.T) {
+		f := newFixture(t)
+		s := diskSignal(true, vols(0, 50, "6% left")...)
+		s.Alerts = 50
+		again := diskSignal(true, append(vols(0, 49, "6% left"), "`mountpoint=/vol100` — 2% left")...)
+		again.Alerts = 50
+		got := reopen(t, f, s, again)
+		ins, err := f.db.ListIncidents(ctx, incident.Query{})
+		require.NoError(t, err)
+		require.Len(t, ins, 1, "the same incident, reopened")
+		in := ins[0]
+		assert.Equal(t, "🔔 Firing again since 04:30, 10 min after it resolved — 1 new · 1 not firing again since last time\n"+
+			"• `mountpoint=/vol100` — 2% left  🆕\n• ~`mountpoint=/vol49` — 6% left~ (not firing again)\n"+
+			"49 others firing as last time — the incident message shows the first 5; `/runbook incidents show "+in.ID+"` for the timeline", got.Text)
+		assert.NotContains(t, got.Text, "/vol0`", "what the root shows is not repeated")
+		assert.Contains(t, f.m.TimelineText(in), "\n04:31 reopened — firing again since 04:30, 10 min after it resolved — "+
+			"1 new · 1 not firing again · 50 alerts firing — new: `mountpoint=/vol100`; not firing again: `mountpoint=/vol49` (since last time)")
+	})
+}
+
+// TestAlertsAreComparedByIdentity: the source leaves out the labels every
+// alert of a group shares; when one joins with another value of such a
+// label, every line shows it and reads differently. By their keys the
+// alerts are the same: the 🔁 Changed reply lists the one that is new,
+// not 50 new and 50 gone. An incident stored without keys is compared by
+// text.
+func TestAlertsAreComparedByIdentity(t *testing.T) {
+	ctx := context.Background()
+	keyed := func(lines []string, from int) []string {
+		var keys []string
+		for i := range lines {
+			keys = append(keys, fmt.Sprintf("fp%d", from+i))
+		}
+		return keys
+	}
+	// withDevice is the lines of vols with the device label shown.
+	withDevice := func(lines []string) []string {
+		var out []string
+		for _, l := range lines {
+			out = append(out, strings.Replace(l, "` — ", " device=/dev/sda1` — ", 1))
+		}
+		return out
+	}
+	t.Run("a label no longer common: only the new alert", func(t *testing.T) {
+		f := newFixture(t)
+		s := diskSignal(true, vols(0, 50, "6% left")...)
+		s.EvidenceKeys, s.Alerts = keyed(s.Evidence, 0), 50
+		in, err := f.m.Signal(ctx, s)
+		require.NoError(t, err)
+		next := diskSignal(true, append(withDevice(vols(0, 50, "6% left")), "`mountpoint=/vol50 device=/dev/sdb1` — 6% left")...)
+		next.EvidenceKeys, next.Alerts = keyed(next.Evidence, 0), 51
+		next.Evidence[3] = "`mountpoint=/vol3 device=/dev/sda1` — 2% left" // and one really changed
+		_, err = f.m.Signal(ctx, next)
+		require.NoError(t, err)
+		changed, ok := f.chat.Find("🔁 Changed")
+		require.True(t, ok, f.chat.Transcript())
+		assert.Equal(t, "🔁 Changed: 1 new · 1 changed\n"+
+			"• `mountpoint=/vol3 device=/dev/sda1` — 2% left (was: 6% left)\n"+
+			"• `mountpoint=/vol50 device=/dev/sdb1` — 6% left  🆕\n"+
+			"49 others still firing — the incident message shows the first 5; `/runbook incidents show "+in.ID+"` for the timeline", changed.Msg.Text)
+		got, err := f.db.GetIncident(ctx, in.ID)
+		require.NoError(t, err)
+		assert.Equal(t, next.EvidenceKeys, got.EvidenceKeys, "stored with the incident")
+		assert.Contains(t, f.m.TimelineText(got), "changed — 1 new · 1 changed · 51 alerts firing — new: `mountpoint=/vol50 device=/dev/sdb1`; changed: `mountpoint=/vol3 device=/dev/sda1` (6% left → 2% left)")
+		assert.Contains(t, f.root(t, in.ID).Text, "\n• `mountpoint=/vol0 device=/dev/sda1` — 6% left\n", "the root shows the lines as the source says them now")
+
+		// Only the labels shown change back: nothing to say.
+		before := len(f.chat.Posts())
+		last := diskSignal(true, vols(0, 51, "6% left")...)
+		last.Evidence[3] = "`mountpoint=/vol3` — 2% left"
+		last.EvidenceKeys, last.Alerts = keyed(last.Evidence, 0), 51
+		_, err = f.m.Signal(ctx, last)
+		require.NoError(t, err)
+		assert.Len(t, f.chat.Posts(), before, "no reply: the same alerts\n%s", f.chat.Transcript())
+		got, err = f.db.GetIncident(ctx, in.ID)
+		require.NoError(t, err)
+		assert.Equal(t, last.Evidence, got.Evidence, "the lines as the source says them now")
+		assert.Equal(t, "changed", got.Timeline[len(got.Timeline)-1].Kind)
+		assert.Len(t, got.Timeline, 2, "opened, changed: no entry for lines shown otherwise")
+	})
+	t.Run("an incident stored without keys: by text", func(t *testing.T) {
+		f := newFixture(t)
+		s := diskSignal(true, vols(0, 3, "6% left")...)
+		_, err := f.m.Signal(ctx, s) // no keys, as stored before they existed
+		require.NoError(t, err)
+		next := diskSignal(true, withDevice(vols(0, 3, "6% left"))...)
+		next.EvidenceKeys = keyed(next.Evidence, 0)
+		_, err = f.m.Signal(ctx, next)
+		require.NoError(t, err)
+		changed, ok := f.chat.Find("🔁 Changed")
+		require.True(t, ok, f.chat.Transcript())
+		assert.True(t, strings.HasPrefix(changed.Msg.Text, "🔁 Changed: 3 new · 3 gone\n"), changed.Msg.Text)
+	})
+	t.Run("a stored incident without keys reads as before", func(t *testing.T) {
+		var in incident.Incident
+		require.NoError(t, json.Unmarshal([]byte(`{"id":"i-1","evidence":["a"],"timeline":[{"kind":"changed","text":"a; b"}]}`), &in))
+		assert.Nil(t, in.EvidenceKeys)
+		assert.Equal(t, "a; b", in.Timeline[0].Text)
+		b, err := json.Marshal(&incident.Incident{ID: "i-1", Evidence: []string{"a"}, Timeline: []incident.Entry{{Kind: "opened", Text: "x"}}})
+		require.NoError(t, err)
+		assert.NotContains(t, string(b), "evidence_keys", "omitted when none")
+		assert.NotContains(t, string(b), `"timeline":[{"time":"0001-01-01T00:00:00Z","kind":"opened","text":"x","evidence"`)
+	})
 }

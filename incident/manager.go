@@ -184,8 +184,9 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 	unlock := m.lock(s.Key)
 	defer unlock()
 	now := m.o.Now()
+	keys := s.EvidenceKeys[:min(len(s.EvidenceKeys), len(s.Evidence))]
 	var what change
-	var prevEvidence []string
+	var diff evidenceDiff
 	in, err := m.o.Store.UpsertIncident(ctx, s.Key, func(cur *Incident) (*Incident, error) {
 		what = changeNone
 		switch {
@@ -198,41 +199,47 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 			cur.clearSilence()
 			cur.Notifications++
 			if len(s.Evidence) > 0 {
-				prevEvidence, cur.Evidence = cur.Evidence, s.Evidence
+				cur.Evidence, cur.EvidenceKeys = s.Evidence, keys
 			}
 			cur.add(Entry{Time: now, Kind: "resolved", Text: "resolved after " + human.Duration(cur.Duration(now))})
 			return cur, nil
 		case cur == nil || cur.State == StateResolved && now.Sub(cur.ResolvedAt) > ReopenWindow:
 			what = changeOpened
 			in := &Incident{ID: newID(), Key: s.Key, Source: s.Source, Title: s.Title, Target: s.Target,
-				Channel: s.Channel, Platform: m.o.Platform, State: StateOpen, Evidence: s.Evidence, Alerts: s.Alerts,
+				Channel: s.Channel, Platform: m.o.Platform, State: StateOpen, Evidence: s.Evidence, EvidenceKeys: keys, Alerts: s.Alerts,
 				Runbook: s.Runbook, Params: s.Params, Autostart: s.Autostart, Silence: s.Silence,
 				Notifications: observations(s), Since: s.Since, OpenedAt: now, UpdatedAt: now, Instance: s.Instance}
 			if cur != nil {
 				in.add(Entry{Time: now, Kind: "opened", Text: "previous incident " + cur.ID})
 			}
-			in.add(Entry{Time: now, Kind: "opened", Text: s.Title + firingSince(s.Since, now)})
+			in.add(Entry{Time: now, Kind: "opened", Text: s.Title + firingSince(s.Since, now), Evidence: s.Evidence})
 			return in, nil
 		case cur.State == StateResolved:
 			what = changeReopened
+			// Compared with the alerts that fired last time.
+			diff = diffEvidence(s.Evidence, keys, cur.Evidence, cur.EvidenceKeys)
 			// Its age counts from the reopening, not the first opening.
 			cur.SinceAfter, cur.ReopenedAt = cur.ResolvedAt, now
 			cur.State, cur.ResolvedAt, cur.AckedAt, cur.AckedBy = StateOpen, time.Time{}, time.Time{}, nil
-			cur.Evidence, cur.UpdatedAt = s.Evidence, now
+			cur.Evidence, cur.EvidenceKeys, cur.UpdatedAt = s.Evidence, keys, now
 			cur.Notifications += observations(s)
 			cur.Since, cur.OpenedAt = time.Time{}, now
-			cur.add(Entry{Time: now, Kind: "reopened", Text: "firing again"})
 			cur.refresh(s)
+			cur.add(Entry{Time: now, Kind: "reopened", Text: againSummary(cur, diff), Evidence: s.Evidence})
 			return cur, nil
 		default:
 			cur.Notifications++
-			if !slices.Equal(cur.Evidence, s.Evidence) {
-				what = changeUpdated
-				prevEvidence = cur.Evidence
-				cur.Evidence = s.Evidence
-				cur.add(Entry{Time: now, Kind: "changed", Text: strings.Join(s.Evidence, "; ")})
-			}
 			cur.refresh(s)
+			if !slices.Equal(cur.Evidence, s.Evidence) || !slices.Equal(cur.EvidenceKeys, keys) {
+				// Only what a message would say is a change: the same
+				// alerts in another order, or shown with other labels,
+				// are not.
+				if diff = diffEvidence(s.Evidence, keys, cur.Evidence, cur.EvidenceKeys); !diff.empty() {
+					what = changeUpdated
+					cur.add(Entry{Time: now, Kind: "changed", Text: changeSummary(cur, diff, false), Evidence: s.Evidence})
+				}
+				cur.Evidence, cur.EvidenceKeys = s.Evidence, keys
+			}
 			cur.UpdatedAt = now
 			return cur, nil
 		}
@@ -254,7 +261,7 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 	case changeReopened:
 		m.audit(ctx, in, "", runmodel.ActionIncidentReopened, in.Title)
 	}
-	in = m.publish(ctx, in, what, prevEvidence, s.Why)
+	in = m.publish(ctx, in, what, diff, s.Why)
 	if (what == changeOpened || what == changeReopened) && in.Autostart && !in.Autostarted && in.Runbook != "" {
 		m.autostart(ctx, in)
 	}
@@ -353,7 +360,7 @@ func (in *Incident) add(e Entry) {
 // or one whose root was given up) or updates it, and says what changed in
 // the thread — all through the outbox: when chat is down, the messages
 // wait there in order, and go out when it is back (restarts included).
-func (m *Manager) publish(ctx context.Context, in *Incident, what change, prev []string, why string) *Incident {
+func (m *Manager) publish(ctx context.Context, in *Incident, what change, diff evidenceDiff, why string) *Incident {
 	root := m.render(in)
 	if in.root().IsZero() {
 		h, err := m.o.Outbox.Post(ctx, chatmodel.Conversation{Platform: in.Platform, Channel: in.Channel}, root,
@@ -389,11 +396,11 @@ func (m *Manager) publish(ctx context.Context, in *Incident, what change, prev [
 	}
 	switch what {
 	case changeUpdated:
-		if text := changedText(in, prev); text != "" {
+		if text := changedText(in, diff); text != "" {
 			m.postThread(ctx, in, chatmodel.Message{Text: text})
 		}
 	case changeReopened:
-		m.postThread(ctx, in, chatmodel.Message{Text: evidenceText("🔔 Firing again", in.Evidence), Broadcast: true})
+		m.postThread(ctx, in, chatmodel.Message{Text: firingAgainText(in, diff), Broadcast: true})
 	case changeResolved:
 		text := fmt.Sprintf("✅ Resolved after %s — %s", human.Duration(in.Duration(in.ResolvedAt)), nonEmpty(why, sourceName(in)))
 		var open []string
@@ -433,20 +440,6 @@ func sourceName(in *Incident) string {
 		return "Alertmanager says the alerts are resolved."
 	}
 	return "the condition cleared."
-}
-
-// evidenceText is head and the evidence lines, each said once.
-func evidenceText(head string, lines []string) string {
-	var b strings.Builder
-	b.WriteString(head)
-	said := map[string]bool{}
-	for _, l := range lines {
-		if !said[l] {
-			said[l] = true
-			b.WriteString("\n• " + l)
-		}
-	}
-	return b.String()
 }
 
 // postThread replies in the incident's thread, through the outbox: after
@@ -803,7 +796,7 @@ func (m *Manager) Republish(ctx context.Context) error {
 		unlock := m.lock(in.Key)
 		if cur, err := m.o.Store.GetIncident(ctx, in.ID); err == nil && cur.root().IsZero() && cur.State != StateResolved {
 			m.log.Info("posting an open incident that has no message yet", "incident", cur.ID, "title", cur.Title)
-			m.publish(ctx, cur, changeOpened, nil, "")
+			m.publish(ctx, cur, changeOpened, evidenceDiff{}, "")
 		}
 		unlock()
 	}
