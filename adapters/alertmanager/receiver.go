@@ -234,7 +234,7 @@ func (rc *Receiver) signal(m *Message, r *Route, alerts []Alert) incident.Signal
 			}
 		}
 	}
-	s.Evidence = evidence(m, firing, titled)
+	s.Evidence, s.EvidenceKeys = evidence(m, firing, titled)
 	s.Alerts = len(firing)
 	// Alerts Alertmanager left out count as firing only while the group
 	// fires: in a resolved notification they are resolved too.
@@ -247,6 +247,7 @@ func (rc *Receiver) signal(m *Message, r *Route, alerts []Alert) incident.Signal
 		// Every alert counts; the first ones are the evidence.
 		more = max(more, 0)
 		s.Evidence = s.Evidence[:len(s.Evidence)-more]
+		s.EvidenceKeys = s.EvidenceKeys[:len(s.Evidence)]
 		line := "… and " + human.Count(more+truncated) + " more"
 		if truncated > 0 {
 			line += fmt.Sprintf(" (%s not sent by Alertmanager: max_alerts)", human.Count(truncated))
@@ -369,7 +370,12 @@ func title(m *Message, alerts []Alert) (string, []string) {
 // from the rest of the group (not those of the title), and its summary.
 // Identical lines are said once with a count. The most severe come first
 // (the incident's message shows the first ones), then in number order.
-func evidence(m *Message, firing []Alert, titled []string) []string {
+// keys are the lines' identities (incident.Signal.EvidenceKeys): the
+// alert's fingerprint, a hash of them for a line of identical alerts. A line
+// leaves out the labels the whole group shares, so it reads differently
+// when another alert joins with another value of one of them; its key
+// does not change.
+func evidence(m *Message, firing []Alert, titled []string) (lines, keys []string) {
 	// Labels every firing alert shares say nothing about one of them.
 	common := map[string]string{}
 	if len(firing) > 1 {
@@ -398,8 +404,9 @@ func evidence(m *Message, firing []Alert, titled []string) []string {
 	}
 	var out []string
 	seen := map[string]int{}
-	key := map[string]string{} // what a line is ordered by: its labels, then its summary
-	rank := map[string]int{}   // its severity first
+	ids := map[string][]string{} // the fingerprints of a line's alerts
+	key := map[string]string{}   // what a line is ordered by: its labels, then its summary
+	rank := map[string]int{}     // its severity first
 	for _, a := range firing {
 		var ls []string
 		for _, k := range slices.Sorted(maps.Keys(a.Labels)) {
@@ -419,6 +426,7 @@ func evidence(m *Message, firing []Alert, titled []string) []string {
 		if sum != "" {
 			line += " — " + oneLine(sum, 200)
 		}
+		ids[line] = append(ids[line], fingerprint(a))
 		if seen[line]++; seen[line] == 1 {
 			out = append(out, line)
 			key[line] = strings.Join(ls, " ") + "\x00" + oneLine(sum, 200)
@@ -433,12 +441,32 @@ func evidence(m *Message, firing []Alert, titled []string) []string {
 		}
 		return human.Compare(key[a], key[b])
 	})
+	keys = make([]string, len(out))
 	for i, l := range out {
+		keys[i] = ids[l][0]
+		if len(ids[l]) > 1 {
+			// Identical alerts: one key for them all, however many.
+			h := sha256.Sum256([]byte(strings.Join(slices.Sorted(slices.Values(ids[l])), ",")))
+			keys[i] = fmt.Sprintf("%d×%s", len(ids[l]), hex.EncodeToString(h[:8]))
+		}
 		if n := seen[l]; n > 1 {
 			out[i] = fmt.Sprintf("%s (×%d)", l, n)
 		}
 	}
-	return out
+	return out, keys
+}
+
+// fingerprint identifies an alert: Alertmanager's fingerprint (a hash of
+// its labels), or when it sent none the same kind of hash of its labels.
+func fingerprint(a Alert) string {
+	if a.Fingerprint != "" {
+		return a.Fingerprint
+	}
+	h := sha256.New()
+	for _, k := range slices.Sorted(maps.Keys(a.Labels)) {
+		fmt.Fprintf(h, "%s\x00%s\x00", k, a.Labels[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 // severityRank orders the usual severity labels, most severe first; an

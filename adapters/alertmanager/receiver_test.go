@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -546,4 +547,71 @@ func TestSilencerExpiresAndCountsFiringAlerts(t *testing.T) {
 	down := &alertmanager.Silencer{URL: "http://127.0.0.1:1"}
 	_, err = down.Firing(ctx, map[string]string{"alertname": "X"})
 	assert.ErrorContains(t, err, "listing alerts in Alertmanager http://127.0.0.1:1")
+}
+
+// TestEvidenceKeysAreTheAlerts: a line leaves out the labels every alert
+// of the group shares; when an alert joins with another value of one of
+// them (device), every line shows it and reads differently. Each line
+// carries its alert's identity — Alertmanager's fingerprint, or a hash of
+// the labels when it sent none — which does not change, so the incident
+// compares alerts, not their text.
+func TestEvidenceKeysAreTheAlerts(t *testing.T) {
+	e := newEnv(t, diskRoute(t))
+	inst := "caascad-ci-workers-infra-infra-prd-0:9100"
+	group := func(devices ...string) []byte {
+		var mounts []string
+		for i := range devices {
+			mounts = append(mounts, fmt.Sprintf("/opt/concourse/worker/vol%d", i))
+		}
+		var m alertmanager.Message
+		require.NoError(t, json.Unmarshal(groupOfMounts(t, "firing", 0, inst, mounts...), &m))
+		for i, d := range devices {
+			m.Alerts[i].Labels["device"] = d
+			m.Alerts[i].Fingerprint = ""
+		}
+		m.Alerts[0].Fingerprint = "c0ffee0000000000" // as Alertmanager sends it
+		b, err := json.Marshal(m)
+		require.NoError(t, err)
+		return b
+	}
+	code, _ := e.post(t, "s3cret", group("/dev/sda1", "/dev/sda1", "/dev/sda1"))
+	require.Equal(t, http.StatusOK, code)
+	code, _ = e.post(t, "s3cret", group("/dev/sda1", "/dev/sda1", "/dev/sda1", "/dev/sdb1"))
+	require.Equal(t, http.StatusOK, code)
+	require.Len(t, e.sink.signals, 2)
+	before, after := e.sink.signals[0], e.sink.signals[1]
+	assert.Equal(t, "`mountpoint=/opt/concourse/worker/vol1` — Filesystem has 8% space left", before.Evidence[1], "device is common: not said")
+	assert.Equal(t, "`device=/dev/sda1 mountpoint=/opt/concourse/worker/vol1` — Filesystem has 8% space left", after.Evidence[1], "no longer common: said")
+	require.Len(t, before.EvidenceKeys, 3)
+	require.Len(t, after.EvidenceKeys, 4)
+	assert.Equal(t, "c0ffee0000000000", before.EvidenceKeys[0], "Alertmanager's fingerprint")
+	assert.Equal(t, before.EvidenceKeys, after.EvidenceKeys[:3], "the same alerts, the same keys")
+	assert.NotContains(t, before.EvidenceKeys, after.EvidenceKeys[3], "the alert that joined has its own")
+	assert.Len(t, slices.Compact(slices.Sorted(slices.Values(after.EvidenceKeys))), 4, "one key per alert")
+
+	// Identical lines are one line, with one key however many alerts.
+	var m alertmanager.Message
+	require.NoError(t, json.Unmarshal(groupOfMounts(t, "firing", 0, inst, "/opt/concourse/worker/a", "/opt/concourse/worker/a", "/opt/concourse/worker/a", "/opt/concourse/worker/b"), &m))
+	b, err := json.Marshal(m)
+	require.NoError(t, err)
+	code, _ = e.post(t, "s3cret", b)
+	require.Equal(t, http.StatusOK, code)
+	s := e.sink.signals[2]
+	assert.Equal(t, []string{"`mountpoint=/opt/concourse/worker/a` — Filesystem has 8% space left (×3)",
+		"`mountpoint=/opt/concourse/worker/b` — Filesystem has 8% space left"}, s.Evidence)
+	require.Len(t, s.EvidenceKeys, 2)
+	assert.True(t, strings.HasPrefix(s.EvidenceKeys[0], "3×"), s.EvidenceKeys[0])
+	assert.Equal(t, fmt.Sprintf("%016x", 3), s.EvidenceKeys[1])
+
+	// A list cut at 50 lines: the keys are those of the lines kept, not
+	// of its "… and N more" line.
+	var many []string
+	for i := range 60 {
+		many = append(many, fmt.Sprintf("/opt/concourse/worker/v%d", i))
+	}
+	code, _ = e.post(t, "s3cret", groupOfMounts(t, "firing", 0, inst, many...))
+	require.Equal(t, http.StatusOK, code)
+	s = e.sink.signals[3]
+	assert.Len(t, s.Evidence, alertmanager.MaxEvidenceAlerts+1)
+	assert.Len(t, s.EvidenceKeys, alertmanager.MaxEvidenceAlerts)
 }
