@@ -42,7 +42,7 @@ func (s *DB) SaveDigest(_ context.Context, key string, rec digest.Record) error 
 	if err != nil {
 		return fmt.Errorf("encoding digest record %q: %w", key, err)
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx) error {
 		if err := tx.Bucket(bDigests).Put([]byte(key), data); err != nil {
 			return fmt.Errorf("saving digest record %q: %w", key, err)
 		}

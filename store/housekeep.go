@@ -16,11 +16,15 @@ import (
 
 // A housekeeping pass deletes in batches, each its own write transaction,
 // so a vote, a run update or an outbox write waits for one batch at most,
-// never for the whole pass. A batch ends after batchItems deletions or
-// once its work took batchTime (then comes the commit), whichever comes first.
+// never for the whole pass. A batch ends as soon as another write waits for
+// the writer (then it waits for this batch's commit only), after batchItems
+// deletions, or once its work and the commit it will take (as long as the
+// last one took) come to batchTime, whichever comes first; it always has
+// minBatchWork, so a slow disk makes batches small, not empty.
 const (
-	batchItems = 500
-	batchTime  = 5 * time.Millisecond
+	batchItems   = 500
+	batchTime    = 3 * time.Millisecond
+	minBatchWork = time.Millisecond
 	// batchPause is left between two batches, for the writes waiting.
 	batchPause = time.Millisecond
 )
@@ -85,9 +89,10 @@ func migrateIndexesByRunAndTime(tx *bolt.Tx) error {
 // a few milliseconds each.
 func (s *DB) Housekeep(ctx context.Context, now time.Time) (runmodel.HousekeepResult, error) {
 	var res runmodel.HousekeepResult
+	commit := batchTime / 2 // how long the last batch's commit took
 	// batch runs fn in one write transaction, timed; between two batches
 	// the writes waiting go first.
-	batch := func(fn func(tx *bolt.Tx, deadline time.Time) error) error {
+	batch := func(fn func(tx *bolt.Tx, stop func() bool) error) error {
 		if res.Batches > 0 {
 			select {
 			case <-ctx.Done():
@@ -96,8 +101,15 @@ func (s *DB) Housekeep(ctx context.Context, now time.Time) (runmodel.HousekeepRe
 			}
 		}
 		start := time.Now()
-		err := s.db.Update(func(tx *bolt.Tx) error { return fn(tx, start.Add(batchTime)) })
+		var worked time.Duration
+		err := s.update(func(tx *bolt.Tx) error {
+			deadline := time.Now().Add(max(batchTime-commit, minBatchWork))
+			err := fn(tx, func() bool { return s.waiting.Load() > 0 || time.Now().After(deadline) })
+			worked = time.Since(start)
+			return err
+		})
 		took := time.Since(start)
+		commit = took - worked
 		res.Batches++
 		res.WriterTime += took
 		res.LongestBatch = max(res.LongestBatch, took)
@@ -117,8 +129,8 @@ func (s *DB) Housekeep(ctx context.Context, now time.Time) (runmodel.HousekeepRe
 			break
 		}
 		n := 0
-		if err := batch(func(tx *bolt.Tx, deadline time.Time) (err error) {
-			n, err = forgetEvents(tx, ttlCutoff, deadline)
+		if err := batch(func(tx *bolt.Tx, stop func() bool) (err error) {
+			n, err = forgetEvents(tx, ttlCutoff, stop)
 			return err
 		}); err != nil {
 			return res, fmt.Errorf("forgetting event ids seen before %s: %w", ttlCutoff.Format(time.RFC3339), err)
@@ -138,8 +150,8 @@ func (s *DB) Housekeep(ctx context.Context, now time.Time) (runmodel.HousekeepRe
 		}
 		for len(cands) > 0 {
 			var runs, msgs, done int
-			if err := batch(func(tx *bolt.Tx, deadline time.Time) (err error) {
-				runs, msgs, done, err = pruneRuns(tx, cands, cutoff, deadline)
+			if err := batch(func(tx *bolt.Tx, stop func() bool) (err error) {
+				runs, msgs, done, err = pruneRuns(tx, cands, cutoff, stop)
 				return err
 			}); err != nil {
 				return res, fmt.Errorf("deleting runs finished before %s: %w", cutoff.Format(time.RFC3339), err)
@@ -153,13 +165,13 @@ func (s *DB) Housekeep(ctx context.Context, now time.Time) (runmodel.HousekeepRe
 }
 
 // forgetEvents deletes event ids first seen before cutoff, oldest first,
-// until deadline or batchItems.
-func forgetEvents(tx *bolt.Tx, cutoff, deadline time.Time) (n int, err error) {
+// until stop says so or batchItems.
+func forgetEvents(tx *bolt.Tx, cutoff time.Time, stop func() bool) (n int, err error) {
 	byTime, events := tx.Bucket(bEventsByTime), tx.Bucket(bEvents)
 	limit := uint64(max(cutoff.Unix(), 0))
 	c := byTime.Cursor()
 	for k, _ := c.First(); len(k) >= 8 && binary.BigEndian.Uint64(k[:8]) < limit; k, _ = c.First() {
-		if n >= batchItems || (n > 0 && time.Now().After(deadline)) {
+		if n >= batchItems || (n > 0 && stop()) {
 			return n, nil
 		}
 		id := append([]byte(nil), k[8:]...)
@@ -189,8 +201,12 @@ type runEnd struct {
 	} `json:"root"`
 }
 
-// candidate is a run housekeeping will delete: its runs-by-time key and id.
-type candidate struct{ key, id []byte }
+// candidate is a run housekeeping will delete: its runs-by-time key and
+// id, and the run as it was listed (raw nil: a dangling index entry).
+type candidate struct {
+	key, id, raw []byte
+	end          runEnd
+}
 
 // expired lists, in a read transaction (which does not hold up writers),
 // up to batchItems finished runs that finished before cutoff, in the order
@@ -210,17 +226,17 @@ func expired(tx *bolt.Tx, cutoff time.Time, after []byte) (out []candidate, next
 		if len(out) >= batchItems {
 			return out, append([]byte(nil), k...), nil
 		}
-		raw := tx.Bucket(bRuns).Get(runKey(string(v)))
-		if raw != nil {
-			var r runEnd
-			if err := json.Unmarshal(raw, &r); err != nil {
+		cd := candidate{key: append([]byte(nil), k...), id: append([]byte(nil), v...)}
+		if raw := tx.Bucket(bRuns).Get(runKey(string(v))); raw != nil {
+			if err := json.Unmarshal(raw, &cd.end); err != nil {
 				return nil, nil, fmt.Errorf("decoding run %s: %w", v, err)
 			}
-			if !expiredRun(r, cutoff) {
+			if !expiredRun(cd.end, cutoff) {
 				continue
 			}
+			cd.raw = append([]byte(nil), raw...)
 		} // else: a dangling index entry, deleted too
-		out = append(out, candidate{key: append([]byte(nil), k...), id: append([]byte(nil), v...)})
+		out = append(out, cd)
 	}
 	return out, nil, nil
 }
@@ -234,11 +250,11 @@ func expiredRun(r runEnd, cutoff time.Time) bool {
 }
 
 // pruneRuns deletes the candidates, in one write transaction, until
-// deadline; done is how many it went through.
-func pruneRuns(tx *bolt.Tx, cands []candidate, cutoff, deadline time.Time) (runs, msgs, done int, err error) {
+// stop says so; done is how many it went through.
+func pruneRuns(tx *bolt.Tx, cands []candidate, cutoff time.Time, stop func() bool) (runs, msgs, done int, err error) {
 	byTime := tx.Bucket(bRunsByTime)
 	for _, cd := range cands {
-		if done > 0 && time.Now().After(deadline) {
+		if done > 0 && stop() {
 			return runs, msgs, done, nil
 		}
 		done++
@@ -249,12 +265,17 @@ func pruneRuns(tx *bolt.Tx, cands []candidate, cutoff, deadline time.Time) (runs
 			}
 			continue
 		}
-		var r runEnd
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return runs, msgs, done, fmt.Errorf("decoding run %s: %w", cd.id, err)
-		}
-		if !expiredRun(r, cutoff) {
-			continue // changed since it was listed
+		// Unchanged since it was listed (the usual case): what was decoded
+		// then holds, and the writer is not held up decoding it again.
+		r := cd.end
+		if !bytes.Equal(raw, cd.raw) {
+			r = runEnd{}
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return runs, msgs, done, fmt.Errorf("decoding run %s: %w", cd.id, err)
+			}
+			if !expiredRun(r, cutoff) {
+				continue // changed since it was listed
+			}
 		}
 		if err := byTime.Delete(cd.key); err != nil {
 			return runs, msgs, done, err

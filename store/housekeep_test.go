@@ -159,3 +159,81 @@ func TestMigrate6_AuditByRun(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, all, 7)
 }
+
+// A run listed for deletion and changed before its batch is decided again
+// from what it is now: one that is running again is kept, one still past
+// the retention is deleted like the unchanged ones.
+func TestHousekeep_RunChangedSinceListedIsDecidedAgain(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "gc.db"), Options{Retention: time.Hour, NoSync: true})
+	require.NoError(t, err)
+	defer db.Close()
+	ctx := context.Background()
+	for _, id := range []string{"r-1", "r-2", "r-3"} {
+		r, b := finishedRun(id, t0)
+		require.NoError(t, db.CreateRun(ctx, r, b))
+	}
+	cutoff := t0.Add(time.Hour)
+	var cands []candidate
+	require.NoError(t, db.db.View(func(tx *bolt.Tx) (err error) {
+		cands, _, err = expired(tx, cutoff, nil)
+		return err
+	}))
+	require.Len(t, cands, 3)
+	_, err = db.UpdateRun(ctx, "r-1", func(r *runmodel.Run, _ *runmodel.Batch) error {
+		r.State, r.FinishedAt = runmodel.RunRunning, time.Time{} // resumed
+		return nil
+	})
+	require.NoError(t, err)
+	_, err = db.UpdateRun(ctx, "r-2", func(r *runmodel.Run, _ *runmodel.Batch) error {
+		r.Error = "changed, still finished long ago"
+		return nil
+	})
+	require.NoError(t, err)
+
+	var runs int
+	require.NoError(t, db.db.Update(func(tx *bolt.Tx) (err error) {
+		runs, _, _, err = pruneRuns(tx, cands, cutoff, func() bool { return false })
+		return err
+	}))
+	assert.Equal(t, 2, runs)
+	_, err = db.GetRun(ctx, "r-1")
+	assert.NoError(t, err, "running again: kept")
+	for _, id := range []string{"r-2", "r-3"} {
+		_, err = db.GetRun(ctx, id)
+		assert.ErrorIs(t, err, runmodel.ErrNotFound, id)
+	}
+}
+
+// A batch ends as soon as another write waits for the writer: with one
+// always waiting, each batch deletes one run and commits. The count of
+// waiting writes goes back to zero, also for a write that failed.
+func TestHousekeep_BatchEndsForAWaitingWrite(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "gc.db")
+	db, err := Open(p, Options{Retention: time.Hour, NoSync: true})
+	require.NoError(t, err)
+	ctx := context.Background()
+	for i := range 20 {
+		r, b := finishedRun(fmt.Sprintf("r-%02d", i), t0)
+		require.NoError(t, db.CreateRun(ctx, r, b))
+	}
+	assert.Zero(t, db.waiting.Load())
+	res, err := db.Housekeep(ctx, t0.Add(2*time.Hour))
+	require.NoError(t, err)
+	assert.Equal(t, 20, res.Runs)
+	assert.Less(t, res.Batches, 20, "nobody waiting: batches of several runs")
+
+	for i := range 20 {
+		r, b := finishedRun(fmt.Sprintf("r-%02d", i), t0)
+		require.NoError(t, db.CreateRun(ctx, r, b))
+	}
+	db.waiting.Add(1) // a vote waiting
+	res, err = db.Housekeep(ctx, t0.Add(2*time.Hour))
+	db.waiting.Add(-1)
+	require.NoError(t, err)
+	assert.Equal(t, 20, res.Runs)
+	assert.Equal(t, 20, res.Batches, "a batch per run")
+
+	require.NoError(t, db.Close())
+	assert.Error(t, db.PutKV(ctx, "k", []byte("v")))
+	assert.Zero(t, db.waiting.Load())
+}

@@ -85,7 +85,7 @@ func (s *DB) UpsertIncident(_ context.Context, key string, fn func(cur *incident
 	var out *incident.Incident
 	// Group commit: a storm of notifications shares fsyncs. fn may run
 	// more than once (a failed batch is retried one by one); it only computes.
-	err := groupCommit(s.db, func(tx *bolt.Tx) error {
+	err := groupCommit(s, func(tx *bolt.Tx) error {
 		out = nil
 		if err := incidentBuckets(tx); err != nil {
 			return err
@@ -121,7 +121,7 @@ func (s *DB) UpsertIncident(_ context.Context, key string, fn func(cur *incident
 // UpdateIncident implements incident.Store.
 func (s *DB) UpdateIncident(_ context.Context, id string, fn func(in *incident.Incident) error) (*incident.Incident, error) {
 	var out *incident.Incident
-	err := groupCommit(s.db, func(tx *bolt.Tx) error {
+	err := groupCommit(s, func(tx *bolt.Tx) error {
 		out = nil
 		if err := incidentBuckets(tx); err != nil {
 			return err
@@ -225,8 +225,8 @@ var committers sync.Map // *bolt.DB → *committer
 // writes queued meanwhile. If any fn of a group fails, the group is rolled
 // back and each fn runs again in its own transaction, so one failing write
 // never takes another down.
-func groupCommit(db *bolt.DB, fn func(*bolt.Tx) error) error {
-	v, _ := committers.LoadOrStore(db, &committer{})
+func groupCommit(s *DB, fn func(*bolt.Tx) error) error {
+	v, _ := committers.LoadOrStore(s.db, &committer{})
 	c := v.(*committer)
 	op := &commitOp{fn: fn, done: make(chan commitResult, 1)}
 	c.mu.Lock()
@@ -245,7 +245,7 @@ func groupCommit(db *bolt.DB, fn func(*bolt.Tx) error) error {
 	c.mu.Unlock()
 
 	errs := make([]error, len(group))
-	err := db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		for i, o := range group {
 			if errs[i] = o.fn(tx); errs[i] != nil {
 				return errs[i]
@@ -255,7 +255,7 @@ func groupCommit(db *bolt.DB, fn func(*bolt.Tx) error) error {
 	})
 	if err != nil && len(group) > 1 {
 		for i, o := range group {
-			errs[i] = db.Update(o.fn)
+			errs[i] = s.update(o.fn)
 		}
 	} else if err != nil {
 		errs[0] = err
