@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -91,8 +93,14 @@ func pgBenchSetup(b *testing.B) *pgstore.DB {
 	if pgBench.err != nil {
 		b.Fatal(pgBench.err)
 	}
+	return pgBenchOpen(b, pgBench.dsn, pgstore.Options{Fenced: true})
+}
+
+// pgBenchOpen opens the store at dsn holding the lease, as a leader does.
+func pgBenchOpen(b *testing.B, dsn string, opts pgstore.Options) *pgstore.DB {
+	b.Helper()
 	ctx := context.Background()
-	db, err := pgstore.Open(ctx, pgBench.dsn, pgstore.Options{Fenced: true})
+	db, err := pgstore.Open(ctx, dsn, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -212,5 +220,60 @@ func BenchmarkPG100k_ThreadRuns(b *testing.B) {
 		if err != nil || len(runs) != 1 {
 			b.Fatalf("%d runs, %v", len(runs), err)
 		}
+	}
+}
+
+// BenchmarkPG100k_HousekeepFirstPass is BenchmarkStore100k_HousekeepFirstPass
+// on the PostgreSQL store (a copy of the benchmark database): the first pass
+// after `retention: 30d`, in transactions of 1,000 runs, while an active run
+// is updated every 10 ms. A vote locks other rows than the pass deletes, so
+// it waits for no batch; idle-vote-… are the same writes before the pass.
+//
+//	go test -run '^$' -bench PG100k_HousekeepFirstPass -benchtime 1x ./bot/
+func BenchmarkPG100k_HousekeepFirstPass(b *testing.B) {
+	pgBenchSetup(b).Close() // built; and no session left on it, to copy it
+	ctx := context.Background()
+	src, err := url.Parse(pgBench.dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	template := strings.TrimPrefix(src.Path, "/")
+	admin, err := pgx.Connect(ctx, pgtest.Server(b).String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	for range b.N {
+		b.StopTimer()
+		name := template + "_hk"
+		if _, err := admin.Exec(ctx, "drop database if exists "+name+" with (force)"); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := admin.Exec(ctx, "create database "+name+" template "+template); err != nil {
+			b.Fatal(err)
+		}
+		u := *src
+		u.Path = "/" + name
+		db := pgBenchOpen(b, u.String(), pgstore.Options{Fenced: true, Retention: benchRetention()})
+		reportWaits(b, "idle-", votesFor(b, db, 10*time.Second))
+		stop := make(chan struct{})
+		waits := votes(b, db, stop)
+		start := time.Now()
+		b.StartTimer()
+		res, err := db.Housekeep(ctx, bench.now)
+		b.StopTimer()
+		took := time.Since(start)
+		close(stop)
+		if err != nil {
+			b.Fatal(err)
+		}
+		reportWaits(b, "", <-waits)
+		b.ReportMetric(float64(res.Runs), "runs-deleted")
+		b.ReportMetric(took.Seconds()/float64(max(1, (res.Runs+999)/1000)), "s/batch")
+		db.Close()
+		if _, err := admin.Exec(ctx, "drop database "+name+" with (force)"); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
 	}
 }
