@@ -430,7 +430,7 @@ func againSummary(in *Incident, x evidenceDiff) string {
 		}
 		text += " — the same " + map[bool]string{true: "alert", false: human.Count(n) + " alerts"}[n == 1] + " as last time"
 	default:
-		text += " — " + changeSummary(in, x, true) + " (since last time)"
+		text += " — since last time: " + changeSummary(in, x, true)
 	}
 	return text
 }

@@ -1288,8 +1288,8 @@ func TestFiringAgainSaysOnlyWhatTheRootDoesNot(t *testing.T) {
 			"• `mountpoint=/vol100` — 2% left  🆕\n• ~`mountpoint=/vol49` — 6% left~ (not firing again)\n"+
 			"49 others firing as last time — the incident message shows the first 5; `/runbook incidents show "+in.ID+"` for the timeline", got.Text)
 		assert.NotContains(t, got.Text, "/vol0`", "what the root shows is not repeated")
-		assert.Contains(t, f.m.TimelineText(in), "\n04:31 reopened — firing again since 04:30, 10 min after it resolved — "+
-			"1 new · 1 not firing again · 50 alerts firing — new: `mountpoint=/vol100`; not firing again: `mountpoint=/vol49` (since last time)")
+		assert.Contains(t, f.m.TimelineText(in), "\n04:31 reopened — firing again since 04:30, 10 min after it resolved — since last time: "+
+			"1 new · 1 not firing again · 50 alerts firing — new: `mountpoint=/vol100`; not firing again: `mountpoint=/vol49`")
 	})
 }
 

@@ -188,7 +188,7 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 	var what change
 	var diff evidenceDiff
 	in, err := m.o.Store.UpsertIncident(ctx, s.Key, func(cur *Incident) (*Incident, error) {
-		what = changeNone
+		what, diff = changeNone, evidenceDiff{}
 		switch {
 		case !s.Firing && (cur == nil || cur.State == StateResolved):
 			return nil, nil // resolved and nothing open: nothing to do
