@@ -107,7 +107,7 @@ func TestChatDownTwoMinutesLosesNothing(t *testing.T) {
 	}
 	assert.Equal(t, []string{"🔔 Firing: the other 1 (the incident message shows the first 5)", "🔁 Changed: 1 new", "👀 @bob acknowledged — 1 min after it started."}, replies, "in order")
 	assert.Equal(t, "🔁 Changed: 1 new\n• `worker-1` 9% left  🆕\n"+
-		"6 others still firing — the incident message shows the first 5; `/runbook incidents show "+in.ID+"` for the timeline",
+		"6 others still firing — the incident message shows the first 5; `/runbook incidents show "+in.ID+"` lists them all, with the timeline",
 		posts[2].Message.Text, "what changed, not the six that did not")
 	latest := root.Message.Text
 	if es := r.chat.Edits(); len(es) > 0 {

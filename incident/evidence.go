@@ -331,7 +331,7 @@ func othersLine(in *Incident, total, others int, cut bool, what string) string {
 		where = append(where, "the incident message lists them all")
 	}
 	if total > maxEvidence || cut {
-		where = append(where, "`/runbook incidents show "+in.ID+"` for the timeline")
+		where = append(where, "`/runbook incidents show "+in.ID+"` lists them all, with the timeline")
 	}
 	if others == 0 {
 		if len(where) == 0 {

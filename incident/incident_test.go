@@ -959,7 +959,7 @@ func TestChangedListsOnlyWhatChanged(t *testing.T) {
 		require.NoError(t, err)
 		got := changedReply(t, f)
 		assert.Equal(t, "🔁 Changed: 1 changed\n• `mountpoint=/vol7` — 3% left (was: 6% left)\n"+
-			"49 others still firing — the incident message shows the first 5; `/runbook incidents show "+in.ID+"` for the timeline", got)
+			"49 others still firing — the incident message shows the first 5; `/runbook incidents show "+in.ID+"` lists them all, with the timeline", got)
 		assert.NotContains(t, got, "/vol8`", "what did not change is counted, not listed")
 		root := f.root(t, in.ID)
 		assert.Contains(t, root.Text, "· 50 alerts firing ·", "the root counts 1 changed + 49 others")
@@ -968,7 +968,9 @@ func TestChangedListsOnlyWhatChanged(t *testing.T) {
 		require.NoError(t, err)
 		timeline := f.m.TimelineText(again)
 		assert.Contains(t, timeline, "\n04:00 changed — 1 changed · 50 alerts firing — changed: `mountpoint=/vol7` (6% left → 3% left)", "the timeline says what changed")
-		assert.NotContains(t, timeline, "/vol8`", "not the whole set again")
+		_, entries, _ := strings.Cut(timeline, "\nTimeline (UTC):")
+		assert.NotContains(t, entries, "/vol8`", "not the whole set again in the entry")
+		assert.Contains(t, timeline, "\n• `mountpoint=/vol8` — 6% left\n", "show lists the whole current set above it")
 		last := again.Timeline[len(again.Timeline)-1]
 		assert.Equal(t, s.Evidence, last.Evidence, "the entry keeps the whole set it summarizes")
 	})
@@ -988,7 +990,7 @@ func TestChangedListsOnlyWhatChanged(t *testing.T) {
 		assert.Equal(t, "🔁 Changed: 3 new · 1 gone\n"+
 			"• `mountpoint=/vol200 severity=critical` — 1% left  🆕\n• `mountpoint=/vol51` — 6% left  🆕\n• `mountpoint=/vol100` — 6% left  🆕\n"+
 			"• ~`mountpoint=/vol49` — 6% left~ (gone)\n"+
-			"49 others still firing — the incident message shows the first 5; `/runbook incidents show "+in.ID+"` for the timeline", changedReply(t, f))
+			"49 others still firing — the incident message shows the first 5; `/runbook incidents show "+in.ID+"` lists them all, with the timeline", changedReply(t, f))
 		assert.Contains(t, f.root(t, in.ID).Text, "· 52 alerts firing ·", "3 new + 49 others")
 		got, err := f.db.GetIncident(ctx, in.ID)
 		require.NoError(t, err)
@@ -1011,7 +1013,7 @@ func TestChangedListsOnlyWhatChanged(t *testing.T) {
 		assert.Equal(t, "• `mountpoint=/vol100` — 6% left  🆕", lines[1])
 		assert.Equal(t, "• `mountpoint=/vol109` — 6% left  🆕", lines[10])
 		assert.Equal(t, "• … and 90 more (40 new or changed, 50 gone)", lines[11])
-		assert.Equal(t, "The incident message shows the first 5; `/runbook incidents show "+in.ID+"` for the timeline", lines[12])
+		assert.Equal(t, "The incident message shows the first 5; `/runbook incidents show "+in.ID+"` lists them all, with the timeline", lines[12])
 		got2, err := f.db.GetIncident(ctx, in.ID)
 		require.NoError(t, err)
 		entry := got2.Timeline[len(got2.Timeline)-1]
@@ -1035,7 +1037,7 @@ func TestChangedListsOnlyWhatChanged(t *testing.T) {
 			"• `mountpoint=/vol50 severity=critical` — 1% left  🆕\n"+
 			"• `mountpoint=/vol49` — 6% left (resolved, or past the 50 listed)\n"+
 			"• … and 1,201 more (50 not sent by Alertmanager: max_alerts) — was 1,200\n"+
-			"1,250 others still firing — the incident message shows the first 5; `/runbook incidents show "+in.ID+"` for the timeline", changedReply(t, f))
+			"1,250 others still firing — the incident message shows the first 5; `/runbook incidents show "+in.ID+"` lists them all, with the timeline", changedReply(t, f))
 		assert.Contains(t, f.root(t, in.ID).Text, "· 1,251 alerts firing ·")
 	})
 	t.Run("a watch: its observation changed, a warning came", func(t *testing.T) {
@@ -1286,7 +1288,7 @@ func TestFiringAgainSaysOnlyWhatTheRootDoesNot(t *testing.T) {
 		in := ins[0]
 		assert.Equal(t, "🔔 Firing again since 04:30, 10 min after it resolved — 1 new · 1 not firing again since last time\n"+
 			"• `mountpoint=/vol100` — 2% left  🆕\n• ~`mountpoint=/vol49` — 6% left~ (not firing again)\n"+
-			"49 others firing as last time — the incident message shows the first 5; `/runbook incidents show "+in.ID+"` for the timeline", got.Text)
+			"49 others firing as last time — the incident message shows the first 5; `/runbook incidents show "+in.ID+"` lists them all, with the timeline", got.Text)
 		assert.NotContains(t, got.Text, "/vol0`", "what the root shows is not repeated")
 		assert.Contains(t, f.m.TimelineText(in), "\n04:31 reopened — firing again since 04:30, 10 min after it resolved — since last time: "+
 			"1 new · 1 not firing again · 50 alerts firing — new: `mountpoint=/vol100`; not firing again: `mountpoint=/vol49`")
@@ -1332,7 +1334,7 @@ func TestAlertsAreComparedByIdentity(t *testing.T) {
 		assert.Equal(t, "🔁 Changed: 1 new · 1 changed\n"+
 			"• `mountpoint=/vol3 device=/dev/sda1` — 2% left (was: 6% left)\n"+
 			"• `mountpoint=/vol50 device=/dev/sdb1` — 6% left  🆕\n"+
-			"49 others still firing — the incident message shows the first 5; `/runbook incidents show "+in.ID+"` for the timeline", changed.Msg.Text)
+			"49 others still firing — the incident message shows the first 5; `/runbook incidents show "+in.ID+"` lists them all, with the timeline", changed.Msg.Text)
 		got, err := f.db.GetIncident(ctx, in.ID)
 		require.NoError(t, err)
 		assert.Equal(t, next.EvidenceKeys, got.EvidenceKeys, "stored with the incident")
@@ -1376,4 +1378,30 @@ func TestAlertsAreComparedByIdentity(t *testing.T) {
 		assert.NotContains(t, string(b), "evidence_keys", "omitted when none")
 		assert.NotContains(t, string(b), `"timeline":[{"time":"0001-01-01T00:00:00Z","kind":"opened","text":"x","evidence"`)
 	})
+}
+
+// TestShowListsWhatFiresNow: the root shows the first alerts and the
+// thread's replies what changed; `/runbook incidents show` is the one place
+// with the whole current set (and none once resolved).
+func TestShowListsWhatFiresNow(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	var ev []string
+	for i := range 12 {
+		ev = append(ev, fmt.Sprintf("`mountpoint=/vol%d` — %d%% left", i, 10+i))
+	}
+	ev = append(ev, "… and 3 more (not sent by Alertmanager: max_alerts)", "⚠️ 2 alerts have no instance label")
+	in, err := f.m.Signal(ctx, diskSignal(true, ev...))
+	require.NoError(t, err)
+	show := f.m.TimelineText(in)
+	now, _, ok := strings.Cut(show, "\nTimeline (UTC):")
+	require.True(t, ok, show)
+	assert.Contains(t, now, "\nNow (as of 04:00 UTC):\n• `mountpoint=/vol0` — 10% left\n• `mountpoint=/vol1` — 11% left\n")
+	assert.Equal(t, 12, strings.Count(now, "• `mountpoint=/vol"), now)
+	assert.Contains(t, now, "\n• … and 3 more (not sent by Alertmanager: max_alerts)\n⚠️ 2 alerts have no instance label")
+
+	f.clock.Advance(10 * time.Minute)
+	gone, err := f.m.Signal(ctx, diskSignal(false))
+	require.NoError(t, err)
+	assert.NotContains(t, f.m.TimelineText(gone), "Now (as of", "nothing fires once resolved")
 }

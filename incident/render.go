@@ -337,7 +337,26 @@ func (m *Manager) ListText(ins []*Incident, f ListFilter, runs func(*Incident) [
 // TimelineText renders the incident's timeline, for `/runbook incidents show`.
 func (m *Manager) TimelineText(in *Incident) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s *Incident* `%s` — %s\nTimeline (UTC):", stateIcon(in.State), in.ID, m.heading(in))
+	fmt.Fprintf(&b, "%s *Incident* `%s` — %s", stateIcon(in.State), in.ID, m.heading(in))
+	// What fires now, whole: the root shows the first maxEvidence and the
+	// thread's replies what changed, so this is the one place that lists
+	// the current set.
+	if ev := splitEvidence(in.Evidence, nil); in.State != StateResolved && len(ev.lines) > 0 {
+		fmt.Fprintf(&b, "\nNow (as of %s UTC):", in.UpdatedAt.UTC().Format("15:04"))
+		for _, l := range ev.lines {
+			b.WriteString("\n• " + l)
+		}
+		if ev.uncounted > 0 {
+			fmt.Fprintf(&b, "\n• … and %s more", human.Count(ev.uncounted))
+			if ev.note != "" {
+				b.WriteString(" (" + ev.note + ")")
+			}
+		}
+		for _, w := range ev.warnings {
+			b.WriteString("\n" + w)
+		}
+	}
+	b.WriteString("\nTimeline (UTC):")
 	for _, e := range in.Timeline {
 		fmt.Fprintf(&b, "\n%s %s — %s", e.Time.UTC().Format("15:04"), e.Kind, e.Text)
 	}
