@@ -250,7 +250,7 @@ func EnvKey(parts ...string) string {
 
 // applyEnv applies environment overrides of non-secret settings.
 func (c *Config) applyEnv() {
-	if v := os.Getenv("GROUNDCREW_STORE"); v != "" {
+	if v := os.Getenv("GROUNDCREW_STORE"); v != "" && !IsPostgresURL(v) {
 		c.Store = v
 	}
 	if v := os.Getenv("GROUNDCREW_LISTEN"); v != "" {

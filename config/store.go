@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -33,7 +34,15 @@ type StoreSetting struct {
 func (s *StoreSetting) UnmarshalYAML(n *yaml.Node) error {
 	switch n.Kind {
 	case yaml.ScalarNode:
-		return n.Decode(&s.Path)
+		if err := n.Decode(&s.Path); err != nil {
+			return err
+		}
+		if IsPostgresURL(s.Path) {
+			// store: postgres://… is the DSN written inline, not a file
+			// named "postgres:" (which a bbolt path would silently become).
+			s.Postgres, s.Path = &StorePostgres{DSN: secret.Secret(s.Path)}, ""
+		}
+		return nil
 	case yaml.MappingNode:
 		var m struct {
 			Path     string         `yaml:"path"`
@@ -52,6 +61,13 @@ func (s *StoreSetting) UnmarshalYAML(n *yaml.Node) error {
 		return nil
 	}
 	return fmt.Errorf("line %d: store: write a bbolt file path or postgres: {dsn_file: …}", n.Line)
+}
+
+// IsPostgresURL reports whether a store setting is a PostgreSQL URL
+// (postgres:// or postgresql://) rather than a bbolt file path.
+func IsPostgresURL(v string) bool {
+	v = strings.ToLower(strings.TrimSpace(v))
+	return strings.HasPrefix(v, "postgres://") || strings.HasPrefix(v, "postgresql://")
 }
 
 // decodeKnown decodes n refusing unknown keys (as the whole file is).
@@ -74,6 +90,9 @@ func (c *Config) takeStore() {
 		c.StorePostgres = c.StoreYAML.Postgres
 	} else if c.StoreYAML.Path != "" {
 		c.Store = c.StoreYAML.Path
+	}
+	if v := os.Getenv("GROUNDCREW_STORE"); IsPostgresURL(v) {
+		c.StorePostgres, c.Store = &StorePostgres{DSN: secret.Secret(v)}, ""
 	}
 	if v := os.Getenv(EnvStoreDSN); v != "" {
 		if c.StorePostgres == nil {

@@ -55,3 +55,24 @@ func TestStore_PostgresErrors(t *testing.T) {
 		assert.Contains(t, err.Error(), "store", name)
 	}
 }
+
+// store: postgres://… (and GROUNDCREW_STORE=postgres://…) is a PostgreSQL
+// store, not a bbolt file called "postgres:"; its password is never printed.
+func TestStore_PostgresURLAsScalar(t *testing.T) {
+	dir := t.TempDir()
+	for _, v := range []string{"postgres://gc:s3cret@db:5432/groundcrew", "postgresql://gc:s3cret@db/groundcrew?sslmode=require"} {
+		c, err := Load(write(t, dir, "g.yaml", "store: "+v+"\n"+storeTargets))
+		require.NoError(t, err, v)
+		require.True(t, c.PostgresStore(), v)
+		assert.Equal(t, v, c.StorePostgres.DSN.Value())
+		assert.Equal(t, "off", c.Server.AdminSocket)
+		assert.NotContains(t, c.Store, "postgres", "no bbolt file is named after the URL")
+		assert.NotContains(t, fmt.Sprintf("%+v %+v", c, *c.StorePostgres), "s3cret")
+	}
+
+	t.Setenv("GROUNDCREW_STORE", "postgres://gc:s3cret@env/groundcrew")
+	c, err := Load(write(t, dir, "h.yaml", storeTargets))
+	require.NoError(t, err)
+	require.True(t, c.PostgresStore())
+	assert.Equal(t, "postgres://gc:s3cret@env/groundcrew", c.StorePostgres.DSN.Value())
+}

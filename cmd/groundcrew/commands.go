@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/groundcrew/groundcrew/store/pgstore"
 	"net"
 	"os"
 	"strings"
@@ -168,8 +169,12 @@ func newConfigCmd() *cobra.Command {
 			if len(problems) > 0 {
 				return errors.Join(problems...)
 			}
+			where := cfg.Store
+			if cfg.PostgresStore() {
+				where = "PostgreSQL " + pgstore.Redact(cfg.StorePostgres.DSN.Value())
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: %d target(s) (%s), chat %s, %d runbook(s), store %s\n",
-				cfg.Path, len(cfg.Targets), strings.Join(cfg.TargetNames(), ", "), cfg.Chat.Platform, len(a.List()), cfg.Store)
+				cfg.Path, len(cfg.Targets), strings.Join(cfg.TargetNames(), ", "), cfg.Chat.Platform, len(a.List()), where)
 			return nil
 		},
 	})

@@ -137,6 +137,13 @@ targets:
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "is valid: 1 target(s) (infra-prd)")
 
+	pg := filepath.Join(dir, "pg.yaml")
+	require.NoError(t, os.WriteFile(pg, []byte("store: postgres://gc:s3cret@127.0.0.1:1/gc\nchat: {platform: console}\ntargets:\n  infra-prd: {simulator: {}, vars: {zone: infra-prd, target: infra}}\n"), 0o600))
+	out, err = run(t, "", "config", "check", "--config", pg)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "store PostgreSQL postgres://gc@127.0.0.1:1/gc", "a postgres:// store is PostgreSQL, named without its password")
+	assert.NotContains(t, out, "s3cret")
+
 	bad := filepath.Join(dir, "bad.yaml")
 	require.NoError(t, os.WriteFile(bad, []byte("targets:\n  x: {url: ci.example.com, pasword: y}\n"), 0o600))
 	_, err = run(t, "", "config", "check", "--config", bad)
