@@ -76,7 +76,7 @@ type Options struct {
 
 // DB is the PostgreSQL store. It is safe for concurrent use.
 type DB struct {
-	pool      *pgxpool.Pool
+	pool      pool
 	eventTTL  time.Duration
 	retention time.Duration
 	fenced    bool
@@ -122,13 +122,13 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("store DSN: %w", err)
 	}
 	cfg.MaxConns = opts.MaxConns
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pgxPool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the store %s: %w", Redact(dsn), err)
 	}
-	s := &DB{pool: pool, eventTTL: opts.EventTTL, retention: opts.Retention, fenced: opts.Fenced, specs: newSpecCache()}
+	s := &DB{pool: pool{pgxPool}, eventTTL: opts.EventTTL, retention: opts.Retention, fenced: opts.Fenced, specs: newSpecCache()}
 	if err := s.migrate(ctx); err != nil {
-		pool.Close()
+		pgxPool.Close()
 		return nil, fmt.Errorf("opening the store %s: %w", Redact(dsn), err)
 	}
 	return s, nil
@@ -171,7 +171,7 @@ func (s *DB) migrate(ctx context.Context) error {
 func (s *DB) Close() error { s.pool.Close(); return nil }
 
 // Pool is the connection pool (the leader lease uses it).
-func (s *DB) Pool() *pgxpool.Pool { return s.pool }
+func (s *DB) Pool() *pgxpool.Pool { return s.pool.Pool }
 
 // Ping reports whether the database answers (readiness).
 func (s *DB) Ping() error {
