@@ -23,7 +23,7 @@ func (p *Provider) opClearResourceCache() opmodel.Op {
 			team = cl.team(team)
 			rs, err := cl.Resources(ctx, team, pipeline)
 			if err != nil {
-				return opmodel.Plan{}, err
+				return opmodel.Plan{}, pipelineNotFound(ctx, cl, team, pipeline, err)
 			}
 			byName := map[string]Resource{}
 			for _, r := range rs {
@@ -118,7 +118,7 @@ func (p *Provider) opClearTaskCache() opmodel.Op {
 			}
 			cfg, err := cl.PipelineConfig(ctx, team, pipeline)
 			if err != nil {
-				return opmodel.Plan{}, err
+				return opmodel.Plan{}, pipelineNotFound(ctx, cl, team, pipeline, err)
 			}
 			jc, ok := cfg.Job(job)
 			if !ok {

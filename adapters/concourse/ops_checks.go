@@ -90,7 +90,7 @@ func (p *Provider) opCheckResource() opmodel.Op {
 			if len(names) == 0 {
 				rs, err := cl.Resources(ctx, team, pipeline)
 				if err != nil {
-					return opmodel.Result{}, err
+					return opmodel.Result{}, pipelineNotFound(ctx, cl, team, pipeline, err)
 				}
 				for _, r := range rs {
 					names = append(names, r.Name)

@@ -166,7 +166,7 @@ func (p *Provider) opJobs() opmodel.Op {
 			}
 			js, err := cl.Jobs(ctx, team, pipeline)
 			if err != nil {
-				return opmodel.Result{}, err
+				return opmodel.Result{}, pipelineNotFound(ctx, cl, team, pipeline, err)
 			}
 			list := []JobData{}
 			paused := []string{}
@@ -240,7 +240,7 @@ func (p *Provider) opResources() opmodel.Op {
 			}
 			rs, err := cl.Resources(ctx, team, pipeline)
 			if err != nil {
-				return opmodel.Result{}, err
+				return opmodel.Result{}, pipelineNotFound(ctx, cl, team, pipeline, err)
 			}
 			list, names := []ResourceData{}, []string{}
 			failing := 0
@@ -286,7 +286,7 @@ func (p *Provider) opResourceTypes() opmodel.Op {
 			}
 			rts, err := cl.ResourceTypes(ctx, team, pipeline)
 			if err != nil {
-				return opmodel.Result{}, err
+				return opmodel.Result{}, pipelineNotFound(ctx, cl, team, pipeline, err)
 			}
 			list, names := []ResourceTypeData{}, []string{}
 			table := &opmodel.Table{Columns: []string{"name", "type"}}
@@ -313,7 +313,7 @@ func (p *Provider) opUnpausePipeline() opmodel.Op {
 			}
 			before, err := cl.Pipeline(ctx, team, pipeline)
 			if err != nil {
-				return opmodel.Result{}, err
+				return opmodel.Result{}, pipelineNotFound(ctx, cl, team, pipeline, err)
 			}
 			if err := cl.UnpausePipeline(ctx, team, pipeline); err != nil {
 				return opmodel.Result{}, err
@@ -358,10 +358,8 @@ func (p *Provider) opPausePipeline() opmodel.Op {
 				team, name := splitRef(ref, c.Args.String("team"), cl.Team())
 				pl, err := cl.Pipeline(ctx, team, name)
 				switch {
-				case errors.Is(err, ErrNotFound):
-					return opmodel.Plan{}, fmt.Errorf("%s: pipeline %s/%s not found: check the name and team with concourse.pipelines", cl.Name(), team, name)
 				case err != nil:
-					return opmodel.Plan{}, err
+					return opmodel.Plan{}, pipelineNotFound(ctx, cl, team, name, err)
 				case pl.Paused:
 					plan.Notes = append(plan.Notes, fmt.Sprintf("%s is already paused (by %s); skipped", pl.Ref(), or(pl.PausedBy, "someone")))
 				case pl.Archived:

@@ -87,7 +87,18 @@ func TestOpPipelinesPauseUnpause(t *testing.T) {
 	assert.Equal(t, true, decoded(t, res)["was_paused"])
 
 	_, err = e.op(t, "concourse.pause_pipeline").Plan(context.Background(), opmodel.Call{Target: "infra-prd", Args: opmodel.Args{"pipeline": "nope"}})
-	assert.ErrorContains(t, err, "pipeline main/nope not found")
+	assert.EqualError(t, err, "infra-prd: pipeline `main/nope` not found (`fly pipelines -a` lists every pipeline)")
+	assert.ErrorIs(t, err, ErrNotFound)
+
+	// the name in another team, a prefix, a typo: the error names the pipeline meant
+	_, err = e.op(t, "concourse.pause_pipeline").Plan(context.Background(), opmodel.Call{Target: "infra-prd", Args: opmodel.Args{"pipeline": "caascad-alert-prepare"}})
+	assert.ErrorContains(t, err, "pipeline `main/caascad-alert-prepare` not found; it is in team `deploy`: run again with `team=deploy`")
+	_, err = e.do(t, "concourse.resources", opmodel.Args{"team": "deploy", "pipeline": "caascad-alert"})
+	assert.ErrorContains(t, err, "pipeline `deploy/caascad-alert` not found; did you mean `deploy/caascad-alert-prepare`?")
+	_, err = e.do(t, "concourse.jobs", opmodel.Args{"team": "deploy", "pipeline": "caascad-alert-prepar"})
+	assert.ErrorContains(t, err, "did you mean `deploy/caascad-alert-prepare`?")
+	_, err = e.do(t, "concourse.unpause_pipeline", opmodel.Args{"pipeline": "ap"})
+	assert.ErrorContains(t, err, "pipeline `main/ap` not found; did you mean `main/app`?")
 }
 
 func TestOpJobsResourcesTypes(t *testing.T) {

@@ -1,0 +1,70 @@
+package concourse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/groundcrew/groundcrew/runbooks"
+)
+
+// pipelineNotFound turns a 404 on team/name into a sentence that says what
+// to do: the pipeline of that name in another team, or the closest name (a
+// typo, a prefix), and the fly command that lists them all. Other errors
+// are returned as they are; the result still matches ErrNotFound.
+func pipelineNotFound(ctx context.Context, cl *Client, team, name string, err error) error {
+	if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	team = cl.team(team)
+	msg := fmt.Sprintf("%s: pipeline `%s/%s` not found", cl.Name(), team, name)
+	if hint := pipelineHint(ctx, cl, team, name); hint != "" {
+		msg += "; " + hint
+	}
+	return &pipelineNotFoundError{msg: msg + " (`fly pipelines -a` lists every pipeline)"}
+}
+
+// pipelineNotFoundError is a pipeline lookup that found nothing; it
+// matches ErrNotFound without saying "not found" twice.
+type pipelineNotFoundError struct{ msg string }
+
+func (e *pipelineNotFoundError) Error() string { return e.msg }
+func (e *pipelineNotFoundError) Unwrap() error { return ErrNotFound }
+
+// pipelineHint names the pipeline a mistyped team/name probably meant: the
+// same name in another team ("it is in team `deploy`"), else the only
+// pipeline of the team whose name starts with it, else the closest name.
+// "" when nothing is close or the listing fails.
+func pipelineHint(ctx context.Context, cl *Client, team, name string) string {
+	ps, err := cl.Pipelines(ctx, AllTeams)
+	if err != nil {
+		return ""
+	}
+	var teams, prefixed, names []string
+	ref := map[string]string{}
+	for _, p := range ps {
+		if p.Name == name && p.TeamName != team {
+			teams = append(teams, "`"+p.TeamName+"`")
+		}
+		if p.TeamName == team && strings.HasPrefix(p.Name, name) {
+			prefixed = append(prefixed, p.Ref())
+		}
+		if _, dup := ref[p.Name]; !dup || p.TeamName == team {
+			ref[p.Name] = p.Ref()
+		}
+		names = append(names, p.Name)
+	}
+	switch {
+	case len(teams) == 1:
+		return fmt.Sprintf("it is in team %s: run again with `team=%s`", teams[0], strings.Trim(teams[0], "`"))
+	case len(teams) > 1:
+		return "it is in teams " + strings.Join(teams, ", ") + ": run again with `team=` one of them"
+	case len(prefixed) == 1:
+		return fmt.Sprintf("did you mean `%s`?", prefixed[0])
+	}
+	if s := runbooks.Suggest(name, names); s != "" {
+		return fmt.Sprintf("did you mean `%s`?", ref[s])
+	}
+	return ""
+}
