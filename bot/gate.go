@@ -60,7 +60,7 @@ func (e *Engine) openActionGate(ctx context.Context, r *Run, spec *runbooks.Step
 		if p.Empty() {
 			e.stepDone(ctx, r.ID, spec.ID, StepSucceeded, func(st *StepState, _ *Batch) {
 				st.Args = call.Args
-				st.Summary = "nothing to do: " + nonEmpty(p.Summary, "the plan is empty")
+				st.Summary = nothingToDo(p.Summary)
 				if len(p.Notes) > 0 {
 					st.Summary += " (" + strings.Join(p.Notes, "; ") + ")"
 				}
@@ -424,4 +424,14 @@ func (t *gateEdits) due(id string, now time.Time) bool {
 		t.last[id] = now
 	}
 	return due && seen
+}
+
+// nothingToDo is the summary of a step whose plan is empty: the plan's own
+// summary when it already says so ("nothing to prune"), else "nothing to
+// do: " and why.
+func nothingToDo(summary string) string {
+	if strings.HasPrefix(summary, "nothing to ") {
+		return summary
+	}
+	return "nothing to do: " + nonEmpty(summary, "the plan is empty")
 }

@@ -275,7 +275,7 @@ func (p *Provider) opAbortBuilds() opmodel.Op {
 					Detail: buildDetail(b, now),
 				})
 			}
-			plan.Summary = "no pending or started build matches: nothing to abort"
+			plan.Summary = "no pending or started build matches"
 			if len(builds) > 0 {
 				where := plural(len(g), "pipeline")
 				if len(g) == 1 {
