@@ -211,6 +211,13 @@ func newAppForCheck(c *config.Config) (*runbooks.Library, error) {
 func openStore(cmd *cobra.Command) (storeReader, func(), error) {
 	path, _ := cmd.Flags().GetString("store")
 	socket := path + ".sock"
+	if config.IsPostgresURL(path) {
+		db, err := openPostgresDSN(path, 0, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		return db, func() { _ = db.Close() }, nil
+	}
 	if path == "" {
 		cfg, err := loadConfig(cmd)
 		if err != nil {
@@ -274,7 +281,7 @@ func withStore(fn func(cmd *cobra.Command, args []string, db storeReader) error)
 
 func newRuns() *cobra.Command {
 	c := &cobra.Command{Use: "runs", Short: "List, show and export runs from the store (for post-mortems)"}
-	c.PersistentFlags().String("store", "", "bbolt store file (default: from the config)")
+	c.PersistentFlags().String("store", "", "bbolt store file or postgres:// URL (default: from the config)")
 	c.AddCommand(newRunsList())
 	show := &cobra.Command{
 		Use:     "show <run>",
@@ -321,7 +328,7 @@ func newRuns() *cobra.Command {
 
 func newAudit() *cobra.Command {
 	c := &cobra.Command{Use: "audit", Short: "Verify or export the hash-chained audit log"}
-	c.PersistentFlags().String("store", "", "bbolt store file (default: from the config)")
+	c.PersistentFlags().String("store", "", "bbolt store file or postgres:// URL (default: from the config)")
 	verify := &cobra.Command{
 		Use:   "verify [--expect <count>:<hash>]",
 		Short: "Check that no audit entry was edited, deleted or reordered, and print the chain head",

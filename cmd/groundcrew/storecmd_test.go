@@ -127,3 +127,29 @@ func TestStoreCopy_RefusesAStoreServeHolds(t *testing.T) {
 	require.ErrorIs(t, err, bot.ErrLocked)
 	assert.Contains(t, err.Error(), "stop groundcrew serve")
 }
+
+// --store takes a postgres:// URL too (as store: does): runs and audit read
+// that database, compact says PostgreSQL needs none, instead of
+// "stat postgres://…: no such file or directory".
+func TestStoreFlag_TakesAPostgresURL(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.NewDatabase(t, nil)
+	db, err := pgstore.Open(ctx, dsn, pgstore.Options{})
+	require.NoError(t, err)
+	r := &bot.Run{ID: "r-7f3a9kq2xm", Runbook: "worker-stalled", Target: "infra-prd", State: bot.RunSucceeded, CreatedAt: time.Now()}
+	require.NoError(t, db.CreateRun(ctx, r, &bot.Batch{Audit: []bot.AuditEntry{{Time: r.CreatedAt, Actor: "ana", Action: bot.ActionRunStarted, RunID: r.ID}}}))
+	require.NoError(t, db.Close())
+
+	out, err := run(t, "", "runs", "list", "--store", dsn)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "r-7f3a9kq2xm")
+	out, err = run(t, "", "runs", "show", "r-7f3a9kq2xm", "--store", dsn)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "worker-stalled")
+	out, err = run(t, "", "audit", "verify", "--store", dsn)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "audit log intact: 1 entries")
+	_, err = run(t, "", "store", "compact", "--store", dsn)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the store is PostgreSQL")
+}

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/groundcrew/groundcrew/config"
 	"github.com/groundcrew/groundcrew/store"
 )
 
@@ -21,13 +23,16 @@ disk space for the new file (at most the size of the data).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			path, _ := cmd.Flags().GetString("store")
+			if config.IsPostgresURL(path) {
+				return errPostgresCompact
+			}
 			if path == "" {
 				cfg, err := loadConfig(cmd)
 				if err != nil {
 					return fmt.Errorf("%w (or pass --store)", err)
 				}
 				if cfg.PostgresStore() {
-					return fmt.Errorf("the store is PostgreSQL, which gives space back itself (autovacuum; VACUUM FULL to shrink the files): nothing to compact")
+					return errPostgresCompact
 				}
 				path = cfg.Store
 			}
@@ -45,3 +50,6 @@ disk space for the new file (at most the size of the data).`,
 	c.Flags().String("store", "", "bbolt store file (default: from the config)")
 	return c
 }
+
+// errPostgresCompact answers store compact on a PostgreSQL store.
+var errPostgresCompact = errors.New("the store is PostgreSQL, which gives space back itself (autovacuum; VACUUM FULL to shrink the files): nothing to compact")

@@ -45,9 +45,14 @@ func openAppStore(cfg *config.Config) (appStore, error) {
 
 // openPostgres opens the PostgreSQL store of cfg.
 func openPostgres(cfg *config.Config, fenced bool) (*pgstore.DB, error) {
+	return openPostgresDSN(cfg.StorePostgres.DSN.Value(), time.Duration(cfg.Retention), fenced)
+}
+
+// openPostgresDSN opens the PostgreSQL store at dsn (--store postgres://…).
+func openPostgresDSN(dsn string, retention time.Duration, fenced bool) (*pgstore.DB, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db, err := pgstore.Open(ctx, cfg.StorePostgres.DSN.Value(), pgstore.Options{Retention: time.Duration(cfg.Retention), Fenced: fenced})
+	db, err := pgstore.Open(ctx, dsn, pgstore.Options{Retention: retention, Fenced: fenced})
 	if err != nil {
 		return nil, fmt.Errorf("store.postgres: %w", err)
 	}
