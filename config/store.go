@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"gopkg.in/yaml.v3"
 
 	"github.com/groundcrew/groundcrew/internal/secret"
@@ -36,6 +37,9 @@ func (s *StoreSetting) UnmarshalYAML(n *yaml.Node) error {
 	case yaml.ScalarNode:
 		if err := n.Decode(&s.Path); err != nil {
 			return err
+		}
+		if scheme, _, ok := strings.Cut(s.Path, "://"); ok && !IsPostgresURL(s.Path) && !strings.ContainsAny(scheme, "/\\") {
+			return fmt.Errorf("line %d: store: %q is neither a bbolt file path nor a postgres:// (or postgresql://) URL", n.Line, scheme+"://…")
 		}
 		if IsPostgresURL(s.Path) {
 			// store: postgres://… is the DSN written inline, not a file
@@ -115,6 +119,10 @@ func (c *Config) validateStore(add func(path, format string, args ...any)) {
 		add("store.postgres", "needs dsn_file (a file with the DSN, e.g. a mounted secret) or %s", EnvStoreDSN)
 	default:
 		p.DSN, p.DSNFile = dsn, ""
+		// What serve would refuse at start (the error names no password).
+		if _, err := pgconn.ParseConfig(dsn.Value()); err != nil {
+			add("store.postgres.dsn", "%v", err)
+		}
 	}
 }
 

@@ -76,3 +76,21 @@ func TestStore_PostgresURLAsScalar(t *testing.T) {
 	require.True(t, c.PostgresStore())
 	assert.Equal(t, "postgres://gc:s3cret@env/groundcrew", c.StorePostgres.DSN.Value())
 }
+
+// What serve would refuse at start, config check refuses: a DSN that does
+// not parse (without printing its password), and a URL of another scheme
+// (a typo) that would otherwise become a bbolt file named after it.
+func TestStore_BadURLsAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Load(write(t, dir, "g.yaml", "store: postgres://gc:s3cret@db/groundcrew?sslmode=bogus\n"+storeTargets))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "store.postgres.dsn")
+	assert.Contains(t, err.Error(), "sslmode is invalid")
+	assert.NotContains(t, err.Error(), "s3cret")
+
+	_, err = Load(write(t, dir, "h.yaml", "store: postgress://gc:s3cret@db/groundcrew\n"+storeTargets))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `line 1: `)
+	assert.Contains(t, err.Error(), `store: "postgress://…" is neither a bbolt file path nor a postgres://`)
+	assert.NotContains(t, err.Error(), "s3cret")
+}
