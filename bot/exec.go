@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/groundcrew/groundcrew/internal/human"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -350,7 +351,11 @@ func (e *Engine) recordOutcome(ctx context.Context, runID, stepID string, op Op,
 		// The outcome is journaled before the step fails, so the run's
 		// summary and end-of-run message (posted when the failure ends the
 		// run) list the attempt under Changes.
-		e.noteOutcome(ctx, runID, stepID, op, planHash, CallFailed, outcomeFailedPrefix+UserMessage(callErr))
+		outcome := CallFailed
+		if errors.Is(callErr, opmodel.ErrUnchanged) {
+			outcome = CallUnchanged
+		}
+		e.noteOutcome(ctx, runID, stepID, op, planHash, outcome, outcomeFailedPrefix+UserMessage(callErr))
 		e.stepFail(ctx, runID, stepID, callErr, func(st *StepState) {
 			setResult(st, res)
 		})

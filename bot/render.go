@@ -358,7 +358,7 @@ func RunChanges(r *Run, journal []JournalEntry) []Change {
 	var out []Change
 	for _, j := range journal {
 		st := r.Step(j.Step)
-		if st == nil || j.Type == JOutcome && noChange(st) {
+		if st == nil || j.Type == JOutcome && (noChange(st) || j.Outcome == CallUnchanged) {
 			continue
 		}
 		var s string

@@ -340,6 +340,9 @@ func incidentSummary(runs []*Run, journals map[string][]JournalEntry, msgs []Thr
 				st, note, _ := strings.Cut(j.Message, ": ")
 				items = append(items, item{j.Time, fmt.Sprintf("`%s` %s: %s by %s%s", r.ID, j.Step, nonEmpty(manualWords[StepStatus(st)], StepStatus(st).Human()), journalActor(j, r), optional(note))})
 			case JOutcome:
+				if j.Outcome == CallUnchanged {
+					continue
+				}
 				items = append(items, item{j.Time, fmt.Sprintf("`%s` %s changed: %s", r.ID, j.Step, j.Message)})
 			case JRunFinished, JRunCancelled:
 				items = append(items, item{j.Time, fmt.Sprintf("%s `%s` %s", runIcon(r.State), r.ID, j.Message)})

@@ -208,6 +208,7 @@ const (
 	CallSucceeded              = runmodel.CallSucceeded
 	CallPartlyFailed           = runmodel.CallPartlyFailed
 	CallFailed                 = runmodel.CallFailed
+	CallUnchanged              = runmodel.CallUnchanged
 	JRunStarted                = runmodel.JRunStarted
 	JStepStarted               = runmodel.JStepStarted
 	JStepDone                  = runmodel.JStepDone

@@ -313,7 +313,7 @@ func (p *Provider) opUnpausePipeline() opmodel.Op {
 			}
 			before, err := cl.Pipeline(ctx, team, pipeline)
 			if err != nil {
-				return opmodel.Result{}, pipelineNotFound(ctx, cl, team, pipeline, err)
+				return opmodel.Result{}, opmodel.Unchanged(pipelineNotFound(ctx, cl, team, pipeline, err))
 			}
 			if err := cl.UnpausePipeline(ctx, team, pipeline); err != nil {
 				return opmodel.Result{}, err

@@ -39,7 +39,9 @@ type ArgSpec struct {
 // Plan and Apply: Plan resolves the exact objects the call would touch (and
 // must not change anything); Apply changes exactly the objects of the plan it
 // is given, never re-deriving them from the arguments. Write operations may
-// implement Plan too, so an interrupted call can be reconciled.
+// implement Plan too, so an interrupted call can be reconciled. A write or
+// destructive call that fails before changing anything returns its error
+// through Unchanged, so the run does not list it as attempted.
 type Op struct {
 	Name  string // "concourse.prune_worker"
 	Class Class

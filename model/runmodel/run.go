@@ -282,6 +282,7 @@ const (
 	CallSucceeded    CallOutcome = "succeeded"
 	CallPartlyFailed CallOutcome = "partly_failed" // some items of the plan did not succeed
 	CallFailed       CallOutcome = "failed"        // the call returned an error; it may have changed part of its plan
+	CallUnchanged    CallOutcome = "unchanged"     // the call returned an error before changing anything (opmodel.ErrUnchanged)
 )
 
 // JournalType says what a journal entry records. Stored as a string;
