@@ -532,3 +532,44 @@ func TestFailover_SeededSoak(t *testing.T) {
 	require.NoError(t, err)
 	assert.Positive(t, n)
 }
+
+// A line typed on a standby's console is answered at once and not run: an
+// approval typed there is not carried out when that replica leads later.
+// After the change of leader, what is typed reaches the new term.
+func TestFailover_StandbyConsoleRunsNothing(t *testing.T) {
+	h := newHAEnv(t, "")
+	a, b := h.twoReplicas()
+	a.say(t, "/runbook run prune-stalled target=infra-prd worker=caascad-ci-workers-infra-infra-prd-0")
+	run := h.waitRun("at its gate", 30*time.Second, atGate)
+
+	b.say(t, "/as carol", "/runbook approve "+run.ID)
+	require.Eventually(t, func() bool { return strings.Contains(b.log(), "⏸ Not run: /runbook approve "+run.ID) },
+		10*time.Second, 50*time.Millisecond, "the standby answers at once")
+	assert.Contains(t, b.log(), "this replica is a standby and runs nothing; "+a.holder(t)+" leads")
+
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGTERM))
+	waitRole(t, b, "leader", 10*time.Second)
+	time.Sleep(2 * time.Second) // what b would run from its input has had time to run
+	got, err := h.db.GetRun(context.Background(), run.ID)
+	require.NoError(t, err)
+	require.True(t, atGate(got), "the approval typed on the standby was not run (state %s)", got.State)
+	assert.Zero(t, h.prunes())
+
+	b.say(t, "/as carol", "/runbook approve "+run.ID)
+	done := h.waitRun("finished", 30*time.Second, ended)
+	assert.Equal(t, bot.RunSucceeded, done.State, done.Error)
+	assert.Equal(t, 1, h.prunes())
+}
+
+// holder is the replica's holder name, from its /readyz.
+func (r *replica) holder(t *testing.T) string {
+	t.Helper()
+	resp, err := http.Get("http://" + r.addr + "/readyz")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var b struct {
+		Holder string `json:"holder"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&b))
+	return b.Holder
+}

@@ -136,9 +136,24 @@ func serveHA(ctx context.Context, cfg *config.Config, o appOptions) error {
 	log.Info("listening", "addr", ln.Addr().String(), "store", db.Path(), "holder", holder)
 	g, gctx := errgroup.WithContext(ctx)
 	serveUntil(gctx, g, httpguard.Server(h), ln, 10*time.Second)
+	var input *standbyInput
+	if cfg.Chat.Platform == "console" && o.In != nil {
+		out := o.Out
+		if out == nil {
+			out = os.Stdout
+		}
+		input = newStandbyInput(o.In, out, el.Current)
+		go input.pump()
+	}
 	g.Go(func() error {
 		defer func() { _ = ln.Close() }()
-		return el.Run(gctx, func(lctx context.Context) error { return leadTerm(lctx, cfg, o, h, log) })
+		return el.Run(gctx, func(lctx context.Context) error {
+			to := o
+			if input != nil {
+				to.In = input.term(lctx)
+			}
+			return leadTerm(lctx, cfg, to, h, log)
+		})
 	})
 	err = g.Wait()
 	if errors.Is(err, context.Canceled) {
