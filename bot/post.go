@@ -7,12 +7,18 @@ import (
 	"fmt"
 
 	"github.com/groundcrew/groundcrew/delivery"
+	"github.com/groundcrew/groundcrew/runbooks"
 )
 
 // step posts or updates the message of one step.
 func (p *poster) step(ctx context.Context, r *Run, stepID string) {
 	st := r.Step(stepID)
 	if st == nil || st.Branch && st.Message.IsZero() {
+		return
+	}
+	if approvedAtGate(r, st) {
+		// The gate message, edited in place, already says "🔓 Approved by
+		// @bob — <title>" under the step's number: no second message.
 		return
 	}
 	p.updateOrPost(ctx, r, st.Message, RoleStep, stepID, renderStep(r, st, p.now(), p.hints))
@@ -66,4 +72,11 @@ func (p *poster) end(ctx context.Context, r *Run) {
 		p.thread(ctx, r, RoleSummary, "", summarize(r, j, p.now()))
 	}
 	p.thread(ctx, r, RoleFinal, "", renderFinal(r, j, p.now()))
+}
+
+// approvedAtGate reports whether st is an approval step approved at a gate
+// whose message is in the thread (and the step has no message of its own).
+func approvedAtGate(r *Run, st *StepState) bool {
+	return st.Kind == runbooks.KindApproval && st.Status == StepSucceeded && len(st.ApprovedBy) > 0 &&
+		st.Message.IsZero() && r.Gate != nil && r.Gate.StepID == st.ID && !r.Gate.Message.IsZero()
 }
