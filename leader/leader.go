@@ -186,6 +186,9 @@ func (e *Elector) term(ctx context.Context, epoch int64, lead func(ctx context.C
 			e.o.OnEpoch(0) // writes are refused from here on
 			e.leading.Store(false)
 			e.gauge.Set(0)
+			e.mu.Lock()
+			e.current = "" // not this process; who leads is read again
+			e.mu.Unlock()
 			log.Warn("stepping down: lost the leader lease", "why", why)
 			cancelLead(errLost{why})
 		}

@@ -133,11 +133,13 @@ func TestElector_StepsDownWhenItCannotRenewAndTheFenceHolds(t *testing.T) {
 	// the latest when its own clock says the lease ran out.
 	waitLeading(t, b, 3*time.Second)
 	require.Eventually(t, func() bool { return !a.el.Leading() }, 2*time.Second, 20*time.Millisecond)
+	assert.Empty(t, a.el.Current(), "cut off, a does not know who leads; it no longer says itself (/readyz: \"standby: a leads\")")
 	require.ErrorIs(t, write(a.db, 2), pgstore.ErrFenced)
 	require.NoError(t, write(b.db, 3))
 	sa.stalled.Store(false)
 	time.Sleep(300 * time.Millisecond)
 	assert.False(t, a.el.Leading(), "a stays a standby while b renews")
+	assert.Equal(t, "b", a.el.Current())
 	assert.Equal(t, int32(1), a.terms.Load())
 }
 

@@ -84,7 +84,10 @@ func (h *haServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/readyz":
 		body := haReady{Role: "standby", Holder: h.el.Holder(), Leader: h.el.Current()}
 		body.Ready = false
-		body.Checks = map[string]string{"leader": "standby: " + nonEmpty(h.el.Current(), "no leader yet") + " leads"}
+		body.Checks = map[string]string{"leader": "standby: " + h.el.Current() + " leads"}
+		if h.el.Current() == "" {
+			body.Checks["leader"] = "standby: no replica leads now, or the lease cannot be read"
+		}
 		if a != nil && h.el.Leading() {
 			body.Role, body.Epoch, body.Leader = "leader", h.el.Epoch(), h.el.Holder()
 			body.readyBody = a.readiness()
