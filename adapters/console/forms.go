@@ -84,6 +84,15 @@ func (a *Adapter) answerForm(ctx context.Context, h chatmodel.Handler, line stri
 		a.say("form cancelled: nothing was started")
 		return true
 	}
+	if strings.HasPrefix(line, "/") {
+		// Another command (no answer starts with "/"): it is what the
+		// person wants now, like a command typed next to a Slack modal.
+		a.mu.Lock()
+		a.form = nil
+		a.mu.Unlock()
+		a.say("%s: form dropped for the new command (nothing was started)", cf.form.Title)
+		return false
+	}
 	fd := cf.ask[cf.next]
 	switch {
 	case strings.ContainsAny(line, " \t"):
