@@ -3,6 +3,7 @@ package bot_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -300,4 +301,58 @@ func TestDurable_RunWaitsForTheStoreToResume(t *testing.T) {
 	}
 	h.cancel()
 	assert.NoError(t, <-done)
+}
+
+// lockedBuffer is a log destination the engine's goroutines may share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// The store down for a while (PostgreSQL cut off until the lease runs out)
+// fails every tick: the log says so when it starts, every 10 minutes while
+// it lasts and when it works again — not once a second.
+func TestDurable_TickFailureIsLoggedOncePerOutage(t *testing.T) {
+	var logs lockedBuffer
+	var fs *flakyStore
+	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
+		fs = newFlaky(o.Store.(*store.DB), map[string]int{})
+		o.Store = fs
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	fs.mu.Lock()
+	fs.fails["list_active"] = 30
+	fs.mu.Unlock()
+	count := func(s string) int { return strings.Count(logs.String(), s) }
+	for range 30 {
+		h.clock.Advance(time.Second)
+		h.eng.Tick(h.ctx)
+	}
+	require.Equal(t, 30, fs.Failed("list_active"))
+	assert.Equal(t, 1, count(`msg="listing active runs"`), logs.String())
+	h.clock.Advance(time.Second)
+	h.eng.Tick(h.ctx)
+	assert.Equal(t, 1, count(`msg="listing active runs: works again" failures=30 for=30s`), logs.String())
+
+	fs.mu.Lock()
+	fs.fails["list_active"] = 3
+	fs.mu.Unlock()
+	h.eng.Tick(h.ctx)
+	h.clock.Advance(11 * time.Minute)
+	h.eng.Tick(h.ctx)
+	h.eng.Tick(h.ctx)
+	assert.Equal(t, 2, count(`msg="listing active runs"`), "a new outage is logged")
+	assert.Equal(t, 1, count(`msg="listing active runs: still failing"`), logs.String())
 }

@@ -151,6 +151,7 @@ type Engine struct {
 	work         *workers       // the goroutines that advance runs; calls in flight
 	moves        machine        // the run state machine's moves inside an update
 	housekeeping *housekeeping  // the store's housekeeping
+	tickFailing  *failing       // Tick's listing of the active runs, logged once per outage
 	summaries    *summaries     // /runbook summary: a run's or a whole thread's
 	dir          directory      // user ids and group members for the approval policy
 	gateEdits    gateEdits      // how often an open gate's message is edited
@@ -178,6 +179,7 @@ func New(o Options) (*Engine, error) {
 	e.hints = e.out.hints
 	e.work = newWorkers(o.Logger, o.OpTimeout, e.advance)
 	e.moves = machine{now: o.Now, bot: o.BotName}
+	e.tickFailing = &failing{what: "listing active runs"}
 	e.housekeeping = &housekeeping{store: o.Capabilities.Housekeeper, log: o.Logger, every: o.HousekeepEvery}
 	e.summaries = &summaries{store: o.Store, reader: o.Capabilities.Threads, notes: o.Threads, out: e.out, log: o.Logger, now: o.Now}
 	e.dir = directory{log: o.Logger, ttl: o.GroupTTL, now: o.Now, ids: map[string]idEntry{}, members: map[string]groupEntry{},
@@ -250,11 +252,12 @@ func (e *Engine) Resume(ctx context.Context) error {
 // TickInterval; tests call it with a fake clock.
 func (e *Engine) Tick(ctx context.Context) {
 	runs, err := e.opts.Store.ListRuns(ctx, RunQuery{Active: true})
+	now := e.opts.Now()
 	if err != nil {
-		e.log.Error("listing active runs", "err", err)
+		e.tickFailing.fail(e.log, now, err)
 		return
 	}
-	now := e.opts.Now()
+	e.tickFailing.ok(e.log, now)
 	for _, r := range runs {
 		switch r.State {
 		case RunAwaitingApproval:
