@@ -70,6 +70,7 @@ type Elector struct {
 
 	mu      sync.Mutex
 	current string // the holder last seen (standby)
+	stepped string // this holder, after it stepped down and before it saw another
 }
 
 // New returns an elector.
@@ -173,8 +174,8 @@ func (e *Elector) term(ctx context.Context, epoch int64, lead func(ctx context.C
 	e.gauge.Set(1)
 	e.changes.Inc()
 	e.mu.Lock()
-	prev := e.current
-	e.current = e.o.Holder
+	prev := nonEmpty(e.current, e.stepped) // who led last, as far as this process knows
+	e.current, e.stepped = e.o.Holder, ""
 	e.mu.Unlock()
 	log.Info("leading: took the leader lease", "previous", nonEmpty(prev, "none"))
 
@@ -187,7 +188,7 @@ func (e *Elector) term(ctx context.Context, epoch int64, lead func(ctx context.C
 			e.leading.Store(false)
 			e.gauge.Set(0)
 			e.mu.Lock()
-			e.current = "" // not this process; who leads is read again
+			e.current, e.stepped = "", e.o.Holder // not this process; who leads is read again
 			e.mu.Unlock()
 			log.Warn("stepping down: lost the leader lease", "why", why)
 			cancelLead(errLost{why})
