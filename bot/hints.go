@@ -1,6 +1,9 @@
 package bot
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // hints has one concern: telling people how to answer. Where the chat
 // adapter names a reaction for an intent (ReactionHints) the hint shows it,
@@ -20,11 +23,17 @@ func (h hints) symbol(i Intent) string {
 	return h.reactions.Symbol(i)
 }
 
-// manual tells people how to answer a manual step.
-func (h hints) manual(runID string) string {
+// manual tells people how to answer a manual step whose instructions are
+// text. Where the text already says what the reactions lead to ("✅ it
+// will never come back → prune it · ⏭ …"), the hint does not give them
+// other meanings ("✅ when done, ❌ if it failed").
+func (h hints) manual(runID, text string) string {
 	yes, skip, no := h.symbol(IntentDone), h.symbol(IntentSkip), h.symbol(IntentFail)
 	if yes == "" || skip == "" || no == "" {
 		return fmt.Sprintf("Answer with `/runbook done %s` (or `skip`, `fail`).", runID)
+	}
+	if strings.Contains(text, yes) {
+		return fmt.Sprintf("React %s, %s or %s as said above — or `/runbook done %s` (or `skip`, `fail`).", yes, skip, no, runID)
 	}
 	return fmt.Sprintf("React %s when done, %s to skip, %s if it failed — or `/runbook done %s`.", yes, skip, no, runID)
 }

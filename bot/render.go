@@ -133,7 +133,7 @@ func renderStep(r *Run, st *StepState, now time.Time, h hints) Message {
 	switch st.Status {
 	case StepManual:
 		b.WriteString("\n" + strings.TrimSpace(st.Text) + "\n")
-		b.WriteString(h.manual(r.ID))
+		b.WriteString(h.manual(r.ID, st.Text))
 		if !st.Deadline.IsZero() {
 			fmt.Fprintf(&b, " Times out in %s.", human.Duration(st.Deadline.Sub(now)))
 		}

@@ -100,3 +100,26 @@ func TestSummary_RefusedVoterNamedAfterExecution(t *testing.T) {
 	assert.NotContains(t, detail, "7izt1mr53ff37p69mapcsz71or")
 	assert.Contains(t, detail, "@carol on `prune`: approve")
 }
+
+type emojiHints struct{}
+
+func (emojiHints) Symbol(i Intent) string {
+	return map[Intent]string{IntentApprove: "✅", IntentReject: "❌", IntentDone: "✅", IntentSkip: "⏭", IntentFail: "❌"}[i]
+}
+
+// A manual step whose text says what ✅ and ⏭ lead to is not followed by
+// a hint giving them other meanings ("❌ if it failed" on a question).
+func TestManualStep_ChoiceTextKeepsItsMeanings(t *testing.T) {
+	h := hintsFor(emojiHints{})
+	r := &Run{ID: "r-1", Runbook: "x", Target: "infra-prd", State: RunAwaitingManual,
+		Steps: []StepState{{ID: "ask", Kind: "manual", Status: StepManual,
+			Text: "✅ it will never come back → prune it\n⏭ it may come back → leave it (the run stops)"}}}
+	text := renderStep(r, &r.Steps[0], time.Now(), h).Text
+	assert.Contains(t, text, "React ✅, ⏭ or ❌ as said above — or `/runbook done r-1` (or `skip`, `fail`).")
+	assert.NotContains(t, text, "when done")
+	assert.NotContains(t, text, "if it failed")
+
+	// plain instructions keep the usual meanings
+	r.Steps[0].Text = "ssh to the worker and restart it"
+	assert.Contains(t, renderStep(r, &r.Steps[0], time.Now(), h).Text, "React ✅ when done, ⏭ to skip, ❌ if it failed — or `/runbook done r-1`.")
+}
