@@ -103,9 +103,13 @@ func (s *standbyInput) refuse(c []byte) {
 	if len(line) > 80 {
 		line = line[:77] + "…"
 	}
-	who := nonEmpty(s.leader(), "another replica")
-	fmt.Fprintf(s.out, "⏸ Not run: %s — this replica is a standby and runs nothing; %s leads: type it there (or wait until this one leads, then type it again).\n",
-		strings.ToValidUTF8(line, "?"), who)
+	line = strings.ToValidUTF8(line, "?")
+	if who := s.leader(); who != "" {
+		fmt.Fprintf(s.out, "⏸ Not run: %s — this replica is a standby and runs nothing; %s leads: type it there (or wait until this one leads, then type it again).\n", line, who)
+		return
+	}
+	// One replica cut off from the store is the usual case here.
+	fmt.Fprintf(s.out, "⏸ Not run: %s — this groundcrew does not lead now: no replica leads, or the store cannot be read (see the log); type it again once it leads.\n", line)
 }
 
 // termInput is one term's view of the input.
