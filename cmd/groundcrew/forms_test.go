@@ -38,29 +38,21 @@ func TestServe_ConsoleAsksMissingParameters(t *testing.T) {
 	assert.NotContains(t, out.String(), "missing required parameter")
 }
 
-// TestServe_ConsoleCommandDuringAFormRunsIt: a command typed while a form
-// asks its questions is that command, not an answer refused for its spaces;
-// the form is dropped, saying so.
-func TestServe_ConsoleCommandDuringAFormRunsIt(t *testing.T) {
+// TestServe_ConsoleFormTakesWhatIsTyped: a command typed while a form asks
+// its questions is that command, not an answer refused for its spaces (the
+// form is dropped, saying so); worker-provisioning-check, for a worker not
+// registered yet, asks it as free text, not among the registered ones.
+func TestServe_ConsoleFormTakesWhatIsTyped(t *testing.T) {
 	say, waitFor, out := consoleSession(t)
 	say("/runbook run pause-pipeline target=infra-prd")
 	waitFor("pipeline — pipeline name, or team/pipeline")
-	say("/runbook run list-workers target=infra-prd")
-	waitFor("Run pause-pipeline: form dropped for the new command (nothing was started)")
-	waitFor("🛠 list-workers on `infra-prd` — started by @alice")
-	assert.NotContains(t, out.String(), "a value cannot contain spaces")
-}
-
-// TestServe_FormAsksANewWorkerAsFreeText: worker-provisioning-check is for
-// a worker not registered yet; its form does not offer only the registered
-// ones (which would refuse the worker to check).
-func TestServe_FormAsksANewWorkerAsFreeText(t *testing.T) {
-	say, waitFor, out := consoleSession(t)
 	say("/runbook run worker-provisioning-check target=infra-prd")
+	waitFor("Run pause-pipeline: form dropped for the new command (nothing was started)")
 	waitFor("worker — the new worker")
 	say("9")
 	waitFor("→ /runbook run worker-provisioning-check target=infra-prd worker=9")
 	waitFor("🛠 worker-provisioning-check on `infra-prd` — started by @alice")
+	assert.NotContains(t, out.String(), "a value cannot contain spaces")
 	assert.NotContains(t, out.String(), "is not one of")
 }
 
