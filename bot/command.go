@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -484,7 +485,7 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 	}
 	now := e.opts.Now()
 	r := &Run{
-		Runbook: rb.Name, Title: rb.Title, Target: target, Params: params, Vars: ti.Vars,
+		Runbook: rb.Name, Title: rb.Title, Target: target, FlyTarget: cmp.Or(ti.FlyTarget, target), Params: params, Vars: ti.Vars,
 		Requester: ev.User, Conversation: ev.Conversation, State: RunRunning, DryRun: c.DryRun,
 		Spec: rb, CreatedAt: now, UpdatedAt: now, AlertInstance: ev.AlertInstance,
 	}

@@ -95,7 +95,7 @@ func showEnv(rb *runbooks.Runbook) runbooks.Env {
 	for _, s := range rb.Steps {
 		steps[s.ID] = runbooks.StepEnv{Status: string(StepPending)}
 	}
-	return runbooks.NewEnv(params, nil, "the target", steps, runbooks.RunEnv{})
+	return runbooks.NewEnv(params, nil, "the target", "the fly target", steps, runbooks.RunEnv{})
 }
 
 // noRunbookText answers a runbook name that names nothing, with the

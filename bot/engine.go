@@ -35,6 +35,10 @@ type Library interface {
 type TargetInfo struct {
 	// Vars are template variables for manual steps (zone, target kind…).
 	Vars map[string]string
+	// FlyTarget is the target's name in fly's config, which runbooks put
+	// in the fly commands they show (`fly -t …`); "" means the target's
+	// name.
+	FlyTarget string
 	// Description is shown in /runbook help.
 	Description string
 }

@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -97,7 +98,7 @@ func runEnv(r *Run) runbooks.Env {
 		}
 		steps[st.ID] = runbooks.StepEnv{Status: string(st.Status), Summary: st.Summary, Result: res, By: by}
 	}
-	return runbooks.NewEnv(r.Params, r.Vars, r.Target, steps, runbooks.RunEnv{ID: r.ID, Requester: r.Requester.Name, DryRun: r.DryRun, AlertInstance: r.AlertInstance})
+	return runbooks.NewEnv(r.Params, r.Vars, r.Target, cmp.Or(r.FlyTarget, r.Target), steps, runbooks.RunEnv{ID: r.ID, Requester: r.Requester.Name, DryRun: r.DryRun, AlertInstance: r.AlertInstance})
 }
 
 func optional(s string) string {

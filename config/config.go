@@ -105,8 +105,13 @@ type Target struct {
 	TSA          string        `yaml:"tsa"`
 	// MaxInFlight caps the adaptive number of requests bulk operations
 	// keep in flight on this target (default 32; see concourse.TargetConfig).
-	MaxInFlight int               `yaml:"max_in_flight"`
-	Vars        map[string]string `yaml:"vars"`
+	MaxInFlight int `yaml:"max_in_flight"`
+	// FlyTarget is the name of this Concourse in people's fly config
+	// (`fly -t <fly_target>`); default: the target's name. Runbooks put it
+	// in every fly command they show ({{ .fly_target }}), so a command
+	// copied at 3 a.m. acts on this Concourse, not on fly's current one.
+	FlyTarget string            `yaml:"fly_target"`
+	Vars      map[string]string `yaml:"vars"`
 	// Workers maps the operations manual's worker IDs to names and hosts
 	// (templates over vars); see concourse.WorkerNaming.
 	Workers     concourse.WorkerNaming `yaml:"workers"`
@@ -334,6 +339,19 @@ func (c *Config) TargetNames() []string {
 
 var targetName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 
+// flyTargetName is what a fly_target may be: shown quoted in shell
+// commands, it must not need quoting itself.
+var flyTargetName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// FlyTargetOf returns the fly target name of target name: its fly_target,
+// else the name itself.
+func (c *Config) FlyTargetOf(name string) string {
+	if t := c.Targets[name]; t != nil && t.FlyTarget != "" {
+		return t.FlyTarget
+	}
+	return name
+}
+
 func (c *Config) validate() Errors {
 	var errs Errors
 	add := func(path, format string, args ...any) {
@@ -355,6 +373,9 @@ func (c *Config) validate() Errors {
 		}
 		if !targetName.MatchString(name) {
 			add(p, "target names are lowercase letters, digits, '.', '_' and '-' (used as `target=%s`)", name)
+		}
+		if t.FlyTarget != "" && !flyTargetName.MatchString(t.FlyTarget) {
+			add(p+".fly_target", "%q is not a fly target name: use letters, digits, '.', '_' and '-' (the name `fly -t` takes; leave it out to use %q)", t.FlyTarget, name)
 		}
 		if t.Simulator == nil {
 			if t.URL == "" {
@@ -480,7 +501,7 @@ func (c *Config) ConcourseTarget(name string) concourse.TargetConfig {
 	t := c.Targets[name]
 	return concourse.TargetConfig{Name: name, URL: t.URL, Team: t.Team, Username: t.Username, Password: t.Password.Value(),
 		CACert: t.CACert, InsecureSkipVerify: t.Insecure, TSA: t.TSA, Vars: t.Vars, Workers: t.Workers,
-		MaxInFlight: t.MaxInFlight}
+		MaxInFlight: t.MaxInFlight, FlyTarget: c.FlyTargetOf(name)}
 }
 
 // DatabaseConfig returns the PostgreSQL config of a target, if any.

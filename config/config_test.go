@@ -82,6 +82,7 @@ func TestParse_Errors(t *testing.T) {
 		{"max_in_flight out of range", "targets: {x: {url: https://a.b, max_in_flight: 1000}}\n", "targets.x.max_in_flight: 1000 is out of range: use 1 to 256 requests in flight"},
 		{"workers template without id", "targets: {x: {url: https://a.b, workers: {name: worker}}}\n", "targets.x.workers: target \"x\": workers.name \"worker\" does not use {{.id}}"},
 		{"workers template with a missing var", "targets: {x: {url: https://a.b, vars: {target: infra}, workers: {name: 'ci-{{.vars.zone}}-{{.id}}'}}}\n", `targets.x.workers: target "x": workers.name`},
+		{"fly_target that needs quoting", "targets: {x: {url: https://a.b, fly_target: \"prd'; rm\"}}\n", `targets.x.fly_target: "prd'; rm" is not a fly target name`},
 		{"workers unknown key", "targets: {x: {url: https://a.b, workers: {nmae: 'w-{{.id}}'}}}\n", `unknown key "nmae"`},
 	}
 	for _, c := range cases {
@@ -93,6 +94,17 @@ func TestParse_Errors(t *testing.T) {
 			assert.Contains(t, err.Error(), p, "errors name the file")
 		})
 	}
+}
+
+// A target's fly_target is its name in fly's config (`fly -t`), which
+// the runbooks' commands use; without it, the target's own name.
+func TestFlyTargetDefaultsToTheTargetName(t *testing.T) {
+	c, err := Load(write(t, t.TempDir(), "g.yaml", "targets:\n  infra-stg: {url: https://a.b, fly_target: infra-stg.infra}\n  infra-prd: {url: https://c.d}\n"))
+	require.NoError(t, err)
+	assert.Equal(t, "infra-stg.infra", c.FlyTargetOf("infra-stg"))
+	assert.Equal(t, "infra-prd", c.FlyTargetOf("infra-prd"))
+	assert.Equal(t, "infra-stg.infra", c.ConcourseTarget("infra-stg").FlyTarget, "the client's texts name it too")
+	assert.Equal(t, "infra-prd", c.ConcourseTarget("infra-prd").FlyTarget)
 }
 
 func TestAdminSocketDefaultsNextToTheStore(t *testing.T) {

@@ -30,9 +30,12 @@ const (
 	EnvParams = "params"
 	EnvVars   = "vars"
 	EnvTarget = "target"
-	EnvSteps  = "steps"
-	EnvResult = "result"
-	EnvRun    = "run"
+	// EnvFlyTarget is the target's name in fly's config, for the fly
+	// commands runbooks show: `fly -t '{{ .fly_target }}' …`.
+	EnvFlyTarget = "fly_target"
+	EnvSteps     = "steps"
+	EnvResult    = "result"
+	EnvRun       = "run"
 )
 
 // programs caches compiled expressions by source text. Compiled programs
@@ -133,7 +136,7 @@ type RunEnv struct {
 
 // NewEnv is the one constructor of the environment expressions and
 // templates are evaluated in, with the keys checkEnv types at load time.
-func NewEnv(params, vars map[string]string, target string, steps map[string]StepEnv, run RunEnv) Env {
+func NewEnv(params, vars map[string]string, target, flyTarget string, steps map[string]StepEnv, run RunEnv) Env {
 	ps := make(map[string]any, len(params))
 	for k, v := range params {
 		ps[k] = v
@@ -147,7 +150,7 @@ func NewEnv(params, vars map[string]string, target string, steps map[string]Step
 		ss[id] = map[string]any{"status": s.Status, "summary": s.Summary, "result": s.Result, "by": s.By}
 	}
 	return Env{
-		EnvParams: ps, EnvVars: vs, EnvTarget: target, EnvSteps: ss,
+		EnvParams: ps, EnvVars: vs, EnvTarget: target, EnvFlyTarget: flyTarget, EnvSteps: ss,
 		EnvRun: map[string]any{"id": run.ID, "requester": run.Requester, "dry_run": run.DryRun, "alert_instance": run.AlertInstance},
 	}
 }

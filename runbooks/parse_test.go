@@ -97,7 +97,7 @@ func TestParse_BadFiles(t *testing.T) {
 			"5:21: invalid when of step \"a\": unexpected token EOF",
 		}},
 		{"expr_unknown_name", []string{
-			"5:11: invalid when of step \"a\": unknown name param; did you mean \"params\"? (expressions see params, vars, target, steps, run, and result in until)",
+			"5:11: invalid when of step \"a\": unknown name param; did you mean \"params\"? (expressions see params, vars, target, fly_target, steps, run, and result in until)",
 		}},
 		{"field_not_for_kind", []string{
 			"8:5: query step \"a\" cannot have until (only wait steps can)",
@@ -148,7 +148,7 @@ func TestParse_BadFiles(t *testing.T) {
 			"5:5: param \"worker\" is required and has a default; a default makes it optional, so drop one of them",
 		}},
 		{"result_outside_wait", []string{
-			"5:11: invalid when of step \"a\": unknown name result (expressions see params, vars, target, steps, run, and result in until)",
+			"5:11: invalid when of step \"a\": unknown name result (expressions see params, vars, target, fly_target, steps, run, and result in until)",
 		}},
 		{"steps_not_list", []string{
 			"3:3: steps must be a list of steps (lines starting with -), not a mapping",
@@ -169,7 +169,7 @@ func TestParse_BadFiles(t *testing.T) {
 			"5:12: invalid template in text of step \"a\": function \"shout\" not defined",
 		}},
 		{"template_unknown_root", []string{
-			"5:19: text of step \"a\" uses unknown field .prams; did you mean .params? (templates see .params, .vars, .target, .steps, .run)",
+			"5:19: text of step \"a\" uses unknown field .prams; did you mean .params? (templates see .params, .vars, .target, .fly_target, .steps, .run)",
 		}},
 		{"two_documents", []string{
 			"6:1: a file holds one runbook; found a second YAML document (---)",

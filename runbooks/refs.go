@@ -20,11 +20,12 @@ import (
 // before a run starts. Step results and `result` are typed `any`, since
 // their shape depends on the operation.
 type checkEnv struct {
-	Params map[string]string         `expr:"params"`
-	Vars   map[string]string         `expr:"vars"`
-	Target string                    `expr:"target"`
-	Steps  map[string]map[string]any `expr:"steps"`
-	Run    map[string]any            `expr:"run"`
+	Params    map[string]string         `expr:"params"`
+	Vars      map[string]string         `expr:"vars"`
+	Target    string                    `expr:"target"`
+	FlyTarget string                    `expr:"fly_target"`
+	Steps     map[string]map[string]any `expr:"steps"`
+	Run       map[string]any            `expr:"run"`
 }
 
 type checkEnvWait struct {
@@ -105,8 +106,8 @@ func exprHint(msg, where string) string {
 		msg += "; " + what(where) + " must be true or false, e.g. params.worker != \"\""
 	}
 	if name, ok := strings.CutPrefix(msg, "unknown name "); ok {
-		msg += didYouMean(name, []string{EnvParams, EnvVars, EnvTarget, EnvSteps, EnvRun, EnvResult}) +
-			" (expressions see params, vars, target, steps, run, and result in until)"
+		msg += didYouMean(name, []string{EnvParams, EnvVars, EnvTarget, EnvFlyTarget, EnvSteps, EnvRun, EnvResult}) +
+			" (expressions see params, vars, target, fly_target, steps, run, and result in until)"
 	}
 	if strings.Contains(msg, "mismatched types string and") {
 		msg += "; params and vars are strings, convert them first: int(params.limit) > 3"
@@ -237,7 +238,7 @@ func lineColToByte(s string, line, col int) int {
 }
 
 // templateRoots are the top-level fields templates may use.
-var templateRoots = []string{EnvParams, EnvVars, EnvTarget, EnvSteps, EnvRun}
+var templateRoots = []string{EnvParams, EnvVars, EnvTarget, EnvFlyTarget, EnvSteps, EnvRun}
 
 // isTemplateRoot reports whether name may start a template field path.
 func isTemplateRoot(name string, withResult bool) bool {

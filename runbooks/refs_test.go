@@ -31,7 +31,7 @@ func TestParse_ReferenceForms(t *testing.T) {
 		{"template inside if", `text: "{{ if .params.nope }}x{{ end }}"`, `x.yaml:10:18: text of step "b" uses undeclared param "nope" (params: worker)`},
 		{"template with changes dot", `text: "{{ with .steps.a }}{{ .status }} {{ .anything }}{{ end }}"`, ""},
 		{"template range changes dot", `text: "{{ range .steps.a.result }}{{ .name }}{{ end }}"`, ""},
-		{"template range else keeps dot", `text: "{{ range .steps.a.result }}x{{ else }}{{ .nope }}{{ end }}"`, `x.yaml:10:53: text of step "b" uses unknown field .nope (templates see .params, .vars, .target, .steps, .run)`},
+		{"template range else keeps dot", `text: "{{ range .steps.a.result }}x{{ else }}{{ .nope }}{{ end }}"`, `x.yaml:10:53: text of step "b" uses unknown field .nope (templates see .params, .vars, .target, .fly_target, .steps, .run)`},
 		{"template variable", `text: "{{ $s := .steps.a }}{{ $s.status }}"`, ""},
 		{"template title uses an earlier step", `title: "After {{ .steps.a.summary }}"`, ""},
 		{"template title result with default", `title: 'Wait for {{ .steps.a.result.name | default "the worker" }}'`, ""},

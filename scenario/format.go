@@ -37,7 +37,9 @@ type Scenario struct {
 	Line int
 
 	Target string
-	Vars   map[string]string
+	// FlyTarget is the target's fly_target ("": the target's name).
+	FlyTarget string
+	Vars      map[string]string
 	// Workers maps worker IDs to names and hosts (the target's workers:).
 	Workers concourse.WorkerNaming
 	// World is the simulator's initial state.

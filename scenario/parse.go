@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -22,6 +23,7 @@ import (
 type common struct {
 	Target    string                  `yaml:"target"`
 	Vars      map[string]string       `yaml:"vars"`
+	FlyTarget string                  `yaml:"fly_target"`
 	Workers   *concourse.WorkerNaming `yaml:"workers"`
 	World     yaml.Node               `yaml:"world"`
 	WorldFile string                  `yaml:"world_file"`
@@ -119,7 +121,7 @@ func (p *parser) scenario(f *fileRaw, sr *scenarioRaw, line int, inputLines []in
 	n := len(p.errs)
 	sc := &Scenario{
 		Name: strings.TrimSpace(sr.Name), Description: sr.Description, Runbook: sr.Runbook, Tags: sr.Tags,
-		File: p.file, Line: line, Target: sr.C.Target, Vars: sr.C.Vars, Groups: sr.C.Groups,
+		File: p.file, Line: line, Target: sr.C.Target, FlyTarget: cmp.Or(sr.C.FlyTarget, f.C.FlyTarget), Vars: sr.C.Vars, Groups: sr.C.Groups,
 		Tick: DefaultTick, Inputs: sr.Inputs, Expect: sr.Expect,
 	}
 	if sc.Name == "" {

@@ -165,7 +165,7 @@ func setup(ctx context.Context, sc *Scenario, o Options) (*env, func(), error) {
 		user, pass = world.Users[0].Name, world.Users[0].Password
 	}
 	cl, err := concourse.New(concourse.TargetConfig{Name: sc.Target, URL: sim.URL(), Username: user, Password: pass,
-		TSA: sim.TSAAddr(), Vars: sc.Vars, Workers: sc.Workers},
+		TSA: sim.TSAAddr(), Vars: sc.Vars, Workers: sc.Workers, FlyTarget: sc.FlyTarget},
 		concourse.WithClock(e.clock.Now),
 		concourse.WithRetry(concourse.RetryPolicy{Attempts: 2, BaseDelay: 5 * time.Millisecond, MaxDelay: 20 * time.Millisecond}),
 		concourse.WithPollInterval(10*time.Millisecond))
@@ -214,7 +214,7 @@ func setup(ctx context.Context, sc *Scenario, o Options) (*env, func(), error) {
 	e.store, e.dbPath, e.parent = db, filepath.Join(dir, "groundcrew.db"), ctx
 	e.engOpts = bot.Options{
 		Store: db, Chat: e.chat, Ops: reg, Library: lib, Platform: "scenario", Now: e.clock.Now,
-		Targets:   map[string]bot.TargetInfo{sc.Target: {Vars: sc.Vars}},
+		Targets:   map[string]bot.TargetInfo{sc.Target: {Vars: sc.Vars, FlyTarget: sc.FlyTarget}},
 		Approvals: bot.ApprovalConfig{Default: sc.Policy},
 	}
 	closers = append(closers, e.stop)

@@ -170,6 +170,9 @@ func httpClientFor(cfg TargetConfig) (*http.Client, error) {
 // Name returns the target name.
 func (c *Client) Name() string { return c.cfg.Name }
 
+// FlyTarget returns the target's name in fly's config (`fly -t`).
+func (c *Client) FlyTarget() string { return c.cfg.FlyTarget }
+
 // Team returns the target's default team.
 func (c *Client) Team() string { return c.cfg.Team }
 

@@ -15,6 +15,10 @@ type TargetConfig struct {
 	// Name identifies the target in errors and chat ("infra-prd").
 	// Defaults to the URL's host.
 	Name string `yaml:"name" json:"name"`
+	// FlyTarget is the target's name in people's fly config, used in the
+	// fly commands the client's texts show (`fly -t infra-stg.infra …`).
+	// Defaults to Name.
+	FlyTarget string `yaml:"fly_target" json:"fly_target,omitempty"`
 	// URL is the web node's external URL ("https://ci.infra-prd.example.com").
 	URL string `yaml:"url" json:"url"`
 	// Team is the default team for team-scoped calls. Defaults to "main".
@@ -92,6 +96,9 @@ func (c TargetConfig) withDefaults() (TargetConfig, *url.URL, error) {
 	}
 	if c.Team == "" {
 		c.Team = "main"
+	}
+	if c.FlyTarget == "" {
+		c.FlyTarget = c.Name
 	}
 	if c.TSA == "" {
 		c.TSA = net.JoinHostPort(u.Hostname(), "2222")

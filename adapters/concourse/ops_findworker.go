@@ -132,7 +132,7 @@ func (p *Provider) opFindWorker() opmodel.Op {
 					cl.Name(), inst, nonEmptyLine(typed, "the only "+strings.Join(states, " or ")+" one"), out.Name)
 			}
 			if out.HostUnknown {
-				out.Connect = unknownHostText(cl.Name(), out, acc.Jump, inst)
+				out.Connect = unknownHostText(cl.Name(), cl.FlyTarget(), out, acc.Jump, inst)
 			} else {
 				out.Connect = connectText(cl.Name(), out, nm.jump != nil)
 			}
@@ -230,7 +230,7 @@ func connectText(target string, f FoundWorker, jump bool) string {
 // (Access.Unknown): no ssh command to a host made up from its name, but
 // where to find the machine — the Garden address Concourse has for it, the
 // alert's instance, the platform's inventory.
-func unknownHostText(target string, f FoundWorker, jump, instance string) string {
+func unknownHostText(target, fly string, f FoundWorker, jump, instance string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "⚠️ The host of `%s` is unknown: its name does not follow target %s's worker naming (`targets.%s.workers.name`), "+
 		"so groundcrew shows no ssh command rather than one to a host that may not exist.\n", f.Name, target, target)
@@ -241,9 +241,9 @@ func unknownHostText(target string, f FoundWorker, jump, instance string) string
 	b.WriteString(":")
 	const forwarded = "the machine's own address, unless the worker registers through the TSA's forwarding (then it is the web node's)"
 	if f.Addr != "" {
-		fmt.Fprintf(&b, "\n• Concourse has its Garden address as `%s` (`fly -t %s workers --details` shows it too): %s;", f.Addr, target, forwarded)
+		fmt.Fprintf(&b, "\n• Concourse has its Garden address as `%s` (`fly -t '%s' workers --details` shows it too): %s;", f.Addr, fly, forwarded)
 	} else {
-		fmt.Fprintf(&b, "\n• `fly -t %s workers --details` shows its Garden address once it is registered: %s;", target, forwarded)
+		fmt.Fprintf(&b, "\n• `fly -t '%s' workers --details` shows its Garden address once it is registered: %s;", fly, forwarded)
 	}
 	if instance != "" {
 		fmt.Fprintf(&b, "\n• the alert is about `%s`: Prometheus reaches the machine at that address;", instance)

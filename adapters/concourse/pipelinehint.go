@@ -22,7 +22,7 @@ func pipelineNotFound(ctx context.Context, cl *Client, team, name string, err er
 	if hint := pipelineHint(ctx, cl, team, name); hint != "" {
 		msg += "; " + hint
 	}
-	return &pipelineNotFoundError{msg: msg + " (`fly pipelines -a` lists every pipeline)"}
+	return &pipelineNotFoundError{msg: msg + fmt.Sprintf(" (`fly -t '%s' pipelines -a` lists every pipeline)", cl.FlyTarget())}
 }
 
 // pipelineNotFoundError is a pipeline lookup that found nothing; it

@@ -87,7 +87,7 @@ func TestOpPipelinesPauseUnpause(t *testing.T) {
 	assert.Equal(t, true, decoded(t, res)["was_paused"])
 
 	_, err = e.op(t, "concourse.pause_pipeline").Plan(context.Background(), opmodel.Call{Target: "infra-prd", Args: opmodel.Args{"pipeline": "nope"}})
-	assert.EqualError(t, err, "infra-prd: pipeline `main/nope` not found (`fly pipelines -a` lists every pipeline)")
+	assert.EqualError(t, err, "infra-prd: pipeline `main/nope` not found (`fly -t 'infra-prd' pipelines -a` lists every pipeline)")
 	assert.ErrorIs(t, err, ErrNotFound)
 
 	// the name in another team, a prefix, a typo: the error names the pipeline meant

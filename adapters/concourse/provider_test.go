@@ -170,7 +170,7 @@ func TestOpFindWorker_UnknownHost(t *testing.T) {
 	assert.Equal(t, "⚠️ The host of `worker-7` is unknown: its name does not follow target infra-prd's worker naming (`targets.infra-prd.workers.name`), "+
 		"so groundcrew shows no ssh command rather than one to a host that may not exist.\n"+
 		"Find the machine, then open a shell on it (through the jump host: `ssh -t \"cloud@bst.infra-prd.caascad.com\"`):\n"+
-		"• Concourse has its Garden address as `"+f.Addr+"` (`fly -t infra-prd workers --details` shows it too): "+
+		"• Concourse has its Garden address as `"+f.Addr+"` (`fly -t 'infra-prd' workers --details` shows it too): "+
 		"the machine's own address, unless the worker registers through the TSA's forwarding (then it is the web node's);\n"+
 		"• the alert is about `worker-7:9100`: Prometheus reaches the machine at that address;\n"+
 		"• or your platform's inventory (cloud console, Terraform state, CMDB).", f.Connect)
@@ -182,8 +182,16 @@ func TestOpFindWorker_UnknownHost(t *testing.T) {
 	require.NoError(t, err)
 	f = res.Data.(FoundWorker)
 	assert.True(t, f.HostUnknown)
-	assert.Contains(t, f.Connect, "• `fly -t infra-prd workers --details` shows its Garden address once it is registered")
+	assert.Contains(t, f.Connect, "• `fly -t 'infra-prd' workers --details` shows its Garden address once it is registered")
 	assert.NotContains(t, f.Connect, "the alert is about")
+	assert.Equal(t, "infra-prd", e.c.FlyTarget(), "fly_target defaults to the target's name")
+
+	// A target whose name in fly's config differs: the command names that.
+	e.c.cfg.FlyTarget = "infra-prd.infra"
+	res, err = e.do(t, "concourse.find_worker", opmodel.Args{"worker": "worker-8"})
+	require.NoError(t, err)
+	assert.Contains(t, res.Data.(FoundWorker).Connect, "• `fly -t 'infra-prd.infra' workers --details` shows its Garden address")
+	e.c.cfg.FlyTarget = "infra-prd"
 
 	res, err = e.do(t, "concourse.find_worker", opmodel.Args{"worker": "7"})
 	require.NoError(t, err)

@@ -123,7 +123,7 @@ func TestAlertNeverSendsARunToAnotherMachine(t *testing.T) {
 		out, _ := alertWorkerAppWith(t, "worker-disk-full", route, "/as bob", "/alert worker-7:9100", "/press 1 incident_run")
 		assert.Contains(t, out, "Suggested: `/runbook run worker-disk-full target=infra-prd worker=worker-7`", out)
 		assert.Contains(t, out, "⚠️ The host of `worker-7` is unknown: its name does not follow target infra-prd's worker naming", out)
-		assert.Contains(t, out, "• Concourse has its Garden address as `10.0.4.10:7777` (`fly -t infra-prd workers --details` shows it too)")
+		assert.Contains(t, out, "• Concourse has its Garden address as `10.0.4.10:7777` (`fly -t 'infra-prd' workers --details` shows it too)")
 		assert.Contains(t, out, "• the alert is about `worker-7:9100`: Prometheus reaches the machine at that address;")
 		assert.Contains(t, out, "df -h /opt/concourse/worker/{,volumes}", "the step itself is unchanged")
 		assert.NotContains(t, out, "worker-7.infra-prd.caascad.com")

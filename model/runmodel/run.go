@@ -55,12 +55,15 @@ func (s StepStatus) Done() bool {
 // Run is one execution of a runbook. It is stored whole, as JSON, and
 // changed only inside Store.UpdateRun.
 type Run struct {
-	ID           string                 `json:"id"`
-	Runbook      string                 `json:"runbook"`
-	Title        string                 `json:"title"`
-	Target       string                 `json:"target"`
-	Params       map[string]string      `json:"params"`
-	Vars         map[string]string      `json:"vars,omitempty"`
+	ID      string            `json:"id"`
+	Runbook string            `json:"runbook"`
+	Title   string            `json:"title"`
+	Target  string            `json:"target"`
+	Params  map[string]string `json:"params"`
+	Vars    map[string]string `json:"vars,omitempty"`
+	// FlyTarget is the target's name in fly's config (templates'
+	// .fly_target); "" in runs stored before it existed: the target's name.
+	FlyTarget    string                 `json:"fly_target,omitempty"`
 	Requester    chatmodel.User         `json:"requester"`
 	Conversation chatmodel.Conversation `json:"conversation"`
 	// Root is the run's root message, kept up to date with the status.
