@@ -219,6 +219,16 @@ func (h *haEnv) waitRun(what string, within time.Duration, ok func(*bot.Run) boo
 	return nil
 }
 
+// approveOnce has carol approve the run on r, waits for it to end, and
+// checks it succeeded with the worker pruned exactly once.
+func (h *haEnv) approveOnce(t *testing.T, r *replica, runID string) {
+	t.Helper()
+	r.say(t, "/as carol", "/runbook approve "+runID)
+	done := h.waitRun("finished", 30*time.Second, ended)
+	assert.Equal(t, bot.RunSucceeded, done.State, done.Error)
+	assert.Equal(t, 1, h.prunes(), "the prune is made exactly once")
+}
+
 func (h *haEnv) prunes() int {
 	n := 0
 	for _, c := range h.sim.Calls() {
@@ -257,10 +267,7 @@ func TestFailover_KillLeaderAtGate(t *testing.T) {
 	require.True(t, atGate(got), "the gate is still open after failover (state %s)", got.State)
 	assert.Zero(t, h.prunes())
 
-	b.say(t, "/as carol", "/runbook approve "+run.ID)
-	done := h.waitRun("finished", 30*time.Second, ended)
-	assert.Equal(t, bot.RunSucceeded, done.State, done.Error)
-	assert.Equal(t, 1, h.prunes(), "the prune is made exactly once")
+	h.approveOnce(t, b, run.ID)
 }
 
 func TestFailover_KillLeaderRightAfterApproval(t *testing.T) {
@@ -425,10 +432,7 @@ func TestFailover_PostgreSQLRestart(t *testing.T) {
 		default:
 		}
 	}
-	leader.say(t, "/as carol", "/runbook approve "+run.ID)
-	done := h.waitRun("finished", 30*time.Second, ended)
-	assert.Equal(t, bot.RunSucceeded, done.State, done.Error)
-	assert.Equal(t, 1, h.prunes())
+	h.approveOnce(t, leader, run.ID)
 }
 
 // TestFailover_SeededSoak starts runs that abort one pending build each
@@ -555,10 +559,7 @@ func TestFailover_StandbyConsoleRunsNothing(t *testing.T) {
 	require.True(t, atGate(got), "the approval typed on the standby was not run (state %s)", got.State)
 	assert.Zero(t, h.prunes())
 
-	b.say(t, "/as carol", "/runbook approve "+run.ID)
-	done := h.waitRun("finished", 30*time.Second, ended)
-	assert.Equal(t, bot.RunSucceeded, done.State, done.Error)
-	assert.Equal(t, 1, h.prunes())
+	h.approveOnce(t, b, run.ID)
 }
 
 // holder is the replica's holder name, from its /readyz.
