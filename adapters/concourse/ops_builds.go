@@ -261,6 +261,10 @@ func (p *Provider) opAbortBuilds() opmodel.Op {
 					return nil
 				})
 			}
+			if errors.Is(err, ErrNotFound) && q.filter.Team != "" && c.Args.String("pipeline") != "" {
+				// A plain name in a team is listed by its own endpoint: 404.
+				err = pipelineNotFound(ctx, cl, q.filter.Team, c.Args.String("pipeline"), err)
+			}
 			if err != nil {
 				return opmodel.Plan{}, err
 			}
@@ -276,6 +280,11 @@ func (p *Provider) opAbortBuilds() opmodel.Op {
 				})
 			}
 			plan.Summary = "no pending or started build matches"
+			if len(builds) == 0 && len(c.Args.Strings("ids")) == 0 {
+				if none := noPipelineMatches(ctx, cl, q, c.Args.String("pipeline")); none != "" {
+					plan.Summary = none // a typo, not a quiet pipeline
+				}
+			}
 			if len(builds) > 0 {
 				where := plural(len(g), "pipeline")
 				if len(g) == 1 {

@@ -68,3 +68,30 @@ func pipelineHint(ctx context.Context, cl *Client, team, name string) string {
 	}
 	return ""
 }
+
+// noPipelineMatches says that no pipeline of the target matches a build
+// filter's pipeline (a name or an anchored regexp), with the pipeline
+// probably meant and how to list them; "" when one matches, when the
+// filter names no pipeline, or when the listing fails.
+func noPipelineMatches(ctx context.Context, cl *Client, q buildQuery, name string) string {
+	if q.pipeline == nil || name == "" {
+		return ""
+	}
+	ps, err := cl.Pipelines(ctx, AllTeams)
+	if err != nil {
+		return ""
+	}
+	for _, p := range ps {
+		if (q.filter.Team == "" || p.TeamName == q.filter.Team) && matchRe(q.pipeline, p.Name) {
+			return ""
+		}
+	}
+	msg := fmt.Sprintf("no pipeline matches `%s`", name)
+	if q.filter.Team != "" {
+		msg += " in team `" + q.filter.Team + "`"
+	}
+	if hint := pipelineHint(ctx, cl, cl.team(q.filter.Team), name); hint != "" {
+		msg += "; " + hint
+	}
+	return msg + fmt.Sprintf(" (`fly -t '%s' pipelines -a` lists every pipeline)", cl.FlyTarget())
+}

@@ -359,6 +359,18 @@ func TestOpAbortBuilds_ByFilter(t *testing.T) {
 	assert.Equal(t, 30, e.srv.CountBuilds("caascad-alert-prepare")["aborted"])
 	assert.Equal(t, 2, e.srv.CountBuilds("other")["pending"], "other pipelines untouched")
 
+	// A pipeline that does not exist is not a quiet one: the plan says so,
+	// with the name meant; one that matches with nothing pending is quiet.
+	pl = e.plan(t, "concourse.abort_builds", opmodel.Args{"pipeline": "caascad-alert-prepar"})
+	assert.Empty(t, pl.Items)
+	assert.Equal(t, "no pipeline matches `caascad-alert-prepar`; did you mean `deploy/caascad-alert-prepare`? (`fly -t 'infra-prd' pipelines -a` lists every pipeline)", pl.Summary)
+	_, err = e.op(t, "concourse.abort_builds").Plan(context.Background(), opmodel.Call{Target: "infra-prd", Args: opmodel.Args{"pipeline": "other", "team": "deploy"}})
+	assert.EqualError(t, err, "infra-prd: pipeline `deploy/other` not found; it is in team `main`: run again with `team=main` (`fly -t 'infra-prd' pipelines -a` lists every pipeline)")
+	pl = e.plan(t, "concourse.abort_builds", opmodel.Args{"pipeline": "oth.*", "team": "deploy"})
+	assert.Equal(t, "no pipeline matches `oth.*` in team `deploy` (`fly -t 'infra-prd' pipelines -a` lists every pipeline)", pl.Summary)
+	pl = e.plan(t, "concourse.abort_builds", opmodel.Args{"pipeline": "caascad-alert-.*"})
+	assert.Equal(t, "no pending or started build matches", pl.Summary, "the pipeline exists; its builds were aborted")
+
 	_, err = e.op(t, "concourse.abort_builds").Plan(context.Background(), opmodel.Call{Target: "infra-prd"})
 	assert.ErrorContains(t, err, "refusing to abort every build")
 	_, err = e.op(t, "concourse.abort_builds").Plan(context.Background(), opmodel.Call{Target: "infra-prd", Args: opmodel.Args{"pipeline": "x", "status": "failed"}})
