@@ -251,25 +251,6 @@ func TestDurable_OutboxKeptWhenStoreRefusesIt(t *testing.T) {
 	assert.NotEmpty(t, h.onlyRun().Root.ID, "the post kept in memory was delivered:\n%s", h.chat.Transcript())
 }
 
-// watchingChat records the messages the engine asks it to watch again.
-type watchingChat struct {
-	*bottest.Chat
-	mu      sync.Mutex
-	watched []bot.MessageRef
-}
-
-func (w *watchingChat) WatchReactions(ref bot.MessageRef) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.watched = append(w.watched, ref)
-}
-
-func (w *watchingChat) Watched() []bot.MessageRef {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]bot.MessageRef(nil), w.watched...)
-}
-
 // TestDurable_RunWaitsForTheStoreToResume: a store briefly away as the
 // process starts (PostgreSQL restarting under a new leader) delays
 // resuming the runs; Engine.Run does not end with the error (which ended
@@ -281,7 +262,7 @@ func TestDurable_RunWaitsForTheStoreToResume(t *testing.T) {
 	h.stop()
 
 	var fs *flakyStore
-	wc := &watchingChat{Chat: h.chat}
+	wc := &bottest.WatchingChat{Chat: h.chat}
 	h.noResume = true
 	h.opts = func(o *bot.Options) {
 		fs = newFlaky(o.Store.(*store.DB), map[string]int{"list_active": 2})

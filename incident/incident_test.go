@@ -646,17 +646,10 @@ func TestThreadNotesMergeWithRunsAndMessages(t *testing.T) {
 
 type countingSilencer = silencer
 
-type watchingChat struct {
-	*bottest.Chat
-	watched []chatmodel.MessageRef
-}
-
-func (w *watchingChat) WatchReactions(ref chatmodel.MessageRef) { w.watched = append(w.watched, ref) }
-
 func TestRedeliveredPressIsDroppedAndOpenIncidentsAreRewatched(t *testing.T) {
 	f := newFixture(t)
 	sil := &countingSilencer{}
-	wc := &watchingChat{Chat: f.chat}
+	wc := &bottest.WatchingChat{Chat: f.chat}
 	m, err := incident.New(incident.Options{Store: f.db, Chat: wc, Silencer: sil, Dedupe: f.db, Platform: "slack", Now: f.clock.Now})
 	require.NoError(t, err)
 	h := &incident.Handler{M: m, Next: f.next}
@@ -671,7 +664,7 @@ func TestRedeliveredPressIsDroppedAndOpenIncidentsAreRewatched(t *testing.T) {
 	assert.Equal(t, 1, sil.n, "one silence for one press, however often it is delivered")
 
 	require.NoError(t, m.Rewatch(ctx))
-	assert.Equal(t, []chatmodel.MessageRef{in.Root}, wc.watched)
+	assert.Equal(t, []chatmodel.MessageRef{in.Root}, wc.Watched())
 }
 
 // TestListShowsWhatNeedsAPersonFirst: with 25 open and the 9 oldest

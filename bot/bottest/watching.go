@@ -1,0 +1,29 @@
+package bottest
+
+import (
+	"sync"
+
+	"github.com/groundcrew/groundcrew/bot"
+)
+
+// WatchingChat is Chat that also implements chatmodel.ReactionWatcher: it
+// records the messages it is asked to watch again after a restart.
+type WatchingChat struct {
+	*Chat
+	mu      sync.Mutex
+	watched []bot.MessageRef
+}
+
+// WatchReactions implements chatmodel.ReactionWatcher.
+func (w *WatchingChat) WatchReactions(ref bot.MessageRef) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.watched = append(w.watched, ref)
+}
+
+// Watched returns the messages asked for so far, in order.
+func (w *WatchingChat) Watched() []bot.MessageRef {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]bot.MessageRef(nil), w.watched...)
+}
