@@ -8,23 +8,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/groundcrew/groundcrew/bot/policy"
 	"github.com/groundcrew/groundcrew/model/chatmodel"
-)
-
-// The approval policy lives in package policy; these names keep the
-// engine's API (Options.Approvals, Gate.Policy) readable.
-type (
-	// Duration is a time.Duration that reads and writes as "30m".
-	Duration = policy.Duration
-	// Policy says who may approve a gate and who may start runs.
-	Policy = policy.Policy
-	// ApprovalConfig is the configured policy: default, targets, runbooks, operations.
-	ApprovalConfig = policy.Config
+	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/policy"
 )
 
 // ballots returns the gate's counted votes as Decide sees them.
-func ballots(g *Gate) []policy.Ballot {
+func ballots(g *runmodel.Gate) []policy.Ballot {
 	out := make([]policy.Ballot, 0, len(g.Votes))
 	for _, v := range g.Votes {
 		out = append(out, policy.Ballot{Approve: v.Approve, BreakGlass: v.BreakGlass, Groups: v.Groups})
@@ -33,12 +23,12 @@ func ballots(g *Gate) []policy.Ballot {
 }
 
 // Decide returns the gate's decision from its counted votes at time now.
-func Decide(g *Gate, now time.Time) GateDecision {
+func Decide(g *runmodel.Gate, now time.Time) runmodel.GateDecision {
 	return policy.Decide(g.Policy, ballots(g), g.ExpiresAt, now)
 }
 
 // Missing says what a pending gate still needs ("1 more approval, one from @dba").
-func Missing(g *Gate) string { return policy.Missing(g.Policy, ballots(g)) }
+func Missing(g *runmodel.Gate) string { return policy.Missing(g.Policy, ballots(g)) }
 
 func plural(n int) string {
 	if n == 1 {
@@ -56,8 +46,8 @@ const staleGroupLimit = 24 * time.Hour
 // names are ids), group members through its GroupResolver; both cached.
 type directory struct {
 	log     *slog.Logger
-	users   IdentityResolver
-	groups  GroupResolver
+	users   chatmodel.IdentityResolver
+	groups  chatmodel.GroupResolver
 	ttl     time.Duration
 	now     func() time.Time
 	mu      sync.Mutex
@@ -92,8 +82,8 @@ func (d *directory) UserID(ctx context.Context, entry string) (string, error) {
 	}
 	u, err := d.users.ResolveUser(ctx, name)
 	switch {
-	case errors.Is(err, ErrNotFound):
-		u = User{}
+	case errors.Is(err, chatmodel.ErrNotFound):
+		u = chatmodel.User{}
 	case err != nil:
 		return "", err
 	}
@@ -119,7 +109,7 @@ func (d *directory) Member(ctx context.Context, group, userID string) (bool, err
 	if !ok || fresh || d.now().Sub(ent.at) > d.ttl {
 		ids, err := d.groups.GroupMembers(ctx, group)
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, chatmodel.ErrNotFound):
 			ids = nil // a group that does not exist has no members
 		case err != nil:
 			// The one group cache: when the platform cannot be asked, a
@@ -148,7 +138,7 @@ func (d *directory) Member(ctx context.Context, group, userID string) (bool, err
 // resolveNames looks up every user named in the policy and the runbooks'
 // approvals once at start (filling the directory's cache), and logs the
 // names the platform does not know: they approve nothing.
-func (d *directory) resolveNames(ctx context.Context, approvals ApprovalConfig, lib Library) {
+func (d *directory) resolveNames(ctx context.Context, approvals policy.Config, lib Library) {
 	if d.users == nil {
 		return
 	}
@@ -168,7 +158,7 @@ func (d *directory) resolveNames(ctx context.Context, approvals ApprovalConfig, 
 			}
 		}
 	}
-	pols := map[string]Policy{"approvals.default": approvals.Default}
+	pols := map[string]runmodel.Policy{"approvals.default": approvals.Default}
 	for n, p := range approvals.Targets {
 		pols["approvals.targets."+n] = p
 	}

@@ -13,8 +13,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/store"
 	"github.com/groundcrew/groundcrew/store/pgstore"
 	"github.com/groundcrew/groundcrew/store/pgstore/pgtest"
@@ -141,15 +142,15 @@ func BenchmarkPG100k_Tick(b *testing.B) {
 func BenchmarkPG100k_UpdateRun(b *testing.B) {
 	db := pgBenchSetup(b)
 	ctx := context.Background()
-	active, err := db.ListRuns(ctx, bot.RunQuery{Active: true, Limit: 1})
+	active, err := db.ListRuns(ctx, runmodel.RunQuery{Active: true, Limit: 1})
 	if err != nil || len(active) != 1 {
 		b.Fatalf("active run: %v", err)
 	}
 	id := active[0].ID
 	for b.Loop() {
-		if _, err := db.UpdateRun(ctx, id, func(r *bot.Run, batch *bot.Batch) error {
+		if _, err := db.UpdateRun(ctx, id, func(r *runmodel.Run, batch *runmodel.Batch) error {
 			r.UpdatedAt = time.Now()
-			batch.Note(bot.JournalEntry{Type: bot.JStepStarted, Step: "bench"})
+			batch.Note(runmodel.JournalEntry{Type: runmodel.JStepStarted, Step: "bench"})
 			return nil
 		}); err != nil {
 			b.Fatal(err)
@@ -180,9 +181,9 @@ func BenchmarkPG100k_CreateRun(b *testing.B) {
 		i++
 		r := *tmpl
 		r.ID = fmt.Sprintf("%s%d", prefix, i)
-		batch := &bot.Batch{Journal: append([]bot.JournalEntry(nil), journal...), Audit: append([]bot.AuditEntry(nil), audit...)}
+		batch := &runmodel.Batch{Journal: append([]runmodel.JournalEntry(nil), journal...), Audit: append([]runmodel.AuditEntry(nil), audit...)}
 		for j, st := range r.Steps {
-			batch.Messages = append(batch.Messages, bot.MessageIndex{Ref: bot.MessageRef{Platform: "test", Channel: "C1", ID: fmt.Sprintf("%s-%d", r.ID, j)}, RunID: r.ID, Step: st.ID, Role: "step"})
+			batch.Messages = append(batch.Messages, runmodel.MessageIndex{Ref: chatmodel.MessageRef{Platform: "test", Channel: "C1", ID: fmt.Sprintf("%s-%d", r.ID, j)}, RunID: r.ID, Step: st.ID, Role: "step"})
 		}
 		if err := db.CreateRun(ctx, &r, batch); err != nil {
 			b.Fatal(err)
@@ -194,7 +195,7 @@ func BenchmarkPG100k_CreateRun(b *testing.B) {
 func BenchmarkPG100k_Active(b *testing.B) {
 	db := pgBenchSetup(b)
 	for b.Loop() {
-		runs, err := db.ListRuns(context.Background(), bot.RunQuery{Active: true})
+		runs, err := db.ListRuns(context.Background(), runmodel.RunQuery{Active: true})
 		if err != nil || len(runs) < 10 {
 			b.Fatalf("%d active runs, %v", len(runs), err)
 		}
@@ -205,7 +206,7 @@ func BenchmarkPG100k_Active(b *testing.B) {
 func BenchmarkPG100k_RunsList(b *testing.B) {
 	db := pgBenchSetup(b)
 	for b.Loop() {
-		runs, err := db.ListRuns(context.Background(), bot.RunQuery{Limit: 50})
+		runs, err := db.ListRuns(context.Background(), runmodel.RunQuery{Limit: 50})
 		if err != nil || len(runs) != 50 {
 			b.Fatalf("%d runs, %v", len(runs), err)
 		}
@@ -216,7 +217,7 @@ func BenchmarkPG100k_RunsList(b *testing.B) {
 func BenchmarkPG100k_ThreadRuns(b *testing.B) {
 	db := pgBenchSetup(b)
 	for b.Loop() {
-		runs, err := db.ListRuns(context.Background(), bot.RunQuery{Thread: "b5-root"})
+		runs, err := db.ListRuns(context.Background(), runmodel.RunQuery{Thread: "b5-root"})
 		if err != nil || len(runs) != 1 {
 			b.Fatalf("%d runs, %v", len(runs), err)
 		}

@@ -17,6 +17,9 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/core"
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/store"
 )
@@ -46,14 +49,14 @@ var (
 	bench     benchStore
 )
 
-func benchEngine(db bot.Store, clock *bottest.Clock) (*bot.Engine, *bottest.Chat, error) {
+func benchEngine(db runmodel.Store, clock *bottest.Clock) (*bot.Engine, *bottest.Chat, error) {
 	eng, chat, _, err := benchEngineWorld(db, clock)
 	return eng, chat, err
 }
 
-func benchEngineWorld(db bot.Store, clock *bottest.Clock) (*bot.Engine, *bottest.Chat, *bottest.World, error) {
+func benchEngineWorld(db runmodel.Store, clock *bottest.Clock) (*bot.Engine, *bottest.Chat, *bottest.World, error) {
 	world := stalledWorld()
-	reg, err := bot.NewRegistry(core.Provider{}, world)
+	reg, err := opmodel.NewRegistry(core.Provider{}, world)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -121,8 +124,8 @@ func fillBenchStore(path string, n int, now *time.Time) error {
 	if err != nil {
 		return err
 	}
-	do := func(u bot.User, text string) error {
-		if err := eng.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: u, Conversation: chan1, Text: text}); err != nil {
+	do := func(u chatmodel.User, text string) error {
+		if err := eng.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: u, Conversation: chan1, Text: text}); err != nil {
 			return err
 		}
 		return eng.WaitIdle(ctx)
@@ -131,7 +134,7 @@ func fillBenchStore(path string, n int, now *time.Time) error {
 	if err := do(alice, "run prune target=infra-prd worker=w-0"); err != nil {
 		return err
 	}
-	runs, err := db.ListRuns(ctx, bot.RunQuery{})
+	runs, err := db.ListRuns(ctx, runmodel.RunQuery{})
 	if err != nil || len(runs) != 1 {
 		return fmt.Errorf("template run: %v (%d runs)", err, len(runs))
 	}
@@ -143,7 +146,7 @@ func fillBenchStore(path string, n int, now *time.Time) error {
 		return err
 	}
 	tmpl, err := db.GetRun(ctx, id)
-	if err != nil || tmpl.State != bot.RunSucceeded {
+	if err != nil || tmpl.State != runmodel.RunSucceeded {
 		return fmt.Errorf("template run did not finish: %v\n%s", err, chat.Transcript())
 	}
 	journal, err := db.Journal(ctx, id)
@@ -162,14 +165,14 @@ func fillBenchStore(path string, n int, now *time.Time) error {
 		// runs finished 0–69 days ago (one a minute), as retention sees them.
 		r.UpdatedAt = r.CreatedAt.Add(tmpl.UpdatedAt.Sub(tmpl.CreatedAt))
 		r.FinishedAt = r.CreatedAt.Add(tmpl.FinishedAt.Sub(tmpl.CreatedAt))
-		r.Root = bot.MessageRef{Platform: "test", Channel: "C1", ID: fmt.Sprintf("b%d-root", i)}
-		b := &bot.Batch{Journal: append([]bot.JournalEntry(nil), journal...)}
+		r.Root = chatmodel.MessageRef{Platform: "test", Channel: "C1", ID: fmt.Sprintf("b%d-root", i)}
+		b := &runmodel.Batch{Journal: append([]runmodel.JournalEntry(nil), journal...)}
 		for _, a := range audit {
 			a.RunID = r.ID
 			b.Audit = append(b.Audit, a)
 		}
 		for j, st := range r.Steps {
-			b.Messages = append(b.Messages, bot.MessageIndex{Ref: bot.MessageRef{Platform: "test", Channel: "C1", ID: fmt.Sprintf("b%d-%d", i, j)}, RunID: r.ID, Step: st.ID, Role: "step"})
+			b.Messages = append(b.Messages, runmodel.MessageIndex{Ref: chatmodel.MessageRef{Platform: "test", Channel: "C1", ID: fmt.Sprintf("b%d-%d", i, j)}, RunID: r.ID, Step: st.ID, Role: "step"})
 		}
 		if err := db.CreateRun(ctx, &r, b); err != nil {
 			return err
@@ -183,7 +186,7 @@ func fillBenchStore(path string, n int, now *time.Time) error {
 			return err
 		}
 		if i%2 == 1 {
-			active, err := db.ListRuns(ctx, bot.RunQuery{Active: true, Limit: 1})
+			active, err := db.ListRuns(ctx, runmodel.RunQuery{Active: true, Limit: 1})
 			if err != nil || len(active) != 1 {
 				return fmt.Errorf("active run: %v", err)
 			}
@@ -192,13 +195,13 @@ func fillBenchStore(path string, n int, now *time.Time) error {
 			}
 		}
 	}
-	active, err := db.ListRuns(ctx, bot.RunQuery{Active: true})
+	active, err := db.ListRuns(ctx, runmodel.RunQuery{Active: true})
 	if err != nil {
 		return err
 	}
 	gates := 0
 	for _, r := range active {
-		if r.State == bot.RunAwaitingApproval {
+		if r.State == runmodel.RunAwaitingApproval {
 			gates++
 		}
 	}
@@ -251,7 +254,7 @@ func BenchmarkStore100k_ListAll(b *testing.B) {
 	}
 	defer db.Close()
 	for b.Loop() {
-		if _, err := db.ListRuns(context.Background(), bot.RunQuery{}); err != nil {
+		if _, err := db.ListRuns(context.Background(), runmodel.RunQuery{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -278,7 +281,7 @@ func BenchmarkStore100k_Restart(b *testing.B) {
 		if err := eng.WaitIdle(ctx); err != nil {
 			return err
 		}
-		active, err := db.ListRuns(ctx, bot.RunQuery{Active: true})
+		active, err := db.ListRuns(ctx, runmodel.RunQuery{Active: true})
 		if err != nil || len(active) != 10 {
 			return fmt.Errorf("%d active runs resumed (%v)", len(active), err)
 		}
@@ -305,7 +308,7 @@ func BenchmarkStore100k_Status(b *testing.B) {
 	}
 	ctx := context.Background()
 	for b.Loop() {
-		if err := eng.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: alice, Conversation: chan1, Text: "status"}); err != nil {
+		if err := eng.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: alice, Conversation: chan1, Text: "status"}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -333,7 +336,7 @@ func BenchmarkStore100k_ThreadRuns(b *testing.B) {
 	}
 	defer db.Close()
 	for b.Loop() {
-		runs, err := db.ListRuns(context.Background(), bot.RunQuery{Thread: "b5-root"})
+		runs, err := db.ListRuns(context.Background(), runmodel.RunQuery{Thread: "b5-root"})
 		if err != nil || len(runs) != 1 {
 			b.Fatalf("%d runs, %v", len(runs), err)
 		}
@@ -383,10 +386,10 @@ func copyFile(b *testing.B, src, dst string) {
 
 // votes updates an active run every 10 ms (far more often than people
 // vote), until stop is closed, and returns how long each write waited.
-func votes(b *testing.B, db bot.Store, stop <-chan struct{}) <-chan []time.Duration {
+func votes(b *testing.B, db runmodel.Store, stop <-chan struct{}) <-chan []time.Duration {
 	b.Helper()
 	ctx := context.Background()
-	active, err := db.ListRuns(ctx, bot.RunQuery{Active: true, Limit: 1})
+	active, err := db.ListRuns(ctx, runmodel.RunQuery{Active: true, Limit: 1})
 	if err != nil || len(active) != 1 {
 		b.Fatalf("no active run: %v", err)
 	}
@@ -404,7 +407,10 @@ func votes(b *testing.B, db bot.Store, stop <-chan struct{}) <-chan []time.Durat
 			case <-t.C:
 			}
 			start := time.Now()
-			if _, err := db.UpdateRun(ctx, id, func(r *bot.Run, _ *bot.Batch) error { r.UpdatedAt = r.UpdatedAt.Add(time.Nanosecond); return nil }); err != nil {
+			if _, err := db.UpdateRun(ctx, id, func(r *runmodel.Run, _ *runmodel.Batch) error {
+				r.UpdatedAt = r.UpdatedAt.Add(time.Nanosecond)
+				return nil
+			}); err != nil {
 				b.Error(err)
 			}
 			waits = append(waits, time.Since(start))
@@ -414,7 +420,7 @@ func votes(b *testing.B, db bot.Store, stop <-chan struct{}) <-chan []time.Durat
 }
 
 // votesFor is votes for d, with nothing else going on.
-func votesFor(b *testing.B, db bot.Store, d time.Duration) []time.Duration {
+func votesFor(b *testing.B, db runmodel.Store, d time.Duration) []time.Duration {
 	stop := make(chan struct{})
 	waits := votes(b, db, stop)
 	time.Sleep(d)
@@ -550,7 +556,7 @@ func BenchmarkStore100k_ListRecent(b *testing.B) {
 	}
 	defer db.Close()
 	for b.Loop() {
-		rs, err := db.ListRuns(context.Background(), bot.RunQuery{Limit: 51})
+		rs, err := db.ListRuns(context.Background(), runmodel.RunQuery{Limit: 51})
 		if err != nil || len(rs) != 51 {
 			b.Fatalf("%d runs, %v", len(rs), err)
 		}
@@ -569,7 +575,7 @@ func BenchmarkStore100k_ListAllPaged(b *testing.B) {
 	ctx := context.Background()
 	for b.Loop() {
 		n := 0
-		q := bot.RunQuery{Limit: 200}
+		q := runmodel.RunQuery{Limit: 200}
 		for {
 			rs, err := db.ListRuns(ctx, q)
 			if err != nil {
@@ -580,7 +586,7 @@ func BenchmarkStore100k_ListAllPaged(b *testing.B) {
 				break
 			}
 			last := rs[len(rs)-1]
-			q.After = bot.RunCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+			q.After = runmodel.RunCursor{CreatedAt: last.CreatedAt, ID: last.ID}
 		}
 		if n != bench.runs+10 {
 			b.Fatalf("%d runs listed", n)

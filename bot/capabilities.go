@@ -1,5 +1,10 @@
 package bot
 
+import (
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
+)
+
 // Capabilities are the optional parts of the store and of the chat adapter
 // the engine uses beyond the Store and Chat ports. They are named in the
 // wiring, from the store and the adapter before anything wraps them: the
@@ -10,39 +15,39 @@ package bot
 type Capabilities struct {
 	// Housekeeper forgets old dedupe entries and finished runs past the
 	// retention (Options.HousekeepEvery). Nil: nothing is ever forgotten.
-	Housekeeper Housekeeper
+	Housekeeper runmodel.Housekeeper
 	// Reactions names the reaction of each intent in the hints people
 	// read. Nil: hints name typed commands only.
-	Reactions ReactionHints
+	Reactions chatmodel.ReactionHints
 	// PostChecker refuses a run in a channel the bot cannot post in.
-	PostChecker PostChecker
+	PostChecker chatmodel.PostChecker
 	// Groups expands approver groups of the policy into user ids.
-	Groups GroupResolver
+	Groups chatmodel.GroupResolver
 	// Identities resolves the user names written in policies and runbooks.
-	Identities IdentityResolver
+	Identities chatmodel.IdentityResolver
 	// Rewatch re-reads the reactions on open gates and manual steps after
 	// a restart (platforms whose reactions are not pushed again).
-	Rewatch ReactionWatcher
+	Rewatch chatmodel.ReactionWatcher
 	// Threads reads a thread back for /runbook summary.
-	Threads ThreadReader
+	Threads chatmodel.ThreadReader
 	// Forms asks for the missing parameters of `/runbook run` with a
 	// form. Nil: the command is refused with what is missing.
-	Forms FormOpener
+	Forms chatmodel.FormOpener
 }
 
 // CapabilitiesOf returns what store and chat can do beyond the ports. Call
 // it with the store and the adapter themselves, not with a wrapper: a
 // wrapper implements only the ports.
-func CapabilitiesOf(store Store, chat Chat) Capabilities {
+func CapabilitiesOf(store runmodel.Store, chat chatmodel.Chat) Capabilities {
 	var c Capabilities
-	c.Housekeeper, _ = store.(Housekeeper)
-	c.Reactions, _ = chat.(ReactionHints)
-	c.PostChecker, _ = chat.(PostChecker)
-	c.Groups, _ = chat.(GroupResolver)
-	c.Identities, _ = chat.(IdentityResolver)
-	c.Rewatch, _ = chat.(ReactionWatcher)
-	c.Threads, _ = chat.(ThreadReader)
-	c.Forms, _ = chat.(FormOpener)
+	c.Housekeeper, _ = store.(runmodel.Housekeeper)
+	c.Reactions, _ = chat.(chatmodel.ReactionHints)
+	c.PostChecker, _ = chat.(chatmodel.PostChecker)
+	c.Groups, _ = chat.(chatmodel.GroupResolver)
+	c.Identities, _ = chat.(chatmodel.IdentityResolver)
+	c.Rewatch, _ = chat.(chatmodel.ReactionWatcher)
+	c.Threads, _ = chat.(chatmodel.ThreadReader)
+	c.Forms, _ = chat.(chatmodel.FormOpener)
 	return c
 }
 

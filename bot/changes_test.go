@@ -11,6 +11,9 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/core"
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -47,7 +50,7 @@ steps:
 func changesHarness(t *testing.T) *harness {
 	world := bottest.NewWorld(map[string]string{"w-0": "running"})
 	return newHarness(t, world, func(o *bot.Options) {
-		reg, err := bot.NewRegistry(core.Provider{}, world)
+		reg, err := opmodel.NewRegistry(core.Provider{}, world)
 		require.NoError(t, err)
 		lib, err := runbooks.NewLibrary(reg, runbooks.Source{Name: "test", FS: fstest.MapFS{
 			"w.yaml": {Data: []byte(unapprovedWrite)},
@@ -62,7 +65,7 @@ func TestChanges_WriteWithoutApprovalIsListed(t *testing.T) {
 	h := changesHarness(t)
 	h.cmd(alice, "run toucher-direct target=infra-prd")
 	r := h.onlyRun()
-	require.Equal(t, bot.RunSucceeded, r.State, h.chat.Transcript())
+	require.Equal(t, runmodel.RunSucceeded, r.State, h.chat.Transcript())
 	j, err := h.db.Journal(h.ctx, r.ID)
 	require.NoError(t, err)
 
@@ -85,7 +88,7 @@ func TestChanges_ReadOnlyRunSaysNothingChanged(t *testing.T) {
 	h := changesHarness(t)
 	h.cmd(alice, "run looker target=infra-prd")
 	r := h.onlyRun()
-	require.Equal(t, bot.RunSucceeded, r.State, h.chat.Transcript())
+	require.Equal(t, runmodel.RunSucceeded, r.State, h.chat.Transcript())
 	j, err := h.db.Journal(h.ctx, r.ID)
 	require.NoError(t, err)
 	assert.Empty(t, bot.RunChanges(r, j))
@@ -104,9 +107,9 @@ func TestChanges_FailedCallIsListedInThePostedMessages(t *testing.T) {
 	w.FailApply = errString("infra-prd: prune worker \"w-0\": 500 Internal Server Error")
 	h := newHarness(t, w, nil)
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
-	h.react(bob, h.stepRef("check"), bot.IntentDone)
-	h.react(carol, h.gateRef(), bot.IntentApprove)
-	require.Equal(t, bot.RunFailed, h.onlyRun().State, h.chat.Transcript())
+	h.react(bob, h.stepRef("check"), chatmodel.IntentDone)
+	h.react(carol, h.gateRef(), chatmodel.IntentApprove)
+	require.Equal(t, runmodel.RunFailed, h.onlyRun().State, h.chat.Transcript())
 
 	final, ok := h.chat.Find("failed after")
 	require.True(t, ok, h.chat.Transcript())
@@ -119,11 +122,11 @@ func TestChanges_FailedCallIsListedInThePostedMessages(t *testing.T) {
 
 	j, err := h.db.Journal(h.ctx, h.onlyRun().ID)
 	require.NoError(t, err)
-	var outcomes []bot.CallOutcome
+	var outcomes []runmodel.CallOutcome
 	for _, e := range j {
-		if e.Type == bot.JOutcome {
+		if e.Type == runmodel.JOutcome {
 			outcomes = append(outcomes, e.Outcome)
 		}
 	}
-	assert.Equal(t, []bot.CallOutcome{bot.CallFailed}, outcomes)
+	assert.Equal(t, []runmodel.CallOutcome{runmodel.CallFailed}, outcomes)
 }

@@ -10,7 +10,12 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/groundcrew/groundcrew/bot/policy"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/model/textmodel"
+	"github.com/groundcrew/groundcrew/policy"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -52,7 +57,7 @@ type Command struct {
 	Rest   string // free text (reason, note)
 	// Invocation is set for a command a subsystem declared (Verb is its
 	// name): what the subsystem's Commander is handed.
-	Invocation *Invocation
+	Invocation *chatmodel.Invocation
 }
 
 // Input limits. Texts longer than these are refused with a message that
@@ -92,13 +97,13 @@ func Parse(text string) (Command, error) { return ParseWith(text, nil) }
 // ParseWith is Parse knowing the commands subsystems declare (specs): the
 // one parser of command text. A declared command is returned with its
 // Invocation; its usage errors are the parser's, like the verbs'.
-func ParseWith(text string, specs []CommandSpec) (Command, error) {
+func ParseWith(text string, specs []chatmodel.CommandSpec) (Command, error) {
 	if len(text) > MaxCommandBytes {
-		return Command{}, &UserError{Msg: fmt.Sprintf("That command is %s long; the limit is %s. Give long notes in the thread instead.", byteSize(len(text)), byteSize(MaxCommandBytes))}
+		return Command{}, &chatmodel.UserError{Msg: fmt.Sprintf("That command is %s long; the limit is %s. Give long notes in the thread instead.", byteSize(len(text)), byteSize(MaxCommandBytes))}
 	}
 	words, err := splitWords(text)
 	if err != nil {
-		return Command{}, &UserError{Msg: err.Error()}
+		return Command{}, &chatmodel.UserError{Msg: err.Error()}
 	}
 	if len(words) == 0 {
 		return Command{Verb: VerbHelp}, nil
@@ -106,7 +111,7 @@ func ParseWith(text string, specs []CommandSpec) (Command, error) {
 	c := Command{Verb: Verb(strings.ToLower(words[0]))}
 	args := words[1:]
 	if len(words) > MaxWords && c.Verb == VerbRun {
-		return c, &UserError{Msg: fmt.Sprintf("That command has %d words; the limit is %d.", len(words), MaxWords)}
+		return c, &chatmodel.UserError{Msg: fmt.Sprintf("That command has %d words; the limit is %d.", len(words), MaxWords)}
 	}
 	known := false
 	for _, v := range verbs {
@@ -127,16 +132,16 @@ func ParseWith(text string, specs []CommandSpec) (Command, error) {
 		for _, s := range specs {
 			names = append(names, s.Names()...)
 		}
-		msg := fmt.Sprintf("Unknown command %q.", Sanitize(limitText(words[0], 40)))
+		msg := fmt.Sprintf("Unknown command %q.", textmodel.Sanitize(limitText(words[0], 40)))
 		if s := closest(string(c.Verb), names); s != "" {
 			msg += fmt.Sprintf(" Did you mean `%s`?", s)
 		}
-		return c, &UserError{Msg: msg + " Try `/runbook help`."}
+		return c, &chatmodel.UserError{Msg: msg + " Try `/runbook help`."}
 	}
 	usage := func() error {
 		for _, v := range verbs {
 			if v.name == c.Verb {
-				return &UserError{Msg: "Usage: `/runbook " + v.usage + "`"}
+				return &chatmodel.UserError{Msg: "Usage: `/runbook " + v.usage + "`"}
 			}
 		}
 		return nil
@@ -179,10 +184,10 @@ func ParseWith(text string, specs []CommandSpec) (Command, error) {
 			}
 			k, v, ok := strings.Cut(a, "=")
 			if !ok || k == "" {
-				return c, &UserError{Msg: fmt.Sprintf("Cannot read %q: parameters are key=value (e.g. `target=infra-prd`). Usage: `/runbook %s`", Sanitize(limitText(a, 60)), verbs[2].usage)}
+				return c, &chatmodel.UserError{Msg: fmt.Sprintf("Cannot read %q: parameters are key=value (e.g. `target=infra-prd`). Usage: `/runbook %s`", textmodel.Sanitize(limitText(a, 60)), verbs[2].usage)}
 			}
 			if _, dup := c.Params[k]; dup {
-				return c, &UserError{Msg: fmt.Sprintf("Parameter %q is given twice.", Sanitize(limitText(k, 60)))}
+				return c, &chatmodel.UserError{Msg: fmt.Sprintf("Parameter %q is given twice.", textmodel.Sanitize(limitText(k, 60)))}
 			}
 			c.Params[k] = v
 		}
@@ -199,29 +204,29 @@ func ParseWith(text string, specs []CommandSpec) (Command, error) {
 }
 
 // parseDeclared reads the words after a declared command's name.
-func parseDeclared(s CommandSpec, args []string) (Command, error) {
-	c := Command{Verb: Verb(s.Name), Invocation: &Invocation{Command: s.Name}}
+func parseDeclared(s chatmodel.CommandSpec, args []string) (Command, error) {
+	c := Command{Verb: Verb(s.Name), Invocation: &chatmodel.Invocation{Command: s.Name}}
 	if len(args) > 0 {
 		for _, sub := range s.Subs {
 			if !strings.EqualFold(args[0], sub.Name) {
 				continue
 			}
 			if len(args)-1 != sub.Args {
-				return c, &UserError{Msg: "Usage: `/runbook " + sub.Usage + "`"}
+				return c, &chatmodel.UserError{Msg: "Usage: `/runbook " + sub.Usage + "`"}
 			}
 			c.Invocation.Sub, c.Invocation.Args = sub.Name, args[1:]
 			return c, nil
 		}
 	}
 	if len(args) > s.MaxArgs {
-		return c, &UserError{Msg: "Usage: " + declaredUsage(s)}
+		return c, &chatmodel.UserError{Msg: "Usage: " + declaredUsage(s)}
 	}
 	c.Invocation.Args = args
 	return c, nil
 }
 
 // declaredUsage is every usage of a declared command, for a usage error.
-func declaredUsage(s CommandSpec) string {
+func declaredUsage(s chatmodel.CommandSpec) string {
 	us := []string{"`/runbook " + s.Usage + "`"}
 	for _, sub := range s.Subs {
 		us = append(us, "`/runbook "+sub.Usage+"`")
@@ -281,10 +286,10 @@ func splitWords(s string) ([]string, error) {
 }
 
 // closest returns the candidate nearest to s when it is a likely typo, or "".
-func closest(s string, candidates []string) string { return runbooks.Suggest(s, candidates) }
+func closest(s string, candidates []string) string { return textmodel.Suggest(s, candidates) }
 
 // Handle implements Handler.
-func (e *Engine) Handle(ctx context.Context, ev Event) error {
+func (e *Engine) Handle(ctx context.Context, ev chatmodel.Event) error {
 	if ev.ID != "" {
 		seen, err := e.opts.Store.SeenEvent(ctx, ev.ID, e.opts.Now())
 		if err != nil {
@@ -296,18 +301,18 @@ func (e *Engine) Handle(ctx context.Context, ev Event) error {
 		}
 	}
 	switch ev.Kind {
-	case EventCommand:
+	case chatmodel.EventCommand:
 		return e.command(ctx, ev)
-	case EventReaction:
+	case chatmodel.EventReaction:
 		return e.reaction(ctx, ev)
-	case EventButton:
+	case chatmodel.EventButton:
 		return e.button(ctx, ev)
 	}
 	return fmt.Errorf("unknown event kind %q", ev.Kind)
 }
 
-func (e *Engine) command(ctx context.Context, ev Event) error {
-	var specs []CommandSpec
+func (e *Engine) command(ctx context.Context, ev chatmodel.Event) error {
+	var specs []chatmodel.CommandSpec
 	if e.opts.Commands != nil {
 		specs = e.opts.Commands.Commands()
 	}
@@ -325,9 +330,9 @@ func (e *Engine) command(ctx context.Context, ev Event) error {
 	case VerbList:
 		e.out.reply(ctx, ev.Conversation, ev.User, listText(e.opts.Library, e.opts.Ops))
 	case VerbShow:
-		m := Message{Text: showText(e.opts.Library, e.opts.Ops, c.Name)}
+		m := chatmodel.Message{Text: showText(e.opts.Library, e.opts.Ops, c.Name)}
 		if _, ok := e.opts.Library.Get(c.Name); ok && e.opts.Capabilities.Forms != nil {
-			m.Buttons = []Button{{Action: IntentRun, Label: "▶ Run", Value: c.Name, Style: "primary"}}
+			m.Buttons = []chatmodel.Button{{Action: chatmodel.IntentRun, Label: "▶ Run", Value: c.Name, Style: "primary"}}
 		}
 		e.out.replyMessage(ctx, ev.Conversation, ev.User, m)
 	case VerbStatus:
@@ -341,13 +346,13 @@ func (e *Engine) command(ctx context.Context, ev Event) error {
 			e.breakGlass(ctx, c.Name, ev.Conversation, ev.User, strings.TrimSpace(reason))
 			return nil
 		}
-		e.vote(ctx, ballot{RunID: c.Name, Conv: ev.Conversation, User: ev.User, Approve: c.Verb == VerbApprove, Via: ViaCommand, Reason: c.Rest})
+		e.vote(ctx, ballot{RunID: c.Name, Conv: ev.Conversation, User: ev.User, Approve: c.Verb == VerbApprove, Via: runmodel.ViaCommand, Reason: c.Rest})
 	case VerbDone:
-		e.manualResponse(ctx, c.Name, MessageRef{}, ev.Conversation, ev.User, StepSucceeded, c.Rest)
+		e.manualResponse(ctx, c.Name, chatmodel.MessageRef{}, ev.Conversation, ev.User, runmodel.StepSucceeded, c.Rest)
 	case VerbSkip:
-		e.manualResponse(ctx, c.Name, MessageRef{}, ev.Conversation, ev.User, StepSkipped, c.Rest)
+		e.manualResponse(ctx, c.Name, chatmodel.MessageRef{}, ev.Conversation, ev.User, runmodel.StepSkipped, c.Rest)
 	case VerbFail:
-		e.manualResponse(ctx, c.Name, MessageRef{}, ev.Conversation, ev.User, StepFailed, c.Rest)
+		e.manualResponse(ctx, c.Name, chatmodel.MessageRef{}, ev.Conversation, ev.User, runmodel.StepFailed, c.Rest)
 	case VerbCancel:
 		e.cancel(ctx, c.Name, ev.Conversation, ev.User, c.Rest)
 	case VerbSummary:
@@ -363,12 +368,12 @@ func (e *Engine) command(ctx context.Context, ev Event) error {
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
 			defer cancel()
 			if err := e.opts.Digests.DigestNow(dctx, c.Name, ev.Conversation); err != nil {
-				var ue *UserError
+				var ue *chatmodel.UserError
 				if errors.As(err, &ue) {
 					e.out.reply(dctx, ev.Conversation, ev.User, "⚠️ "+ue.Msg)
 					return
 				}
-				e.out.reply(dctx, ev.Conversation, ev.User, "❌ Could not post the digest: "+UserMessage(err))
+				e.out.reply(dctx, ev.Conversation, ev.User, "❌ Could not post the digest: "+chatmodel.UserMessage(err))
 			}
 		})
 	}
@@ -377,13 +382,13 @@ func (e *Engine) command(ctx context.Context, ev Event) error {
 
 // replyStartError tells the person why their run did not start. A
 // refusal (*UserError) is answered and not an error of the handler.
-func replyStartError(ctx context.Context, out *poster, ev Event, err error) error {
-	var ue *UserError
+func replyStartError(ctx context.Context, out *poster, ev chatmodel.Event, err error) error {
+	var ue *chatmodel.UserError
 	if errors.As(err, &ue) {
 		out.reply(ctx, ev.Conversation, ev.User, "⚠️ "+ue.Msg)
 		return nil
 	}
-	out.reply(ctx, ev.Conversation, ev.User, "❌ Could not start the run: "+UserMessage(err))
+	out.reply(ctx, ev.Conversation, ev.User, "❌ Could not start the run: "+chatmodel.UserMessage(err))
 	return err
 }
 
@@ -391,8 +396,8 @@ func replyStartError(ctx context.Context, out *poster, ev Event, err error) erro
 // for subsystems (an incident's Run button). No text is composed or
 // parsed; the checks are those of the command. A refusal is answered
 // privately to the person and returned as a *UserError.
-func (e *Engine) StartRun(ctx context.Context, req StartRequest) error {
-	ev := Event{Kind: EventCommand, ID: req.EventID, User: req.User, Conversation: req.Thread, Time: req.Time, AlertInstance: req.AlertInstance}
+func (e *Engine) StartRun(ctx context.Context, req runmodel.StartRequest) error {
+	ev := chatmodel.Event{Kind: chatmodel.EventCommand, ID: req.EventID, User: req.User, Conversation: req.Thread, Time: req.Time, AlertInstance: req.AlertInstance}
 	if ev.ID != "" {
 		seen, err := e.opts.Store.SeenEvent(ctx, ev.ID, e.opts.Now())
 		if err != nil {
@@ -417,18 +422,18 @@ func (e *Engine) StartRun(ctx context.Context, req StartRequest) error {
 }
 
 // start validates and starts a run.
-func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
+func (e *Engine) start(ctx context.Context, ev chatmodel.Event, c Command) error {
 	rb, ok := e.opts.Library.Get(c.Name)
 	if br, broken := e.opts.Library.Broken(c.Name); !ok && broken {
-		return &UserError{Msg: brokenText(br)}
+		return &chatmodel.UserError{Msg: brokenText(br)}
 	}
 	if !ok {
-		return &UserError{Msg: noRunbookText(e.opts.Library, c.Name) + " See `/runbook list`."}
+		return &chatmodel.UserError{Msg: noRunbookText(e.opts.Library, c.Name) + " See `/runbook list`."}
 	}
 	target := c.Params["target"]
 	delete(c.Params, "target")
 	targets := targetNames(e.opts.Targets)
-	if forms := e.opts.Capabilities.Forms; forms != nil && !c.DryRun && ev.Kind == EventCommand {
+	if forms := e.opts.Capabilities.Forms; forms != nil && !c.DryRun && ev.Kind == chatmodel.EventCommand {
 		// Required parameters missing: ask for them with a form; its
 		// submission is this command typed in full.
 		if f := runForm(rb, target, targets, c.Params, liveChoices(ctx, e), false); f != nil {
@@ -441,7 +446,7 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 	}
 	if target == "" {
 		if len(targets) != 1 {
-			return &UserError{Msg: fmt.Sprintf("Which target? Add `target=<name>`; configured targets: %s.", strings.Join(quoteAll(targets), ", "))}
+			return &chatmodel.UserError{Msg: fmt.Sprintf("Which target? Add `target=<name>`; configured targets: %s.", strings.Join(quoteAll(targets), ", "))}
 		}
 		target = targets[0]
 	}
@@ -451,11 +456,11 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 		if s := closest(target, targets); s != "" {
 			msg += fmt.Sprintf(" Did you mean `%s`?", s)
 		}
-		return &UserError{Msg: msg + " Configured targets: " + strings.Join(quoteAll(targets), ", ") + "."}
+		return &chatmodel.UserError{Msg: msg + " Configured targets: " + strings.Join(quoteAll(targets), ", ") + "."}
 	}
 	if why := ev.User.NotAPerson(); why != "" {
-		e.writes.audit(ctx, AuditEntry{Actor: ev.User.ID, Action: ActionRunRefused, Target: target, Detail: rb.Name + ": " + why})
-		return &UserError{Msg: fmt.Sprintf("You may not run `%s` on `%s`: %s.", rb.Name, target, why)}
+		e.writes.audit(ctx, runmodel.AuditEntry{Actor: ev.User.ID, Action: runmodel.ActionRunRefused, Target: target, Detail: rb.Name + ": " + why})
+		return &chatmodel.UserError{Msg: fmt.Sprintf("You may not run `%s` on `%s`: %s.", rb.Name, target, why)}
 	}
 	start := policy.Start{Target: target, Runbook: rb.Name}
 	for _, s := range rb.Steps {
@@ -464,7 +469,7 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 			continue
 		}
 		start.Ops = append(start.Ops, op.Name)
-		if op.Class != ClassRead && s.Kind != runbooks.KindWait {
+		if op.Class != opmodel.ClassRead && s.Kind != runbookmodel.KindWait {
 			start.Changing = true
 		}
 	}
@@ -473,24 +478,24 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 		return err
 	}
 	if refusal != nil {
-		e.writes.audit(ctx, AuditEntry{Actor: ev.User.ID, Action: ActionRunRefused, Target: target, Detail: rb.Name + ": " + refusal.Source})
-		return &UserError{Msg: refusal.Message(rb.Name, target)}
+		e.writes.audit(ctx, runmodel.AuditEntry{Actor: ev.User.ID, Action: runmodel.ActionRunRefused, Target: target, Detail: rb.Name + ": " + refusal.Source})
+		return &chatmodel.UserError{Msg: refusal.Message(rb.Name, target)}
 	}
 	params, err := runbooks.ValidateParams(rb, c.Params)
 	if err != nil {
-		return &UserError{Msg: err.Error() + fmt.Sprintf(". See `/runbook show %s`.", rb.Name)}
+		return &chatmodel.UserError{Msg: err.Error() + fmt.Sprintf(". See `/runbook show %s`.", rb.Name)}
 	}
 	if err := e.out.canPost(ctx, ev.Conversation); err != nil {
 		return err
 	}
 	now := e.opts.Now()
-	r := &Run{
+	r := &runmodel.Run{
 		Runbook: rb.Name, Title: rb.Title, Target: target, FlyTarget: cmp.Or(ti.FlyTarget, target), Params: params, Vars: ti.Vars,
-		Requester: ev.User, Conversation: ev.Conversation, State: RunRunning, DryRun: c.DryRun,
+		Requester: ev.User, Conversation: ev.Conversation, State: runmodel.RunRunning, DryRun: c.DryRun,
 		Spec: rb, CreatedAt: now, UpdatedAt: now, AlertInstance: ev.AlertInstance,
 	}
 	for _, s := range rb.Steps {
-		r.Steps = append(r.Steps, StepState{ID: s.ID, Kind: s.Kind, Op: s.Op, Status: StepPending})
+		r.Steps = append(r.Steps, runmodel.StepState{ID: s.ID, Kind: s.Kind, Op: s.Op, Status: runmodel.StepPending})
 	}
 	env := runEnv(r)
 	for i, s := range rb.Steps {
@@ -498,13 +503,13 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 		// earlier step's result shows its fallback.
 		r.Steps[i].Title = runbooks.RenderTitle(s.Title, env)
 	}
-	var b Batch
-	b.Note(JournalEntry{Time: now, Type: JRunStarted, Actor: ev.User.ID, ActorName: ev.User.Name, Message: strings.TrimSpace(fmt.Sprintf("%s on %s %s", rb.Name, target, FormatParams(params)))})
-	b.AuditLog(AuditEntry{Time: now, Actor: ev.User.ID, Action: ActionRunStarted, Target: target, Detail: strings.TrimSpace(fmt.Sprintf("%s %s", rb.Name, FormatParams(params))) + map[bool]string{true: " (dry run)"}[c.DryRun]})
+	var b runmodel.Batch
+	b.Note(runmodel.JournalEntry{Time: now, Type: runmodel.JRunStarted, Actor: ev.User.ID, ActorName: ev.User.Name, Message: strings.TrimSpace(fmt.Sprintf("%s on %s %s", rb.Name, target, FormatParams(params)))})
+	b.AuditLog(runmodel.AuditEntry{Time: now, Actor: ev.User.ID, Action: runmodel.ActionRunStarted, Target: target, Detail: strings.TrimSpace(fmt.Sprintf("%s %s", rb.Name, FormatParams(params))) + map[bool]string{true: " (dry run)"}[c.DryRun]})
 	for range 20 {
 		r.ID = newRunID()
 		err = e.opts.Store.CreateRun(ctx, r, &b)
-		if !errors.Is(err, ErrExists) {
+		if !errors.Is(err, runmodel.ErrExists) {
 			break
 		}
 	}
@@ -515,7 +520,7 @@ func (e *Engine) start(ctx context.Context, ev Event, c Command) error {
 	for i := range b.Audit {
 		b.Audit[i].RunID = r.ID
 	}
-	e.out.post(ctx, ev.Conversation, r.ID, RoleRoot, "", renderRoot(r, e.opts.Now()))
+	e.out.post(ctx, ev.Conversation, r.ID, chatmodel.RoleRoot, "", renderRoot(r, e.opts.Now()))
 	e.work.kick(r.ID)
 	return nil
 }
@@ -528,45 +533,45 @@ func quoteAll(xs []string) []string {
 	return out
 }
 
-func (e *Engine) reaction(ctx context.Context, ev Event) error {
+func (e *Engine) reaction(ctx context.Context, ev chatmodel.Event) error {
 	if ev.Intent == "" {
 		return nil // a reaction that means nothing to groundcrew
 	}
 	idx, err := e.out.messageTarget(ctx, ev.Message)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, chatmodel.ErrNotFound) {
 		return nil // a reaction on some other message
 	}
 	if err != nil {
 		return err
 	}
 	switch idx.Role {
-	case RoleGate:
+	case chatmodel.RoleGate:
 		var approve bool
 		switch ev.Intent {
-		case IntentApprove:
+		case chatmodel.IntentApprove:
 			approve = true
-		case IntentReject:
+		case chatmodel.IntentReject:
 		default:
 			return nil
 		}
-		e.vote(ctx, ballot{RunID: idx.RunID, Ref: ev.Message, Conv: threadConv(ev), User: ev.User, Approve: approve, Removed: ev.Removed, Via: ViaReaction})
-	case RoleStep:
+		e.vote(ctx, ballot{RunID: idx.RunID, Ref: ev.Message, Conv: threadConv(ev), User: ev.User, Approve: approve, Removed: ev.Removed, Via: runmodel.ViaReaction})
+	case chatmodel.RoleStep:
 		if ev.Removed {
 			return nil // a manual step once done stays done
 		}
-		var status StepStatus
+		var status runmodel.StepStatus
 		switch ev.Intent {
-		case IntentApprove, IntentDone:
-			status = StepSucceeded
-		case IntentReject, IntentFail:
-			status = StepFailed
-		case IntentSkip:
-			status = StepSkipped
+		case chatmodel.IntentApprove, chatmodel.IntentDone:
+			status = runmodel.StepSucceeded
+		case chatmodel.IntentReject, chatmodel.IntentFail:
+			status = runmodel.StepFailed
+		case chatmodel.IntentSkip:
+			status = runmodel.StepSkipped
 		default:
 			return nil
 		}
 		r, err := e.opts.Store.GetRun(ctx, idx.RunID)
-		if err != nil || r.Current() == nil || r.Current().ID != idx.Step || r.Current().Status != StepManual {
+		if err != nil || r.Current() == nil || r.Current().ID != idx.Step || r.Current().Status != runmodel.StepManual {
 			return nil // reactions on finished steps are just reactions
 		}
 		e.manualResponse(ctx, idx.RunID, ev.Message, threadConv(ev), ev.User, status, "")
@@ -574,7 +579,7 @@ func (e *Engine) reaction(ctx context.Context, ev Event) error {
 	return nil
 }
 
-func threadConv(ev Event) Conversation {
+func threadConv(ev chatmodel.Event) chatmodel.Conversation {
 	c := ev.Conversation
 	if c.Channel == "" {
 		c.Channel = ev.Message.Channel
@@ -585,8 +590,8 @@ func threadConv(ev Event) Conversation {
 	return c
 }
 
-func (e *Engine) button(ctx context.Context, ev Event) error {
-	if ev.Intent == IntentRun {
+func (e *Engine) button(ctx context.Context, ev chatmodel.Event) error {
+	if ev.Intent == chatmodel.IntentRun {
 		runButton(ctx, e, ev)
 		return nil
 	}
@@ -597,19 +602,19 @@ func (e *Engine) button(ctx context.Context, ev Event) error {
 	if !ev.Message.IsZero() {
 		// A button pressed the moment its message appeared: wait for the
 		// message's reference to be stored, so the press is matched to it.
-		if _, err := e.out.messageTarget(ctx, ev.Message); err != nil && !errors.Is(err, ErrNotFound) {
+		if _, err := e.out.messageTarget(ctx, ev.Message); err != nil && !errors.Is(err, chatmodel.ErrNotFound) {
 			return err
 		}
 	}
 	switch ev.Intent {
-	case IntentApprove, IntentReject:
-		e.vote(ctx, ballot{RunID: runID, Ref: ev.Message, Conv: threadConv(ev), User: ev.User, Approve: ev.Intent == IntentApprove, Via: ViaButton})
-	case IntentDone:
-		e.manualResponse(ctx, runID, ev.Message, threadConv(ev), ev.User, StepSucceeded, "")
-	case IntentSkip:
-		e.manualResponse(ctx, runID, ev.Message, threadConv(ev), ev.User, StepSkipped, "")
-	case IntentFail:
-		e.manualResponse(ctx, runID, ev.Message, threadConv(ev), ev.User, StepFailed, "")
+	case chatmodel.IntentApprove, chatmodel.IntentReject:
+		e.vote(ctx, ballot{RunID: runID, Ref: ev.Message, Conv: threadConv(ev), User: ev.User, Approve: ev.Intent == chatmodel.IntentApprove, Via: runmodel.ViaButton})
+	case chatmodel.IntentDone:
+		e.manualResponse(ctx, runID, ev.Message, threadConv(ev), ev.User, runmodel.StepSucceeded, "")
+	case chatmodel.IntentSkip:
+		e.manualResponse(ctx, runID, ev.Message, threadConv(ev), ev.User, runmodel.StepSkipped, "")
+	case chatmodel.IntentFail:
+		e.manualResponse(ctx, runID, ev.Message, threadConv(ev), ev.User, runmodel.StepFailed, "")
 	}
 	return nil
 }

@@ -9,12 +9,16 @@ import (
 	"time"
 
 	"github.com/groundcrew/groundcrew/internal/human"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
 // helpText is /runbook help for these targets and the commands subsystems
 // declare (specs).
-func helpText(targets []string, specs []CommandSpec, h hints) string {
+func helpText(targets []string, specs []chatmodel.CommandSpec, h hints) string {
 	var b strings.Builder
 	b.WriteString("*groundcrew* runs Concourse runbooks step by step, with approval before anything destructive.\n")
 	for _, v := range verbs {
@@ -33,7 +37,7 @@ func helpText(targets []string, specs []CommandSpec, h hints) string {
 }
 
 // listText is /runbook list.
-func listText(lib Library, ops *Registry) string {
+func listText(lib Library, ops *opmodel.Registry) string {
 	rbs := lib.List()
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%d runbooks* — `/runbook show <name>` for details\n", len(rbs))
@@ -41,7 +45,7 @@ func listText(lib Library, ops *Registry) string {
 		gated := ""
 		for _, s := range rb.Steps {
 			op, ok := ops.Get(s.Op)
-			if s.Kind == runbooks.KindApproval || ok && op.Class == ClassDestructive {
+			if s.Kind == runbookmodel.KindApproval || ok && op.Class == opmodel.ClassDestructive {
 				gated = " 🔒"
 				break
 			}
@@ -87,13 +91,13 @@ func firstLine(s string) string {
 
 // showEnv is what titles see in /runbook show, before any run: the
 // params' defaults, no results yet (titles show their fallback).
-func showEnv(rb *runbooks.Runbook) runbooks.Env {
+func showEnv(rb *runbookmodel.Runbook) runbooks.Env {
 	params, steps := map[string]string{}, map[string]runbooks.StepEnv{}
 	for _, p := range rb.Params {
 		params[p.Name] = p.Default
 	}
 	for _, s := range rb.Steps {
-		steps[s.ID] = runbooks.StepEnv{Status: string(StepPending)}
+		steps[s.ID] = runbooks.StepEnv{Status: string(runmodel.StepPending)}
 	}
 	return runbooks.NewEnv(params, nil, "the target", "the fly target", steps, runbooks.RunEnv{})
 }
@@ -120,7 +124,7 @@ func noRunbookText(lib Library, name string) string {
 }
 
 // showText is /runbook show name.
-func showText(lib Library, ops *Registry, name string) string {
+func showText(lib Library, ops *opmodel.Registry, name string) string {
 	rb, ok := lib.Get(name)
 	if br, broken := lib.Broken(name); !ok && broken {
 		return "⚠️ " + brokenText(br)
@@ -152,7 +156,7 @@ func showText(lib Library, ops *Registry, name string) string {
 		mark := ""
 		if op, ok := ops.Get(s.Op); ok {
 			mark = " · " + string(op.Class)
-			if op.Class == ClassDestructive {
+			if op.Class == opmodel.ClassDestructive {
 				mark += " 🔒 approval required"
 			}
 		}
@@ -165,11 +169,11 @@ func showText(lib Library, ops *Registry, name string) string {
 // statusText is /runbook status [id] at time now; failedWrites names the
 // run's store writes that failed; reloaded says when the configuration was
 // reloaded under a run (it keeps its runbook and policy).
-func statusText(ctx context.Context, store Store, id string, now time.Time, failedWrites func(runID string) []string, reloaded func(runID string) (time.Time, bool)) string {
+func statusText(ctx context.Context, store runmodel.Store, id string, now time.Time, failedWrites func(runID string) []string, reloaded func(runID string) (time.Time, bool)) string {
 	if id == "" {
-		runs, err := store.ListRuns(ctx, RunQuery{Active: true})
+		runs, err := store.ListRuns(ctx, runmodel.RunQuery{Active: true})
 		if err != nil {
-			return "Could not list runs: " + UserMessage(err)
+			return "Could not list runs: " + chatmodel.UserMessage(err)
 		}
 		if len(runs) == 0 {
 			return "No active runs. Start one with `/runbook run <runbook>`."
@@ -189,17 +193,17 @@ func statusText(ctx context.Context, store Store, id string, now time.Time, fail
 	}
 	r, err := store.GetRun(ctx, id)
 	if err != nil {
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, chatmodel.ErrNotFound) {
 			return fmt.Sprintf("There is no run %q. `/runbook status` lists the active runs.", id)
 		}
-		return "Could not read the run: " + UserMessage(err)
+		return "Could not read the run: " + chatmodel.UserMessage(err)
 	}
 	var b strings.Builder
 	b.WriteString(renderRoot(r, now).Text + "\n")
 	for i := range r.Steps {
 		st := &r.Steps[i]
 		line := fmt.Sprintf("%d. %s %s", i+1, stepIcon(st), nonEmpty(st.Title, st.ID))
-		if st.Status == StepPending && r.State.Terminal() {
+		if st.Status == runmodel.StepPending && r.State.Terminal() {
 			line += " — not run"
 		}
 		if st.Summary != "" {
@@ -225,10 +229,10 @@ func statusText(ctx context.Context, store Store, id string, now time.Time, fail
 
 // openGatesText lists the open approval requests of runs, oldest first,
 // with how long each has waited ("" when none).
-func openGatesText(runs []*Run, now time.Time) string {
-	var open []*Run
+func openGatesText(runs []*runmodel.Run, now time.Time) string {
+	var open []*runmodel.Run
 	for _, r := range runs {
-		if r.State == RunAwaitingApproval && r.Gate != nil && r.Gate.Decision == GatePending {
+		if r.State == runmodel.RunAwaitingApproval && r.Gate != nil && r.Gate.Decision == runmodel.GatePending {
 			open = append(open, r)
 		}
 	}
@@ -257,11 +261,11 @@ func openGatesText(runs []*Run, now time.Time) string {
 }
 
 // nextAction tells people how to move a waiting run on.
-func nextAction(r *Run) string {
+func nextAction(r *runmodel.Run) string {
 	switch r.State {
-	case RunAwaitingApproval:
+	case runmodel.RunAwaitingApproval:
 		return fmt.Sprintf(" → `/runbook approve %s` or `/runbook reject %s <reason>`", r.ID, r.ID)
-	case RunAwaitingManual:
+	case runmodel.RunAwaitingManual:
 		return fmt.Sprintf(" → `/runbook done|skip|fail %s`", r.ID)
 	}
 	return ""
@@ -269,10 +273,10 @@ func nextAction(r *Run) string {
 
 // outboxStatus says which of a run's messages could not be posted yet, or
 // were given up (#19.5); "" when none.
-func outboxStatus(ctx context.Context, store Store, runID string) string {
+func outboxStatus(ctx context.Context, store runmodel.Store, runID string) string {
 	items, err := store.ListOutbox(ctx)
 	if err != nil {
-		return "⚠️ Could not read the outbox: " + UserMessage(err) + "\n"
+		return "⚠️ Could not read the outbox: " + chatmodel.UserMessage(err) + "\n"
 	}
 	var pending, gaveUp int
 	var last string

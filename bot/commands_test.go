@@ -11,12 +11,13 @@ import (
 
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // incidentsSpec is a declared command shaped like the incidents'.
-var incidentsSpec = bot.CommandSpec{
+var incidentsSpec = chatmodel.CommandSpec{
 	Name: "incidents", Aliases: []string{"incident"}, Usage: "incidents [unacked] [page <n>]", Help: "the open incidents", MaxArgs: 3,
-	Subs: []bot.SubVerb{
+	Subs: []chatmodel.SubVerb{
 		{Name: "show", Args: 1, Usage: "incidents show <incident>", Help: "its timeline"},
 		{Name: "ack", Args: 1, Usage: "incidents ack <incident>", Help: "acknowledge it"},
 	},
@@ -27,8 +28,8 @@ var incidentsSpec = bot.CommandSpec{
 // limits as for every command — and says the declared names in its
 // did-you-mean.
 func TestParse_DeclaredCommands(t *testing.T) {
-	specs := []bot.CommandSpec{incidentsSpec}
-	for text, want := range map[string]bot.Invocation{
+	specs := []chatmodel.CommandSpec{incidentsSpec}
+	for text, want := range map[string]chatmodel.Invocation{
 		"incidents":                {Command: "incidents", Args: []string{}},
 		"Incident unacked page 2":  {Command: "incidents", Args: []string{"unacked", "page", "2"}},
 		"INCIDENTS SHOW I-B6CAD1":  {Command: "incidents", Sub: "show", Args: []string{"I-B6CAD1"}},
@@ -54,14 +55,14 @@ func TestParse_DeclaredCommands(t *testing.T) {
 		"incidents " + strings.Repeat("x", bot.MaxCommandBytes): "the limit is 16 KiB",
 	} {
 		_, err := bot.ParseWith(text, specs)
-		var ue *bot.UserError
+		var ue *chatmodel.UserError
 		require.ErrorAs(t, err, &ue, text)
 		assert.Contains(t, ue.Msg, want, text)
 	}
 	// Unknown without the spec; a built-in verb is never shadowed.
 	_, err := bot.Parse("incidents")
 	require.Error(t, err)
-	c, err := bot.ParseWith("status", []bot.CommandSpec{{Name: "status", Usage: "status", MaxArgs: 0}})
+	c, err := bot.ParseWith("status", []chatmodel.CommandSpec{{Name: "status", Usage: "status", MaxArgs: 0}})
 	require.NoError(t, err)
 	assert.Nil(t, c.Invocation)
 }
@@ -69,12 +70,12 @@ func TestParse_DeclaredCommands(t *testing.T) {
 // commander records what the engine hands it.
 type commander struct {
 	mu  sync.Mutex
-	got []bot.Invocation
+	got []chatmodel.Invocation
 }
 
-func (c *commander) Commands() []bot.CommandSpec { return []bot.CommandSpec{incidentsSpec} }
+func (c *commander) Commands() []chatmodel.CommandSpec { return []chatmodel.CommandSpec{incidentsSpec} }
 
-func (c *commander) RunCommand(_ context.Context, _ bot.Event, in bot.Invocation) error {
+func (c *commander) RunCommand(_ context.Context, _ chatmodel.Event, in chatmodel.Invocation) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.got = append(c.got, in)
@@ -88,11 +89,11 @@ func (c *commander) RunCommand(_ context.Context, _ bot.Event, in bot.Invocation
 func TestEngineHandsDeclaredCommandsToTheirCommander(t *testing.T) {
 	cm := &commander{}
 	h := newHarness(t, bottest.NewWorld(nil), func(o *bot.Options) { o.Commands = cm })
-	ev := bot.Event{Kind: bot.EventCommand, ID: "slack:cmd:1", User: alice, Conversation: chan1, Text: "incidents show I-1"}
+	ev := chatmodel.Event{Kind: chatmodel.EventCommand, ID: "slack:cmd:1", User: alice, Conversation: chan1, Text: "incidents show I-1"}
 	require.NoError(t, h.eng.Handle(h.ctx, ev))
 	require.NoError(t, h.eng.Handle(h.ctx, ev))
 	require.Len(t, cm.got, 1, "a redelivered command is handled once")
-	assert.Equal(t, bot.Invocation{Command: "incidents", Sub: "show", Args: []string{"I-1"}}, cm.got[0])
+	assert.Equal(t, chatmodel.Invocation{Command: "incidents", Sub: "show", Args: []string{"I-1"}}, cm.got[0])
 
 	h.cmd(alice, "incidents show")
 	assert.Len(t, cm.got, 1, "a usage error is the parser's, not the subsystem's")

@@ -21,6 +21,10 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/core"
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/policy"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/store"
 )
@@ -49,10 +53,10 @@ func (w fileWorld) applies() []string {
 	return strings.Fields(string(b))
 }
 
-func (w fileWorld) Ops() []bot.Op {
-	return []bot.Op{
-		{Name: "fake.workers", Class: bot.ClassRead, Args: []bot.ArgSpec{{Name: "state"}},
-			Do: func(context.Context, bot.Call) (bot.Result, error) {
+func (w fileWorld) Ops() []opmodel.Op {
+	return []opmodel.Op{
+		{Name: "fake.workers", Class: opmodel.ClassRead, Args: []opmodel.ArgSpec{{Name: "state"}},
+			Do: func(context.Context, opmodel.Call) (opmodel.Result, error) {
 				m := w.load()
 				st := []any{}
 				for n, s := range m {
@@ -60,11 +64,11 @@ func (w fileWorld) Ops() []bot.Op {
 						st = append(st, n)
 					}
 				}
-				return bot.Result{Summary: fmt.Sprintf("%d workers", len(m)), Data: map[string]any{"stalled": st}}, nil
+				return opmodel.Result{Summary: fmt.Sprintf("%d workers", len(m)), Data: map[string]any{"stalled": st}}, nil
 			}},
-		{Name: "fake.prune", Class: bot.ClassDestructive, Args: []bot.ArgSpec{{Name: "name"}},
-			Plan: func(_ context.Context, c bot.Call) (bot.Plan, error) {
-				var p bot.Plan
+		{Name: "fake.prune", Class: opmodel.ClassDestructive, Args: []opmodel.ArgSpec{{Name: "name"}},
+			Plan: func(_ context.Context, c opmodel.Call) (opmodel.Plan, error) {
+				var p opmodel.Plan
 				var names []string
 				for n, s := range w.load() {
 					if s != "running" {
@@ -73,15 +77,15 @@ func (w fileWorld) Ops() []bot.Op {
 				}
 				sort.Strings(names)
 				for _, n := range names {
-					p.Items = append(p.Items, bot.PlanItem{Kind: "worker", ID: n})
+					p.Items = append(p.Items, opmodel.PlanItem{Kind: "worker", ID: n})
 				}
 				p.Summary = fmt.Sprintf("prune %d worker(s)", len(names))
 				return p, nil
 			},
-			Apply: func(_ context.Context, _ bot.Call, p bot.Plan) (bot.Result, error) {
+			Apply: func(_ context.Context, _ opmodel.Call, p opmodel.Plan) (opmodel.Result, error) {
 				f, err := os.OpenFile(filepath.Join(w.dir, "applies.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 				if err != nil {
-					return bot.Result{}, err
+					return opmodel.Result{}, err
 				}
 				m := w.load()
 				for _, it := range p.Items {
@@ -91,7 +95,7 @@ func (w fileWorld) Ops() []bot.Op {
 				_ = f.Sync()
 				f.Close()
 				w.save(m)
-				return bot.Result{Summary: "pruned"}, nil
+				return opmodel.Result{Summary: "pruned"}, nil
 			}},
 	}
 }
@@ -114,14 +118,14 @@ func TestCrashChild(t *testing.T) {
 	db, err := store.Open(filepath.Join(dir, "gc.db"), store.Options{})
 	require.NoError(t, err)
 	defer db.Close()
-	reg, err := bot.NewRegistry(core.Provider{}, w)
+	reg, err := opmodel.NewRegistry(core.Provider{}, w)
 	require.NoError(t, err)
 	lib, err := runbooks.NewLibrary(reg, runbooks.Source{Name: "test", FS: fstest.MapFS{"prune.yaml": {Data: []byte(pruneRunbook)}}})
 	require.NoError(t, err)
 	chat := &bottest.Chat{}
 	eng, err := bot.New(bot.Options{Store: db, Chat: chat, Capabilities: bot.CapabilitiesOf(db, chat), Ops: reg, Library: lib,
 		Targets:   map[string]bot.TargetInfo{"t": {}},
-		Approvals: bot.ApprovalConfig{Default: bot.Policy{Required: 2}},
+		Approvals: policy.Config{Default: runmodel.Policy{Required: 2}},
 		Hook: func(p string) {
 			if points != nil {
 				fmt.Fprintln(points, p)
@@ -144,30 +148,30 @@ func TestCrashChild(t *testing.T) {
 	}
 	for range 30 {
 		require.NoError(t, eng.WaitIdle(ctx))
-		runs, err := db.ListRuns(ctx, bot.RunQuery{})
+		runs, err := db.ListRuns(ctx, runmodel.RunQuery{})
 		require.NoError(t, err)
 		if len(runs) == 0 {
 			if marker("started") {
-				require.NoError(t, eng.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: alice, Conversation: chan1, Text: "run prune target=t"}))
+				require.NoError(t, eng.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: alice, Conversation: chan1, Text: "run prune target=t"}))
 				continue
 			}
 			t.Fatal("the run was lost")
 		}
 		r := runs[0]
 		switch r.State {
-		case bot.RunSucceeded, bot.RunFailed, bot.RunCancelled:
+		case runmodel.RunSucceeded, runmodel.RunFailed, runmodel.RunCancelled:
 			return
-		case bot.RunAwaitingManual:
+		case runmodel.RunAwaitingManual:
 			if marker("manual-" + r.Steps[r.Cursor].ID) {
-				require.NoError(t, eng.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: bob, Conversation: chan1, Text: "done " + r.ID}))
+				require.NoError(t, eng.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: bob, Conversation: chan1, Text: "done " + r.ID}))
 				continue
 			}
 			return // the person already answered: waiting is a bug the parent sees
-		case bot.RunAwaitingApproval:
+		case runmodel.RunAwaitingApproval:
 			voted := false
-			for _, u := range []bot.User{bob, carol} {
+			for _, u := range []chatmodel.User{bob, carol} {
 				if marker("vote-" + r.Gate.ID + "-" + u.ID) {
-					require.NoError(t, eng.Handle(ctx, bot.Event{Kind: bot.EventCommand, User: u, Conversation: chan1, Text: "approve " + r.ID}))
+					require.NoError(t, eng.Handle(ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: u, Conversation: chan1, Text: "approve " + r.ID}))
 					voted = true
 					break
 				}
@@ -232,10 +236,10 @@ func TestCrash_EveryBoundary(t *testing.T) {
 			db, err := store.Open(filepath.Join(dir, "gc.db"), store.Options{})
 			require.NoError(t, err)
 			defer db.Close()
-			runs, err := db.ListRuns(context.Background(), bot.RunQuery{})
+			runs, err := db.ListRuns(context.Background(), runmodel.RunQuery{})
 			require.NoError(t, err)
 			require.Len(t, runs, 1)
-			assert.Equal(t, bot.RunSucceeded, runs[0].State, "run error: %s", runs[0].Error)
+			assert.Equal(t, runmodel.RunSucceeded, runs[0].State, "run error: %s", runs[0].Error)
 			assert.Equal(t, []string{"w-0"}, w.applies(), "the destructive call happened exactly once")
 			assert.Empty(t, w.load()["w-0"])
 		})

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -12,30 +15,30 @@ import (
 // a dry run) or another condition. Its plan is resolved — read-only, as
 // every plan — and shown, the step is skipped. It reports whether it
 // handled the step.
-func (e *Engine) dryRunBranch(ctx context.Context, r *Run, spec *runbooks.Step, env runbooks.Env) bool {
-	if !r.DryRun || spec.Kind != runbooks.KindAction {
+func (e *Engine) dryRunBranch(ctx context.Context, r *runmodel.Run, spec *runbookmodel.Step, env runbooks.Env) bool {
+	if !r.DryRun || spec.Kind != runbookmodel.KindAction {
 		return false
 	}
 	op, ok := e.opts.Ops.Get(spec.Op)
-	if !ok || op.Class != ClassDestructive {
+	if !ok || op.Class != opmodel.ClassDestructive {
 		return false
 	}
 	cond := "only if " + spec.When
 	args, err := runbooks.RenderArgs(spec.Args, env)
 	if err != nil {
-		e.stepDone(ctx, r.ID, spec.ID, StepSkipped, func(st *StepState, _ *Batch) {
+		e.stepDone(ctx, r.ID, spec.ID, runmodel.StepSkipped, func(st *runmodel.StepState, _ *runmodel.Batch) {
 			st.Summary = fmt.Sprintf("dry run: not reached (%s); its plan depends on earlier choices: %v", cond, err)
 		})
 		return true
 	}
-	call := Call{Target: r.Target, Args: Args(args), RunID: r.ID, StepID: spec.ID}
+	call := opmodel.Call{Target: r.Target, Args: opmodel.Args(args), RunID: r.ID, StepID: spec.ID}
 	cctx, done := e.work.callCtx(ctx, r.ID, true)
 	p, err := op.Plan(cctx, call)
 	done()
 	if ctx.Err() != nil {
 		return true
 	}
-	e.stepDone(ctx, r.ID, spec.ID, StepSkipped, func(st *StepState, _ *Batch) {
+	e.stepDone(ctx, r.ID, spec.ID, runmodel.StepSkipped, func(st *runmodel.StepState, _ *runmodel.Batch) {
 		st.Args = call.Args
 		switch {
 		case err != nil:

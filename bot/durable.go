@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/groundcrew/groundcrew/delivery"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // writeRetries are the pauses before each further attempt of a failed
@@ -22,7 +24,7 @@ var writeRetries = []time.Duration{10 * time.Millisecond, 50 * time.Millisecond,
 //
 // The failures it remembers are kept in memory: the store is what failed.
 type durableWriter struct {
-	store Store
+	store runmodel.Store
 	// out posts the alarm of a lost write, through the outbox (as sender
 	// fromAlarm, whose own store writes are not routed back here).
 	out *delivery.Outbox
@@ -33,7 +35,7 @@ type durableWriter struct {
 	byRun map[string][]string // failed writes per run, oldest first
 }
 
-func newDurableWriter(store Store, out *delivery.Outbox, log *slog.Logger, now func() time.Time) *durableWriter {
+func newDurableWriter(store runmodel.Store, out *delivery.Outbox, log *slog.Logger, now func() time.Time) *durableWriter {
 	return &durableWriter{store: store, out: out, log: log, now: now, byRun: map[string][]string{}}
 }
 
@@ -87,8 +89,8 @@ func (w *durableWriter) failed(ctx context.Context, runID, what string, err erro
 		return
 	}
 	text := fmt.Sprintf("⚠️ groundcrew could not save %s of run `%s` to its store (%d attempts): %s\nThe run may not show it. Check `/runbook status %s`; if you just voted or answered a step, do it again.",
-		what, r.ID, len(writeRetries)+1, UserMessage(err), r.ID)
-	if _, perr := w.out.Post(ctx, threadOf(r), Message{Text: text}, delivery.Meta{From: fromAlarm, RunID: r.ID}); perr != nil {
+		what, r.ID, len(writeRetries)+1, chatmodel.UserMessage(err), r.ID)
+	if _, perr := w.out.Post(ctx, threadOf(r), chatmodel.Message{Text: text}, delivery.Meta{From: fromAlarm, RunID: r.ID}); perr != nil {
 		w.log.Error("could not announce a failed store write", "run", runID, "err", perr)
 	}
 }
@@ -96,16 +98,16 @@ func (w *durableWriter) failed(ctx context.Context, runID, what string, err erro
 // updateRun is Store.UpdateRun with retries of store failures: fn is run
 // again on the freshly read run (nothing of a failed transaction was
 // written). An error returned by fn, or ErrNotFound, is not retried.
-func (w *durableWriter) updateRun(ctx context.Context, id, what string, fn func(*Run, *Batch) error) (*Run, error) {
-	var out *Run
+func (w *durableWriter) updateRun(ctx context.Context, id, what string, fn func(*runmodel.Run, *runmodel.Batch) error) (*runmodel.Run, error) {
+	var out *runmodel.Run
 	err := w.do(ctx, id, what, func() (bool, error) {
 		var fnErr error
-		r, err := w.store.UpdateRun(ctx, id, func(r *Run, b *Batch) error {
+		r, err := w.store.UpdateRun(ctx, id, func(r *runmodel.Run, b *runmodel.Batch) error {
 			fnErr = fn(r, b)
 			return fnErr
 		})
 		if err != nil {
-			return fnErr != nil || errors.Is(err, ErrNotFound) || ctx.Err() != nil, err
+			return fnErr != nil || errors.Is(err, chatmodel.ErrNotFound) || ctx.Err() != nil, err
 		}
 		out = r
 		return false, nil
@@ -114,7 +116,7 @@ func (w *durableWriter) updateRun(ctx context.Context, id, what string, fn func(
 }
 
 // audit appends one audit entry outside a run update.
-func (w *durableWriter) audit(ctx context.Context, a AuditEntry) {
+func (w *durableWriter) audit(ctx context.Context, a runmodel.AuditEntry) {
 	if a.Time.IsZero() {
 		a.Time = w.now()
 	}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/store"
 )
 
@@ -55,13 +57,13 @@ func (f *flakyStore) Failed(kind string) int {
 	return f.failed[kind]
 }
 
-func (f *flakyStore) UpdateRun(ctx context.Context, id string, fn func(*bot.Run, *bot.Batch) error) (*bot.Run, error) {
-	return f.DB.UpdateRun(ctx, id, func(r *bot.Run, b *bot.Batch) error {
+func (f *flakyStore) UpdateRun(ctx context.Context, id string, fn func(*runmodel.Run, *runmodel.Batch) error) (*runmodel.Run, error) {
+	return f.DB.UpdateRun(ctx, id, func(r *runmodel.Run, b *runmodel.Batch) error {
 		if err := fn(r, b); err != nil {
 			return err
 		}
 		for _, e := range b.Journal {
-			if e.Type == bot.JOutcome && f.fail("outcome") || e.Type == bot.JVote && f.fail("vote") {
+			if e.Type == runmodel.JOutcome && f.fail("outcome") || e.Type == runmodel.JVote && f.fail("vote") {
 				return errDisk
 			}
 		}
@@ -72,14 +74,14 @@ func (f *flakyStore) UpdateRun(ctx context.Context, id string, fn func(*bot.Run,
 	})
 }
 
-func (f *flakyStore) ListRuns(ctx context.Context, q bot.RunQuery) ([]*bot.Run, error) {
+func (f *flakyStore) ListRuns(ctx context.Context, q runmodel.RunQuery) ([]*runmodel.Run, error) {
 	if q.Active && f.fail("list_active") {
 		return nil, errors.New("listing runs: FATAL: the database system is shutting down (SQLSTATE 57P03)")
 	}
 	return f.DB.ListRuns(ctx, q)
 }
 
-func (f *flakyStore) PutOutbox(ctx context.Context, it bot.OutboxItem) error {
+func (f *flakyStore) PutOutbox(ctx context.Context, it runmodel.OutboxItem) error {
 	if f.fail("put_outbox") {
 		return errDisk
 	}
@@ -93,7 +95,7 @@ func (f *flakyStore) DeleteOutbox(ctx context.Context, id string) error {
 	return f.DB.DeleteOutbox(ctx, id)
 }
 
-func (f *flakyStore) AppendAudit(ctx context.Context, e bot.AuditEntry) error {
+func (f *flakyStore) AppendAudit(ctx context.Context, e runmodel.AuditEntry) error {
 	if f.fail("audit") {
 		return errDisk
 	}
@@ -110,7 +112,7 @@ func flakyHarness(t *testing.T, fails map[string]int) (*harness, *flakyStore) {
 	return h, fs
 }
 
-func journalHas(t *testing.T, h *harness, runID string, typ bot.JournalType, step string) int {
+func journalHas(t *testing.T, h *harness, runID string, typ runmodel.JournalType, step string) int {
 	j, err := h.db.Journal(h.ctx, runID)
 	require.NoError(t, err)
 	n := 0
@@ -126,18 +128,18 @@ func runToApproval(t *testing.T, h *harness) {
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
 	m, ok := h.chat.Find("ssh w-0")
 	require.True(t, ok, h.chat.Transcript())
-	h.react(bob, m.Ref, bot.IntentApprove)
-	require.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State, h.chat.Transcript())
+	h.react(bob, m.Ref, chatmodel.IntentApprove)
+	require.Equal(t, runmodel.RunAwaitingApproval, h.onlyRun().State, h.chat.Transcript())
 }
 
 func TestDurable_OutcomeWriteRetried(t *testing.T) {
 	h, fs := flakyHarness(t, map[string]int{"outcome": 2})
 	runToApproval(t, h)
-	h.react(carol, h.gateRef(), bot.IntentApprove)
+	h.react(carol, h.gateRef(), chatmodel.IntentApprove)
 	r := h.onlyRun()
-	assert.Equal(t, bot.RunSucceeded, r.State, h.chat.Transcript())
+	assert.Equal(t, runmodel.RunSucceeded, r.State, h.chat.Transcript())
 	assert.Equal(t, 2, fs.Failed("outcome"))
-	assert.Equal(t, 1, journalHas(t, h, r.ID, bot.JOutcome, "prune"), "the outcome is journaled once, after two failed attempts")
+	assert.Equal(t, 1, journalHas(t, h, r.ID, runmodel.JOutcome, "prune"), "the outcome is journaled once, after two failed attempts")
 	audit, err := h.db.AuditEntries(h.ctx, r.ID)
 	require.NoError(t, err)
 	n := 0
@@ -153,10 +155,10 @@ func TestDurable_OutcomeWriteRetried(t *testing.T) {
 func TestDurable_OutcomeWriteLostIsLoud(t *testing.T) {
 	h, _ := flakyHarness(t, map[string]int{"outcome": -1})
 	runToApproval(t, h)
-	h.react(carol, h.gateRef(), bot.IntentApprove)
+	h.react(carol, h.gateRef(), chatmodel.IntentApprove)
 	r := h.onlyRun()
 	assert.Equal(t, 1, h.world.CallCount("fake.prune"))
-	assert.Equal(t, 0, journalHas(t, h, r.ID, bot.JOutcome, "prune"))
+	assert.Equal(t, 0, journalHas(t, h, r.ID, runmodel.JOutcome, "prune"))
 	// A person sees it: in the thread, and in /runbook status.
 	p, ok := h.chat.Find("could not save the outcome of step prune")
 	require.True(t, ok, h.chat.Transcript())
@@ -168,7 +170,7 @@ func TestDurable_OutcomeWriteLostIsLoud(t *testing.T) {
 	assert.Contains(t, eph[len(eph)-1], "1 store write failed")
 }
 
-func threadOfRun(r *bot.Run) bot.Conversation {
+func threadOfRun(r *runmodel.Run) chatmodel.Conversation {
 	c := r.Conversation
 	if c.Thread == "" {
 		c.Thread = r.Root.ID
@@ -179,19 +181,19 @@ func threadOfRun(r *bot.Run) bot.Conversation {
 func TestDurable_VoteWriteRetried(t *testing.T) {
 	h, fs := flakyHarness(t, map[string]int{"vote": 3})
 	runToApproval(t, h)
-	h.react(carol, h.gateRef(), bot.IntentApprove)
+	h.react(carol, h.gateRef(), chatmodel.IntentApprove)
 	r := h.onlyRun()
 	assert.Equal(t, 3, fs.Failed("vote"))
-	assert.Equal(t, bot.RunSucceeded, r.State, "the vote counted after three failed writes:\n%s", h.chat.Transcript())
-	assert.Equal(t, 1, journalHas(t, h, r.ID, bot.JVote, "prune"))
+	assert.Equal(t, runmodel.RunSucceeded, r.State, "the vote counted after three failed writes:\n%s", h.chat.Transcript())
+	assert.Equal(t, 1, journalHas(t, h, r.ID, runmodel.JVote, "prune"))
 }
 
 func TestDurable_VoteWriteLostIsLoud(t *testing.T) {
 	h, _ := flakyHarness(t, map[string]int{"vote": -1})
 	runToApproval(t, h)
-	h.react(carol, h.gateRef(), bot.IntentApprove)
+	h.react(carol, h.gateRef(), chatmodel.IntentApprove)
 	r := h.onlyRun()
-	assert.Equal(t, bot.RunAwaitingApproval, r.State)
+	assert.Equal(t, runmodel.RunAwaitingApproval, r.State)
 	assert.Equal(t, 0, h.world.CallCount("fake.prune"))
 	p, ok := h.chat.Find("could not save a change of run")
 	require.True(t, ok, h.chat.Transcript())
@@ -203,8 +205,8 @@ func TestDurable_MessageRefRetried(t *testing.T) {
 	runToApproval(t, h)
 	assert.Equal(t, 3, fs.Failed("ref"))
 	// Every message reference made it: the gate takes a reaction.
-	h.react(carol, h.gateRef(), bot.IntentApprove)
-	assert.Equal(t, bot.RunSucceeded, h.onlyRun().State, h.chat.Transcript())
+	h.react(carol, h.gateRef(), chatmodel.IntentApprove)
+	assert.Equal(t, runmodel.RunSucceeded, h.onlyRun().State, h.chat.Transcript())
 }
 
 func TestDurable_MessageRefLostIsLoud(t *testing.T) {
@@ -217,7 +219,7 @@ func TestDurable_MessageRefLostIsLoud(t *testing.T) {
 	assert.NotEmpty(t, h.eng.FailedWrites(r.ID))
 	// The typed command still works.
 	h.cmd(bob, "done "+r.ID)
-	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State, h.chat.Transcript())
+	assert.Equal(t, runmodel.RunAwaitingApproval, h.onlyRun().State, h.chat.Transcript())
 }
 
 func TestDurable_OutboxNeverPostsTwice(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -11,8 +12,8 @@ import (
 // 26: "Status: ✅ succeeded · 12 s" counted the wait for approval).
 func TestRunDuration_SaysTheApprovalWait(t *testing.T) {
 	start := time.Date(2026, 3, 2, 3, 0, 0, 0, time.UTC)
-	r := &Run{ID: "r-1", Runbook: "prune-stalled", Target: "infra-prd", State: RunSucceeded, CreatedAt: start,
-		FinishedAt: start.Add(12 * time.Second), Gate: &Gate{RequestedAt: start.Add(2 * time.Second)}}
+	r := &runmodel.Run{ID: "r-1", Runbook: "prune-stalled", Target: "infra-prd", State: runmodel.RunSucceeded, CreatedAt: start,
+		FinishedAt: start.Add(12 * time.Second), Gate: &runmodel.Gate{RequestedAt: start.Add(2 * time.Second)}}
 	r.NoteGateDecided(start.Add(10 * time.Second))
 	assert.Equal(t, 8*time.Second, r.ApprovalWait)
 	assert.Contains(t, renderRoot(r, start.Add(time.Hour)).Text, "Status: ✅ succeeded · 12 s (8 s waiting for approval)")

@@ -18,13 +18,18 @@ import (
 	"github.com/groundcrew/groundcrew/delivery"
 	"github.com/groundcrew/groundcrew/internal/human"
 	"github.com/groundcrew/groundcrew/internal/retry"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/policy"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
 // Library finds runbooks by name.
 type Library interface {
-	Get(name string) (*runbooks.Runbook, bool)
-	List() []*runbooks.Runbook
+	Get(name string) (*runbookmodel.Runbook, bool)
+	List() []*runbookmodel.Runbook
 	// Broken names the file that keeps a runbook unavailable (an override
 	// that does not load: the built-in of that name is not used either).
 	Broken(name string) (runbooks.Broken, bool)
@@ -45,15 +50,15 @@ type TargetInfo struct {
 
 // Options configure an Engine.
 type Options struct {
-	Store Store
-	Chat  Chat
+	Store runmodel.Store
+	Chat  chatmodel.Chat
 	// Delivery is the outbox every subsystem posts through (default: one
 	// of its own on Chat and Store). The engine's Tick flushes it.
 	Delivery  *delivery.Outbox
-	Ops       *Registry
+	Ops       *opmodel.Registry
 	Library   Library
 	Targets   map[string]TargetInfo
-	Approvals ApprovalConfig
+	Approvals policy.Config
 	// Platform names the chat platform ("slack", "mattermost", "console").
 	Platform string
 	// Now is the clock (default time.Now).
@@ -76,21 +81,21 @@ type Options struct {
 	Capabilities Capabilities
 	// Digests posts health digests on demand (/runbook digest); optional.
 	Digests interface {
-		DigestNow(ctx context.Context, target string, to Conversation) error
+		DigestNow(ctx context.Context, target string, to chatmodel.Conversation) error
 	}
 	// Threads adds what other subsystems know of a thread (an incident's
 	// heading and timeline) to its summary; optional.
-	Threads ThreadNoter
+	Threads chatmodel.ThreadNoter
 	// Commands are the "/runbook" commands subsystems answer (the
 	// incidents'); the engine parses every command and hands them theirs.
 	// Optional.
-	Commands Commander
+	Commands chatmodel.Commander
 	// HousekeepEvery is how often Capabilities.Housekeeper forgets old
 	// dedupe entries and finished runs past the retention (default 1h; the
 	// first pass runs on the first Tick).
 	HousekeepEvery time.Duration
 	// Observer is told of every committed run change (metrics); default: none.
-	Observer Observer
+	Observer runmodel.Observer
 	// Hook, when set, is called at step boundaries with a label such as
 	// "before-apply:prune"; tests use it to simulate crashes.
 	Hook func(point string)
@@ -138,7 +143,7 @@ func (o *Options) validate() error {
 
 type nopObserver struct{}
 
-func (nopObserver) RunCommitted(*Run, *Batch) {}
+func (nopObserver) RunCommitted(*runmodel.Run, *runmodel.Batch) {}
 
 // Engine runs runbooks. It implements Handler. All methods are safe for
 // concurrent use. It is the coordinator: it handles events (command.go),
@@ -162,7 +167,7 @@ type Engine struct {
 	set          *settings      // the approval policy, swapped by Reload; runs keep theirs
 }
 
-var _ Handler = (*Engine)(nil)
+var _ chatmodel.Handler = (*Engine)(nil)
 
 // New returns an engine.
 func New(o Options) (*Engine, error) {
@@ -219,21 +224,21 @@ func (e *Engine) Run(ctx context.Context) error {
 // redone, write/destructive calls found with intent but no outcome are
 // reconciled, and runs that can proceed are continued.
 func (e *Engine) Resume(ctx context.Context) error {
-	runs, err := e.opts.Store.ListRuns(ctx, RunQuery{Active: true})
+	runs, err := e.opts.Store.ListRuns(ctx, runmodel.RunQuery{Active: true})
 	if err != nil {
 		return fmt.Errorf("loading active runs: %w", err)
 	}
 	watcher := e.opts.Capabilities.Rewatch
 	for _, r := range runs {
 		if watcher != nil {
-			if r.Gate != nil && r.Gate.Decision == GatePending && !r.Gate.Message.IsZero() {
+			if r.Gate != nil && r.Gate.Decision == runmodel.GatePending && !r.Gate.Message.IsZero() {
 				watcher.WatchReactions(r.Gate.Message)
 			}
-			if st := r.Current(); st != nil && st.Status == StepManual && !st.Message.IsZero() {
+			if st := r.Current(); st != nil && st.Status == runmodel.StepManual && !st.Message.IsZero() {
 				watcher.WatchReactions(st.Message)
 			}
 		}
-		if r.State == RunRunning || r.State == RunWaiting {
+		if r.State == runmodel.RunRunning || r.State == runmodel.RunWaiting {
 			if err := e.recover(ctx, r.ID); err != nil {
 				// Retried until it works (the run is not advanced before:
 				// reconciling comes first), not left until a restart.
@@ -255,7 +260,7 @@ func (e *Engine) Resume(ctx context.Context) error {
 // Tick checks every active run's timers once. Run calls it every
 // TickInterval; tests call it with a fake clock.
 func (e *Engine) Tick(ctx context.Context) {
-	runs, err := e.opts.Store.ListRuns(ctx, RunQuery{Active: true})
+	runs, err := e.opts.Store.ListRuns(ctx, runmodel.RunQuery{Active: true})
 	now := e.opts.Now()
 	if err != nil {
 		e.tickFailing.fail(e.log, now, err)
@@ -264,13 +269,13 @@ func (e *Engine) Tick(ctx context.Context) {
 	e.tickFailing.ok(e.log, now)
 	for _, r := range runs {
 		switch r.State {
-		case RunAwaitingApproval:
+		case runmodel.RunAwaitingApproval:
 			e.checkGateTimers(ctx, r, now)
-		case RunWaiting:
+		case runmodel.RunWaiting:
 			if st := r.Current(); st != nil && !st.NextPoll.After(now) {
 				e.work.kick(r.ID)
 			}
-		case RunAwaitingManual:
+		case runmodel.RunAwaitingManual:
 			if st := r.Current(); st != nil && !st.Deadline.IsZero() && !now.Before(st.Deadline) {
 				e.manualTimeout(ctx, r.ID, st.ID)
 			}
@@ -285,13 +290,13 @@ func (e *Engine) Tick(ctx context.Context) {
 func (e *Engine) WaitIdle(ctx context.Context) error {
 	for {
 		e.work.wait()
-		runs, err := e.opts.Store.ListRuns(ctx, RunQuery{Active: true})
+		runs, err := e.opts.Store.ListRuns(ctx, runmodel.RunQuery{Active: true})
 		if err != nil {
 			return err
 		}
 		running := false
 		for _, r := range runs {
-			if r.State == RunRunning {
+			if r.State == runmodel.RunRunning {
 				running = true
 				e.work.kick(r.ID)
 			}

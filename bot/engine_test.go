@@ -11,6 +11,8 @@ import (
 
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 func stalledWorld() *bottest.World {
@@ -22,25 +24,25 @@ func TestEngine_FullRunWithForcedGate(t *testing.T) {
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
 
 	r := h.onlyRun()
-	assert.Equal(t, bot.RunAwaitingManual, r.State, h.chat.Transcript())
+	assert.Equal(t, runmodel.RunAwaitingManual, r.State, h.chat.Transcript())
 	m, ok := h.chat.Find("ssh w-0")
 	require.True(t, ok, "manual step shows the rendered command")
-	h.react(bob, m.Ref, bot.IntentApprove)
+	h.react(bob, m.Ref, chatmodel.IntentApprove)
 
 	r = h.onlyRun()
-	require.Equal(t, bot.RunAwaitingApproval, r.State, "destructive op is gated although the runbook has no approval step")
+	require.Equal(t, runmodel.RunAwaitingApproval, r.State, "destructive op is gated although the runbook has no approval step")
 	assert.Equal(t, 0, h.world.CallCount("fake.prune"))
 	gate, ok := h.chat.Find("Approval needed")
 	require.True(t, ok)
 	assert.Contains(t, gate.Msg.Text, "worker `w-0`")
 	assert.Contains(t, gate.Msg.Text, "not @alice (requester)")
 
-	h.react(bob, h.gateRef(), bot.IntentApprove)
+	h.react(bob, h.gateRef(), chatmodel.IntentApprove)
 	r = h.onlyRun()
-	assert.Equal(t, bot.RunSucceeded, r.State, h.chat.Transcript())
+	assert.Equal(t, runmodel.RunSucceeded, r.State, h.chat.Transcript())
 	assert.Equal(t, 1, h.world.CallCount("fake.prune"))
 	assert.Equal(t, "", h.world.State("w-0"))
-	assert.Equal(t, []bot.User{bob}, r.Steps[2].ApprovedBy)
+	assert.Equal(t, []chatmodel.User{bob}, r.Steps[2].ApprovedBy)
 
 	// The gate message was edited in place to show the decision.
 	g := h.chat.Posts()
@@ -57,10 +59,10 @@ func TestEngine_FullRunWithForcedGate(t *testing.T) {
 	require.NoError(t, err)
 	intent, outcome := -1, -1
 	for i, e := range j {
-		if e.Step == "prune" && e.Type == bot.JIntent {
+		if e.Step == "prune" && e.Type == runmodel.JIntent {
 			intent = i
 		}
-		if e.Step == "prune" && e.Type == bot.JOutcome {
+		if e.Step == "prune" && e.Type == runmodel.JOutcome {
 			outcome = i
 		}
 	}
@@ -71,7 +73,7 @@ func TestEngine_FullRunWithForcedGate(t *testing.T) {
 	assert.Contains(t, final.Msg.Text, "approved by @bob")
 }
 
-func containsAny(ms []bot.Message, s string) bool {
+func containsAny(ms []chatmodel.Message, s string) bool {
 	for _, m := range ms {
 		if len(m.Text) > 0 && contains(m.Text, s) {
 			return true
@@ -94,11 +96,11 @@ func indexOf(a, b string) int {
 func TestEngine_SelfApprovalRefused(t *testing.T) {
 	h := newHarness(t, stalledWorld(), nil)
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
-	h.react(bob, h.stepRef("check"), bot.IntentApprove)
+	h.react(bob, h.stepRef("check"), chatmodel.IntentApprove)
 
-	h.react(alice, h.gateRef(), bot.IntentApprove)
+	h.react(alice, h.gateRef(), chatmodel.IntentApprove)
 	r := h.onlyRun()
-	assert.Equal(t, bot.RunAwaitingApproval, r.State)
+	assert.Equal(t, runmodel.RunAwaitingApproval, r.State)
 	assert.Empty(t, r.Gate.Votes)
 	require.Len(t, r.Gate.Refusals, 1)
 	assert.Equal(t, alice, r.Gate.Refusals[0].User)
@@ -111,40 +113,40 @@ func TestEngine_SelfApprovalRefused(t *testing.T) {
 
 	// By command too.
 	h.cmd(alice, "approve "+r.ID)
-	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State)
+	assert.Equal(t, runmodel.RunAwaitingApproval, h.onlyRun().State)
 	assert.Equal(t, 0, h.world.CallCount("fake.prune"))
 }
 
 func TestEngine_ApproverList(t *testing.T) {
 	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
-		o.Approvals.Default = bot.Policy{Approvers: []string{"group:ci-oncall"}, Required: 2}
+		o.Approvals.Default = runmodel.Policy{Approvers: []string{"group:ci-oncall"}, Required: 2}
 		o.Chat.(*bottest.Chat).Groups = map[string][]string{"ci-oncall": {"U3", "U4"}}
 	})
 	h.chat.Groups = map[string][]string{"ci-oncall": {"U3", "U4"}}
-	h.chat.SetUser("dave", bot.User{ID: "U4", Name: "dave"}) // the platform knows every voter: approvals are checked again before the prune
+	h.chat.SetUser("dave", chatmodel.User{ID: "U4", Name: "dave"}) // the platform knows every voter: approvals are checked again before the prune
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
-	h.react(bob, h.stepRef("check"), bot.IntentApprove)
-	h.react(bob, h.gateRef(), bot.IntentApprove)
+	h.react(bob, h.stepRef("check"), chatmodel.IntentApprove)
+	h.react(bob, h.gateRef(), chatmodel.IntentApprove)
 	r := h.onlyRun()
 	require.Len(t, r.Gate.Refusals, 1)
 	assert.Contains(t, r.Gate.Refusals[0].Reason, "not an approver")
-	h.react(carol, h.gateRef(), bot.IntentApprove)
-	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State, "needs 2 approvals")
-	h.react(carol, h.gateRef(), bot.IntentApprove)
+	h.react(carol, h.gateRef(), chatmodel.IntentApprove)
+	assert.Equal(t, runmodel.RunAwaitingApproval, h.onlyRun().State, "needs 2 approvals")
+	h.react(carol, h.gateRef(), chatmodel.IntentApprove)
 	assert.Len(t, h.onlyRun().Gate.Votes, 1, "one vote per person")
-	h.react(bot.User{ID: "U4", Name: "dave"}, h.gateRef(), bot.IntentApprove)
-	assert.Equal(t, bot.RunSucceeded, h.onlyRun().State, h.chat.Transcript())
+	h.react(chatmodel.User{ID: "U4", Name: "dave"}, h.gateRef(), chatmodel.IntentApprove)
+	assert.Equal(t, runmodel.RunSucceeded, h.onlyRun().State, h.chat.Transcript())
 	assert.Equal(t, 1, h.world.CallCount("fake.prune"))
 }
 
 func TestEngine_RejectStopsTheRun(t *testing.T) {
 	h := newHarness(t, stalledWorld(), nil)
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
-	h.react(bob, h.stepRef("check"), bot.IntentApprove)
+	h.react(bob, h.stepRef("check"), chatmodel.IntentApprove)
 	r := h.onlyRun()
 	h.cmd(carol, "reject "+r.ID+" \"worker is being rebuilt\"")
 	r = h.onlyRun()
-	assert.Equal(t, bot.RunFailed, r.State)
+	assert.Equal(t, runmodel.RunFailed, r.State)
 	assert.Contains(t, r.Error, "rejected by @carol: worker is being rebuilt")
 	assert.Equal(t, 0, h.world.CallCount("fake.prune"))
 }
@@ -153,15 +155,15 @@ func TestEngine_DriftRequiresNewApproval(t *testing.T) {
 	w := bottest.NewWorld(map[string]string{"w-0": "stalled", "w-1": "running"})
 	h := newHarness(t, w, nil)
 	h.cmd(alice, "run prune target=infra-prd") // all non-running workers
-	h.react(bob, h.stepRef("check"), bot.IntentApprove)
+	h.react(bob, h.stepRef("check"), chatmodel.IntentApprove)
 	first := h.gateRef()
 	firstHash := h.onlyRun().Gate.PlanHash
 
 	w.Set("w-1", "stalled") // the target changed before execution
-	h.react(bob, first, bot.IntentApprove)
+	h.react(bob, first, chatmodel.IntentApprove)
 
 	r := h.onlyRun()
-	require.Equal(t, bot.RunAwaitingApproval, r.State, h.chat.Transcript())
+	require.Equal(t, runmodel.RunAwaitingApproval, r.State, h.chat.Transcript())
 	assert.NotEqual(t, firstHash, r.Gate.PlanHash)
 	assert.Contains(t, r.Gate.Reason, "added `w-1`")
 	assert.Equal(t, 0, w.CallCount("fake.prune"), "nothing executed on a stale approval")
@@ -170,11 +172,11 @@ func TestEngine_DriftRequiresNewApproval(t *testing.T) {
 	assert.Equal(t, first.ID, old.Ref.ID)
 
 	// A vote on the old, void request does not count.
-	h.react(carol, first, bot.IntentApprove)
-	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State)
+	h.react(carol, first, chatmodel.IntentApprove)
+	assert.Equal(t, runmodel.RunAwaitingApproval, h.onlyRun().State)
 
-	h.react(carol, h.gateRef(), bot.IntentApprove)
-	assert.Equal(t, bot.RunSucceeded, h.onlyRun().State)
+	h.react(carol, h.gateRef(), chatmodel.IntentApprove)
+	assert.Equal(t, runmodel.RunSucceeded, h.onlyRun().State)
 	assert.Equal(t, 1, w.CallCount("fake.prune"))
 	assert.Equal(t, "", w.State("w-1"))
 }
@@ -184,17 +186,17 @@ func TestEngine_NothingToDoSkipsTheGate(t *testing.T) {
 	h := newHarness(t, w, nil)
 	h.cmd(alice, "run prune target=infra-prd")
 	r := h.onlyRun()
-	assert.Equal(t, bot.RunSucceeded, r.State, h.chat.Transcript())
-	assert.Equal(t, bot.StepSkipped, r.Steps[1].Status, "when: false skips the manual step")
+	assert.Equal(t, runmodel.RunSucceeded, r.State, h.chat.Transcript())
+	assert.Equal(t, runmodel.StepSkipped, r.Steps[1].Status, "when: false skips the manual step")
 	assert.Contains(t, r.Steps[2].Summary, "nothing to do")
 }
 
 func TestEngine_Expiry(t *testing.T) {
 	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
-		o.Approvals.Default = bot.Policy{Expires: bot.Duration(30 * time.Minute)}
+		o.Approvals.Default = runmodel.Policy{Expires: runmodel.Duration(30 * time.Minute)}
 	})
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
-	h.react(bob, h.stepRef("check"), bot.IntentApprove)
+	h.react(bob, h.stepRef("check"), chatmodel.IntentApprove)
 	h.clock.Advance(26 * time.Minute)
 	h.tick()
 	rem, ok := h.chat.Find("⏰ Approval")
@@ -203,9 +205,9 @@ func TestEngine_Expiry(t *testing.T) {
 	h.clock.Advance(5 * time.Minute)
 	h.tick()
 	r := h.onlyRun()
-	assert.Equal(t, bot.RunFailed, r.State)
+	assert.Equal(t, runmodel.RunFailed, r.State)
 	assert.Contains(t, r.Error, "approval expired")
-	h.react(bob, h.gateRef(), bot.IntentApprove)
+	h.react(bob, h.gateRef(), chatmodel.IntentApprove)
 	assert.Equal(t, 0, h.world.CallCount("fake.prune"))
 }
 
@@ -213,7 +215,7 @@ func TestEngine_DryRunChangesNothing(t *testing.T) {
 	h := newHarness(t, stalledWorld(), nil)
 	h.cmd(alice, "run prune target=infra-prd --dry-run")
 	r := h.onlyRun()
-	assert.Equal(t, bot.RunSucceeded, r.State, h.chat.Transcript())
+	assert.Equal(t, runmodel.RunSucceeded, r.State, h.chat.Transcript())
 	assert.Contains(t, r.Steps[2].Summary, "dry run: would prune 1 worker")
 	assert.Equal(t, 0, h.world.CallCount("fake.prune"))
 }
@@ -221,13 +223,13 @@ func TestEngine_DryRunChangesNothing(t *testing.T) {
 func TestEngine_WaitTimesOutToFallback(t *testing.T) {
 	h := newHarness(t, stalledWorld(), nil)
 	h.cmd(alice, "run waiter target=infra-prd worker=w-0")
-	assert.Equal(t, bot.RunWaiting, h.onlyRun().State)
+	assert.Equal(t, runmodel.RunWaiting, h.onlyRun().State)
 	for range 21 {
 		h.clock.Advance(time.Minute)
 		h.tick()
 	}
 	r := h.onlyRun()
-	assert.Equal(t, bot.RunAwaitingManual, r.State, h.chat.Transcript())
+	assert.Equal(t, runmodel.RunAwaitingManual, r.State, h.chat.Transcript())
 	assert.Contains(t, r.Steps[0].Error, "timed out")
 	assert.Equal(t, "fallback", r.Steps[r.Cursor].ID)
 }
@@ -240,8 +242,8 @@ func TestEngine_WaitSucceeds(t *testing.T) {
 	h.clock.Advance(time.Minute)
 	h.tick()
 	r := h.onlyRun()
-	assert.Equal(t, bot.RunSucceeded, r.State, h.chat.Transcript())
-	assert.Equal(t, bot.StepPending, r.Steps[2].Status, "goto: end skips the fallback")
+	assert.Equal(t, runmodel.RunSucceeded, r.State, h.chat.Transcript())
+	assert.Equal(t, runmodel.StepPending, r.Steps[2].Status, "goto: end skips the fallback")
 }
 
 func TestEngine_ApprovalStepBindsToTheWriteCall(t *testing.T) {
@@ -249,10 +251,10 @@ func TestEngine_ApprovalStepBindsToTheWriteCall(t *testing.T) {
 	h := newHarness(t, w, nil)
 	h.cmd(alice, "run toucher target=infra-prd")
 	r := h.onlyRun()
-	require.Equal(t, bot.RunAwaitingApproval, r.State, h.chat.Transcript())
+	require.Equal(t, runmodel.RunAwaitingApproval, r.State, h.chat.Transcript())
 	assert.Equal(t, "touch", r.Gate.StepID, "the approval step is combined with the gate of the action it protects")
-	h.react(bob, h.gateRef(), bot.IntentApprove)
-	assert.Equal(t, bot.RunSucceeded, h.onlyRun().State)
+	h.react(bob, h.gateRef(), chatmodel.IntentApprove)
+	assert.Equal(t, runmodel.RunSucceeded, h.onlyRun().State)
 	assert.Equal(t, 1, w.CallCount("fake.touch"))
 }
 
@@ -275,34 +277,34 @@ func TestEngine_CommandErrors(t *testing.T) {
 			assert.Contains(t, eph[len(eph)-1], c.want)
 		})
 	}
-	runs, err := h.db.ListRuns(h.ctx, bot.RunQuery{})
+	runs, err := h.db.ListRuns(h.ctx, runmodel.RunQuery{})
 	require.NoError(t, err)
 	assert.Empty(t, runs, "bad commands start nothing")
 }
 
 func TestEngine_DuplicateEventsIgnored(t *testing.T) {
 	h := newHarness(t, stalledWorld(), nil)
-	ev := bot.Event{ID: "Ev1", Kind: bot.EventCommand, User: alice, Conversation: chan1, Text: "run prune target=infra-prd"}
+	ev := chatmodel.Event{ID: "Ev1", Kind: chatmodel.EventCommand, User: alice, Conversation: chan1, Text: "run prune target=infra-prd"}
 	require.NoError(t, h.eng.Handle(h.ctx, ev))
 	h.idle()
 	h.restart()
 	require.NoError(t, h.eng.Handle(h.ctx, ev))
 	h.idle()
-	runs, err := h.db.ListRuns(h.ctx, bot.RunQuery{})
+	runs, err := h.db.ListRuns(h.ctx, runmodel.RunQuery{})
 	require.NoError(t, err)
 	assert.Len(t, runs, 1)
 }
 
 func TestEngine_ApprovalSurvivesRestart(t *testing.T) {
-	h := newHarness(t, stalledWorld(), func(o *bot.Options) { o.Approvals.Default = bot.Policy{Required: 2} })
+	h := newHarness(t, stalledWorld(), func(o *bot.Options) { o.Approvals.Default = runmodel.Policy{Required: 2} })
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
-	h.react(bob, h.stepRef("check"), bot.IntentApprove)
-	h.react(bob, h.gateRef(), bot.IntentApprove)
+	h.react(bob, h.stepRef("check"), chatmodel.IntentApprove)
+	h.react(bob, h.gateRef(), chatmodel.IntentApprove)
 	h.restart()
 	r := h.onlyRun()
 	require.Len(t, r.Gate.Votes, 1)
-	h.react(carol, h.gateRef(), bot.IntentApprove)
-	assert.Equal(t, bot.RunSucceeded, h.onlyRun().State)
+	h.react(carol, h.gateRef(), chatmodel.IntentApprove)
+	assert.Equal(t, runmodel.RunSucceeded, h.onlyRun().State)
 	assert.Equal(t, 1, h.world.CallCount("fake.prune"))
 }
 
@@ -322,13 +324,13 @@ func TestEngine_FailedPostsGoToTheOutbox(t *testing.T) {
 	require.False(t, r.Root.IsZero(), "root ref saved after the retry")
 	assert.Empty(t, r.RootPending)
 	for _, p := range h.chat.Posts() {
-		if p.Msg.Role == bot.RoleStep {
+		if p.Msg.Role == chatmodel.RoleStep {
 			assert.Equal(t, r.Root.ID, p.To.Thread, "step messages are in the root's thread: %s", p.Msg.Text)
 		}
 	}
 	require.False(t, h.stepRef("check").IsZero(), "the manual step's message ref is saved: reactions on it count")
-	h.react(bob, h.stepRef("check"), bot.IntentApprove)
-	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State)
+	h.react(bob, h.stepRef("check"), chatmodel.IntentApprove)
+	assert.Equal(t, runmodel.RunAwaitingApproval, h.onlyRun().State)
 }
 
 func TestEngine_ApplyErrorFailsTheStep(t *testing.T) {
@@ -336,43 +338,43 @@ func TestEngine_ApplyErrorFailsTheStep(t *testing.T) {
 	w.FailApply = errors.New("infra-prd: prune worker \"w-0\": 500 boom")
 	h := newHarness(t, w, nil)
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
-	h.react(bob, h.stepRef("check"), bot.IntentApprove)
-	h.react(bob, h.gateRef(), bot.IntentApprove)
+	h.react(bob, h.stepRef("check"), chatmodel.IntentApprove)
+	h.react(bob, h.gateRef(), chatmodel.IntentApprove)
 	r := h.onlyRun()
-	assert.Equal(t, bot.RunFailed, r.State)
+	assert.Equal(t, runmodel.RunFailed, r.State)
 	assert.Contains(t, r.Steps[2].Error, "500 boom")
 	_ = context.Background()
 }
 
 func TestEngine_RunPolicy(t *testing.T) {
 	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
-		o.Approvals.Targets = map[string]bot.Policy{"infra-prd": {Runners: []string{"group:ci-oncall"}}}
+		o.Approvals.Targets = map[string]runmodel.Policy{"infra-prd": {Runners: []string{"group:ci-oncall"}}}
 	})
 	h.chat.Groups = map[string][]string{"ci-oncall": {"U2"}}
 	h.cmd(alice, "run prune target=infra-prd")
 	eph := h.chat.Ephemerals(alice.ID)
 	require.NotEmpty(t, eph)
 	assert.Contains(t, eph[len(eph)-1], "You may not run `prune` on `infra-prd`: policy `approvals.targets.infra-prd.runners` allows only @ci-oncall")
-	runs, _ := h.db.ListRuns(h.ctx, bot.RunQuery{})
+	runs, _ := h.db.ListRuns(h.ctx, runmodel.RunQuery{})
 	assert.Empty(t, runs)
 	h.cmd(bob, "run prune target=infra-prd")
-	assert.Equal(t, bot.RunAwaitingManual, h.onlyRun().State)
+	assert.Equal(t, runmodel.RunAwaitingManual, h.onlyRun().State)
 }
 
 func TestEngine_BreakGlass(t *testing.T) {
 	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
-		o.Approvals.Default = bot.Policy{Required: 2, BreakGlass: []string{"@alice"}}
+		o.Approvals.Default = runmodel.Policy{Required: 2, BreakGlass: []string{"@alice"}}
 	})
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
-	h.react(bob, h.stepRef("check"), bot.IntentApprove)
+	h.react(bob, h.stepRef("check"), chatmodel.IntentApprove)
 	r := h.onlyRun()
 	h.cmd(bob, "approve "+r.ID+" --break-glass no other approver awake")
 	assert.Contains(t, last(h.chat.Ephemerals(bob.ID)), "Only @alice may break glass")
 	h.cmd(alice, "approve "+r.ID+" --break-glass")
 	assert.Contains(t, last(h.chat.Ephemerals(alice.ID)), "needs a reason")
-	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State)
+	assert.Equal(t, runmodel.RunAwaitingApproval, h.onlyRun().State)
 	h.cmd(alice, "approve "+r.ID+" --break-glass customer outage, prune now")
-	assert.Equal(t, bot.RunSucceeded, h.onlyRun().State, h.chat.Transcript())
+	assert.Equal(t, runmodel.RunSucceeded, h.onlyRun().State, h.chat.Transcript())
 	m, ok := h.chat.Find("Break-glass")
 	require.True(t, ok)
 	assert.True(t, m.Msg.Broadcast)
@@ -389,17 +391,17 @@ func TestEngine_BreakGlass(t *testing.T) {
 
 func TestEngine_RequireGroups(t *testing.T) {
 	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
-		o.Approvals.Default = bot.Policy{Required: 1, RequireGroups: []string{"group:dba"}}
+		o.Approvals.Default = runmodel.Policy{Required: 1, RequireGroups: []string{"group:dba"}}
 	})
 	h.chat.Groups = map[string][]string{"dba": {"U3"}}
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
-	h.react(bob, h.stepRef("check"), bot.IntentApprove)
-	h.react(bob, h.gateRef(), bot.IntentApprove)
-	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State)
+	h.react(bob, h.stepRef("check"), chatmodel.IntentApprove)
+	h.react(bob, h.gateRef(), chatmodel.IntentApprove)
+	assert.Equal(t, runmodel.RunAwaitingApproval, h.onlyRun().State)
 	gate, _ := h.chat.Find("Still needed")
 	assert.Contains(t, gate.Msg.Text, "Still needed: one from @dba")
-	h.react(carol, h.gateRef(), bot.IntentApprove)
-	assert.Equal(t, bot.RunSucceeded, h.onlyRun().State)
+	h.react(carol, h.gateRef(), chatmodel.IntentApprove)
+	assert.Equal(t, runmodel.RunSucceeded, h.onlyRun().State)
 }
 
 func last(xs []string) string {
@@ -415,7 +417,7 @@ func TestEngine_RunRefusedWhereTheBotCannotPost(t *testing.T) {
 	h := newHarness(t, stalledWorld(), nil)
 	h.chat.CannotPost = map[string]string{chan1.Channel: "I am not in this private channel: invite me with `/invite @groundcrew`, then run it again."}
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
-	runs, err := h.db.ListRuns(h.ctx, bot.RunQuery{})
+	runs, err := h.db.ListRuns(h.ctx, runmodel.RunQuery{})
 	require.NoError(t, err)
 	assert.Empty(t, runs, "no run created")
 	eph := h.chat.Ephemerals(alice.ID)

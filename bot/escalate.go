@@ -7,8 +7,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/groundcrew/groundcrew/bot/policy"
 	"github.com/groundcrew/groundcrew/internal/human"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/policy"
 )
 
 // maxMentions bounds the people one escalation step mentions (a group is
@@ -20,10 +22,10 @@ const maxMentions = 50
 // people in the gate's thread (and the channel when the step says so).
 // The gate's policy is not touched: an escalated gate needs the same
 // approvals as before.
-func (e *Engine) escalate(ctx context.Context, r *Run, now time.Time) {
+func (e *Engine) escalate(ctx context.Context, r *runmodel.Run, now time.Time) {
 	for {
 		g := r.Gate
-		if g == nil || g.Decision != GatePending || g.Escalated >= len(g.Policy.Escalate) {
+		if g == nil || g.Decision != runmodel.GatePending || g.Escalated >= len(g.Policy.Escalate) {
 			return
 		}
 		i := g.Escalated
@@ -32,12 +34,12 @@ func (e *Engine) escalate(ctx context.Context, r *Run, now time.Time) {
 			return
 		}
 		waited := human.Duration(expiresIn(now.Sub(g.RequestedAt))) // seconds under a minute: a 20s step never says "0 s"
-		r2, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
-			if r.Gate == nil || r.Gate.ID != g.ID || r.Gate.Decision != GatePending || r.Gate.Escalated != i {
+		r2, err := e.update(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error {
+			if r.Gate == nil || r.Gate.ID != g.ID || r.Gate.Decision != runmodel.GatePending || r.Gate.Escalated != i {
 				return errRunOver
 			}
 			r.Gate.Escalated = i + 1
-			b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateEscalated, PlanHash: g.PlanHash,
+			b.Note(runmodel.JournalEntry{Time: now, Step: g.StepID, Type: runmodel.JGateEscalated, PlanHash: g.PlanHash,
 				Message: fmt.Sprintf("escalated after %s without a decision: notified %s", waited, policy.DisplayList(step.Notify))})
 			return nil
 		})
@@ -56,8 +58,8 @@ func (e *Engine) escalate(ctx context.Context, r *Run, now time.Time) {
 		}
 		text := fmt.Sprintf("%s: approval for `%s` (%s) has waited %s with %d of %d approvals. %s · expires in %s (%s UTC). %s",
 			head, r2.ID, what, waited, len(ng.Votes), ng.Policy.WithDefaults().Required,
-			ng.Policy.Describe(r2.Requester.Display()), human.Duration(expiresIn(ng.ExpiresAt.Sub(now))), ng.ExpiresAt.UTC().Format("15:04"), e.hints.reminder(r2.ID))
-		e.out.thread(ctx, r2, RoleReminder, ng.StepID, Message{Broadcast: step.Channel, Mentions: mentions, Text: text})
+			policy.Describe(ng.Policy, r2.Requester.Display()), human.Duration(expiresIn(ng.ExpiresAt.Sub(now))), ng.ExpiresAt.UTC().Format("15:04"), e.hints.reminder(r2.ID))
+		e.out.thread(ctx, r2, chatmodel.RoleReminder, ng.StepID, chatmodel.Message{Broadcast: step.Channel, Mentions: mentions, Text: text})
 		r = r2
 	}
 }
@@ -99,7 +101,7 @@ func (d *directory) mentions(ctx context.Context, entries []string) []string {
 				continue
 			}
 			ids, err := d.groups.GroupMembers(ctx, g)
-			if err != nil && !errors.Is(err, ErrNotFound) && d.log != nil {
+			if err != nil && !errors.Is(err, chatmodel.ErrNotFound) && d.log != nil {
 				d.log.Warn("escalation: could not list the group to mention", "group", g, "err", err)
 			}
 			for _, id := range ids {

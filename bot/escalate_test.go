@@ -10,7 +10,8 @@ import (
 
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
-	"github.com/groundcrew/groundcrew/bot/policy"
+	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/policy"
 )
 
 func escalations(h *harness) []bottest.Posted {
@@ -28,16 +29,16 @@ func escalations(h *harness) []bottest.Posted {
 // and in the summary; the escalation never lowers the bar.
 func TestEngine_GateEscalates(t *testing.T) {
 	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
-		o.Approvals = bot.ApprovalConfig{Default: bot.Policy{Approvers: []string{"bob"}, Required: 1, Expires: policy.Duration(30 * time.Minute),
-			Escalate: []policy.Escalation{
-				{After: policy.Duration(10 * time.Minute), Notify: []string{"carol"}},
-				{After: policy.Duration(20 * time.Minute), Notify: []string{"group:leads", "@carol"}, Channel: true},
+		o.Approvals = policy.Config{Default: runmodel.Policy{Approvers: []string{"bob"}, Required: 1, Expires: runmodel.Duration(30 * time.Minute),
+			Escalate: []runmodel.Escalation{
+				{After: runmodel.Duration(10 * time.Minute), Notify: []string{"carol"}},
+				{After: runmodel.Duration(20 * time.Minute), Notify: []string{"group:leads", "@carol"}, Channel: true},
 			}}}
 	})
 	h.chat.Groups = map[string][]string{"leads": {"U1", "U3"}}
 	h.cmd(alice, "run toucher target=infra-prd")
 	r := h.onlyRun()
-	require.Equal(t, bot.RunAwaitingApproval, r.State, h.chat.Transcript())
+	require.Equal(t, runmodel.RunAwaitingApproval, r.State, h.chat.Transcript())
 
 	h.clock.Advance(9 * time.Minute)
 	h.tick()
@@ -56,7 +57,7 @@ func TestEngine_GateEscalates(t *testing.T) {
 
 	// carol was told, not made an approver.
 	h.cmd(carol, "approve "+r.ID)
-	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State, "an escalated gate needs the same approvals")
+	assert.Equal(t, runmodel.RunAwaitingApproval, h.onlyRun().State, "an escalated gate needs the same approvals")
 
 	h.clock.Advance(10 * time.Minute)
 	h.tick()
@@ -78,12 +79,12 @@ func TestEngine_GateEscalates(t *testing.T) {
 
 	h.cmd(bob, "approve "+r.ID)
 	r = h.onlyRun()
-	require.Equal(t, bot.RunSucceeded, r.State, h.chat.Transcript())
+	require.Equal(t, runmodel.RunSucceeded, r.State, h.chat.Transcript())
 	j, err := h.db.Journal(h.ctx, r.ID)
 	require.NoError(t, err)
 	var notes []string
 	for _, e := range j {
-		if e.Type == bot.JGateEscalated {
+		if e.Type == runmodel.JGateEscalated {
 			notes = append(notes, e.Message)
 		}
 	}
@@ -103,14 +104,14 @@ func TestEngine_GateEscalates(t *testing.T) {
 // says how long the request really waited (not "0 s", not "1 min").
 func TestEngine_GateEscalatesAfterSeconds(t *testing.T) {
 	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
-		o.Approvals = bot.ApprovalConfig{Default: bot.Policy{Approvers: []string{"bob"}, Required: 1, Expires: policy.Duration(2 * time.Minute),
-			Escalate: []policy.Escalation{
-				{After: policy.Duration(20 * time.Second), Notify: []string{"carol"}},
-				{After: policy.Duration(40 * time.Second), Notify: []string{"carol"}},
+		o.Approvals = policy.Config{Default: runmodel.Policy{Approvers: []string{"bob"}, Required: 1, Expires: runmodel.Duration(2 * time.Minute),
+			Escalate: []runmodel.Escalation{
+				{After: runmodel.Duration(20 * time.Second), Notify: []string{"carol"}},
+				{After: runmodel.Duration(40 * time.Second), Notify: []string{"carol"}},
 			}}}
 	})
 	h.cmd(alice, "run toucher target=infra-prd")
-	require.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State, h.chat.Transcript())
+	require.Equal(t, runmodel.RunAwaitingApproval, h.onlyRun().State, h.chat.Transcript())
 
 	h.clock.Advance(20 * time.Second)
 	h.tick()

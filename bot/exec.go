@@ -10,7 +10,10 @@ import (
 	"time"
 
 	"github.com/groundcrew/groundcrew/internal/human"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -30,8 +33,8 @@ func (e *Engine) advance(ctx context.Context, id string) {
 			return
 		}
 		switch r.State {
-		case RunRunning:
-		case RunWaiting:
+		case runmodel.RunRunning:
+		case runmodel.RunWaiting:
 			st := r.Current()
 			if st == nil || st.NextPoll.After(e.opts.Now()) {
 				return
@@ -42,22 +45,22 @@ func (e *Engine) advance(ctx context.Context, id string) {
 			return
 		}
 		if r.Cursor >= len(r.Steps) {
-			e.finish(ctx, r.ID, RunSucceeded, "")
+			e.finish(ctx, r.ID, runmodel.RunSucceeded, "")
 			return
 		}
 		st, spec := r.Current(), &r.Spec.Steps[r.Cursor]
 		e.hook("step:" + st.ID + ":" + string(st.Status))
 		switch st.Status {
-		case StepPending, StepRunning:
+		case runmodel.StepPending, runmodel.StepRunning:
 			e.startStep(ctx, r, spec)
-		case StepGated:
+		case runmodel.StepGated:
 			e.afterGate(ctx, r, spec)
-		case StepExecuting:
+		case runmodel.StepExecuting:
 			e.reconcile(ctx, r, spec)
 		default:
 			// A finished step at the cursor: move on.
-			_, _ = e.update(ctx, r.ID, func(r *Run, b *Batch) error {
-				return e.moves.moveOn(r, b, r.Current().Status == StepSucceeded || r.Current().Status == StepSkipped)
+			_, _ = e.update(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error {
+				return e.moves.moveOn(r, b, r.Current().Status == runmodel.StepSucceeded || r.Current().Status == runmodel.StepSkipped)
 			})
 		}
 	}
@@ -66,9 +69,9 @@ func (e *Engine) advance(ctx context.Context, id string) {
 
 // update is Store.UpdateRun that also refreshes UpdatedAt. A failing store
 // write is retried and, if it still fails, reported loudly (durable.go).
-func (e *Engine) update(ctx context.Context, id string, fn func(*Run, *Batch) error) (*Run, error) {
-	var batch *Batch
-	r, err := e.writes.updateRun(ctx, id, "a change", func(r *Run, b *Batch) error {
+func (e *Engine) update(ctx context.Context, id string, fn func(*runmodel.Run, *runmodel.Batch) error) (*runmodel.Run, error) {
+	var batch *runmodel.Batch
+	r, err := e.writes.updateRun(ctx, id, "a change", func(r *runmodel.Run, b *runmodel.Batch) error {
 		if err := fn(r, b); err != nil {
 			return err
 		}
@@ -85,7 +88,7 @@ func (e *Engine) update(ctx context.Context, id string, fn func(*Run, *Batch) er
 }
 
 // runEnv is what expressions and templates see.
-func runEnv(r *Run) runbooks.Env {
+func runEnv(r *runmodel.Run) runbooks.Env {
 	steps := make(map[string]runbooks.StepEnv, len(r.Steps))
 	for _, st := range r.Steps {
 		var res any
@@ -109,8 +112,8 @@ func optional(s string) string {
 }
 
 // finish ends a run (if not already) and posts the final message.
-func (e *Engine) finish(ctx context.Context, id string, to RunState, msg string) {
-	r, err := e.update(ctx, id, func(r *Run, b *Batch) error { return e.moves.endRun(r, b, to, msg) })
+func (e *Engine) finish(ctx context.Context, id string, to runmodel.RunState, msg string) {
+	r, err := e.update(ctx, id, func(r *runmodel.Run, b *runmodel.Batch) error { return e.moves.endRun(r, b, to, msg) })
 	if err != nil {
 		return
 	}
@@ -118,20 +121,20 @@ func (e *Engine) finish(ctx context.Context, id string, to RunState, msg string)
 }
 
 // stepFail marks the current step failed and follows on_failure.
-func (e *Engine) stepFail(ctx context.Context, id, stepID string, cause error, set func(st *StepState)) *Run {
-	r, err := e.update(ctx, id, func(r *Run, b *Batch) error {
+func (e *Engine) stepFail(ctx context.Context, id, stepID string, cause error, set func(st *runmodel.StepState)) *runmodel.Run {
+	r, err := e.update(ctx, id, func(r *runmodel.Run, b *runmodel.Batch) error {
 		st := r.Current()
 		if r.State.Terminal() || st == nil || st.ID != stepID {
 			return errRunOver
 		}
-		if err := st.SetStatus(StepFailed); err != nil {
+		if err := st.SetStatus(runmodel.StepFailed); err != nil {
 			return err
 		}
-		st.FinishedAt, st.Error = e.opts.Now(), UserMessage(cause)
+		st.FinishedAt, st.Error = e.opts.Now(), chatmodel.UserMessage(cause)
 		if set != nil {
 			set(st)
 		}
-		b.Note(JournalEntry{Time: st.FinishedAt, Step: st.ID, Type: JStepFailed, Message: st.Error})
+		b.Note(runmodel.JournalEntry{Time: st.FinishedAt, Step: st.ID, Type: runmodel.JStepFailed, Message: st.Error})
 		return e.moves.moveOn(r, b, false)
 	})
 	if err != nil {
@@ -145,8 +148,8 @@ func (e *Engine) stepFail(ctx context.Context, id, stepID string, cause error, s
 }
 
 // stepDone marks the current step succeeded (or skipped) and moves on.
-func (e *Engine) stepDone(ctx context.Context, id, stepID string, status StepStatus, set func(st *StepState, b *Batch)) *Run {
-	r, err := e.update(ctx, id, func(r *Run, b *Batch) error {
+func (e *Engine) stepDone(ctx context.Context, id, stepID string, status runmodel.StepStatus, set func(st *runmodel.StepState, b *runmodel.Batch)) *runmodel.Run {
+	r, err := e.update(ctx, id, func(r *runmodel.Run, b *runmodel.Batch) error {
 		st := r.Current()
 		if st == nil || st.ID != stepID {
 			return errRunOver
@@ -155,11 +158,11 @@ func (e *Engine) stepDone(ctx context.Context, id, stepID string, status StepSta
 		if set != nil {
 			set(st, b)
 		}
-		typ := JStepDone
-		if status == StepSkipped {
-			typ = JStepSkipped
+		typ := runmodel.JStepDone
+		if status == runmodel.StepSkipped {
+			typ = runmodel.JStepSkipped
 		}
-		b.Note(JournalEntry{Time: st.FinishedAt, Step: st.ID, Type: typ, Message: st.Summary})
+		b.Note(runmodel.JournalEntry{Time: st.FinishedAt, Step: st.ID, Type: typ, Message: st.Summary})
 		if r.State.Terminal() {
 			return nil // outcome recorded on a cancelled run; no moving on
 		}
@@ -176,7 +179,7 @@ func (e *Engine) stepDone(ctx context.Context, id, stepID string, status StepSta
 }
 
 // startStep begins the step at the cursor.
-func (e *Engine) startStep(ctx context.Context, r *Run, spec *runbooks.Step) {
+func (e *Engine) startStep(ctx context.Context, r *runmodel.Run, spec *runbookmodel.Step) {
 	env := runEnv(r)
 	e.resolveTitles(ctx, r, env)
 	if spec.When != "" {
@@ -189,7 +192,7 @@ func (e *Engine) startStep(ctx context.Context, r *Run, spec *runbooks.Step) {
 			return
 		}
 		if !ok {
-			e.stepDone(ctx, r.ID, spec.ID, StepSkipped, func(st *StepState, _ *Batch) {
+			e.stepDone(ctx, r.ID, spec.ID, runmodel.StepSkipped, func(st *runmodel.StepState, _ *runmodel.Batch) {
 				st.Summary = "skipped: condition not met (" + spec.When + ")"
 				st.Branch = true
 			})
@@ -197,10 +200,10 @@ func (e *Engine) startStep(ctx context.Context, r *Run, spec *runbooks.Step) {
 		}
 	}
 	switch spec.Kind {
-	case runbooks.KindManual:
+	case runbookmodel.KindManual:
 		e.startManual(ctx, r, spec, env)
 		return
-	case runbooks.KindApproval:
+	case runbookmodel.KindApproval:
 		e.startApproval(ctx, r, spec, env)
 		return
 	}
@@ -212,7 +215,7 @@ func (e *Engine) startStep(ctx context.Context, r *Run, spec *runbooks.Step) {
 	if spec.Text != "" {
 		// A note on a query/action/wait step is shown with it.
 		if text, err := runbooks.Render(spec.Text, env); err == nil {
-			_, _ = e.update(ctx, r.ID, func(r *Run, b *Batch) error {
+			_, _ = e.update(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error {
 				if st := r.Current(); st != nil && st.ID == spec.ID {
 					st.Text = text
 				}
@@ -225,13 +228,13 @@ func (e *Engine) startStep(ctx context.Context, r *Run, spec *runbooks.Step) {
 		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("rendering arguments: %w", err), nil)
 		return
 	}
-	call := Call{Target: r.Target, Args: Args(args), RunID: r.ID, StepID: spec.ID}
+	call := opmodel.Call{Target: r.Target, Args: opmodel.Args(args), RunID: r.ID, StepID: spec.ID}
 	switch {
-	case spec.Kind == runbooks.KindWait:
+	case spec.Kind == runbookmodel.KindWait:
 		e.startWait(ctx, r, spec, call)
-	case op.Class == ClassRead:
+	case op.Class == opmodel.ClassRead:
 		e.runRead(ctx, r, spec, op, call)
-	case op.Class == ClassDestructive || r.PendingApproval != nil:
+	case op.Class == opmodel.ClassDestructive || r.PendingApproval != nil:
 		e.openActionGate(ctx, r, spec, op, call, "")
 	default:
 		e.runWrite(ctx, r, spec, op, call, nil)
@@ -244,10 +247,10 @@ func (e *Engine) startStep(ctx context.Context, r *Run, spec *runbooks.Step) {
 // to be running"), and stores them. A step keeps the title it had when it
 // started: once started it is not rendered again, restarts included. A
 // result not there yet gives the template's fallback (runbooks.RenderTitle).
-func (e *Engine) resolveTitles(ctx context.Context, r *Run, env runbooks.Env) {
+func (e *Engine) resolveTitles(ctx context.Context, r *runmodel.Run, env runbooks.Env) {
 	titles := map[int]string{}
 	for i := range r.Steps {
-		if r.Steps[i].Status != StepPending || i >= len(r.Spec.Steps) || !strings.Contains(r.Spec.Steps[i].Title, "{{") {
+		if r.Steps[i].Status != runmodel.StepPending || i >= len(r.Spec.Steps) || !strings.Contains(r.Spec.Steps[i].Title, "{{") {
 			continue
 		}
 		if t := runbooks.RenderTitle(r.Spec.Steps[i].Title, env); t != r.Steps[i].Title {
@@ -257,9 +260,9 @@ func (e *Engine) resolveTitles(ctx context.Context, r *Run, env runbooks.Env) {
 	if len(titles) == 0 {
 		return
 	}
-	_, err := e.update(ctx, r.ID, func(r *Run, _ *Batch) error {
+	_, err := e.update(ctx, r.ID, func(r *runmodel.Run, _ *runmodel.Batch) error {
 		for i, t := range titles {
-			if i < len(r.Steps) && r.Steps[i].Status == StepPending {
+			if i < len(r.Steps) && r.Steps[i].Status == runmodel.StepPending {
 				r.Steps[i].Title = t
 			}
 		}
@@ -273,13 +276,13 @@ func (e *Engine) resolveTitles(ctx context.Context, r *Run, env runbooks.Env) {
 }
 
 // runRead runs a read operation: safe to redo, so no intent is recorded.
-func (e *Engine) runRead(ctx context.Context, r *Run, spec *runbooks.Step, op Op, call Call) {
-	_, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
+func (e *Engine) runRead(ctx context.Context, r *runmodel.Run, spec *runbookmodel.Step, op opmodel.Op, call opmodel.Call) {
+	_, err := e.update(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error {
 		st := r.Current()
-		if st.Status != StepRunning {
-			b.Note(JournalEntry{Time: e.opts.Now(), Step: st.ID, Type: JStepStarted, Message: op.Name})
+		if st.Status != runmodel.StepRunning {
+			b.Note(runmodel.JournalEntry{Time: e.opts.Now(), Step: st.ID, Type: runmodel.JStepStarted, Message: op.Name})
 		}
-		if err := st.SetStatus(StepRunning); err != nil {
+		if err := st.SetStatus(runmodel.StepRunning); err != nil {
 			return err
 		}
 		st.StartedAt, st.Args = e.opts.Now(), call.Args
@@ -298,10 +301,10 @@ func (e *Engine) runRead(ctx context.Context, r *Run, spec *runbooks.Step, op Op
 		e.stepFail(ctx, r.ID, spec.ID, err, nil)
 		return
 	}
-	e.stepDone(ctx, r.ID, spec.ID, StepSucceeded, func(st *StepState, _ *Batch) { setResult(st, res) })
+	e.stepDone(ctx, r.ID, spec.ID, runmodel.StepSucceeded, func(st *runmodel.StepState, _ *runmodel.Batch) { setResult(st, res) })
 }
 
-func setResult(st *StepState, res Result) {
+func setResult(st *runmodel.StepState, res opmodel.Result) {
 	st.Summary, st.Table, st.Detail, st.Warn, st.Items = res.Summary, res.Table, res.Detail, res.Warn, res.Items
 	if res.Data != nil {
 		if b, err := json.Marshal(res.Data); err == nil {
@@ -311,24 +314,24 @@ func setResult(st *StepState, res Result) {
 }
 
 // runWrite records intent, calls a write operation, and records the outcome.
-func (e *Engine) runWrite(ctx context.Context, r *Run, spec *runbooks.Step, op Op, call Call, approvedBy []User) {
+func (e *Engine) runWrite(ctx context.Context, r *runmodel.Run, spec *runbookmodel.Step, op opmodel.Op, call opmodel.Call, approvedBy []chatmodel.User) {
 	if r.DryRun {
-		e.stepDone(ctx, r.ID, spec.ID, StepSkipped, func(st *StepState, _ *Batch) {
+		e.stepDone(ctx, r.ID, spec.ID, runmodel.StepSkipped, func(st *runmodel.StepState, _ *runmodel.Batch) {
 			st.Summary = "dry run: would call " + op.Name + " " + formatArgs(call.Args)
 		})
 		return
 	}
-	_, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
+	_, err := e.update(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error {
 		st := r.Current()
 		if r.State.Terminal() || st.ID != spec.ID {
 			return errRunOver
 		}
-		if err := st.SetStatus(StepExecuting); err != nil {
+		if err := st.SetStatus(runmodel.StepExecuting); err != nil {
 			return err
 		}
 		st.StartedAt, st.Args, st.ApprovedBy = e.opts.Now(), call.Args, approvedBy
-		b.Note(JournalEntry{Time: e.opts.Now(), Step: st.ID, Type: JIntent, Message: op.Name + " " + formatArgs(call.Args)})
-		b.AuditLog(AuditEntry{Time: e.opts.Now(), Actor: r.Requester.ID, Action: ActionCall(op.Class), Step: st.ID, Target: r.Target, Detail: op.Name + " " + formatArgs(call.Args)})
+		b.Note(runmodel.JournalEntry{Time: e.opts.Now(), Step: st.ID, Type: runmodel.JIntent, Message: op.Name + " " + formatArgs(call.Args)})
+		b.AuditLog(runmodel.AuditEntry{Time: e.opts.Now(), Actor: r.Requester.ID, Action: runmodel.ActionCall(op.Class), Step: st.ID, Target: r.Target, Detail: op.Name + " " + formatArgs(call.Args)})
 		return nil
 	})
 	if err != nil {
@@ -346,72 +349,72 @@ func (e *Engine) runWrite(ctx context.Context, r *Run, spec *runbooks.Step, op O
 }
 
 // recordOutcome writes the outcome of a write/destructive call.
-func (e *Engine) recordOutcome(ctx context.Context, runID, stepID string, op Op, planHash string, res Result, callErr error) {
+func (e *Engine) recordOutcome(ctx context.Context, runID, stepID string, op opmodel.Op, planHash string, res opmodel.Result, callErr error) {
 	failed := res.Failed()
 	if callErr != nil {
 		// The outcome is journaled before the step fails, so the run's
 		// summary and end-of-run message (posted when the failure ends the
 		// run) list the attempt under Changes.
-		outcome := CallFailed
+		outcome := runmodel.CallFailed
 		if errors.Is(callErr, opmodel.ErrUnchanged) {
-			outcome = CallUnchanged
+			outcome = runmodel.CallUnchanged
 		}
-		e.noteOutcome(ctx, runID, stepID, op, planHash, outcome, outcomeFailedPrefix+UserMessage(callErr))
-		e.stepFail(ctx, runID, stepID, callErr, func(st *StepState) {
+		e.noteOutcome(ctx, runID, stepID, op, planHash, outcome, outcomeFailedPrefix+chatmodel.UserMessage(callErr))
+		e.stepFail(ctx, runID, stepID, callErr, func(st *runmodel.StepState) {
 			setResult(st, res)
 		})
 		return
 	}
-	outcome := CallSucceeded
+	outcome := runmodel.CallSucceeded
 	if len(failed) > 0 {
-		outcome = CallPartlyFailed
+		outcome = runmodel.CallPartlyFailed
 	}
 	e.noteOutcome(ctx, runID, stepID, op, planHash, outcome, res.Summary)
 	if len(failed) > 0 {
-		e.stepFail(ctx, runID, stepID, fmt.Errorf("%d of %d items failed", len(failed), len(res.Items)), func(st *StepState) { setResult(st, res) })
+		e.stepFail(ctx, runID, stepID, fmt.Errorf("%d of %d items failed", len(failed), len(res.Items)), func(st *runmodel.StepState) { setResult(st, res) })
 		return
 	}
-	e.stepDone(ctx, runID, stepID, StepSucceeded, func(st *StepState, _ *Batch) { setResult(st, res) })
+	e.stepDone(ctx, runID, stepID, runmodel.StepSucceeded, func(st *runmodel.StepState, _ *runmodel.Batch) { setResult(st, res) })
 }
 
 // noteOutcome appends the outcome journal/audit entries (even on a run
 // cancelled meanwhile: what happened must be on record).
 // A failed write is retried and then reported in the thread (durable.go).
-func (e *Engine) noteOutcome(ctx context.Context, runID, stepID string, op Op, planHash string, outcome CallOutcome, msg string) {
-	_, _ = e.writes.updateRun(ctx, runID, "the outcome of step "+stepID+" ("+op.Name+": "+msg+")", func(r *Run, b *Batch) error {
-		b.Note(JournalEntry{Time: e.opts.Now(), Step: stepID, Type: JOutcome, Outcome: outcome, PlanHash: planHash, Message: msg})
-		b.AuditLog(AuditEntry{Time: e.opts.Now(), Actor: e.opts.BotName, Action: ActionOutcome, Step: stepID, Target: r.Target, PlanHash: planHash, Detail: op.Name + ": " + msg})
+func (e *Engine) noteOutcome(ctx context.Context, runID, stepID string, op opmodel.Op, planHash string, outcome runmodel.CallOutcome, msg string) {
+	_, _ = e.writes.updateRun(ctx, runID, "the outcome of step "+stepID+" ("+op.Name+": "+msg+")", func(r *runmodel.Run, b *runmodel.Batch) error {
+		b.Note(runmodel.JournalEntry{Time: e.opts.Now(), Step: stepID, Type: runmodel.JOutcome, Outcome: outcome, PlanHash: planHash, Message: msg})
+		b.AuditLog(runmodel.AuditEntry{Time: e.opts.Now(), Actor: e.opts.BotName, Action: runmodel.ActionOutcome, Step: stepID, Target: r.Target, PlanHash: planHash, Detail: op.Name + ": " + msg})
 		return nil
 	})
 }
 
 // startManual posts instructions and waits for a person.
-func (e *Engine) startManual(ctx context.Context, r *Run, spec *runbooks.Step, env runbooks.Env) {
+func (e *Engine) startManual(ctx context.Context, r *runmodel.Run, spec *runbookmodel.Step, env runbooks.Env) {
 	text, err := runbooks.Render(spec.Text, env)
 	if err != nil {
 		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("rendering instructions: %w", err), nil)
 		return
 	}
 	if r.DryRun {
-		e.stepDone(ctx, r.ID, spec.ID, StepSkipped, func(st *StepState, _ *Batch) {
+		e.stepDone(ctx, r.ID, spec.ID, runmodel.StepSkipped, func(st *runmodel.StepState, _ *runmodel.Batch) {
 			st.Text, st.Summary = text, "dry run: manual step shown, not waited for"
 		})
 		return
 	}
-	r, err = e.update(ctx, r.ID, func(r *Run, b *Batch) error {
+	r, err = e.update(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error {
 		st := r.Current()
 		if st.ID != spec.ID {
 			return errRunOver
 		}
-		if err := st.SetStatus(StepManual); err != nil {
+		if err := st.SetStatus(runmodel.StepManual); err != nil {
 			return err
 		}
 		st.StartedAt, st.Text = e.opts.Now(), text
 		if spec.Timeout > 0 {
 			st.Deadline = e.opts.Now().Add(spec.Timeout)
 		}
-		b.Note(JournalEntry{Time: e.opts.Now(), Step: st.ID, Type: JStepStarted, Message: "manual step waiting for a person"})
-		return r.SetState(RunAwaitingManual)
+		b.Note(runmodel.JournalEntry{Time: e.opts.Now(), Step: st.ID, Type: runmodel.JStepStarted, Message: "manual step waiting for a person"})
+		return r.SetState(runmodel.RunAwaitingManual)
 	})
 	if err != nil {
 		return
@@ -421,10 +424,10 @@ func (e *Engine) startManual(ctx context.Context, r *Run, spec *runbooks.Step, e
 }
 
 // startWait begins polling.
-func (e *Engine) startWait(ctx context.Context, r *Run, spec *runbooks.Step, call Call) {
-	r, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
+func (e *Engine) startWait(ctx context.Context, r *runmodel.Run, spec *runbookmodel.Step, call opmodel.Call) {
+	r, err := e.update(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error {
 		st := r.Current()
-		if err := st.SetStatus(StepWaiting); err != nil {
+		if err := st.SetStatus(runmodel.StepWaiting); err != nil {
 			return err
 		}
 		st.StartedAt, st.Args = e.opts.Now(), call.Args
@@ -433,8 +436,8 @@ func (e *Engine) startWait(ctx context.Context, r *Run, spec *runbooks.Step, cal
 			timeout = 10 * time.Minute
 		}
 		st.Deadline, st.NextPoll = e.opts.Now().Add(timeout), e.opts.Now()
-		b.Note(JournalEntry{Time: e.opts.Now(), Step: st.ID, Type: JStepStarted, Message: fmt.Sprintf("waiting up to %s for %s", timeout, spec.Until)})
-		return r.SetState(RunWaiting)
+		b.Note(runmodel.JournalEntry{Time: e.opts.Now(), Step: st.ID, Type: runmodel.JStepStarted, Message: fmt.Sprintf("waiting up to %s for %s", timeout, spec.Until)})
+		return r.SetState(runmodel.RunWaiting)
 	})
 	if err != nil {
 		return
@@ -444,7 +447,7 @@ func (e *Engine) startWait(ctx context.Context, r *Run, spec *runbooks.Step, cal
 }
 
 // pollWait polls a wait step once.
-func (e *Engine) pollWait(ctx context.Context, r *Run) {
+func (e *Engine) pollWait(ctx context.Context, r *runmodel.Run) {
 	st, spec := r.Current(), &r.Spec.Steps[r.Cursor]
 	op, ok := e.opts.Ops.Get(spec.Op)
 	if !ok {
@@ -452,7 +455,7 @@ func (e *Engine) pollWait(ctx context.Context, r *Run) {
 		return
 	}
 	cctx, done := e.work.callCtx(ctx, r.ID, true)
-	res, pollErr := op.Do(cctx, Call{Target: r.Target, Args: st.Args, RunID: r.ID, StepID: st.ID})
+	res, pollErr := op.Do(cctx, opmodel.Call{Target: r.Target, Args: st.Args, RunID: r.ID, StepID: st.ID})
 	done()
 	if ctx.Err() != nil {
 		return
@@ -474,13 +477,13 @@ func (e *Engine) pollWait(ctx context.Context, r *Run) {
 		return
 	}
 	if met || r.DryRun {
-		status := StepSucceeded
+		status := runmodel.StepSucceeded
 		if r.DryRun && !met {
-			status = StepSkipped
+			status = runmodel.StepSkipped
 		}
-		e.stepDone(ctx, r.ID, spec.ID, status, func(st *StepState, _ *Batch) {
+		e.stepDone(ctx, r.ID, spec.ID, status, func(st *runmodel.StepState, _ *runmodel.Batch) {
 			setResult(st, res)
-			if status == StepSkipped {
+			if status == runmodel.StepSkipped {
 				st.Summary = "dry run: condition not met yet, not waited for"
 			}
 		})
@@ -489,21 +492,21 @@ func (e *Engine) pollWait(ctx context.Context, r *Run) {
 	if !now.Before(st.Deadline) {
 		timeout := spec.OnTimeout
 		if timeout == "" {
-			timeout = runbooks.TargetFail
+			timeout = runbookmodel.TargetFail
 		}
-		r2, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
+		r2, err := e.update(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error {
 			st := r.Current()
-			if st.ID != spec.ID || r.State != RunWaiting {
+			if st.ID != spec.ID || r.State != runmodel.RunWaiting {
 				return errRunOver
 			}
 			setResult(st, res)
-			if err := st.SetStatus(StepFailed); err != nil {
+			if err := st.SetStatus(runmodel.StepFailed); err != nil {
 				return err
 			}
 			st.FinishedAt = now
 			st.Error = fmt.Sprintf("timed out after %s", human.Duration(now.Sub(st.StartedAt)))
-			b.Note(JournalEntry{Time: now, Step: st.ID, Type: JStepFailed, Message: st.Error})
-			if err := r.SetState(RunRunning); err != nil {
+			b.Note(runmodel.JournalEntry{Time: now, Step: st.ID, Type: runmodel.JStepFailed, Message: st.Error})
+			if err := r.SetState(runmodel.RunRunning); err != nil {
 				return err
 			}
 			return e.moves.jump(r, b, timeout)
@@ -521,15 +524,15 @@ func (e *Engine) pollWait(ctx context.Context, r *Run) {
 	if interval <= 0 {
 		interval = 30 * time.Second
 	}
-	r2, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
+	r2, err := e.update(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error {
 		st := r.Current()
-		if st.ID != spec.ID || r.State != RunWaiting {
+		if st.ID != spec.ID || r.State != runmodel.RunWaiting {
 			return errRunOver
 		}
 		st.Polls++
 		st.NextPoll = now.Add(interval)
 		if pollErr != nil {
-			st.Note = "last poll failed: " + UserMessage(pollErr)
+			st.Note = "last poll failed: " + chatmodel.UserMessage(pollErr)
 		} else {
 			st.Note = "last poll: " + res.Summary
 		}
@@ -542,17 +545,17 @@ func (e *Engine) pollWait(ctx context.Context, r *Run) {
 
 // manualTimeout fails a manual step left open past its timeout.
 func (e *Engine) manualTimeout(ctx context.Context, runID, stepID string) {
-	r, err := e.update(ctx, runID, func(r *Run, b *Batch) error {
+	r, err := e.update(ctx, runID, func(r *runmodel.Run, b *runmodel.Batch) error {
 		st := r.Current()
-		if r.State != RunAwaitingManual || st == nil || st.ID != stepID {
+		if r.State != runmodel.RunAwaitingManual || st == nil || st.ID != stepID {
 			return errRunOver
 		}
-		if err := st.SetStatus(StepFailed); err != nil {
+		if err := st.SetStatus(runmodel.StepFailed); err != nil {
 			return err
 		}
 		st.FinishedAt, st.Error = e.opts.Now(), "nobody marked it done before its timeout"
-		b.Note(JournalEntry{Time: e.opts.Now(), Step: stepID, Type: JStepFailed, Message: st.Error})
-		if err := r.SetState(RunRunning); err != nil {
+		b.Note(runmodel.JournalEntry{Time: e.opts.Now(), Step: stepID, Type: runmodel.JStepFailed, Message: st.Error})
+		if err := r.SetState(runmodel.RunRunning); err != nil {
 			return err
 		}
 		return e.moves.moveOn(r, b, false)

@@ -9,12 +9,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
 // choiceReader reads a parameter's live choices on a target (nil: none
 // offered). errTooManyChoices: more than a select shows.
-type choiceReader func(p runbooks.Param, target string) ([]string, error)
+type choiceReader func(p runbookmodel.Param, target string) ([]string, error)
 
 var errTooManyChoices = fmt.Errorf("more than %d", maxChoices)
 
@@ -27,12 +30,12 @@ var errTooManyChoices = fmt.Errorf("more than %d", maxChoices)
 // values. choices, when not nil, lists a parameter's live choices on the
 // target; what it cannot read is said in the form's Note and the field is
 // free text.
-func runForm(rb *runbooks.Runbook, target string, targets []string, given map[string]string, choices choiceReader, always bool) *Form {
-	f := Form{Title: "Run " + rb.Name, Command: "run " + rb.Name}
+func runForm(rb *runbookmodel.Runbook, target string, targets []string, given map[string]string, choices choiceReader, always bool) *chatmodel.Form {
+	f := chatmodel.Form{Title: "Run " + rb.Name, Command: "run " + rb.Name}
 	missing := false
 	live := target
 	if target == "" && len(targets) > 1 {
-		fd := FormField{Name: "target", Help: "the Concourse target", Required: true, Options: targets, Refresh: choices != nil && hasLiveChoices(rb)}
+		fd := chatmodel.FormField{Name: "target", Help: "the Concourse target", Required: true, Options: targets, Refresh: choices != nil && hasLiveChoices(rb)}
 		if picked := given["target"]; slices.Contains(targets, picked) {
 			fd.Default, live = picked, picked
 		} else {
@@ -50,7 +53,7 @@ func runForm(rb *runbooks.Runbook, target string, targets []string, given map[st
 		if p.Required && v == "" {
 			missing = true
 		}
-		f.Fields = append(f.Fields, FormField{Name: p.Name, Help: p.Description, Required: p.Required, Default: v, Options: p.Enum})
+		f.Fields = append(f.Fields, chatmodel.FormField{Name: p.Name, Help: p.Description, Required: p.Required, Default: v, Options: p.Enum})
 	}
 	if !missing && !always {
 		return nil
@@ -93,7 +96,7 @@ func runForm(rb *runbooks.Runbook, target string, targets []string, given map[st
 
 // hasLiveChoices reports whether a parameter of rb offers the target's
 // workers, pipelines or teams (so the target decides a field's options).
-func hasLiveChoices(rb *runbooks.Runbook) bool {
+func hasLiveChoices(rb *runbookmodel.Runbook) bool {
 	for _, p := range rb.Params {
 		if p.Choices != "" && len(p.Enum) == 0 {
 			return true
@@ -104,7 +107,7 @@ func hasLiveChoices(rb *runbooks.Runbook) bool {
 
 // unreadChoice is a parameter whose choices could not be read.
 type unreadChoice struct {
-	p   runbooks.Param
+	p   runbookmodel.Param
 	err error
 }
 
@@ -166,7 +169,7 @@ func andJoin(s []string) string {
 // runButton opens the run form of the runbook a ▶ Run button names (on
 // `/runbook show`), with every parameter; its submission is the command
 // typed in full. Without a form it says what to type.
-func runButton(ctx context.Context, e *Engine, ev Event) {
+func runButton(ctx context.Context, e *Engine, ev chatmodel.Event) {
 	rb, ok := e.opts.Library.Get(ev.Value)
 	forms := e.opts.Capabilities.Forms
 	if !ok || forms == nil {
@@ -195,16 +198,16 @@ const choicesTimeout = time.Second
 // called once per target for one form.
 func liveChoices(ctx context.Context, e *Engine) choiceReader {
 	type read struct {
-		res Result
+		res opmodel.Result
 		err error
 	}
 	memo := map[string]read{}
-	return func(p runbooks.Param, target string) ([]string, error) {
+	return func(p runbookmodel.Param, target string) ([]string, error) {
 		opName, col := "concourse.workers", []string{"name"}
 		switch p.Choices {
-		case runbooks.ChoicesPipelines:
+		case runbookmodel.ChoicesPipelines:
 			opName, col = "concourse.pipelines", []string{"team", "name"}
-		case runbooks.ChoicesTeams:
+		case runbookmodel.ChoicesTeams:
 			opName, col = "concourse.pipelines", []string{"team"}
 		}
 		op, ok := e.opts.Ops.Get(opName)
@@ -214,7 +217,7 @@ func liveChoices(ctx context.Context, e *Engine) choiceReader {
 		r, seen := memo[opName+"\x00"+target]
 		if !seen {
 			ctx, cancel := context.WithTimeout(ctx, choicesTimeout)
-			r.res, r.err = op.Do(ctx, Call{Target: target, Args: Args{}})
+			r.res, r.err = op.Do(ctx, opmodel.Call{Target: target, Args: opmodel.Args{}})
 			cancel()
 			memo[opName+"\x00"+target] = r
 		}
@@ -256,25 +259,25 @@ func liveChoices(ctx context.Context, e *Engine) choiceReader {
 
 // FormCheckerOf is the FormChecker of e's run forms (its own type: the
 // engine stays a coordinator).
-func FormCheckerOf(e *Engine) FormChecker { return formChecker{e} }
+func FormCheckerOf(e *Engine) chatmodel.FormChecker { return formChecker{e} }
 
 // FormRefresherOf is the FormRefresher of e's run forms: a target picked
 // in the form gives that target's choices.
-func FormRefresherOf(e *Engine) FormRefresher { return formChecker{e} }
+func FormRefresherOf(e *Engine) chatmodel.FormRefresher { return formChecker{e} }
 
 // RefreshForm implements FormRefresher for a run form: the form of the
 // command's runbook for the values entered (values["target"] the target
 // picked), its choices read live from that target, the values still
 // valid kept, what cannot be read said in its Note.
-func (fc formChecker) RefreshForm(ctx context.Context, command string, values map[string]string) (Form, error) {
+func (fc formChecker) RefreshForm(ctx context.Context, command string, values map[string]string) (chatmodel.Form, error) {
 	e := fc.e
 	c, err := Parse(command)
 	if err != nil || c.Verb != VerbRun {
-		return Form{}, fmt.Errorf("not a run form: %q", command)
+		return chatmodel.Form{}, fmt.Errorf("not a run form: %q", command)
 	}
 	rb, ok := e.opts.Library.Get(c.Name)
 	if !ok {
-		return Form{}, fmt.Errorf("no runbook %q", c.Name)
+		return chatmodel.Form{}, fmt.Errorf("no runbook %q", c.Name)
 	}
 	target := c.Params["target"]
 	given := make(map[string]string, len(values))

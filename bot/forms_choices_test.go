@@ -8,21 +8,22 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/runbooks"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 )
 
 // A parameter with choices is a select of what the target lists; with
 // more than 100, without a known target, or when the target cannot be
 // read, it is free text, and the form's note says why.
 func TestRunForm_LiveChoices(t *testing.T) {
-	rb := &runbooks.Runbook{Name: "pause", Params: []runbooks.Param{
-		{Name: "pipeline", Required: true, Choices: runbooks.ChoicesPipelines},
-		{Name: "team", Default: "ops", Choices: runbooks.ChoicesTeams},
+	rb := &runbookmodel.Runbook{Name: "pause", Params: []runbookmodel.Param{
+		{Name: "pipeline", Required: true, Choices: runbookmodel.ChoicesPipelines},
+		{Name: "team", Default: "ops", Choices: runbookmodel.ChoicesTeams},
 		{Name: "note"},
 	}}
 	var asked []string
 	list := func(n int) choiceReader {
-		return func(p runbooks.Param, target string) ([]string, error) {
+		return func(p runbookmodel.Param, target string) ([]string, error) {
 			asked = append(asked, p.Name+"@"+target)
 			if n < 0 {
 				return nil, fmt.Errorf("listing on %s: %w", target, errors.New("dial tcp 10.0.0.7:443: connect: connection refused"))
@@ -65,14 +66,14 @@ func TestRunForm_LiveChoices(t *testing.T) {
 	// them is not kept, the runbook's default is.
 	asked = nil
 	f = runForm(rb, "", []string{"infra-prd", "infra-dev"}, map[string]string{"target": "infra-dev", "pipeline": "elsewhere/x", "team": "teams-1", "note": " hi "}, list(2), true)
-	assert.Equal(t, FormField{Name: "target", Help: "the Concourse target", Required: true, Default: "infra-dev", Options: []string{"infra-prd", "infra-dev"}, Refresh: true}, f.Fields[0])
+	assert.Equal(t, chatmodel.FormField{Name: "target", Help: "the Concourse target", Required: true, Default: "infra-dev", Options: []string{"infra-prd", "infra-dev"}, Refresh: true}, f.Fields[0])
 	assert.Equal(t, []string{"pipeline@infra-dev", "team@infra-dev"}, asked)
 	assert.Equal(t, "", f.Fields[1].Default)
 	assert.Equal(t, "teams-1", f.Fields[2].Default)
 	assert.Equal(t, "hi", f.Fields[3].Default)
 	assert.Equal(t, "run pause", f.Command, "the target stays a field")
 
-	plain := &runbooks.Runbook{Name: "hello", Params: []runbooks.Param{{Name: "who", Required: true}}}
+	plain := &runbookmodel.Runbook{Name: "hello", Params: []runbookmodel.Param{{Name: "who", Required: true}}}
 	f = runForm(plain, "", []string{"infra-prd", "infra-dev"}, nil, list(2), false)
 	assert.False(t, f.Fields[0].Refresh, "nothing depends on the target")
 }

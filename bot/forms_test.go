@@ -8,11 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
-type formRecorder struct{ forms []bot.Form }
+type formRecorder struct{ forms []chatmodel.Form }
 
-func (f *formRecorder) OpenForm(_ context.Context, _ bot.Event, form bot.Form) error {
+func (f *formRecorder) OpenForm(_ context.Context, _ chatmodel.Event, form chatmodel.Form) error {
 	f.forms = append(f.forms, form)
 	return nil
 }
@@ -25,13 +27,13 @@ func TestEngine_MissingParametersOpenAForm(t *testing.T) {
 	h.cmd(alice, "run waiter target=infra-prd")
 	require.Len(t, forms.forms, 1)
 	f := forms.forms[0]
-	assert.Equal(t, bot.Form{Title: "Run waiter", Command: "run waiter target=infra-prd",
-		Fields: []bot.FormField{{Name: "worker", Required: true}}}, f)
-	runs, err := h.db.ListRuns(h.ctx, bot.RunQuery{})
+	assert.Equal(t, chatmodel.Form{Title: "Run waiter", Command: "run waiter target=infra-prd",
+		Fields: []chatmodel.FormField{{Name: "worker", Required: true}}}, f)
+	runs, err := h.db.ListRuns(h.ctx, runmodel.RunQuery{})
 	require.NoError(t, err)
 	assert.Empty(t, runs, "nothing starts before the form is submitted")
 
-	h.cmd(alice, bot.FormCommand(f, map[string]string{"worker": "w-0"}))
+	h.cmd(alice, chatmodel.FormCommand(f, map[string]string{"worker": "w-0"}))
 	assert.Equal(t, "w-0", h.onlyRun().Params["worker"])
 	assert.Len(t, forms.forms, 1, "a complete command opens no form")
 }
@@ -51,7 +53,7 @@ func TestEngine_CheckFormPutsProblemsOnTheirFields(t *testing.T) {
 
 	assert.Nil(t, check.CheckForm(h.ctx, "run waiter target=infra-prd", map[string]string{"worker": "w-0"}))
 	assert.Nil(t, check.CheckForm(h.ctx, "run no-such-runbook", map[string]string{"worker": "w-0"}), "left to the command's answer")
-	runs, err := h.db.ListRuns(h.ctx, bot.RunQuery{})
+	runs, err := h.db.ListRuns(h.ctx, runmodel.RunQuery{})
 	require.NoError(t, err)
 	assert.Empty(t, runs)
 }
@@ -66,9 +68,9 @@ func TestEngine_ShowRunButtonOpensTheForm(t *testing.T) {
 	assert.Contains(t, show.Text, "waiter")
 	require.Len(t, show.Buttons, 1)
 	b := show.Buttons[0]
-	assert.Equal(t, bot.Button{Action: bot.IntentRun, Label: "▶ Run", Value: "waiter", Style: "primary"}, b)
+	assert.Equal(t, chatmodel.Button{Action: chatmodel.IntentRun, Label: "▶ Run", Value: "waiter", Style: "primary"}, b)
 
-	require.NoError(t, h.eng.Handle(h.ctx, bot.Event{Kind: bot.EventButton, ID: "slack:action:T1", User: alice, Conversation: chan1, Intent: b.Action, Value: b.Value}))
+	require.NoError(t, h.eng.Handle(h.ctx, chatmodel.Event{Kind: chatmodel.EventButton, ID: "slack:action:T1", User: alice, Conversation: chan1, Intent: b.Action, Value: b.Value}))
 	h.idle()
 	require.Len(t, forms.forms, 1)
 	f := forms.forms[0]
@@ -78,7 +80,7 @@ func TestEngine_ShowRunButtonOpensTheForm(t *testing.T) {
 		names = append(names, fd.Name)
 	}
 	assert.Contains(t, names, "worker")
-	runs, err := h.db.ListRuns(h.ctx, bot.RunQuery{})
+	runs, err := h.db.ListRuns(h.ctx, runmodel.RunQuery{})
 	require.NoError(t, err)
 	assert.Empty(t, runs)
 

@@ -3,9 +3,9 @@ package bot_test
 import (
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // FuzzParse: no command text makes Parse panic; what it accepts has a
@@ -23,9 +23,9 @@ func FuzzParse(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		c, err := bot.ParseWith(text, []bot.CommandSpec{incidentsSpec})
+		c, err := bot.ParseWith(text, []chatmodel.CommandSpec{incidentsSpec})
 		if err != nil {
-			var ue *bot.UserError
+			var ue *chatmodel.UserError
 			if !asUserError(err, &ue) {
 				t.Fatalf("Parse(%q) returned a non-user error: %v", text, err)
 			}
@@ -52,31 +52,8 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-func asUserError(err error, ue **bot.UserError) bool {
-	u, ok := err.(*bot.UserError)
+func asUserError(err error, ue **chatmodel.UserError) bool {
+	u, ok := err.(*chatmodel.UserError)
 	*ue = u
 	return ok
-}
-
-// FuzzSanitize: the output of Sanitize is valid UTF-8, has no bidi
-// control, zero-width space or control character but line breaks and
-// tabs, and sanitizing twice changes nothing.
-func FuzzSanitize(f *testing.F) {
-	for _, s := range []string{"plain", "a\u202eb", "👩‍💻 ⚠️", "\x1b[31m", "a\xffb", "\u200d\u200d", "\u2028x\u2029"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		out := bot.Sanitize(s)
-		if !utf8.ValidString(out) {
-			t.Fatalf("Sanitize(%q) = %q: invalid UTF-8", s, out)
-		}
-		for _, r := range out {
-			if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200b || r == 0xfeff {
-				t.Fatalf("Sanitize(%q) = %q keeps U+%04X", s, out, r)
-			}
-		}
-		if again := bot.Sanitize(out); again != out {
-			t.Fatalf("Sanitize is not idempotent: %q → %q → %q", s, out, again)
-		}
-	})
 }

@@ -8,13 +8,18 @@ import (
 	"time"
 
 	"github.com/groundcrew/groundcrew/internal/human"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/policy"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
 // syntheticPlan is the plan of a gate that has no destructive operation
 // behind it (an explicit approval step, a write call): it binds the
 // approval to the step and its resolved arguments.
-func syntheticPlan(r *Run, spec *runbooks.Step, op string, args Args, summary string) *Plan {
+func syntheticPlan(r *runmodel.Run, spec *runbookmodel.Step, op string, args opmodel.Args, summary string) *opmodel.Plan {
 	attrs := map[string]string{}
 	for k, v := range args {
 		attrs[k] = fmt.Sprint(v)
@@ -25,12 +30,12 @@ func syntheticPlan(r *Run, spec *runbooks.Step, op string, args Args, summary st
 			attrs["param."+k] = v
 		}
 	}
-	return &Plan{Op: op, Target: r.Target, Summary: summary,
-		Items: []PlanItem{{Kind: "step", ID: spec.ID, Attrs: attrs}}}
+	return &opmodel.Plan{Op: op, Target: r.Target, Summary: summary,
+		Items: []opmodel.PlanItem{{Kind: "step", ID: spec.ID, Attrs: attrs}}}
 }
 
 // gatePolicy is the policy for a gate on step spec calling op.
-func (e *Engine) gatePolicy(r *Run, spec *runbooks.Step, op string) Policy {
+func (e *Engine) gatePolicy(r *runmodel.Run, spec *runbookmodel.Step, op string) runmodel.Policy {
 	p := e.set.forRun(r.ID).Resolve(r.Target, r.Runbook, op)
 	if spec.Approval != nil {
 		p = p.Narrow(spec.Approval.Approvers, spec.Approval.Required, spec.Approval.Expires)
@@ -44,9 +49,9 @@ func (e *Engine) gatePolicy(r *Run, spec *runbooks.Step, op string) Policy {
 
 // openActionGate resolves the plan of a gated action and asks for approval.
 // reason explains a re-opened gate (drift, interruption).
-func (e *Engine) openActionGate(ctx context.Context, r *Run, spec *runbooks.Step, op Op, call Call, reason string) {
-	var plan *Plan
-	if op.Class == ClassDestructive {
+func (e *Engine) openActionGate(ctx context.Context, r *runmodel.Run, spec *runbookmodel.Step, op opmodel.Op, call opmodel.Call, reason string) {
+	var plan *opmodel.Plan
+	if op.Class == opmodel.ClassDestructive {
 		cctx, done := e.work.callCtx(ctx, r.ID, true)
 		p, err := op.Plan(cctx, call)
 		done()
@@ -58,7 +63,7 @@ func (e *Engine) openActionGate(ctx context.Context, r *Run, spec *runbooks.Step
 		}
 		p.Op, p.Target = op.Name, r.Target
 		if p.Empty() {
-			e.stepDone(ctx, r.ID, spec.ID, StepSucceeded, func(st *StepState, _ *Batch) {
+			e.stepDone(ctx, r.ID, spec.ID, runmodel.StepSucceeded, func(st *runmodel.StepState, _ *runmodel.Batch) {
 				st.Args = call.Args
 				st.Summary = nothingToDo(p.Summary)
 				if len(p.Notes) > 0 {
@@ -72,7 +77,7 @@ func (e *Engine) openActionGate(ctx context.Context, r *Run, spec *runbooks.Step
 		plan = syntheticPlan(r, spec, op.Name, call.Args, fmt.Sprintf("call %s %s", op.Name, formatArgs(call.Args)))
 	}
 	if r.DryRun {
-		e.stepDone(ctx, r.ID, spec.ID, StepSkipped, func(st *StepState, _ *Batch) {
+		e.stepDone(ctx, r.ID, spec.ID, runmodel.StepSkipped, func(st *runmodel.StepState, _ *runmodel.Batch) {
 			st.Args, st.Plan, st.PlanHash = call.Args, plan, plan.Hash()
 			st.Summary = "dry run: would " + plan.Summary
 			st.Detail = renderPlanItems(plan, 1000)
@@ -83,16 +88,16 @@ func (e *Engine) openActionGate(ctx context.Context, r *Run, spec *runbooks.Step
 }
 
 // openGate stores a new gate for the current step and posts it.
-func (e *Engine) openGate(ctx context.Context, runID string, spec *runbooks.Step, plan *Plan, args Args, p Policy, reason string) {
+func (e *Engine) openGate(ctx context.Context, runID string, spec *runbookmodel.Step, plan *opmodel.Plan, args opmodel.Args, p runmodel.Policy, reason string) {
 	now := e.opts.Now()
-	r, err := e.update(ctx, runID, func(r *Run, b *Batch) error {
+	r, err := e.update(ctx, runID, func(r *runmodel.Run, b *runmodel.Batch) error {
 		st := r.Current()
 		if r.State.Terminal() || st == nil || st.ID != spec.ID {
 			return errRunOver
 		}
 		r.GateSeq++
 		hash := plan.Hash()
-		if err := r.OpenGate(&Gate{
+		if err := r.OpenGate(&runmodel.Gate{
 			ID: fmt.Sprintf("%s/%s/%d", r.ID, spec.ID, r.GateSeq), StepID: spec.ID, Plan: plan, PlanHash: hash,
 			Policy: p, RequestedAt: now, ExpiresAt: now.Add(time.Duration(p.Expires)), Reason: reason,
 		}); err != nil {
@@ -102,17 +107,17 @@ func (e *Engine) openGate(ctx context.Context, runID string, spec *runbooks.Step
 		if st.StartedAt.IsZero() {
 			st.StartedAt = now
 		}
-		if err := st.SetStatus(StepGated); err != nil {
+		if err := st.SetStatus(runmodel.StepGated); err != nil {
 			return err
 		}
 		st.Plan, st.PlanHash, st.Args = plan, hash, args
-		b.Note(JournalEntry{Time: now, Step: spec.ID, Type: JGateOpened, PlanHash: hash, Message: plan.Summary + optional(reason)})
-		b.AuditLog(AuditEntry{Time: now, Actor: e.opts.BotName, Action: ActionApprovalRequested, Step: spec.ID, Target: r.Target, PlanHash: hash, Detail: plan.Summary + optional(reason)})
+		b.Note(runmodel.JournalEntry{Time: now, Step: spec.ID, Type: runmodel.JGateOpened, PlanHash: hash, Message: plan.Summary + optional(reason)})
+		b.AuditLog(runmodel.AuditEntry{Time: now, Actor: e.opts.BotName, Action: runmodel.ActionApprovalRequested, Step: spec.ID, Target: r.Target, PlanHash: hash, Detail: plan.Summary + optional(reason)})
 		if p.SelfApproval {
-			b.AuditLog(AuditEntry{Time: now, Actor: e.opts.BotName, Action: ActionSelfApprovalAllowed, Step: spec.ID, Target: r.Target, PlanHash: hash,
+			b.AuditLog(runmodel.AuditEntry{Time: now, Actor: e.opts.BotName, Action: runmodel.ActionSelfApprovalAllowed, Step: spec.ID, Target: r.Target, PlanHash: hash,
 				Detail: "WARNING: the policy for this gate lets the requester approve their own change"})
 		}
-		return r.SetState(RunAwaitingApproval)
+		return r.SetState(runmodel.RunAwaitingApproval)
 	})
 	if err != nil {
 		return
@@ -124,18 +129,18 @@ func (e *Engine) openGate(ctx context.Context, runID string, spec *runbooks.Step
 // startApproval handles an explicit approval step. When the next step calls
 // a write or destructive operation, the approval is combined with that
 // step's gate so it binds to the resolved plan.
-func (e *Engine) startApproval(ctx context.Context, r *Run, spec *runbooks.Step, env runbooks.Env) {
+func (e *Engine) startApproval(ctx context.Context, r *runmodel.Run, spec *runbookmodel.Step, env runbooks.Env) {
 	if next := r.Cursor + 1; next < len(r.Spec.Steps) {
 		ns := r.Spec.Steps[next]
-		if op, ok := e.opts.Ops.Get(ns.Op); ok && ns.Kind == runbooks.KindAction && op.Class != ClassRead && spec.Goto == "" {
-			p := Policy{}
+		if op, ok := e.opts.Ops.Get(ns.Op); ok && ns.Kind == runbookmodel.KindAction && op.Class != opmodel.ClassRead && spec.Goto == "" {
+			p := runmodel.Policy{}
 			if spec.Approval != nil {
-				p = Policy{Approvers: spec.Approval.Approvers, Required: spec.Approval.Required, Expires: Duration(spec.Approval.Expires)}
+				p = runmodel.Policy{Approvers: spec.Approval.Approvers, Required: spec.Approval.Required, Expires: runmodel.Duration(spec.Approval.Expires)}
 			}
-			e.stepDone(ctx, r.ID, spec.ID, StepSucceeded, func(st *StepState, _ *Batch) {
+			e.stepDone(ctx, r.ID, spec.ID, runmodel.StepSucceeded, func(st *runmodel.StepState, _ *runmodel.Batch) {
 				st.Summary = fmt.Sprintf("combined with the approval gate of step %q (bound to its exact plan)", ns.ID)
 			})
-			_, _ = e.update(ctx, r.ID, func(r *Run, b *Batch) error { r.PendingApproval = &p; return nil })
+			_, _ = e.update(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error { r.PendingApproval = &p; return nil })
 			return
 		}
 	}
@@ -147,7 +152,7 @@ func (e *Engine) startApproval(ctx context.Context, r *Run, spec *runbooks.Step,
 	}
 	plan := syntheticPlan(r, spec, "", nil, nonEmpty(summary, "continue the runbook"))
 	if r.DryRun {
-		e.stepDone(ctx, r.ID, spec.ID, StepSkipped, func(st *StepState, _ *Batch) { st.Summary = "dry run: approval not requested" })
+		e.stepDone(ctx, r.ID, spec.ID, runmodel.StepSkipped, func(st *runmodel.StepState, _ *runmodel.Batch) { st.Summary = "dry run: approval not requested" })
 		return
 	}
 	e.openGate(ctx, r.ID, spec, plan, nil, e.gatePolicy(r, spec, ""), "")
@@ -157,19 +162,19 @@ func (e *Engine) startApproval(ctx context.Context, r *Run, spec *runbooks.Step,
 // only if it is unchanged (otherwise ask again saying what changed) and
 // the approvals still count (approvalsStand; otherwise ask again saying
 // whose approval no longer counts).
-func (e *Engine) afterGate(ctx context.Context, r *Run, spec *runbooks.Step) {
+func (e *Engine) afterGate(ctx context.Context, r *runmodel.Run, spec *runbookmodel.Step) {
 	g, st := r.Gate, r.Current()
-	if g == nil || g.StepID != spec.ID || g.Decision != GateApproved {
+	if g == nil || g.StepID != spec.ID || g.Decision != runmodel.GateApproved {
 		// Inconsistent (should not happen): wait for a decision.
-		_, _ = e.update(ctx, r.ID, func(r *Run, b *Batch) error { return r.SetState(RunAwaitingApproval) })
+		_, _ = e.update(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error { return r.SetState(runmodel.RunAwaitingApproval) })
 		return
 	}
-	if spec.Kind == runbooks.KindApproval {
+	if spec.Kind == runbookmodel.KindApproval {
 		approvers, ok := e.approvalsStand(ctx, r, spec)
 		if !ok {
 			return
 		}
-		e.stepDone(ctx, r.ID, spec.ID, StepSucceeded, func(st *StepState, _ *Batch) {
+		e.stepDone(ctx, r.ID, spec.ID, runmodel.StepSucceeded, func(st *runmodel.StepState, _ *runmodel.Batch) {
 			st.ApprovedBy, st.Summary = approvers, "approved by "+userList(approvers)
 		})
 		return
@@ -179,8 +184,8 @@ func (e *Engine) afterGate(ctx context.Context, r *Run, spec *runbooks.Step) {
 		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("operation %s is not available", spec.Op), nil)
 		return
 	}
-	call := Call{Target: r.Target, Args: st.Args, RunID: r.ID, StepID: spec.ID}
-	if op.Class != ClassDestructive {
+	call := opmodel.Call{Target: r.Target, Args: st.Args, RunID: r.ID, StepID: spec.ID}
+	if op.Class != opmodel.ClassDestructive {
 		approvers, ok := e.approvalsStand(ctx, r, spec)
 		if !ok {
 			return
@@ -200,21 +205,21 @@ func (e *Engine) afterGate(ctx context.Context, r *Run, spec *runbooks.Step) {
 	plan.Op, plan.Target = op.Name, r.Target
 	if plan.Hash() != g.PlanHash {
 		if plan.Empty() {
-			e.stepDone(ctx, r.ID, spec.ID, StepSucceeded, func(st *StepState, _ *Batch) {
+			e.stepDone(ctx, r.ID, spec.ID, runmodel.StepSucceeded, func(st *runmodel.StepState, _ *runmodel.Batch) {
 				st.Summary = "nothing left to do: the objects of the approved plan changed state before execution"
 			})
 			return
 		}
 		old := g.Plan
-		_, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
+		_, err := e.update(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error {
 			if r.Gate == nil || r.Gate.ID != g.ID {
 				return errRunOver
 			}
-			if err := r.Gate.SetDecision(GateVoid); err != nil {
+			if err := r.Gate.SetDecision(runmodel.GateVoid); err != nil {
 				return err
 			}
-			b.Note(JournalEntry{Time: e.opts.Now(), Step: spec.ID, Type: JGateDecided, PlanHash: g.PlanHash, Message: "void: the plan changed before execution (" + PlanDiff(old, &plan) + ")"})
-			b.AuditLog(AuditEntry{Time: e.opts.Now(), Actor: e.opts.BotName, Action: ActionApprovalVoidDrift, Step: spec.ID, Target: r.Target, PlanHash: g.PlanHash, Detail: PlanDiff(old, &plan)})
+			b.Note(runmodel.JournalEntry{Time: e.opts.Now(), Step: spec.ID, Type: runmodel.JGateDecided, PlanHash: g.PlanHash, Message: "void: the plan changed before execution (" + opmodel.PlanDiff(old, &plan) + ")"})
+			b.AuditLog(runmodel.AuditEntry{Time: e.opts.Now(), Actor: e.opts.BotName, Action: runmodel.ActionApprovalVoidDrift, Step: spec.ID, Target: r.Target, PlanHash: g.PlanHash, Detail: opmodel.PlanDiff(old, &plan)})
 			return nil
 		})
 		if err != nil {
@@ -223,7 +228,7 @@ func (e *Engine) afterGate(ctx context.Context, r *Run, spec *runbooks.Step) {
 		if r2, err := e.opts.Store.GetRun(ctx, r.ID); err == nil {
 			e.out.refreshGate(ctx, r2, r2.Gate)
 		}
-		e.openGate(ctx, r.ID, spec, &plan, st.Args, g.Policy, "the plan changed since it was approved: "+PlanDiff(old, &plan))
+		e.openGate(ctx, r.ID, spec, &plan, st.Args, g.Policy, "the plan changed since it was approved: "+opmodel.PlanDiff(old, &plan))
 		return
 	}
 	// Right before the destructive call: every counted vote is checked
@@ -236,14 +241,14 @@ func (e *Engine) afterGate(ctx context.Context, r *Run, spec *runbooks.Step) {
 }
 
 // execute records intent, applies the exact plan, and records the outcome.
-func (e *Engine) execute(ctx context.Context, runID string, spec *runbooks.Step, op Op, call Call, plan Plan, approvers []User) {
+func (e *Engine) execute(ctx context.Context, runID string, spec *runbookmodel.Step, op opmodel.Op, call opmodel.Call, plan opmodel.Plan, approvers []chatmodel.User) {
 	hash := plan.Hash()
-	_, err := e.update(ctx, runID, func(r *Run, b *Batch) error {
+	_, err := e.update(ctx, runID, func(r *runmodel.Run, b *runmodel.Batch) error {
 		st := r.Current()
-		if r.State.Terminal() || st == nil || st.ID != spec.ID || st.Status != StepGated {
+		if r.State.Terminal() || st == nil || st.ID != spec.ID || st.Status != runmodel.StepGated {
 			return errRunOver
 		}
-		if err := st.SetStatus(StepExecuting); err != nil {
+		if err := st.SetStatus(runmodel.StepExecuting); err != nil {
 			return err
 		}
 		st.Plan, st.PlanHash, st.ApprovedBy = &plan, hash, approvers
@@ -254,9 +259,9 @@ func (e *Engine) execute(ctx context.Context, runID string, spec *runbooks.Step,
 		for _, it := range plan.Items {
 			ids = append(ids, it.Kind+":"+it.ID)
 		}
-		b.Note(JournalEntry{Time: e.opts.Now(), Step: st.ID, Type: JIntent, PlanHash: hash, Message: plan.Summary,
-			Intent: &IntentData{Op: op.Name, Items: ids, ApprovedBy: userList(approvers)}})
-		b.AuditLog(AuditEntry{Time: e.opts.Now(), Actor: r.Requester.ID, Action: ActionExecute, Step: st.ID, Target: r.Target, PlanHash: hash,
+		b.Note(runmodel.JournalEntry{Time: e.opts.Now(), Step: st.ID, Type: runmodel.JIntent, PlanHash: hash, Message: plan.Summary,
+			Intent: &runmodel.IntentData{Op: op.Name, Items: ids, ApprovedBy: userList(approvers)}})
+		b.AuditLog(runmodel.AuditEntry{Time: e.opts.Now(), Actor: r.Requester.ID, Action: runmodel.ActionExecute, Step: st.ID, Target: r.Target, PlanHash: hash,
 			Detail: op.Name + ": " + plan.Summary + " (approved by " + userList(approvers) + ")"})
 		return nil
 	})
@@ -287,7 +292,7 @@ func (e *Engine) recover(ctx context.Context, id string) error {
 		return err
 	}
 	st := r.Current()
-	if st == nil || st.Status != StepExecuting {
+	if st == nil || st.Status != runmodel.StepExecuting {
 		return nil
 	}
 	e.reconcile(ctx, r, &r.Spec.Steps[r.Cursor])
@@ -295,16 +300,16 @@ func (e *Engine) recover(ctx context.Context, id string) error {
 }
 
 // reconcile handles a step found with intent and no outcome.
-func (e *Engine) reconcile(ctx context.Context, r *Run, spec *runbooks.Step) {
+func (e *Engine) reconcile(ctx context.Context, r *runmodel.Run, spec *runbookmodel.Step) {
 	st := r.Current()
 	op, ok := e.opts.Ops.Get(spec.Op)
 	if !ok {
 		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("interrupted, and operation %s is not available to check it", spec.Op), nil)
 		return
 	}
-	call := Call{Target: r.Target, Args: st.Args, RunID: r.ID, StepID: spec.ID}
+	call := opmodel.Call{Target: r.Target, Args: st.Args, RunID: r.ID, StepID: spec.ID}
 	reason := "groundcrew stopped while this step was executing; it was not repeated automatically"
-	if op.Class == ClassDestructive {
+	if op.Class == opmodel.ClassDestructive {
 		cctx, done := e.work.callCtx(ctx, r.ID, true)
 		plan, err := op.Plan(cctx, call)
 		done()
@@ -314,58 +319,58 @@ func (e *Engine) reconcile(ctx context.Context, r *Run, spec *runbooks.Step) {
 		}
 		plan.Op, plan.Target = op.Name, r.Target
 		if plan.Empty() {
-			e.stepDone(ctx, r.ID, spec.ID, StepSucceeded, func(st *StepState, b *Batch) {
+			e.stepDone(ctx, r.ID, spec.ID, runmodel.StepSucceeded, func(st *runmodel.StepState, b *runmodel.Batch) {
 				st.Summary = "interrupted mid-call; re-checked: the change is in effect (nothing left to do)"
-				b.Note(JournalEntry{Time: e.opts.Now(), Step: spec.ID, Type: JReconciled, PlanHash: st.PlanHash, Message: "effect visible; marked done"})
+				b.Note(runmodel.JournalEntry{Time: e.opts.Now(), Step: spec.ID, Type: runmodel.JReconciled, PlanHash: st.PlanHash, Message: "effect visible; marked done"})
 			})
 			return
 		}
-		_, _ = e.update(ctx, r.ID, func(r *Run, b *Batch) error {
+		_, _ = e.update(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error {
 			st := r.Current()
-			if err := st.SetStatus(StepGated); err != nil {
+			if err := st.SetStatus(runmodel.StepGated); err != nil {
 				return err
 			}
-			b.Note(JournalEntry{Time: e.opts.Now(), Step: spec.ID, Type: JReconciled, PlanHash: plan.Hash(), Message: "effect not (fully) visible; handed to a person"})
+			b.Note(runmodel.JournalEntry{Time: e.opts.Now(), Step: spec.ID, Type: runmodel.JReconciled, PlanHash: plan.Hash(), Message: "effect not (fully) visible; handed to a person"})
 			return nil
 		})
 		e.openGate(ctx, r.ID, spec, &plan, st.Args, e.gatePolicy(r, spec, op.Name), reason+"; re-checked, this is what is left to do")
 		return
 	}
 	plan := syntheticPlan(r, spec, op.Name, st.Args, fmt.Sprintf("retry %s %s", op.Name, formatArgs(st.Args)))
-	_, _ = e.update(ctx, r.ID, func(r *Run, b *Batch) error {
-		if err := r.Current().SetStatus(StepGated); err != nil {
+	_, _ = e.update(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error {
+		if err := r.Current().SetStatus(runmodel.StepGated); err != nil {
 			return err
 		}
-		b.Note(JournalEntry{Time: e.opts.Now(), Step: spec.ID, Type: JReconciled, Message: "write call interrupted; handed to a person"})
+		b.Note(runmodel.JournalEntry{Time: e.opts.Now(), Step: spec.ID, Type: runmodel.JReconciled, Message: "write call interrupted; handed to a person"})
 		return nil
 	})
 	e.openGate(ctx, r.ID, spec, plan, st.Args, e.gatePolicy(r, spec, op.Name), reason+"; approve to retry it, reject to stop the run")
 }
 
 // checkGateTimers posts the expiry reminder and expires gates.
-func (e *Engine) checkGateTimers(ctx context.Context, r *Run, now time.Time) {
+func (e *Engine) checkGateTimers(ctx context.Context, r *runmodel.Run, now time.Time) {
 	g := r.Gate
-	if g == nil || g.Decision != GatePending || g.ExpiresAt.IsZero() {
+	if g == nil || g.Decision != runmodel.GatePending || g.ExpiresAt.IsZero() {
 		return
 	}
 	if !now.Before(g.ExpiresAt) {
-		r2, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
-			if r.Gate == nil || r.Gate.ID != g.ID || r.Gate.Decision != GatePending {
+		r2, err := e.update(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error {
+			if r.Gate == nil || r.Gate.ID != g.ID || r.Gate.Decision != runmodel.GatePending {
 				return errRunOver
 			}
-			if err := r.Gate.SetDecision(GateExpired); err != nil {
+			if err := r.Gate.SetDecision(runmodel.GateExpired); err != nil {
 				return err
 			}
 			r.NoteGateDecided(now)
 			st := r.Current()
-			if err := st.SetStatus(StepFailed); err != nil {
+			if err := st.SetStatus(runmodel.StepFailed); err != nil {
 				return err
 			}
 			st.FinishedAt = now
 			st.Error = fmt.Sprintf("approval expired after %s with %d of %d approvals", human.Duration(time.Duration(g.Policy.Expires)), len(g.Votes), g.Policy.WithDefaults().Required)
-			b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, PlanHash: g.PlanHash, Message: "expired"})
-			b.AuditLog(AuditEntry{Time: now, Actor: e.opts.BotName, Action: ActionApprovalExpired, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash})
-			return e.moves.endRun(r, b, RunFailed, st.Error)
+			b.Note(runmodel.JournalEntry{Time: now, Step: g.StepID, Type: runmodel.JGateDecided, PlanHash: g.PlanHash, Message: "expired"})
+			b.AuditLog(runmodel.AuditEntry{Time: now, Actor: e.opts.BotName, Action: runmodel.ActionApprovalExpired, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash})
+			return e.moves.endRun(r, b, runmodel.RunFailed, st.Error)
 		})
 		if err != nil {
 			return
@@ -384,7 +389,7 @@ func (e *Engine) checkGateTimers(ctx context.Context, r *Run, now time.Time) {
 		remind = 5 * time.Minute
 	}
 	if !g.Reminded && !now.Before(g.ExpiresAt.Add(-remind)) {
-		r2, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
+		r2, err := e.update(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error {
 			if r.Gate == nil || r.Gate.ID != g.ID {
 				return errRunOver
 			}
@@ -394,9 +399,9 @@ func (e *Engine) checkGateTimers(ctx context.Context, r *Run, now time.Time) {
 		if err != nil {
 			return
 		}
-		e.out.thread(ctx, r2, RoleReminder, g.StepID, Message{Broadcast: true,
+		e.out.thread(ctx, r2, chatmodel.RoleReminder, g.StepID, chatmodel.Message{Broadcast: true,
 			Text: fmt.Sprintf("⏰ Approval for `%s` (%s) expires in %s — %s. %s",
-				r2.ID, g.Plan.Summary, human.Duration(expiresIn(g.ExpiresAt.Sub(now))), g.Policy.Describe(r2.Requester.Display()), e.hints.reminder(r2.ID))})
+				r2.ID, g.Plan.Summary, human.Duration(expiresIn(g.ExpiresAt.Sub(now))), policy.Describe(g.Policy, r2.Requester.Display()), e.hints.reminder(r2.ID))})
 		e.out.refreshGate(ctx, r2, r2.Gate)
 	}
 }

@@ -12,15 +12,18 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/core"
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/store"
 )
 
 var (
-	alice = bot.User{ID: "U1", Name: "alice"}
-	bob   = bot.User{ID: "U2", Name: "bob"}
-	carol = bot.User{ID: "U3", Name: "carol"}
-	chan1 = bot.Conversation{Platform: "test", Channel: "C1"}
+	alice = chatmodel.User{ID: "U1", Name: "alice"}
+	bob   = chatmodel.User{ID: "U2", Name: "bob"}
+	carol = chatmodel.User{ID: "U3", Name: "carol"}
+	chan1 = chatmodel.Conversation{Platform: "test", Channel: "C1"}
 )
 
 // pruneRunbook: list workers, a manual check, then prune (no approval step:
@@ -129,7 +132,7 @@ type harness struct {
 
 func newHarness(t *testing.T, world *bottest.World, opts func(*bot.Options)) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: t.TempDir(), chat: &bottest.Chat{Users: map[string]bot.User{"alice": alice, "bob": bob, "carol": carol}}, world: world,
+	h := &harness{t: t, dir: t.TempDir(), chat: &bottest.Chat{Users: map[string]chatmodel.User{"alice": alice, "bob": bob, "carol": carol}}, world: world,
 		clock: bottest.NewClock(time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)), opts: opts}
 	h.start()
 	t.Cleanup(h.stop)
@@ -140,7 +143,7 @@ func (h *harness) start() {
 	t := h.t
 	db, err := store.Open(filepath.Join(h.dir, "gc.db"), store.Options{})
 	require.NoError(t, err)
-	reg, err := bot.NewRegistry(core.Provider{}, h.world)
+	reg, err := opmodel.NewRegistry(core.Provider{}, h.world)
 	require.NoError(t, err)
 	lib, err := runbooks.NewLibrary(reg, runbooks.Source{Name: "test", FS: fstest.MapFS{
 		"prune.yaml":    {Data: []byte(pruneRunbook)},
@@ -190,14 +193,14 @@ func (h *harness) idle() {
 	require.NoError(h.t, h.eng.WaitIdle(ctx))
 }
 
-func (h *harness) cmd(u bot.User, text string) {
-	require.NoError(h.t, h.eng.Handle(h.ctx, bot.Event{Kind: bot.EventCommand, User: u, Conversation: chan1, Text: text}))
+func (h *harness) cmd(u chatmodel.User, text string) {
+	require.NoError(h.t, h.eng.Handle(h.ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: u, Conversation: chan1, Text: text}))
 	h.idle()
 }
 
-func (h *harness) react(u bot.User, ref bot.MessageRef, intent bot.Intent) {
-	require.NoError(h.t, h.eng.Handle(h.ctx, bot.Event{Kind: bot.EventReaction, User: u, Message: ref, Intent: intent,
-		Conversation: bot.Conversation{Channel: ref.Channel, Thread: ref.Thread}}))
+func (h *harness) react(u chatmodel.User, ref chatmodel.MessageRef, intent chatmodel.Intent) {
+	require.NoError(h.t, h.eng.Handle(h.ctx, chatmodel.Event{Kind: chatmodel.EventReaction, User: u, Message: ref, Intent: intent,
+		Conversation: chatmodel.Conversation{Channel: ref.Channel, Thread: ref.Thread}}))
 	h.idle()
 }
 
@@ -207,25 +210,25 @@ func (h *harness) tick() {
 }
 
 // onlyRun returns the single run in the store.
-func (h *harness) onlyRun() *bot.Run {
-	runs, err := h.db.ListRuns(h.ctx, bot.RunQuery{})
+func (h *harness) onlyRun() *runmodel.Run {
+	runs, err := h.db.ListRuns(h.ctx, runmodel.RunQuery{})
 	require.NoError(h.t, err)
 	require.Len(h.t, runs, 1, h.chat.Transcript())
 	return runs[0]
 }
 
-func (h *harness) gateRef() bot.MessageRef {
+func (h *harness) gateRef() chatmodel.MessageRef {
 	r := h.onlyRun()
 	require.NotNil(h.t, r.Gate, "no open gate:\n%s", h.chat.Transcript())
 	return r.Gate.Message
 }
 
-func (h *harness) stepRef(id string) bot.MessageRef {
+func (h *harness) stepRef(id string) chatmodel.MessageRef {
 	for _, st := range h.onlyRun().Steps {
 		if st.ID == id {
 			return st.Message
 		}
 	}
 	h.t.Fatalf("no step %s", id)
-	return bot.MessageRef{}
+	return chatmodel.MessageRef{}
 }

@@ -7,7 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // Tick runs the store's housekeeping: a finished run past the retention
@@ -27,11 +28,11 @@ func TestTick_Housekeeping(t *testing.T) {
 	h.clock.Advance(2 * 24 * time.Hour)
 	h.tick()
 	_, err = h.db.GetRun(h.ctx, old.ID)
-	assert.ErrorIs(t, err, bot.ErrNotFound, "finished 401 days ago")
-	runs, err := h.db.ListRuns(h.ctx, bot.RunQuery{})
+	assert.ErrorIs(t, err, chatmodel.ErrNotFound, "finished 401 days ago")
+	runs, err := h.db.ListRuns(h.ctx, runmodel.RunQuery{})
 	require.NoError(t, err)
 	require.Len(t, runs, 1)
-	assert.Equal(t, bot.RunAwaitingManual, runs[0].State)
+	assert.Equal(t, runmodel.RunAwaitingManual, runs[0].State)
 	_, err = h.db.VerifyAudit(h.ctx)
 	assert.NoError(t, err)
 }
@@ -46,7 +47,7 @@ func TestRunIDs(t *testing.T) {
 	require.True(t, ok)
 	_ = m
 	h.cmd(bob, "done "+toUpper(r.ID))
-	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State, h.chat.Transcript())
+	assert.Equal(t, runmodel.RunAwaitingApproval, h.onlyRun().State, h.chat.Transcript())
 }
 
 func toUpper(s string) string {

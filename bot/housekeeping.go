@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // housekeeping has one concern: running the store's housekeeping (old
@@ -12,7 +14,7 @@ import (
 // it is due, every HousekeepEvery and first on the first Tick, in the
 // background. Without Capabilities.Housekeeper the store is left alone.
 type housekeeping struct {
-	store Housekeeper // nil: the store keeps house itself
+	store runmodel.Housekeeper // nil: the store keeps house itself
 	every time.Duration
 	log   *slog.Logger
 

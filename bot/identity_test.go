@@ -8,27 +8,29 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
-func (h *harness) unreact(u bot.User, ref bot.MessageRef, intent bot.Intent) {
-	require.NoError(h.t, h.eng.Handle(h.ctx, bot.Event{Kind: bot.EventReaction, User: u, Message: ref, Intent: intent, Removed: true,
-		Conversation: bot.Conversation{Channel: ref.Channel, Thread: ref.Thread}}))
+func (h *harness) unreact(u chatmodel.User, ref chatmodel.MessageRef, intent chatmodel.Intent) {
+	require.NoError(h.t, h.eng.Handle(h.ctx, chatmodel.Event{Kind: chatmodel.EventReaction, User: u, Message: ref, Intent: intent, Removed: true,
+		Conversation: chatmodel.Conversation{Channel: ref.Channel, Thread: ref.Thread}}))
 	h.idle()
 }
 
-func (h *harness) press(u bot.User, ref bot.MessageRef, intent bot.Intent) {
+func (h *harness) press(u chatmodel.User, ref chatmodel.MessageRef, intent chatmodel.Intent) {
 	r := h.onlyRun()
-	require.NoError(h.t, h.eng.Handle(h.ctx, bot.Event{Kind: bot.EventButton, User: u, Message: ref, Intent: intent, Value: r.ID + "|" + r.Gate.ID,
-		Conversation: bot.Conversation{Channel: ref.Channel, Thread: ref.Thread}}))
+	require.NoError(h.t, h.eng.Handle(h.ctx, chatmodel.Event{Kind: chatmodel.EventButton, User: u, Message: ref, Intent: intent, Value: r.ID + "|" + r.Gate.ID,
+		Conversation: chatmodel.Conversation{Channel: ref.Channel, Thread: ref.Thread}}))
 	h.idle()
 }
 
 // toGate starts prune as alice and answers its manual step as bob.
-func (h *harness) toGate() *bot.Run {
+func (h *harness) toGate() *runmodel.Run {
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
-	h.react(bob, h.stepRef("check"), bot.IntentApprove)
+	h.react(bob, h.stepRef("check"), chatmodel.IntentApprove)
 	r := h.onlyRun()
-	require.Equal(h.t, bot.RunAwaitingApproval, r.State, h.chat.Transcript())
+	require.Equal(h.t, runmodel.RunAwaitingApproval, r.State, h.chat.Transcript())
 	return r
 }
 
@@ -36,19 +38,19 @@ func TestEngine_RequesterMayReject(t *testing.T) {
 	for _, how := range []string{"command", "reaction", "button"} {
 		t.Run(how, func(t *testing.T) {
 			h := newHarness(t, stalledWorld(), func(o *bot.Options) {
-				o.Approvals.Default = bot.Policy{Approvers: []string{"carol"}}
+				o.Approvals.Default = runmodel.Policy{Approvers: []string{"carol"}}
 			})
 			r := h.toGate()
 			switch how {
 			case "command":
 				h.cmd(alice, "reject "+r.ID+" wrong worker")
 			case "reaction":
-				h.react(alice, h.gateRef(), bot.IntentReject)
+				h.react(alice, h.gateRef(), chatmodel.IntentReject)
 			case "button":
 				h.press(alice, h.gateRef(), "reject")
 			}
 			r = h.onlyRun()
-			assert.Equal(t, bot.RunFailed, r.State, "rejecting is never a privilege:\n%s", h.chat.Transcript())
+			assert.Equal(t, runmodel.RunFailed, r.State, "rejecting is never a privilege:\n%s", h.chat.Transcript())
 			assert.Contains(t, r.Steps[2].Error, "rejected by @alice")
 			assert.Equal(t, 0, h.world.CallCount("fake.prune"))
 		})
@@ -57,37 +59,37 @@ func TestEngine_RequesterMayReject(t *testing.T) {
 
 func TestEngine_NonApproverMayReject(t *testing.T) {
 	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
-		o.Approvals.Default = bot.Policy{Approvers: []string{"carol"}}
+		o.Approvals.Default = runmodel.Policy{Approvers: []string{"carol"}}
 	})
 	r := h.toGate()
 	h.cmd(bob, "approve "+r.ID)
 	assert.Contains(t, last(h.chat.Ephemerals(bob.ID)), "Your approval on `"+r.ID+"` was not counted: you are not an approver")
 	h.cmd(bob, "reject "+r.ID)
-	assert.Equal(t, bot.RunFailed, h.onlyRun().State)
+	assert.Equal(t, runmodel.RunFailed, h.onlyRun().State)
 }
 
 func TestEngine_RequesterMayCancel(t *testing.T) {
 	h := newHarness(t, stalledWorld(), nil)
 	r := h.toGate()
 	h.cmd(alice, "cancel "+r.ID+" not needed")
-	assert.Equal(t, bot.RunCancelled, h.onlyRun().State)
+	assert.Equal(t, runmodel.RunCancelled, h.onlyRun().State)
 }
 
 func TestEngine_RemovedReactionWithdrawsOnlyItsVote(t *testing.T) {
 	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
-		o.Approvals.Default = bot.Policy{Required: 3}
+		o.Approvals.Default = runmodel.Policy{Required: 3}
 	})
 	r := h.toGate()
 	h.cmd(bob, "approve "+r.ID)
-	h.unreact(bob, h.gateRef(), bot.IntentApprove)
+	h.unreact(bob, h.gateRef(), chatmodel.IntentApprove)
 	g := h.onlyRun().Gate
 	require.Len(t, g.Votes, 1, "a removed reaction does not withdraw a vote cast by command")
-	assert.Equal(t, bot.ViaCommand, g.Votes[0].Via)
+	assert.Equal(t, runmodel.ViaCommand, g.Votes[0].Via)
 	assert.Empty(t, g.Withdrawals)
 
-	h.react(carol, h.gateRef(), bot.IntentApprove)
+	h.react(carol, h.gateRef(), chatmodel.IntentApprove)
 	require.Len(t, h.onlyRun().Gate.Votes, 2)
-	h.unreact(carol, h.gateRef(), bot.IntentApprove)
+	h.unreact(carol, h.gateRef(), chatmodel.IntentApprove)
 	g = h.onlyRun().Gate
 	require.Len(t, g.Votes, 1, "a removed reaction withdraws the vote it cast")
 	require.Len(t, g.Withdrawals, 1)
@@ -107,106 +109,106 @@ func TestEngine_RemovedReactionWithdrawsOnlyItsVote(t *testing.T) {
 	require.NoError(t, err)
 	found = false
 	for _, a := range audit {
-		found = found || (a.Action == bot.ActionVoteWithdrawn && a.Actor == carol.ID)
+		found = found || (a.Action == runmodel.ActionVoteWithdrawn && a.Actor == carol.ID)
 	}
 	assert.True(t, found, "the withdrawal is audited")
 }
 
 func TestEngine_OnlyActivePeopleCount(t *testing.T) {
-	for _, u := range []bot.User{
-		{ID: "B1", Name: "deploy-bot", Kind: bot.UserBot},
-		{ID: "D1", Name: "gone", Kind: bot.UserDeactivated},
-		{ID: "X1", Kind: bot.UserUnknown},
+	for _, u := range []chatmodel.User{
+		{ID: "B1", Name: "deploy-bot", Kind: chatmodel.UserBot},
+		{ID: "D1", Name: "gone", Kind: chatmodel.UserDeactivated},
+		{ID: "X1", Kind: chatmodel.UserUnknown},
 		{ID: ""},
 	} {
 		t.Run(string(u.Kind)+u.ID, func(t *testing.T) {
 			h := newHarness(t, stalledWorld(), nil)
 			h.cmd(u, "run prune target=infra-prd worker=w-0")
-			runs, err := h.db.ListRuns(h.ctx, bot.RunQuery{})
+			runs, err := h.db.ListRuns(h.ctx, runmodel.RunQuery{})
 			require.NoError(t, err)
 			assert.Empty(t, runs, "never starts a run")
 
 			h.cmd(alice, "run prune target=infra-prd worker=w-0")
-			h.react(u, h.stepRef("check"), bot.IntentApprove)
-			assert.Equal(t, bot.RunAwaitingManual, h.onlyRun().State, "never answers a manual step")
-			h.react(bob, h.stepRef("check"), bot.IntentApprove)
+			h.react(u, h.stepRef("check"), chatmodel.IntentApprove)
+			assert.Equal(t, runmodel.RunAwaitingManual, h.onlyRun().State, "never answers a manual step")
+			h.react(bob, h.stepRef("check"), chatmodel.IntentApprove)
 
-			h.react(u, h.gateRef(), bot.IntentApprove)
+			h.react(u, h.gateRef(), chatmodel.IntentApprove)
 			h.press(u, h.gateRef(), "approve")
 			h.cmd(u, "approve "+h.onlyRun().ID)
-			h.react(u, h.gateRef(), bot.IntentReject)
+			h.react(u, h.gateRef(), chatmodel.IntentReject)
 			r := h.onlyRun()
-			assert.Equal(t, bot.RunAwaitingApproval, r.State)
+			assert.Equal(t, runmodel.RunAwaitingApproval, r.State)
 			assert.Empty(t, r.Gate.Votes, "never votes")
 			require.NotEmpty(t, r.Gate.Refusals)
 			assert.Equal(t, u.NotAPerson(), r.Gate.Refusals[0].Reason)
 			gate, _ := h.chat.Find("Approval needed")
 			assert.Contains(t, gate.Msg.Text, "not counted: "+u.NotAPerson(), "the gate says why")
 			h.cmd(u, "cancel "+r.ID)
-			assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State, "never cancels")
+			assert.Equal(t, runmodel.RunAwaitingApproval, h.onlyRun().State, "never cancels")
 			assert.Equal(t, 0, h.world.CallCount("fake.prune"))
 		})
 	}
 }
 
 func TestEngine_NamesNeverStandForIDs(t *testing.T) {
-	mallory := bot.User{ID: "UMALLORY", Name: "bob"} // a request claiming bob's name
+	mallory := chatmodel.User{ID: "UMALLORY", Name: "bob"} // a request claiming bob's name
 	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
-		o.Approvals.Default = bot.Policy{Approvers: []string{"bob"}, Runners: []string{"alice", "bob"}}
+		o.Approvals.Default = runmodel.Policy{Approvers: []string{"bob"}, Runners: []string{"alice", "bob"}}
 	})
-	h.cmd(bot.User{ID: "UEVE", Name: "alice"}, "run prune target=infra-prd worker=w-0")
-	runs, _ := h.db.ListRuns(h.ctx, bot.RunQuery{})
+	h.cmd(chatmodel.User{ID: "UEVE", Name: "alice"}, "run prune target=infra-prd worker=w-0")
+	runs, _ := h.db.ListRuns(h.ctx, runmodel.RunQuery{})
 	assert.Empty(t, runs, "runners match ids, not the name a request carries")
 	r := h.toGate()
 	h.press(mallory, h.gateRef(), "approve")
-	h.react(mallory, h.gateRef(), bot.IntentApprove)
+	h.react(mallory, h.gateRef(), chatmodel.IntentApprove)
 	assert.Empty(t, h.onlyRun().Gate.Votes, "approvers match ids, not names")
 	assert.Equal(t, 0, h.world.CallCount("fake.prune"))
 	h.cmd(bob, "approve "+r.ID)
-	assert.Equal(t, bot.RunSucceeded, h.onlyRun().State, h.chat.Transcript())
+	assert.Equal(t, runmodel.RunSucceeded, h.onlyRun().State, h.chat.Transcript())
 }
 
 func TestEngine_GroupsMatchIDs(t *testing.T) {
 	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
-		o.Approvals.Default = bot.Policy{Approvers: []string{"group:ci-oncall"}}
+		o.Approvals.Default = runmodel.Policy{Approvers: []string{"group:ci-oncall"}}
 	})
 	h.chat.Groups = map[string][]string{"ci-oncall": {"U3", "carol"}}
 	r := h.toGate()
-	h.cmd(bot.User{ID: "UMALLORY", Name: "carol"}, "approve "+r.ID)
+	h.cmd(chatmodel.User{ID: "UMALLORY", Name: "carol"}, "approve "+r.ID)
 	assert.Empty(t, h.onlyRun().Gate.Votes, "group membership is by id")
 	h.cmd(carol, "approve "+r.ID)
-	assert.Equal(t, bot.RunSucceeded, h.onlyRun().State)
+	assert.Equal(t, runmodel.RunSucceeded, h.onlyRun().State)
 }
 
 func TestEngine_DefaultWithOnlyRunners(t *testing.T) {
 	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
-		o.Approvals.Default = bot.Policy{Runners: []string{"alice"}}
+		o.Approvals.Default = runmodel.Policy{Runners: []string{"alice"}}
 	})
 	h.cmd(bob, "run prune target=infra-prd worker=w-0")
 	assert.Contains(t, last(h.chat.Ephemerals(bob.ID)), "policy `approvals.default.runners` allows only @alice")
-	runs, _ := h.db.ListRuns(h.ctx, bot.RunQuery{})
+	runs, _ := h.db.ListRuns(h.ctx, runmodel.RunQuery{})
 	assert.Empty(t, runs)
 	r := h.toGate()
 	assert.Equal(t, 1, r.Gate.Policy.Required, "the built-in default still fills the rest")
 	h.cmd(alice, "approve "+r.ID)
-	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State, "the requester still cannot approve")
+	assert.Equal(t, runmodel.RunAwaitingApproval, h.onlyRun().State, "the requester still cannot approve")
 	h.cmd(bob, "approve "+r.ID)
-	assert.Equal(t, bot.RunSucceeded, h.onlyRun().State)
+	assert.Equal(t, runmodel.RunSucceeded, h.onlyRun().State)
 }
 
 func TestEngine_RunbookApproversNarrowThePolicy(t *testing.T) {
 	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
-		o.Approvals.Default = bot.Policy{Approvers: []string{"bob", "carol"}}
+		o.Approvals.Default = runmodel.Policy{Approvers: []string{"bob", "carol"}}
 	})
 	h.cmd(alice, "run narrowed target=infra-prd")
 	r := h.onlyRun()
-	require.Equal(t, bot.RunAwaitingApproval, r.State, h.chat.Transcript())
+	require.Equal(t, runmodel.RunAwaitingApproval, r.State, h.chat.Transcript())
 	assert.Equal(t, 2, r.Gate.Policy.Required, "required is the larger")
 	assert.Equal(t, 10*time.Minute, r.Gate.ExpiresAt.Sub(r.Gate.RequestedAt), "expiry the shorter")
 	h.cmd(bob, "approve "+r.ID)
 	assert.Contains(t, last(h.chat.Ephemerals(bob.ID)), "not an approver", "bob is allowed by the config but not by the runbook")
 	h.cmd(carol, "approve "+r.ID)
-	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State)
+	assert.Equal(t, runmodel.RunAwaitingApproval, h.onlyRun().State)
 }
 
 // Issue #13 point 5: a vote cast by command and then again by reaction
@@ -215,25 +217,25 @@ func TestEngine_RemovedReactionKeepsTheSameVoteCastByCommand(t *testing.T) {
 	for _, first := range []string{"command", "button", "reaction"} {
 		t.Run(first, func(t *testing.T) {
 			h := newHarness(t, stalledWorld(), func(o *bot.Options) {
-				o.Approvals.Default = bot.Policy{Required: 2}
+				o.Approvals.Default = runmodel.Policy{Required: 2}
 			})
 			r := h.toGate()
 			switch first {
 			case "command":
 				h.cmd(bob, "approve "+r.ID)
-				h.react(bob, h.gateRef(), bot.IntentApprove)
+				h.react(bob, h.gateRef(), chatmodel.IntentApprove)
 			case "button":
-				h.press(bob, h.gateRef(), bot.IntentApprove)
-				h.react(bob, h.gateRef(), bot.IntentApprove)
+				h.press(bob, h.gateRef(), chatmodel.IntentApprove)
+				h.react(bob, h.gateRef(), chatmodel.IntentApprove)
 			case "reaction": // the reaction first, then the command
-				h.react(bob, h.gateRef(), bot.IntentApprove)
+				h.react(bob, h.gateRef(), chatmodel.IntentApprove)
 				h.cmd(bob, "approve "+r.ID)
 			}
 			require.Len(t, h.onlyRun().Gate.Votes, 1, "one vote per person")
-			h.unreact(bob, h.gateRef(), bot.IntentApprove)
+			h.unreact(bob, h.gateRef(), chatmodel.IntentApprove)
 			g := h.onlyRun().Gate
 			require.Len(t, g.Votes, 1, "the vote cast by %s stands:\n%s", first, h.chat.Transcript())
-			assert.NotEqual(t, bot.ViaReaction, g.Votes[0].Via)
+			assert.NotEqual(t, runmodel.ViaReaction, g.Votes[0].Via)
 			assert.Empty(t, g.Votes[0].AlsoVia)
 			assert.Empty(t, g.Withdrawals)
 			gate, _ := h.chat.Find("Approval needed")
@@ -244,8 +246,8 @@ func TestEngine_RemovedReactionKeepsTheSameVoteCastByCommand(t *testing.T) {
 			require.NoError(t, err)
 			kept := false
 			for _, a := range audit {
-				assert.NotEqual(t, bot.ActionVoteWithdrawn, a.Action, "nothing was withdrawn")
-				kept = kept || (a.Action == bot.ActionReactionRemoved && a.Actor == bob.ID)
+				assert.NotEqual(t, runmodel.ActionVoteWithdrawn, a.Action, "nothing was withdrawn")
+				kept = kept || (a.Action == runmodel.ActionReactionRemoved && a.Actor == bob.ID)
 			}
 			assert.True(t, kept, "the removed reaction is audited, with the vote standing")
 
@@ -262,18 +264,18 @@ func TestEngine_RemovedReactionKeepsTheSameVoteCastByCommand(t *testing.T) {
 // takes back only the reaction.
 func TestEngine_VoteChannelsSurviveRestart(t *testing.T) {
 	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
-		o.Approvals.Default = bot.Policy{Required: 3}
+		o.Approvals.Default = runmodel.Policy{Required: 3}
 	})
 	r := h.toGate()
 	h.cmd(bob, "approve "+r.ID)
-	h.react(bob, h.gateRef(), bot.IntentApprove)
-	h.react(carol, h.gateRef(), bot.IntentApprove)
+	h.react(bob, h.gateRef(), chatmodel.IntentApprove)
+	h.react(carol, h.gateRef(), chatmodel.IntentApprove)
 	h.restart()
 	g := h.onlyRun().Gate
 	require.Len(t, g.Votes, 2)
-	assert.Equal(t, []bot.VoteVia{bot.ViaReaction}, g.Votes[0].AlsoVia)
-	h.unreact(bob, h.gateRef(), bot.IntentApprove)
-	h.unreact(carol, h.gateRef(), bot.IntentApprove)
+	assert.Equal(t, []runmodel.VoteVia{runmodel.ViaReaction}, g.Votes[0].AlsoVia)
+	h.unreact(bob, h.gateRef(), chatmodel.IntentApprove)
+	h.unreact(carol, h.gateRef(), chatmodel.IntentApprove)
 	g = h.onlyRun().Gate
 	require.Len(t, g.Votes, 1, h.chat.Transcript())
 	assert.Equal(t, bob.ID, g.Votes[0].User.ID)

@@ -11,6 +11,8 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/core"
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
+	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -21,7 +23,7 @@ func brokenOverrideHarness(t *testing.T, world *bottest.World) *harness {
 	t.Helper()
 	broken := strings.Replace(pruneRunbook, "    op: fake.prune", "    op: fake.prune\n    opp: typo", 1)
 	return newHarness(t, world, func(o *bot.Options) {
-		reg, err := bot.NewRegistry(core.Provider{}, world)
+		reg, err := opmodel.NewRegistry(core.Provider{}, world)
 		require.NoError(t, err)
 		lib, err := runbooks.NewLibrary(reg,
 			runbooks.Source{Name: "builtin", FS: fstest.MapFS{"prune.yaml": {Data: []byte(pruneRunbook)}}},
@@ -39,7 +41,7 @@ func TestBrokenOverride_IsUnavailableNotReplaced(t *testing.T) {
 	h := brokenOverrideHarness(t, world)
 
 	h.cmd(alice, "run prune target=infra-prd")
-	runs, err := h.db.ListRuns(h.ctx, bot.RunQuery{})
+	runs, err := h.db.ListRuns(h.ctx, runmodel.RunQuery{})
 	require.NoError(t, err)
 	assert.Empty(t, runs, "the built-in must not run while the override is broken")
 	assert.Zero(t, world.CallCount("fake.prune"))

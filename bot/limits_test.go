@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 func TestParse_Verbs(t *testing.T) {
@@ -26,7 +28,7 @@ func TestParse_Verbs(t *testing.T) {
 
 func TestParse_Limits(t *testing.T) {
 	_, err := bot.Parse("run prune who=" + strings.Repeat("x", bot.MaxCommandBytes))
-	var ue *bot.UserError
+	var ue *chatmodel.UserError
 	require.ErrorAs(t, err, &ue)
 	assert.Contains(t, ue.Msg, "the limit is 16 KiB")
 	assert.Less(t, len(ue.Msg), 200)
@@ -40,13 +42,6 @@ func TestParse_Limits(t *testing.T) {
 	assert.Less(t, len(ue.Msg), 200, "an unknown verb is not echoed whole")
 }
 
-func TestSanitize(t *testing.T) {
-	assert.Equal(t, "ok ✅ ⚠️ 👩‍💻 été\n\tx", bot.Sanitize("ok ✅ ⚠️ 👩‍💻 été\n\tx"))
-	assert.Equal(t, "invoice<U+202E>gnp.exe", bot.Sanitize("invoice\u202egnp.exe"))
-	assert.Equal(t, "a<U+200B>b<U+001B>[31m<U+200D>c", bot.Sanitize("a\u200bb\x1b[31m\u200dc"))
-	assert.Equal(t, "a\uFFFDb", bot.Sanitize("a\xffb"))
-}
-
 // #19.6: a parameter with a bidi override is refused by default, and a
 // reason with one reaches the gate escaped.
 func TestEngine_SpoofingCharacters(t *testing.T) {
@@ -55,7 +50,7 @@ func TestEngine_SpoofingCharacters(t *testing.T) {
 	eph := h.chat.Ephemerals(alice.ID)
 	require.NotEmpty(t, eph)
 	assert.Contains(t, eph[len(eph)-1], `parameter "worker": character 3 is U+202E RIGHT-TO-LEFT OVERRIDE`)
-	runs, err := h.db.ListRuns(h.ctx, bot.RunQuery{})
+	runs, err := h.db.ListRuns(h.ctx, runmodel.RunQuery{})
 	require.NoError(t, err)
 	assert.Empty(t, runs)
 
@@ -67,7 +62,7 @@ func TestEngine_SpoofingCharacters(t *testing.T) {
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
 	m, ok := h.chat.Find("ssh w-0")
 	require.True(t, ok)
-	h.react(bob, m.Ref, bot.IntentApprove)
+	h.react(bob, m.Ref, chatmodel.IntentApprove)
 	r := h.onlyRun()
 	h.cmd(carol, "reject "+r.ID+" \"not now\u202e\u200b\"")
 	for _, p := range h.chat.Posts() {

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/groundcrew/groundcrew/runbooks"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // machine has one concern: the run state machine's moves inside one run
@@ -18,31 +20,31 @@ type machine struct {
 
 // moveOn sets the cursor after the current step finished (ok = succeeded or
 // skipped), following goto/on_failure, and finishes the run at the end.
-func (m machine) moveOn(r *Run, b *Batch, ok bool) error {
+func (m machine) moveOn(r *runmodel.Run, b *runmodel.Batch, ok bool) error {
 	spec := r.Spec.Steps[r.Cursor]
 	target := ""
 	if ok {
 		// A skipped step goes on to the next step; only a step that ran follows its goto.
-		if r.Steps[r.Cursor].Status == StepSucceeded {
+		if r.Steps[r.Cursor].Status == runmodel.StepSucceeded {
 			target = spec.Goto
 		}
 	} else {
 		target = spec.OnFailure
 		if target == "" {
-			target = runbooks.TargetFail
+			target = runbookmodel.TargetFail
 		}
 	}
 	return m.jump(r, b, target)
 }
 
 // jump moves the cursor to target: "" (next step), a step id, end, fail, continue.
-func (m machine) jump(r *Run, b *Batch, target string) error {
+func (m machine) jump(r *runmodel.Run, b *runmodel.Batch, target string) error {
 	switch target {
-	case "", runbooks.TargetContinue:
+	case "", runbookmodel.TargetContinue:
 		r.Cursor++
-	case runbooks.TargetEnd:
+	case runbookmodel.TargetEnd:
 		r.Cursor = len(r.Steps)
-	case runbooks.TargetFail:
+	case runbookmodel.TargetFail:
 		st := r.Current()
 		msg := "step failed"
 		if st != nil {
@@ -51,16 +53,16 @@ func (m machine) jump(r *Run, b *Batch, target string) error {
 				msg += ": " + st.Error
 			}
 		}
-		return m.endRun(r, b, RunFailed, msg)
+		return m.endRun(r, b, runmodel.RunFailed, msg)
 	default:
 		i, _ := r.Spec.StepByID(target)
 		if i < 0 {
-			return m.endRun(r, b, RunFailed, fmt.Sprintf("runbook jumps to unknown step %q", target))
+			return m.endRun(r, b, runmodel.RunFailed, fmt.Sprintf("runbook jumps to unknown step %q", target))
 		}
 		r.Cursor = i
 	}
-	if r.State != RunRunning {
-		if err := r.SetState(RunRunning); err != nil {
+	if r.State != runmodel.RunRunning {
+		if err := r.SetState(runmodel.RunRunning); err != nil {
 			return err
 		}
 	}
@@ -68,7 +70,7 @@ func (m machine) jump(r *Run, b *Batch, target string) error {
 }
 
 // endRun moves the run to a terminal state inside a transaction.
-func (m machine) endRun(r *Run, b *Batch, to RunState, msg string) error {
+func (m machine) endRun(r *runmodel.Run, b *runmodel.Batch, to runmodel.RunState, msg string) error {
 	if r.State.Terminal() {
 		return nil
 	}
@@ -76,46 +78,46 @@ func (m machine) endRun(r *Run, b *Batch, to RunState, msg string) error {
 		return err
 	}
 	r.FinishedAt = m.now()
-	if to != RunSucceeded && msg != "" {
+	if to != runmodel.RunSucceeded && msg != "" {
 		r.Error = msg
 	}
-	if r.Gate != nil && r.Gate.Decision == GatePending {
-		if err := r.Gate.SetDecision(GateVoid); err != nil {
+	if r.Gate != nil && r.Gate.Decision == runmodel.GatePending {
+		if err := r.Gate.SetDecision(runmodel.GateVoid); err != nil {
 			return err
 		}
 	}
-	b.Note(JournalEntry{Time: r.FinishedAt, Type: JRunFinished, Message: string(to) + optional(msg)})
-	b.AuditLog(AuditEntry{Time: r.FinishedAt, Actor: m.bot, Action: ActionRun(to), Target: r.Target, Detail: msg})
+	b.Note(runmodel.JournalEntry{Time: r.FinishedAt, Type: runmodel.JRunFinished, Message: string(to) + optional(msg)})
+	b.AuditLog(runmodel.AuditEntry{Time: r.FinishedAt, Actor: m.bot, Action: runmodel.ActionRun(to), Target: r.Target, Detail: msg})
 	return nil
 }
 
 // decide applies the gate's decision after a vote changed, inside a run update.
-func (m machine) decide(r *Run, b *Batch, now time.Time, by User, reason string) (GateDecision, error) {
+func (m machine) decide(r *runmodel.Run, b *runmodel.Batch, now time.Time, by chatmodel.User, reason string) (runmodel.GateDecision, error) {
 	g := r.Gate
 	decision := Decide(g, now)
 	switch decision {
-	case GateApproved:
-		if err := g.SetDecision(GateApproved); err != nil {
+	case runmodel.GateApproved:
+		if err := g.SetDecision(runmodel.GateApproved); err != nil {
 			return decision, err
 		}
 		r.NoteGateDecided(now)
-		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, PlanHash: g.PlanHash, Message: "approved by " + userList(voters(g))})
-		b.AuditLog(AuditEntry{Time: now, Actor: m.bot, Action: ActionApprovalGranted, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Detail: "approved by " + userList(voters(g))})
-		return decision, r.SetState(RunRunning)
-	case GateRejected:
-		if err := g.SetDecision(GateRejected); err != nil {
+		b.Note(runmodel.JournalEntry{Time: now, Step: g.StepID, Type: runmodel.JGateDecided, PlanHash: g.PlanHash, Message: "approved by " + userList(voters(g))})
+		b.AuditLog(runmodel.AuditEntry{Time: now, Actor: m.bot, Action: runmodel.ActionApprovalGranted, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Detail: "approved by " + userList(voters(g))})
+		return decision, r.SetState(runmodel.RunRunning)
+	case runmodel.GateRejected:
+		if err := g.SetDecision(runmodel.GateRejected); err != nil {
 			return decision, err
 		}
 		r.NoteGateDecided(now)
 		st := r.Current()
-		if err := st.SetStatus(StepFailed); err != nil {
+		if err := st.SetStatus(runmodel.StepFailed); err != nil {
 			return decision, err
 		}
 		st.FinishedAt = now
 		st.Error = "rejected by " + by.Display() + optional(reason)
-		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, PlanHash: g.PlanHash, Message: st.Error})
-		b.AuditLog(AuditEntry{Time: now, Actor: m.bot, Action: ActionApprovalRejected, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Detail: st.Error})
-		return decision, m.endRun(r, b, RunFailed, st.Error)
+		b.Note(runmodel.JournalEntry{Time: now, Step: g.StepID, Type: runmodel.JGateDecided, PlanHash: g.PlanHash, Message: st.Error})
+		b.AuditLog(runmodel.AuditEntry{Time: now, Actor: m.bot, Action: runmodel.ActionApprovalRejected, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Detail: st.Error})
+		return decision, m.endRun(r, b, runmodel.RunFailed, st.Error)
 	}
 	return decision, nil
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // ProgressInterval is the least time between two progress edits of a step
@@ -40,12 +43,12 @@ func (p *poster) progress(ctx context.Context, runID, stepID string) (report fun
 			return
 		}
 		st := r.Step(stepID)
-		if st == nil || st.Message.IsZero() || (st.Status != StepExecuting && st.Status != StepRunning) {
+		if st == nil || st.Message.IsZero() || (st.Status != runmodel.StepExecuting && st.Status != runmodel.StepRunning) {
 			return
 		}
 		m := renderStep(r, st, p.now(), p.hints)
 		m.Text += "\n⏳ " + text
-		p.update(ctx, r, st.Message, RoleStep, stepID, m)
+		p.update(ctx, r, st.Message, chatmodel.RoleStep, stepID, m)
 	}
 	stop = func() {
 		mu.Lock()

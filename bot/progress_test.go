@@ -10,6 +10,8 @@ import (
 
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // A long destructive call reports progress: the step message is edited in
@@ -25,9 +27,9 @@ func TestProgress_EditsTheStepMessageRateLimited(t *testing.T) {
 		report("pruning 3 / 3 · 10/s")
 	}
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
-	h.react(bob, h.stepRef("check"), bot.IntentDone)
-	h.react(bob, h.gateRef(), bot.IntentApprove)
-	require.Equal(t, bot.RunSucceeded, h.onlyRun().State, h.chat.Transcript())
+	h.react(bob, h.stepRef("check"), chatmodel.IntentDone)
+	h.react(bob, h.gateRef(), chatmodel.IntentApprove)
+	require.Equal(t, runmodel.RunSucceeded, h.onlyRun().State, h.chat.Transcript())
 
 	ref := h.stepRef("prune")
 	var posted bottest.Posted

@@ -9,14 +9,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // TestEngine_AnswerTheMomentAMessageAppears: a click or reaction that
 // arrives while the post of its message has not returned yet (the
 // platform shows a message before its API call answers) counts (#19.4).
 func TestEngine_AnswerTheMomentAMessageAppears(t *testing.T) {
-	for _, kind := range []bot.EventKind{bot.EventButton, bot.EventReaction} {
+	for _, kind := range []chatmodel.EventKind{chatmodel.EventButton, chatmodel.EventReaction} {
 		t.Run(string(kind), func(t *testing.T) {
 			h := newHarness(t, stalledWorld(), nil)
 			// answers are the answers in flight; a WaitGroup would be
@@ -39,27 +40,27 @@ func TestEngine_AnswerTheMomentAMessageAppears(t *testing.T) {
 					}
 				}
 			}
-			answer := func(u bot.User, ref bot.MessageRef, m bot.Message, intent bot.Intent) {
+			answer := func(u chatmodel.User, ref chatmodel.MessageRef, m chatmodel.Message, intent chatmodel.Intent) {
 				done := make(chan struct{})
 				mu.Lock()
 				answers = append(answers, done)
 				mu.Unlock()
 				go func() {
 					defer close(done)
-					ev := bot.Event{Kind: kind, User: u, Message: ref, Intent: intent, Value: m.RunID + "|x",
-						Conversation: bot.Conversation{Channel: ref.Channel, Thread: ref.Thread}}
+					ev := chatmodel.Event{Kind: kind, User: u, Message: ref, Intent: intent, Value: m.RunID + "|x",
+						Conversation: chatmodel.Conversation{Channel: ref.Channel, Thread: ref.Thread}}
 					assert.NoError(t, h.eng.Handle(h.ctx, ev))
 				}()
 				time.Sleep(20 * time.Millisecond) // let the answer overtake the post
 			}
-			h.chat.OnPost = func(ref bot.MessageRef, m bot.Message) {
+			h.chat.OnPost = func(ref chatmodel.MessageRef, m chatmodel.Message) {
 				switch m.Role {
-				case bot.RoleStep:
+				case chatmodel.RoleStep:
 					if len(m.Buttons) > 0 {
-						answer(bob, ref, m, bot.IntentDone)
+						answer(bob, ref, m, chatmodel.IntentDone)
 					}
-				case bot.RoleGate:
-					answer(bob, ref, m, bot.IntentApprove)
+				case chatmodel.RoleGate:
+					answer(bob, ref, m, chatmodel.IntentApprove)
 				}
 			}
 			h.cmd(alice, "run prune target=infra-prd worker=w-0")
@@ -68,8 +69,8 @@ func TestEngine_AnswerTheMomentAMessageAppears(t *testing.T) {
 				h.idle()
 			}
 			r := h.onlyRun()
-			require.Equal(t, bot.RunSucceeded, r.State, h.chat.Transcript())
-			assert.Equal(t, []bot.User{bob}, r.Steps[2].ApprovedBy)
+			require.Equal(t, runmodel.RunSucceeded, r.State, h.chat.Transcript())
+			assert.Equal(t, []chatmodel.User{bob}, r.Steps[2].ApprovedBy)
 			assert.Empty(t, h.chat.Ephemerals("bob"), "no 'replaced' or 'not waiting' answer")
 		})
 	}
@@ -80,10 +81,10 @@ func TestEngine_AnswerTheMomentAMessageAppears(t *testing.T) {
 func TestEngine_RefusalListedOnce(t *testing.T) {
 	h := newHarness(t, stalledWorld(), nil)
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
-	h.react(bob, h.stepRef("check"), bot.IntentApprove)
-	h.react(alice, h.gateRef(), bot.IntentApprove)
+	h.react(bob, h.stepRef("check"), chatmodel.IntentApprove)
+	h.react(alice, h.gateRef(), chatmodel.IntentApprove)
 	r := h.onlyRun()
-	require.NoError(t, h.eng.Handle(h.ctx, bot.Event{Kind: bot.EventButton, User: alice, Message: h.gateRef(), Intent: bot.IntentApprove, Value: r.ID + "|" + r.Gate.ID}))
+	require.NoError(t, h.eng.Handle(h.ctx, chatmodel.Event{Kind: chatmodel.EventButton, User: alice, Message: h.gateRef(), Intent: chatmodel.IntentApprove, Value: r.ID + "|" + r.Gate.ID}))
 	h.idle()
 	r = h.onlyRun()
 	require.Len(t, r.Gate.Refusals, 1, h.chat.Transcript())

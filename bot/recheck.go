@@ -7,15 +7,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/groundcrew/groundcrew/bot/policy"
 	"github.com/groundcrew/groundcrew/internal/human"
 	"github.com/groundcrew/groundcrew/model/chatmodel"
-	"github.com/groundcrew/groundcrew/runbooks"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/policy"
 )
 
 // voided is a counted approval found no longer to qualify, with why.
 type voided struct {
-	vote Vote
+	vote runmodel.Vote
 	why  string
 }
 
@@ -25,7 +26,7 @@ type voided struct {
 // the group, its handle still naming the same account). It returns the
 // approvals that no longer count, and the required groups each remaining
 // voter belongs to now (by user id).
-func (e *Engine) recheckVotes(ctx context.Context, r *Run, g *Gate) ([]voided, map[string][]string, error) {
+func (e *Engine) recheckVotes(ctx context.Context, r *runmodel.Run, g *runmodel.Gate) ([]voided, map[string][]string, error) {
 	fresh := chatmodel.Fresh(ctx)
 	var out []voided
 	groups := map[string][]string{}
@@ -58,30 +59,30 @@ func (e *Engine) recheckVotes(ctx context.Context, r *Run, g *Gate) ([]voided, m
 
 // accountNow says why the voter's account can no longer approve anything
 // (deactivated, gone, a bot), as the platform says now; "" when it can.
-func (e *Engine) accountNow(ctx context.Context, u User) (string, error) {
+func (e *Engine) accountNow(ctx context.Context, u chatmodel.User) (string, error) {
 	if e.dir.users == nil {
 		return "", nil
 	}
 	now, err := e.dir.users.ResolveUser(ctx, u.ID)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, chatmodel.ErrNotFound):
 		return "the account no longer exists", nil
 	case err != nil:
 		return "", fmt.Errorf("looking up %s: %w", u.Display(), err)
 	}
 	switch now.Kind {
-	case UserPerson:
+	case chatmodel.UserPerson:
 		return "", nil
-	case UserDeactivated:
+	case chatmodel.UserDeactivated:
 		return "the account is deactivated", nil
-	case UserBot:
+	case chatmodel.UserBot:
 		return "the account is a bot", nil
 	}
 	return "the platform no longer knows the account", nil
 }
 
 // voidLine is the gate's line for an approval that no longer counts.
-func voidLine(u User, why string) string {
+func voidLine(u chatmodel.User, why string) string {
 	return u.Display() + "'s approval no longer counts: " + why
 }
 
@@ -91,7 +92,7 @@ func voidLine(u User, why string) string {
 // still approve; otherwise the gate is open again and asks for what is
 // missing (with a fresh expiry), or, when the directory cannot be asked,
 // the step fails closed: nothing is ever done on a quorum not checked.
-func (e *Engine) approvalsStand(ctx context.Context, r *Run, spec *runbooks.Step) ([]User, bool) {
+func (e *Engine) approvalsStand(ctx context.Context, r *runmodel.Run, spec *runbookmodel.Step) ([]chatmodel.User, bool) {
 	g := r.Gate
 	gone, groups, err := e.recheckVotes(ctx, r, g)
 	if err != nil {
@@ -105,9 +106,9 @@ func (e *Engine) approvalsStand(ctx context.Context, r *Run, spec *runbooks.Step
 	}
 	now := e.opts.Now()
 	var reopened bool
-	r2, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
+	r2, err := e.update(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error {
 		g2 := r.Gate
-		if g2 == nil || g2.ID != g.ID || g2.Decision != GateApproved {
+		if g2 == nil || g2.ID != g.ID || g2.Decision != runmodel.GateApproved {
 			return errRunOver
 		}
 		for _, x := range gone {
@@ -117,10 +118,10 @@ func (e *Engine) approvalsStand(ctx context.Context, r *Run, spec *runbooks.Step
 					break
 				}
 			}
-			g2.Voided = append(g2.Voided, Refusal{User: x.vote.User, Reason: x.why, At: now, Action: "approval"})
-			b.Note(JournalEntry{Time: now, Step: g2.StepID, Type: JVoteVoided, Actor: x.vote.User.ID, ActorName: x.vote.User.Name, PlanHash: g2.PlanHash,
+			g2.Voided = append(g2.Voided, runmodel.Refusal{User: x.vote.User, Reason: x.why, At: now, Action: "approval"})
+			b.Note(runmodel.JournalEntry{Time: now, Step: g2.StepID, Type: runmodel.JVoteVoided, Actor: x.vote.User.ID, ActorName: x.vote.User.Name, PlanHash: g2.PlanHash,
 				Message: "approval no longer counts: " + x.why})
-			b.AuditLog(AuditEntry{Time: now, Actor: x.vote.User.ID, Action: ActionVoteVoided, Step: g2.StepID, Target: r.Target, PlanHash: g2.PlanHash,
+			b.AuditLog(runmodel.AuditEntry{Time: now, Actor: x.vote.User.ID, Action: runmodel.ActionVoteVoided, Step: g2.StepID, Target: r.Target, PlanHash: g2.PlanHash,
 				Via: string(x.vote.Via), Detail: "approval checked again before executing: " + x.why})
 		}
 		for i := range g2.Votes {
@@ -128,19 +129,19 @@ func (e *Engine) approvalsStand(ctx context.Context, r *Run, spec *runbooks.Step
 				g2.Votes[i].Groups = gs
 			}
 		}
-		if policy.Decide(g2.Policy, ballots(g2), time.Time{}, now) == GateApproved {
+		if policy.Decide(g2.Policy, ballots(g2), time.Time{}, now) == runmodel.GateApproved {
 			return nil
 		}
 		// The quorum is gone: ask again, with the full time to answer.
 		reopened = true
-		g2.Decision = GatePending
+		g2.Decision = runmodel.GatePending
 		g2.ExpiresAt = now.Add(time.Duration(g2.Policy.WithDefaults().Expires))
 		g2.Reminded = false
 		// Escalation starts over too: it counts from the request asked again.
 		g2.RequestedAt, g2.Escalated = now, 0
-		b.Note(JournalEntry{Time: now, Step: g2.StepID, Type: JGateDecided, PlanHash: g2.PlanHash,
+		b.Note(runmodel.JournalEntry{Time: now, Step: g2.StepID, Type: runmodel.JGateDecided, PlanHash: g2.PlanHash,
 			Message: "asked again before executing: the approvals that still count are not enough (" + Missing(g2) + " needed)"})
-		return r.SetState(RunAwaitingApproval)
+		return r.SetState(runmodel.RunAwaitingApproval)
 	})
 	if err != nil {
 		return nil, false
@@ -154,7 +155,7 @@ func (e *Engine) approvalsStand(ctx context.Context, r *Run, spec *runbooks.Step
 		lines = append(lines, voidLine(x.vote.User, x.why))
 	}
 	g2 := r2.Gate
-	e.out.thread(ctx, r2, RoleReminder, g2.StepID, Message{Broadcast: true,
+	e.out.thread(ctx, r2, chatmodel.RoleReminder, g2.StepID, chatmodel.Message{Broadcast: true,
 		Text: fmt.Sprintf("⚠️ Nothing was done: approval of `%s` (%s) is asked again. %s. Still needed: %s · expires in %s.",
 			r2.ID, planSummary(g2), strings.Join(lines, "; "), Missing(g2), human.Duration(time.Duration(g2.Policy.WithDefaults().Expires)))})
 	e.out.refreshRoot(ctx, r2)
@@ -163,7 +164,7 @@ func (e *Engine) approvalsStand(ctx context.Context, r *Run, spec *runbooks.Step
 
 // groupsChanged reports whether a remaining voter's required groups differ
 // from what was recorded when they voted.
-func groupsChanged(g *Gate, now map[string][]string) bool {
+func groupsChanged(g *runmodel.Gate, now map[string][]string) bool {
 	if len(g.Policy.RequireGroups) == 0 {
 		return false
 	}
@@ -176,7 +177,7 @@ func groupsChanged(g *Gate, now map[string][]string) bool {
 	return false
 }
 
-func planSummary(g *Gate) string {
+func planSummary(g *runmodel.Gate) string {
 	if g.Plan == nil {
 		return g.StepID
 	}

@@ -9,12 +9,13 @@ import (
 
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
-	"github.com/groundcrew/groundcrew/bot/policy"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 var (
-	dave = bot.User{ID: "U4", Name: "dave"}
-	erin = bot.User{ID: "U5", Name: "erin"}
+	dave = chatmodel.User{ID: "U4", Name: "dave"}
+	erin = chatmodel.User{ID: "U5", Name: "erin"}
 )
 
 // recheckHarness: prune needs 2 approvals from @ci-oncall (carol, dave,
@@ -26,7 +27,7 @@ func recheckHarness(t *testing.T, approvers ...string) *harness {
 		approvers = []string{"group:ci-oncall"}
 	}
 	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
-		o.Approvals.Runbooks = map[string]bot.Policy{"prune": {Approvers: approvers, Required: 2}}
+		o.Approvals.Runbooks = map[string]runmodel.Policy{"prune": {Approvers: approvers, Required: 2}}
 		o.GroupTTL = time.Hour
 	})
 	h.chat.SetUser("dave", dave)
@@ -47,10 +48,10 @@ func (h *harness) gatePost() bottest.Posted {
 	return bottest.Posted{}
 }
 
-func (h *harness) journalOf(typ bot.JournalType) []bot.JournalEntry {
+func (h *harness) journalOf(typ runmodel.JournalType) []runmodel.JournalEntry {
 	j, err := h.db.Journal(h.ctx, h.onlyRun().ID)
 	require.NoError(h.t, err)
-	var out []bot.JournalEntry
+	var out []runmodel.JournalEntry
 	for _, e := range j {
 		if e.Type == typ {
 			out = append(out, e)
@@ -59,10 +60,10 @@ func (h *harness) journalOf(typ bot.JournalType) []bot.JournalEntry {
 	return out
 }
 
-func (h *harness) auditOf(action bot.AuditAction) []bot.AuditEntry {
+func (h *harness) auditOf(action runmodel.AuditAction) []runmodel.AuditEntry {
 	a, err := h.db.AuditEntries(h.ctx, h.onlyRun().ID)
 	require.NoError(h.t, err)
-	var out []bot.AuditEntry
+	var out []runmodel.AuditEntry
 	for _, e := range a {
 		if e.Action == action {
 			out = append(out, e)
@@ -79,15 +80,15 @@ func (h *harness) auditOf(action bot.AuditAction) []bot.AuditEntry {
 func TestRecheck_RemovedFromGroup(t *testing.T) {
 	h := recheckHarness(t)
 	h.toGate()
-	h.react(carol, h.gateRef(), bot.IntentApprove)
+	h.react(carol, h.gateRef(), chatmodel.IntentApprove)
 	h.chat.SetGroup("ci-oncall", dave.ID, erin.ID)
-	h.react(dave, h.gateRef(), bot.IntentApprove)
+	h.react(dave, h.gateRef(), chatmodel.IntentApprove)
 
 	r := h.onlyRun()
 	assert.Equal(t, 0, h.world.CallCount("fake.prune"), "never executed on a stale quorum:\n%s", h.chat.Transcript())
-	require.Equal(t, bot.RunAwaitingApproval, r.State, h.chat.Transcript())
+	require.Equal(t, runmodel.RunAwaitingApproval, r.State, h.chat.Transcript())
 	require.NotNil(t, r.Gate)
-	assert.Equal(t, bot.GatePending, r.Gate.Decision)
+	assert.Equal(t, runmodel.GatePending, r.Gate.Decision)
 	require.Len(t, r.Gate.Votes, 1)
 	assert.Equal(t, dave.ID, r.Gate.Votes[0].User.ID, "dave's approval still counts")
 	gate := h.gatePost()
@@ -98,23 +99,23 @@ func TestRecheck_RemovedFromGroup(t *testing.T) {
 	assert.True(t, asked.Msg.Broadcast, "the channel hears the request again")
 	assert.Contains(t, asked.Msg.Text, "Nothing was done")
 
-	j := h.journalOf(bot.JVoteVoided)
+	j := h.journalOf(runmodel.JVoteVoided)
 	require.Len(t, j, 1)
 	assert.Equal(t, carol.ID, j[0].Actor)
 	assert.Equal(t, "approval no longer counts: not in @ci-oncall any more", j[0].Message)
-	a := h.auditOf(bot.ActionVoteVoided)
+	a := h.auditOf(runmodel.ActionVoteVoided)
 	require.Len(t, a, 1)
 	assert.Equal(t, carol.ID, a[0].Actor)
 	assert.Equal(t, r.Gate.PlanHash, a[0].PlanHash)
 
 	// carol's new vote is refused; erin's completes the quorum.
-	h.react(carol, h.gateRef(), bot.IntentApprove)
-	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State)
-	h.react(erin, h.gateRef(), bot.IntentApprove)
+	h.react(carol, h.gateRef(), chatmodel.IntentApprove)
+	assert.Equal(t, runmodel.RunAwaitingApproval, h.onlyRun().State)
+	h.react(erin, h.gateRef(), chatmodel.IntentApprove)
 	r = h.onlyRun()
-	assert.Equal(t, bot.RunSucceeded, r.State, h.chat.Transcript())
+	assert.Equal(t, runmodel.RunSucceeded, r.State, h.chat.Transcript())
 	assert.Equal(t, 1, h.world.CallCount("fake.prune"))
-	assert.Equal(t, []bot.User{dave, erin}, r.Step("prune").ApprovedBy)
+	assert.Equal(t, []chatmodel.User{dave, erin}, r.Step("prune").ApprovedBy)
 }
 
 // TestRecheck_Deactivated: an approver deactivated after voting does not
@@ -122,11 +123,11 @@ func TestRecheck_RemovedFromGroup(t *testing.T) {
 func TestRecheck_Deactivated(t *testing.T) {
 	h := recheckHarness(t)
 	h.toGate()
-	h.react(carol, h.gateRef(), bot.IntentApprove)
-	h.chat.SetUser("carol", bot.User{ID: carol.ID, Name: carol.Name, Kind: bot.UserDeactivated})
-	h.react(dave, h.gateRef(), bot.IntentApprove)
+	h.react(carol, h.gateRef(), chatmodel.IntentApprove)
+	h.chat.SetUser("carol", chatmodel.User{ID: carol.ID, Name: carol.Name, Kind: chatmodel.UserDeactivated})
+	h.react(dave, h.gateRef(), chatmodel.IntentApprove)
 	assert.Equal(t, 0, h.world.CallCount("fake.prune"), h.chat.Transcript())
-	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State)
+	assert.Equal(t, runmodel.RunAwaitingApproval, h.onlyRun().State)
 	gate := h.gatePost()
 	assert.Contains(t, gate.Msg.Text, "@carol's approval no longer counts: the account is deactivated")
 }
@@ -137,10 +138,10 @@ func TestRecheck_Deactivated(t *testing.T) {
 func TestRecheck_HandleReassigned(t *testing.T) {
 	h := recheckHarness(t, "carol", "dave", "erin")
 	h.toGate()
-	h.react(carol, h.gateRef(), bot.IntentApprove)
-	h.chat.SetUser("carol", bot.User{ID: "U9", Name: "carol"})
+	h.react(carol, h.gateRef(), chatmodel.IntentApprove)
+	h.chat.SetUser("carol", chatmodel.User{ID: "U9", Name: "carol"})
 	h.chat.SetUser("carol-old", carol)
-	h.react(dave, h.gateRef(), bot.IntentApprove)
+	h.react(dave, h.gateRef(), chatmodel.IntentApprove)
 	assert.Equal(t, 0, h.world.CallCount("fake.prune"), h.chat.Transcript())
 	gate := h.gatePost()
 	assert.Contains(t, gate.Msg.Text, "@carol's approval no longer counts: the handle @carol now names another account")
@@ -151,19 +152,19 @@ func TestRecheck_HandleReassigned(t *testing.T) {
 // left, and the gate still says whose approval was voided.
 func TestRecheck_QuorumStillMet(t *testing.T) {
 	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
-		o.Approvals.Runbooks = map[string]bot.Policy{"prune": {Approvers: []string{"group:ci-oncall"}, Required: 2, BreakGlass: []string{"bob"}}}
+		o.Approvals.Runbooks = map[string]runmodel.Policy{"prune": {Approvers: []string{"group:ci-oncall"}, Required: 2, BreakGlass: []string{"bob"}}}
 		o.GroupTTL = time.Hour
 	})
 	h.chat.SetGroup("ci-oncall", carol.ID)
 	r := h.toGate()
-	h.react(carol, h.gateRef(), bot.IntentApprove)
+	h.react(carol, h.gateRef(), chatmodel.IntentApprove)
 	h.chat.SetGroup("ci-oncall")
 	h.cmd(bob, "approve "+r.ID+" --break-glass the pipeline is burning credits")
 	r = h.onlyRun()
-	assert.Equal(t, bot.RunSucceeded, r.State, h.chat.Transcript())
+	assert.Equal(t, runmodel.RunSucceeded, r.State, h.chat.Transcript())
 	assert.Equal(t, 1, h.world.CallCount("fake.prune"))
-	assert.Equal(t, []bot.User{bob}, r.Step("prune").ApprovedBy)
-	assert.Len(t, h.journalOf(bot.JVoteVoided), 1)
+	assert.Equal(t, []chatmodel.User{bob}, r.Step("prune").ApprovedBy)
+	assert.Len(t, h.journalOf(runmodel.JVoteVoided), 1)
 	p, ok := h.chat.Find("BREAK-GLASS approved")
 	require.True(t, ok, h.chat.Transcript())
 	assert.Contains(t, p.History[len(p.History)-2].Text+p.Msg.Text, "@carol's approval no longer counts: not in @ci-oncall any more")
@@ -174,12 +175,12 @@ func TestRecheck_QuorumStillMet(t *testing.T) {
 func TestRecheck_DirectoryDown(t *testing.T) {
 	h := recheckHarness(t)
 	h.toGate()
-	h.react(carol, h.gateRef(), bot.IntentApprove)
+	h.react(carol, h.gateRef(), chatmodel.IntentApprove)
 	h.chat.GroupsErr = assert.AnError
-	h.react(dave, h.gateRef(), bot.IntentApprove)
+	h.react(dave, h.gateRef(), chatmodel.IntentApprove)
 	r := h.onlyRun()
 	assert.Equal(t, 0, h.world.CallCount("fake.prune"), h.chat.Transcript())
-	assert.Equal(t, bot.RunFailed, r.State)
+	assert.Equal(t, runmodel.RunFailed, r.State)
 	assert.Contains(t, r.Step("prune").Error, "checking the approvals again before executing")
 	assert.Contains(t, r.Step("prune").Error, "nothing was changed")
 }
@@ -188,8 +189,8 @@ func TestRecheck_DirectoryDown(t *testing.T) {
 // counting from the new request.
 func TestRecheck_EscalationStartsOver(t *testing.T) {
 	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
-		o.Approvals.Runbooks = map[string]bot.Policy{"prune": {Approvers: []string{"group:ci-oncall"}, Required: 2,
-			Escalate: []policy.Escalation{{After: bot.Duration(10 * time.Minute), Notify: []string{"bob"}}}}}
+		o.Approvals.Runbooks = map[string]runmodel.Policy{"prune": {Approvers: []string{"group:ci-oncall"}, Required: 2,
+			Escalate: []runmodel.Escalation{{After: runmodel.Duration(10 * time.Minute), Notify: []string{"bob"}}}}}
 		o.GroupTTL = time.Hour
 	})
 	h.chat.SetUser("dave", dave)
@@ -198,11 +199,11 @@ func TestRecheck_EscalationStartsOver(t *testing.T) {
 	h.clock.Advance(11 * time.Minute)
 	h.tick()
 	require.Equal(t, 1, h.onlyRun().Gate.Escalated, h.chat.Transcript())
-	h.react(carol, h.gateRef(), bot.IntentApprove)
+	h.react(carol, h.gateRef(), chatmodel.IntentApprove)
 	h.chat.SetGroup("ci-oncall", dave.ID)
-	h.react(dave, h.gateRef(), bot.IntentApprove)
+	h.react(dave, h.gateRef(), chatmodel.IntentApprove)
 	g := h.onlyRun().Gate
-	require.Equal(t, bot.GatePending, g.Decision)
+	require.Equal(t, runmodel.GatePending, g.Decision)
 	assert.Equal(t, 0, g.Escalated, "escalation starts over")
 	assert.Equal(t, h.clock.Now(), g.RequestedAt)
 	h.clock.Advance(11 * time.Minute)

@@ -8,7 +8,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/groundcrew/groundcrew/internal/human"
-	"github.com/groundcrew/groundcrew/runbooks"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/policy"
 )
 
 // How many rows/items are shown inline before the rest goes one tap away.
@@ -17,44 +21,44 @@ const (
 	planInline  = 10
 )
 
-func stepIcon(st *StepState) string {
+func stepIcon(st *runmodel.StepState) string {
 	switch st.Status {
-	case StepSucceeded:
+	case runmodel.StepSucceeded:
 		if st.Warn {
 			return "⚠️"
 		}
 		return "✅"
-	case StepFailed:
+	case runmodel.StepFailed:
 		return "❌"
-	case StepSkipped:
+	case runmodel.StepSkipped:
 		return "⏭"
-	case StepCancelled:
+	case runmodel.StepCancelled:
 		return "🚫"
-	case StepManual:
+	case runmodel.StepManual:
 		return "✋"
-	case StepWaiting:
+	case runmodel.StepWaiting:
 		return "⏳"
-	case StepGated:
+	case runmodel.StepGated:
 		return "🔒"
-	case StepRunning, StepExecuting:
+	case runmodel.StepRunning, runmodel.StepExecuting:
 		return "▶️"
 	}
 	return "•"
 }
 
-func runIcon(s RunState) string {
+func runIcon(s runmodel.RunState) string {
 	switch s {
-	case RunSucceeded:
+	case runmodel.RunSucceeded:
 		return "✅"
-	case RunFailed:
+	case runmodel.RunFailed:
 		return "❌"
-	case RunCancelled:
+	case runmodel.RunCancelled:
 		return "🚫"
 	}
 	return "🛠"
 }
 
-func stepTitle(st *StepState) string {
+func stepTitle(st *runmodel.StepState) string {
 	if st.Title != "" {
 		return st.Title
 	}
@@ -62,33 +66,33 @@ func stepTitle(st *StepState) string {
 }
 
 // stateLine says what a run is doing in a few words.
-func stateLine(r *Run) string {
+func stateLine(r *runmodel.Run) string {
 	st := r.Current()
 	pos := ""
 	if st != nil {
 		pos = fmt.Sprintf(" (step %d/%d: %s)", r.Cursor+1, len(r.Steps), nonEmpty(st.Title, st.ID))
 	}
 	switch r.State {
-	case RunAwaitingApproval:
+	case runmodel.RunAwaitingApproval:
 		return "🔒 waiting for approval" + pos
-	case RunAwaitingManual:
+	case runmodel.RunAwaitingManual:
 		return "✋ waiting for a person" + pos
-	case RunWaiting:
+	case runmodel.RunWaiting:
 		return "⏳ waiting" + pos
-	case RunRunning:
+	case runmodel.RunRunning:
 		return "▶️ running" + pos
-	case RunSucceeded:
+	case runmodel.RunSucceeded:
 		return "✅ succeeded"
-	case RunFailed:
+	case runmodel.RunFailed:
 		return "❌ failed: " + r.Error
-	case RunCancelled:
+	case runmodel.RunCancelled:
 		return "🚫 " + r.Error
 	}
 	return r.State.Human()
 }
 
 // renderRoot renders the run's root message at time now.
-func renderRoot(r *Run, now time.Time) Message {
+func renderRoot(r *runmodel.Run, now time.Time) chatmodel.Message {
 	dry := ""
 	if r.DryRun {
 		dry = " (dry run)"
@@ -100,12 +104,12 @@ func renderRoot(r *Run, now time.Time) Message {
 	} else {
 		text += "\nThread below."
 	}
-	return Message{Text: text}
+	return chatmodel.Message{Text: text}
 }
 
 // runDuration says how long a run took, and how much of it was waiting
 // for approval: "12 s (8 s waiting for approval)".
-func runDuration(r *Run, now time.Time) string {
+func runDuration(r *runmodel.Run, now time.Time) string {
 	d := r.Duration(now)
 	out := human.Duration(d)
 	if w := min(r.ApprovalWait, d); w >= time.Second {
@@ -115,7 +119,7 @@ func runDuration(r *Run, now time.Time) string {
 }
 
 // renderStep renders one step's message at time now.
-func renderStep(r *Run, st *StepState, now time.Time, h hints) Message {
+func renderStep(r *runmodel.Run, st *runmodel.StepState, now time.Time, h hints) chatmodel.Message {
 	idx := 0
 	for i := range r.Steps {
 		if r.Steps[i].ID == st.ID {
@@ -126,28 +130,28 @@ func renderStep(r *Run, st *StepState, now time.Time, h hints) Message {
 	head := fmt.Sprintf("%d/%d %s *%s*", idx+1, len(r.Steps), stepIcon(st), stepTitle(st))
 	b.WriteString(head)
 	note := ""
-	if st.Text != "" && st.Kind != runbooks.KindManual {
+	if st.Text != "" && st.Kind != runbookmodel.KindManual {
 		note = "\nℹ️ " + strings.TrimSpace(st.Text)
 	}
-	var btns []Button
+	var btns []chatmodel.Button
 	switch st.Status {
-	case StepManual:
+	case runmodel.StepManual:
 		b.WriteString("\n" + strings.TrimSpace(st.Text) + "\n")
 		b.WriteString(h.manual(r.ID, st.Text))
 		if !st.Deadline.IsZero() {
 			fmt.Fprintf(&b, " Times out in %s.", human.Duration(st.Deadline.Sub(now)))
 		}
 		v := r.ID + "|" + st.ID
-		btns = []Button{{Action: IntentDone, Label: "Done", Value: v, Style: "primary"}, {Action: IntentSkip, Label: "Skip", Value: v}, {Action: IntentFail, Label: "Failed", Value: v, Style: "danger"}}
-	case StepWaiting:
+		btns = []chatmodel.Button{{Action: chatmodel.IntentDone, Label: "Done", Value: v, Style: "primary"}, {Action: chatmodel.IntentSkip, Label: "Skip", Value: v}, {Action: chatmodel.IntentFail, Label: "Failed", Value: v, Style: "danger"}}
+	case runmodel.StepWaiting:
 		spec := r.Spec.Steps[idx]
 		fmt.Fprintf(&b, " — up to %s, checking every %s", human.Duration(time.Duration(spec.Timeout)), human.Duration(nonZero(spec.Interval, 30*time.Second)))
 		if st.Note != "" {
 			b.WriteString("\n" + st.Note)
 		}
-	case StepRunning:
+	case runmodel.StepRunning:
 		b.WriteString(" …")
-	case StepExecuting:
+	case runmodel.StepExecuting:
 		if st.Plan != nil {
 			b.WriteString(" — executing: " + st.Plan.Summary)
 		} else {
@@ -157,19 +161,19 @@ func renderStep(r *Run, st *StepState, now time.Time, h hints) Message {
 		if st.Summary != "" {
 			b.WriteString(" — " + st.Summary)
 		}
-		if st.Text != "" && st.Kind == runbooks.KindManual {
+		if st.Text != "" && st.Kind == runbookmodel.KindManual {
 			b.WriteString("\n" + strings.TrimSpace(st.Text))
 		}
 		if st.Error != "" {
 			b.WriteString("\n❗ " + st.Error)
 		}
-		if st.Note != "" && st.Kind == runbooks.KindManual {
+		if st.Note != "" && st.Kind == runbookmodel.KindManual {
 			b.WriteString("\nNote: " + st.Note)
 		}
 		if len(st.ApprovedBy) > 0 && !mentionsApproval(st.Summary) {
 			b.WriteString("\nApproved by " + userList(st.ApprovedBy))
 		}
-		if failed := (Result{Items: st.Items}).Failed(); len(failed) > 0 {
+		if failed := (opmodel.Result{Items: st.Items}).Failed(); len(failed) > 0 {
 			var ids []string
 			for _, f := range failed {
 				ids = append(ids, fmt.Sprintf("`%s` (%s)", f.ID, f.Reason))
@@ -183,7 +187,7 @@ func renderStep(r *Run, st *StepState, now time.Time, h hints) Message {
 	if note != "" {
 		b.WriteString(note)
 	}
-	return Message{Text: b.String(), Buttons: btns}
+	return chatmodel.Message{Text: b.String(), Buttons: btns}
 }
 
 func nonZero(d, def time.Duration) time.Duration {
@@ -194,7 +198,7 @@ func nonZero(d, def time.Duration) time.Duration {
 }
 
 // renderGate renders an approval request, with its live state at time now.
-func renderGate(r *Run, g *Gate, now time.Time, h hints) Message {
+func renderGate(r *runmodel.Run, g *runmodel.Gate, now time.Time, h hints) chatmodel.Message {
 	st := r.Step(g.StepID)
 	idx := 0
 	for i := range r.Steps {
@@ -209,13 +213,13 @@ func renderGate(r *Run, g *Gate, now time.Time, h hints) Message {
 	}
 	icon, verdict := "🔒", "Approval needed"
 	switch g.Decision {
-	case GateApproved:
+	case runmodel.GateApproved:
 		icon, verdict = "🔓", "Approved by "+userList(voters(g))
-	case GateRejected:
+	case runmodel.GateRejected:
 		icon, verdict = "⛔", "Rejected"
-	case GateExpired:
+	case runmodel.GateExpired:
 		icon, verdict = "⌛", "Expired — nothing was done"
-	case GateVoid:
+	case runmodel.GateVoid:
 		icon, verdict = "🚫", "Void — this request no longer applies"
 	}
 	fmt.Fprintf(&b, "%d/%d %s *%s* — %s", idx+1, len(r.Steps), icon, verdict, title)
@@ -235,16 +239,16 @@ func renderGate(r *Run, g *Gate, now time.Time, h hints) Message {
 		}
 		fmt.Fprintf(&b, "\nPlan hash `%s` · target `%s`", short(g.PlanHash), r.Target)
 	}
-	var btns []Button
-	if g.Decision == GatePending {
+	var btns []chatmodel.Button
+	if g.Decision == runmodel.GatePending {
 		left := expiresIn(g.ExpiresAt.Sub(now))
-		fmt.Fprintf(&b, "\n%s · expires in %s (%s UTC)", g.Policy.Describe(r.Requester.Display()), human.Duration(left), g.ExpiresAt.UTC().Format("15:04"))
+		fmt.Fprintf(&b, "\n%s · expires in %s (%s UTC)", policy.Describe(g.Policy, r.Requester.Display()), human.Duration(left), g.ExpiresAt.UTC().Format("15:04"))
 		if m := Missing(g); m != "" && len(g.Votes) > 0 {
 			fmt.Fprintf(&b, "\nStill needed: %s", m)
 		}
 		b.WriteString("\n" + h.gate(r.ID))
 		v := r.ID + "|" + g.ID
-		btns = []Button{{Action: IntentApprove, Label: "Approve", Value: v, Style: "primary"}, {Action: IntentReject, Label: "Reject", Value: v, Style: "danger"}}
+		btns = []chatmodel.Button{{Action: chatmodel.IntentApprove, Label: "Approve", Value: v, Style: "primary"}, {Action: chatmodel.IntentReject, Label: "Reject", Value: v, Style: "danger"}}
 	}
 	for _, rf := range g.Refusals {
 		what := "" // an approval, as before
@@ -277,7 +281,7 @@ func renderGate(r *Run, g *Gate, now time.Time, h hints) Message {
 		}
 		fmt.Fprintf(&b, "\n• %s %s %s (%s)%s", v.User.Display(), verb, v.At.UTC().Format("15:04"), via, optional(v.Reason))
 	}
-	return Message{Text: b.String(), Buttons: btns}
+	return chatmodel.Message{Text: b.String(), Buttons: btns}
 }
 
 // expiresIn rounds the time a gate has left to the nearest minute (to the
@@ -291,7 +295,7 @@ func expiresIn(left time.Duration) time.Duration {
 }
 
 // renderPlanItems lists plan items, at most n, one per line.
-func renderPlanItems(p *Plan, n int) string {
+func renderPlanItems(p *opmodel.Plan, n int) string {
 	var lines []string
 	for i, it := range p.Items {
 		if i == n {
@@ -309,29 +313,29 @@ func renderPlanItems(p *Plan, n int) string {
 
 // renderFinal renders the message posted when a run ends; journal is the
 // run's journal (for the changes it made).
-func renderFinal(r *Run, journal []JournalEntry, now time.Time) Message {
+func renderFinal(r *runmodel.Run, journal []runmodel.JournalEntry, now time.Time) chatmodel.Message {
 	var b strings.Builder
-	verb := map[RunState]string{RunSucceeded: "finished", RunFailed: "failed", RunCancelled: "was cancelled"}[r.State]
+	verb := map[runmodel.RunState]string{runmodel.RunSucceeded: "finished", runmodel.RunFailed: "failed", runmodel.RunCancelled: "was cancelled"}[r.State]
 	fmt.Fprintf(&b, "%s *%s* on `%s` %s after %s", runIcon(r.State), r.Runbook, r.Target, verb, runDuration(r, now))
 	if changes := changesMade(r, journal); changes != "" {
 		b.WriteString(" — " + changes)
 	} else if !r.DryRun && journal != nil { // nil: the journal could not be read
 		b.WriteString(" — nothing was changed")
 	}
-	if r.Error != "" && r.State != RunSucceeded {
+	if r.Error != "" && r.State != runmodel.RunSucceeded {
 		b.WriteString("\n" + r.Error)
 	}
 	fmt.Fprintf(&b, "\nSummary in the thread · `/runbook summary %s`", r.ID)
-	if fu := followUps(r); len(fu) > 0 && r.State != RunSucceeded {
+	if fu := followUps(r); len(fu) > 0 && r.State != runmodel.RunSucceeded {
 		b.WriteString(" · follow-up: " + fu[0])
 	}
-	return Message{Text: b.String(), Broadcast: true}
+	return chatmodel.Message{Text: b.String(), Broadcast: true}
 }
 
 // changesMade summarises the write and destructive calls the run made (or
 // attempted: a call that failed may have changed part of its plan), one
 // per outcome, joined with "; ".
-func changesMade(r *Run, journal []JournalEntry) string {
+func changesMade(r *runmodel.Run, journal []runmodel.JournalEntry) string {
 	var parts []string
 	for _, c := range RunChanges(r, journal) {
 		parts = append(parts, c.Text)
@@ -354,32 +358,32 @@ type Change struct {
 // found in effect on restart (reconciled) is listed too.
 // A call that found every item already as wanted changed nothing: it is
 // not listed (RunNoChanges lists it).
-func RunChanges(r *Run, journal []JournalEntry) []Change {
+func RunChanges(r *runmodel.Run, journal []runmodel.JournalEntry) []Change {
 	var out []Change
 	for _, j := range journal {
 		st := r.Step(j.Step)
-		if st == nil || j.Type == JOutcome && (noChange(st) || j.Outcome == CallUnchanged) {
+		if st == nil || j.Type == runmodel.JOutcome && (noChange(st) || j.Outcome == runmodel.CallUnchanged) {
 			continue
 		}
 		var s string
 		switch {
-		case j.Type == JOutcome && (j.Outcome == CallFailed || j.Outcome == "" && strings.HasPrefix(j.Message, outcomeFailedPrefix)):
+		case j.Type == runmodel.JOutcome && (j.Outcome == runmodel.CallFailed || j.Outcome == "" && strings.HasPrefix(j.Message, outcomeFailedPrefix)):
 			s = "attempted " + attempted(st) + " — failed"
 			// The error is on the step's own line (reply, summary, final
 			// message); a change list does not say it again.
 			if why := strings.TrimPrefix(j.Message, outcomeFailedPrefix); why != "" && !strings.Contains(st.Error, why) {
 				s += ": " + why
 			}
-		case j.Type == JOutcome:
+		case j.Type == runmodel.JOutcome:
 			s = nonEmpty(j.Message, attempted(st))
-			if failed := (Result{Items: st.Items}).Failed(); len(failed) > 0 {
+			if failed := (opmodel.Result{Items: st.Items}).Failed(); len(failed) > 0 {
 				ids := make([]string, 0, len(failed))
 				for _, f := range failed {
 					ids = append(ids, f.ID)
 				}
 				s += fmt.Sprintf("; %d did not succeed: %s", len(failed), capList(ids, 20))
 			}
-		case j.Type == JReconciled && st.Status == StepSucceeded && strings.HasPrefix(j.Message, "effect visible"):
+		case j.Type == runmodel.JReconciled && st.Status == runmodel.StepSucceeded && strings.HasPrefix(j.Message, "effect visible"):
 			s = attempted(st) + " — in effect (checked again after a restart)"
 		default:
 			continue
@@ -394,12 +398,12 @@ func RunChanges(r *Run, journal []JournalEntry) []Change {
 
 // noChange reports whether a step's call found every item of its plan
 // already in the wanted state (an unpause of a pipeline that was not paused).
-func noChange(st *StepState) bool {
-	if st.Status != StepSucceeded || len(st.Items) == 0 {
+func noChange(st *runmodel.StepState) bool {
+	if st.Status != runmodel.StepSucceeded || len(st.Items) == 0 {
 		return false
 	}
 	for _, it := range st.Items {
-		if it.Outcome != OutcomeAlreadyDone {
+		if it.Outcome != opmodel.OutcomeAlreadyDone {
 			return false
 		}
 	}
@@ -408,10 +412,10 @@ func noChange(st *StepState) bool {
 
 // RunNoChanges lists the write and destructive calls that changed nothing
 // (every item was already as wanted).
-func RunNoChanges(r *Run, journal []JournalEntry) []Change {
+func RunNoChanges(r *runmodel.Run, journal []runmodel.JournalEntry) []Change {
 	var out []Change
 	for _, j := range journal {
-		if st := r.Step(j.Step); st != nil && j.Type == JOutcome && noChange(st) {
+		if st := r.Step(j.Step); st != nil && j.Type == runmodel.JOutcome && noChange(st) {
 			out = append(out, Change{Step: st.ID, Text: nonEmpty(j.Message, attempted(st))})
 		}
 	}
@@ -423,7 +427,7 @@ func RunNoChanges(r *Run, journal []JournalEntry) []Change {
 const outcomeFailedPrefix = "failed: "
 
 // attempted names what a step's call was meant to do.
-func attempted(st *StepState) string {
+func attempted(st *runmodel.StepState) string {
 	if st.Plan != nil && st.Plan.Summary != "" {
 		return st.Plan.Summary
 	}
@@ -434,7 +438,7 @@ func attempted(st *StepState) string {
 }
 
 // renderTable renders a table in fixed-width columns, at most n rows.
-func renderTable(t *Table, n int) string {
+func renderTable(t *opmodel.Table, n int) string {
 	widths := make([]int, len(t.Columns))
 	for i, c := range t.Columns {
 		widths[i] = utf8.RuneCountInString(c)
@@ -486,10 +490,10 @@ func short(hash string) string {
 // alertLine says which machine the alert that started the run is about,
 // next to the worker the run resolved (the step that checked the alert's
 // instance), so an approver sees both before approving.
-func alertLine(r *Run) string {
+func alertLine(r *runmodel.Run) string {
 	line := fmt.Sprintf("🔔 Started from an alert on `%s`", r.AlertInstance)
 	for _, st := range r.Steps {
-		if st.Status != StepSucceeded || st.Args.String("alert_instance") == "" || len(st.Result) == 0 {
+		if st.Status != runmodel.StepSucceeded || st.Args.String("alert_instance") == "" || len(st.Result) == 0 {
 			continue
 		}
 		var w struct {

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/policy"
 )
 
 // settings is what a configuration reload changes in the engine: the
@@ -14,30 +17,30 @@ import (
 // which reads the file again for everyone).
 type settings struct {
 	mu  sync.RWMutex
-	cur ApprovalConfig
+	cur policy.Config
 	// pinned are the runs started before a reload, with the policy they
 	// started with and when the reload happened.
 	pinned map[string]pinnedPolicy
 }
 
 type pinnedPolicy struct {
-	cfg ApprovalConfig
+	cfg policy.Config
 	at  time.Time
 }
 
-func newSettings(cfg ApprovalConfig) *settings {
+func newSettings(cfg policy.Config) *settings {
 	return &settings{cur: cfg, pinned: map[string]pinnedPolicy{}}
 }
 
 // approvals is the current policy, for runs that start now.
-func (s *settings) approvals() ApprovalConfig {
+func (s *settings) approvals() policy.Config {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.cur
 }
 
 // forRun is the policy run id started with.
-func (s *settings) forRun(id string) ApprovalConfig {
+func (s *settings) forRun(id string) policy.Config {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if p, ok := s.pinned[id]; ok {
@@ -58,7 +61,7 @@ func (s *settings) reloadedAt(id string) (time.Time, bool) {
 // swap makes cfg the policy of new runs; the runs in active that are not
 // pinned yet keep the policy they run under. Pins of runs no longer
 // active are forgotten.
-func (s *settings) swap(cfg ApprovalConfig, active []string, at time.Time) {
+func (s *settings) swap(cfg policy.Config, active []string, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	keep := make(map[string]pinnedPolicy, len(active))
@@ -77,8 +80,8 @@ func (s *settings) swap(cfg ApprovalConfig, active []string, at time.Time) {
 // with; `/runbook status` says so. The caller swaps the Library it gave
 // in Options itself (the engine reads runbooks only to start runs) and
 // validates both first, as `config check` does.
-func (e *Engine) Reload(ctx context.Context, approvals ApprovalConfig) error {
-	runs, err := e.opts.Store.ListRuns(ctx, RunQuery{Active: true})
+func (e *Engine) Reload(ctx context.Context, approvals policy.Config) error {
+	runs, err := e.opts.Store.ListRuns(ctx, runmodel.RunQuery{Active: true})
 	if err != nil {
 		return fmt.Errorf("listing the active runs to keep their policy: %w", err)
 	}

@@ -7,19 +7,22 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/policy"
 )
 
 // A reload changes the policy of the runs that start after it; a run
 // already started keeps the policy it started with, and says so.
 func TestEngine_ReloadKeepsTheRunsPolicy(t *testing.T) {
 	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
-		o.Approvals = bot.ApprovalConfig{Default: bot.Policy{Approvers: []string{"bob"}, Required: 1}}
+		o.Approvals = policy.Config{Default: runmodel.Policy{Approvers: []string{"bob"}, Required: 1}}
 	})
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
 	old := h.onlyRun()
-	require.Equal(t, bot.RunAwaitingManual, old.State, h.chat.Transcript())
+	require.Equal(t, runmodel.RunAwaitingManual, old.State, h.chat.Transcript())
 
-	require.NoError(t, h.eng.Reload(h.ctx, bot.ApprovalConfig{Default: bot.Policy{Approvers: []string{"carol"}, Required: 1}}))
+	require.NoError(t, h.eng.Reload(h.ctx, policy.Config{Default: runmodel.Policy{Approvers: []string{"carol"}, Required: 1}}))
 
 	h.cmd(alice, "status "+old.ID)
 	h.cmd(alice, "status")
@@ -31,18 +34,18 @@ func TestEngine_ReloadKeepsTheRunsPolicy(t *testing.T) {
 	// The run's gate opens after the reload with the policy before it.
 	m, ok := h.chat.Find("ssh w-0")
 	require.True(t, ok)
-	h.react(bob, m.Ref, bot.IntentApprove)
+	h.react(bob, m.Ref, chatmodel.IntentApprove)
 	r := h.onlyRun()
 	require.NotNil(t, r.Gate, h.chat.Transcript())
 	assert.Equal(t, []string{"bob"}, r.Gate.Policy.Approvers)
-	h.react(carol, r.Gate.Message, bot.IntentApprove)
-	assert.Equal(t, bot.RunAwaitingApproval, h.onlyRun().State, "carol approves only under the new policy")
-	h.react(bob, r.Gate.Message, bot.IntentApprove)
-	assert.Equal(t, bot.RunSucceeded, h.onlyRun().State, h.chat.Transcript())
+	h.react(carol, r.Gate.Message, chatmodel.IntentApprove)
+	assert.Equal(t, runmodel.RunAwaitingApproval, h.onlyRun().State, "carol approves only under the new policy")
+	h.react(bob, r.Gate.Message, chatmodel.IntentApprove)
+	assert.Equal(t, runmodel.RunSucceeded, h.onlyRun().State, h.chat.Transcript())
 
 	// A run started after the reload gets the new policy.
 	h.cmd(alice, "run toucher target=infra-prd")
-	runs, err := h.db.ListRuns(h.ctx, bot.RunQuery{Active: true})
+	runs, err := h.db.ListRuns(h.ctx, runmodel.RunQuery{Active: true})
 	require.NoError(t, err)
 	require.Len(t, runs, 1)
 	require.NotNil(t, runs[0].Gate, h.chat.Transcript())

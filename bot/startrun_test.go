@@ -6,7 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // TestEngine_StartRun: the typed start (an incident's Run button) starts
@@ -15,11 +16,11 @@ import (
 // said privately to the person.
 func TestEngine_StartRun(t *testing.T) {
 	h := newHarness(t, stalledWorld(), nil)
-	thread := bot.Conversation{Platform: chan1.Platform, Channel: chan1.Channel, Thread: "incident-root"}
-	req := bot.StartRequest{Runbook: "prune", Target: "infra-prd", Params: map[string]string{"worker": "w-0\u202e"},
+	thread := chatmodel.Conversation{Platform: chan1.Platform, Channel: chan1.Channel, Thread: "incident-root"}
+	req := runmodel.StartRequest{Runbook: "prune", Target: "infra-prd", Params: map[string]string{"worker": "w-0\u202e"},
 		Thread: thread, User: alice, EventID: "ev-1"}
 	err := h.eng.StartRun(h.ctx, req)
-	var ue *bot.UserError
+	var ue *chatmodel.UserError
 	require.ErrorAs(t, err, &ue, "a parameter value a typed command would refuse is refused here too")
 	eph := h.chat.Ephemerals(alice.ID)
 	require.NotEmpty(t, eph)
@@ -36,6 +37,6 @@ func TestEngine_StartRun(t *testing.T) {
 	assert.Equal(t, thread, r.Conversation, "the run posts in the incident's thread")
 	assert.Equal(t, alice.ID, r.Requester.ID)
 
-	err = h.eng.StartRun(h.ctx, bot.StartRequest{Runbook: "nope", Thread: thread, User: alice})
+	err = h.eng.StartRun(h.ctx, runmodel.StartRequest{Runbook: "nope", Thread: thread, User: alice})
 	require.ErrorAs(t, err, &ue)
 }

@@ -5,6 +5,9 @@ import (
 	"log/slog"
 	"sort"
 	"time"
+
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // summaries has one concern: `/runbook summary`. It builds the summary of
@@ -12,16 +15,16 @@ import (
 // (when the platform can read threads), what another subsystem notes of the
 // thread (an incident) — with the plain functions of summary.go, and posts it.
 type summaries struct {
-	store  Store
-	reader ThreadReader // nil: the platform cannot read threads
-	notes  ThreadNoter  // nil: no subsystem notes threads
+	store  runmodel.Store
+	reader chatmodel.ThreadReader // nil: the platform cannot read threads
+	notes  chatmodel.ThreadNoter  // nil: no subsystem notes threads
 	out    *poster
 	log    *slog.Logger
 	now    func() time.Time
 }
 
 // command posts a run summary, or the incident summary of the thread.
-func (s *summaries) command(ctx context.Context, ev Event, runID string, wholeThread bool) {
+func (s *summaries) command(ctx context.Context, ev chatmodel.Event, runID string, wholeThread bool) {
 	if wholeThread {
 		// Slack cannot run slash commands inside threads: name a run of
 		// the incident thread instead.
@@ -39,7 +42,7 @@ func (s *summaries) command(ctx context.Context, ev Event, runID string, wholeTh
 		}
 		j, err := s.store.Journal(ctx, r.ID)
 		if err != nil {
-			s.out.reply(ctx, ev.Conversation, ev.User, "⚠️ Could not read the journal: "+UserMessage(err))
+			s.out.reply(ctx, ev.Conversation, ev.User, "⚠️ Could not read the journal: "+chatmodel.UserMessage(err))
 			return
 		}
 		s.out.plain(ctx, ev.Conversation, summarize(r, j, s.now()))
@@ -50,24 +53,24 @@ func (s *summaries) command(ctx context.Context, ev Event, runID string, wholeTh
 		s.out.reply(ctx, ev.Conversation, ev.User, "Type `/runbook summary` inside the incident thread, or name a run: `/runbook summary <run>` (that run) or `/runbook summary thread <run>` (its whole thread).")
 		return
 	}
-	runs, err := s.store.ListRuns(ctx, RunQuery{Thread: thread})
+	runs, err := s.store.ListRuns(ctx, runmodel.RunQuery{Thread: thread})
 	if err != nil {
-		s.out.reply(ctx, ev.Conversation, ev.User, "⚠️ Could not list the runs: "+UserMessage(err))
+		s.out.reply(ctx, ev.Conversation, ev.User, "⚠️ Could not list the runs: "+chatmodel.UserMessage(err))
 		return
 	}
 	sort.Slice(runs, func(i, j int) bool { return runs[i].CreatedAt.Before(runs[j].CreatedAt) })
-	journals := map[string][]JournalEntry{}
+	journals := map[string][]runmodel.JournalEntry{}
 	for _, r := range runs {
 		journals[r.ID], _ = s.store.Journal(ctx, r.ID)
 	}
-	var msgs []ThreadMessage
+	var msgs []chatmodel.ThreadMessage
 	if s.reader != nil {
 		msgs, err = s.reader.ReadThread(ctx, ev.Conversation)
 		if err != nil {
 			s.log.Warn("reading the thread for a summary", "err", err)
 		}
 	}
-	var notes *ThreadNotes
+	var notes *chatmodel.ThreadNotes
 	if s.notes != nil {
 		if n, ok := s.notes.ThreadNotes(ctx, ev.Conversation); ok {
 			notes = &n

@@ -7,13 +7,16 @@ import (
 	"time"
 
 	"github.com/groundcrew/groundcrew/internal/human"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
 // RunMarkdown renders a run and its journal as Markdown ready to paste into
 // a post-mortem: what ran, who approved what plan, what changed, and the
 // timeline. It reads only the stored facts.
-func RunMarkdown(r *Run, journal []JournalEntry) string {
+func RunMarkdown(r *runmodel.Run, journal []runmodel.JournalEntry) string {
 	var b strings.Builder
 	ts := func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
 	fmt.Fprintf(&b, "# %s on %s — run %s\n\n", r.Runbook, r.Target, r.ID)
@@ -59,14 +62,14 @@ func RunMarkdown(r *Run, journal []JournalEntry) string {
 			res += " — approved by " + userList(st.ApprovedBy)
 		}
 		status := st.Status.Human()
-		if st.Status == StepPending && r.State.Terminal() {
+		if st.Status == runmodel.StepPending && r.State.Terminal() {
 			status = "not run"
 		}
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s |\n", i+1, mdCell(nonEmpty(st.Title, st.ID)), st.Kind, status, mdCell(res))
 	}
 	var votes []string
 	for _, e := range journal {
-		if e.Type == JVote || e.Type == JVoteRefused || e.Type == JVoteVoided || e.Type == JGateDecided || e.Type == JGateOpened {
+		if e.Type == runmodel.JVote || e.Type == runmodel.JVoteRefused || e.Type == runmodel.JVoteVoided || e.Type == runmodel.JGateDecided || e.Type == runmodel.JGateOpened {
 			votes = append(votes, fmt.Sprintf("- %s `%s` %s%s", ts(e.Time), e.Step, mdCell(journalLine(e, r)), hashNote(e.PlanHash)))
 		}
 	}
@@ -107,27 +110,27 @@ func sortedStrings(xs []string) []string {
 
 // Summary renders the end-of-run summary from the run and its journal: a
 // short message for the thread, with the details one tap away.
-func (e *Engine) Summary(r *Run, journal []JournalEntry) Message {
+func (e *Engine) Summary(r *runmodel.Run, journal []runmodel.JournalEntry) chatmodel.Message {
 	return summarize(r, journal, e.opts.Now())
 }
 
 // summarize renders the end-of-run summary at time now (see Summary).
-func summarize(r *Run, journal []JournalEntry, now time.Time) Message {
+func summarize(r *runmodel.Run, journal []runmodel.JournalEntry, now time.Time) chatmodel.Message {
 	var b strings.Builder
 	fmt.Fprintf(&b, "📋 *Summary* of `%s` — %s on `%s`: %s %s after %s\n", r.ID, r.Runbook, r.Target, runIcon(r.State), r.State.Human(), human.Duration(r.Duration(now)))
-	counts := map[StepStatus]int{}
+	counts := map[runmodel.StepStatus]int{}
 	for _, st := range r.Steps {
-		if st.Status == StepFailed && strings.HasPrefix(st.Error, "timed out") {
+		if st.Status == runmodel.StepFailed && strings.HasPrefix(st.Error, "timed out") {
 			counts["timed out"]++
 			continue
 		}
 		counts[st.Status]++
 	}
 	var cs []string
-	for _, s := range []StepStatus{StepSucceeded, StepFailed, "timed out", StepSkipped, StepCancelled, StepPending} {
+	for _, s := range []runmodel.StepStatus{runmodel.StepSucceeded, runmodel.StepFailed, "timed out", runmodel.StepSkipped, runmodel.StepCancelled, runmodel.StepPending} {
 		if counts[s] > 0 {
 			label := string(s)
-			if s == StepPending {
+			if s == runmodel.StepPending {
 				label = "not run"
 			}
 			cs = append(cs, fmt.Sprintf("%d %s", counts[s], label))
@@ -145,7 +148,7 @@ func summarize(r *Run, journal []JournalEntry, now time.Time) Message {
 	} else if !r.DryRun {
 		b.WriteString("\nChanges: none")
 	}
-	if r.Error != "" && r.State != RunSucceeded {
+	if r.Error != "" && r.State != runmodel.RunSucceeded {
 		b.WriteString("\nWhy it stopped: ")
 		if st := failedWith(r); st != nil && st.Error == r.Error && st.ID != rejectedStep(r) {
 			b.WriteString(nonEmpty(st.Title, st.ID) + " failed: ")
@@ -155,11 +158,11 @@ func summarize(r *Run, journal []JournalEntry, now time.Time) Message {
 	if fu := followUps(r); len(fu) > 0 {
 		b.WriteString("\nFollow-up: " + strings.Join(fu, " · "))
 	}
-	return Message{Text: b.String(), Detail: summaryDetail(r, journal)}
+	return chatmodel.Message{Text: b.String(), Detail: summaryDetail(r, journal)}
 }
 
 // followUps renders the runbook's follow_up suggestions as commands.
-func followUps(r *Run) []string {
+func followUps(r *runmodel.Run) []string {
 	if r.Spec == nil {
 		return nil
 	}
@@ -177,14 +180,14 @@ func followUps(r *Run) []string {
 
 // summaryDetail is the long part of a summary: steps, approvals, manual
 // steps, changes and what is still open.
-func summaryDetail(r *Run, journal []JournalEntry) string {
+func summaryDetail(r *runmodel.Run, journal []runmodel.JournalEntry) string {
 	hm := func(t time.Time) string { return t.UTC().Format("15:04") }
 	var b strings.Builder
 	b.WriteString("Steps:\n")
 	for i := range r.Steps {
 		st := &r.Steps[i]
 		line := fmt.Sprintf("%d. %s %s", i+1, stepIcon(st), nonEmpty(st.Title, st.ID))
-		if st.Status == StepPending {
+		if st.Status == runmodel.StepPending {
 			line += " — not run"
 		}
 		if st.Summary != "" {
@@ -204,9 +207,9 @@ func summaryDetail(r *Run, journal []JournalEntry) string {
 	var approvals []string
 	for _, j := range journal {
 		switch j.Type {
-		case JVote, JVoteRefused, JVoteVoided:
+		case runmodel.JVote, runmodel.JVoteRefused, runmodel.JVoteVoided:
 			approvals = append(approvals, fmt.Sprintf("• %s %s on `%s`: %s (plan %s)", hm(j.Time), journalActor(j, r), j.Step, j.Message, short(j.PlanHash)))
-		case JGateDecided, JReconciled, JGateEscalated:
+		case runmodel.JGateDecided, runmodel.JReconciled, runmodel.JGateEscalated:
 			approvals = append(approvals, fmt.Sprintf("• %s `%s` %s (plan %s)", hm(j.Time), j.Step, j.Message, short(j.PlanHash)))
 		}
 	}
@@ -215,8 +218,8 @@ func summaryDetail(r *Run, journal []JournalEntry) string {
 	}
 	var manual []string
 	for _, st := range r.Steps {
-		if st.Kind == runbooks.KindManual && st.By != nil {
-			verb := map[StepStatus]string{StepSucceeded: "done", StepSkipped: "skipped", StepFailed: "marked failed"}[st.Status]
+		if st.Kind == runbookmodel.KindManual && st.By != nil {
+			verb := map[runmodel.StepStatus]string{runmodel.StepSucceeded: "done", runmodel.StepSkipped: "skipped", runmodel.StepFailed: "marked failed"}[st.Status]
 			manual = append(manual, fmt.Sprintf("• %s — %s by %s at %s%s", nonEmpty(st.Title, st.ID), nonEmpty(verb, st.Status.Human()), st.By.Display(), hm(st.FinishedAt), optional(st.Note)))
 		}
 	}
@@ -241,7 +244,7 @@ func summaryDetail(r *Run, journal []JournalEntry) string {
 	for _, st := range r.Steps {
 		// In a run that succeeded, failures were handled by the runbook's
 		// branches (a wait that timed out led to the next remedy).
-		if st.Status == StepFailed && r.State != RunSucceeded {
+		if st.Status == runmodel.StepFailed && r.State != runmodel.RunSucceeded {
 			if st.ID == rejectedStep(r) {
 				// Rejected at its gate: not done, nothing left open.
 				notDone = append(notDone, fmt.Sprintf("• %s was not done", nonEmpty(st.Title, st.ID)))
@@ -264,7 +267,7 @@ func summaryDetail(r *Run, journal []JournalEntry) string {
 
 // journalActor names the actor of a journal entry: as the run knows them,
 // else by the name the entry recorded, else by id.
-func journalActor(j JournalEntry, r *Run) string {
+func journalActor(j runmodel.JournalEntry, r *runmodel.Run) string {
 	name := actorName(j.Actor, r)
 	if name == "@"+j.Actor && j.ActorName != "" {
 		return "@" + j.ActorName
@@ -272,7 +275,7 @@ func journalActor(j JournalEntry, r *Run) string {
 	return name
 }
 
-func actorName(id string, r *Run) string {
+func actorName(id string, r *runmodel.Run) string {
 	if id == r.Requester.ID {
 		return r.Requester.Display()
 	}
@@ -282,7 +285,7 @@ func actorName(id string, r *Run) string {
 				return v.User.Display()
 			}
 		}
-		for _, rf := range append(append([]Refusal(nil), r.Gate.Refusals...), r.Gate.Voided...) {
+		for _, rf := range append(append([]runmodel.Refusal(nil), r.Gate.Refusals...), r.Gate.Voided...) {
 			if rf.User.ID == id {
 				return rf.User.Display()
 			}
@@ -305,12 +308,12 @@ func actorName(id string, r *Run) string {
 // messages of that thread into one timeline. notes, when the thread belongs
 // to another subsystem (an incident), heads the summary and adds its own
 // timeline items; the engine knows nothing more of them.
-func (e *Engine) IncidentSummary(runs []*Run, journals map[string][]JournalEntry, msgs []ThreadMessage, notes *ThreadNotes) Message {
+func (e *Engine) IncidentSummary(runs []*runmodel.Run, journals map[string][]runmodel.JournalEntry, msgs []chatmodel.ThreadMessage, notes *chatmodel.ThreadNotes) chatmodel.Message {
 	return incidentSummary(runs, journals, msgs, notes)
 }
 
 // incidentSummary is IncidentSummary: a plain function of its data.
-func incidentSummary(runs []*Run, journals map[string][]JournalEntry, msgs []ThreadMessage, notes *ThreadNotes) Message {
+func incidentSummary(runs []*runmodel.Run, journals map[string][]runmodel.JournalEntry, msgs []chatmodel.ThreadMessage, notes *chatmodel.ThreadNotes) chatmodel.Message {
 	type item struct {
 		at   time.Time
 		text string
@@ -332,19 +335,19 @@ func incidentSummary(runs []*Run, journals map[string][]JournalEntry, msgs []Thr
 		states = append(states, fmt.Sprintf("`%s` %s %s", r.ID, r.Runbook, r.State.Human()))
 		for _, j := range journals[r.ID] {
 			switch j.Type {
-			case JRunStarted:
+			case runmodel.JRunStarted:
 				items = append(items, item{j.Time, fmt.Sprintf("▶ `%s` %s started by %s", r.ID, r.Runbook, r.Requester.Display())})
-			case JGateDecided:
+			case runmodel.JGateDecided:
 				items = append(items, item{j.Time, fmt.Sprintf("`%s` %s: %s", r.ID, j.Step, j.Message)})
-			case JManualDone:
+			case runmodel.JManualDone:
 				st, note, _ := strings.Cut(j.Message, ": ")
-				items = append(items, item{j.Time, fmt.Sprintf("`%s` %s: %s by %s%s", r.ID, j.Step, nonEmpty(manualWords[StepStatus(st)], StepStatus(st).Human()), journalActor(j, r), optional(note))})
-			case JOutcome:
-				if j.Outcome == CallUnchanged {
+				items = append(items, item{j.Time, fmt.Sprintf("`%s` %s: %s by %s%s", r.ID, j.Step, nonEmpty(manualWords[runmodel.StepStatus(st)], runmodel.StepStatus(st).Human()), journalActor(j, r), optional(note))})
+			case runmodel.JOutcome:
+				if j.Outcome == runmodel.CallUnchanged {
 					continue
 				}
 				items = append(items, item{j.Time, fmt.Sprintf("`%s` %s changed: %s", r.ID, j.Step, j.Message)})
-			case JRunFinished, JRunCancelled:
+			case runmodel.JRunFinished, runmodel.JRunCancelled:
 				items = append(items, item{j.Time, fmt.Sprintf("%s `%s` %s", runIcon(r.State), r.ID, j.Message)})
 			}
 		}
@@ -374,12 +377,12 @@ func incidentSummary(runs []*Run, journals map[string][]JournalEntry, msgs []Thr
 	for _, it := range items {
 		fmt.Fprintf(&d, "%s %s\n", it.at.UTC().Format("15:04"), it.text)
 	}
-	return Message{Text: b.String(), Detail: strings.TrimRight(d.String(), "\n")}
+	return chatmodel.Message{Text: b.String(), Detail: strings.TrimRight(d.String(), "\n")}
 }
 
 // rejectedStep is the step whose gate was rejected, "" when none was.
-func rejectedStep(r *Run) string {
-	if r.Gate != nil && r.Gate.Decision == GateRejected {
+func rejectedStep(r *runmodel.Run) string {
+	if r.Gate != nil && r.Gate.Decision == runmodel.GateRejected {
 		return r.Gate.StepID
 	}
 	return ""
@@ -387,12 +390,12 @@ func rejectedStep(r *Run) string {
 
 // failedWith is the failed step whose error the run's error repeats (the
 // step that ended the run), nil when there is none.
-func failedWith(r *Run) *StepState {
+func failedWith(r *runmodel.Run) *runmodel.StepState {
 	if r.Error == "" {
 		return nil
 	}
 	for i := range r.Steps {
-		if st := &r.Steps[i]; st.Status == StepFailed && st.Error != "" && strings.Contains(r.Error, st.Error) {
+		if st := &r.Steps[i]; st.Status == runmodel.StepFailed && st.Error != "" && strings.Contains(r.Error, st.Error) {
 			return st
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -54,10 +55,10 @@ func TestSummary_Golden(t *testing.T) {
 		{"success", stalledWorld, nil, func(h *harness) {
 			h.cmd(alice, "run prune target=infra-prd worker=w-0")
 			h.clock.Advance(3 * 60e9)
-			h.react(bob, h.stepRef("check"), bot.IntentApprove)
-			h.react(alice, h.gateRef(), bot.IntentApprove)
+			h.react(bob, h.stepRef("check"), chatmodel.IntentApprove)
+			h.react(alice, h.gateRef(), chatmodel.IntentApprove)
 			h.clock.Advance(60e9)
-			h.react(carol, h.gateRef(), bot.IntentApprove)
+			h.react(carol, h.gateRef(), chatmodel.IntentApprove)
 		}},
 		{"failure", func() *bottest.World {
 			w := stalledWorld()
@@ -65,20 +66,20 @@ func TestSummary_Golden(t *testing.T) {
 			return w
 		}, nil, func(h *harness) {
 			h.cmd(alice, "run prune target=infra-prd worker=w-0")
-			h.react(bob, h.stepRef("check"), bot.IntentApprove)
-			h.react(carol, h.gateRef(), bot.IntentApprove)
+			h.react(bob, h.stepRef("check"), chatmodel.IntentApprove)
+			h.react(carol, h.gateRef(), chatmodel.IntentApprove)
 		}},
 		{"rejection", stalledWorld, nil, func(h *harness) {
 			h.cmd(alice, "run prune target=infra-prd worker=w-0")
-			h.react(bob, h.stepRef("check"), bot.IntentApprove)
+			h.react(bob, h.stepRef("check"), chatmodel.IntentApprove)
 			h.cmd(carol, "reject "+h.onlyRun().ID+" worker is being rebuilt")
 		}},
 		{"drift", stalledWorld, nil, func(h *harness) {
 			h.cmd(alice, "run prune target=infra-prd")
-			h.react(bob, h.stepRef("check"), bot.IntentApprove)
+			h.react(bob, h.stepRef("check"), chatmodel.IntentApprove)
 			h.world.Set("w-1", "stalled")
-			h.react(bob, h.gateRef(), bot.IntentApprove)
-			h.react(carol, h.gateRef(), bot.IntentApprove)
+			h.react(bob, h.gateRef(), chatmodel.IntentApprove)
+			h.react(carol, h.gateRef(), chatmodel.IntentApprove)
 		}},
 		{"crash-and-resume", stalledWorld, func(o *bot.Options) {
 			var once sync.Once
@@ -89,14 +90,14 @@ func TestSummary_Golden(t *testing.T) {
 			}
 		}, func(h *harness) {
 			h.cmd(alice, "run prune target=infra-prd worker=w-0")
-			h.react(bob, h.stepRef("check"), bot.IntentApprove)
-			h.react(carol, h.gateRef(), bot.IntentApprove)
+			h.react(bob, h.stepRef("check"), chatmodel.IntentApprove)
+			h.react(carol, h.gateRef(), chatmodel.IntentApprove)
 			// The call never completed: the step is reconciled, never re-run blindly.
 			require.NotNil(h.t, h.onlyRun().Gate)
 			require.Contains(h.t, h.onlyRun().Gate.Reason, "stopped while this step was executing")
 			h.opts = nil
 			h.restart()
-			h.react(carol, h.gateRef(), bot.IntentApprove)
+			h.react(carol, h.gateRef(), chatmodel.IntentApprove)
 		}},
 	}
 	for _, c := range cases {
@@ -112,8 +113,8 @@ func TestSummary_Golden(t *testing.T) {
 func TestSummary_MarkdownExport(t *testing.T) {
 	h := newHarness(t, stalledWorld(), nil)
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
-	h.react(bob, h.stepRef("check"), bot.IntentApprove)
-	h.react(carol, h.gateRef(), bot.IntentApprove)
+	h.react(bob, h.stepRef("check"), chatmodel.IntentApprove)
+	h.react(carol, h.gateRef(), chatmodel.IntentApprove)
 	r := h.onlyRun()
 	j, err := h.db.Journal(h.ctx, r.ID)
 	require.NoError(t, err)
@@ -125,8 +126,8 @@ func TestSummary_MarkdownExport(t *testing.T) {
 func TestSummary_PostedAtTheEndAndOnDemand(t *testing.T) {
 	h := newHarness(t, stalledWorld(), nil)
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
-	h.react(bob, h.stepRef("check"), bot.IntentApprove)
-	h.react(carol, h.gateRef(), bot.IntentApprove)
+	h.react(bob, h.stepRef("check"), chatmodel.IntentApprove)
+	h.react(carol, h.gateRef(), chatmodel.IntentApprove)
 	s, ok := h.chat.Find("📋 *Summary*")
 	require.True(t, ok)
 	assert.Equal(t, h.onlyRun().Root.ID, s.To.Thread, "the summary goes in the run's thread")
@@ -147,8 +148,8 @@ var _ = strings.TrimSpace
 func TestSummary_ThreadOfARun(t *testing.T) {
 	h := newHarness(t, stalledWorld(), nil)
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
-	h.react(bob, h.stepRef("check"), bot.IntentApprove)
-	h.react(carol, h.gateRef(), bot.IntentApprove)
+	h.react(bob, h.stepRef("check"), chatmodel.IntentApprove)
+	h.react(carol, h.gateRef(), chatmodel.IntentApprove)
 	r := h.onlyRun()
 	h.cmd(bob, "summary thread "+r.ID)
 	m, ok := h.chat.Find("Incident summary")

@@ -10,6 +10,9 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/core"
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -39,7 +42,7 @@ steps:
 
 func titledHarness(t *testing.T, world *bottest.World) *harness {
 	return newHarness(t, world, func(o *bot.Options) {
-		reg, err := bot.NewRegistry(core.Provider{}, world)
+		reg, err := opmodel.NewRegistry(core.Provider{}, world)
 		require.NoError(t, err)
 		lib, err := runbooks.NewLibrary(reg, runbooks.Source{Name: "test", FS: fstest.MapFS{"titled.yaml": {Data: []byte(titledRunbook)}}})
 		require.NoError(t, err)
@@ -47,7 +50,7 @@ func titledHarness(t *testing.T, world *bottest.World) *harness {
 	})
 }
 
-func stepTitles(r *bot.Run) map[string]string {
+func stepTitles(r *runmodel.Run) map[string]string {
 	out := map[string]string{}
 	for _, st := range r.Steps {
 		out[st.ID] = st.Title
@@ -71,7 +74,7 @@ func TestTitles_RenderedWhenTheStepStarts(t *testing.T) {
 
 	h.cmd(alice, "run titled target=infra-prd")
 	r := h.onlyRun()
-	require.Equal(t, bot.RunAwaitingManual, r.State, h.chat.Transcript())
+	require.Equal(t, runmodel.RunAwaitingManual, r.State, h.chat.Transcript())
 	assert.Equal(t, map[string]string{"look": "Workers of infra-prd", "check": "Check w-0", "again": "Workers again",
 		"last": "Still stalled: (not looked yet)"}, stepTitles(r))
 	heading, ok := h.chat.Find("*Check w-0*")
@@ -83,13 +86,13 @@ func TestTitles_RenderedWhenTheStepStarts(t *testing.T) {
 	world.Set("w-1", "stalled")
 	h.restart()
 	assert.Equal(t, "Check w-0", stepTitles(h.onlyRun())["check"])
-	h.react(bob, h.stepRef("check"), bot.IntentDone)
+	h.react(bob, h.stepRef("check"), chatmodel.IntentDone)
 	r = h.onlyRun()
 	assert.Equal(t, map[string]string{"look": "Workers of infra-prd", "check": "Check w-0", "again": "Workers again",
 		"last": "Still stalled: w-1"}, stepTitles(r))
-	h.react(bob, h.stepRef("last"), bot.IntentDone)
+	h.react(bob, h.stepRef("last"), chatmodel.IntentDone)
 	r = h.onlyRun()
-	require.Equal(t, bot.RunSucceeded, r.State, h.chat.Transcript())
+	require.Equal(t, runmodel.RunSucceeded, r.State, h.chat.Transcript())
 
 	summary, ok := h.chat.Find("*Summary* of")
 	require.True(t, ok, h.chat.Transcript())

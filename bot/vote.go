@@ -5,21 +5,23 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/groundcrew/groundcrew/bot/policy"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/policy"
 )
 
 // ballot is one approve, reject or withdrawal as it arrives.
 type ballot struct {
 	RunID string
 	// Ref is the message voted on (zero for a typed command).
-	Ref  MessageRef
-	Conv Conversation
-	User User
+	Ref  chatmodel.MessageRef
+	Conv chatmodel.Conversation
+	User chatmodel.User
 	// Approve is true for an approval, false for a rejection.
 	Approve bool
 	// Removed is a removed reaction: it withdraws the vote that reaction cast.
 	Removed bool
-	Via     VoteVia
+	Via     runmodel.VoteVia
 	Reason  string
 }
 
@@ -41,7 +43,7 @@ func (e *Engine) vote(ctx context.Context, v ballot) {
 		return
 	}
 	g := r.Gate
-	if r.State.Terminal() || g == nil || g.Decision != GatePending {
+	if r.State.Terminal() || g == nil || g.Decision != runmodel.GatePending {
 		if !v.Removed {
 			e.out.reply(ctx, v.Conv, v.User, fmt.Sprintf("Your %s was not counted: run `%s` has no open approval request (it is %s).", v.action(), r.ID, strings.ReplaceAll(string(r.State), "_", " ")))
 		}
@@ -67,14 +69,14 @@ func (e *Engine) vote(ctx context.Context, v ballot) {
 		}
 	}
 	if err != nil {
-		e.out.reply(ctx, v.Conv, v.User, fmt.Sprintf("⚠️ Your %s was not counted: could not check your approval rights: %s. Try again in a minute.", v.action(), UserMessage(err)))
+		e.out.reply(ctx, v.Conv, v.User, fmt.Sprintf("⚠️ Your %s was not counted: could not check your approval rights: %s. Try again in a minute.", v.action(), chatmodel.UserMessage(err)))
 		return
 	}
 	now := e.opts.Now()
 	verb := map[bool]string{true: "approve", false: "reject"}[v.Approve]
-	var decision GateDecision
-	r, err = e.update(ctx, v.RunID, func(r *Run, b *Batch) error {
-		if r.Gate == nil || r.Gate.ID != g.ID || r.Gate.Decision != GatePending {
+	var decision runmodel.GateDecision
+	r, err = e.update(ctx, v.RunID, func(r *runmodel.Run, b *runmodel.Batch) error {
+		if r.Gate == nil || r.Gate.ID != g.ID || r.Gate.Decision != runmodel.GatePending {
 			return errRunOver
 		}
 		g := r.Gate
@@ -82,19 +84,19 @@ func (e *Engine) vote(ctx context.Context, v ballot) {
 			// One line per decision: the same refusal again (a reaction,
 			// then the button) is audited, not listed twice.
 			if !g.Refused(v.User.ID, v.action(), why) {
-				g.Refusals = append(g.Refusals, Refusal{User: v.User, Reason: why, At: now, Action: v.action()})
-				b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVoteRefused, Actor: v.User.ID, ActorName: v.User.Name, PlanHash: g.PlanHash, Message: verb + " not counted: " + why})
+				g.Refusals = append(g.Refusals, runmodel.Refusal{User: v.User, Reason: why, At: now, Action: v.action()})
+				b.Note(runmodel.JournalEntry{Time: now, Step: g.StepID, Type: runmodel.JVoteRefused, Actor: v.User.ID, ActorName: v.User.Name, PlanHash: g.PlanHash, Message: verb + " not counted: " + why})
 			}
-			b.AuditLog(AuditEntry{Time: now, Actor: v.User.ID, Action: ActionVoteRefused, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(v.Via), Detail: verb + ": " + why})
+			b.AuditLog(runmodel.AuditEntry{Time: now, Actor: v.User.ID, Action: runmodel.ActionVoteRefused, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(v.Via), Detail: verb + ": " + why})
 			return nil
 		}
-		g.CastVote(Vote{User: v.User, Approve: v.Approve, Reason: v.Reason, At: now, Via: v.Via, PlanHash: g.PlanHash, Groups: groups})
-		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVote, Actor: v.User.ID, ActorName: v.User.Name, PlanHash: g.PlanHash, Message: verb + optional(v.Reason)})
-		action := ActionApprove
+		g.CastVote(runmodel.Vote{User: v.User, Approve: v.Approve, Reason: v.Reason, At: now, Via: v.Via, PlanHash: g.PlanHash, Groups: groups})
+		b.Note(runmodel.JournalEntry{Time: now, Step: g.StepID, Type: runmodel.JVote, Actor: v.User.ID, ActorName: v.User.Name, PlanHash: g.PlanHash, Message: verb + optional(v.Reason)})
+		action := runmodel.ActionApprove
 		if !v.Approve {
-			action = ActionReject
+			action = runmodel.ActionReject
 		}
-		b.AuditLog(AuditEntry{Time: now, Actor: v.User.ID, Action: action, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(v.Via), Detail: v.Reason})
+		b.AuditLog(runmodel.AuditEntry{Time: now, Actor: v.User.ID, Action: action, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(v.Via), Detail: v.Reason})
 		var err error
 		decision, err = e.moves.decide(r, b, now, v.User, v.Reason)
 		return err
@@ -114,17 +116,17 @@ func (e *Engine) vote(ctx context.Context, v ballot) {
 // withdrawVote takes back the vote a removed reaction cast. A vote cast by
 // command or button stays, even when the same person also reacted: only
 // the hand that cast a vote withdraws it.
-func (e *Engine) withdrawVote(ctx context.Context, r *Run, v ballot) {
-	if v.Via != ViaReaction || v.User.ID == "" {
+func (e *Engine) withdrawVote(ctx context.Context, r *runmodel.Run, v ballot) {
+	if v.Via != runmodel.ViaReaction || v.User.ID == "" {
 		return
 	}
 	gateID := r.Gate.ID
 	now := e.opts.Now()
 	verb := map[bool]string{true: "approval", false: "rejection"}[v.Approve]
-	var decision GateDecision
-	r, err := e.update(ctx, r.ID, func(r *Run, b *Batch) error {
+	var decision runmodel.GateDecision
+	r, err := e.update(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error {
 		g := r.Gate
-		if g == nil || g.ID != gateID || g.Decision != GatePending {
+		if g == nil || g.ID != gateID || g.Decision != runmodel.GatePending {
 			return errRunOver
 		}
 		old, withdrawn, ok := g.Withdraw(v.User.ID, v.Approve, v.Via)
@@ -134,13 +136,13 @@ func (e *Engine) withdrawVote(ctx context.Context, r *Run, v ballot) {
 		if !withdrawn {
 			// The same vote was also cast by command or button: it stands.
 			stands := "still counted (cast by " + string(old.OtherVia(v.Via)) + " too)"
-			b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVote, Actor: v.User.ID, ActorName: v.User.Name, PlanHash: g.PlanHash, Message: "removed " + verb + " reaction; " + verb + " " + stands})
-			b.AuditLog(AuditEntry{Time: now, Actor: v.User.ID, Action: ActionReactionRemoved, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(v.Via), Detail: verb + " " + stands})
+			b.Note(runmodel.JournalEntry{Time: now, Step: g.StepID, Type: runmodel.JVote, Actor: v.User.ID, ActorName: v.User.Name, PlanHash: g.PlanHash, Message: "removed " + verb + " reaction; " + verb + " " + stands})
+			b.AuditLog(runmodel.AuditEntry{Time: now, Actor: v.User.ID, Action: runmodel.ActionReactionRemoved, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(v.Via), Detail: verb + " " + stands})
 			return nil
 		}
-		g.Withdrawals = append(g.Withdrawals, Withdrawal{User: old.User, Approve: old.Approve, Via: old.Via, At: now})
-		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JVote, Actor: v.User.ID, ActorName: v.User.Name, PlanHash: g.PlanHash, Message: "withdrew " + verb + " (reaction removed)"})
-		b.AuditLog(AuditEntry{Time: now, Actor: v.User.ID, Action: ActionVoteWithdrawn, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(v.Via), Detail: verb})
+		g.Withdrawals = append(g.Withdrawals, runmodel.Withdrawal{User: old.User, Approve: old.Approve, Via: old.Via, At: now})
+		b.Note(runmodel.JournalEntry{Time: now, Step: g.StepID, Type: runmodel.JVote, Actor: v.User.ID, ActorName: v.User.Name, PlanHash: g.PlanHash, Message: "withdrew " + verb + " (reaction removed)"})
+		b.AuditLog(runmodel.AuditEntry{Time: now, Actor: v.User.ID, Action: runmodel.ActionVoteWithdrawn, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(v.Via), Detail: verb})
 		var err error
 		decision, err = e.moves.decide(r, b, now, v.User, "")
 		return err
@@ -154,18 +156,18 @@ func (e *Engine) withdrawVote(ctx context.Context, r *Run, v ballot) {
 }
 
 // afterDecision continues or announces a run whose gate was just decided.
-func (e *Engine) afterDecision(ctx context.Context, r *Run, decision GateDecision) {
+func (e *Engine) afterDecision(ctx context.Context, r *runmodel.Run, decision runmodel.GateDecision) {
 	switch decision {
-	case GateApproved:
+	case runmodel.GateApproved:
 		e.out.refreshRoot(ctx, r)
 		e.work.kick(r.ID)
-	case GateRejected:
+	case runmodel.GateRejected:
 		e.out.end(ctx, r)
 	}
 }
 
 // breakGlass lets a break-glass user approve a gate alone, with a reason.
-func (e *Engine) breakGlass(ctx context.Context, runID string, conv Conversation, user User, reason string) {
+func (e *Engine) breakGlass(ctx context.Context, runID string, conv chatmodel.Conversation, user chatmodel.User, reason string) {
 	r, ok := e.out.runFor(ctx, runID, conv, user)
 	if !ok {
 		return
@@ -174,7 +176,7 @@ func (e *Engine) breakGlass(ctx context.Context, runID string, conv Conversation
 	refuse := func(why string) {
 		e.out.reply(ctx, conv, user, fmt.Sprintf("⛔ Break-glass approval of `%s` refused. %s", r.ID, why))
 	}
-	if r.State.Terminal() || g == nil || g.Decision != GatePending {
+	if r.State.Terminal() || g == nil || g.Decision != runmodel.GatePending {
 		refuse(fmt.Sprintf("Run `%s` has no open approval request.", r.ID))
 		return
 	}
@@ -188,7 +190,7 @@ func (e *Engine) breakGlass(ctx context.Context, runID string, conv Conversation
 	}
 	in, err := policy.InList(ctx, g.Policy.BreakGlass, user.ID, &e.dir)
 	if err != nil {
-		refuse("Could not check your break-glass rights: " + UserMessage(err) + ". Try again in a minute.")
+		refuse("Could not check your break-glass rights: " + chatmodel.UserMessage(err) + ". Try again in a minute.")
 		return
 	}
 	if !in {
@@ -200,40 +202,40 @@ func (e *Engine) breakGlass(ctx context.Context, runID string, conv Conversation
 		return
 	}
 	now := e.opts.Now()
-	r, err = e.update(ctx, runID, func(r *Run, b *Batch) error {
-		if r.Gate == nil || r.Gate.ID != g.ID || r.Gate.Decision != GatePending {
+	r, err = e.update(ctx, runID, func(r *runmodel.Run, b *runmodel.Batch) error {
+		if r.Gate == nil || r.Gate.ID != g.ID || r.Gate.Decision != runmodel.GatePending {
 			return errRunOver
 		}
 		g := r.Gate
-		g.CastVote(Vote{User: user, Approve: true, Reason: reason, At: now, Via: ViaCommand, PlanHash: g.PlanHash, BreakGlass: true})
-		if err := g.SetDecision(GateApproved); err != nil {
+		g.CastVote(runmodel.Vote{User: user, Approve: true, Reason: reason, At: now, Via: runmodel.ViaCommand, PlanHash: g.PlanHash, BreakGlass: true})
+		if err := g.SetDecision(runmodel.GateApproved); err != nil {
 			return err
 		}
 		r.NoteGateDecided(now)
-		b.Note(JournalEntry{Time: now, Step: g.StepID, Type: JGateDecided, Actor: user.ID, ActorName: user.Name, PlanHash: g.PlanHash, Message: "BREAK-GLASS approval by " + user.Display() + ": " + reason})
-		b.AuditLog(AuditEntry{Time: now, Actor: user.ID, Action: ActionBreakGlass, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(ViaCommand), Detail: reason})
-		return r.SetState(RunRunning)
+		b.Note(runmodel.JournalEntry{Time: now, Step: g.StepID, Type: runmodel.JGateDecided, Actor: user.ID, ActorName: user.Name, PlanHash: g.PlanHash, Message: "BREAK-GLASS approval by " + user.Display() + ": " + reason})
+		b.AuditLog(runmodel.AuditEntry{Time: now, Actor: user.ID, Action: runmodel.ActionBreakGlass, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash, Via: string(runmodel.ViaCommand), Detail: reason})
+		return r.SetState(runmodel.RunRunning)
 	})
 	if err != nil {
 		return
 	}
 	e.log.Warn("break-glass approval", "run", runID, "user", user.ID, "reason", reason)
 	e.out.refreshGate(ctx, r, r.Gate)
-	e.out.thread(ctx, r, RoleBreakGlass, g.StepID, Message{Broadcast: true,
+	e.out.thread(ctx, r, chatmodel.RoleBreakGlass, g.StepID, chatmodel.Message{Broadcast: true,
 		Text: fmt.Sprintf("🚨 *Break-glass*: %s overrode the approval of `%s` (%s): %s", user.Display(), r.ID, g.Plan.Summary, reason)})
 	e.out.refreshRoot(ctx, r)
 	e.work.kick(runID)
 }
 
-func voters(g *Gate) []User {
-	out := make([]User, 0, len(g.Votes))
+func voters(g *runmodel.Gate) []chatmodel.User {
+	out := make([]chatmodel.User, 0, len(g.Votes))
 	for _, v := range g.Votes {
 		out = append(out, v.User)
 	}
 	return out
 }
 
-func userList(us []User) string {
+func userList(us []chatmodel.User) string {
 	if len(us) == 0 {
 		return "nobody"
 	}
@@ -248,48 +250,48 @@ func userList(us []User) string {
 // the engine posted: the same id in the same channel. A message id (a Slack
 // ts) is unique only within its channel, so a press naming another channel
 // is not a press on this message.
-func sameMessage(got, posted MessageRef) bool {
+func sameMessage(got, posted chatmodel.MessageRef) bool {
 	return got.ID == posted.ID && got.Channel == posted.Channel
 }
 
 // manualResponse completes, skips or fails the open manual step.
-func (e *Engine) manualResponse(ctx context.Context, runID string, ref MessageRef, conv Conversation, user User, status StepStatus, note string) {
+func (e *Engine) manualResponse(ctx context.Context, runID string, ref chatmodel.MessageRef, conv chatmodel.Conversation, user chatmodel.User, status runmodel.StepStatus, note string) {
 	r, ok := e.out.runFor(ctx, runID, conv, user)
 	if !ok {
 		return
 	}
 	st := r.Current()
-	if r.State != RunAwaitingManual || st == nil || st.Status != StepManual || (!ref.IsZero() && !sameMessage(ref, st.Message)) {
+	if r.State != runmodel.RunAwaitingManual || st == nil || st.Status != runmodel.StepManual || (!ref.IsZero() && !sameMessage(ref, st.Message)) {
 		e.out.reply(ctx, conv, user, fmt.Sprintf("Your %s was not counted: run `%s` is not waiting for that manual step (it is %s).", manualVerb(status), r.ID, strings.ReplaceAll(string(r.State), "_", " ")))
 		return
 	}
 	stepID := st.ID
 	now := e.opts.Now()
 	if why := user.NotAPerson(); why != "" {
-		e.writes.audit(ctx, AuditEntry{Actor: user.ID, Action: ActionManualRefused, RunID: r.ID, Step: stepID, Target: r.Target, Detail: manualVerb(status) + ": " + why})
+		e.writes.audit(ctx, runmodel.AuditEntry{Actor: user.ID, Action: runmodel.ActionManualRefused, RunID: r.ID, Step: stepID, Target: r.Target, Detail: manualVerb(status) + ": " + why})
 		e.out.reply(ctx, conv, user, fmt.Sprintf("🚫 Your %s on `%s` was not counted: %s.", manualVerb(status), r.ID, why))
 		return
 	}
-	r, err := e.update(ctx, runID, func(r *Run, b *Batch) error {
+	r, err := e.update(ctx, runID, func(r *runmodel.Run, b *runmodel.Batch) error {
 		st := r.Current()
-		if r.State != RunAwaitingManual || st.ID != stepID || st.Status != StepManual {
+		if r.State != runmodel.RunAwaitingManual || st.ID != stepID || st.Status != runmodel.StepManual {
 			return errRunOver
 		}
 		st.Status, st.FinishedAt, st.By, st.Note = status, now, &user, note
 		switch status {
-		case StepSucceeded:
+		case runmodel.StepSucceeded:
 			st.Summary = "done by " + user.Display()
-		case StepSkipped:
+		case runmodel.StepSkipped:
 			st.Summary = "skipped by " + user.Display()
-		case StepFailed:
+		case runmodel.StepFailed:
 			st.Error = "marked failed by " + user.Display() + optional(note)
 		}
-		b.Note(JournalEntry{Time: now, Step: stepID, Type: JManualDone, Actor: user.ID, ActorName: user.Name, Message: string(status) + optional(note)})
-		b.AuditLog(AuditEntry{Time: now, Actor: user.ID, Action: ActionManual(status), Step: stepID, Target: r.Target, Detail: note})
-		if err := r.SetState(RunRunning); err != nil {
+		b.Note(runmodel.JournalEntry{Time: now, Step: stepID, Type: runmodel.JManualDone, Actor: user.ID, ActorName: user.Name, Message: string(status) + optional(note)})
+		b.AuditLog(runmodel.AuditEntry{Time: now, Actor: user.ID, Action: runmodel.ActionManual(status), Step: stepID, Target: r.Target, Detail: note})
+		if err := r.SetState(runmodel.RunRunning); err != nil {
 			return err
 		}
-		return e.moves.moveOn(r, b, status != StepFailed)
+		return e.moves.moveOn(r, b, status != runmodel.StepFailed)
 	})
 	if err != nil {
 		return
@@ -303,11 +305,11 @@ func (e *Engine) manualResponse(ctx context.Context, runID string, ref MessageRe
 }
 
 // manualVerb names a manual answer for refusals.
-func manualVerb(status StepStatus) string {
+func manualVerb(status runmodel.StepStatus) string {
 	switch status {
-	case StepSkipped:
+	case runmodel.StepSkipped:
 		return "skip"
-	case StepFailed:
+	case runmodel.StepFailed:
 		return "\"failed\" answer"
 	}
 	return "\"done\" answer"
@@ -324,28 +326,28 @@ func upperFirst(s string) string {
 // never a privilege); only active people can. In-flight reads and waits
 // are interrupted; a write or destructive call in flight finishes and its
 // outcome is recorded.
-func (e *Engine) cancel(ctx context.Context, runID string, conv Conversation, user User, reason string) {
+func (e *Engine) cancel(ctx context.Context, runID string, conv chatmodel.Conversation, user chatmodel.User, reason string) {
 	if why := user.NotAPerson(); why != "" {
 		e.out.reply(ctx, conv, user, fmt.Sprintf("Cannot cancel `%s`: %s.", runID, why))
 		return
 	}
 	now := e.opts.Now()
-	r, err := e.update(ctx, runID, func(r *Run, b *Batch) error {
+	r, err := e.update(ctx, runID, func(r *runmodel.Run, b *runmodel.Batch) error {
 		if r.State.Terminal() {
 			return fmt.Errorf("run %s already %s", r.ID, r.State)
 		}
-		if st := r.Current(); st != nil && !st.Status.Done() && st.Status != StepExecuting {
-			if err := st.SetStatus(StepCancelled); err != nil {
+		if st := r.Current(); st != nil && !st.Status.Done() && st.Status != runmodel.StepExecuting {
+			if err := st.SetStatus(runmodel.StepCancelled); err != nil {
 				return err
 			}
 			st.FinishedAt = now
 		}
-		b.Note(JournalEntry{Time: now, Type: JRunCancelled, Actor: user.ID, ActorName: user.Name, Message: reason})
-		b.AuditLog(AuditEntry{Time: now, Actor: user.ID, Action: ActionCancel, Target: r.Target, Detail: reason})
-		return e.moves.endRun(r, b, RunCancelled, "cancelled by "+user.Display()+optional(reason))
+		b.Note(runmodel.JournalEntry{Time: now, Type: runmodel.JRunCancelled, Actor: user.ID, ActorName: user.Name, Message: reason})
+		b.AuditLog(runmodel.AuditEntry{Time: now, Actor: user.ID, Action: runmodel.ActionCancel, Target: r.Target, Detail: reason})
+		return e.moves.endRun(r, b, runmodel.RunCancelled, "cancelled by "+user.Display()+optional(reason))
 	})
 	if err != nil {
-		e.out.reply(ctx, conv, user, fmt.Sprintf("Cannot cancel `%s`: %s", runID, UserMessage(err)))
+		e.out.reply(ctx, conv, user, fmt.Sprintf("Cannot cancel `%s`: %s", runID, chatmodel.UserMessage(err)))
 		return
 	}
 	e.work.cancel(runID)

@@ -8,6 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/groundcrew/groundcrew/internal/human"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // A fresh 30 min gate says 30 min, also when edited seconds later.
@@ -21,9 +24,9 @@ func TestExpiresIn_RoundsToTheMinute(t *testing.T) {
 // "1 step", and no dangling colon when no step has a status to count.
 func TestSummary_StepCount(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	r := &Run{ID: "r-1", Runbook: "pause-pipeline", Target: "infra-prd", Requester: User{ID: "U1", Name: "alice"},
-		State: RunFailed, FinishedAt: now.Add(time.Second),
-		Steps: []StepState{{ID: "pause", Status: StepFailed, Error: "boom"}}}
+	r := &runmodel.Run{ID: "r-1", Runbook: "pause-pipeline", Target: "infra-prd", Requester: chatmodel.User{ID: "U1", Name: "alice"},
+		State: runmodel.RunFailed, FinishedAt: now.Add(time.Second),
+		Steps: []runmodel.StepState{{ID: "pause", Status: runmodel.StepFailed, Error: "boom"}}}
 	assert.Contains(t, summarize(r, nil, now).Text, "Started by @alice · 1 step: 1 failed")
 	r.Steps = nil
 	text := summarize(r, nil, now).Text
@@ -34,15 +37,15 @@ func TestSummary_StepCount(t *testing.T) {
 // A write that found everything already as wanted is no change.
 func TestRunChanges_NoOpIsNoChange(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	r := &Run{ID: "r-1", Runbook: "unpause-pipeline", Target: "infra-prd", Requester: User{ID: "U1", Name: "alice"},
-		State: RunSucceeded, FinishedAt: now,
-		Steps: []StepState{{ID: "unpause", Status: StepSucceeded, Items: []ItemResult{{ID: "main/app", Outcome: OutcomeAlreadyDone}}}}}
-	j := []JournalEntry{{Time: now, Step: "unpause", Type: JOutcome, Message: "main/app was not paused"}}
+	r := &runmodel.Run{ID: "r-1", Runbook: "unpause-pipeline", Target: "infra-prd", Requester: chatmodel.User{ID: "U1", Name: "alice"},
+		State: runmodel.RunSucceeded, FinishedAt: now,
+		Steps: []runmodel.StepState{{ID: "unpause", Status: runmodel.StepSucceeded, Items: []opmodel.ItemResult{{ID: "main/app", Outcome: opmodel.OutcomeAlreadyDone}}}}}
+	j := []runmodel.JournalEntry{{Time: now, Step: "unpause", Type: runmodel.JOutcome, Message: "main/app was not paused"}}
 	assert.Empty(t, RunChanges(r, j))
 	detail := summaryDetail(r, j)
 	assert.NotContains(t, detail, "Changes made")
 	assert.Contains(t, detail, "No change needed:\n• unpause: main/app was not paused")
-	r.Steps[0].Items[0].Outcome = OutcomeSucceeded
+	r.Steps[0].Items[0].Outcome = opmodel.OutcomeSucceeded
 	assert.Len(t, RunChanges(r, j), 1)
 }
 
@@ -51,9 +54,9 @@ func TestRunChanges_NoOpIsNoChange(t *testing.T) {
 func TestSummary_FailedStepSaidOnce(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	msg := "infra-prd: pruning worker `w-0` failed (500): " + strings.Repeat("server said no ", 18)
-	r := &Run{ID: "r-1", Runbook: "worker-stalled", Target: "infra-prd", Requester: User{ID: "U1", Name: "alice"},
-		State: RunFailed, FinishedAt: now, Error: msg,
-		Steps: []StepState{{ID: "list", Status: StepSucceeded}, {ID: "prune", Title: "Prune worker", Status: StepFailed, Error: msg}}}
+	r := &runmodel.Run{ID: "r-1", Runbook: "worker-stalled", Target: "infra-prd", Requester: chatmodel.User{ID: "U1", Name: "alice"},
+		State: runmodel.RunFailed, FinishedAt: now, Error: msg,
+		Steps: []runmodel.StepState{{ID: "list", Status: runmodel.StepSucceeded}, {ID: "prune", Title: "Prune worker", Status: runmodel.StepFailed, Error: msg}}}
 	s := summarize(r, nil, now)
 	all := s.Text + "\n" + s.Detail
 	assert.Equal(t, 1, strings.Count(all, msg), all)
@@ -61,24 +64,24 @@ func TestSummary_FailedStepSaidOnce(t *testing.T) {
 	assert.NotContains(t, s.Detail, "Still open")
 	assert.Contains(t, s.Detail, "Failed:\n• Prune worker")
 	// A run still going is still open.
-	r.State, r.FinishedAt, r.Cursor = RunAwaitingManual, time.Time{}, 1
+	r.State, r.FinishedAt, r.Cursor = runmodel.RunAwaitingManual, time.Time{}, 1
 	assert.Contains(t, summarize(r, nil, now).Detail, "Still open:\n• the run is still")
 }
 
 // An approval step says who approved it once, not "approved by @carol"
 // then "Approved by @carol" on the next line.
 func TestApprovalStep_ApproverSaidOnce(t *testing.T) {
-	carol := User{ID: "U3", Name: "carol"}
-	st := StepState{ID: "ok", Kind: "approval", Status: StepSucceeded, Summary: "approved by @carol", ApprovedBy: []User{carol}}
-	r := &Run{ID: "r-1", Runbook: "x", Target: "infra-prd", Requester: User{ID: "U1", Name: "alice"}, State: RunSucceeded, Steps: []StepState{st}}
+	carol := chatmodel.User{ID: "U3", Name: "carol"}
+	st := runmodel.StepState{ID: "ok", Kind: "approval", Status: runmodel.StepSucceeded, Summary: "approved by @carol", ApprovedBy: []chatmodel.User{carol}}
+	r := &runmodel.Run{ID: "r-1", Runbook: "x", Target: "infra-prd", Requester: chatmodel.User{ID: "U1", Name: "alice"}, State: runmodel.RunSucceeded, Steps: []runmodel.StepState{st}}
 	md := RunMarkdown(r, nil)
 	assert.Equal(t, 1, strings.Count(strings.ToLower(md), "approved by @carol"), md)
 }
 
 func TestApprovalStep_ReplySaysApproverOnce(t *testing.T) {
-	carol := User{ID: "U3", Name: "carol"}
-	r := &Run{ID: "r-1", Runbook: "x", Target: "infra-prd", Requester: User{ID: "U1", Name: "alice"}, State: RunSucceeded,
-		Steps: []StepState{{ID: "ok", Kind: "approval", Status: StepSucceeded, Summary: "approved by @carol", ApprovedBy: []User{carol}}}}
+	carol := chatmodel.User{ID: "U3", Name: "carol"}
+	r := &runmodel.Run{ID: "r-1", Runbook: "x", Target: "infra-prd", Requester: chatmodel.User{ID: "U1", Name: "alice"}, State: runmodel.RunSucceeded,
+		Steps: []runmodel.StepState{{ID: "ok", Kind: "approval", Status: runmodel.StepSucceeded, Summary: "approved by @carol", ApprovedBy: []chatmodel.User{carol}}}}
 	text := renderStep(r, &r.Steps[0], time.Now(), hints{}).Text
 	assert.Equal(t, 1, strings.Count(strings.ToLower(text), "approved by @carol"), text)
 }
@@ -88,12 +91,12 @@ func TestApprovalStep_ReplySaysApproverOnce(t *testing.T) {
 // never by raw id (#22.4).
 func TestSummary_RefusedVoterNamedAfterExecution(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	r := &Run{ID: "r-1", Runbook: "worker-stalled", Target: "infra-prd", Requester: User{ID: "U1", Name: "alice"},
-		State: RunSucceeded, FinishedAt: now,
-		Steps: []StepState{{ID: "prune", Status: StepSucceeded, ApprovedBy: []User{{ID: "ucarol", Name: "carol"}}}}}
-	j := []JournalEntry{
-		{Time: now, Step: "prune", Type: JVoteRefused, Actor: "7izt1mr53ff37p69mapcsz71or", ActorName: "dave", Message: "approve not counted: not in @ci-oncall"},
-		{Time: now, Step: "prune", Type: JVote, Actor: "ucarol", ActorName: "carol", Message: "approve"},
+	r := &runmodel.Run{ID: "r-1", Runbook: "worker-stalled", Target: "infra-prd", Requester: chatmodel.User{ID: "U1", Name: "alice"},
+		State: runmodel.RunSucceeded, FinishedAt: now,
+		Steps: []runmodel.StepState{{ID: "prune", Status: runmodel.StepSucceeded, ApprovedBy: []chatmodel.User{{ID: "ucarol", Name: "carol"}}}}}
+	j := []runmodel.JournalEntry{
+		{Time: now, Step: "prune", Type: runmodel.JVoteRefused, Actor: "7izt1mr53ff37p69mapcsz71or", ActorName: "dave", Message: "approve not counted: not in @ci-oncall"},
+		{Time: now, Step: "prune", Type: runmodel.JVote, Actor: "ucarol", ActorName: "carol", Message: "approve"},
 	}
 	detail := summaryDetail(r, j)
 	assert.Contains(t, detail, "@dave on `prune`: approve not counted")
@@ -103,16 +106,16 @@ func TestSummary_RefusedVoterNamedAfterExecution(t *testing.T) {
 
 type emojiHints struct{}
 
-func (emojiHints) Symbol(i Intent) string {
-	return map[Intent]string{IntentApprove: "✅", IntentReject: "❌", IntentDone: "✅", IntentSkip: "⏭", IntentFail: "❌"}[i]
+func (emojiHints) Symbol(i chatmodel.Intent) string {
+	return map[chatmodel.Intent]string{chatmodel.IntentApprove: "✅", chatmodel.IntentReject: "❌", chatmodel.IntentDone: "✅", chatmodel.IntentSkip: "⏭", chatmodel.IntentFail: "❌"}[i]
 }
 
 // A manual step whose text says what ✅ and ⏭ lead to is not followed by
 // a hint giving them other meanings ("❌ if it failed" on a question).
 func TestManualStep_ChoiceTextKeepsItsMeanings(t *testing.T) {
 	h := hintsFor(emojiHints{})
-	r := &Run{ID: "r-1", Runbook: "x", Target: "infra-prd", State: RunAwaitingManual,
-		Steps: []StepState{{ID: "ask", Kind: "manual", Status: StepManual,
+	r := &runmodel.Run{ID: "r-1", Runbook: "x", Target: "infra-prd", State: runmodel.RunAwaitingManual,
+		Steps: []runmodel.StepState{{ID: "ask", Kind: "manual", Status: runmodel.StepManual,
 			Text: "✅ it will never come back → prune it\n⏭ it may come back → leave it (the run stops)"}}}
 	text := renderStep(r, &r.Steps[0], time.Now(), h).Text
 	assert.Contains(t, text, "React ✅, ⏭ or ❌ as said above — or `/runbook done r-1` (or `skip`, `fail`).")

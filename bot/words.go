@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // Words for people. Stored states, statuses and journal types are
@@ -12,29 +15,29 @@ import (
 // uses them directly.
 
 // journalWords names a journal entry type for the timeline.
-var journalWords = map[JournalType]string{
-	JRunStarted:   "run started",
-	JStepStarted:  "step started",
-	JStepDone:     "step done",
-	JStepSkipped:  "step skipped",
-	JStepFailed:   "step failed",
-	JIntent:       "about to call",
-	JOutcome:      "result",
-	JGateOpened:   "approval requested",
-	JVote:         "vote",
-	JVoteRefused:  "vote not counted",
-	JVoteVoided:   "approval voided",
-	JGateDecided:  "approval decided",
-	JManualDone:   "manual step answered",
-	JReconciled:   "checked again after a restart",
-	JRunFinished:  "run finished",
-	JRunCancelled: "run cancelled",
+var journalWords = map[runmodel.JournalType]string{
+	runmodel.JRunStarted:   "run started",
+	runmodel.JStepStarted:  "step started",
+	runmodel.JStepDone:     "step done",
+	runmodel.JStepSkipped:  "step skipped",
+	runmodel.JStepFailed:   "step failed",
+	runmodel.JIntent:       "about to call",
+	runmodel.JOutcome:      "result",
+	runmodel.JGateOpened:   "approval requested",
+	runmodel.JVote:         "vote",
+	runmodel.JVoteRefused:  "vote not counted",
+	runmodel.JVoteVoided:   "approval voided",
+	runmodel.JGateDecided:  "approval decided",
+	runmodel.JManualDone:   "manual step answered",
+	runmodel.JReconciled:   "checked again after a restart",
+	runmodel.JRunFinished:  "run finished",
+	runmodel.JRunCancelled: "run cancelled",
 }
 
 // journalLine renders one journal entry for people: what happened, by
 // whom (their name, not their platform id) and the message, with the
 // identifiers of older entries (a stored state, a Go map) put into words.
-func journalLine(e JournalEntry, r *Run) string {
+func journalLine(e runmodel.JournalEntry, r *runmodel.Run) string {
 	what, ok := journalWords[e.Type]
 	if !ok {
 		what = strings.ReplaceAll(string(e.Type), "_", " ")
@@ -44,21 +47,21 @@ func journalLine(e JournalEntry, r *Run) string {
 	}
 	msg := e.Message
 	switch e.Type {
-	case JRunStarted:
+	case runmodel.JRunStarted:
 		// Written from the run, not the stored message (older versions
 		// stored the parameters as a Go map).
 		msg = fmt.Sprintf("%s on %s", r.Runbook, r.Target)
 		if p := FormatParams(r.Params); p != "" {
 			msg += " with " + p
 		}
-	case JManualDone:
+	case runmodel.JManualDone:
 		st, note, _ := strings.Cut(msg, ": ")
-		if w, ok := manualWords[StepStatus(st)]; ok {
+		if w, ok := manualWords[runmodel.StepStatus(st)]; ok {
 			msg = w + optional(note)
 		}
-	case JRunFinished:
+	case runmodel.JRunFinished:
 		st, rest, _ := strings.Cut(msg, ": ")
-		msg = RunState(st).Human() + optional(rest)
+		msg = runmodel.RunState(st).Human() + optional(rest)
 	}
 	if msg == "" {
 		return what
@@ -67,7 +70,7 @@ func journalLine(e JournalEntry, r *Run) string {
 }
 
 // manualWords says how a person answered a manual step.
-var manualWords = map[StepStatus]string{StepSucceeded: "done", StepSkipped: "skipped", StepFailed: "marked failed"}
+var manualWords = map[runmodel.StepStatus]string{runmodel.StepSucceeded: "done", runmodel.StepSkipped: "skipped", runmodel.StepFailed: "marked failed"}
 
 // FormatParams renders run parameters as "k=v k=v", sorted by name.
 func FormatParams(p map[string]string) string {
@@ -85,7 +88,7 @@ func FormatParams(p map[string]string) string {
 
 // formatArgs renders operation arguments as "k=v k=v", sorted by name;
 // lists and mappings are written as JSON.
-func formatArgs(a Args) string {
+func formatArgs(a opmodel.Args) string {
 	keys := make([]string, 0, len(a))
 	for k := range a {
 		keys = append(keys, k)

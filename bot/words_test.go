@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // leaks are internal names and Go syntax that must never reach a person:
@@ -20,7 +22,7 @@ func TestMessagesSpeakToPeople(t *testing.T) {
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
 	h.clock.Advance(20e9)
 	r := h.onlyRun()
-	require.Equal(t, bot.RunAwaitingManual, r.State)
+	require.Equal(t, runmodel.RunAwaitingManual, r.State)
 	j, err := h.db.Journal(h.ctx, r.ID)
 	require.NoError(t, err)
 
@@ -29,9 +31,9 @@ func TestMessagesSpeakToPeople(t *testing.T) {
 	assert.Contains(t, sum.Detail, "the run is still waiting for a person")
 	assert.Empty(t, leaks.FindAllString(sum.Text+"\n"+sum.Detail, -1), sum.Text+"\n"+sum.Detail)
 
-	h.react(bob, h.stepRef("check"), bot.IntentDone)
+	h.react(bob, h.stepRef("check"), chatmodel.IntentDone)
 	r = h.onlyRun()
-	require.Equal(t, bot.RunAwaitingApproval, r.State)
+	require.Equal(t, runmodel.RunAwaitingApproval, r.State)
 	j, err = h.db.Journal(h.ctx, r.ID)
 	require.NoError(t, err)
 	md := bot.RunMarkdown(r, j)
@@ -41,7 +43,7 @@ func TestMessagesSpeakToPeople(t *testing.T) {
 	assert.Contains(t, md, "| waiting for approval |")
 	assert.Empty(t, leaks.FindAllString(md, -1), md)
 
-	inc := h.eng.IncidentSummary([]*bot.Run{r}, map[string][]bot.JournalEntry{r.ID: j}, nil, nil)
+	inc := h.eng.IncidentSummary([]*runmodel.Run{r}, map[string][]runmodel.JournalEntry{r.ID: j}, nil, nil)
 	assert.Contains(t, inc.Text, "prune waiting for approval")
 	assert.Empty(t, leaks.FindAllString(inc.Text+"\n"+inc.Detail, -1))
 
@@ -62,11 +64,11 @@ func TestFormatParams(t *testing.T) {
 func TestIncidentTimeline_ManualAnswersInWords(t *testing.T) {
 	h := newHarness(t, stalledWorld(), nil)
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
-	h.react(bob, h.stepRef("check"), bot.IntentDone)
+	h.react(bob, h.stepRef("check"), chatmodel.IntentDone)
 	r := h.onlyRun()
 	j, err := h.db.Journal(h.ctx, r.ID)
 	require.NoError(t, err)
-	inc := h.eng.IncidentSummary([]*bot.Run{r}, map[string][]bot.JournalEntry{r.ID: j}, nil, nil)
+	inc := h.eng.IncidentSummary([]*runmodel.Run{r}, map[string][]runmodel.JournalEntry{r.ID: j}, nil, nil)
 	assert.Contains(t, inc.Detail, "check: done by @bob")
 	assert.NotContains(t, inc.Detail, "check: succeeded")
 }

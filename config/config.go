@@ -23,10 +23,10 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/chatplatform"
 	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/adapters/postgres"
-	"github.com/groundcrew/groundcrew/bot/policy"
 	"github.com/groundcrew/groundcrew/digest"
 	"github.com/groundcrew/groundcrew/internal/secret"
-	"github.com/groundcrew/groundcrew/runbooks"
+	"github.com/groundcrew/groundcrew/model/textmodel"
+	"github.com/groundcrew/groundcrew/policy"
 	"github.com/groundcrew/groundcrew/watch"
 )
 
@@ -520,7 +520,7 @@ func (c *Config) noTarget(name string) string {
 	names := c.TargetNames()
 	sort.Strings(names)
 	hint := ""
-	if s := runbooks.Suggest(name, names); s != "" {
+	if s := textmodel.Suggest(name, names); s != "" {
 		hint = fmt.Sprintf("; did you mean %q?", s)
 	}
 	return fmt.Sprintf("no target %q is configured%s (targets: %s)", name, hint, strings.Join(names, ", "))

@@ -12,7 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/groundcrew/groundcrew/runbooks"
+	"github.com/groundcrew/groundcrew/model/textmodel"
 )
 
 // decodeErrors turns a YAML decoding error into Errors a person can act on:
@@ -60,7 +60,7 @@ func humanDecodeError(msg string) string {
 			where = " in " + info.path
 		}
 		hint := ""
-		if s := runbooks.Suggest(key, info.keys); s != "" {
+		if s := textmodel.Suggest(key, info.keys); s != "" {
 			hint = fmt.Sprintf("; did you mean %q?", s)
 		}
 		return fmt.Sprintf("line %s: unknown key %q%s%s (known keys: %s)", line, key, where, hint, strings.Join(info.keys, ", "))

@@ -28,12 +28,6 @@ import (
 	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
-// Item is one queued post or edit, as stored.
-type Item = runmodel.OutboxItem
-
-// Store keeps queued items durably (the store implements it).
-type Store = runmodel.Outbox
-
 // Defaults of Options.
 const (
 	DefaultMaxAttempts = 10
@@ -52,7 +46,7 @@ type Options struct {
 	Chat chatmodel.Chat
 	// Store keeps the queue; nil keeps it in memory only (nothing
 	// survives a restart: for a subsystem used on its own and tests).
-	Store Store
+	Store runmodel.Outbox
 	// Logger (default: discard) and Now (default time.Now).
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -98,7 +92,7 @@ func (h Handle) IsZero() bool { return h.Ref.IsZero() && h.Pending == "" }
 type Receiver struct {
 	// Delivered is called once a queued post went through (not for a post
 	// that went through at once: Post returned its reference then).
-	Delivered func(ctx context.Context, it Item, ref chatmodel.MessageRef)
+	Delivered func(ctx context.Context, it runmodel.OutboxItem, ref chatmodel.MessageRef)
 	// Posting, when set, is called before each retried post of the
 	// sender; the func it returns is called after Delivered.
 	Posting func() (done func())
@@ -130,7 +124,7 @@ type Outbox struct {
 	receivers map[string]Receiver
 	loaded    bool
 	// queue mirrors the stored items (plus those the store refused), by id.
-	queue map[string]Item
+	queue map[string]runmodel.OutboxItem
 	// unsaved are queued items the store refused: retried while the process lives.
 	unsaved map[string]bool
 	// delivered are items posted whose deletion failed: never posted again.
@@ -170,9 +164,9 @@ func New(o Options) *Outbox {
 		o.ProbeEvery = DefaultProbeEvery
 	}
 	if o.Store == nil {
-		o.Store = &memoryStore{items: map[string]Item{}}
+		o.Store = &memoryStore{items: map[string]runmodel.OutboxItem{}}
 	}
-	return &Outbox{o: o, receivers: map[string]Receiver{}, queue: map[string]Item{}, unsaved: map[string]bool{},
+	return &Outbox{o: o, receivers: map[string]Receiver{}, queue: map[string]runmodel.OutboxItem{}, unsaved: map[string]bool{},
 		delivered: map[string]bool{}, posted: map[string]chatmodel.MessageRef{}, lastEdit: map[string]time.Time{}, probed: map[string]time.Time{}}
 }
 
@@ -193,7 +187,7 @@ func (o *Outbox) receiver(from string) Receiver {
 
 // threadKey is what orders posts: the thread a post goes to, or the
 // pending root it waits for. Top-level posts are not ordered.
-func threadKey(it Item) string {
+func threadKey(it runmodel.OutboxItem) string {
 	switch {
 	case !it.Update.IsZero():
 		return ""
@@ -205,7 +199,7 @@ func threadKey(it Item) string {
 	return ""
 }
 
-func channelOf(it Item) string {
+func channelOf(it runmodel.OutboxItem) string {
 	if !it.Update.IsZero() {
 		return it.Update.Channel
 	}
@@ -242,7 +236,7 @@ func (o *Outbox) load(ctx context.Context) {
 
 // backlog reports whether a post must wait: an earlier post of its thread
 // is queued, or its root is not posted yet.
-func (o *Outbox) backlogLocked(it Item) bool {
+func (o *Outbox) backlogLocked(it runmodel.OutboxItem) bool {
 	k := threadKey(it)
 	if k == "" {
 		return false
@@ -404,11 +398,11 @@ func (o *Outbox) Ephemeral(ctx context.Context, to chatmodel.Conversation, user 
 
 // Pending returns the queued items (the store's and those it refused),
 // oldest first, given-up ones included.
-func (o *Outbox) Pending(ctx context.Context) []Item {
+func (o *Outbox) Pending(ctx context.Context) []runmodel.OutboxItem {
 	o.load(ctx)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	out := make([]Item, 0, len(o.queue))
+	out := make([]runmodel.OutboxItem, 0, len(o.queue))
 	for _, it := range o.queue {
 		out = append(out, it)
 	}
@@ -416,12 +410,12 @@ func (o *Outbox) Pending(ctx context.Context) []Item {
 	return out
 }
 
-func item(meta Meta) Item {
-	return Item{From: meta.From, Key: meta.Key, RunID: meta.RunID, Step: meta.Step, Role: meta.Role, Coalesce: meta.Coalesce}
+func item(meta Meta) runmodel.OutboxItem {
+	return runmodel.OutboxItem{From: meta.From, Key: meta.Key, RunID: meta.RunID, Step: meta.Step, Role: meta.Role, Coalesce: meta.Coalesce}
 }
 
 // hold queues an item that was not tried (it waits its turn).
-func (o *Outbox) hold(ctx context.Context, it Item) {
+func (o *Outbox) hold(ctx context.Context, it runmodel.OutboxItem) {
 	if it.NextTry.IsZero() {
 		it.NextTry = o.o.Now()
 	}
@@ -430,7 +424,7 @@ func (o *Outbox) hold(ctx context.Context, it Item) {
 
 // failed queues a failed item for a retry with backoff, or gives it up.
 // It reports whether it was given up.
-func (o *Outbox) failed(ctx context.Context, it Item, cause error) bool {
+func (o *Outbox) failed(ctx context.Context, it runmodel.OutboxItem, cause error) bool {
 	now := o.o.Now()
 	if it.Queued.IsZero() {
 		it.Queued = now
@@ -475,7 +469,7 @@ func (o *Outbox) recovered(channel string) {
 
 // save stores an item; when the store refuses it, it is kept in memory
 // and still retried.
-func (o *Outbox) save(ctx context.Context, it Item) {
+func (o *Outbox) save(ctx context.Context, it runmodel.OutboxItem) {
 	err := o.write(ctx, it, "a chat message waiting to be sent", func() error { return o.o.Store.PutOutbox(ctx, it) })
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -489,7 +483,7 @@ func (o *Outbox) save(ctx context.Context, it Item) {
 
 // done removes a delivered item. When the store refuses, the item is
 // remembered as delivered (never posted twice) and removed at the next flush.
-func (o *Outbox) done(ctx context.Context, it Item) {
+func (o *Outbox) done(ctx context.Context, it runmodel.OutboxItem) {
 	err := o.write(ctx, it, "the removal of a delivered message from the outbox", func() error { return o.o.Store.DeleteOutbox(ctx, it.ID) })
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -504,7 +498,7 @@ func (o *Outbox) done(ctx context.Context, it Item) {
 
 var saveRetries = []time.Duration{10 * time.Millisecond, 50 * time.Millisecond, 250 * time.Millisecond}
 
-func (o *Outbox) write(ctx context.Context, it Item, what string, write func() error) error {
+func (o *Outbox) write(ctx context.Context, it runmodel.OutboxItem, what string, write func() error) error {
 	if save := o.receiver(it.From).Save; save != nil {
 		return save(ctx, it.RunID, what, write)
 	}
@@ -541,15 +535,15 @@ func (o *Outbox) flush(ctx context.Context, all bool) {
 		o.mu.Unlock()
 		return
 	}
-	redelete := make([]Item, 0)
+	redelete := make([]runmodel.OutboxItem, 0)
 	for id := range o.delivered {
 		if it, ok := o.queue[id]; ok {
 			redelete = append(redelete, it)
 		} else {
-			redelete = append(redelete, Item{ID: id})
+			redelete = append(redelete, runmodel.OutboxItem{ID: id})
 		}
 	}
-	items := make([]Item, 0, len(o.queue))
+	items := make([]runmodel.OutboxItem, 0, len(o.queue))
 	for id, it := range o.queue {
 		if !o.delivered[id] {
 			items = append(items, it)
@@ -633,7 +627,7 @@ func (o *Outbox) flush(ctx context.Context, all bool) {
 
 // try sends one queued item; on success it is removed and its sender told.
 // A failed probe counts no attempt.
-func (o *Outbox) try(ctx context.Context, it Item, probe bool) error {
+func (o *Outbox) try(ctx context.Context, it runmodel.OutboxItem, probe bool) error {
 	r := o.receiver(it.From)
 	if !it.Update.IsZero() {
 		o.mu.Lock()
@@ -660,7 +654,7 @@ func (o *Outbox) try(ctx context.Context, it Item, probe bool) error {
 	}
 	o.mu.Lock()
 	o.remember(it.ID, ref)
-	var children []Item
+	var children []runmodel.OutboxItem
 	for _, q := range o.queue {
 		if q.After == it.ID {
 			children = append(children, q)
@@ -710,7 +704,7 @@ func (o *Outbox) forgetEdits(now time.Time) {
 	}
 }
 
-func (o *Outbox) retryFailed(ctx context.Context, it Item, err error, probe bool) {
+func (o *Outbox) retryFailed(ctx context.Context, it runmodel.OutboxItem, err error, probe bool) {
 	if probe {
 		if _, limited := chatmodel.RetryAfter(err); !limited && !errors.Is(err, chatmodel.ErrCannotPost) {
 			it.LastErr = chatmodel.UserMessage(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/groundcrew/groundcrew/delivery"
 	"github.com/groundcrew/groundcrew/delivery/deliverytest"
 	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 type clock struct {
@@ -81,7 +82,7 @@ func TestOutage_ThreadAppearsInOrderOnceChatIsBack(t *testing.T) {
 	e := newEnv()
 	var delivered []string
 	register := func() {
-		e.ob.Register("incident", delivery.Receiver{Delivered: func(_ context.Context, it delivery.Item, ref chatmodel.MessageRef) {
+		e.ob.Register("incident", delivery.Receiver{Delivered: func(_ context.Context, it runmodel.OutboxItem, ref chatmodel.MessageRef) {
 			delivered = append(delivered, it.Key+"="+ref.ID)
 		}})
 	}

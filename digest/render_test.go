@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -242,7 +243,7 @@ func TestDigestSuggestions_MatchBuiltinRunbooks(t *testing.T) {
 		Pattern  string   `yaml:"pattern"`
 		Enum     []string `yaml:"enum"`
 	}
-	library := map[string]*runbooks.Runbook{}
+	library := map[string]*runbookmodel.Runbook{}
 	files, err := fs.Glob(runbooks.Builtin(), "*.yaml")
 	require.NoError(t, err)
 	for _, f := range files {
@@ -253,9 +254,9 @@ func TestDigestSuggestions_MatchBuiltinRunbooks(t *testing.T) {
 			Params []rawParam `yaml:"params"`
 		}
 		require.NoError(t, yaml.Unmarshal(data, &raw), f)
-		rb := &runbooks.Runbook{Name: raw.Name}
+		rb := &runbookmodel.Runbook{Name: raw.Name}
 		for _, p := range raw.Params {
-			rb.Params = append(rb.Params, runbooks.Param{Name: p.Name, Required: p.Required, Default: p.Default, Pattern: p.Pattern, Enum: p.Enum})
+			rb.Params = append(rb.Params, runbookmodel.Param{Name: p.Name, Required: p.Required, Default: p.Default, Pattern: p.Pattern, Enum: p.Enum})
 		}
 		library[raw.Name] = rb
 	}
@@ -311,7 +312,7 @@ func TestDigestSuggestions_NameTheAlternative(t *testing.T) {
 	assert.Contains(t, text, "→ `/runbook run abort-pending target=infra-prd pipeline=queue team=main since=24h` (or `/runbook run workers-saturated target=infra-prd since=24h team=main pipeline=queue`, guided: abort a few, pause, land, then everything)")
 }
 
-func mapsKeys(m map[string]*runbooks.Runbook) func(func(string) bool) {
+func mapsKeys(m map[string]*runbookmodel.Runbook) func(func(string) bool) {
 	return func(yield func(string) bool) {
 		for k := range m {
 			if !yield(k) {

@@ -235,12 +235,6 @@ type Store interface {
 	IncidentByMessage(ctx context.Context, ref chatmodel.MessageRef) (*Incident, error)
 }
 
-// Starter starts runs: the engine's typed /runbook run
-// (runmodel.RunStarter, Engine.StartRun). The engine checks the request as
-// it checks a typed command; a refusal is a *chatmodel.UserError it has
-// already told the person.
-type Starter = runmodel.RunStarter
-
 // Runs lists runs; the incident's linked runs are the runs of its thread.
 type Runs interface {
 	ListRuns(ctx context.Context, q runmodel.RunQuery) ([]*runmodel.Run, error)

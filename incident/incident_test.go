@@ -21,6 +21,7 @@ import (
 	"github.com/groundcrew/groundcrew/incident"
 	"github.com/groundcrew/groundcrew/model/chatmodel"
 	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/store"
@@ -532,10 +533,10 @@ func TestSilencedIncidentResolvesAndReopens(t *testing.T) {
 // noRunbooks is an engine library without runbooks.
 type noRunbooks struct{}
 
-func (noRunbooks) Get(string) (*runbooks.Runbook, bool)  { return nil, false }
-func (noRunbooks) List() []*runbooks.Runbook             { return nil }
-func (noRunbooks) BrokenList() []runbooks.Broken         { return nil }
-func (noRunbooks) Broken(string) (runbooks.Broken, bool) { return runbooks.Broken{}, false }
+func (noRunbooks) Get(string) (*runbookmodel.Runbook, bool) { return nil, false }
+func (noRunbooks) List() []*runbookmodel.Runbook            { return nil }
+func (noRunbooks) BrokenList() []runbooks.Broken            { return nil }
+func (noRunbooks) Broken(string) (runbooks.Broken, bool)    { return runbooks.Broken{}, false }
 
 // TestSummaryInTheIncidentThreadIsOneTimeline: `/runbook summary` in an
 // incident's thread, answered by the real engine, is ONE message headed by

@@ -18,6 +18,7 @@ import (
 	"github.com/groundcrew/groundcrew/delivery"
 	"github.com/groundcrew/groundcrew/internal/human"
 	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
@@ -41,9 +42,9 @@ type Options struct {
 	// Outbox posts and edits every incident message (default: an outbox
 	// of its own over Chat, in memory: nothing survives a restart).
 	Outbox  Outbox
-	Starter Starter // optional: no run buttons without it
-	Runs    Runs    // optional: linked runs in listings
-	Audit   Auditor // optional
+	Starter runmodel.RunStarter // optional: no run buttons without it
+	Runs    Runs                // optional: linked runs in listings
+	Audit   Auditor             // optional
 	// Silencer, when set, adds a "silence 1 h" button to alert incidents.
 	Silencer Silencer
 	// Dedupe, when set, drops redelivered button presses (a second silence).
@@ -54,7 +55,7 @@ type Options struct {
 	// engine will: a value it would refuse (10 KB, a bidi control) is not
 	// offered as a Run button.
 	Runbooks interface {
-		Get(name string) (*runbooks.Runbook, bool)
+		Get(name string) (*runbookmodel.Runbook, bool)
 	}
 	Platform string
 	// Targets, when set, are the configured target names: a listing
@@ -110,7 +111,7 @@ const (
 
 // delivered records the reference of a root the outbox posted late (chat
 // was down when the incident opened).
-func (m *Manager) delivered(ctx context.Context, it delivery.Item, ref chatmodel.MessageRef) {
+func (m *Manager) delivered(ctx context.Context, it runmodel.OutboxItem, ref chatmodel.MessageRef) {
 	id, ok := strings.CutPrefix(it.Key, rootKey)
 	if !ok {
 		return
@@ -277,7 +278,7 @@ func (m *Manager) checkParams(s Signal) Signal {
 		return s
 	}
 	bad := map[string]string{}
-	var rb *runbooks.Runbook
+	var rb *runbookmodel.Runbook
 	if m.o.Runbooks != nil {
 		rb, _ = m.o.Runbooks.Get(s.Runbook)
 	}
@@ -294,7 +295,7 @@ func (m *Manager) checkParams(s Signal) Signal {
 		}
 	} else {
 		for k, v := range s.Params {
-			if err := runbooks.CheckValue(runbooks.Param{Name: k}, v); v != "" && err != nil {
+			if err := runbooks.CheckValue(runbookmodel.Param{Name: k}, v); v != "" && err != nil {
 				bad[k] = err.Error()
 			}
 		}

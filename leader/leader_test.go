@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/leader"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/store/pgstore"
 	"github.com/groundcrew/groundcrew/store/pgstore/pgtest"
 )
@@ -164,7 +164,7 @@ func TestElector_ConcurrentUpdatesAcrossATakeover(t *testing.T) {
 	a := start(t, dsn, "a", nil)
 	waitLeading(t, a, 3*time.Second)
 	ctx := context.Background()
-	require.NoError(t, a.db.CreateRun(ctx, &bot.Run{ID: "r-1", State: bot.RunRunning, CreatedAt: time.Now()}, nil))
+	require.NoError(t, a.db.CreateRun(ctx, &runmodel.Run{ID: "r-1", State: runmodel.RunRunning, CreatedAt: time.Now()}, nil))
 	var wg sync.WaitGroup
 	var ok, refused atomic.Int32
 	stop := make(chan struct{})
@@ -178,9 +178,9 @@ func TestElector_ConcurrentUpdatesAcrossATakeover(t *testing.T) {
 					return
 				default:
 				}
-				_, err := a.db.UpdateRun(ctx, "r-1", func(r *bot.Run, b *bot.Batch) error {
+				_, err := a.db.UpdateRun(ctx, "r-1", func(r *runmodel.Run, b *runmodel.Batch) error {
 					r.Cursor++
-					b.Note(bot.JournalEntry{Type: bot.JIntent})
+					b.Note(runmodel.JournalEntry{Type: runmodel.JIntent})
 					return nil
 				})
 				if err == nil {

@@ -1,11 +1,15 @@
 package runbooks
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
+)
 
 // fakeCatalog is the operation catalog the tests load runbooks against.
-type fakeCatalog map[string]OpInfo
+type fakeCatalog map[string]runbookmodel.OpInfo
 
-func (c fakeCatalog) Lookup(name string) (OpInfo, bool) {
+func (c fakeCatalog) Lookup(name string) (runbookmodel.OpInfo, bool) {
 	op, ok := c[name]
 	return op, ok
 }
@@ -25,10 +29,10 @@ type lookupOnly struct{ Catalog }
 
 func testCatalog() fakeCatalog {
 	return fakeCatalog{
-		"core.echo":    {Name: "core.echo", Class: "read", Args: []ArgInfo{{Name: "message", Required: true}}},
-		"core.sleep":   {Name: "core.sleep", Class: "read", Args: []ArgInfo{{Name: "duration", Required: true}}},
-		"fake.status":  {Name: "fake.status", Class: "read", Args: []ArgInfo{{Name: "name"}}},
-		"fake.write":   {Name: "fake.write", Class: "write", Args: []ArgInfo{{Name: "name", Required: true}, {Name: "note"}}},
-		"fake.destroy": {Name: "fake.destroy", Class: "destructive", Args: []ArgInfo{{Name: "name", Required: true}, {Name: "force"}}},
+		"core.echo":    {Name: "core.echo", Class: "read", Args: []runbookmodel.ArgInfo{{Name: "message", Required: true}}},
+		"core.sleep":   {Name: "core.sleep", Class: "read", Args: []runbookmodel.ArgInfo{{Name: "duration", Required: true}}},
+		"fake.status":  {Name: "fake.status", Class: "read", Args: []runbookmodel.ArgInfo{{Name: "name"}}},
+		"fake.write":   {Name: "fake.write", Class: "write", Args: []runbookmodel.ArgInfo{{Name: "name", Required: true}, {Name: "note"}}},
+		"fake.destroy": {Name: "fake.destroy", Class: "destructive", Args: []runbookmodel.ArgInfo{{Name: "name", Required: true}, {Name: "force"}}},
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
+	"github.com/groundcrew/groundcrew/model/textmodel"
 	"gopkg.in/yaml.v3"
 )
 
@@ -34,7 +36,7 @@ func (f fields) has(name string) bool { _, ok := f[name]; return ok }
 // rawRunbook is a decoded runbook together with the YAML nodes the
 // validator needs to place its errors.
 type rawRunbook struct {
-	rb     Runbook
+	rb     runbookmodel.Runbook
 	root   *yaml.Node
 	fields fields
 	params []*rawParam
@@ -195,7 +197,7 @@ func (d *decoder) mapping(n *yaml.Node, known []string, where func() string) fie
 		}
 		if !slices.Contains(known, k.Value) {
 			d.errorf(k, "unknown field %q%s%s", k.Value, where(), didYouMean(k.Value, known))
-			if s := Suggest(k.Value, known); s != "" {
+			if s := textmodel.Suggest(k.Value, known); s != "" {
 				if d.typos == nil {
 					d.typos = map[*yaml.Node]map[string]bool{}
 				}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
+	"github.com/groundcrew/groundcrew/model/textmodel"
 	"gopkg.in/yaml.v3"
 )
 
@@ -17,7 +19,7 @@ func (d *decoder) runbook(root *yaml.Node) *rawRunbook {
 		return nil
 	}
 	r.fields = d.mapping(root, runbookFields, func() string { return "" })
-	r.rb = Runbook{
+	r.rb = runbookmodel.Runbook{
 		Name:        d.str(r.fields, "name"),
 		Title:       d.str(r.fields, "title"),
 		Description: d.str(r.fields, "description"),
@@ -56,7 +58,7 @@ func (d *decoder) params(r *rawRunbook, n *yaml.Node) {
 			return fmt.Sprintf(" in param %d", i+1)
 		}
 		f := d.mapping(item, paramFields, where)
-		r.rb.Params = append(r.rb.Params, Param{
+		r.rb.Params = append(r.rb.Params, runbookmodel.Param{
 			Name:        d.str(f, "name"),
 			Description: d.str(f, "description"),
 			Required:    d.boolean(f, "required"),
@@ -68,20 +70,20 @@ func (d *decoder) params(r *rawRunbook, n *yaml.Node) {
 			Choices:     d.str(f, "choices"),
 		})
 		p := r.rb.Params[len(r.rb.Params)-1]
-		if fl, ok := f["choices"]; ok && !slices.Contains([]string{ChoicesWorkers, ChoicesPipelines, ChoicesTeams}, p.Choices) {
-			d.errorf(fl.value, "choices must be %s, %s or %s, not %s", ChoicesWorkers, ChoicesPipelines, ChoicesTeams, nodeValue(fl.value))
+		if fl, ok := f["choices"]; ok && !slices.Contains([]string{runbookmodel.ChoicesWorkers, runbookmodel.ChoicesPipelines, runbookmodel.ChoicesTeams}, p.Choices) {
+			d.errorf(fl.value, "choices must be %s, %s or %s, not %s", runbookmodel.ChoicesWorkers, runbookmodel.ChoicesPipelines, runbookmodel.ChoicesTeams, nodeValue(fl.value))
 		}
 		if fl, ok := f["max_length"]; ok && (p.MaxLength < 1 || p.MaxLength > MaxParamLengthLimit) {
 			d.errorf(fl.value, "max_length must be between 1 and %d characters, not %s", MaxParamLengthLimit, nodeValue(fl.value))
 		}
 		if fl, ok := f["allow"]; ok {
 			for i, a := range p.Allow {
-				if !slices.Contains(CharClasses, a) {
+				if !slices.Contains(textmodel.CharClasses, a) {
 					n := fl.value
 					if i < len(fl.value.Content) {
 						n = fl.value.Content[i]
 					}
-					d.errorf(n, "allow: unknown character class %q%s; classes: %s", a, didYouMean(a, CharClasses), strings.Join(CharClasses, ", "))
+					d.errorf(n, "allow: unknown character class %q%s; classes: %s", a, didYouMean(a, textmodel.CharClasses), strings.Join(textmodel.CharClasses, ", "))
 				}
 			}
 		}
@@ -117,9 +119,9 @@ func (d *decoder) steps(r *rawRunbook, n *yaml.Node) {
 			return fmt.Sprintf(" in step %d", i+1)
 		}
 		f := d.mapping(item, stepFields, where)
-		s := Step{
+		s := runbookmodel.Step{
 			ID:        d.str(f, "id"),
-			Kind:      Kind(d.str(f, "kind")),
+			Kind:      runbookmodel.Kind(d.str(f, "kind")),
 			Title:     d.str(f, "title"),
 			When:      d.str(f, "when"),
 			Op:        d.str(f, "op"),
@@ -220,17 +222,17 @@ func normalize(v any) any {
 	return v
 }
 
-func (d *decoder) approval(n *yaml.Node, where func() string) (*Approval, fields) {
+func (d *decoder) approval(n *yaml.Node, where func() string) (*runbookmodel.Approval, fields) {
 	n = resolve(n)
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		return &Approval{}, fields{}
+		return &runbookmodel.Approval{}, fields{}
 	}
 	if !d.isMapping(n, "approval"+where()) {
 		return nil, nil
 	}
 	aw := func() string { return " in the approval" + strings.Replace(where(), " in ", " of ", 1) }
 	f := d.mapping(n, approvalFields, aw)
-	return &Approval{
+	return &runbookmodel.Approval{
 		Approvers: d.strList(f, "approvers"),
 		Required:  d.integer(f, "required"),
 		Expires:   d.duration(f, "expires"),

@@ -42,24 +42,3 @@ func TestErrorList(t *testing.T) {
 	require.True(t, errors.As(list.Err(), &got))
 	assert.Len(t, got, 3)
 }
-
-func TestSuggest(t *testing.T) {
-	tests := []struct {
-		word       string
-		candidates []string
-		want       string
-	}{
-		{"opp", stepFields, "op"},
-		{"wroker", []string{"worker", "target"}, "worker"},
-		{"stesp", runbookFields, "steps"},
-		{"on_fail", stepFields, ""},
-		{"colour", []string{"name", "note"}, ""},
-		{"workers", []string{"concourse.workers", "core.echo"}, "concourse.workers"},
-		{"x", []string{"x"}, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.word, func(t *testing.T) {
-			assert.Equal(t, tt.want, Suggest(tt.word, tt.candidates))
-		})
-	}
-}

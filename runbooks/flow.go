@@ -3,6 +3,7 @@ package runbooks
 import (
 	"strings"
 
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 	"gopkg.in/yaml.v3"
 )
 
@@ -29,8 +30,8 @@ func (v *validator) edges() [][]edge {
 	}
 	jump := func(i int, fieldName, target string) {
 		switch target {
-		case "", TargetFail, TargetEnd:
-		case TargetContinue:
+		case "", runbookmodel.TargetFail, runbookmodel.TargetEnd:
+		case runbookmodel.TargetContinue:
 			next(i)
 		default:
 			if j, ok := v.stepIndex[target]; ok {
@@ -43,7 +44,7 @@ func (v *validator) edges() [][]edge {
 			next(i)
 		} else {
 			jump(i, "goto", s.Goto)
-			if s.When != "" || s.Kind == KindManual {
+			if s.When != "" || s.Kind == runbookmodel.KindManual {
 				next(i) // skipped steps do not jump
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 	"github.com/stretchr/testify/require"
 )
 
@@ -15,8 +16,8 @@ func TestFormatDoc_ExampleLoads(t *testing.T) {
 	m := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindSubmatch(doc)
 	require.NotNil(t, m, "FORMAT.md starts with a yaml example")
 	cat := testCatalog()
-	cat["concourse.workers"] = OpInfo{Name: "concourse.workers", Class: "read", Args: []ArgInfo{{Name: "name"}, {Name: "team"}}}
-	cat["concourse.prune_worker"] = OpInfo{Name: "concourse.prune_worker", Class: "destructive", Args: []ArgInfo{{Name: "worker", Required: true}}}
+	cat["concourse.workers"] = runbookmodel.OpInfo{Name: "concourse.workers", Class: "read", Args: []runbookmodel.ArgInfo{{Name: "name"}, {Name: "team"}}}
+	cat["concourse.prune_worker"] = runbookmodel.OpInfo{Name: "concourse.prune_worker", Class: "destructive", Args: []runbookmodel.ArgInfo{{Name: "worker", Required: true}}}
 	_, err = Parse("FORMAT.md", m[1], cat)
 	require.NoError(t, err)
 }

@@ -5,6 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
+	"github.com/groundcrew/groundcrew/model/textmodel"
 )
 
 // FuzzParseRunbook: no file makes the loader or the validator panic; what
@@ -44,12 +47,12 @@ func FuzzCheckValue(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if CheckValue(Param{Name: "p"}, s) != nil {
+		if CheckValue(runbookmodel.Param{Name: "p"}, s) != nil {
 			return
 		}
 		for _, r := range s {
-			if CharClass(r) != "" {
-				t.Fatalf("accepted %q with %s", s, CharName(r))
+			if textmodel.CharClass(r) != "" {
+				t.Fatalf("accepted %q with %s", s, textmodel.CharName(r))
 			}
 		}
 	})

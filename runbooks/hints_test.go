@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -16,7 +17,7 @@ import (
 func TestBuiltinHints_ParseAgainstTheirRunbook(t *testing.T) {
 	rbs, err := LoadFS(Builtin(), nil)
 	require.NoError(t, err)
-	byName := map[string]*Runbook{}
+	byName := map[string]*runbookmodel.Runbook{}
 	for _, rb := range rbs {
 		byName[rb.Name] = rb
 	}

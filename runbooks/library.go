@@ -4,6 +4,8 @@ import (
 	"io/fs"
 	"os"
 	"sort"
+
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 )
 
 // Source is a place runbooks are loaded from.
@@ -31,7 +33,7 @@ type Override struct {
 // Library is the set of runbooks the bot offers, by name. It is immutable
 // and safe for concurrent use; build a new one to reload.
 type Library struct {
-	byName    map[string]*Runbook
+	byName    map[string]*runbookmodel.Runbook
 	broken    map[string]Broken
 	overrides []Override
 }
@@ -50,7 +52,7 @@ type Library struct {
 // built-in — is never used in its place, since the team meant their own
 // version. A later source's valid runbook of that name replaces it as usual.
 func NewLibrary(cat Catalog, sources ...Source) (*Library, error) {
-	l := &Library{byName: map[string]*Runbook{}, broken: map[string]Broken{}}
+	l := &Library{byName: map[string]*runbookmodel.Runbook{}, broken: map[string]Broken{}}
 	var errs ErrorList
 	for _, src := range sources {
 		rbs, broken, err := loadFS(src.FS, src.Name, cat)
@@ -97,14 +99,14 @@ func (l *Library) BrokenList() []Broken {
 }
 
 // Get returns the runbook with the given name.
-func (l *Library) Get(name string) (*Runbook, bool) {
+func (l *Library) Get(name string) (*runbookmodel.Runbook, bool) {
 	rb, ok := l.byName[name]
 	return rb, ok
 }
 
 // List returns the runbooks sorted by name.
-func (l *Library) List() []*Runbook {
-	out := make([]*Runbook, 0, len(l.byName))
+func (l *Library) List() []*runbookmodel.Runbook {
+	out := make([]*runbookmodel.Runbook, 0, len(l.byName))
 	for _, rb := range l.byName {
 		out = append(out, rb)
 	}

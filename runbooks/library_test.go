@@ -7,11 +7,12 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func names(rbs []*Runbook) []string {
+func names(rbs []*runbookmodel.Runbook) []string {
 	out := make([]string, len(rbs))
 	for i, rb := range rbs {
 		out[i] = rb.Name

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 )
 
 // MaxFileSize is the largest runbook file the loader reads (the largest
@@ -21,7 +23,7 @@ func tooLarge(file string, n int64) *Error {
 // Runbook.Source. cat says which operations exist; a nil cat skips the
 // operation checks (format-only validation). On failure the error is an
 // ErrorList with every problem found, sorted by position.
-func Parse(file string, data []byte, cat Catalog) (*Runbook, error) {
+func Parse(file string, data []byte, cat Catalog) (*runbookmodel.Runbook, error) {
 	r, errs := parseRaw(file, data, cat)
 	if len(errs) > 0 {
 		return nil, errs
@@ -61,14 +63,14 @@ func (r *rawRunbook) namePos() (int, int) {
 // inside fsys. Errors from all files are collected into one ErrorList;
 // two files declaring the same runbook name are an error too. The valid
 // runbooks are returned even when other files have errors.
-func LoadFS(fsys fs.FS, cat Catalog) ([]*Runbook, error) {
+func LoadFS(fsys fs.FS, cat Catalog) ([]*runbookmodel.Runbook, error) {
 	rbs, _, err := loadFS(fsys, "", cat)
 	return rbs, err
 }
 
 // LoadSource is LoadFS with the source's name joined to the file names in
 // errors and in Runbook.Source ("/etc/groundcrew/runbooks/prune.yaml").
-func LoadSource(src Source, cat Catalog) ([]*Runbook, error) {
+func LoadSource(src Source, cat Catalog) ([]*runbookmodel.Runbook, error) {
 	rbs, _, err := loadFS(src.FS, src.Name, cat)
 	return rbs, err
 }
@@ -76,9 +78,9 @@ func LoadSource(src Source, cat Catalog) ([]*Runbook, error) {
 // loadFS is LoadFS with prefix joined to the file names it reports. It
 // also returns the files that do not load, with the runbook name each was
 // meant to define.
-func loadFS(fsys fs.FS, prefix string, cat Catalog) ([]*Runbook, []Broken, error) {
+func loadFS(fsys fs.FS, prefix string, cat Catalog) ([]*runbookmodel.Runbook, []Broken, error) {
 	var (
-		out    []*Runbook
+		out    []*runbookmodel.Runbook
 		broken []Broken
 		errs   ErrorList
 	)

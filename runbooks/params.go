@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 )
 
 // ErrInvalidParams is matched (errors.Is) by every error ValidateParams returns.
@@ -29,7 +31,7 @@ func (e *ParamError) Is(target error) bool { return target == ErrInvalidParams }
 // anchored. "target" is not a runbook parameter (the engine takes
 // target=… itself) and is ignored here. All problems are reported at
 // once, joined; each is a *ParamError.
-func ValidateParams(rb *Runbook, given map[string]string) (map[string]string, error) {
+func ValidateParams(rb *runbookmodel.Runbook, given map[string]string) (map[string]string, error) {
 	var errs []error
 	names := make([]string, 0, len(rb.Params)+1)
 	for _, p := range rb.Params {

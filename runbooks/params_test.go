@@ -4,12 +4,13 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func paramsRunbook() *Runbook {
-	return &Runbook{Name: "prune", Params: []Param{
+func paramsRunbook() *runbookmodel.Runbook {
+	return &runbookmodel.Runbook{Name: "prune", Params: []runbookmodel.Param{
 		{Name: "worker", Description: "the worker to prune", Required: true, Pattern: "worker-[0-9]+"},
 		{Name: "mode", Enum: []string{"soft", "hard"}, Default: "soft"},
 		{Name: "reason"},

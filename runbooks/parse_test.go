@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -274,8 +275,8 @@ func TestParse_Good(t *testing.T) {
 	assert.Equal(t, []string{"worker", "concourse"}, rb.Tags)
 	assert.Equal(t, "worker-stalled.yaml", rb.Source)
 	require.Len(t, rb.Params, 3)
-	assert.Equal(t, Param{Name: "worker", Description: "name of the stalled worker", Required: true, Pattern: "[a-z0-9-]+"}, rb.Params[0])
-	assert.Equal(t, Param{Name: "mode", Description: "how hard to prune", Default: "soft", Enum: []string{"soft", "hard"}}, rb.Params[1])
+	assert.Equal(t, runbookmodel.Param{Name: "worker", Description: "name of the stalled worker", Required: true, Pattern: "[a-z0-9-]+"}, rb.Params[0])
+	assert.Equal(t, runbookmodel.Param{Name: "mode", Description: "how hard to prune", Default: "soft", Enum: []string{"soft", "hard"}}, rb.Params[1])
 
 	ids := make([]string, len(rb.Steps))
 	for i, s := range rb.Steps {
@@ -284,33 +285,33 @@ func TestParse_Good(t *testing.T) {
 	assert.Equal(t, []string{"workers", "restart", "back", "gate", "prune", "report"}, ids)
 
 	_, workers := rb.StepByID("workers")
-	assert.Equal(t, KindQuery, workers.Kind)
+	assert.Equal(t, runbookmodel.KindQuery, workers.Kind)
 	assert.Equal(t, "fake.status", workers.Op)
 	assert.Equal(t, map[string]any{"name": "{{ .params.worker }}"}, workers.Args)
 	assert.Equal(t, 20, workers.Line)
 	assert.Equal(t, 5, workers.Column)
 
 	_, restart := rb.StepByID("restart")
-	assert.Equal(t, KindManual, restart.Kind)
+	assert.Equal(t, runbookmodel.KindManual, restart.Kind)
 	assert.Equal(t, `steps.workers.result.state == "stalled"`, restart.When)
 	assert.Equal(t, time.Hour, restart.Timeout)
 	assert.Equal(t, "prune", restart.OnFailure)
 	assert.True(t, strings.HasPrefix(restart.Text, "On the worker host"))
 
 	_, back := rb.StepByID("back")
-	assert.Equal(t, KindWait, back.Kind)
+	assert.Equal(t, runbookmodel.KindWait, back.Kind)
 	assert.Equal(t, `result.state == "running"`, back.Until)
 	assert.Equal(t, 30*time.Second, back.Interval)
 	assert.Equal(t, 20*time.Minute, back.Timeout)
 	assert.Equal(t, "gate", back.OnTimeout)
-	assert.Equal(t, TargetEnd, back.Goto)
+	assert.Equal(t, runbookmodel.TargetEnd, back.Goto)
 
 	_, gate := rb.StepByID("gate")
-	assert.Equal(t, &Approval{Approvers: []string{"alice", "group:oncall"}, Required: 1, Expires: 30 * time.Minute}, gate.Approval)
+	assert.Equal(t, &runbookmodel.Approval{Approvers: []string{"alice", "group:oncall"}, Required: 1, Expires: 30 * time.Minute}, gate.Approval)
 
 	_, prune := rb.StepByID("prune")
 	assert.Equal(t, map[string]any{"name": "{{ .params.worker }}", "force": true}, prune.Args)
-	assert.Equal(t, &Approval{Required: 2}, prune.Approval)
+	assert.Equal(t, &runbookmodel.Approval{Required: 2}, prune.Approval)
 	assert.Equal(t, "report", prune.OnFailure)
 
 	_, report := rb.StepByID("report")
@@ -318,7 +319,7 @@ func TestParse_Good(t *testing.T) {
 		"reason": `{{ .params.reason | default "none given" }}`,
 		"steps":  []any{"{{ with .steps.workers }}{{ .summary }}{{ end }}", "{{ $.target }}"},
 	}, report.Args["note"])
-	assert.Equal(t, TargetContinue, report.OnFailure)
+	assert.Equal(t, runbookmodel.TargetContinue, report.OnFailure)
 }
 
 // TestParse_NilCatalog checks format-only validation: operations are not

@@ -11,6 +11,7 @@ import (
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/parser"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 	"gopkg.in/yaml.v3"
 )
 
@@ -48,7 +49,7 @@ func (v *validator) expressions(i int) {
 	if f, ok := rs.fields["when"]; ok && s.When != "" {
 		v.checkExpr(i, "when", f.value, false)
 	}
-	if f, ok := rs.fields["until"]; ok && s.Until != "" && s.Kind == KindWait {
+	if f, ok := rs.fields["until"]; ok && s.Until != "" && s.Kind == runbookmodel.KindWait {
 		v.checkExpr(i, "until", f.value, true)
 	}
 }

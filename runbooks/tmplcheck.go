@@ -10,6 +10,8 @@ import (
 	"text/template"
 	"text/template/parse"
 
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
+	"github.com/groundcrew/groundcrew/model/textmodel"
 	"gopkg.in/yaml.v3"
 )
 
@@ -21,7 +23,7 @@ func (v *validator) templates(i int) {
 		v.checkTemplate(i, "title", f.value, false)
 	}
 	if f, ok := rs.fields["text"]; ok && s.Text != "" {
-		v.checkTemplate(i, "text", f.value, s.Kind == KindWait)
+		v.checkTemplate(i, "text", f.value, s.Kind == runbookmodel.KindWait)
 	}
 	keys := make([]string, 0, len(rs.args))
 	for k := range rs.args {
@@ -192,7 +194,7 @@ func refStart(src string, pos int) int {
 
 // dotHint is didYouMean for template fields (".params").
 func dotHint(word string, roots []string) string {
-	if s := Suggest(word, roots); s != "" {
+	if s := textmodel.Suggest(word, roots); s != "" {
 		return fmt.Sprintf("; did you mean .%s?", s)
 	}
 	return ""

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 	"gopkg.in/yaml.v3"
 )
 
@@ -16,7 +17,7 @@ var (
 )
 
 // kinds lists the step kinds in documentation order.
-var kinds = []Kind{KindQuery, KindAction, KindApproval, KindManual, KindWait}
+var kinds = []runbookmodel.Kind{runbookmodel.KindQuery, runbookmodel.KindAction, runbookmodel.KindApproval, runbookmodel.KindManual, runbookmodel.KindWait}
 
 // classRead is the class of operations that change nothing, as the
 // Catalog reports it.
@@ -191,14 +192,14 @@ func (v *validator) stepName(i int) string {
 
 // fieldRules says which optional fields each kind accepts; fields not
 // listed for a kind are errors. Required fields are checked separately.
-var fieldRules = map[string][]Kind{
-	"op":         {KindQuery, KindAction, KindWait},
-	"args":       {KindQuery, KindAction, KindWait},
-	"until":      {KindWait},
-	"interval":   {KindWait},
-	"timeout":    {KindWait, KindManual},
-	"on_timeout": {KindWait},
-	"approval":   {KindApproval, KindAction},
+var fieldRules = map[string][]runbookmodel.Kind{
+	"op":         {runbookmodel.KindQuery, runbookmodel.KindAction, runbookmodel.KindWait},
+	"args":       {runbookmodel.KindQuery, runbookmodel.KindAction, runbookmodel.KindWait},
+	"until":      {runbookmodel.KindWait},
+	"interval":   {runbookmodel.KindWait},
+	"timeout":    {runbookmodel.KindWait, runbookmodel.KindManual},
+	"on_timeout": {runbookmodel.KindWait},
+	"approval":   {runbookmodel.KindApproval, runbookmodel.KindAction},
 }
 
 func (v *validator) step(i int) {
@@ -210,7 +211,7 @@ func (v *validator) step(i int) {
 		for fieldName, allowed := range fieldRules {
 			if f, ok := rs.fields[fieldName]; ok && !slices.Contains(allowed, s.Kind) {
 				hint := ""
-				if fieldName == "on_timeout" && s.Kind == KindManual {
+				if fieldName == "on_timeout" && s.Kind == runbookmodel.KindManual {
 					hint = "; when its timeout passes the step fails, so use on_failure"
 				}
 				v.errorf(f.key, "%s step %s cannot have %s (only %s steps can)%s", s.Kind, name, fieldName, kindNames(allowed), hint)
@@ -232,7 +233,7 @@ func (v *validator) step(i int) {
 	v.templates(i)
 }
 
-func kindNames(list []Kind) string {
+func kindNames(list []runbookmodel.Kind) string {
 	names := make([]string, len(list))
 	for i, k := range list {
 		names[i] = string(k)
@@ -254,16 +255,16 @@ func (v *validator) required(i int) {
 		return !v.misspelled(rs.node, fieldName)
 	}
 	switch s.Kind {
-	case KindQuery, KindAction, KindWait:
+	case runbookmodel.KindQuery, runbookmodel.KindAction, runbookmodel.KindWait:
 		if missing("op", s.Op) {
 			v.errorf(rs.node, "%s step %s has no op; add e.g. op: concourse.workers", s.Kind, name)
 		}
-	case KindManual:
+	case runbookmodel.KindManual:
 		if missing("text", s.Text) {
 			v.errorf(rs.node, "manual step %s has no text; write the instructions for the person doing it", name)
 		}
 	}
-	if s.Kind == KindWait && missing("until", s.Until) {
+	if s.Kind == runbookmodel.KindWait && missing("until", s.Until) {
 		v.errorf(rs.node, "wait step %s has no until; add the condition to wait for, e.g. until: result.state == \"running\"", name)
 	}
 }
@@ -285,9 +286,9 @@ func (v *validator) op(i int, f field) {
 		v.errorf(f.value, "unknown operation %q in step %s%s", s.Op, v.stepName(i), hint)
 		return
 	}
-	if (s.Kind == KindQuery || s.Kind == KindWait) && info.Class != classRead {
+	if (s.Kind == runbookmodel.KindQuery || s.Kind == runbookmodel.KindWait) && info.Class != classRead {
 		fix := "use kind: action"
-		if s.Kind == KindWait {
+		if s.Kind == runbookmodel.KindWait {
 			fix = "a wait step can only poll a read operation"
 		}
 		v.errorf(f.value, "%s step %s uses %s operation %q; %s", s.Kind, v.stepName(i), info.Class, s.Op, fix)
@@ -346,9 +347,9 @@ func (v *validator) approval(i int) {
 func (v *validator) targets(i int) {
 	rs := v.r.steps[i]
 	allowed := map[string][]string{
-		"goto":       {TargetEnd},
-		"on_failure": {TargetFail, TargetContinue, TargetEnd},
-		"on_timeout": {TargetFail, TargetContinue},
+		"goto":       {runbookmodel.TargetEnd},
+		"on_failure": {runbookmodel.TargetFail, runbookmodel.TargetContinue, runbookmodel.TargetEnd},
+		"on_timeout": {runbookmodel.TargetFail, runbookmodel.TargetContinue},
 	}
 	for _, fieldName := range []string{"goto", "on_failure", "on_timeout"} {
 		f, ok := rs.fields[fieldName]
@@ -364,7 +365,7 @@ func (v *validator) targets(i int) {
 		}
 		v.badTarget = true
 		specials := strings.Join(allowed[fieldName], ", ")
-		if slices.Contains([]string{TargetFail, TargetEnd, TargetContinue}, target) {
+		if slices.Contains([]string{runbookmodel.TargetFail, runbookmodel.TargetEnd, runbookmodel.TargetContinue}, target) {
 			v.errorf(f.value, "%s of step %s cannot be %q; use a step id or %s", fieldName, v.stepName(i), target, specials)
 			continue
 		}

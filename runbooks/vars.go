@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 )
 
 // Target vars (targets.<name>.vars) are optional values the built-in
@@ -68,7 +70,7 @@ func withMissingVars(text string, env Env) Env {
 // {{ .vars.X }} (titles, texts, arguments; `index .vars "X"` reads "" when
 // unset and is left to the template), sorted: what `config check` expects
 // every target to set.
-func VarsUsed(rb *Runbook) []string {
+func VarsUsed(rb *runbookmodel.Runbook) []string {
 	seen := map[string]bool{}
 	scan := func(text string) {
 		for _, m := range varRefRe.FindAllStringSubmatch(text, -1) {

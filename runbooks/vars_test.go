@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"testing"
 
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -26,7 +27,7 @@ func TestRender_MissingTargetVarSaysSo(t *testing.T) {
 func TestVarsUsed_BuiltinRunbooks(t *testing.T) {
 	rbs, err := LoadFS(Builtin(), nil)
 	require.NoError(t, err)
-	byName := map[string]*Runbook{}
+	byName := map[string]*runbookmodel.Runbook{}
 	for _, rb := range rbs {
 		byName[rb.Name] = rb
 	}

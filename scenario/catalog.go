@@ -6,13 +6,13 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/adapters/core"
 	"github.com/groundcrew/groundcrew/adapters/postgres/pgsim"
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // Catalog returns a registry with every operation scenarios can call
 // (core, Concourse and the simulated database), for linting runbooks
 // without running them. Its operations must not be called.
-func Catalog() (*bot.Registry, error) {
+func Catalog() (*opmodel.Registry, error) {
 	cl, err := concourse.New(concourse.TargetConfig{Name: DefaultTarget, URL: "http://127.0.0.1:1"})
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
@@ -21,5 +21,5 @@ func Catalog() (*bot.Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	return bot.NewRegistry(core.Provider{}, cc, pgsim.New(DefaultTarget, pgsim.DatabaseSpec{}, nil))
+	return opmodel.NewRegistry(core.Provider{}, cc, pgsim.New(DefaultTarget, pgsim.DatabaseSpec{}, nil))
 }

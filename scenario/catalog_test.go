@@ -10,14 +10,14 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/adapters/core"
 	"github.com/groundcrew/groundcrew/adapters/postgres"
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/scenario"
 )
 
 // realCatalog is the registry the bot builds: core, Concourse and the real
 // PostgreSQL provider (not the scenario's simulated database).
-func realCatalog(t *testing.T) *bot.Registry {
+func realCatalog(t *testing.T) *opmodel.Registry {
 	t.Helper()
 	cl, err := concourse.New(concourse.TargetConfig{Name: "infra-prd", URL: "http://127.0.0.1:1"})
 	require.NoError(t, err)
@@ -26,7 +26,7 @@ func realCatalog(t *testing.T) *bot.Registry {
 	pg, err := postgres.New(postgres.Options{})
 	require.NoError(t, err)
 	t.Cleanup(pg.Close)
-	reg, err := bot.NewRegistry(core.Provider{}, cc, pg)
+	reg, err := opmodel.NewRegistry(core.Provider{}, cc, pg)
 	require.NoError(t, err)
 	return reg
 }

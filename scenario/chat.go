@@ -7,16 +7,16 @@ import (
 	"sync"
 	"time"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // posted is a message as the scenario's chat holds it.
 type posted struct {
-	Ref bot.MessageRef
-	To  bot.Conversation
-	Msg bot.Message
+	Ref chatmodel.MessageRef
+	To  chatmodel.Conversation
+	Msg chatmodel.Message
 	// History is every version of the message, the first post included.
-	History []bot.Message
+	History []chatmodel.Message
 }
 
 // chat is the in-memory chat a scenario runs in: it records every message
@@ -31,19 +31,19 @@ type chat struct {
 }
 
 var (
-	_ bot.Chat          = (*chat)(nil)
-	_ bot.GroupResolver = (*chat)(nil)
+	_ chatmodel.Chat          = (*chat)(nil)
+	_ chatmodel.GroupResolver = (*chat)(nil)
 )
 
-func (c *chat) Post(_ context.Context, to bot.Conversation, m bot.Message) (bot.MessageRef, error) {
+func (c *chat) Post(_ context.Context, to chatmodel.Conversation, m chatmodel.Message) (chatmodel.MessageRef, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ref := bot.MessageRef{Platform: to.Platform, Channel: to.Channel, Thread: to.Thread, ID: fmt.Sprintf("m%d", len(c.posts)+1)}
-	c.posts = append(c.posts, &posted{Ref: ref, To: to, Msg: m, History: []bot.Message{m}})
+	ref := chatmodel.MessageRef{Platform: to.Platform, Channel: to.Channel, Thread: to.Thread, ID: fmt.Sprintf("m%d", len(c.posts)+1)}
+	c.posts = append(c.posts, &posted{Ref: ref, To: to, Msg: m, History: []chatmodel.Message{m}})
 	return ref, nil
 }
 
-func (c *chat) Update(_ context.Context, ref bot.MessageRef, m bot.Message) error {
+func (c *chat) Update(_ context.Context, ref chatmodel.MessageRef, m chatmodel.Message) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range c.posts {
@@ -56,7 +56,7 @@ func (c *chat) Update(_ context.Context, ref bot.MessageRef, m bot.Message) erro
 	return fmt.Errorf("update: no message %s", ref.ID)
 }
 
-func (c *chat) Ephemeral(_ context.Context, _ bot.Conversation, _ bot.User, m bot.Message) error {
+func (c *chat) Ephemeral(_ context.Context, _ chatmodel.Conversation, _ chatmodel.User, m chatmodel.Message) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ephemerals = append(c.ephemerals, m.Text)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // check compares the state with x and returns one line per difference,
@@ -16,7 +16,7 @@ func (e *env) check(x *Expect) []string {
 	var out []string
 	fail := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 
-	var r *bot.Run
+	var r *runmodel.Run
 	if len(e.runs) > 0 {
 		var err error
 		if r, err = e.current(); err != nil {
@@ -89,7 +89,7 @@ func (e *env) check(x *Expect) []string {
 	return out
 }
 
-func checkRun(r *bot.Run, x *Expect) []string {
+func checkRun(r *runmodel.Run, x *Expect) []string {
 	var out []string
 	fail := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 	if x.At != "" {
@@ -106,7 +106,7 @@ func checkRun(r *bot.Run, x *Expect) []string {
 	}
 	for _, id := range sortedKeys(x.Steps) {
 		want := x.Steps[id]
-		var st *bot.StepState
+		var st *runmodel.StepState
 		for i := range r.Steps {
 			if r.Steps[i].ID == id {
 				st = &r.Steps[i]
@@ -154,7 +154,7 @@ func checkRun(r *bot.Run, x *Expect) []string {
 	return out
 }
 
-func stepIDs(r *bot.Run) string {
+func stepIDs(r *runmodel.Run) string {
 	ids := make([]string, 0, len(r.Steps))
 	for _, st := range r.Steps {
 		ids = append(ids, st.ID)

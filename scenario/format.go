@@ -11,8 +11,8 @@ import (
 
 	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/adapters/postgres/pgsim"
-	"github.com/groundcrew/groundcrew/bot"
-	"github.com/groundcrew/groundcrew/runbooks"
+	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/model/textmodel"
 )
 
 // DefaultTarget is the target scenarios run on when they name none; its
@@ -48,7 +48,7 @@ type Scenario struct {
 	// postgres.* operations fail as on a target without a database).
 	Database *pgsim.DatabaseSpec
 	// Policy is the configured default approval policy (zero: the engine's).
-	Policy bot.Policy
+	Policy runmodel.Policy
 	// Groups maps an approver group to its members (user names).
 	Groups map[string][]string
 	// Tick is the clock step used by advance inputs.
@@ -338,7 +338,7 @@ func checkKeys(n *yaml.Node, allowed ...string) error {
 }
 
 // closest returns the candidate nearest to s when it is a likely typo, or "".
-func closest(s string, candidates []string) string { return runbooks.Suggest(s, candidates) }
+func closest(s string, candidates []string) string { return textmodel.Suggest(s, candidates) }
 
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))

@@ -7,13 +7,14 @@ import (
 
 	"github.com/groundcrew/groundcrew/adapters/chatutil"
 	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // channel is where scenario runs happen.
-var channel = bot.Conversation{Platform: "scenario", Channel: "C-ops"}
+var channel = chatmodel.Conversation{Platform: "scenario", Channel: "C-ops"}
 
-func user(name string) bot.User { return bot.User{ID: name, Name: name} }
+func user(name string) chatmodel.User { return chatmodel.User{ID: name, Name: name} }
 
 // apply performs one input and returns what went wrong.
 func (e *env) apply(in *Input) []string {
@@ -27,17 +28,17 @@ func (e *env) apply(in *Input) []string {
 	case "react":
 		err = e.react(in.As, in.Step, chatutil.IntentOf(in.React), false)
 	case "approve":
-		intent := bot.IntentApprove
+		intent := chatmodel.IntentApprove
 		if !*in.Approve {
-			intent = bot.IntentReject
+			intent = chatmodel.IntentReject
 		}
 		err = e.react(in.As, "", intent, true)
 	case "done":
-		err = e.react(in.As, in.Done, bot.IntentDone, false)
+		err = e.react(in.As, in.Done, chatmodel.IntentDone, false)
 	case "skip":
-		err = e.react(in.As, in.Skip, bot.IntentSkip, false)
+		err = e.react(in.As, in.Skip, chatmodel.IntentSkip, false)
 	case "fail":
-		err = e.react(in.As, in.Fail, bot.IntentFail, false)
+		err = e.react(in.As, in.Fail, chatmodel.IntentFail, false)
 	case "advance":
 		err = e.advance(in.Advance.D())
 	case "world":
@@ -57,7 +58,7 @@ func (e *env) apply(in *Input) []string {
 	return nil
 }
 
-func (e *env) handle(ev bot.Event) error {
+func (e *env) handle(ev chatmodel.Event) error {
 	if err := e.eng.Handle(e.ctx, ev); err != nil {
 		return fmt.Errorf("the engine refused the event: %w", err)
 	}
@@ -67,17 +68,17 @@ func (e *env) handle(ev bot.Event) error {
 // startRun types "/runbook run …" and remembers the run it started.
 func (e *env) startRun(in *Input) error {
 	before := map[string]bool{}
-	runs, err := e.store.ListRuns(e.ctx, bot.RunQuery{})
+	runs, err := e.store.ListRuns(e.ctx, runmodel.RunQuery{})
 	if err != nil {
 		return err
 	}
 	for _, r := range runs {
 		before[r.ID] = true
 	}
-	if err := e.handle(bot.Event{Kind: bot.EventCommand, User: user(in.As), Conversation: channel, Text: "run " + in.Run}); err != nil {
+	if err := e.handle(chatmodel.Event{Kind: chatmodel.EventCommand, User: user(in.As), Conversation: channel, Text: "run " + in.Run}); err != nil {
 		return err
 	}
-	runs, err = e.store.ListRuns(e.ctx, bot.RunQuery{})
+	runs, err = e.store.ListRuns(e.ctx, runmodel.RunQuery{})
 	if err != nil {
 		return err
 	}
@@ -97,11 +98,11 @@ func (e *env) command(as, text string) error {
 		}
 		text = strings.ReplaceAll(text, "{run}", e.runs[len(e.runs)-1])
 	}
-	return e.handle(bot.Event{Kind: bot.EventCommand, User: user(as), Conversation: channel, Text: text})
+	return e.handle(chatmodel.Event{Kind: chatmodel.EventCommand, User: user(as), Conversation: channel, Text: text})
 }
 
 // current returns the latest run.
-func (e *env) current() (*bot.Run, error) {
+func (e *env) current() (*runmodel.Run, error) {
 	if len(e.runs) == 0 {
 		return nil, fmt.Errorf("no run was started (replies: %s)", e.replies())
 	}
@@ -109,7 +110,7 @@ func (e *env) current() (*bot.Run, error) {
 }
 
 // where says what a run waits for, for error messages.
-func where(r *bot.Run) string {
+func where(r *runmodel.Run) string {
 	if r.State.Terminal() {
 		msg := "the run is " + string(r.State)
 		if r.Error != "" {
@@ -126,15 +127,15 @@ func where(r *bot.Run) string {
 
 // react adds a reaction to the message of step (or of whatever the run
 // waits for). gate requires an open approval request.
-func (e *env) react(as, step string, intent bot.Intent, gate bool) error {
+func (e *env) react(as, step string, intent chatmodel.Intent, gate bool) error {
 	r, err := e.current()
 	if err != nil {
 		return err
 	}
-	var ref bot.MessageRef
+	var ref chatmodel.MessageRef
 	switch {
-	case gate || (step == "" && r.Gate != nil && r.Gate.Decision == bot.GatePending):
-		if r.Gate == nil || r.Gate.Decision != bot.GatePending {
+	case gate || (step == "" && r.Gate != nil && r.Gate.Decision == runmodel.GatePending):
+		if r.Gate == nil || r.Gate.Decision != runmodel.GatePending {
 			return fmt.Errorf("no approval request is open: %s", where(r))
 		}
 		if step != "" && r.Gate.StepID != step {
@@ -142,16 +143,16 @@ func (e *env) react(as, step string, intent bot.Intent, gate bool) error {
 		}
 		ref = r.Gate.Message
 	case step == "":
-		if r.State != bot.RunAwaitingManual {
+		if r.State != runmodel.RunAwaitingManual {
 			return fmt.Errorf("the run waits for no person: %s", where(r))
 		}
 		ref = r.Steps[r.Cursor].Message
 	default:
-		if r.Gate != nil && r.Gate.Decision == bot.GatePending && gateCovers(r, step) {
+		if r.Gate != nil && r.Gate.Decision == runmodel.GatePending && gateCovers(r, step) {
 			ref = r.Gate.Message
 			break
 		}
-		var st *bot.StepState
+		var st *runmodel.StepState
 		for i := range r.Steps {
 			if r.Steps[i].ID == step {
 				st = &r.Steps[i]
@@ -160,7 +161,7 @@ func (e *env) react(as, step string, intent bot.Intent, gate bool) error {
 		if st == nil {
 			return fmt.Errorf("the runbook has no step %q", step)
 		}
-		if st.Status != bot.StepManual {
+		if st.Status != runmodel.StepManual {
 			return fmt.Errorf("step %s is not waiting for a person (it is %s); %s", step, st.Status, where(r))
 		}
 		ref = st.Message
@@ -168,13 +169,13 @@ func (e *env) react(as, step string, intent bot.Intent, gate bool) error {
 	if ref.IsZero() {
 		return fmt.Errorf("the message to react to was never posted; %s", where(r))
 	}
-	return e.handle(bot.Event{Kind: bot.EventReaction, User: user(as), Message: ref, Intent: intent,
-		Conversation: bot.Conversation{Platform: channel.Platform, Channel: ref.Channel, Thread: ref.Thread}})
+	return e.handle(chatmodel.Event{Kind: chatmodel.EventReaction, User: user(as), Message: ref, Intent: intent,
+		Conversation: chatmodel.Conversation{Platform: channel.Platform, Channel: ref.Channel, Thread: ref.Thread}})
 }
 
 // gateCovers reports whether the open gate answers for step: the gated
 // step itself, or an approval step merged into it.
-func gateCovers(r *bot.Run, step string) bool {
+func gateCovers(r *runmodel.Run, step string) bool {
 	if r.Gate.StepID == step {
 		return true
 	}

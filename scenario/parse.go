@@ -15,7 +15,8 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/chatutil"
 	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/adapters/postgres/pgsim"
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // common holds the settings a file gives all its scenarios and a scenario
@@ -28,7 +29,7 @@ type common struct {
 	World     yaml.Node               `yaml:"world"`
 	WorldFile string                  `yaml:"world_file"`
 	Database  yaml.Node               `yaml:"database"`
-	Policy    *bot.Policy             `yaml:"policy"`
+	Policy    *runmodel.Policy        `yaml:"policy"`
 	Groups    map[string][]string     `yaml:"groups"`
 	Tick      Duration                `yaml:"tick"`
 }
@@ -317,7 +318,7 @@ func (p *parser) input(in *Input) {
 		p.errf(in.Line, "%s: `step` applies to react only (done/skip/fail name the step themselves)", kind)
 	}
 	if kind == "react" {
-		if i := chatutil.IntentOf(in.React); i != bot.IntentApprove && i != bot.IntentReject && i != bot.IntentSkip {
+		if i := chatutil.IntentOf(in.React); i != chatmodel.IntentApprove && i != chatmodel.IntentReject && i != chatmodel.IntentSkip {
 			p.errf(in.Line, "react %q: use %s", in.React, reactionChoices())
 		}
 	}
@@ -486,7 +487,7 @@ func LoadFS(fsys fs.FS) ([]*Scenario, error) {
 // chat adapters (chatutil), by symbol and short name.
 func reactionChoices() string {
 	var sym, names []string
-	for _, i := range []bot.Intent{bot.IntentApprove, bot.IntentReject, bot.IntentSkip} {
+	for _, i := range []chatmodel.Intent{chatmodel.IntentApprove, chatmodel.IntentReject, chatmodel.IntentSkip} {
 		sym = append(sym, chatutil.Symbol(i))
 		names = append(names, chatutil.Name(i))
 	}

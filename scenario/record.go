@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // Phases of an operation call.
@@ -19,7 +19,7 @@ type Call struct {
 	Op    string
 	Step  string
 	Phase string
-	Args  bot.Args
+	Args  opmodel.Args
 	Err   string
 }
 
@@ -56,31 +56,31 @@ func (r *recorder) called(op, step string) bool {
 	return false
 }
 
-type recordedProvider struct{ ops []bot.Op }
+type recordedProvider struct{ ops []opmodel.Op }
 
-func (p recordedProvider) Ops() []bot.Op { return p.ops }
+func (p recordedProvider) Ops() []opmodel.Op { return p.ops }
 
 // wrap returns p with every operation recorded.
-func (r *recorder) wrap(p bot.Provider) bot.Provider {
-	var out []bot.Op
+func (r *recorder) wrap(p opmodel.Provider) opmodel.Provider {
+	var out []opmodel.Op
 	for _, op := range p.Ops() {
 		op := op
 		if do := op.Do; do != nil {
-			op.Do = func(ctx context.Context, c bot.Call) (bot.Result, error) {
+			op.Do = func(ctx context.Context, c opmodel.Call) (opmodel.Result, error) {
 				res, err := do(ctx, c)
 				r.add(Call{Op: op.Name, Step: c.StepID, Phase: PhaseDo, Args: c.Args}, err)
 				return res, err
 			}
 		}
 		if plan := op.Plan; plan != nil {
-			op.Plan = func(ctx context.Context, c bot.Call) (bot.Plan, error) {
+			op.Plan = func(ctx context.Context, c opmodel.Call) (opmodel.Plan, error) {
 				p, err := plan(ctx, c)
 				r.add(Call{Op: op.Name, Step: c.StepID, Phase: PhasePlan, Args: c.Args}, err)
 				return p, err
 			}
 		}
 		if apply := op.Apply; apply != nil {
-			op.Apply = func(ctx context.Context, c bot.Call, p bot.Plan) (bot.Result, error) {
+			op.Apply = func(ctx context.Context, c opmodel.Call, p opmodel.Plan) (opmodel.Result, error) {
 				res, err := apply(ctx, c, p)
 				r.add(Call{Op: op.Name, Step: c.StepID, Phase: PhaseApply, Args: c.Args}, err)
 				return res, err

@@ -14,6 +14,9 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/core"
 	"github.com/groundcrew/groundcrew/adapters/postgres/pgsim"
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/policy"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/store"
 )
@@ -189,7 +192,7 @@ func setup(ctx context.Context, sc *Scenario, o Options) (*env, func(), error) {
 		p, ok := sim.Pipeline(team, name)
 		return p.ID, ok
 	})
-	reg, err := bot.NewRegistry(e.rec.wrap(core.Provider{}), e.rec.wrap(cc), e.rec.wrap(e.db))
+	reg, err := opmodel.NewRegistry(e.rec.wrap(core.Provider{}), e.rec.wrap(cc), e.rec.wrap(e.db))
 	if err != nil {
 		return nil, cleanup, fmt.Errorf("registering operations: %w", err)
 	}
@@ -215,7 +218,7 @@ func setup(ctx context.Context, sc *Scenario, o Options) (*env, func(), error) {
 	e.engOpts = bot.Options{
 		Store: db, Chat: e.chat, Ops: reg, Library: lib, Platform: "scenario", Now: e.clock.Now,
 		Targets:   map[string]bot.TargetInfo{sc.Target: {Vars: sc.Vars, FlyTarget: sc.FlyTarget}},
-		Approvals: bot.ApprovalConfig{Default: sc.Policy},
+		Approvals: policy.Config{Default: sc.Policy},
 	}
 	closers = append(closers, e.stop)
 	if err := e.start(); err != nil {
@@ -298,7 +301,7 @@ func (e *env) summary() string {
 	if e.store == nil {
 		return ""
 	}
-	runs, err := e.store.ListRuns(e.ctx, bot.RunQuery{Limit: 1})
+	runs, err := e.store.ListRuns(e.ctx, runmodel.RunQuery{Limit: 1})
 	if err != nil || len(runs) == 0 {
 		return ""
 	}

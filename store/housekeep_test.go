@@ -200,7 +200,7 @@ func TestHousekeep_RunChangedSinceListedIsDecidedAgain(t *testing.T) {
 	assert.NoError(t, err, "running again: kept")
 	for _, id := range []string{"r-2", "r-3"} {
 		_, err = db.GetRun(ctx, id)
-		assert.ErrorIs(t, err, runmodel.ErrNotFound, id)
+		assert.ErrorIs(t, err, chatmodel.ErrNotFound, id)
 	}
 }
 

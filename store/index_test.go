@@ -13,8 +13,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 	"github.com/groundcrew/groundcrew/model/runmodel"
-	"github.com/groundcrew/groundcrew/runbooks"
 )
 
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -176,12 +176,12 @@ func TestHousekeep_RetentionKeepsAuditAndActiveRuns(t *testing.T) {
 func TestSpecs_StoredOnce(t *testing.T) {
 	db, p := openTemp(t)
 	ctx := context.Background()
-	spec := &runbooks.Runbook{Name: "prune", Title: "Prune", Steps: []runbooks.Step{{ID: "a", Kind: runbooks.KindManual, Text: "hi"}}}
+	spec := &runbookmodel.Runbook{Name: "prune", Title: "Prune", Steps: []runbookmodel.Step{{ID: "a", Kind: runbookmodel.KindManual, Text: "hi"}}}
 	for i := range 3 {
 		require.NoError(t, db.CreateRun(ctx, &runmodel.Run{ID: fmt.Sprintf("r-%d", i), State: runmodel.RunRunning, CreatedAt: t0, Spec: spec}, nil))
 	}
 	// A run as schema version 2 wrote it: the spec inline.
-	legacy, _ := json.Marshal(runmodel.Run{ID: "r-legacy", State: runmodel.RunRunning, CreatedAt: t0, Spec: &runbooks.Runbook{Name: "old", Title: "Old"}})
+	legacy, _ := json.Marshal(runmodel.Run{ID: "r-legacy", State: runmodel.RunRunning, CreatedAt: t0, Spec: &runbookmodel.Runbook{Name: "old", Title: "Old"}})
 	require.NoError(t, db.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bRuns).Put([]byte("r-legacy"), legacy) }))
 
 	require.NoError(t, db.Close())

@@ -9,7 +9,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/groundcrew/groundcrew/runbooks"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 )
 
 // specCache maps runbook specs to their content hash and back. A run's
@@ -19,16 +19,16 @@ import (
 // decode its runbook again.
 type specCache struct {
 	mu    sync.Mutex
-	byRef map[string]*runbooks.Runbook
-	refOf map[*runbooks.Runbook]string
+	byRef map[string]*runbookmodel.Runbook
+	refOf map[*runbookmodel.Runbook]string
 }
 
 func newSpecCache() *specCache {
-	return &specCache{byRef: map[string]*runbooks.Runbook{}, refOf: map[*runbooks.Runbook]string{}}
+	return &specCache{byRef: map[string]*runbookmodel.Runbook{}, refOf: map[*runbookmodel.Runbook]string{}}
 }
 
 // put stores spec in the specs bucket (once) and returns its reference.
-func (c *specCache) put(tx *bolt.Tx, spec *runbooks.Runbook) (string, error) {
+func (c *specCache) put(tx *bolt.Tx, spec *runbookmodel.Runbook) (string, error) {
 	c.mu.Lock()
 	ref, ok := c.refOf[spec]
 	c.mu.Unlock()
@@ -58,7 +58,7 @@ func (c *specCache) put(tx *bolt.Tx, spec *runbooks.Runbook) (string, error) {
 }
 
 // get returns the spec with the reference, decoding it once.
-func (c *specCache) get(tx *bolt.Tx, ref string) (*runbooks.Runbook, error) {
+func (c *specCache) get(tx *bolt.Tx, ref string) (*runbookmodel.Runbook, error) {
 	c.mu.Lock()
 	spec, ok := c.byRef[ref]
 	c.mu.Unlock()
@@ -69,7 +69,7 @@ func (c *specCache) get(tx *bolt.Tx, ref string) (*runbooks.Runbook, error) {
 	if raw == nil {
 		return nil, fmt.Errorf("its runbook %s is missing from the store", ref)
 	}
-	spec = &runbooks.Runbook{}
+	spec = &runbookmodel.Runbook{}
 	if err := json.Unmarshal(raw, spec); err != nil {
 		return nil, fmt.Errorf("decoding runbook %s: %w", ref, err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/groundcrew/groundcrew/digest"
 	"github.com/groundcrew/groundcrew/incident"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/watch"
 )
@@ -304,7 +305,7 @@ func TestStalledWorkerSuggestsWhatTheDigestSuggests(t *testing.T) {
 func TestSuggestedRunbooksTakeTheirParams(t *testing.T) {
 	rbs, err := runbooks.LoadFS(runbooks.Builtin(), nil)
 	require.NoError(t, err)
-	byName := map[string]*runbooks.Runbook{}
+	byName := map[string]*runbookmodel.Runbook{}
 	for _, rb := range rbs {
 		byName[rb.Name] = rb
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/groundcrew/groundcrew/model/chatmodel"
-	"github.com/groundcrew/groundcrew/runbooks"
+	"github.com/groundcrew/groundcrew/model/textmodel"
 )
 
 // NotFoundError is a name (a user, a group) the platform does not know,
@@ -21,7 +21,7 @@ type NotFoundError struct {
 // NotFound returns a *NotFoundError for name, suggesting the closest of
 // known (runbooks.Suggest: about one edit per three characters).
 func NotFound(what, name string, known []string) *NotFoundError {
-	return &NotFoundError{What: what, Name: name, Suggestion: runbooks.Suggest(name, known)}
+	return &NotFoundError{What: what, Name: name, Suggestion: textmodel.Suggest(name, known)}
 }
 
 func (e *NotFoundError) Error() string {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/groundcrew/groundcrew/runbooks"
+	"github.com/groundcrew/groundcrew/model/textmodel"
 )
 
 // pipelineNotFound turns a 404 on team/name into a sentence that says what
@@ -63,7 +63,7 @@ func pipelineHint(ctx context.Context, cl *Client, team, name string) string {
 	case len(prefixed) == 1:
 		return fmt.Sprintf("did you mean `%s`?", prefixed[0])
 	}
-	if s := runbooks.Suggest(name, names); s != "" {
+	if s := textmodel.Suggest(name, names); s != "" {
 		return fmt.Sprintf("did you mean `%s`?", ref[s])
 	}
 	return ""

@@ -23,6 +23,7 @@ import (
 
 	"github.com/groundcrew/groundcrew/adapters/chatutil"
 	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/textmodel"
 )
 
 // Config configures the console adapter.
@@ -423,7 +424,7 @@ func (a *Adapter) handleLine(ctx context.Context, h chatmodel.Handler, line stri
 	line = strings.ReplaceAll(line, "$RUN", a.lastRun)
 	a.mu.Unlock()
 	if a.opts.Echo {
-		fmt.Fprintf(a.out, "\n%s %s\n", a.bold(user+">"), chatmodel.Sanitize(line))
+		fmt.Fprintf(a.out, "\n%s %s\n", a.bold(user+">"), textmodel.Sanitize(line))
 	}
 	u := chatmodel.User{ID: user, Name: user}
 	conv := chatmodel.Conversation{Platform: "console", Channel: a.cfg.Channel, Thread: a.currentThread()}

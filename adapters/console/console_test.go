@@ -16,9 +16,10 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/core"
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/bot/bottest"
-	"github.com/groundcrew/groundcrew/bot/policy"
 	"github.com/groundcrew/groundcrew/model/chatmodel"
 	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/policy"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/store"
 )
@@ -72,7 +73,7 @@ func TestConsole_ScriptedSession(t *testing.T) {
 		console.Options{Echo: true, AfterLine: func() { _ = eng.WaitIdle(context.Background()) }})
 	eng, err = bot.New(bot.Options{Store: db, Chat: c, Capabilities: bot.CapabilitiesOf(db, c), Ops: reg, Library: lib,
 		Targets:   map[string]bot.TargetInfo{"infra-prd": {Vars: map[string]string{"zone": "infra-prd"}}},
-		Approvals: policy.Config{Default: policy.Policy{Approvers: []string{"group:oncall"}}}})
+		Approvals: policy.Config{Default: runmodel.Policy{Approvers: []string{"group:oncall"}}}})
 	require.NoError(t, err)
 	require.NoError(t, c.Run(context.Background(), eng))
 	require.NoError(t, eng.WaitIdle(context.Background()))

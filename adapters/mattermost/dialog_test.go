@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 func submitDialog(t *testing.T, a *Adapter, req model.SubmitDialogRequest) (int, model.SubmitDialogResponse) {
@@ -36,16 +36,16 @@ func TestDialog_OpenAndSubmit(t *testing.T) {
 	f := newFakeMM(t)
 	a := newTestAdapter(t, f, nil)
 	rec := newRecorder()
-	form := bot.Form{Title: "Run pause-pipeline", Command: "run pause-pipeline target=infra-prd", Fields: []bot.FormField{
+	form := chatmodel.Form{Title: "Run pause-pipeline", Command: "run pause-pipeline target=infra-prd", Fields: []chatmodel.FormField{
 		{Name: "pipeline", Help: "pipeline name", Required: true},
 		{Name: "mode", Default: "soft", Options: []string{"soft", "hard"}},
 	}}
-	rec.setReply(func(ctx context.Context, e bot.Event) error {
+	rec.setReply(func(ctx context.Context, e chatmodel.Event) error {
 		switch e.Text {
 		case "run pause-pipeline target=infra-prd":
 			return a.OpenForm(ctx, e, form)
 		case "run pause-pipeline target=infra-prd mode=soft pipeline=bad!":
-			return a.Ephemeral(ctx, e.Conversation, e.User, bot.Message{Text: `parameter "pipeline": "bad!" does not match the pattern [a-z]+`})
+			return a.Ephemeral(ctx, e.Conversation, e.User, chatmodel.Message{Text: `parameter "pipeline": "bad!" does not match the pattern [a-z]+`})
 		}
 		return nil
 	})
@@ -70,7 +70,7 @@ func TestDialog_OpenAndSubmit(t *testing.T) {
 	code, resp := submitDialog(t, a, sub)
 	assert.Equal(t, http.StatusOK, code)
 	e := rec.next(t)
-	assert.Equal(t, bot.User{ID: aliceID, Name: "alice"}, e.User, "the user is the one Mattermost names, named from its id")
+	assert.Equal(t, chatmodel.User{ID: aliceID, Name: "alice"}, e.User, "the user is the one Mattermost names, named from its id")
 	assert.Equal(t, map[string]string{"pipeline": `parameter "pipeline": "bad!" does not match the pattern [a-z]+`}, resp.Errors, "the error is on its field")
 
 	sub.Submission = map[string]any{"pipeline": "main", "mode": "hard"}
@@ -91,8 +91,8 @@ func TestDialog_OpenAndSubmit(t *testing.T) {
 // a note when it has none.
 type refreshStub struct{ workers map[string][]string }
 
-func (r refreshStub) RefreshForm(_ context.Context, command string, values map[string]string) (bot.Form, error) {
-	f := bot.Form{Title: "Run worker-stalled", Command: command, Fields: []bot.FormField{
+func (r refreshStub) RefreshForm(_ context.Context, command string, values map[string]string) (chatmodel.Form, error) {
+	f := chatmodel.Form{Title: "Run worker-stalled", Command: command, Fields: []chatmodel.FormField{
 		{Name: "target", Required: true, Options: []string{"infra-dev", "infra-down"}, Default: values["target"], Refresh: true},
 		{Name: "worker"},
 	}}
@@ -115,7 +115,7 @@ func TestDialog_TargetChangeRefreshesIt(t *testing.T) {
 	rec := newRecorder()
 	form, _ := refreshStub{}.RefreshForm(context.Background(), "run worker-stalled", map[string]string{})
 	form.Note = ""
-	rec.setReply(func(ctx context.Context, e bot.Event) error { return a.OpenForm(ctx, e, form) })
+	rec.setReply(func(ctx context.Context, e chatmodel.Event) error { return a.OpenForm(ctx, e, form) })
 	runAdapter(t, a, rec)
 
 	postCommand(t, a, commandForm(cmdToken, "run worker-stalled"), nil)

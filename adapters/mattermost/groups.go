@@ -12,7 +12,7 @@ import (
 	"github.com/mattermost/mattermost/server/public/model"
 
 	"github.com/groundcrew/groundcrew/model/chatmodel"
-	"github.com/groundcrew/groundcrew/runbooks"
+	"github.com/groundcrew/groundcrew/model/textmodel"
 )
 
 // ErrUnknownGroup is wrapped by GroupMembers when a name matches no role,
@@ -104,7 +104,7 @@ func (a *Adapter) resolveGroup(ctx context.Context, name string) ([]string, erro
 			return ids, err
 		}
 	}
-	return nil, &UnknownGroupError{Name: name, Team: a.cfg.team, Suggestion: runbooks.Suggest(name, a.groupNames(ctx, teamID))}
+	return nil, &UnknownGroupError{Name: name, Team: a.cfg.team, Suggestion: textmodel.Suggest(name, a.groupNames(ctx, teamID))}
 }
 
 // team returns the id of chat.mattermost.team ("" when not set), looking

@@ -26,10 +26,10 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
 	"github.com/groundcrew/groundcrew/bot"
-	"github.com/groundcrew/groundcrew/bot/policy"
 	"github.com/groundcrew/groundcrew/model/chatmodel"
 	"github.com/groundcrew/groundcrew/model/opmodel"
 	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/policy"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/store"
 )
@@ -306,7 +306,7 @@ func newE2E(t *testing.T, mode string, setup func(f *fakeSlack, a *Adapter)) *e2
 	eng, err := bot.New(bot.Options{
 		Store: db, Chat: a, Capabilities: bot.CapabilitiesOf(db, a), Ops: reg, Library: lib, Platform: Platform, Logger: testLogger(t),
 		Targets:      map[string]bot.TargetInfo{"infra-prd": {}},
-		Approvals:    policy.Config{Default: policy.Policy{Approvers: []string{"group:ci-oncall"}}},
+		Approvals:    policy.Config{Default: runmodel.Policy{Approvers: []string{"group:ci-oncall"}}},
 		TickInterval: 50 * time.Millisecond,
 	})
 	require.NoError(t, err)

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // A run form is a modal opened with the command's trigger_id; its
@@ -21,7 +21,7 @@ func TestForm_ModalOpenAndSubmit(t *testing.T) {
 	f := newFakeSlack(t)
 	a := newTestAdapter(t, f, Config{})
 	ev := a.commandEvent(slackapi.SlashCommand{TriggerID: "T123", UserID: "UALICE", UserName: "alice", ChannelID: "C0OPS", Text: "run pause-pipeline"})
-	form := bot.Form{Title: "Run pause-pipeline", Command: "run pause-pipeline target=infra-prd", Fields: []bot.FormField{
+	form := chatmodel.Form{Title: "Run pause-pipeline", Command: "run pause-pipeline target=infra-prd", Fields: []chatmodel.FormField{
 		{Name: "pipeline", Help: "pipeline name", Required: true},
 		{Name: "mode", Default: "soft", Options: []string{"soft", "hard"}},
 	}}
@@ -53,19 +53,19 @@ func TestForm_ModalOpenAndSubmit(t *testing.T) {
 	}}
 	evs := a.interactionEvents(cb)
 	require.Len(t, evs, 1)
-	assert.Equal(t, bot.EventCommand, evs[0].Kind)
+	assert.Equal(t, chatmodel.EventCommand, evs[0].Kind)
 	assert.Equal(t, "run pause-pipeline target=infra-prd mode=hard pipeline=main/ci", evs[0].Text, "the same as typing it")
-	assert.Equal(t, bot.Conversation{Platform: Platform, Channel: "C0OPS"}, evs[0].Conversation)
+	assert.Equal(t, chatmodel.Conversation{Platform: Platform, Channel: "C0OPS"}, evs[0].Conversation)
 	assert.Equal(t, "UALICE", evs[0].User.ID)
 
 	// A button press (▶ Run on /runbook show) opens it with its own trigger_id.
-	require.NoError(t, a.OpenForm(context.Background(), bot.Event{ID: "slack:action:T456", Conversation: bot.Conversation{Platform: Platform, Channel: "C0OPS"}}, form))
+	require.NoError(t, a.OpenForm(context.Background(), chatmodel.Event{ID: "slack:action:T456", Conversation: chatmodel.Conversation{Platform: Platform, Channel: "C0OPS"}}, form))
 	f.mu.Lock()
 	assert.Equal(t, "T456", f.views[len(f.views)-1].Trigger)
 	f.mu.Unlock()
 	// Without a trigger there is no modal.
-	assert.Error(t, a.OpenForm(context.Background(), bot.Event{ID: "slack:action:UALICE:1795979200.000001"}, form))
-	assert.Error(t, a.OpenForm(context.Background(), bot.Event{ID: "Ev123"}, form))
+	assert.Error(t, a.OpenForm(context.Background(), chatmodel.Event{ID: "slack:action:UALICE:1795979200.000001"}, form))
+	assert.Error(t, a.OpenForm(context.Background(), chatmodel.Event{ID: "Ev123"}, form))
 }
 
 // checkerStub refuses the values it is told to.
@@ -83,7 +83,7 @@ func (c *checkerStub) CheckForm(_ context.Context, command string, values map[st
 func submissionPayload(t *testing.T, a *Adapter, f *fakeSlack, values map[string]string) string {
 	t.Helper()
 	ev := a.commandEvent(slackapi.SlashCommand{TriggerID: "T9", UserID: "UALICE", UserName: "alice", ChannelID: "C0OPS", Text: "run waiter"})
-	form := bot.Form{Title: "Run waiter", Command: "run waiter target=infra-prd", Fields: []bot.FormField{{Name: "worker", Required: true}, {Name: "note"}}}
+	form := chatmodel.Form{Title: "Run waiter", Command: "run waiter target=infra-prd", Fields: []chatmodel.FormField{{Name: "worker", Required: true}, {Name: "note"}}}
 	require.NoError(t, a.OpenForm(context.Background(), ev, form))
 	f.mu.Lock()
 	raw := f.views[len(f.views)-1].View

@@ -6,7 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot/policy"
+	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/policy"
 )
 
 // TestE2E_VotesCheckedAgainBeforeThePrune (#22.1): the gate needs two
@@ -20,7 +21,7 @@ func TestE2E_VotesCheckedAgainBeforeThePrune(t *testing.T) {
 		t.Run(change, func(t *testing.T) {
 			env := newE2E(t, ModeHTTP, nil)
 			f, in, sim := env.f, env.in, env.sim
-			require.NoError(t, env.eng.Reload(env.ctx, policy.Config{Default: policy.Policy{Approvers: []string{"group:ci-oncall"}, Required: 2}}))
+			require.NoError(t, env.eng.Reload(env.ctx, policy.Config{Default: runmodel.Policy{Approvers: []string{"group:ci-oncall"}, Required: 2}}))
 			f.mu.Lock()
 			f.users["UDAVE"], f.users["UERIN"] = "dave", "erin"
 			f.members["S0CIONCALL"] = []string{"UERIN", "UCAROL", "UDAVE"}

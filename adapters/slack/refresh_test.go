@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // targetForms is a FormRefresher that answers as the engine does for a
@@ -25,15 +25,15 @@ type targetForms struct {
 	asked   []map[string]string
 }
 
-func (r *targetForms) RefreshForm(_ context.Context, command string, values map[string]string) (bot.Form, error) {
+func (r *targetForms) RefreshForm(_ context.Context, command string, values map[string]string) (chatmodel.Form, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.asked = append(r.asked, values)
 	return r.form(values), nil
 }
 
-func (r *targetForms) form(values map[string]string) bot.Form {
-	f := bot.Form{Title: "Run worker-stalled", Command: "run worker-stalled", Fields: []bot.FormField{
+func (r *targetForms) form(values map[string]string) chatmodel.Form {
+	f := chatmodel.Form{Title: "Run worker-stalled", Command: "run worker-stalled", Fields: []chatmodel.FormField{
 		{Name: "target", Required: true, Options: []string{"infra-dev", "infra-down", "infra-prd"}, Default: values["target"], Refresh: true},
 		{Name: "worker", Required: true},
 		{Name: "note", Default: values["note"]},

@@ -12,23 +12,24 @@ import (
 	"sync"
 	"time"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // Posted is a message as the fake chat holds it.
 type Posted struct {
-	Ref     bot.MessageRef
-	To      bot.Conversation
-	Msg     bot.Message
+	Ref     chatmodel.MessageRef
+	To      chatmodel.Conversation
+	Msg     chatmodel.Message
 	Edits   int
-	History []bot.Message
+	History []chatmodel.Message
 }
 
 // Ephemeral is a message shown to one user.
 type Ephemeral struct {
-	User    bot.User
+	User    chatmodel.User
 	Text    string
-	Buttons []bot.Button
+	Buttons []chatmodel.Button
 }
 
 // Chat is a recording bot.Chat. FailPosts makes the next N posts fail.
@@ -42,27 +43,27 @@ type Chat struct {
 	GroupsErr error
 	// Users is the platform's user directory by name, for resolving names
 	// in policies; nil means names are ids.
-	Users map[string]bot.User
+	Users map[string]chatmodel.User
 	// OnPost, when set, is called with each posted message before Post
 	// returns (a test's way to act "the moment it appears").
-	OnPost func(ref bot.MessageRef, m bot.Message)
+	OnPost func(ref chatmodel.MessageRef, m chatmodel.Message)
 	// CannotPost names channels the bot is not in: CanPost refuses them
 	// with the message given.
 	CannotPost map[string]string
 }
 
 var (
-	_ bot.Chat             = (*Chat)(nil)
-	_ bot.GroupResolver    = (*Chat)(nil)
-	_ bot.IdentityResolver = (*Chat)(nil)
+	_ chatmodel.Chat             = (*Chat)(nil)
+	_ chatmodel.GroupResolver    = (*Chat)(nil)
+	_ chatmodel.IdentityResolver = (*Chat)(nil)
 )
 
 // ResolveUser implements bot.IdentityResolver over Users.
-func (c *Chat) ResolveUser(_ context.Context, name string) (bot.User, error) {
+func (c *Chat) ResolveUser(_ context.Context, name string) (chatmodel.User, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.Users == nil {
-		return bot.User{ID: name, Name: name}, nil
+		return chatmodel.User{ID: name, Name: name}, nil
 	}
 	if u, ok := c.Users[name]; ok {
 		return u, nil
@@ -72,19 +73,19 @@ func (c *Chat) ResolveUser(_ context.Context, name string) (bot.User, error) {
 			return u, nil
 		}
 	}
-	return bot.User{}, fmt.Errorf("user %q: %w", name, bot.ErrNotFound)
+	return chatmodel.User{}, fmt.Errorf("user %q: %w", name, chatmodel.ErrNotFound)
 }
 
 // Post implements bot.Chat.
-func (c *Chat) Post(_ context.Context, to bot.Conversation, m bot.Message) (bot.MessageRef, error) {
+func (c *Chat) Post(_ context.Context, to chatmodel.Conversation, m chatmodel.Message) (chatmodel.MessageRef, error) {
 	c.mu.Lock()
 	if c.FailPosts > 0 {
 		c.FailPosts--
 		c.mu.Unlock()
-		return bot.MessageRef{}, errors.New("chat is down")
+		return chatmodel.MessageRef{}, errors.New("chat is down")
 	}
-	ref := bot.MessageRef{Platform: to.Platform, Channel: to.Channel, Thread: to.Thread, ID: fmt.Sprintf("m%d", len(c.posts)+1)}
-	c.posts = append(c.posts, &Posted{Ref: ref, To: to, Msg: m, History: []bot.Message{m}})
+	ref := chatmodel.MessageRef{Platform: to.Platform, Channel: to.Channel, Thread: to.Thread, ID: fmt.Sprintf("m%d", len(c.posts)+1)}
+	c.posts = append(c.posts, &Posted{Ref: ref, To: to, Msg: m, History: []chatmodel.Message{m}})
 	on := c.OnPost
 	c.mu.Unlock()
 	if on != nil {
@@ -94,17 +95,17 @@ func (c *Chat) Post(_ context.Context, to bot.Conversation, m bot.Message) (bot.
 }
 
 // CanPost implements bot.PostChecker over CannotPost.
-func (c *Chat) CanPost(_ context.Context, to bot.Conversation) error {
+func (c *Chat) CanPost(_ context.Context, to chatmodel.Conversation) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if msg, ok := c.CannotPost[to.Channel]; ok {
-		return &bot.UserError{Msg: msg}
+		return &chatmodel.UserError{Msg: msg}
 	}
 	return nil
 }
 
 // Update implements bot.Chat.
-func (c *Chat) Update(_ context.Context, ref bot.MessageRef, m bot.Message) error {
+func (c *Chat) Update(_ context.Context, ref chatmodel.MessageRef, m chatmodel.Message) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range c.posts {
@@ -119,7 +120,7 @@ func (c *Chat) Update(_ context.Context, ref bot.MessageRef, m bot.Message) erro
 }
 
 // Ephemeral implements bot.Chat.
-func (c *Chat) Ephemeral(_ context.Context, _ bot.Conversation, u bot.User, m bot.Message) error {
+func (c *Chat) Ephemeral(_ context.Context, _ chatmodel.Conversation, u chatmodel.User, m chatmodel.Message) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ephemerals = append(c.ephemerals, Ephemeral{User: u, Text: m.Text, Buttons: m.Buttons})
@@ -258,10 +259,10 @@ func (w *World) CallCount(op string) int {
 
 // Ops implements bot.Provider: fake.workers (read), fake.touch (write),
 // fake.prune (destructive: prune non-running workers, optionally only `name`).
-func (w *World) Ops() []bot.Op {
-	return []bot.Op{
-		{Name: "fake.workers", Class: bot.ClassRead, Args: []bot.ArgSpec{{Name: "state"}},
-			Do: func(_ context.Context, c bot.Call) (bot.Result, error) {
+func (w *World) Ops() []opmodel.Op {
+	return []opmodel.Op{
+		{Name: "fake.workers", Class: opmodel.ClassRead, Args: []opmodel.ArgSpec{{Name: "state"}},
+			Do: func(_ context.Context, c opmodel.Call) (opmodel.Result, error) {
 				w.mu.Lock()
 				defer w.mu.Unlock()
 				w.Calls["fake.workers"]++
@@ -284,26 +285,26 @@ func (w *World) Ops() []bot.Op {
 				for _, s := range stalled {
 					st = append(st, s)
 				}
-				return bot.Result{Summary: fmt.Sprintf("%d workers, %d not running", len(names), len(stalled)),
-					Table: &bot.Table{Columns: []string{"name", "state"}, Rows: rows},
+				return opmodel.Result{Summary: fmt.Sprintf("%d workers, %d not running", len(names), len(stalled)),
+					Table: &opmodel.Table{Columns: []string{"name", "state"}, Rows: rows},
 					Data:  map[string]any{"workers": all, "stalled": st}}, nil
 			}},
-		{Name: "fake.touch", Class: bot.ClassWrite, Args: []bot.ArgSpec{{Name: "name"}},
-			Do: func(_ context.Context, c bot.Call) (bot.Result, error) {
+		{Name: "fake.touch", Class: opmodel.ClassWrite, Args: []opmodel.ArgSpec{{Name: "name"}},
+			Do: func(_ context.Context, c opmodel.Call) (opmodel.Result, error) {
 				if w.ApplyHook != nil {
 					w.ApplyHook("fake.touch")
 				}
 				w.mu.Lock()
 				defer w.mu.Unlock()
 				w.Calls["fake.touch"]++
-				return bot.Result{Summary: "touched " + c.Args.String("name")}, nil
+				return opmodel.Result{Summary: "touched " + c.Args.String("name")}, nil
 			}},
-		{Name: "fake.prune", Class: bot.ClassDestructive, Args: []bot.ArgSpec{{Name: "name"}},
-			Plan: func(_ context.Context, c bot.Call) (bot.Plan, error) {
+		{Name: "fake.prune", Class: opmodel.ClassDestructive, Args: []opmodel.ArgSpec{{Name: "name"}},
+			Plan: func(_ context.Context, c opmodel.Call) (opmodel.Plan, error) {
 				w.mu.Lock()
 				defer w.mu.Unlock()
 				only := c.Args.String("name")
-				var p bot.Plan
+				var p opmodel.Plan
 				var names []string
 				for n, s := range w.Workers {
 					if s != "running" && (only == "" || only == n) {
@@ -312,12 +313,12 @@ func (w *World) Ops() []bot.Op {
 				}
 				sort.Strings(names)
 				for _, n := range names {
-					p.Items = append(p.Items, bot.PlanItem{Kind: "worker", ID: n, Attrs: map[string]string{"state": w.Workers[n]}, Detail: w.Workers[n]})
+					p.Items = append(p.Items, opmodel.PlanItem{Kind: "worker", ID: n, Attrs: map[string]string{"state": w.Workers[n]}, Detail: w.Workers[n]})
 				}
 				p.Summary = fmt.Sprintf("prune %d worker%s", len(names), map[bool]string{true: "", false: "s"}[len(names) == 1])
 				return p, nil
 			},
-			Apply: func(_ context.Context, c bot.Call, p bot.Plan) (bot.Result, error) {
+			Apply: func(_ context.Context, c opmodel.Call, p opmodel.Plan) (opmodel.Result, error) {
 				if w.ApplyHook != nil {
 					w.ApplyHook("fake.prune")
 				}
@@ -327,17 +328,17 @@ func (w *World) Ops() []bot.Op {
 				w.mu.Lock()
 				defer w.mu.Unlock()
 				if w.FailApply != nil {
-					return bot.Result{}, w.FailApply
+					return opmodel.Result{}, w.FailApply
 				}
 				w.Calls["fake.prune"]++
-				var res bot.Result
+				var res opmodel.Result
 				for _, it := range p.Items {
 					if w.Workers[it.ID] == "running" {
-						res.Items = append(res.Items, bot.ItemResult{ID: it.ID, Outcome: bot.OutcomeFailed, Reason: "cannot prune running worker"})
+						res.Items = append(res.Items, opmodel.ItemResult{ID: it.ID, Outcome: opmodel.OutcomeFailed, Reason: "cannot prune running worker"})
 						continue
 					}
 					delete(w.Workers, it.ID)
-					res.Items = append(res.Items, bot.ItemResult{ID: it.ID, Outcome: bot.OutcomeSucceeded})
+					res.Items = append(res.Items, opmodel.ItemResult{ID: it.ID, Outcome: opmodel.OutcomeSucceeded})
 				}
 				res.Summary = fmt.Sprintf("pruned %d worker(s)", len(p.Items))
 				return res, nil
@@ -357,11 +358,11 @@ func (c *Chat) SetGroup(group string, ids ...string) {
 
 // SetUser sets what the platform says of the user a name denotes now
 // (deactivated, another account given the handle).
-func (c *Chat) SetUser(name string, u bot.User) {
+func (c *Chat) SetUser(name string, u chatmodel.User) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.Users == nil {
-		c.Users = map[string]bot.User{}
+		c.Users = map[string]chatmodel.User{}
 	}
 	c.Users[name] = u
 }

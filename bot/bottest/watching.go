@@ -3,7 +3,7 @@ package bottest
 import (
 	"sync"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // WatchingChat is Chat that also implements chatmodel.ReactionWatcher: it
@@ -11,19 +11,19 @@ import (
 type WatchingChat struct {
 	*Chat
 	mu      sync.Mutex
-	watched []bot.MessageRef
+	watched []chatmodel.MessageRef
 }
 
 // WatchReactions implements chatmodel.ReactionWatcher.
-func (w *WatchingChat) WatchReactions(ref bot.MessageRef) {
+func (w *WatchingChat) WatchReactions(ref chatmodel.MessageRef) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.watched = append(w.watched, ref)
 }
 
 // Watched returns the messages asked for so far, in order.
-func (w *WatchingChat) Watched() []bot.MessageRef {
+func (w *WatchingChat) Watched() []chatmodel.MessageRef {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]bot.MessageRef(nil), w.watched...)
+	return append([]chatmodel.MessageRef(nil), w.watched...)
 }

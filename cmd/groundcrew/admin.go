@@ -21,30 +21,31 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/internal/httpguard"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/store"
 )
 
 // storeReader is what the runs and audit commands read: the store itself
 // or, while serve runs, the admin endpoint.
 type storeReader interface {
-	ListRuns(ctx context.Context, q bot.RunQuery) ([]*bot.Run, error)
-	GetRun(ctx context.Context, id string) (*bot.Run, error)
-	Journal(ctx context.Context, runID string) ([]bot.JournalEntry, error)
-	AuditEntries(ctx context.Context, runID string) ([]bot.AuditEntry, error)
-	AuditAfter(ctx context.Context, seq uint64, limit int) ([]bot.AuditEntry, error)
+	ListRuns(ctx context.Context, q runmodel.RunQuery) ([]*runmodel.Run, error)
+	GetRun(ctx context.Context, id string) (*runmodel.Run, error)
+	Journal(ctx context.Context, runID string) ([]runmodel.JournalEntry, error)
+	AuditEntries(ctx context.Context, runID string) ([]runmodel.AuditEntry, error)
+	AuditAfter(ctx context.Context, seq uint64, limit int) ([]runmodel.AuditEntry, error)
 	VerifyAudit(ctx context.Context) (int, error)
-	AuditHead(ctx context.Context) (bot.AuditHead, error)
-	VerifyAuditHead(ctx context.Context, want bot.AuditHead) error
+	AuditHead(ctx context.Context) (runmodel.AuditHead, error)
+	VerifyAuditHead(ctx context.Context, want runmodel.AuditHead) error
 	Path() string
 }
 
 // adminRequest is one call: the method's arguments.
 type adminRequest struct {
-	Query bot.RunQuery  `json:"query,omitzero"`
-	ID    string        `json:"id,omitempty"`
-	Head  bot.AuditHead `json:"head,omitzero"`
+	Query runmodel.RunQuery  `json:"query,omitzero"`
+	ID    string             `json:"id,omitempty"`
+	Head  runmodel.AuditHead `json:"head,omitzero"`
 }
 
 // adminResponse carries a result or an error; NotFound keeps
@@ -75,7 +76,7 @@ func adminHandler(db storeReader, release func() error) http.Handler {
 			var out adminResponse
 			out.N = n
 			if err != nil {
-				out.Error, out.NotFound = err.Error(), errors.Is(err, bot.ErrNotFound)
+				out.Error, out.NotFound = err.Error(), errors.Is(err, chatmodel.ErrNotFound)
 			}
 			if res != nil {
 				out.Result, _ = json.Marshal(res)
@@ -152,7 +153,7 @@ func adminHandler(db storeReader, release func() error) http.Handler {
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		flush()
 		enc := json.NewEncoder(w)
-		err := pageAudit(r.Context(), db, func(e bot.AuditEntry) error { return enc.Encode(auditLine{Entry: &e}) }, flush)
+		err := pageAudit(r.Context(), db, func(e runmodel.AuditEntry) error { return enc.Encode(auditLine{Entry: &e}) }, flush)
 		end := auditLine{End: true}
 		if err != nil {
 			end = auditLine{Error: err.Error()}
@@ -264,33 +265,33 @@ func (c *adminClient) call(ctx context.Context, method string, q adminRequest, r
 	}
 	switch {
 	case out.NotFound:
-		return out.N, fmt.Errorf("%s: %w", out.Error, bot.ErrNotFound)
+		return out.N, fmt.Errorf("%s: %w", out.Error, chatmodel.ErrNotFound)
 	case out.Error != "":
 		return out.N, errors.New(out.Error)
 	}
 	return out.N, nil
 }
 
-func (c *adminClient) ListRuns(ctx context.Context, q bot.RunQuery) ([]*bot.Run, error) {
-	var rs []*bot.Run
+func (c *adminClient) ListRuns(ctx context.Context, q runmodel.RunQuery) ([]*runmodel.Run, error) {
+	var rs []*runmodel.Run
 	_, err := c.call(ctx, "list_runs", adminRequest{Query: q}, &rs)
 	return rs, err
 }
 
-func (c *adminClient) GetRun(ctx context.Context, id string) (*bot.Run, error) {
-	var r *bot.Run
+func (c *adminClient) GetRun(ctx context.Context, id string) (*runmodel.Run, error) {
+	var r *runmodel.Run
 	_, err := c.call(ctx, "get_run", adminRequest{ID: id}, &r)
 	return r, err
 }
 
-func (c *adminClient) Journal(ctx context.Context, runID string) ([]bot.JournalEntry, error) {
-	var j []bot.JournalEntry
+func (c *adminClient) Journal(ctx context.Context, runID string) ([]runmodel.JournalEntry, error) {
+	var j []runmodel.JournalEntry
 	_, err := c.call(ctx, "journal", adminRequest{ID: runID}, &j)
 	return j, err
 }
 
-func (c *adminClient) AuditEntries(ctx context.Context, runID string) ([]bot.AuditEntry, error) {
-	var es []bot.AuditEntry
+func (c *adminClient) AuditEntries(ctx context.Context, runID string) ([]runmodel.AuditEntry, error) {
+	var es []runmodel.AuditEntry
 	_, err := c.call(ctx, "audit_entries", adminRequest{ID: runID}, &es)
 	return es, err
 }
@@ -299,13 +300,13 @@ func (c *adminClient) VerifyAudit(ctx context.Context) (int, error) {
 	return c.call(ctx, "verify_audit", adminRequest{}, nil)
 }
 
-func (c *adminClient) AuditHead(ctx context.Context) (bot.AuditHead, error) {
-	var h bot.AuditHead
+func (c *adminClient) AuditHead(ctx context.Context) (runmodel.AuditHead, error) {
+	var h runmodel.AuditHead
 	_, err := c.call(ctx, "audit_head", adminRequest{}, &h)
 	return h, err
 }
 
-func (c *adminClient) VerifyAuditHead(ctx context.Context, want bot.AuditHead) error {
+func (c *adminClient) VerifyAuditHead(ctx context.Context, want runmodel.AuditHead) error {
 	_, err := c.call(ctx, "verify_audit_head", adminRequest{Head: want}, nil)
 	return err
 }
@@ -314,9 +315,9 @@ func (c *adminClient) Path() string { return c.store }
 
 // AuditAfter implements storeReader (one page; audit export streams
 // instead, through eachAudit).
-func (c *adminClient) AuditAfter(ctx context.Context, seq uint64, limit int) ([]bot.AuditEntry, error) {
-	var es []bot.AuditEntry
-	err := c.EachAudit(ctx, func(e bot.AuditEntry) error {
+func (c *adminClient) AuditAfter(ctx context.Context, seq uint64, limit int) ([]runmodel.AuditEntry, error) {
+	var es []runmodel.AuditEntry
+	err := c.EachAudit(ctx, func(e runmodel.AuditEntry) error {
 		if e.Seq > seq && len(es) < limit {
 			es = append(es, e)
 		}
@@ -327,9 +328,9 @@ func (c *adminClient) AuditAfter(ctx context.Context, seq uint64, limit int) ([]
 
 // auditLine is one line of the admin socket's stream of the audit log.
 type auditLine struct {
-	Entry *bot.AuditEntry `json:"entry,omitempty"`
-	End   bool            `json:"end,omitempty"`
-	Error string          `json:"error,omitempty"`
+	Entry *runmodel.AuditEntry `json:"entry,omitempty"`
+	End   bool                 `json:"end,omitempty"`
+	Error string               `json:"error,omitempty"`
 }
 
 // auditPage is how many audit entries one read of the log takes.
@@ -337,7 +338,7 @@ const auditPage = 500
 
 // pageAudit calls fn with every audit entry, in order, reading the log a
 // page at a time; after each page it calls flushed (if set).
-func pageAudit(ctx context.Context, db storeReader, fn func(bot.AuditEntry) error, flushed func()) error {
+func pageAudit(ctx context.Context, db storeReader, fn func(runmodel.AuditEntry) error, flushed func()) error {
 	var after uint64
 	for {
 		es, err := db.AuditAfter(ctx, after, auditPage)
@@ -364,7 +365,7 @@ func pageAudit(ctx context.Context, db storeReader, fn func(bot.AuditEntry) erro
 
 // eachAudit calls fn with every audit entry in order, streamed from a
 // live serve or read a page at a time from the store.
-func eachAudit(ctx context.Context, db storeReader, fn func(bot.AuditEntry) error) error {
+func eachAudit(ctx context.Context, db storeReader, fn func(runmodel.AuditEntry) error) error {
 	if c, ok := db.(*adminClient); ok {
 		return c.EachAudit(ctx, fn)
 	}
@@ -372,7 +373,7 @@ func eachAudit(ctx context.Context, db storeReader, fn func(bot.AuditEntry) erro
 }
 
 // EachAudit reads the audit log from serve as a stream of JSON lines.
-func (c *adminClient) EachAudit(ctx context.Context, fn func(bot.AuditEntry) error) error {
+func (c *adminClient) EachAudit(ctx context.Context, fn func(runmodel.AuditEntry) error) error {
 	resp, err := c.post(ctx, "audit", adminRequest{})
 	if err != nil {
 		return err

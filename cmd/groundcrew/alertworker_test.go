@@ -20,8 +20,9 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/alertmanager"
 	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/adapters/console"
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/config"
+	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/policy"
 )
 
 // alertWorkerWorld has two stalled workers numbered 7 under two naming
@@ -59,7 +60,7 @@ func alertWorkerAppWith(t *testing.T, runbook, worker string, script ...string) 
 			Vars:    map[string]string{"zone": "infra-prd", "target": "infra"},
 			Workers: concourse.ManualWorkerNaming(),
 		}},
-		Approvals: bot.ApprovalConfig{Default: bot.Policy{Approvers: []string{"group:ci-oncall"}, Required: 1, Expires: bot.Duration(30 * time.Minute)}},
+		Approvals: policy.Config{Default: runmodel.Policy{Approvers: []string{"group:ci-oncall"}, Required: 1, Expires: runmodel.Duration(30 * time.Minute)}},
 		Log:       config.Log{Level: "warn", Format: "text"},
 		Alerts: config.Alerts{
 			Alertmanager: config.AlertmanagerConfig{Token: "t0ken"},
@@ -136,10 +137,10 @@ func TestAlertNeverSendsARunToAnotherMachine(t *testing.T) {
 	t.Run("a route without worker never prunes every stalled worker", func(t *testing.T) {
 		out, a := alertWorkerApp(t, "", "/as bob", "/alert worker-7:9100", "/press 1 incident_run")
 		assert.NotContains(t, out, "Plan: prune", "no gate to prune other machines:\n%s", out)
-		runs, err := a.db.ListRuns(context.Background(), bot.RunQuery{})
+		runs, err := a.db.ListRuns(context.Background(), runmodel.RunQuery{})
 		require.NoError(t, err)
 		if assert.Len(t, runs, 1, out) {
-			assert.Equal(t, bot.RunFailed, runs[0].State, out)
+			assert.Equal(t, runmodel.RunFailed, runs[0].State, out)
 		}
 	})
 	t.Run("a bare number for another host fails closed", func(t *testing.T) {
@@ -148,10 +149,10 @@ func TestAlertNeverSendsARunToAnotherMachine(t *testing.T) {
 		assert.Contains(t, out, "worker=7`", "the naive route renders the number")
 		assert.Contains(t, out, "the alert is about worker-7:9100, but the worker found (worker=7) is caascad-ci-workers-infra-infra-prd-7, another machine", out)
 		assert.NotContains(t, out, "Plan: prune", "no gate to destroy another machine")
-		runs, err := a.db.ListRuns(context.Background(), bot.RunQuery{})
+		runs, err := a.db.ListRuns(context.Background(), runmodel.RunQuery{})
 		require.NoError(t, err)
 		require.Len(t, runs, 1)
-		assert.Equal(t, bot.RunFailed, runs[0].State)
+		assert.Equal(t, runmodel.RunFailed, runs[0].State)
 		assert.Equal(t, "worker-7:9100", runs[0].AlertInstance, "the run carries the alert's instance")
 	})
 }

@@ -23,6 +23,9 @@ import (
 	"github.com/groundcrew/groundcrew/delivery"
 	"github.com/groundcrew/groundcrew/digest"
 	"github.com/groundcrew/groundcrew/metrics"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"golang.org/x/sync/errgroup"
 )
@@ -36,7 +39,7 @@ type app struct {
 	cfg      *config.Config
 	log      *slog.Logger
 	db       appStore
-	reg      *bot.Registry
+	reg      *opmodel.Registry
 	lib      *runbooks.Library
 	eng      *bot.Engine
 	// caps are the optional parts of the store and chat the engine got.
@@ -86,7 +89,7 @@ type appOptions struct {
 
 // providers builds the operation registry for the configured targets.
 func (a *app) providers() error {
-	ps := []bot.Provider{core.Provider{}}
+	ps := []opmodel.Provider{core.Provider{}}
 	cc, err := a.concourseProvider()
 	if err != nil {
 		return err
@@ -115,7 +118,7 @@ func (a *app) providers() error {
 			ps[i] = a.metrics.Provider(ps[i]) // counts and times every call
 		}
 	}
-	reg, err := bot.NewRegistry(ps...)
+	reg, err := opmodel.NewRegistry(ps...)
 	if err != nil {
 		return err
 	}
@@ -229,19 +232,19 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 	a.eng = eng
 	// A form's values are checked by the engine before a submission is
 	// taken, so a refused value is shown on its field.
-	if fc, ok := a.chat.(interface{ SetFormChecker(bot.FormChecker) }); ok {
+	if fc, ok := a.chat.(interface{ SetFormChecker(chatmodel.FormChecker) }); ok {
 		fc.SetFormChecker(bot.FormCheckerOf(eng))
 	}
 	// A target picked in a form gives that target's workers, pipelines and
 	// teams (the form is refreshed through the engine).
-	if fr, ok := a.chat.(interface{ SetFormRefresher(bot.FormRefresher) }); ok {
+	if fr, ok := a.chat.(interface{ SetFormRefresher(chatmodel.FormRefresher) }); ok {
 		fr.SetFormRefresher(bot.FormRefresherOf(eng))
 	}
 	now := o.Now
 	if now == nil {
 		now = time.Now
 	}
-	a.metrics.Outbox(func() ([]bot.OutboxItem, error) { return db.ListOutbox(context.Background()) }, now)
+	a.metrics.Outbox(func() ([]runmodel.OutboxItem, error) { return db.ListOutbox(context.Background()) }, now)
 	a.metrics.StoreSize(db.Size)
 	a.routes()
 	if a.incidents, err = a.newIncidents(db, a.digestSrc, o.Now); err != nil {
@@ -334,7 +337,7 @@ func emptyConfig() *config.Config {
 
 // simulatedDatabase returns a simulated Concourse database when every
 // target is a simulator without a real database, else nil.
-func (a *app) simulatedDatabase(real map[string]postgres.DatabaseConfig) bot.Provider {
+func (a *app) simulatedDatabase(real map[string]postgres.DatabaseConfig) opmodel.Provider {
 	if len(a.sims) == 0 || len(a.sims) != len(a.cfg.Targets) || len(real) > 0 || len(a.sims) != 1 {
 		return nil
 	}

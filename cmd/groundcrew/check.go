@@ -9,9 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/groundcrew/groundcrew/bot"
-	"github.com/groundcrew/groundcrew/bot/policy"
 	"github.com/groundcrew/groundcrew/config"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
+	"github.com/groundcrew/groundcrew/policy"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -23,7 +25,7 @@ import (
 // bot.ErrNotFound (the platform says there is no such user or group) fails,
 // with the adapter's did-you-mean when it has one (an error in the chain
 // with a DidYouMean() string method).
-func checkSetup(ctx context.Context, cfg *config.Config, reg *bot.Registry, lib *runbooks.Library, chat bot.Chat, log *slog.Logger) error {
+func checkSetup(ctx context.Context, cfg *config.Config, reg *opmodel.Registry, lib *runbooks.Library, chat chatmodel.Chat, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	k := policy.Known{Targets: cfg.TargetNames(), Ops: map[string]string{}}
@@ -37,12 +39,12 @@ func checkSetup(ctx context.Context, cfg *config.Config, reg *bot.Registry, lib 
 		}
 	}
 	if k.Runbooks == nil {
-		k.Runbooks = []*runbooks.Runbook{}
+		k.Runbooks = []*runbookmodel.Runbook{}
 	}
-	if ir, ok := chat.(bot.IdentityResolver); ok {
+	if ir, ok := chat.(chatmodel.IdentityResolver); ok {
 		k.User = func(ctx context.Context, name string) (string, string, error) {
 			u, err := ir.ResolveUser(ctx, name)
-			if errors.Is(err, bot.ErrNotFound) {
+			if errors.Is(err, chatmodel.ErrNotFound) {
 				// The adapter's error stays in the chain: it may say
 				// which known name is close (did-you-mean).
 				return "", "", fmt.Errorf("%s: %w: %w", name, policy.ErrUnknown, err)
@@ -53,10 +55,10 @@ func checkSetup(ctx context.Context, cfg *config.Config, reg *bot.Registry, lib 
 			return u.ID, u.NotAPerson(), nil
 		}
 	}
-	if gr, ok := chat.(bot.GroupResolver); ok {
+	if gr, ok := chat.(chatmodel.GroupResolver); ok {
 		k.Members = func(ctx context.Context, group string) ([]string, error) {
 			ids, err := gr.GroupMembers(ctx, group)
-			if errors.Is(err, bot.ErrNotFound) {
+			if errors.Is(err, chatmodel.ErrNotFound) {
 				return nil, fmt.Errorf("%s: %w: %w", group, policy.ErrUnknown, err)
 			}
 			return ids, err
@@ -77,7 +79,7 @@ func checkSetup(ctx context.Context, cfg *config.Config, reg *bot.Registry, lib 
 // targetVarProblems names, per target, the vars runbooks read
 // ({{ .vars.zone }}) that the target does not set, and the runbooks that
 // read them: their steps then show "<zone: not set in the target's vars>".
-func targetVarProblems(cfg *config.Config, rbs []*runbooks.Runbook) []string {
+func targetVarProblems(cfg *config.Config, rbs []*runbookmodel.Runbook) []string {
 	var out []string
 	for _, name := range cfg.TargetNames() {
 		t := cfg.Targets[name]

@@ -4,11 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/groundcrew/groundcrew/store/pgstore"
 	"net"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/store/pgstore"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -117,7 +121,7 @@ recursively for *.yaml and *.yml): every error is reported with file:line:column
 
 // catalog is the registry of every operation groundcrew knows, for linting
 // without a configuration.
-func catalog() (*bot.Registry, error) {
+func catalog() (*opmodel.Registry, error) {
 	a := &app{cfg: emptyConfig()}
 	if err := a.providers(); err != nil {
 		return nil, err
@@ -241,7 +245,7 @@ func openStore(cmd *cobra.Command) (storeReader, func(), error) {
 		return newAdminClient(socket, path), func() {}, nil
 	}
 	db, err := store.Open(path, store.Options{Timeout: 200 * time.Millisecond})
-	if errors.Is(err, bot.ErrLocked) && socket != "off" {
+	if errors.Is(err, runmodel.ErrLocked) && socket != "off" {
 		if _, serr := os.Stat(socket); serr == nil {
 			return newAdminClient(socket, path), func() {}, nil
 		}
@@ -291,7 +295,7 @@ func newRuns() *cobra.Command {
 		RunE: withStore(func(cmd *cobra.Command, args []string, db storeReader) error {
 			r, err := db.GetRun(cmd.Context(), args[0])
 			if err != nil {
-				if errors.Is(err, bot.ErrNotFound) {
+				if errors.Is(err, chatmodel.ErrNotFound) {
 					return fmt.Errorf("no run %q in %s (groundcrew runs list)", args[0], db.Path())
 				}
 				return err
@@ -339,9 +343,9 @@ audit.checkpoint_channel) and pass one with --expect. Exit status: 0 intact,
 1 the expected head is no longer in the log, 2 the chain is broken.`,
 		Args: cobra.NoArgs,
 		RunE: withStore(func(cmd *cobra.Command, _ []string, db storeReader) error {
-			var want *bot.AuditHead
+			var want *runmodel.AuditHead
 			if s, _ := cmd.Flags().GetString("expect"); s != "" {
-				h, err := bot.ParseAuditHead(s)
+				h, err := runmodel.ParseAuditHead(s)
 				if err != nil {
 					return fmt.Errorf("--expect: %w", err)
 				}
@@ -379,7 +383,7 @@ audit.checkpoint_channel) and pass one with --expect. Exit status: 0 intact,
 			// Streamed in order, a page at a time: memory stays flat here
 			// and in a running serve.
 			enc := json.NewEncoder(cmd.OutOrStdout())
-			return eachAudit(cmd.Context(), db, func(e bot.AuditEntry) error { return enc.Encode(e) })
+			return eachAudit(cmd.Context(), db, func(e runmodel.AuditEntry) error { return enc.Encode(e) })
 		}),
 	})
 	return c

@@ -12,9 +12,9 @@ import (
 
 	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/internal/httpguard"
 	"github.com/groundcrew/groundcrew/internal/secret"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // startSimulators starts an in-process Concourse simulator for every target
@@ -57,7 +57,7 @@ func (a *app) startSimulators() error {
 // concourseProvider starts the configured simulators and returns the
 // Concourse operations for every target. Without targets (lint) it uses a
 // placeholder target so the operation catalogue is complete.
-func (a *app) concourseProvider() (bot.Provider, error) {
+func (a *app) concourseProvider() (opmodel.Provider, error) {
 	if err := a.startSimulators(); err != nil {
 		return nil, err
 	}

@@ -16,8 +16,9 @@ import (
 
 	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/adapters/console"
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/config"
+	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/policy"
 )
 
 // demoScript is what the demo types, as different users. $RUN is the
@@ -154,7 +155,7 @@ type /help for console commands and /runbook help for the bot.`,
 					Vars:    map[string]string{"zone": "infra-prd", "target": "infra"},
 					Workers: concourse.ManualWorkerNaming(),
 				}},
-				Approvals: bot.ApprovalConfig{Default: bot.Policy{Approvers: []string{"group:ci-oncall"}, Required: 1, Expires: bot.Duration(30 * time.Minute)}},
+				Approvals: policy.Config{Default: runmodel.Policy{Approvers: []string{"group:ci-oncall"}, Required: 1, Expires: runmodel.Duration(30 * time.Minute)}},
 				Log:       config.Log{Level: "warn", Format: "text"},
 			}
 			script, clock := storyLines(demoStoryStart, demoScript), newStoryClock(demoStoryStart)

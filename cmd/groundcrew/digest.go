@@ -9,9 +9,9 @@ import (
 
 	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/adapters/postgres"
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/config"
 	"github.com/groundcrew/groundcrew/digest"
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // digestTables is how many build-log tables a digest lists.
@@ -67,7 +67,7 @@ func (a *app) digestTables() concourse.DigestTables {
 		if _, ok := a.cfg.DatabaseConfig(target); !ok {
 			return digest.DBFigures{}, false, nil
 		}
-		res, err := op.Do(ctx, bot.Call{Target: target, Args: bot.Args{"top": digestTables}})
+		res, err := op.Do(ctx, opmodel.Call{Target: target, Args: opmodel.Args{"top": digestTables}})
 		if err != nil {
 			return digest.DBFigures{}, true, err
 		}

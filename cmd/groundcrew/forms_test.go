@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // TestServe_ConsoleAsksMissingParameters: `/runbook run` without a
@@ -175,7 +176,7 @@ func TestServe_FormRefreshReadsThePickedTarget(t *testing.T) {
 	assert.Error(t, err)
 }
 
-func fieldNamed(t *testing.T, f bot.Form, name string) bot.FormField {
+func fieldNamed(t *testing.T, f chatmodel.Form, name string) chatmodel.FormField {
 	t.Helper()
 	for _, fd := range f.Fields {
 		if fd.Name == name {
@@ -183,5 +184,5 @@ func fieldNamed(t *testing.T, f bot.Form, name string) bot.FormField {
 		}
 	}
 	t.Fatalf("no field %q in %+v", name, f.Fields)
-	return bot.FormField{}
+	return chatmodel.FormField{}
 }

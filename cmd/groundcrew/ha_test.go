@@ -29,7 +29,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/store/pgstore"
 	"github.com/groundcrew/groundcrew/store/pgstore/pgtest"
 )
@@ -192,13 +192,13 @@ func waitRole(t *testing.T, r *replica, role string, within time.Duration) time.
 }
 
 // waitRun waits until the only run satisfies ok and returns it.
-func (h *haEnv) waitRun(what string, within time.Duration, ok func(*bot.Run) bool) *bot.Run {
+func (h *haEnv) waitRun(what string, within time.Duration, ok func(*runmodel.Run) bool) *runmodel.Run {
 	t := h.t
 	t.Helper()
 	deadline := time.Now().Add(within)
-	var last *bot.Run
+	var last *runmodel.Run
 	for time.Now().Before(deadline) {
-		runs, err := h.db.ListRuns(context.Background(), bot.RunQuery{})
+		runs, err := h.db.ListRuns(context.Background(), runmodel.RunQuery{})
 		if err != nil { // the database restarts in one test
 			time.Sleep(100 * time.Millisecond)
 			continue
@@ -225,7 +225,7 @@ func (h *haEnv) approveOnce(t *testing.T, r *replica, runID string) {
 	t.Helper()
 	r.say(t, "/as carol", "/runbook approve "+runID)
 	done := h.waitRun("finished", 30*time.Second, ended)
-	assert.Equal(t, bot.RunSucceeded, done.State, done.Error)
+	assert.Equal(t, runmodel.RunSucceeded, done.State, done.Error)
 	assert.Equal(t, 1, h.prunes(), "the prune is made exactly once")
 }
 
@@ -240,9 +240,9 @@ func (h *haEnv) prunes() int {
 	return n
 }
 
-func atGate(r *bot.Run) bool { return r.State == bot.RunAwaitingApproval && r.Gate != nil }
+func atGate(r *runmodel.Run) bool { return r.State == runmodel.RunAwaitingApproval && r.Gate != nil }
 
-func ended(r *bot.Run) bool { return r.State.Terminal() }
+func ended(r *runmodel.Run) bool { return r.State.Terminal() }
 
 // twoReplicas starts a, waits for it to lead, then starts b as standby.
 func (h *haEnv) twoReplicas() (a, b *replica) {
@@ -277,23 +277,23 @@ func TestFailover_KillLeaderRightAfterApproval(t *testing.T) {
 	run := h.waitRun("at its gate", 30*time.Second, atGate)
 	a.say(t, "/as carol", "/runbook approve "+run.ID)
 	// Kill as soon as the approval is in the store.
-	h.waitRun("approved", 10*time.Second, func(r *bot.Run) bool { return !atGate(r) })
+	h.waitRun("approved", 10*time.Second, func(r *runmodel.Run) bool { return !atGate(r) })
 	require.NoError(t, a.cmd.Process.Kill())
 	waitRole(t, b, "leader", 15*time.Second)
 	// The new leader reconciles the step (an intent without an outcome is
 	// checked, never repeated) and the run goes on to its end or to a person.
-	final := h.waitRun("settled", 30*time.Second, func(r *bot.Run) bool {
-		return r.State.Terminal() || r.State == bot.RunAwaitingManual || r.State == bot.RunAwaitingApproval
+	final := h.waitRun("settled", 30*time.Second, func(r *runmodel.Run) bool {
+		return r.State.Terminal() || r.State == runmodel.RunAwaitingManual || r.State == runmodel.RunAwaitingApproval
 	})
 	t.Logf("after failover: run %s, %d prune call(s)", final.State, h.prunes())
 	assert.LessOrEqual(t, h.prunes(), 1, "the call is made once at most")
-	if final.State == bot.RunAwaitingApproval {
+	if final.State == runmodel.RunAwaitingApproval {
 		// The approval had not reached the call: the new leader asks again.
 		b.say(t, "/as carol", "/runbook approve "+run.ID)
 		final = h.waitRun("finished", 30*time.Second, ended)
 	}
 	if final.State.Terminal() {
-		assert.Equal(t, bot.RunSucceeded, final.State, final.Error)
+		assert.Equal(t, runmodel.RunSucceeded, final.State, final.Error)
 		assert.Equal(t, 1, h.prunes(), "one prune in all")
 	}
 }
@@ -310,7 +310,7 @@ func TestFailover_PausedLeaderIsFenced(t *testing.T) {
 	waitRole(t, b, "leader", 15*time.Second)
 	b.say(t, "/as carol", "/runbook approve "+run.ID)
 	done := h.waitRun("finished", 30*time.Second, ended)
-	assert.Equal(t, bot.RunSucceeded, done.State, done.Error)
+	assert.Equal(t, runmodel.RunSucceeded, done.State, done.Error)
 	require.NoError(t, a.cmd.Process.Signal(syscall.SIGCONT))
 	waitRole(t, a, "standby", 10*time.Second)
 	time.Sleep(time.Second) // what a does when it wakes up has had time to fail
@@ -319,7 +319,7 @@ func TestFailover_PausedLeaderIsFenced(t *testing.T) {
 	assert.Equal(t, "leader", b.role())
 	got, err := h.db.GetRun(context.Background(), run.ID)
 	require.NoError(t, err)
-	assert.Equal(t, bot.RunSucceeded, got.State, "the old leader wrote nothing over the new one's work")
+	assert.Equal(t, runmodel.RunSucceeded, got.State, "the old leader wrote nothing over the new one's work")
 	n, err := h.db.VerifyAudit(context.Background())
 	require.NoError(t, err, "the audit chain is one chain")
 	assert.Positive(t, n)
@@ -477,11 +477,11 @@ func TestFailover_SeededSoak(t *testing.T) {
 	for i := range runs {
 		build := pending[i]
 		l := leaderOf()
-		before, _ := h.db.ListRuns(ctx, bot.RunQuery{})
+		before, _ := h.db.ListRuns(ctx, runmodel.RunQuery{})
 		l.say(t, "/as alice", fmt.Sprintf("/runbook run abort-build target=infra-prd build=%d", build))
-		var run *bot.Run
+		var run *runmodel.Run
 		require.Eventually(t, func() bool {
-			all, err := h.db.ListRuns(ctx, bot.RunQuery{})
+			all, err := h.db.ListRuns(ctx, runmodel.RunQuery{})
 			if err != nil || len(all) != len(before)+1 {
 				return false
 			}
@@ -505,14 +505,14 @@ func TestFailover_SeededSoak(t *testing.T) {
 			if err != nil {
 				return false
 			}
-			if r.State == bot.RunAwaitingApproval {
+			if r.State == runmodel.RunAwaitingApproval {
 				// The approval was lost with the killed process before it
 				// was stored: the new leader gets it again.
 				nl.say(t, "/as carol", "/runbook approve "+run.ID)
 				time.Sleep(500 * time.Millisecond)
 				return false
 			}
-			return r.State.Terminal() || r.State == bot.RunAwaitingManual
+			return r.State.Terminal() || r.State == runmodel.RunAwaitingManual
 		}, 30*time.Second, 200*time.Millisecond, "run %d settles", i)
 	}
 	aborts := map[string]int{}
@@ -525,9 +525,9 @@ func TestFailover_SeededSoak(t *testing.T) {
 	for p, n := range aborts {
 		assert.Equal(t, 1, n, "%s aborted %d times", p, n)
 	}
-	all, err := h.db.ListRuns(ctx, bot.RunQuery{})
+	all, err := h.db.ListRuns(ctx, runmodel.RunQuery{})
 	require.NoError(t, err)
-	states := map[bot.RunState]int{}
+	states := map[runmodel.RunState]int{}
 	for _, r := range all {
 		states[r.State]++
 	}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/config"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/store"
 )
 
@@ -60,9 +62,9 @@ func TestServe_RetentionDeletesOldRunsAndEventIDs(t *testing.T) {
 	ctx := context.Background()
 	for id, age := range map[string]time.Duration{"r-old": 60 * 24 * time.Hour, "r-new": 10 * 24 * time.Hour} {
 		at := now.Add(-age)
-		require.NoError(t, db.CreateRun(ctx, &bot.Run{ID: id, Runbook: "list-workers", Target: "infra-prd", State: bot.RunSucceeded,
-			CreatedAt: at, UpdatedAt: at, FinishedAt: at}, &bot.Batch{
-			Messages: []bot.MessageIndex{{Ref: bot.MessageRef{Platform: "console", Channel: "c", ID: "m-" + id}, RunID: id}}}))
+		require.NoError(t, db.CreateRun(ctx, &runmodel.Run{ID: id, Runbook: "list-workers", Target: "infra-prd", State: runmodel.RunSucceeded,
+			CreatedAt: at, UpdatedAt: at, FinishedAt: at}, &runmodel.Batch{
+			Messages: []runmodel.MessageIndex{{Ref: chatmodel.MessageRef{Platform: "console", Channel: "c", ID: "m-" + id}, RunID: id}}}))
 	}
 	for id, age := range map[string]time.Duration{"ev-old": 10 * 24 * time.Hour, "ev-new": 24 * time.Hour} {
 		_, err := db.SeenEvent(ctx, id, now.Add(-age))
@@ -91,11 +93,11 @@ func TestServe_RetentionDeletesOldRunsAndEventIDs(t *testing.T) {
 	require.NoError(t, err)
 	defer db.Close()
 	_, err = db.GetRun(ctx, "r-old")
-	assert.True(t, errors.Is(err, bot.ErrNotFound), "the run past the retention is deleted: %v", err)
+	assert.True(t, errors.Is(err, chatmodel.ErrNotFound), "the run past the retention is deleted: %v", err)
 	_, err = db.GetRun(ctx, "r-new")
 	assert.NoError(t, err)
-	_, err = db.RunByMessage(ctx, bot.MessageRef{Platform: "console", Channel: "c", ID: "m-r-old"})
-	assert.True(t, errors.Is(err, bot.ErrNotFound), "its message index is deleted with it")
+	_, err = db.RunByMessage(ctx, chatmodel.MessageRef{Platform: "console", Channel: "c", ID: "m-r-old"})
+	assert.True(t, errors.Is(err, chatmodel.ErrNotFound), "its message index is deleted with it")
 	for id, wantSeen := range map[string]bool{"ev-old": false, "ev-new": true} {
 		seen, err := db.SeenEvent(ctx, id, now)
 		require.NoError(t, err)

@@ -11,11 +11,12 @@ import (
 
 	"github.com/groundcrew/groundcrew/adapters/alertmanager"
 	"github.com/groundcrew/groundcrew/adapters/concourse"
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/config"
 	"github.com/groundcrew/groundcrew/digest"
 	"github.com/groundcrew/groundcrew/incident"
 	"github.com/groundcrew/groundcrew/internal/retry"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/textmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -23,7 +24,7 @@ import (
 // front of the engine, the Alertmanager receiver and the watch rules.
 type incidents struct {
 	m       *incident.Manager
-	handler bot.Handler
+	handler chatmodel.Handler
 	// watch runs the watch rules; a reload replaces them.
 	watch *watchLoop
 	log   *slog.Logger
@@ -95,7 +96,7 @@ func routeProblems(cfg *config.Config, lib *runbooks.Library) []string {
 		rb, ok := lib.Get(r.Runbook)
 		if !ok {
 			msg := fmt.Sprintf("%s.runbook: there is no runbook %q", p, r.Runbook)
-			if s := runbooks.Suggest(r.Runbook, names); s != "" {
+			if s := textmodel.Suggest(r.Runbook, names); s != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", s)
 			}
 			out = append(out, msg)
@@ -149,26 +150,26 @@ func checkRoutes(cfg *config.Config, lib *runbooks.Library) error {
 
 // lateCommands is the engine's bot.Commander: the incident handler, set
 // once it is wired (after the engine, before anything is served).
-type lateCommands struct{ c bot.Commander }
+type lateCommands struct{ c chatmodel.Commander }
 
-func (l *lateCommands) Commands() []bot.CommandSpec {
+func (l *lateCommands) Commands() []chatmodel.CommandSpec {
 	if l.c == nil {
 		return nil
 	}
 	return l.c.Commands()
 }
 
-func (l *lateCommands) RunCommand(ctx context.Context, ev bot.Event, in bot.Invocation) error {
+func (l *lateCommands) RunCommand(ctx context.Context, ev chatmodel.Event, in chatmodel.Invocation) error {
 	return l.c.RunCommand(ctx, ev, in) // only a declared command reaches it
 }
 
 // lateNotes is the engine's bot.ThreadNoter: the incident handler, set once
 // it is wired (after the engine, before anything is served).
-type lateNotes struct{ n bot.ThreadNoter }
+type lateNotes struct{ n chatmodel.ThreadNoter }
 
-func (l *lateNotes) ThreadNotes(ctx context.Context, c bot.Conversation) (bot.ThreadNotes, bool) {
+func (l *lateNotes) ThreadNotes(ctx context.Context, c chatmodel.Conversation) (chatmodel.ThreadNotes, bool) {
 	if l.n == nil {
-		return bot.ThreadNotes{}, false
+		return chatmodel.ThreadNotes{}, false
 	}
 	return l.n.ThreadNotes(ctx, c)
 }

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/config"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // newLogger returns the logger of log: {format: text|json, level}. Every
@@ -38,7 +38,7 @@ var theRunIndex = &runIndex{runs: map[string][2]string{}}
 const runIndexMax = 10000
 
 // RunCommitted implements bot.Observer.
-func (x *runIndex) RunCommitted(r *bot.Run, _ *bot.Batch) {
+func (x *runIndex) RunCommitted(r *runmodel.Run, _ *runmodel.Batch) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if _, ok := x.runs[r.ID]; !ok && len(x.runs) >= runIndexMax {
@@ -114,12 +114,12 @@ func (h runHandler) WithGroup(name string) slog.Handler {
 // runbook and target.
 type runLog struct{ log *slog.Logger }
 
-func (l runLog) RunCommitted(r *bot.Run, b *bot.Batch) {
+func (l runLog) RunCommitted(r *runmodel.Run, b *runmodel.Batch) {
 	for _, e := range b.Journal {
 		switch e.Type {
-		case bot.JRunStarted:
+		case runmodel.JRunStarted:
 			l.log.Info("run started", "run", r.ID, "runbook", r.Runbook, "target", r.Target, "by", r.Requester.ID, "dry_run", r.DryRun)
-		case bot.JRunFinished:
+		case runmodel.JRunFinished:
 			l.log.Info("run finished", "run", r.ID, "runbook", r.Runbook, "target", r.Target, "state", r.State,
 				"duration", r.FinishedAt.Sub(r.CreatedAt).Round(time.Second).String(), "error", r.Error)
 		}
@@ -127,9 +127,9 @@ func (l runLog) RunCommitted(r *bot.Run, b *bot.Batch) {
 }
 
 // observers calls every observer in turn.
-type observers []bot.Observer
+type observers []runmodel.Observer
 
-func (os observers) RunCommitted(r *bot.Run, b *bot.Batch) {
+func (os observers) RunCommitted(r *runmodel.Run, b *runmodel.Batch) {
 	for _, o := range os {
 		o.RunCommitted(r, b)
 	}

@@ -13,15 +13,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/config"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 func TestLog_RunLinesCarryRunbookAndTarget(t *testing.T) {
 	for _, format := range []string{"json", "text"} {
 		var buf bytes.Buffer
 		log := newLogger(&config.Config{Log: config.Log{Level: "debug", Format: format}}, &buf)
-		theRunIndex.RunCommitted(&bot.Run{ID: "r-log1", Runbook: "worker-stalled", Target: "infra-prd"}, &bot.Batch{})
+		theRunIndex.RunCommitted(&runmodel.Run{ID: "r-log1", Runbook: "worker-stalled", Target: "infra-prd"}, &runmodel.Batch{})
 		log.Warn("chat post failed", "run", "r-log1", "attempts", 2)
 		log.With("run", "r-log1").Info("with")
 		log.Info("no run", "err", "x")

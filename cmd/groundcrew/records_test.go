@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/config"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/store"
 )
 
@@ -81,7 +81,7 @@ func TestAuditVerify_ExpectDetectsCutTail(t *testing.T) {
 	db, err := store.Open(p, store.Options{})
 	require.NoError(t, err)
 	for range 4 {
-		require.NoError(t, db.AppendAudit(context.Background(), bot.AuditEntry{Actor: "alice", Action: "approve"}))
+		require.NoError(t, db.AppendAudit(context.Background(), runmodel.AuditEntry{Actor: "alice", Action: "approve"}))
 	}
 	head, err := db.AuditHead(context.Background())
 	require.NoError(t, err)
@@ -127,7 +127,7 @@ func TestRunsShow_ListsChanges(t *testing.T) {
 	require.NoError(t, err, out)
 	db, err := store.Open(filepath.Join(dir, "gc.db"), store.Options{})
 	require.NoError(t, err)
-	runs, err := db.ListRuns(context.Background(), bot.RunQuery{})
+	runs, err := db.ListRuns(context.Background(), runmodel.RunQuery{})
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
 	require.Len(t, runs, 1)

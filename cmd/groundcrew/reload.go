@@ -18,6 +18,7 @@ import (
 	"github.com/groundcrew/groundcrew/config"
 	"github.com/groundcrew/groundcrew/digest"
 	"github.com/groundcrew/groundcrew/incident"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/watch"
 )
@@ -104,10 +105,10 @@ type libraryRef struct {
 }
 
 func (l *libraryRef) lib() *runbooks.Library { return l.p.Load() }
-func (l *libraryRef) Get(name string) (*runbooks.Runbook, bool) {
+func (l *libraryRef) Get(name string) (*runbookmodel.Runbook, bool) {
 	return l.lib().Get(name)
 }
-func (l *libraryRef) List() []*runbooks.Runbook { return l.lib().List() }
+func (l *libraryRef) List() []*runbookmodel.Runbook { return l.lib().List() }
 func (l *libraryRef) Broken(name string) (runbooks.Broken, bool) {
 	return l.lib().Broken(name)
 }

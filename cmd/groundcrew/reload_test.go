@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/config"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // TestReload_EveryKeyIsClassified: a new top-level config key must say
@@ -100,8 +100,8 @@ watch:
 		t.Helper()
 		require.Eventually(t, func() bool { return strings.Contains(out.String(), s) }, 10*time.Second, 20*time.Millisecond, out.String())
 	}
-	runs := func() []*bot.Run {
-		rs, err := a.db.ListRuns(t.Context(), bot.RunQuery{})
+	runs := func() []*runmodel.Run {
+		rs, err := a.db.ListRuns(t.Context(), runmodel.RunQuery{})
 		require.NoError(t, err)
 		return rs
 	}
@@ -111,7 +111,7 @@ watch:
 	require.Equal(t, time.Minute, a.reloads.watch.current().Rules()[0].Every)
 
 	say("/runbook run greet target=infra-prd")
-	require.Eventually(t, func() bool { rs := runs(); return len(rs) == 1 && rs[0].State == bot.RunAwaitingManual }, 10*time.Second, 20*time.Millisecond, out.String())
+	require.Eventually(t, func() bool { rs := runs(); return len(rs) == 1 && rs[0].State == runmodel.RunAwaitingManual }, 10*time.Second, 20*time.Millisecond, out.String())
 	old := runs()[0]
 
 	// The new versions.
@@ -142,14 +142,14 @@ watch:
 	// A new run gets v2 and carol.
 	say("/as alice", "/runbook run greet target=infra-prd")
 	require.Eventually(t, func() bool { return len(runs()) == 2 }, 10*time.Second, 20*time.Millisecond)
-	var fresh *bot.Run
+	var fresh *runmodel.Run
 	for _, r := range runs() {
 		if r.ID != old.ID {
 			fresh = r
 		}
 	}
 	assert.Equal(t, "Greet v2", fresh.Spec.Title)
-	require.Eventually(t, func() bool { r, _ := a.db.GetRun(t.Context(), fresh.ID); return r.State == bot.RunAwaitingManual }, 10*time.Second, 20*time.Millisecond, out.String())
+	require.Eventually(t, func() bool { r, _ := a.db.GetRun(t.Context(), fresh.ID); return r.State == runmodel.RunAwaitingManual }, 10*time.Second, 20*time.Millisecond, out.String())
 	say("/runbook done " + fresh.ID)
 	require.Eventually(t, func() bool { r, _ := a.db.GetRun(t.Context(), fresh.ID); return r.Gate != nil }, 10*time.Second, 20*time.Millisecond, out.String())
 	r, err = a.db.GetRun(t.Context(), fresh.ID)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // runsPage is how many runs one read of a listing takes from the store:
@@ -26,7 +26,7 @@ const defaultRunsLimit = 50
 // them a page at a time (through serve's admin socket: as one stream),
 // so memory stays flat whatever the store holds. q.Limit bounds the total
 // (0: all).
-func eachRun(ctx context.Context, db storeReader, q bot.RunQuery, fn func(*bot.Run) error) error {
+func eachRun(ctx context.Context, db storeReader, q runmodel.RunQuery, fn func(*runmodel.Run) error) error {
 	if c, ok := db.(*adminClient); ok {
 		return c.EachRun(ctx, q, fn)
 	}
@@ -36,8 +36,8 @@ func eachRun(ctx context.Context, db storeReader, q bot.RunQuery, fn func(*bot.R
 // pageRuns reads the runs q selects from a store a page at a time, each
 // page its own short read.
 func pageRuns(ctx context.Context, db interface {
-	ListRuns(ctx context.Context, q bot.RunQuery) ([]*bot.Run, error)
-}, q bot.RunQuery, fn func(*bot.Run) error) error {
+	ListRuns(ctx context.Context, q runmodel.RunQuery) ([]*runmodel.Run, error)
+}, q runmodel.RunQuery, fn func(*runmodel.Run) error) error {
 	left := q.Limit
 	for {
 		page := q
@@ -61,7 +61,7 @@ func pageRuns(ctx context.Context, db interface {
 			return nil
 		}
 		last := rs[len(rs)-1]
-		q.After = bot.RunCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+		q.After = runmodel.RunCursor{CreatedAt: last.CreatedAt, ID: last.ID}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -88,11 +88,11 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("--since %q: write a duration back from now (24h, 7d) or a date (2026-11-30, 2026-11-30T08:00:00Z)", s)
 }
 
-var runStates = []bot.RunState{bot.RunRunning, bot.RunAwaitingApproval, bot.RunAwaitingManual, bot.RunWaiting,
-	bot.RunSucceeded, bot.RunFailed, bot.RunCancelled}
+var runStates = []runmodel.RunState{runmodel.RunRunning, runmodel.RunAwaitingApproval, runmodel.RunAwaitingManual, runmodel.RunWaiting,
+	runmodel.RunSucceeded, runmodel.RunFailed, runmodel.RunCancelled}
 
 // parseStates reads --state: a comma-separated list of states, or active.
-func parseStates(s string, q *bot.RunQuery) error {
+func parseStates(s string, q *runmodel.RunQuery) error {
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		switch {
@@ -146,19 +146,19 @@ command and in a running serve, whatever the store holds.`,
 			}
 			out := cmd.OutOrStdout()
 			n, more := 0, false
-			var emit func(*bot.Run) error
+			var emit func(*runmodel.Run) error
 			var done func() error
 			switch {
 			case format == "json" && all:
 				enc := json.NewEncoder(out)
-				emit = func(r *bot.Run) error { return enc.Encode(r) }
+				emit = func(r *runmodel.Run) error { return enc.Encode(r) }
 				done = func() error { return nil }
 			case format == "json":
-				var rs []*bot.Run
-				emit = func(r *bot.Run) error { rs = append(rs, r); return nil }
+				var rs []*runmodel.Run
+				emit = func(r *runmodel.Run) error { rs = append(rs, r); return nil }
 				done = func() error {
 					if rs == nil {
-						rs = []*bot.Run{}
+						rs = []*runmodel.Run{}
 					}
 					enc := json.NewEncoder(out)
 					enc.SetIndent("", "  ")
@@ -168,7 +168,7 @@ command and in a running serve, whatever the store holds.`,
 				w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 				fmt.Fprintln(w, "RUN\tRUNBOOK\tTARGET\tBY\tSTATE\tSTARTED")
 				rows := 0
-				emit = func(r *bot.Run) error {
+				emit = func(r *runmodel.Run) error {
 					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Runbook, r.Target, r.Requester.Display(), r.State.Human(), r.CreatedAt.UTC().Format("2006-01-02 15:04"))
 					if rows++; rows%runsPage == 0 {
 						return w.Flush() // streamed: columns line up per page
@@ -177,7 +177,7 @@ command and in a running serve, whatever the store holds.`,
 				}
 				done = w.Flush
 			}
-			if err := eachRun(cmd.Context(), db, q, func(r *bot.Run) error {
+			if err := eachRun(cmd.Context(), db, q, func(r *runmodel.Run) error {
 				if !all && n == limit {
 					more = true
 					return nil
@@ -225,8 +225,8 @@ command and in a running serve, whatever the store holds.`,
 const maxRunsLimit = 10_000
 
 // runsListQuery is the query the flags of runs list ask for.
-func runsListQuery(cmd *cobra.Command, now time.Time) (bot.RunQuery, error) {
-	var q bot.RunQuery
+func runsListQuery(cmd *cobra.Command, now time.Time) (runmodel.RunQuery, error) {
+	var q runmodel.RunQuery
 	f := cmd.Flags()
 	if format, _ := f.GetString("format"); format != "table" && format != "json" {
 		return q, fmt.Errorf("--format %q: use table or json", format)
@@ -260,10 +260,10 @@ func runsListQuery(cmd *cobra.Command, now time.Time) (bot.RunQuery, error) {
 
 // writeRunLines writes runs as JSON lines as they come (the admin
 // socket's stream), then a last line saying how the stream ended.
-func writeRunLines(ctx context.Context, w io.Writer, flush func(), db storeReader, q bot.RunQuery) {
+func writeRunLines(ctx context.Context, w io.Writer, flush func(), db storeReader, q runmodel.RunQuery) {
 	enc := json.NewEncoder(w)
 	n := 0
-	err := pageRuns(ctx, db, q, func(r *bot.Run) error {
+	err := pageRuns(ctx, db, q, func(r *runmodel.Run) error {
 		if err := enc.Encode(runLine{Run: r}); err != nil {
 			return err
 		}
@@ -283,14 +283,14 @@ func writeRunLines(ctx context.Context, w io.Writer, flush func(), db storeReade
 // runLine is one line of the admin socket's stream of runs: a run, or the
 // end (End, or Error when the listing failed part way).
 type runLine struct {
-	Run   *bot.Run `json:"run,omitempty"`
-	End   bool     `json:"end,omitempty"`
-	Error string   `json:"error,omitempty"`
+	Run   *runmodel.Run `json:"run,omitempty"`
+	End   bool          `json:"end,omitempty"`
+	Error string        `json:"error,omitempty"`
 }
 
 // EachRun reads the runs q selects from serve as a stream of JSON lines:
 // serve reads the store a page at a time and holds no more.
-func (c *adminClient) EachRun(ctx context.Context, q bot.RunQuery, fn func(*bot.Run) error) error {
+func (c *adminClient) EachRun(ctx context.Context, q runmodel.RunQuery, fn func(*runmodel.Run) error) error {
 	resp, err := c.post(ctx, "runs", adminRequest{Query: q})
 	if err != nil {
 		return err

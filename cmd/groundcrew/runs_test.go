@@ -12,7 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/store"
 )
 
@@ -25,17 +26,17 @@ func fillRuns(t testing.TB, path string, n int) {
 	defer db.Close()
 	now := time.Now().UTC()
 	runbooks, targets := []string{"list-workers", "prune-worker", "abort-builds"}, []string{"infra-prd", "infra-stg"}
-	states := []bot.RunState{bot.RunSucceeded, bot.RunFailed, bot.RunCancelled, bot.RunSucceeded}
+	states := []runmodel.RunState{runmodel.RunSucceeded, runmodel.RunFailed, runmodel.RunCancelled, runmodel.RunSucceeded}
 	for i := range n {
 		at := now.Add(-time.Duration(i) * time.Minute)
-		r := &bot.Run{ID: fmt.Sprintf("r-%06d", i), Runbook: runbooks[i%3], Target: targets[i%2], State: states[i%4],
-			Requester: bot.User{ID: "U1", Name: "ana"}, CreatedAt: at, UpdatedAt: at, FinishedAt: at,
-			Conversation: bot.Conversation{Platform: "console", Channel: "ops"},
-			Steps: []bot.StepState{{ID: "list", Kind: "query", Title: "List workers", Status: bot.StepSucceeded,
+		r := &runmodel.Run{ID: fmt.Sprintf("r-%06d", i), Runbook: runbooks[i%3], Target: targets[i%2], State: states[i%4],
+			Requester: chatmodel.User{ID: "U1", Name: "ana"}, CreatedAt: at, UpdatedAt: at, FinishedAt: at,
+			Conversation: chatmodel.Conversation{Platform: "console", Channel: "ops"},
+			Steps: []runmodel.StepState{{ID: "list", Kind: "query", Title: "List workers", Status: runmodel.StepSucceeded,
 				Result: json.RawMessage(`{"summary":"` + strings.Repeat("worker w-1 stalled since 02:13; ", 60) + `"}`)}}}
-		require.NoError(t, db.CreateRun(context.Background(), r, &bot.Batch{
-			Journal: []bot.JournalEntry{{Type: bot.JRunStarted, Time: at}, {Type: bot.JRunFinished, Time: at}},
-			Audit:   []bot.AuditEntry{{Action: bot.ActionRunStarted, Actor: "U1", Time: at}}}))
+		require.NoError(t, db.CreateRun(context.Background(), r, &runmodel.Batch{
+			Journal: []runmodel.JournalEntry{{Type: runmodel.JRunStarted, Time: at}, {Type: runmodel.JRunFinished, Time: at}},
+			Audit:   []runmodel.AuditEntry{{Action: runmodel.ActionRunStarted, Actor: "U1", Time: at}}}))
 	}
 }
 
@@ -58,12 +59,12 @@ func TestRunsList_LimitFiltersAndAll(t *testing.T) {
 
 	got, err = run(t, "", "runs", "list", "--store", path, "--limit", "3", "--state", "failed,cancelled", "--runbook", "prune-worker", "--format", "json")
 	require.NoError(t, err, got)
-	var rs []bot.Run
+	var rs []runmodel.Run
 	require.NoError(t, json.Unmarshal([]byte(got[:strings.LastIndex(got, "]")+1]), &rs), got)
 	require.Len(t, rs, 3)
 	for _, r := range rs {
 		assert.Equal(t, "prune-worker", r.Runbook)
-		assert.Contains(t, []bot.RunState{bot.RunFailed, bot.RunCancelled}, r.State)
+		assert.Contains(t, []runmodel.RunState{runmodel.RunFailed, runmodel.RunCancelled}, r.State)
 	}
 	assert.Equal(t, []string{"r-000001", "r-000010", "r-000013"}, []string{rs[0].ID, rs[1].ID, rs[2].ID})
 
@@ -86,7 +87,7 @@ func TestRunsList_LimitFiltersAndAll(t *testing.T) {
 	require.Len(t, l, 450, "one JSON line per run")
 	seen := map[string]bool{}
 	for _, line := range l {
-		var r bot.Run
+		var r runmodel.Run
 		require.NoError(t, json.Unmarshal([]byte(line), &r), line)
 		assert.False(t, seen[r.ID], "%s listed twice", r.ID)
 		seen[r.ID] = true

@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/config"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/store"
 	"github.com/groundcrew/groundcrew/store/pgstore"
 )
@@ -83,7 +83,7 @@ func storeCopy(ctx context.Context, from, dsn string, say func(string, ...any)) 
 		return fmt.Errorf("--from %s: %w", from, err)
 	}
 	src, err := store.Open(from, store.Options{Timeout: 500 * time.Millisecond})
-	if errors.Is(err, bot.ErrLocked) {
+	if errors.Is(err, runmodel.ErrLocked) {
 		return fmt.Errorf("%w: stop groundcrew serve before copying its store", err)
 	}
 	if err != nil {

@@ -10,10 +10,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/digest"
 	"github.com/groundcrew/groundcrew/incident"
-	"github.com/groundcrew/groundcrew/runbooks"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/store"
 	"github.com/groundcrew/groundcrew/store/pgstore"
 	"github.com/groundcrew/groundcrew/store/pgstore/pgtest"
@@ -26,33 +27,33 @@ func TestStoreCopy_CopiesEverythingAndVerifies(t *testing.T) {
 	src, err := store.Open(path, store.Options{})
 	require.NoError(t, err)
 	t0 := time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
-	spec := &runbooks.Runbook{Name: "worker-stalled", Title: "Worker stalled"}
+	spec := &runbookmodel.Runbook{Name: "worker-stalled", Title: "Worker stalled"}
 	for i := range 5 {
 		id := fmt.Sprintf("r-%d", i)
-		r := &bot.Run{ID: id, Runbook: "worker-stalled", State: bot.RunRunning, Spec: spec, CreatedAt: t0.Add(time.Duration(i) * time.Minute),
-			Conversation: bot.Conversation{Platform: "slack", Channel: "C1", Thread: "T" + id}}
-		require.NoError(t, src.CreateRun(ctx, r, &bot.Batch{Journal: []bot.JournalEntry{{Type: bot.JRunStarted}},
-			Audit:    []bot.AuditEntry{{Time: r.CreatedAt, Actor: "ana", Action: bot.ActionRunStarted}},
-			Messages: []bot.MessageIndex{{Ref: bot.MessageRef{Platform: "slack", Channel: "C1", ID: "m" + id}, RunID: id, Role: bot.RoleRoot}}}))
+		r := &runmodel.Run{ID: id, Runbook: "worker-stalled", State: runmodel.RunRunning, Spec: spec, CreatedAt: t0.Add(time.Duration(i) * time.Minute),
+			Conversation: chatmodel.Conversation{Platform: "slack", Channel: "C1", Thread: "T" + id}}
+		require.NoError(t, src.CreateRun(ctx, r, &runmodel.Batch{Journal: []runmodel.JournalEntry{{Type: runmodel.JRunStarted}},
+			Audit:    []runmodel.AuditEntry{{Time: r.CreatedAt, Actor: "ana", Action: runmodel.ActionRunStarted}},
+			Messages: []runmodel.MessageIndex{{Ref: chatmodel.MessageRef{Platform: "slack", Channel: "C1", ID: "m" + id}, RunID: id, Role: chatmodel.RoleRoot}}}))
 		if i%2 == 0 {
-			_, err := src.UpdateRun(ctx, id, func(r *bot.Run, b *bot.Batch) error {
-				r.State, r.FinishedAt = bot.RunSucceeded, r.CreatedAt.Add(time.Minute)
-				b.Note(bot.JournalEntry{Type: bot.JIntent, Step: "prune"})
-				b.Note(bot.JournalEntry{Type: bot.JOutcome, Step: "prune", Outcome: "ok"})
+			_, err := src.UpdateRun(ctx, id, func(r *runmodel.Run, b *runmodel.Batch) error {
+				r.State, r.FinishedAt = runmodel.RunSucceeded, r.CreatedAt.Add(time.Minute)
+				b.Note(runmodel.JournalEntry{Type: runmodel.JIntent, Step: "prune"})
+				b.Note(runmodel.JournalEntry{Type: runmodel.JOutcome, Step: "prune", Outcome: "ok"})
 				return nil
 			})
 			require.NoError(t, err)
 		}
 	}
-	require.NoError(t, src.AppendAudit(ctx, bot.AuditEntry{Time: t0, Actor: "bob", Action: bot.ActionRunRefused}))
+	require.NoError(t, src.AppendAudit(ctx, runmodel.AuditEntry{Time: t0, Actor: "bob", Action: runmodel.ActionRunRefused}))
 	_, err = src.SeenEvent(ctx, "ev-1", t0)
 	require.NoError(t, err)
-	require.NoError(t, src.PutOutbox(ctx, bot.OutboxItem{ID: "o1", Message: bot.Message{Text: "hi"}, NextTry: t0}))
+	require.NoError(t, src.PutOutbox(ctx, runmodel.OutboxItem{ID: "o1", Message: chatmodel.Message{Text: "hi"}, NextTry: t0}))
 	require.NoError(t, src.SaveDigest(ctx, "daily", digest.Record{Fire: t0}))
 	require.NoError(t, src.PutKV(ctx, "k", []byte("v")))
 	_, err = src.UpsertIncident(ctx, "k1", func(*incident.Incident) (*incident.Incident, error) {
 		return &incident.Incident{ID: "i-1", Key: "k1", State: incident.StateOpen, OpenedAt: t0,
-			Root: bot.MessageRef{Platform: "slack", Channel: "C1", ID: "inc"}}, nil
+			Root: chatmodel.MessageRef{Platform: "slack", Channel: "C1", ID: "inc"}}, nil
 	})
 	require.NoError(t, err)
 	head, err := src.AuditHead(ctx)
@@ -73,16 +74,16 @@ func TestStoreCopy_CopiesEverythingAndVerifies(t *testing.T) {
 	require.NoError(t, dst.VerifyAuditHead(ctx, head), "a checkpoint published before the copy verifies after it")
 	r, err := dst.GetRun(ctx, "r-2")
 	require.NoError(t, err)
-	assert.Equal(t, bot.RunSucceeded, r.State)
+	assert.Equal(t, runmodel.RunSucceeded, r.State)
 	require.NotNil(t, r.Spec)
 	assert.Equal(t, "Worker stalled", r.Spec.Title)
-	act, err := dst.ListRuns(ctx, bot.RunQuery{Active: true})
+	act, err := dst.ListRuns(ctx, runmodel.RunQuery{Active: true})
 	require.NoError(t, err)
 	assert.Len(t, act, 2)
-	idx, err := dst.RunByMessage(ctx, bot.MessageRef{Platform: "slack", Channel: "C1", ID: "mr-3"})
+	idx, err := dst.RunByMessage(ctx, chatmodel.MessageRef{Platform: "slack", Channel: "C1", ID: "mr-3"})
 	require.NoError(t, err)
 	assert.Equal(t, "r-3", idx.RunID)
-	in, err := dst.IncidentByMessage(ctx, bot.MessageRef{Platform: "slack", Channel: "C1", ID: "inc"})
+	in, err := dst.IncidentByMessage(ctx, chatmodel.MessageRef{Platform: "slack", Channel: "C1", ID: "inc"})
 	require.NoError(t, err)
 	assert.Equal(t, "i-1", in.ID)
 	_, err = dst.UpsertIncident(ctx, "k1", func(cur *incident.Incident) (*incident.Incident, error) {
@@ -95,9 +96,9 @@ func TestStoreCopy_CopiesEverythingAndVerifies(t *testing.T) {
 	assert.True(t, seen)
 
 	// The copied store goes on: journals and the chain continue.
-	_, err = dst.UpdateRun(ctx, "r-2", func(_ *bot.Run, b *bot.Batch) error {
-		b.Note(bot.JournalEntry{Type: bot.JStepDone})
-		b.Audit = append(b.Audit, bot.AuditEntry{Time: t0, Actor: "ana", Action: bot.ActionCancel})
+	_, err = dst.UpdateRun(ctx, "r-2", func(_ *runmodel.Run, b *runmodel.Batch) error {
+		b.Note(runmodel.JournalEntry{Type: runmodel.JStepDone})
+		b.Audit = append(b.Audit, runmodel.AuditEntry{Time: t0, Actor: "ana", Action: runmodel.ActionCancel})
 		return nil
 	})
 	require.NoError(t, err)
@@ -124,7 +125,7 @@ func TestStoreCopy_RefusesAStoreServeHolds(t *testing.T) {
 	require.NoError(t, err)
 	defer held.Close()
 	err = storeCopy(context.Background(), path, "postgres://nobody@127.0.0.1:1/x", func(string, ...any) {})
-	require.ErrorIs(t, err, bot.ErrLocked)
+	require.ErrorIs(t, err, runmodel.ErrLocked)
 	assert.Contains(t, err.Error(), "stop groundcrew serve")
 }
 
@@ -136,8 +137,8 @@ func TestStoreFlag_TakesAPostgresURL(t *testing.T) {
 	dsn := pgtest.NewDatabase(t, nil)
 	db, err := pgstore.Open(ctx, dsn, pgstore.Options{})
 	require.NoError(t, err)
-	r := &bot.Run{ID: "r-7f3a9kq2xm", Runbook: "worker-stalled", Target: "infra-prd", State: bot.RunSucceeded, CreatedAt: time.Now()}
-	require.NoError(t, db.CreateRun(ctx, r, &bot.Batch{Audit: []bot.AuditEntry{{Time: r.CreatedAt, Actor: "ana", Action: bot.ActionRunStarted, RunID: r.ID}}}))
+	r := &runmodel.Run{ID: "r-7f3a9kq2xm", Runbook: "worker-stalled", Target: "infra-prd", State: runmodel.RunSucceeded, CreatedAt: time.Now()}
+	require.NoError(t, db.CreateRun(ctx, r, &runmodel.Batch{Audit: []runmodel.AuditEntry{{Time: r.CreatedAt, Actor: "ana", Action: runmodel.ActionRunStarted, RunID: r.ID}}}))
 	require.NoError(t, db.Close())
 
 	out, err := run(t, "", "runs", "list", "--store", dsn)

@@ -9,18 +9,18 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/config"
 	"github.com/groundcrew/groundcrew/digest"
 	"github.com/groundcrew/groundcrew/incident"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/store"
 	"github.com/groundcrew/groundcrew/store/pgstore"
 )
 
 // appStore is what the app needs of its store; both stores implement it.
 type appStore interface {
-	bot.Store
-	bot.Housekeeper
+	runmodel.Store
+	runmodel.Housekeeper
 	incident.Store
 	digest.History
 	storeReader

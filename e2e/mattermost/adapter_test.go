@@ -21,8 +21,8 @@ import (
 
 	"github.com/groundcrew/groundcrew/adapters/chatutil"
 	"github.com/groundcrew/groundcrew/adapters/mattermost"
-	"github.com/groundcrew/groundcrew/bot"
 	"github.com/groundcrew/groundcrew/internal/secret"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 func secretOf(s string) secret.Secret { return secret.Secret(s) }
@@ -30,14 +30,14 @@ func secretOf(s string) secret.Secret { return secret.Secret(s) }
 // recorder is a bot.Handler that records events and can answer some of
 // them synchronously, as the engine does for quick refusals.
 type recorder struct {
-	events chan bot.Event
+	events chan chatmodel.Event
 	mu     sync.Mutex
-	reply  func(ctx context.Context, e bot.Event)
+	reply  func(ctx context.Context, e chatmodel.Event)
 }
 
-func newRecorder() *recorder { return &recorder{events: make(chan bot.Event, 100)} }
+func newRecorder() *recorder { return &recorder{events: make(chan chatmodel.Event, 100)} }
 
-func (r *recorder) Handle(ctx context.Context, e bot.Event) error {
+func (r *recorder) Handle(ctx context.Context, e chatmodel.Event) error {
 	r.mu.Lock()
 	reply := r.reply
 	r.mu.Unlock()
@@ -48,7 +48,7 @@ func (r *recorder) Handle(ctx context.Context, e bot.Event) error {
 	return nil
 }
 
-func (r *recorder) setReply(f func(ctx context.Context, e bot.Event)) {
+func (r *recorder) setReply(f func(ctx context.Context, e chatmodel.Event)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.reply = f
@@ -56,7 +56,7 @@ func (r *recorder) setReply(f func(ctx context.Context, e bot.Event)) {
 
 // waitFor returns the first event matching ok, failing after timeout. Other
 // events are dropped.
-func (r *recorder) waitFor(t *testing.T, what string, timeout time.Duration, ok func(bot.Event) bool) bot.Event {
+func (r *recorder) waitFor(t *testing.T, what string, timeout time.Duration, ok func(chatmodel.Event) bool) chatmodel.Event {
 	t.Helper()
 	deadline := time.After(timeout)
 	for {
@@ -86,7 +86,7 @@ func serveAdapter(t *testing.T, h http.Handler) string {
 
 // runAdapter runs the adapter until the test ends; cleanup cancels it and
 // checks that Run returns, without error, within 10 s.
-func runAdapter(ctx context.Context, t *testing.T, a *mattermost.Adapter, h bot.Handler) {
+func runAdapter(ctx context.Context, t *testing.T, a *mattermost.Adapter, h chatmodel.Handler) {
 	t.Helper()
 	runCtx, stopRun := context.WithCancel(ctx)
 	runDone := make(chan error, 1)
@@ -218,21 +218,21 @@ func TestAdapterAgainstServer(t *testing.T) {
 
 	// The engine answers "help" with an ephemeral message while handling it:
 	// it must come back as the command's (truly ephemeral) answer.
-	rec.setReply(func(ctx context.Context, e bot.Event) {
-		if e.Kind == bot.EventCommand && e.Text == "help" {
-			_ = a.Ephemeral(ctx, e.Conversation, e.User, bot.Message{Text: "*Usage:* `/runbook run <name>`"})
+	rec.setReply(func(ctx context.Context, e chatmodel.Event) {
+		if e.Kind == chatmodel.EventCommand && e.Text == "help" {
+			_ = a.Ephemeral(ctx, e.Conversation, e.User, chatmodel.Message{Text: "*Usage:* `/runbook run <name>`"})
 		}
-		if e.Kind == bot.EventButton && e.User.ID == alice.User.Id {
-			_ = a.Ephemeral(ctx, e.Conversation, e.User, bot.Message{Text: "Not counted: you started this run."})
+		if e.Kind == chatmodel.EventButton && e.User.ID == alice.User.Id {
+			_ = a.Ephemeral(ctx, e.Conversation, e.User, chatmodel.Message{Text: "Not counted: you started this run."})
 		}
 	})
 	resp, err := alice.runCommand(ctx, w.Channel.Id, "", "/runbook help")
 	require.NoError(t, err)
 	assert.Equal(t, "**Usage:** `/runbook run <name>`", resp.Text)
-	e := rec.waitFor(t, "the help command", 10*time.Second, func(e bot.Event) bool { return e.Kind == bot.EventCommand })
+	e := rec.waitFor(t, "the help command", 10*time.Second, func(e chatmodel.Event) bool { return e.Kind == chatmodel.EventCommand })
 	assert.Equal(t, "help", e.Text)
-	assert.Equal(t, bot.User{ID: alice.User.Id, Name: "alice"}, e.User)
-	assert.Equal(t, bot.Conversation{Platform: "mattermost", Channel: w.Channel.Id}, e.Conversation)
+	assert.Equal(t, chatmodel.User{ID: alice.User.Id, Name: "alice"}, e.User)
+	assert.Equal(t, chatmodel.Conversation{Platform: "mattermost", Channel: w.Channel.Id}, e.Conversation)
 
 	// A wrong token is refused before anything else.
 	r, err := http.PostForm(callback+mattermost.CommandPath, map[string][]string{"token": {"nope"}, "user_id": {alice.User.Id}, "channel_id": {w.Channel.Id}, "text": {"run x"}})
@@ -241,7 +241,7 @@ func TestAdapterAgainstServer(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, r.StatusCode)
 
 	// The bot posts a run: a root message (by channel name) and a gate reply.
-	root, err := a.Post(ctx, bot.Conversation{Channel: "#ci-ops"}, bot.Message{Text: "🛠 *demo* on sim — started by @alice"})
+	root, err := a.Post(ctx, chatmodel.Conversation{Channel: "#ci-ops"}, chatmodel.Message{Text: "🛠 *demo* on sim — started by @alice"})
 	require.NoError(t, err)
 	assert.Equal(t, w.Channel.Id, root.Channel)
 	p, _, err := carol.GetPost(ctx, root.ID, "")
@@ -249,10 +249,10 @@ func TestAdapterAgainstServer(t *testing.T) {
 	assert.Equal(t, "🛠 **demo** on sim — started by @alice", p.Message)
 	assert.Equal(t, w.BotUser.Id, p.UserId, "run messages are posted by the bot account")
 
-	gate, err := a.Post(ctx, bot.Conversation{Channel: root.Channel, Thread: root.ID}, bot.Message{
+	gate, err := a.Post(ctx, chatmodel.Conversation{Channel: root.Channel, Thread: root.ID}, chatmodel.Message{
 		Text:    "🔒 Approval needed — prune worker `w0`",
 		Detail:  "name  state\nw0    stalled",
-		Buttons: []bot.Button{{Action: "approve", Label: "Approve", Value: "r1/s5", Style: "primary"}, {Action: "reject", Label: "Reject", Value: "r1/s5", Style: "danger"}},
+		Buttons: []chatmodel.Button{{Action: "approve", Label: "Approve", Value: "r1/s5", Style: "primary"}, {Action: "reject", Label: "Reject", Value: "r1/s5", Style: "danger"}},
 	})
 	require.NoError(t, err)
 	assert.Equal(t, root.ID, gate.Thread)
@@ -267,11 +267,11 @@ func TestAdapterAgainstServer(t *testing.T) {
 	// A reaction by a user arrives; the bot's own does not.
 	_, _, err = carol.SaveReaction(ctx, &model.Reaction{UserId: carol.User.Id, PostId: gate.ID, EmojiName: "white_check_mark"})
 	require.NoError(t, err)
-	e = rec.waitFor(t, "carol's ✅", 10*time.Second, func(e bot.Event) bool { return e.Kind == bot.EventReaction })
+	e = rec.waitFor(t, "carol's ✅", 10*time.Second, func(e chatmodel.Event) bool { return e.Kind == chatmodel.EventReaction })
 	assert.Equal(t, gate.ID, e.Message.ID)
 	assert.Equal(t, root.ID, e.Message.Thread)
-	assert.Equal(t, bot.IntentApprove, e.Intent)
-	assert.Equal(t, bot.User{ID: carol.User.Id, Name: "carol"}, e.User)
+	assert.Equal(t, chatmodel.IntentApprove, e.Intent)
+	assert.Equal(t, chatmodel.User{ID: carol.User.Id, Name: "carol"}, e.User)
 	assert.True(t, strings.HasPrefix(e.ID, "reaction:"+gate.ID+":"+carol.User.Id+":white_check_mark:added:"), e.ID)
 	carolAddID := e.ID
 
@@ -281,9 +281,9 @@ func TestAdapterAgainstServer(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = dave.SaveReaction(ctx, &model.Reaction{UserId: dave.User.Id, PostId: gate.ID, EmojiName: "+1"})
 	require.NoError(t, err)
-	e = rec.waitFor(t, "dave's +1", 10*time.Second, func(e bot.Event) bool { return e.Kind == bot.EventReaction })
+	e = rec.waitFor(t, "dave's +1", 10*time.Second, func(e chatmodel.Event) bool { return e.Kind == chatmodel.EventReaction })
 	assert.Equal(t, dave.User.Id, e.User.ID, "the bot's own reaction must not be delivered")
-	assert.Equal(t, bot.IntentApprove, e.Intent)
+	assert.Equal(t, chatmodel.IntentApprove, e.Intent)
 
 	// Every reaction groundcrew advertises exists on this server: reacting
 	// with it through the API works (no 404) and arrives as its intent
@@ -292,10 +292,10 @@ func TestAdapterAgainstServer(t *testing.T) {
 		name := r.Names[0]
 		_, _, err := dave.SaveReaction(ctx, &model.Reaction{UserId: dave.User.Id, PostId: root.ID, EmojiName: name})
 		require.NoError(t, err, "reacting :%s: (advertised for %s)", name, r.Intent)
-		e = rec.waitFor(t, "dave's :"+name+":", 10*time.Second, func(e bot.Event) bool { return e.Kind == bot.EventReaction && e.Message.ID == root.ID })
+		e = rec.waitFor(t, "dave's :"+name+":", 10*time.Second, func(e chatmodel.Event) bool { return e.Kind == chatmodel.EventReaction && e.Message.ID == root.ID })
 		assert.Equal(t, r.Intent, e.Intent, name)
 	}
-	for _, i := range []bot.Intent{bot.IntentApprove, bot.IntentReject, bot.IntentSkip, bot.IntentDone, bot.IntentFail} {
+	for _, i := range []chatmodel.Intent{chatmodel.IntentApprove, chatmodel.IntentReject, chatmodel.IntentSkip, chatmodel.IntentDone, chatmodel.IntentFail} {
 		assert.NotEmpty(t, a.Symbol(i), "a hint symbol for %s", i)
 	}
 
@@ -312,8 +312,8 @@ func TestAdapterAgainstServer(t *testing.T) {
 	otherClient.SetToken(otherTok.Token)
 	_, _, err = otherClient.SaveReaction(ctx, &model.Reaction{UserId: other.UserId, PostId: gate.ID, EmojiName: "white_check_mark"})
 	require.NoError(t, err)
-	e = rec.waitFor(t, "the other bot's ✅", 10*time.Second, func(e bot.Event) bool { return e.Kind == bot.EventReaction && e.User.ID == other.UserId })
-	assert.Equal(t, bot.User{ID: other.UserId, Name: "ci-bot", Kind: bot.UserBot}, e.User)
+	e = rec.waitFor(t, "the other bot's ✅", 10*time.Second, func(e chatmodel.Event) bool { return e.Kind == chatmodel.EventReaction && e.User.ID == other.UserId })
+	assert.Equal(t, chatmodel.User{ID: other.UserId, Name: "ci-bot", Kind: chatmodel.UserBot}, e.User)
 
 	// A deactivated user resolves as such (policies name people; the
 	// engine never counts them).
@@ -322,23 +322,23 @@ func TestAdapterAgainstServer(t *testing.T) {
 	require.NoError(t, err)
 	u, err := a.ResolveUser(ctx, "@mallory")
 	require.NoError(t, err)
-	assert.Equal(t, bot.UserDeactivated, u.Kind)
+	assert.Equal(t, chatmodel.UserDeactivated, u.Kind)
 	u, err = a.ResolveUser(ctx, "carol")
 	require.NoError(t, err)
-	assert.Equal(t, bot.User{ID: carol.User.Id, Name: "carol"}, u)
+	assert.Equal(t, chatmodel.User{ID: carol.User.Id, Name: "carol"}, u)
 
 	// Buttons: the clicker comes from Mattermost's user_id; the requester's
 	// refusal comes back to her as an ephemeral message.
 	clickAs(ctx, t, carol, gate.ID, "Approve")
-	e = rec.waitFor(t, "carol's click", 10*time.Second, func(e bot.Event) bool { return e.Kind == bot.EventButton })
-	assert.Equal(t, bot.IntentApprove, e.Intent)
+	e = rec.waitFor(t, "carol's click", 10*time.Second, func(e chatmodel.Event) bool { return e.Kind == chatmodel.EventButton })
+	assert.Equal(t, chatmodel.IntentApprove, e.Intent)
 	assert.Equal(t, "r1/s5", e.Value)
 	assert.Equal(t, carol.User.Id, e.User.ID)
 	assert.Equal(t, gate, e.Message)
 
 	aliceEph := listenEphemeral(t, srv.URL, alice)
 	clickAs(ctx, t, alice, gate.ID, "Approve")
-	rec.waitFor(t, "alice's click", 10*time.Second, func(e bot.Event) bool { return e.Kind == bot.EventButton })
+	rec.waitFor(t, "alice's click", 10*time.Second, func(e chatmodel.Event) bool { return e.Kind == chatmodel.EventButton })
 	aliceEph.waitFor(t, "you started this run", 10*time.Second)
 
 	// Alice's click forged to say user_name "carol" (the signed context is
@@ -353,12 +353,12 @@ func TestAdapterAgainstServer(t *testing.T) {
 	forgeMu.Unlock()
 	select {
 	case e := <-rec.events:
-		assert.NotEqual(t, bot.EventButton, e.Kind, "a forged click must not be delivered: %+v", e)
+		assert.NotEqual(t, chatmodel.EventButton, e.Kind, "a forged click must not be delivered: %+v", e)
 	case <-time.After(500 * time.Millisecond):
 	}
 
 	// Updating the gate in place drops the buttons.
-	require.NoError(t, a.Update(ctx, gate, bot.Message{Text: "✅ Approved by @carol"}))
+	require.NoError(t, a.Update(ctx, gate, chatmodel.Message{Text: "✅ Approved by @carol"}))
 	p, _, err = carol.GetPost(ctx, gate.ID, "")
 	require.NoError(t, err)
 	assert.Equal(t, "✅ Approved by @carol", p.Message)
@@ -367,19 +367,19 @@ func TestAdapterAgainstServer(t *testing.T) {
 	// A command typed in a thread (from a reply) is tied to the root.
 	_, err = alice.runCommand(ctx, w.Channel.Id, gate.ID, "/runbook status")
 	require.NoError(t, err)
-	e = rec.waitFor(t, "the command in the thread", 10*time.Second, func(e bot.Event) bool { return e.Kind == bot.EventCommand })
+	e = rec.waitFor(t, "the command in the thread", 10*time.Second, func(e chatmodel.Event) bool { return e.Kind == chatmodel.EventCommand })
 	assert.Equal(t, "status", e.Text)
 	assert.Equal(t, root.ID, e.Conversation.Thread)
 
 	// Outside a command, a bot cannot post ephemeral messages: it mentions
 	// the user in the thread instead.
-	require.NoError(t, a.Ephemeral(ctx, bot.Conversation{Channel: root.Channel, Thread: root.ID}, bot.User{ID: alice.User.Id}, bot.Message{Text: "Not counted: you started this run."}))
+	require.NoError(t, a.Ephemeral(ctx, chatmodel.Conversation{Channel: root.Channel, Thread: root.ID}, chatmodel.User{ID: alice.User.Id}, chatmodel.Message{Text: "Not counted: you started this run."}))
 	posts, err := threadPosts(ctx, carol.Client4, root.ID)
 	require.NoError(t, err)
 	assert.Equal(t, "@alice Not counted: you started this run.", posts[len(posts)-1].Message)
 
 	// The thread reads back in order, details included.
-	msgs, err := a.ReadThread(ctx, bot.Conversation{Channel: root.Channel, Thread: root.ID})
+	msgs, err := a.ReadThread(ctx, chatmodel.Conversation{Channel: root.Channel, Thread: root.ID})
 	require.NoError(t, err)
 	require.Len(t, msgs, 3)
 	assert.Contains(t, msgs[0].Text, "demo")
@@ -415,10 +415,12 @@ func TestAdapterAgainstServer(t *testing.T) {
 	_, _, err = dave.SaveReaction(ctx, &model.Reaction{UserId: dave.User.Id, PostId: gate.ID, EmojiName: "x"})
 	require.NoError(t, err)
 	proxy.restore()
-	removed := rec.waitFor(t, "carol's ✅ removal, re-read", 30*time.Second, func(e bot.Event) bool { return e.Kind == bot.EventReaction && e.Removed })
+	removed := rec.waitFor(t, "carol's ✅ removal, re-read", 30*time.Second, func(e chatmodel.Event) bool { return e.Kind == chatmodel.EventReaction && e.Removed })
 	assert.Equal(t, strings.Replace(carolAddID, ":added:", ":removed:", 1), removed.ID)
-	added := rec.waitFor(t, "dave's ❌, re-read", 10*time.Second, func(e bot.Event) bool { return e.Kind == bot.EventReaction && !e.Removed && e.Message.ID == gate.ID })
-	assert.Equal(t, bot.IntentReject, added.Intent)
+	added := rec.waitFor(t, "dave's ❌, re-read", 10*time.Second, func(e chatmodel.Event) bool {
+		return e.Kind == chatmodel.EventReaction && !e.Removed && e.Message.ID == gate.ID
+	})
+	assert.Equal(t, chatmodel.IntentReject, added.Intent)
 	assert.Equal(t, dave.User.Id, added.User.ID)
 	assert.Equal(t, gate.ID, added.Message.ID)
 }

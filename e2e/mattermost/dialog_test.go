@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // TestDialogOnServer: against Mattermost 11.1, a command that lacks its
@@ -26,16 +26,16 @@ func TestDialogOnServer(t *testing.T) {
 	defer cancel()
 	a := interactiveAdapter(t, srv, w)
 	rec := newRecorder()
-	form := bot.Form{Title: "Run pause-pipeline", Command: "run pause-pipeline", Fields: []bot.FormField{
+	form := chatmodel.Form{Title: "Run pause-pipeline", Command: "run pause-pipeline", Fields: []chatmodel.FormField{
 		{Name: "pipeline", Help: "pipeline name", Required: true},
 		{Name: "mode", Default: "soft", Options: []string{"soft", "hard"}},
 	}}
-	rec.setReply(func(ctx context.Context, e bot.Event) {
+	rec.setReply(func(ctx context.Context, e chatmodel.Event) {
 		switch {
 		case e.Text == "run pause-pipeline":
 			assert.NoError(t, a.OpenForm(ctx, e, form))
 		case strings.Contains(e.Text, "pipeline=bad"):
-			_ = a.Ephemeral(ctx, e.Conversation, e.User, bot.Message{Text: `parameter "pipeline": "bad" is not a pipeline`})
+			_ = a.Ephemeral(ctx, e.Conversation, e.User, chatmodel.Message{Text: `parameter "pipeline": "bad" is not a pipeline`})
 		}
 	})
 	runAdapter(ctx, t, a, rec)
@@ -86,7 +86,7 @@ func TestDialogOnServer(t *testing.T) {
 	resp, _, err = alice.SubmitInteractiveDialog(ctx, sub)
 	require.NoError(t, err)
 	assert.Empty(t, resp.Errors)
-	e := rec.waitFor(t, "the submitted command", 10*time.Second, func(e bot.Event) bool { return strings.Contains(e.Text, "pipeline=main") })
+	e := rec.waitFor(t, "the submitted command", 10*time.Second, func(e chatmodel.Event) bool { return strings.Contains(e.Text, "pipeline=main") })
 	assert.Equal(t, "run pause-pipeline mode=hard pipeline=main", e.Text, "the same as typing it")
 	assert.Equal(t, alice.User.Id, e.User.ID)
 }

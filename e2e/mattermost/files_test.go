@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // TestFilesAndMentionsOnServer: a digest's chart is uploaded and attached
@@ -34,8 +34,8 @@ func TestFilesAndMentionsOnServer(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	require.NoError(t, png.Encode(&buf, img))
-	ref, err := a.Post(ctx, bot.Conversation{Channel: w.Channel.Id}, bot.Message{Text: "🟢 *Health digest* `infra-prd`",
-		Files: []bot.File{{Name: "digest-infra-prd-20261202-0800.png", Alt: "Chart of infra-prd over the last 3 digests", Data: buf.Bytes()}}})
+	ref, err := a.Post(ctx, chatmodel.Conversation{Channel: w.Channel.Id}, chatmodel.Message{Text: "🟢 *Health digest* `infra-prd`",
+		Files: []chatmodel.File{{Name: "digest-infra-prd-20261202-0800.png", Alt: "Chart of infra-prd over the last 3 digests", Data: buf.Bytes()}}})
 	require.NoError(t, err)
 	alice := w.Users["alice"]
 	p, _, err := alice.GetPost(ctx, ref.ID, "")
@@ -51,7 +51,7 @@ func TestFilesAndMentionsOnServer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, buf.Bytes(), data)
 
-	ref, err = a.Post(ctx, bot.Conversation{Channel: w.Channel.Id, Thread: ref.ID}, bot.Message{Text: "🔔 Escalation 1/1", Mentions: []string{alice.User.Id, "nobody-id-0000000000000000"}})
+	ref, err = a.Post(ctx, chatmodel.Conversation{Channel: w.Channel.Id, Thread: ref.ID}, chatmodel.Message{Text: "🔔 Escalation 1/1", Mentions: []string{alice.User.Id, "nobody-id-0000000000000000"}})
 	require.NoError(t, err)
 	p, _, err = alice.GetPost(ctx, ref.ID, "")
 	require.NoError(t, err)

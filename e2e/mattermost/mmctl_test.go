@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/groundcrew/groundcrew/adapters/mattermost"
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // adapterReadme is the README whose mmctl commands TestReadmeMmctlCommands runs.
@@ -226,7 +226,7 @@ func TestReadmeMmctlCommands(t *testing.T) {
 				defer stop()
 				go func() { _ = a.Run(runCtx, newRecorder()) }()
 				eventually(t, 30*time.Second, "the adapter connected", a.Connected)
-				require.NoError(t, a.Ephemeral(ctx, bot.Conversation{Channel: w.Channel.Id}, bot.User{ID: alice.User.Id, Name: "alice"}, bot.Message{Text: "Not counted: you started this run."}))
+				require.NoError(t, a.Ephemeral(ctx, chatmodel.Conversation{Channel: w.Channel.Id}, chatmodel.User{ID: alice.User.Id, Name: "alice"}, chatmodel.Message{Text: "Not counted: you started this run."}))
 				p := aliceEph.waitFor(t, "you started this run", 10*time.Second)
 				assert.Equal(t, botUser.Id, p.UserId)
 				list, _, err := w.Admin.GetPostsForChannel(ctx, w.Channel.Id, 0, 20, "", false, false)

@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/groundcrew/groundcrew/adapters/mattermost"
-	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 )
 
 // countingProxy is an HTTP reverse proxy in front of the Mattermost server
@@ -127,9 +127,9 @@ func TestRateLimitStorm(t *testing.T) {
 		start  = make(chan struct{})
 		errs   = make(chan error, channels*threads)
 	)
-	post := func(to bot.Conversation, text string) (bot.MessageRef, error) {
+	post := func(to chatmodel.Conversation, text string) (chatmodel.MessageRef, error) {
 		for {
-			ref, err := a.Post(ctx, to, bot.Message{Text: text})
+			ref, err := a.Post(ctx, to, chatmodel.Message{Text: text})
 			if errors.Is(err, mattermost.ErrRateLimited) && ctx.Err() == nil {
 				gaveUp.Add(1)
 				continue
@@ -150,14 +150,14 @@ func TestRateLimitStorm(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				root, err := post(bot.Conversation{Channel: th.channel}, th.want[0])
+				root, err := post(chatmodel.Conversation{Channel: th.channel}, th.want[0])
 				if err != nil {
 					errs <- fmt.Errorf("%s: %w", th.want[0], err)
 					return
 				}
 				th.root = root.ID
 				for _, text := range th.want[1:] {
-					if _, err := post(bot.Conversation{Channel: th.channel, Thread: root.ID}, text); err != nil {
+					if _, err := post(chatmodel.Conversation{Channel: th.channel, Thread: root.ID}, text); err != nil {
 						errs <- fmt.Errorf("%s: %w", text, err)
 						return
 					}

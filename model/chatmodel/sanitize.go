@@ -1,81 +1,14 @@
 package chatmodel
 
-import (
-	"fmt"
-	"strings"
-	"unicode"
-	"unicode/utf8"
-
-	"github.com/groundcrew/groundcrew/runbooks"
-)
-
-// Sanitize escapes what could make a message read differently from what
-// it says: control characters (but line breaks and tabs), bidi controls,
-// zero-width and other invisible format characters become a visible
-// <U+202E>; invalid UTF-8 becomes U+FFFD. A zero width joiner between two
-// symbols (emoji such as 👩‍💻) is kept. Parameters are refused such
-// characters up front (runbooks.CheckValue); this covers everything else
-// that reaches a message: reasons, notes, names, results of operations.
-func Sanitize(s string) string {
-	if !needsSanitizing(s) {
-		return s
-	}
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	rs := []rune(s)
-	var b strings.Builder
-	b.Grow(len(s) + 16)
-	for i, r := range rs {
-		switch runbooks.CharClass(r) {
-		case "", runbooks.CharsNewline, runbooks.CharsTab:
-			if r == '\u2028' || r == '\u2029' {
-				b.WriteByte('\n')
-				continue
-			}
-			b.WriteRune(r)
-		default:
-			if r == '\u200d' && i > 0 && i+1 < len(rs) && isSymbol(rs[i-1]) && isSymbol(rs[i+1]) {
-				b.WriteRune(r)
-				continue
-			}
-			fmt.Fprintf(&b, "<U+%04X>", r)
-		}
-	}
-	return b.String()
-}
-
-func isSymbol(r rune) bool {
-	return unicode.Is(unicode.So, r) || r == '\ufe0f' || unicode.Is(unicode.Sk, r)
-}
-
-func needsSanitizing(s string) bool {
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c < 0x20 && c != '\n' && c != '\t' || c == 0x7f {
-				return true
-			}
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 {
-			return true
-		}
-		if cl := runbooks.CharClass(r); cl != "" && cl != runbooks.CharsTab {
-			return true
-		}
-		i += n
-	}
-	return false
-}
+import "github.com/groundcrew/groundcrew/model/textmodel"
 
 // Clean returns the message with its texts sanitized (see Sanitize).
 func (m Message) Clean() Message {
-	m.Text, m.Detail = Sanitize(m.Text), Sanitize(m.Detail)
+	m.Text, m.Detail = textmodel.Sanitize(m.Text), textmodel.Sanitize(m.Detail)
 	if len(m.Buttons) > 0 {
 		bs := make([]Button, len(m.Buttons))
 		for i, btn := range m.Buttons {
-			btn.Label = Sanitize(btn.Label)
+			btn.Label = textmodel.Sanitize(btn.Label)
 			bs[i] = btn
 		}
 		m.Buttons = bs
@@ -86,7 +19,7 @@ func (m Message) Clean() Message {
 			if len(f.Data) == 0 || len(f.Data) > MaxFileBytes {
 				continue
 			}
-			f.Name, f.Alt = Sanitize(f.Name), Sanitize(f.Alt)
+			f.Name, f.Alt = textmodel.Sanitize(f.Name), textmodel.Sanitize(f.Alt)
 			fs = append(fs, f)
 		}
 		m.Files = fs

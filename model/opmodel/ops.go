@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/groundcrew/groundcrew/runbooks"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 )
 
 // Class says what an operation may do. The engine forces an approval gate
@@ -355,14 +355,14 @@ func (r *Registry) Names() []string {
 }
 
 // Lookup implements runbooks.Catalog.
-func (r *Registry) Lookup(name string) (runbooks.OpInfo, bool) {
+func (r *Registry) Lookup(name string) (runbookmodel.OpInfo, bool) {
 	op, ok := r.Get(name)
 	if !ok {
-		return runbooks.OpInfo{}, false
+		return runbookmodel.OpInfo{}, false
 	}
-	info := runbooks.OpInfo{Name: op.Name, Class: string(op.Class)}
+	info := runbookmodel.OpInfo{Name: op.Name, Class: string(op.Class)}
 	for _, a := range op.Args {
-		info.Args = append(info.Args, runbooks.ArgInfo{Name: a.Name, Required: a.Required})
+		info.Args = append(info.Args, runbookmodel.ArgInfo{Name: a.Name, Required: a.Required})
 	}
 	return info, true
 }

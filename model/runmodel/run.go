@@ -5,10 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/groundcrew/groundcrew/bot/policy"
 	"github.com/groundcrew/groundcrew/model/chatmodel"
 	"github.com/groundcrew/groundcrew/model/opmodel"
-	"github.com/groundcrew/groundcrew/runbooks"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 )
 
 // RunState is the state of a run. Stored as a string.
@@ -77,18 +76,18 @@ type Run struct {
 	Steps       []StepState `json:"steps"`
 	// Spec is the runbook as it was when the run started, so editing a
 	// runbook never changes a run in flight.
-	Spec *runbooks.Runbook `json:"spec"`
+	Spec *runbookmodel.Runbook `json:"spec"`
 	// Gate is the open approval gate, if any.
 	Gate *Gate `json:"gate,omitempty"`
 	// GateSeq numbers the gates of the run, so every gate has its own id.
 	GateSeq int `json:"gate_seq,omitempty"`
 	// PendingApproval carries an explicit approval step's policy to the gate
 	// of the destructive step that follows it.
-	PendingApproval *policy.Policy `json:"pending_approval,omitempty"`
-	CreatedAt       time.Time      `json:"created_at"`
-	UpdatedAt       time.Time      `json:"updated_at"`
-	FinishedAt      time.Time      `json:"finished_at,omitzero"`
-	Error           string         `json:"error,omitempty"`
+	PendingApproval *Policy   `json:"pending_approval,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+	UpdatedAt       time.Time `json:"updated_at"`
+	FinishedAt      time.Time `json:"finished_at,omitzero"`
+	Error           string    `json:"error,omitempty"`
 	// ApprovalWait is the time the run's gates waited for a decision, so
 	// that a duration can say how much of it was waiting for people.
 	ApprovalWait time.Duration `json:"approval_wait,omitempty"`
@@ -102,7 +101,7 @@ type Run struct {
 // StepState is the state of one step of a run.
 type StepState struct {
 	ID         string               `json:"id"`
-	Kind       runbooks.Kind        `json:"kind"`
+	Kind       runbookmodel.Kind    `json:"kind"`
 	Title      string               `json:"title"`
 	Op         string               `json:"op,omitempty"`
 	Status     StepStatus           `json:"status"`
@@ -144,7 +143,7 @@ type Gate struct {
 	// Plan is nil for an explicit approval step with no destructive action after it.
 	Plan        *opmodel.Plan        `json:"plan,omitempty"`
 	PlanHash    string               `json:"plan_hash,omitempty"`
-	Policy      policy.Policy        `json:"policy"`
+	Policy      Policy               `json:"policy"`
 	Votes       []Vote               `json:"votes,omitempty"`
 	Refusals    []Refusal            `json:"refusals,omitempty"`
 	Withdrawals []Withdrawal         `json:"withdrawals,omitempty"`
@@ -162,15 +161,15 @@ type Gate struct {
 	Voided []Refusal `json:"voided,omitempty"`
 }
 
-// GateDecision is the outcome of a gate.
-type GateDecision = policy.Decision
+// GateDecision is the outcome of a gate. Stored as a string.
+type GateDecision string
 
 // Gate decisions.
 const (
-	GatePending  GateDecision = policy.Pending
-	GateApproved GateDecision = policy.Approved
-	GateRejected GateDecision = policy.Rejected
-	GateExpired  GateDecision = policy.Expired
+	GatePending  GateDecision = ""
+	GateApproved GateDecision = "approved"
+	GateRejected GateDecision = "rejected"
+	GateExpired  GateDecision = "expired"
 	GateVoid     GateDecision = "void" // the plan changed before execution
 )
 
@@ -360,8 +359,6 @@ func (b *Batch) AuditLog(e AuditEntry) { b.Audit = append(b.Audit, e) }
 
 // Errors of the run model and its stores.
 var (
-	// ErrNotFound is chatmodel.ErrNotFound: one "not found" for chat and store.
-	ErrNotFound          = chatmodel.ErrNotFound
 	ErrInvalidTransition = errors.New("invalid state transition")
 	ErrLocked            = errors.New("store is locked by another process")
 	ErrExists            = errors.New("already exists")

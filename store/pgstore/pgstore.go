@@ -37,8 +37,8 @@ import (
 	"github.com/jackc/tern/v2/migrate"
 
 	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 	"github.com/groundcrew/groundcrew/model/runmodel"
-	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/store"
 )
 
@@ -729,16 +729,16 @@ func (s *DB) Housekeep(ctx context.Context, now time.Time) (runmodel.HousekeepRe
 // bbolt store does: runs of one runbook version share one decoded spec.
 type specCache struct {
 	mu    sync.Mutex
-	byRef map[string]*runbooks.Runbook
-	refOf map[*runbooks.Runbook]string
+	byRef map[string]*runbookmodel.Runbook
+	refOf map[*runbookmodel.Runbook]string
 }
 
 func newSpecCache() *specCache {
-	return &specCache{byRef: map[string]*runbooks.Runbook{}, refOf: map[*runbooks.Runbook]string{}}
+	return &specCache{byRef: map[string]*runbookmodel.Runbook{}, refOf: map[*runbookmodel.Runbook]string{}}
 }
 
 // ref returns spec's reference, and its JSON when it had to encode it.
-func (c *specCache) ref(spec *runbooks.Runbook) (string, []byte, error) {
+func (c *specCache) ref(spec *runbookmodel.Runbook) (string, []byte, error) {
 	c.mu.Lock()
 	ref, ok := c.refOf[spec]
 	c.mu.Unlock()
@@ -757,7 +757,7 @@ func (c *specCache) ref(spec *runbooks.Runbook) (string, []byte, error) {
 	return ref, data, nil
 }
 
-func (c *specCache) get(ctx context.Context, q querier, ref string) (*runbooks.Runbook, error) {
+func (c *specCache) get(ctx context.Context, q querier, ref string) (*runbookmodel.Runbook, error) {
 	c.mu.Lock()
 	spec, ok := c.byRef[ref]
 	c.mu.Unlock()
@@ -772,7 +772,7 @@ func (c *specCache) get(ctx context.Context, q querier, ref string) (*runbooks.R
 	if err != nil {
 		return nil, fmt.Errorf("reading runbook %s: %w", ref, err)
 	}
-	spec = &runbooks.Runbook{}
+	spec = &runbookmodel.Runbook{}
 	if err := json.Unmarshal(raw, spec); err != nil {
 		return nil, fmt.Errorf("decoding runbook %s: %w", ref, err)
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/groundcrew/groundcrew/digest"
 	"github.com/groundcrew/groundcrew/incident"
 	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 	"github.com/groundcrew/groundcrew/model/runmodel"
-	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/store"
 )
 
@@ -113,8 +113,8 @@ func testUpdateNotFound(t *testing.T, open Open) {
 
 func testSpecRoundTrip(t *testing.T, open Open) {
 	s := open(t, Options{})
-	spec := &runbooks.Runbook{Name: "worker-stalled", Title: "Worker stalled", Tags: []string{"worker"},
-		Steps: []runbooks.Step{{ID: "s1", Title: "List workers"}}, Source: "builtin/worker-stalled.yaml"}
+	spec := &runbookmodel.Runbook{Name: "worker-stalled", Title: "Worker stalled", Tags: []string{"worker"},
+		Steps: []runbookmodel.Step{{ID: "s1", Title: "List workers"}}, Source: "builtin/worker-stalled.yaml"}
 	for i := range 3 {
 		r := newRun(fmt.Sprintf("r-%d", i), t0.Add(time.Duration(i)*time.Second))
 		r.Spec = spec

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -16,38 +17,38 @@ func TestResolve_EachFieldAloneApplies(t *testing.T) {
 	now := time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
 	fields := []struct {
 		name  string
-		set   Policy
-		check func(t *testing.T, p Policy)
+		set   runmodel.Policy
+		check func(t *testing.T, p runmodel.Policy)
 	}{
-		{"approvers", Policy{Approvers: []string{"carol"}}, func(t *testing.T, p Policy) {
+		{"approvers", runmodel.Policy{Approvers: []string{"carol"}}, func(t *testing.T, p runmodel.Policy) {
 			why, err := CheckVoter(ctx, p, "U1", "U2", testDir)
 			require.NoError(t, err)
 			assert.Contains(t, why, "not an approver")
 		}},
-		{"required", Policy{Required: 3}, func(t *testing.T, p Policy) {
-			assert.Equal(t, Pending, Decide(p, []Ballot{{Approve: true}, {Approve: true}}, now.Add(time.Hour), now))
+		{"required", runmodel.Policy{Required: 3}, func(t *testing.T, p runmodel.Policy) {
+			assert.Equal(t, runmodel.GatePending, Decide(p, []Ballot{{Approve: true}, {Approve: true}}, now.Add(time.Hour), now))
 		}},
-		{"expires", Policy{Expires: Duration(5 * time.Minute)}, func(t *testing.T, p Policy) {
-			assert.Equal(t, Duration(5*time.Minute), p.Expires)
+		{"expires", runmodel.Policy{Expires: runmodel.Duration(5 * time.Minute)}, func(t *testing.T, p runmodel.Policy) {
+			assert.Equal(t, runmodel.Duration(5*time.Minute), p.Expires)
 			assert.Equal(t, 1, p.Required, "the built-in default fills the rest")
 		}},
-		{"require_groups", Policy{RequireGroups: []string{"group:dba"}}, func(t *testing.T, p Policy) {
-			assert.Equal(t, Pending, Decide(p, []Ballot{{Approve: true}}, now.Add(time.Hour), now))
-			assert.Equal(t, Approved, Decide(p, []Ballot{{Approve: true, Groups: []string{"group:dba"}}}, now.Add(time.Hour), now))
+		{"require_groups", runmodel.Policy{RequireGroups: []string{"group:dba"}}, func(t *testing.T, p runmodel.Policy) {
+			assert.Equal(t, runmodel.GatePending, Decide(p, []Ballot{{Approve: true}}, now.Add(time.Hour), now))
+			assert.Equal(t, runmodel.GateApproved, Decide(p, []Ballot{{Approve: true, Groups: []string{"group:dba"}}}, now.Add(time.Hour), now))
 		}},
-		{"self_approval", Policy{SelfApproval: true}, func(t *testing.T, p Policy) {
+		{"self_approval", runmodel.Policy{SelfApproval: true}, func(t *testing.T, p runmodel.Policy) {
 			why, err := CheckVoter(ctx, p, "U1", "U1", testDir)
 			require.NoError(t, err)
 			assert.Empty(t, why)
 		}},
-		{"reject", Policy{Reject: "quorum"}, func(t *testing.T, p Policy) {
+		{"reject", runmodel.Policy{Reject: "quorum"}, func(t *testing.T, p runmodel.Policy) {
 			p.Required = 2
-			assert.Equal(t, Pending, Decide(p, []Ballot{{}}, now.Add(time.Hour), now))
+			assert.Equal(t, runmodel.GatePending, Decide(p, []Ballot{{}}, now.Add(time.Hour), now))
 		}},
-		{"break_glass", Policy{BreakGlass: []string{"alice"}}, func(t *testing.T, p Policy) {
+		{"break_glass", runmodel.Policy{BreakGlass: []string{"alice"}}, func(t *testing.T, p runmodel.Policy) {
 			assert.Equal(t, []string{"alice"}, p.BreakGlass)
 		}},
-		{"runners", Policy{Runners: []string{"alice"}}, func(t *testing.T, p Policy) {
+		{"runners", runmodel.Policy{Runners: []string{"alice"}}, func(t *testing.T, p runmodel.Policy) {
 			c := Config{Default: p}
 			r, err := c.MayStart(ctx, Start{Target: "t", Runbook: "rb", Changing: true}, "U2", testDir)
 			require.NoError(t, err)
@@ -56,7 +57,7 @@ func TestResolve_EachFieldAloneApplies(t *testing.T) {
 			require.NoError(t, err)
 			assert.Nil(t, r)
 		}},
-		{"read_only_runners", Policy{ReadOnlyRunners: []string{"alice"}}, func(t *testing.T, p Policy) {
+		{"read_only_runners", runmodel.Policy{ReadOnlyRunners: []string{"alice"}}, func(t *testing.T, p runmodel.Policy) {
 			c := Config{Default: p}
 			r, err := c.MayStart(ctx, Start{Target: "t", Runbook: "rb"}, "U2", testDir)
 			require.NoError(t, err)
@@ -66,9 +67,9 @@ func TestResolve_EachFieldAloneApplies(t *testing.T) {
 	for _, f := range fields {
 		levels := map[string]Config{
 			"default":   {Default: f.set},
-			"target":    {Targets: map[string]Policy{"t": f.set}},
-			"runbook":   {Runbooks: map[string]Policy{"rb": f.set}},
-			"operation": {Operations: map[string]Policy{"x.op": f.set}},
+			"target":    {Targets: map[string]runmodel.Policy{"t": f.set}},
+			"runbook":   {Runbooks: map[string]runmodel.Policy{"rb": f.set}},
+			"operation": {Operations: map[string]runmodel.Policy{"x.op": f.set}},
 		}
 		for lvl, c := range levels {
 			t.Run(f.name+"/"+lvl, func(t *testing.T) {
@@ -89,25 +90,25 @@ func TestResolve_EachFieldAloneApplies(t *testing.T) {
 
 func TestResolve_MoreSpecificLevelsWinFieldByField(t *testing.T) {
 	c := Config{
-		Default:    Policy{Approvers: []string{"group:ci-oncall"}, Runners: []string{"alice"}},
-		Targets:    map[string]Policy{"prd": {Required: 2}},
-		Runbooks:   map[string]Policy{"rb": {Expires: Duration(10 * time.Minute)}},
-		Operations: map[string]Policy{"x.prune": {Approvers: []string{"group:dba"}}},
+		Default:    runmodel.Policy{Approvers: []string{"group:ci-oncall"}, Runners: []string{"alice"}},
+		Targets:    map[string]runmodel.Policy{"prd": {Required: 2}},
+		Runbooks:   map[string]runmodel.Policy{"rb": {Expires: runmodel.Duration(10 * time.Minute)}},
+		Operations: map[string]runmodel.Policy{"x.prune": {Approvers: []string{"group:dba"}}},
 	}
 	p := c.Resolve("prd", "rb", "x.prune")
 	assert.Equal(t, []string{"group:dba"}, p.Approvers)
 	assert.Equal(t, 2, p.Required)
-	assert.Equal(t, Duration(10*time.Minute), p.Expires)
+	assert.Equal(t, runmodel.Duration(10*time.Minute), p.Expires)
 	assert.Equal(t, []string{"alice"}, p.Runners)
 	q := c.Resolve("stg", "other", "")
 	assert.Equal(t, []string{"group:ci-oncall"}, q.Approvers)
 	assert.Equal(t, 1, q.Required)
-	assert.Equal(t, Default.Expires, q.Expires)
+	assert.Equal(t, runmodel.DefaultPolicy.Expires, q.Expires)
 }
 
 func TestMayStart_OperationRunners(t *testing.T) {
 	ctx := context.Background()
-	c := Config{Operations: map[string]Policy{"x.prune": {Runners: []string{"carol"}}}}
+	c := Config{Operations: map[string]runmodel.Policy{"x.prune": {Runners: []string{"carol"}}}}
 	s := Start{Target: "t", Runbook: "rb", Ops: []string{"x.list", "x.prune"}, Changing: true}
 	r, err := c.MayStart(ctx, s, "U2", testDir)
 	require.NoError(t, err)

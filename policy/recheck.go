@@ -3,6 +3,8 @@ package policy
 import (
 	"context"
 	"strings"
+
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // Recheck decides again whether a counted approval still qualifies, as the
@@ -12,7 +14,7 @@ import (
 // It returns "" when the approval still counts, or why it no longer does,
 // said of the voter ("not in @ci-oncall any more") for the gate and the
 // journal.
-func Recheck(ctx context.Context, p Policy, requesterID, userID, userName string, breakGlass bool, dir Directory) (string, error) {
+func Recheck(ctx context.Context, p runmodel.Policy, requesterID, userID, userName string, breakGlass bool, dir Directory) (string, error) {
 	if breakGlass {
 		ok, err := InList(ctx, p.BreakGlass, userID, dir)
 		if err != nil || ok {

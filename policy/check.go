@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/groundcrew/groundcrew/runbooks"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/model/textmodel"
 )
 
 // ErrUnknown is what Known.User and Known.Group wrap when the platform has
@@ -21,7 +23,7 @@ type Known struct {
 	// Runbooks are the runbooks that can run (their approval settings are
 	// checked against the policy too). Nil (with Unavailable nil): runbook
 	// names are not checked.
-	Runbooks []*runbooks.Runbook
+	Runbooks []*runbookmodel.Runbook
 	// Unavailable are runbook names whose file does not load: a policy may
 	// name them.
 	Unavailable []string
@@ -69,13 +71,13 @@ func (c Config) Check(ctx context.Context, k Known) []Problem {
 		opNames = append(opNames, n)
 	}
 	sort.Strings(opNames)
-	keys := func(level string, m map[string]Policy, known []string, what string) {
+	keys := func(level string, m map[string]runmodel.Policy, known []string, what string) {
 		for _, n := range sortedKeys(m) {
 			if contains(known, n) {
 				continue
 			}
 			msg := fmt.Sprintf("no %s %q", what, n)
-			if s := runbooks.Suggest(n, known); s != "" {
+			if s := textmodel.Suggest(n, known); s != "" {
 				msg += fmt.Sprintf("; did you mean %q?", s)
 			} else if len(known) > 0 && len(known) <= 12 {
 				msg += fmt.Sprintf(" (%ss: %s)", what, strings.Join(known, ", "))
@@ -94,7 +96,7 @@ func (c Config) Check(ctx context.Context, k Known) []Problem {
 	out = append(out, checkValues("approvals.default", c.Default)...)
 	for _, lvl := range []struct {
 		name string
-		m    map[string]Policy
+		m    map[string]runmodel.Policy
 	}{{"targets", c.Targets}, {"runbooks", c.Runbooks}, {"operations", c.Operations}} {
 		for _, n := range sortedKeys(lvl.m) {
 			out = append(out, checkValues("approvals."+lvl.name+"."+n, lvl.m[n])...)
@@ -113,7 +115,7 @@ func (c Config) Check(ctx context.Context, k Known) []Problem {
 // approve their own runs (the binary logs each loudly).
 func (c Config) SelfApprovalAt() []string {
 	var out []string
-	c.each(func(path string, p Policy) {
+	c.each(func(path string, p runmodel.Policy) {
 		if p.SelfApproval {
 			out = append(out, path)
 		}
@@ -122,11 +124,11 @@ func (c Config) SelfApprovalAt() []string {
 }
 
 // each calls fn for every configured policy, in a stable order.
-func (c Config) each(fn func(path string, p Policy)) {
+func (c Config) each(fn func(path string, p runmodel.Policy)) {
 	fn("approvals.default", c.Default)
 	for _, lvl := range []struct {
 		name string
-		m    map[string]Policy
+		m    map[string]runmodel.Policy
 	}{{"targets", c.Targets}, {"runbooks", c.Runbooks}, {"operations", c.Operations}} {
 		for _, n := range sortedKeys(lvl.m) {
 			fn("approvals."+lvl.name+"."+n, lvl.m[n])
@@ -134,7 +136,7 @@ func (c Config) each(fn func(path string, p Policy)) {
 	}
 }
 
-func checkValues(path string, p Policy) []Problem {
+func checkValues(path string, p runmodel.Policy) []Problem {
 	var out []Problem
 	add := func(field, format string, args ...any) {
 		out = append(out, Problem{Path: path + "." + field, Msg: fmt.Sprintf(format, args...)})
@@ -148,7 +150,7 @@ func checkValues(path string, p Policy) []Problem {
 	if p.Reject != "" && p.Reject != "any" && p.Reject != "quorum" {
 		add("reject", "%q: use any (one reject rejects) or quorum", p.Reject)
 	}
-	for field, list := range p.lists() {
+	for field, list := range lists(p) {
 		for _, a := range list {
 			g, isGroup := Group(a)
 			if strings.TrimSpace(strings.TrimPrefix(a, "@")) == "" || (isGroup && strings.TrimSpace(g) == "") {
@@ -162,7 +164,7 @@ func checkValues(path string, p Policy) []Problem {
 		}
 	}
 	expires := p.WithDefaults().Expires
-	var prev Duration
+	var prev runmodel.Duration
 	for i, e := range p.Escalate {
 		field := fmt.Sprintf("escalate[%d]", i)
 		switch {
@@ -200,7 +202,7 @@ const (
 )
 
 // lists returns the policy's lists of people, by field name.
-func (p Policy) lists() map[string][]string {
+func lists(p runmodel.Policy) map[string][]string {
 	return map[string][]string{
 		"approvers": p.Approvers, "require_groups": p.RequireGroups, "break_glass": p.BreakGlass,
 		"runners": p.Runners, "read_only_runners": p.ReadOnlyRunners,
@@ -210,8 +212,8 @@ func (p Policy) lists() map[string][]string {
 // checkNames checks that every user and group the policy names exists.
 func (c Config) checkNames(ctx context.Context, k Known) []Problem {
 	var out []Problem
-	c.each(func(path string, p Policy) {
-		fields := p.lists()
+	c.each(func(path string, p runmodel.Policy) {
+		fields := lists(p)
 		for _, field := range []string{"approvers", "require_groups", "break_glass", "runners", "read_only_runners"} {
 			for _, a := range fields[field] {
 				if pr, ok := k.checkEntry(ctx, a); !ok {
@@ -352,7 +354,7 @@ func (k Known) cached() Known {
 // self-approval is off and every person who may start the run is one of
 // them. It returns "" when enough people can approve it (or when a group
 // cannot be listed or anyone may approve: then nothing is refused).
-func (k Known) approvable(ctx context.Context, p Policy, changing bool) string {
+func (k Known) approvable(ctx context.Context, p runmodel.Policy, changing bool) string {
 	eligible, complete := k.people(ctx, p.Approvers)
 	if len(p.Approvers) == 0 {
 		complete = false // anyone
@@ -412,7 +414,7 @@ var levelRank = map[string]int{"default": 0, "targets": 1, "runbooks": 2, "opera
 
 // fieldSource returns the most specific configuration key of (target,
 // runbook, op) that sets a field, "" for the built-in default.
-func (c Config) fieldSource(target, runbook, op string, set func(Policy) bool) string {
+func (c Config) fieldSource(target, runbook, op string, set func(runmodel.Policy) bool) string {
 	if p, ok := c.Operations[op]; ok && op != "" && set(p) {
 		return "approvals.operations." + op
 	}
@@ -463,8 +465,8 @@ func (c Config) checkLevels(ctx context.Context, k Known) []Problem {
 				if who == "" {
 					continue
 				}
-				from := c.fieldSource(t, rb, op, func(p Policy) bool { return len(p.Approvers) > 0 })
-				count := c.fieldSource(t, rb, op, func(p Policy) bool { return p.Required > 0 })
+				from := c.fieldSource(t, rb, op, func(p runmodel.Policy) bool { return len(p.Approvers) > 0 })
+				count := c.fieldSource(t, rb, op, func(p runmodel.Policy) bool { return p.Required > 0 })
 				path, detail := from, ""
 				if count != "" && count != from {
 					if levelRank[strings.Split(count, ".")[1]] > levelRank[strings.Split(from, ".")[1]] {
@@ -473,7 +475,7 @@ func (c Config) checkLevels(ctx context.Context, k Known) []Problem {
 					detail = fmt.Sprintf(" (approvers from %s, required from %s)", from, count)
 				}
 				if strings.Contains(who, "self-approval") {
-					if src := c.fieldSource(t, rb, op, func(p Policy) bool { return len(p.Runners) > 0 }); levelRank[strings.Split(src, ".")[1]] > levelRank[strings.Split(path, ".")[1]] {
+					if src := c.fieldSource(t, rb, op, func(p runmodel.Policy) bool { return len(p.Runners) > 0 }); levelRank[strings.Split(src, ".")[1]] > levelRank[strings.Split(path, ".")[1]] {
 						path = src
 					}
 				}
@@ -496,11 +498,11 @@ func (c Config) checkLevels(ctx context.Context, k Known) []Problem {
 
 // checkNarrowing reports the runbook steps whose own approval settings,
 // combined with the policy for some target, no one can satisfy.
-func (c Config) checkNarrowing(ctx context.Context, k Known, rb *runbooks.Runbook) []Problem {
+func (c Config) checkNarrowing(ctx context.Context, k Known, rb *runbookmodel.Runbook) []Problem {
 	var out []Problem
 	changing := false // the runbook changes something: its runners start it
 	for _, st := range rb.Steps {
-		if st.Kind == runbooks.KindAction && (k.Ops == nil || k.Ops[st.Op] != "read") {
+		if st.Kind == runbookmodel.KindAction && (k.Ops == nil || k.Ops[st.Op] != "read") {
 			changing = true
 		}
 	}
@@ -510,11 +512,11 @@ func (c Config) checkNarrowing(ctx context.Context, k Known, rb *runbooks.Runboo
 		}
 		op := ""
 		switch {
-		case st.Kind == runbooks.KindAction:
+		case st.Kind == runbookmodel.KindAction:
 			op = st.Op
-		case st.Kind == runbooks.KindApproval && st.Goto == "" && i+1 < len(rb.Steps):
+		case st.Kind == runbookmodel.KindApproval && st.Goto == "" && i+1 < len(rb.Steps):
 			// Combined with the next step's gate when that step changes something.
-			if next := rb.Steps[i+1]; next.Kind == runbooks.KindAction && k.Ops[next.Op] != "" && k.Ops[next.Op] != "read" {
+			if next := rb.Steps[i+1]; next.Kind == runbookmodel.KindAction && k.Ops[next.Op] != "" && k.Ops[next.Op] != "read" {
 				op = next.Op
 			}
 		}
@@ -547,7 +549,7 @@ func (c Config) checkNarrowing(ctx context.Context, k Known, rb *runbooks.Runboo
 	return out
 }
 
-func sortedKeys(m map[string]Policy) []string {
+func sortedKeys(m map[string]runmodel.Policy) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

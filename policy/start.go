@@ -3,6 +3,8 @@ package policy
 import (
 	"context"
 	"fmt"
+
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 // Start describes a run someone asks to start.
@@ -41,9 +43,9 @@ func (r *StartRefusal) Message(runbook, target string) string {
 // field (runners or read_only_runners) must allow the user: the resolved
 // policy of the run and of each operation it calls.
 func (c Config) MayStart(ctx context.Context, s Start, userID string, dir Directory) (*StartRefusal, error) {
-	field, get := "read_only_runners", func(p Policy) []string { return p.ReadOnlyRunners }
+	field, get := "read_only_runners", func(p runmodel.Policy) []string { return p.ReadOnlyRunners }
 	if s.Changing {
-		field, get = "runners", func(p Policy) []string { return p.Runners }
+		field, get = "runners", func(p runmodel.Policy) []string { return p.Runners }
 	}
 	checked := map[string]bool{}
 	for _, op := range append([]string{""}, s.Ops...) {
@@ -65,7 +67,7 @@ func (c Config) MayStart(ctx context.Context, s Start, userID string, dir Direct
 
 // source returns the most specific configuration key that sets field for
 // (target, runbook, op), and its list.
-func (c Config) source(target, runbook, op, field string, get func(Policy) []string) (string, []string) {
+func (c Config) source(target, runbook, op, field string, get func(runmodel.Policy) []string) (string, []string) {
 	if p, ok := c.Operations[op]; ok && op != "" && len(get(p)) > 0 {
 		return "approvals.operations." + op + "." + field, get(p)
 	}
