@@ -58,6 +58,17 @@ var (
 		"github.com/prometheus"}
 	// subsystems are the engine's neighbours: they use its ports and never an edge.
 	subsystems = []string{"digest", "incident", "watch", "checkpoint", "metrics"}
+	// floors is the house from the ground up (README "Architecture"): a
+	// room (a top-level folder) imports only rooms on lower floors, never one
+	// beside it or above it. A new room gets its floor here and in the README.
+	floors = [][]string{
+		{"model"},
+		{"internal", "leader", "runbooks", "policy", "delivery"},
+		{"bot", "incident", "digest", "checkpoint"},
+		{"watch", "adapters", "store"},
+		{"metrics", "config", "scenario"},
+		{"cmd"},
+	}
 	// mayImportBot are the only packages that may import bot: the
 	// composition roots, scenarios and the engine's own sub-packages.
 	mayImportBot = []string{"bot", "cmd", "scenario", "internal/soak"}
@@ -107,7 +118,7 @@ func TestNothingButTheRootsImportsBot(t *testing.T) {
 // platform libraries: it talks to them only through the ports it owns.
 func TestDependencyDirection(t *testing.T) {
 	deps := pkgDeps(t)
-	for _, pkg := range []string{"bot", "bot/policy"} {
+	for _, pkg := range []string{"bot", "policy"} {
 		for _, d := range deps[pkg].mod {
 			assert.False(t, under(d, "adapters", "store", "config", "cmd", "scenario"), "%s must not depend on %s", pkg, d)
 			assert.False(t, under(d, subsystems...), "%s must not depend on the subsystem %s (it depends on bot)", pkg, d)
@@ -127,15 +138,13 @@ func TestArchitecture(t *testing.T) {
 	for pkg, ds := range deps {
 		mod := ds.mod
 		switch {
-		case under(pkg, "runbooks"):
-			assert.Empty(t, mod, "runbooks imports nothing of the module")
-		case pkg == "delivery":
+		case under(pkg, "runbooks"), pkg == "delivery", pkg == "policy":
 			for _, d := range mod {
-				assert.True(t, under(d, "model", "runbooks", "bot/policy"), "delivery imports only the model packages, not %s", d)
+				assert.True(t, under(d, "model"), "%s imports only the model packages, not %s", pkg, d)
 			}
 		case under(pkg, "model"):
 			for _, d := range mod {
-				assert.True(t, under(d, "model", "runbooks", "bot/policy"), "the model package %s imports only other model packages, runbooks and bot/policy, not %s", pkg, d)
+				assert.True(t, under(d, "model"), "the model package %s imports only other model packages, not %s: the model is a leaf", pkg, d)
 			}
 		case under(pkg, "adapters/chatplatform"):
 			for _, d := range mod {
@@ -165,6 +174,110 @@ func TestArchitecture(t *testing.T) {
 			}
 		}
 	}
+}
+
+// room is the top-level folder of a package of the module.
+func room(pkg string) string { return strings.SplitN(pkg, "/", 2)[0] }
+
+func floorOf(t *testing.T, pkg string) int {
+	t.Helper()
+	for i, rooms := range floors {
+		if slices.Contains(rooms, room(pkg)) {
+			return i + 1
+		}
+	}
+	t.Fatalf("%s is in no floor: add its folder to floors (bot/deps_test.go) and to the README's architecture map", pkg)
+	return 0
+}
+
+// TestFloors: every import runs down the house, from a room to a room on a
+// lower floor (or inside one room); none runs sideways or back up.
+func TestFloors(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}", module+"...").CombinedOutput()
+	require.NoError(t, err, string(out))
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imps, _ := strings.Cut(line, "|")
+		pkg = strings.TrimPrefix(pkg, module)
+		if room(pkg) == "e2e" || strings.HasSuffix(pkg, "test") || pkg == "internal/soak" {
+			continue // test helpers and end-to-end modules stand outside the house
+		}
+		from := floorOf(t, pkg)
+		for _, imp := range strings.Fields(imps) {
+			dep, ok := strings.CutPrefix(imp, module)
+			if !ok || room(dep) == room(pkg) {
+				continue
+			}
+			assert.Less(t, floorOf(t, dep), from, "%s (floor %d) imports %s (floor %d): an import runs only down the house", pkg, from, dep, floorOf(t, dep))
+		}
+	}
+}
+
+// TestNoAliasesOfModelTypes: every model name has one name, its own. No
+// package re-exports a model type, constant, variable or function
+// (type Run = runmodel.Run, var Sanitize = textmodel.Sanitize).
+func TestNoAliasesOfModelTypes(t *testing.T) {
+	fset := token.NewFileSet()
+	var aliases []string
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); name == "testdata" || strings.HasPrefix(name, ".") && name != ".." {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		models := map[string]bool{} // the names the file imports model packages under
+		for _, imp := range f.Imports {
+			p := strings.Trim(imp.Path.Value, `"`)
+			if rel, ok := strings.CutPrefix(p, module); ok && under(rel, "model") {
+				name := p[strings.LastIndex(p, "/")+1:]
+				if imp.Name != nil {
+					name = imp.Name.Name
+				}
+				models[name] = true
+			}
+		}
+		isModel := func(e ast.Expr) bool {
+			if sel, ok := e.(*ast.SelectorExpr); ok {
+				if x, ok := sel.X.(*ast.Ident); ok {
+					return models[x.Name]
+				}
+			}
+			return false
+		}
+		for _, decl := range f.Decls {
+			gd, ok := decl.(*ast.GenDecl)
+			if !ok {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				switch s := spec.(type) {
+				case *ast.TypeSpec:
+					if s.Assign != 0 && isModel(s.Type) {
+						aliases = append(aliases, fset.Position(s.Pos()).String()+": type "+s.Name.Name)
+					}
+				case *ast.ValueSpec:
+					for i, v := range s.Values {
+						if isModel(v) {
+							aliases = append(aliases, fset.Position(s.Pos()).String()+": "+s.Names[i].Name)
+						}
+					}
+				}
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Empty(t, aliases, "name the model's types by their own package (runmodel.Run), never through an alias")
 }
 
 // TestBinaryHasNoTestCode: the production binary links no test fake and no
