@@ -14,6 +14,7 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/core"
 	"github.com/groundcrew/groundcrew/adapters/postgres/pgsim"
 	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 	"github.com/groundcrew/groundcrew/model/opmodel"
 	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/policy"
@@ -53,6 +54,9 @@ type Result struct {
 	Err error
 	// Transcript is the chat thread as the fake chat saw it.
 	Transcript string
+	// Messages are what people read: every message posted, as it reads at
+	// the end (after its edits), then the replies shown to one person.
+	Messages []chatmodel.Message
 	// Calls are the operation calls the engine made.
 	Calls []Call
 	// Summary is the end-of-run summary of the latest run (text, then
@@ -120,6 +124,12 @@ func Run(ctx context.Context, sc *Scenario, o Options) *Result {
 		}
 	}
 	res.Transcript = e.chat.Transcript()
+	for _, p := range e.chat.Posts() {
+		res.Messages = append(res.Messages, p.Msg)
+	}
+	for _, t := range e.chat.Ephemerals() {
+		res.Messages = append(res.Messages, chatmodel.Message{Text: t})
+	}
 	res.Summary = e.summary()
 	res.Calls = e.rec.Calls()
 	res.Elapsed = time.Since(start)
