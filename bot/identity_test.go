@@ -282,3 +282,53 @@ func TestEngine_VoteChannelsSurviveRestart(t *testing.T) {
 	require.Len(t, g.Withdrawals, 1)
 	assert.Equal(t, carol.ID, g.Withdrawals[0].User.ID)
 }
+
+// TestEngine_VoteCastTwoWaysCountsTheSameAtTheRecheck (#35.2): bob
+// approves a 2-of-N gate by ✅ and by button, takes the reaction back (his
+// approval still counts: cast by button too), carol approves: the gate
+// says approved by @bob, @carol, and the re-check right before the prune
+// counts the same two approvals — one rule (policy.Count), the voter
+// looked up by id as when the vote was cast — so the prune runs, once,
+// approved by both, and nothing is voided or asked again. The platform
+// here tells names and ids apart (as Slack does): a re-check that looked
+// the voter up as a name would find no account.
+func TestEngine_VoteCastTwoWaysCountsTheSameAtTheRecheck(t *testing.T) {
+	for _, order := range []string{"reaction first", "button first"} {
+		t.Run(order, func(t *testing.T) {
+			h := newHarness(t, stalledWorld(), func(o *bot.Options) {
+				o.Approvals.Default = runmodel.Policy{Approvers: []string{"group:ci-oncall"}, Required: 2}
+				o.GroupTTL = time.Hour
+			})
+			h.chat.NamesOnly = true
+			h.chat.SetGroup("ci-oncall", bob.ID, carol.ID)
+			r := h.toGate()
+			if order == "reaction first" {
+				h.react(bob, h.gateRef(), chatmodel.IntentApprove)
+				h.press(bob, h.gateRef(), chatmodel.IntentApprove)
+			} else {
+				h.press(bob, h.gateRef(), chatmodel.IntentApprove)
+				h.react(bob, h.gateRef(), chatmodel.IntentApprove)
+			}
+			h.unreact(bob, h.gateRef(), chatmodel.IntentApprove)
+			g := h.onlyRun().Gate
+			require.Len(t, g.Votes, 1, h.chat.Transcript())
+			assert.Equal(t, runmodel.ViaButton, g.Votes[0].Via, "the button's vote stands")
+			assert.Contains(t, h.gatePost().Msg.Text, "@bob ✅ approved")
+
+			h.cmd(carol, "approve "+r.ID)
+			r = h.onlyRun()
+			assert.Equal(t, runmodel.RunSucceeded, r.State, h.chat.Transcript())
+			assert.Equal(t, 1, h.world.CallCount("fake.prune"), h.chat.Transcript())
+			assert.Equal(t, []chatmodel.User{bob, carol}, r.Step("prune").ApprovedBy, "the call is approved by whom the gate counted")
+			assert.Empty(t, h.journalOf(runmodel.JVoteVoided), "nothing counted on the gate is voided at the re-check")
+			_, asked := h.chat.Find("is asked again")
+			assert.False(t, asked, h.chat.Transcript())
+			decided := h.journalOf(runmodel.JGateDecided)
+			require.NotEmpty(t, decided)
+			assert.Equal(t, "approved by @bob, @carol", decided[0].Message)
+			intents := h.journalOf(runmodel.JIntent)
+			require.Len(t, intents, 1)
+			assert.Equal(t, "@bob, @carol", intents[0].Intent.ApprovedBy)
+		})
+	}
+}

@@ -20,12 +20,11 @@ type voided struct {
 	why  string
 }
 
-// recheckVotes checks every counted approval of g again against its policy
-// with the directory asked afresh (no cache, no stale fallback): the
-// account must still be an active person, and still an approver (still in
-// the group, its handle still naming the same account). It returns the
-// approvals that no longer count, and the required groups each remaining
-// voter belongs to now (by user id).
+// recheckVotes counts every counted approval of g again, by the rule that
+// counted it when it was cast (policy.Count), with the voter's account and
+// the policy's names and groups asked afresh (no cache, no stale
+// fallback). It returns the approvals that no longer count, and the
+// required groups each remaining voter belongs to now (by user id).
 func (e *Engine) recheckVotes(ctx context.Context, r *runmodel.Run, g *runmodel.Gate) ([]voided, map[string][]string, error) {
 	fresh := chatmodel.Fresh(ctx)
 	var out []voided
@@ -34,51 +33,40 @@ func (e *Engine) recheckVotes(ctx context.Context, r *runmodel.Run, g *runmodel.
 		if !v.Approve {
 			continue // a rejection needs no rights; it cannot approve anything
 		}
-		if why, err := e.accountNow(fresh, v.User); err != nil {
-			return nil, nil, err
-		} else if why != "" {
-			out = append(out, voided{vote: v, why: why})
-			continue
-		}
-		why, err := policy.Recheck(fresh, g.Policy, r.Requester.ID, v.User.ID, v.User.Name, v.BreakGlass, &e.dir)
+		voter, err := e.accountNow(fresh, v.User)
 		if err != nil {
 			return nil, nil, err
 		}
-		if why != "" {
-			out = append(out, voided{vote: v, why: why})
-			continue
-		}
-		gs, err := policy.VoterGroups(fresh, g.Policy, v.User.ID, &e.dir)
+		st, err := policy.Count(fresh, g.Policy, r.Requester.ID, policy.Approval{Voter: voter, BreakGlass: v.BreakGlass}, &e.dir)
 		if err != nil {
 			return nil, nil, err
 		}
-		groups[v.User.ID] = gs
+		if !st.Counts() {
+			out = append(out, voided{vote: v, why: st.Why.NoLonger()})
+			continue
+		}
+		groups[v.User.ID] = st.Groups
 	}
 	return out, groups, nil
 }
 
-// accountNow says why the voter's account can no longer approve anything
-// (deactivated, gone, a bot), as the platform says now; "" when it can.
-func (e *Engine) accountNow(ctx context.Context, u chatmodel.User) (string, error) {
+// accountNow is the voter's account as the platform says now, looked up
+// by id as the chat adapter looked it up when the vote was cast, under the
+// name it had then (a policy's handles are matched against that name).
+// Without an identity resolver (the console), accounts do not change.
+func (e *Engine) accountNow(ctx context.Context, u chatmodel.User) (chatmodel.User, error) {
 	if e.dir.users == nil {
-		return "", nil
+		return u, nil
 	}
-	now, err := e.dir.users.ResolveUser(ctx, u.ID)
-	switch {
-	case errors.Is(err, chatmodel.ErrNotFound):
-		return "the account no longer exists", nil
-	case err != nil:
-		return "", fmt.Errorf("looking up %s: %w", u.Display(), err)
+	now, err := e.dir.users.UserByID(ctx, u.ID)
+	if errors.Is(err, chatmodel.ErrNotFound) {
+		now, err = chatmodel.User{Kind: chatmodel.UserUnknown}, nil
 	}
-	switch now.Kind {
-	case chatmodel.UserPerson:
-		return "", nil
-	case chatmodel.UserDeactivated:
-		return "the account is deactivated", nil
-	case chatmodel.UserBot:
-		return "the account is a bot", nil
+	if err != nil {
+		return chatmodel.User{}, fmt.Errorf("looking up %s: %w", u.Display(), err)
 	}
-	return "the platform no longer knows the account", nil
+	now.ID, now.Name = u.ID, u.Name
+	return now, nil
 }
 
 // voidLine is the gate's line for an approval that no longer counts.

@@ -34,9 +34,10 @@ func (v ballot) action() string {
 }
 
 // vote records an approve/reject from a person on the run's open gate.
-// Approving needs eligibility (policy.CheckVoter); rejecting needs only an
-// active person, the requester included. A removed reaction withdraws only
-// the vote that reaction cast.
+// An approval counts as policy.Count says — the one rule, asked again
+// right before the approved call (approvalsStand); rejecting needs only
+// an active person, the requester included. A removed reaction withdraws
+// only the vote that reaction cast.
 func (e *Engine) vote(ctx context.Context, v ballot) {
 	r, ok := e.out.runFor(ctx, v.RunID, v.Conv, v.User)
 	if !ok {
@@ -62,11 +63,10 @@ func (e *Engine) vote(ctx context.Context, v ballot) {
 	why := v.User.NotAPerson()
 	var groups []string
 	var err error
-	if why == "" && v.Approve {
-		why, err = policy.CheckVoter(ctx, g.Policy, r.Requester.ID, v.User.ID, &e.dir)
-		if err == nil && why == "" {
-			groups, err = policy.VoterGroups(ctx, g.Policy, v.User.ID, &e.dir)
-		}
+	if v.Approve {
+		var st policy.Standing
+		st, err = policy.Count(ctx, g.Policy, r.Requester.ID, policy.Approval{Voter: v.User}, &e.dir)
+		why, groups = st.Why.ToVoter(), st.Groups
 	}
 	if err != nil {
 		e.out.reply(ctx, v.Conv, v.User, fmt.Sprintf("⚠️ Your %s was not counted: could not check your approval rights: %s. Try again in a minute.", v.action(), chatmodel.UserMessage(err)))
@@ -188,13 +188,13 @@ func (e *Engine) breakGlass(ctx context.Context, runID string, conv chatmodel.Co
 		refuse("Break-glass is not enabled for this gate (set `break_glass` in the approval policy).")
 		return
 	}
-	in, err := policy.InList(ctx, g.Policy.BreakGlass, user.ID, &e.dir)
+	st, err := policy.Count(ctx, g.Policy, r.Requester.ID, policy.Approval{Voter: user, BreakGlass: true}, &e.dir)
 	if err != nil {
 		refuse("Could not check your break-glass rights: " + chatmodel.UserMessage(err) + ". Try again in a minute.")
 		return
 	}
-	if !in {
-		refuse(fmt.Sprintf("Only %s may break glass.", policy.DisplayList(g.Policy.BreakGlass)))
+	if !st.Counts() {
+		refuse(upperFirst(st.Why.ToVoter()) + ".")
 		return
 	}
 	if len(strings.Fields(reason)) < 2 {

@@ -176,28 +176,6 @@ func InList(ctx context.Context, list []string, userID string, dir Directory) (b
 	return false, nil
 }
 
-// CheckVoter decides whether the user with id userID may approve a gate of
-// a run requested by requesterID. It returns "" when the approval counts,
-// or the reason it does not. Rejecting needs no eligibility.
-func CheckVoter(ctx context.Context, p runmodel.Policy, requesterID, userID string, dir Directory) (string, error) {
-	if !p.SelfApproval && userID == requesterID {
-		return "you started this run; someone else must approve it", nil
-	}
-	for _, list := range append([][]string{p.Approvers}, p.AlsoApprovers...) {
-		if len(list) == 0 {
-			continue
-		}
-		ok, err := InList(ctx, list, userID, dir)
-		if err != nil {
-			return "", err
-		}
-		if !ok {
-			return "you are not an approver for this gate (approvers: " + describeApprovers(p) + ")", nil
-		}
-	}
-	return "", nil
-}
-
 func describeApprovers(p runmodel.Policy) string {
 	s := DisplayList(p.Approvers)
 	if s == "" {

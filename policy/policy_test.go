@@ -7,7 +7,6 @@ import (
 
 	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // dir is a test Directory: names to ids, groups to member ids.
@@ -44,39 +43,6 @@ func (d dir) Member(_ context.Context, g, userID string) (bool, error) {
 var testDir = dir{
 	users:  map[string]string{"alice": "U1", "bob": "U2", "carol": "U3", "dave": "U4"},
 	groups: map[string][]string{"ci-oncall": {"U2", "U3"}, "dba": {"U3"}},
-}
-
-func TestCheckVoter(t *testing.T) {
-	cases := []struct {
-		name   string
-		policy runmodel.Policy
-		voter  string
-		want   string // "" = counts
-	}{
-		{"anyone but the requester", runmodel.Policy{}, "U2", ""},
-		{"requester refused", runmodel.Policy{}, "U1", "you started this run"},
-		{"requester allowed by policy", runmodel.Policy{SelfApproval: true}, "U1", ""},
-		{"group member", runmodel.Policy{Approvers: []string{"group:ci-oncall"}}, "U3", ""},
-		{"not in group", runmodel.Policy{Approvers: []string{"group:ci-oncall"}}, "U4", "not an approver for this gate (approvers: @ci-oncall)"},
-		{"user by name", runmodel.Policy{Approvers: []string{"@dave"}}, "U4", ""},
-		{"user by id", runmodel.Policy{Approvers: []string{"U4"}}, "U4", ""},
-		{"requester in the group still refused", runmodel.Policy{Approvers: []string{"group:ci-oncall"}}, "U2", ""},
-		{"a name is not an id", runmodel.Policy{Approvers: []string{"dave"}}, "dave", "not an approver"},
-		{"empty id never matches", runmodel.Policy{Approvers: []string{"ghost"}}, "", "not an approver"},
-		{"narrowed: allowed by both", runmodel.Policy{Approvers: []string{"group:ci-oncall"}, AlsoApprovers: [][]string{{"carol"}}}, "U3", ""},
-		{"narrowed: allowed by the config only", runmodel.Policy{Approvers: []string{"group:ci-oncall"}, AlsoApprovers: [][]string{{"carol"}}}, "U2", "not an approver for this gate (approvers: @ci-oncall who are also @carol)"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got, err := CheckVoter(context.Background(), c.policy, "U1", c.voter, testDir)
-			require.NoError(t, err)
-			if c.want == "" {
-				assert.Empty(t, got)
-			} else {
-				assert.Contains(t, got, c.want)
-			}
-		})
-	}
 }
 
 func TestDecide(t *testing.T) {

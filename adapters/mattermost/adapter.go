@@ -303,7 +303,7 @@ func (a *Adapter) identify(ctx context.Context, e *chatmodel.Event) error {
 	}
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	us, err := a.lookupUsers(lctx, []string{e.User.ID})
+	u, err := a.UserByID(lctx, e.User.ID)
 	if err != nil {
 		// Without the server's word the user may not act (Kind unknown);
 		// commands that only read still work.
@@ -311,18 +311,9 @@ func (a *Adapter) identify(ctx context.Context, e *chatmodel.Event) error {
 		e.User.Kind = chatmodel.UserUnknown
 		return nil
 	}
-	u, ok := us[e.User.ID]
-	switch {
-	case !ok:
-		e.User.Kind = chatmodel.UserUnknown
-	case u.bot:
-		e.User.Kind = chatmodel.UserBot
-	case u.deleted:
-		e.User.Kind = chatmodel.UserDeactivated
-	}
-	e.User.Name = u.name
-	if claimed != "" && ok && !strings.EqualFold(strings.TrimPrefix(claimed, "@"), u.name) {
-		a.log.Warn("refused a request: its user name does not match its user id", "kind", e.Kind, "user", e.User.ID, "username", u.name, "claimed", claimed)
+	e.User = u
+	if claimed != "" && u.Kind != chatmodel.UserUnknown && !strings.EqualFold(strings.TrimPrefix(claimed, "@"), u.Name) {
+		a.log.Warn("refused a request: its user name does not match its user id", "kind", e.Kind, "user", e.User.ID, "username", u.Name, "claimed", claimed)
 		return errForgedName
 	}
 	return nil
@@ -361,6 +352,25 @@ func (a *Adapter) ResolveUser(ctx context.Context, nameOrID string) (chatmodel.U
 	a.users[got.Id] = cu
 	a.mu.Unlock()
 	return cu.user(got.Id), nil
+}
+
+// UserByID implements chatmodel.IdentityResolver: the server's record of
+// the id, by the look-up that names the user of every event (cached for
+// userTTL; ctx may ask for a fresh answer with chatmodel.Fresh). An id the
+// server does not know is returned with Kind chatmodel.UserUnknown.
+func (a *Adapter) UserByID(ctx context.Context, id string) (chatmodel.User, error) {
+	if id == "" {
+		return chatmodel.User{Kind: chatmodel.UserUnknown}, nil
+	}
+	us, err := a.lookupUsers(ctx, []string{id})
+	if err != nil {
+		return chatmodel.User{}, err
+	}
+	u, ok := us[id]
+	if !ok {
+		return chatmodel.User{ID: id, Kind: chatmodel.UserUnknown}, nil
+	}
+	return u.user(id), nil
 }
 
 // userTTL is how long what the server said of a user is trusted: a user

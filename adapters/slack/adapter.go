@@ -261,7 +261,7 @@ func (a *Adapter) identify(ctx context.Context, e *chatmodel.Event) bool {
 	}
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	u, err := a.dir.user(lctx, e.User.ID)
+	u, err := a.UserByID(lctx, e.User.ID)
 	if err != nil {
 		a.log.Warn("slack: could not look up the user of an event; it cannot vote", "user", e.User.ID, "err", err)
 		e.User.Kind = chatmodel.UserUnknown
@@ -315,6 +315,17 @@ func (a *Adapter) ResolveUser(ctx context.Context, nameOrID string) (chatmodel.U
 		return u, err
 	}
 	return a.dir.userByName(ctx, name)
+}
+
+// UserByID implements chatmodel.IdentityResolver: users.info of the id,
+// the look-up that names the user of every event (cached; ctx may ask for
+// a fresh answer with chatmodel.Fresh). An id Slack does not know is
+// returned with Kind chatmodel.UserUnknown.
+func (a *Adapter) UserByID(ctx context.Context, id string) (chatmodel.User, error) {
+	if id == "" {
+		return chatmodel.User{Kind: chatmodel.UserUnknown}, nil
+	}
+	return a.dir.user(ctx, id)
 }
 
 // slogOutput lets slack-go's logger write to slog at debug level.

@@ -44,6 +44,10 @@ type Chat struct {
 	// Users is the platform's user directory by name, for resolving names
 	// in policies; nil means names are ids.
 	Users map[string]chatmodel.User
+	// NamesOnly makes ResolveUser look up names only, never ids: a
+	// platform whose ids and names are different namespaces (Slack takes
+	// a string for an id only when it is shaped like one).
+	NamesOnly bool
 	// OnPost, when set, is called with each posted message before Post
 	// returns (a test's way to act "the moment it appears").
 	OnPost func(ref chatmodel.MessageRef, m chatmodel.Message)
@@ -69,11 +73,31 @@ func (c *Chat) ResolveUser(_ context.Context, name string) (chatmodel.User, erro
 		return u, nil
 	}
 	for _, u := range c.Users {
+		if c.NamesOnly {
+			break
+		}
 		if u.ID == name {
 			return u, nil
 		}
 	}
 	return chatmodel.User{}, fmt.Errorf("user %q: %w", name, chatmodel.ErrNotFound)
+}
+
+// UserByID implements chatmodel.IdentityResolver over Users: the account
+// with this id (Kind UserUnknown when Users has none); without Users, ids
+// are names.
+func (c *Chat) UserByID(_ context.Context, id string) (chatmodel.User, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.Users == nil {
+		return chatmodel.User{ID: id, Name: id}, nil
+	}
+	for _, u := range c.Users {
+		if u.ID == id {
+			return u, nil
+		}
+	}
+	return chatmodel.User{ID: id, Kind: chatmodel.UserUnknown}, nil
 }
 
 // Post implements bot.Chat.

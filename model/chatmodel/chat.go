@@ -214,6 +214,13 @@ type IdentityResolver interface {
 	// platform id and Kind. It returns an error wrapping ErrNotFound when
 	// the platform has no such user.
 	ResolveUser(ctx context.Context, nameOrID string) (User, error)
+	// UserByID returns what the platform says of the account with this
+	// id, by the same look-up that names the user of an event: its name
+	// and Kind (UserUnknown when the platform has no such account). The
+	// engine counts an approval with what it returns, when the vote is
+	// cast (through the event) and again right before the approved call
+	// (asked afresh: Fresh), so the two count the same account.
+	UserByID(ctx context.Context, id string) (User, error)
 }
 
 // ReactionWatcher is implemented by chat adapters that must be told which
