@@ -233,31 +233,32 @@ func (a *Adapter) selfID() string {
 }
 
 // dispatch hands one event to the engine: it drops the bot's own events and
-// fills in user names the event did not carry.
+// names the event's user from its id.
 func (a *Adapter) dispatch(ctx context.Context, h chatmodel.Handler, e chatmodel.Event) {
 	if self := a.selfID(); self != "" && e.User.ID == self {
 		a.log.Debug("slack: ignoring own event", "kind", e.Kind, "id", e.ID)
 		return
 	}
-	if !a.identify(ctx, &e) {
-		return
-	}
+	a.identify(ctx, &e)
 	if err := h.Handle(ctx, e); err != nil && ctx.Err() == nil {
 		a.log.Error("slack: engine rejected event", "kind", e.Kind, "id", e.ID, "user", e.User.ID, "err", err)
 	}
 }
 
 // identify replaces the event's user by what Slack says of its id: the
-// name shown is the id's handle (never a name from the payload, never the
-// editable display name) and Kind flags bots, deactivated and unknown
-// accounts, which the engine never lets act. An event whose name disagrees
-// with its id is refused and logged (false).
-func (a *Adapter) identify(ctx context.Context, e *chatmodel.Event) bool {
+// person acting is the id Slack signed, the name shown is that id's handle
+// (never a name from the payload, never the editable display name), and
+// Kind flags bots, deactivated and unknown accounts, which the engine
+// never lets act. A payload naming someone else than its id (a renamed
+// user, Slack's legacy name field) acts for the id, under the id's
+// handle: the account is asked about once more (a rename within the
+// cache's hour shows at once) and the difference logged.
+func (a *Adapter) identify(ctx context.Context, e *chatmodel.Event) {
 	claimed := strings.TrimPrefix(e.User.Name, "@")
 	e.User = chatmodel.User{ID: e.User.ID}
 	if e.User.ID == "" {
 		e.User.Kind = chatmodel.UserUnknown
-		return true
+		return
 	}
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -265,41 +266,18 @@ func (a *Adapter) identify(ctx context.Context, e *chatmodel.Event) bool {
 	if err != nil {
 		a.log.Warn("slack: could not look up the user of an event; it cannot vote", "user", e.User.ID, "err", err)
 		e.User.Kind = chatmodel.UserUnknown
-		return true
+		return
 	}
 	if claimed != "" && u.Name != "" && !strings.EqualFold(claimed, u.Name) {
-		// A renamed user: the cached handle is old. Ask Slack once more
-		// before refusing (#22.3).
 		if fresh, ferr := a.dir.refetchUser(lctx, e.User.ID); ferr == nil {
 			u = fresh
 		}
-	}
-	if claimed != "" && u.Name != "" && !strings.EqualFold(claimed, u.Name) {
-		a.log.Warn("slack: refused an event: its user name does not match its user id", "kind", e.Kind, "id", e.ID, "user", u.ID, "username", u.Name, "claimed", claimed)
-		a.tellNameMismatch(ctx, *e, u, claimed)
-		return false
+		if !strings.EqualFold(claimed, u.Name) {
+			a.log.Info("slack: an event's payload names another user than its id; it acts for the id, under the id's handle",
+				"kind", e.Kind, "id", e.ID, "user", u.ID, "username", u.Name, "payload_name", claimed)
+		}
 	}
 	e.User = u
-	return true
-}
-
-// tellNameMismatch tells the person behind a refused event why nothing
-// happened: the name in Slack's request is not their account's name.
-func (a *Adapter) tellNameMismatch(ctx context.Context, e chatmodel.Event, u chatmodel.User, claimed string) {
-	if e.Conversation.Channel == "" || u.Kind != chatmodel.UserPerson {
-		return
-	}
-	what := map[chatmodel.EventKind]string{chatmodel.EventCommand: "command", chatmodel.EventButton: "button press"}[e.Kind]
-	if what == "" {
-		return // reactions carry no name
-	}
-	msg := chatmodel.Message{Text: fmt.Sprintf("⛔ I did not act on your %s: Slack sent it with the name @%s, but the account %s is @%s in Slack's directory. "+
-		"If you were just renamed, try again in a minute; if it goes on, tell an operator.", what, claimed, u.ID, u.Name)}
-	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := a.Ephemeral(tctx, e.Conversation, chatmodel.User{ID: u.ID, Name: u.Name}, msg); err != nil {
-		a.log.Warn("slack: could not tell the user why their event was refused", "user", u.ID, "err", err)
-	}
 }
 
 // ResolveUser implements chatmodel.IdentityResolver: a handle ("alice",

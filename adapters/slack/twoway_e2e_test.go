@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -86,4 +87,35 @@ func TestE2E_VoteCastTwoWays(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, prunes, "pruned once")
+}
+
+// TestE2E_PressWithAnotherNameCountsForTheID (#35.2): a signed press on the
+// gate (matched on its channel and ts) whose payload carries bob's id with
+// carol's name is bob's vote: counted for the id, shown as @bob; carol has
+// not voted, and her own press is a second approval.
+func TestE2E_PressWithAnotherNameCountsForTheID(t *testing.T) {
+	env := newE2E(t, ModeHTTP, nil)
+	f, in, sim := env.f, env.in, env.sim
+	gate := twoApprovals(t, env)
+
+	in.interaction(t, buttonJSON("trig-bob-as-carol", "UBOB", "carol", "approve", gate))
+	require.Eventually(t, func() bool { return hasText("@bob ✅ approved")(mustMsg(f, gate.TS)) }, 10*time.Second, 10*time.Millisecond, transcript(f))
+	require.NoError(t, env.eng.WaitIdle(context.Background()))
+	g := onlyRunOf(t, env).Gate
+	require.NotNil(t, g)
+	require.Len(t, g.Votes, 1)
+	assert.Equal(t, chatmodel.User{ID: "UBOB", Name: "bob"}, g.Votes[0].User, "the voter is the id, named by the id's handle")
+	assert.Equal(t, runmodel.ViaButton, g.Votes[0].Via)
+	assert.False(t, hasText("@carol")(mustMsg(f, gate.TS)), "carol has not voted:\n%s", transcript(f))
+	for _, m := range f.messages() {
+		assert.False(t, m.Ephemeral && (m.User == "UBOB" || m.User == "UCAROL"), "nobody is refused or told off: %+v", m)
+	}
+	_, ok := sim.Worker("w-0")
+	require.True(t, ok, "one approval of two prunes nothing")
+
+	in.interaction(t, buttonJSON("trig-carol", "UCAROL", "carol", "approve", gate))
+	require.Eventually(t, func() bool { _, ok := sim.Worker("w-0"); return !ok }, 10*time.Second, 10*time.Millisecond,
+		"bob's and carol's approvals prune w-0:\n%s", transcript(f))
+	require.Eventually(t, func() bool { return onlyRunOf(t, env).State == runmodel.RunSucceeded }, 10*time.Second, 10*time.Millisecond, transcript(f))
+	assert.Equal(t, []chatmodel.User{{ID: "UBOB", Name: "bob"}, {ID: "UCAROL", Name: "carol"}}, onlyRunOf(t, env).Step("prune").ApprovedBy)
 }
