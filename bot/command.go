@@ -490,7 +490,7 @@ func (e *Engine) start(ctx context.Context, ev chatmodel.Event, c Command) error
 	}
 	now := e.opts.Now()
 	r := &runmodel.Run{
-		Runbook: rb.Name, Title: rb.Title, Target: target, FlyTarget: cmp.Or(ti.FlyTarget, target), Params: params, Vars: ti.Vars,
+		Runbook: rb.Name, Title: rb.Title, Target: target, FlyTarget: cmp.Or(ti.FlyTarget, target), Team: ti.Team, Params: params, Vars: ti.Vars,
 		Requester: ev.User, Conversation: ev.Conversation, State: runmodel.RunRunning, DryRun: c.DryRun,
 		Spec: rb, CreatedAt: now, UpdatedAt: now, AlertInstance: ev.AlertInstance,
 	}
@@ -505,7 +505,7 @@ func (e *Engine) start(ctx context.Context, ev chatmodel.Event, c Command) error
 	}
 	var b runmodel.Batch
 	b.Note(runmodel.JournalEntry{Time: now, Type: runmodel.JRunStarted, Actor: ev.User.ID, ActorName: ev.User.Name, Message: strings.TrimSpace(fmt.Sprintf("%s on %s %s", rb.Name, target, FormatParams(params)))})
-	b.AuditLog(runmodel.AuditEntry{Time: now, Actor: ev.User.ID, Action: runmodel.ActionRunStarted, Target: target, Detail: strings.TrimSpace(fmt.Sprintf("%s %s", rb.Name, FormatParams(params))) + map[bool]string{true: " (dry run)"}[c.DryRun]})
+	b.AuditLog(runmodel.AuditEntry{Time: now, Actor: ev.User.ID, Action: runmodel.ActionRunStarted, Target: target, Teams: paramTeams(rb, params), Detail: strings.TrimSpace(fmt.Sprintf("%s %s", rb.Name, FormatParams(params))) + map[bool]string{true: " (dry run)"}[c.DryRun]})
 	for range 20 {
 		r.ID = newRunID()
 		err = e.opts.Store.CreateRun(ctx, r, &b)

@@ -103,7 +103,9 @@ func (w *durableWriter) updateRun(ctx context.Context, id, what string, fn func(
 	err := w.do(ctx, id, what, func() (bool, error) {
 		var fnErr error
 		r, err := w.store.UpdateRun(ctx, id, func(r *runmodel.Run, b *runmodel.Batch) error {
-			fnErr = fn(r, b)
+			if fnErr = fn(r, b); fnErr == nil {
+				auditTeams(r, b)
+			}
 			return fnErr
 		})
 		if err != nil {
@@ -113,6 +115,22 @@ func (w *durableWriter) updateRun(ctx context.Context, id, what string, fn func(
 		return false, nil
 	})
 	return out, err
+}
+
+// auditTeams records on each audit entry of a step the Concourse teams
+// whose things that step's change touches (StepState.Teams), so every
+// decision on a gate, the call and its outcome say whose things they
+// concern; an entry that names its teams keeps them.
+func auditTeams(r *runmodel.Run, b *runmodel.Batch) {
+	for i := range b.Audit {
+		a := &b.Audit[i]
+		if a.Teams != nil || a.Step == "" {
+			continue
+		}
+		if st := r.Step(a.Step); st != nil && len(st.Teams) > 0 {
+			a.Teams = append([]string(nil), st.Teams...)
+		}
+	}
 }
 
 // audit appends one audit entry outside a run update.

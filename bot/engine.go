@@ -44,6 +44,9 @@ type TargetInfo struct {
 	// in the fly commands they show (`fly -t …`); "" means the target's
 	// name.
 	FlyTarget string
+	// Team is the target's configured Concourse team (default "main"):
+	// the team of a pipeline named without one.
+	Team string
 	// Description is shown in /runbook help.
 	Description string
 }

@@ -321,7 +321,12 @@ func (e *Engine) runWrite(ctx context.Context, r *runmodel.Run, spec *runbookmod
 		})
 		return
 	}
-	_, err := e.update(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error {
+	teams, err := callTeams(ctx, op, call, nil)
+	if err != nil {
+		e.stepFail(ctx, r.ID, spec.ID, err, nil)
+		return
+	}
+	_, err = e.update(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error {
 		st := r.Current()
 		if r.State.Terminal() || st.ID != spec.ID {
 			return errRunOver
@@ -329,7 +334,7 @@ func (e *Engine) runWrite(ctx context.Context, r *runmodel.Run, spec *runbookmod
 		if err := st.SetStatus(runmodel.StepExecuting); err != nil {
 			return err
 		}
-		st.StartedAt, st.Args, st.ApprovedBy = e.opts.Now(), call.Args, approvedBy
+		st.StartedAt, st.Args, st.ApprovedBy, st.Teams = e.opts.Now(), call.Args, approvedBy, teams
 		b.Note(runmodel.JournalEntry{Time: e.opts.Now(), Step: st.ID, Type: runmodel.JIntent, Message: op.Name + " " + formatArgs(call.Args)})
 		b.AuditLog(runmodel.AuditEntry{Time: e.opts.Now(), Actor: r.Requester.ID, Action: runmodel.ActionCall(op.Class), Step: st.ID, Target: r.Target, Detail: op.Name + " " + formatArgs(call.Args)})
 		return nil

@@ -76,19 +76,24 @@ func (e *Engine) openActionGate(ctx context.Context, r *runmodel.Run, spec *runb
 	} else {
 		plan = syntheticPlan(r, spec, op.Name, call.Args, fmt.Sprintf("call %s %s", op.Name, formatArgs(call.Args)))
 	}
+	teams, err := callTeams(ctx, op, call, plan)
+	if err != nil {
+		e.stepFail(ctx, r.ID, spec.ID, err, nil)
+		return
+	}
 	if r.DryRun {
 		e.stepDone(ctx, r.ID, spec.ID, runmodel.StepSkipped, func(st *runmodel.StepState, _ *runmodel.Batch) {
-			st.Args, st.Plan, st.PlanHash = call.Args, plan, plan.Hash()
+			st.Args, st.Plan, st.PlanHash, st.Teams = call.Args, plan, plan.Hash(), teams
 			st.Summary = "dry run: would " + plan.Summary
 			st.Detail = renderPlanItems(plan, 1000)
 		})
 		return
 	}
-	e.openGate(ctx, r.ID, spec, plan, call.Args, e.gatePolicy(r, spec, op.Name), reason)
+	e.openGate(ctx, r.ID, spec, plan, call.Args, teams, e.gatePolicy(r, spec, op.Name), reason)
 }
 
 // openGate stores a new gate for the current step and posts it.
-func (e *Engine) openGate(ctx context.Context, runID string, spec *runbookmodel.Step, plan *opmodel.Plan, args opmodel.Args, p runmodel.Policy, reason string) {
+func (e *Engine) openGate(ctx context.Context, runID string, spec *runbookmodel.Step, plan *opmodel.Plan, args opmodel.Args, teams []string, p runmodel.Policy, reason string) {
 	now := e.opts.Now()
 	r, err := e.update(ctx, runID, func(r *runmodel.Run, b *runmodel.Batch) error {
 		st := r.Current()
@@ -98,7 +103,7 @@ func (e *Engine) openGate(ctx context.Context, runID string, spec *runbookmodel.
 		r.GateSeq++
 		hash := plan.Hash()
 		if err := r.OpenGate(&runmodel.Gate{
-			ID: fmt.Sprintf("%s/%s/%d", r.ID, spec.ID, r.GateSeq), StepID: spec.ID, Plan: plan, PlanHash: hash,
+			ID: fmt.Sprintf("%s/%s/%d", r.ID, spec.ID, r.GateSeq), StepID: spec.ID, Plan: plan, PlanHash: hash, Teams: teams,
 			Policy: p, RequestedAt: now, ExpiresAt: now.Add(time.Duration(p.Expires)), Reason: reason,
 		}); err != nil {
 			return err
@@ -110,11 +115,11 @@ func (e *Engine) openGate(ctx context.Context, runID string, spec *runbookmodel.
 		if err := st.SetStatus(runmodel.StepGated); err != nil {
 			return err
 		}
-		st.Plan, st.PlanHash, st.Args = plan, hash, args
+		st.Plan, st.PlanHash, st.Args, st.Teams = plan, hash, args, teams
 		b.Note(runmodel.JournalEntry{Time: now, Step: spec.ID, Type: runmodel.JGateOpened, PlanHash: hash, Message: plan.Summary + optional(reason)})
-		b.AuditLog(runmodel.AuditEntry{Time: now, Actor: e.opts.BotName, Action: runmodel.ActionApprovalRequested, Step: spec.ID, Target: r.Target, PlanHash: hash, Detail: plan.Summary + optional(reason)})
+		b.AuditLog(runmodel.AuditEntry{Time: now, Actor: e.opts.BotName, Action: runmodel.ActionApprovalRequested, Step: spec.ID, Target: r.Target, Teams: teams, PlanHash: hash, Detail: plan.Summary + optional(reason)})
 		if p.SelfApproval {
-			b.AuditLog(runmodel.AuditEntry{Time: now, Actor: e.opts.BotName, Action: runmodel.ActionSelfApprovalAllowed, Step: spec.ID, Target: r.Target, PlanHash: hash,
+			b.AuditLog(runmodel.AuditEntry{Time: now, Actor: e.opts.BotName, Action: runmodel.ActionSelfApprovalAllowed, Step: spec.ID, Target: r.Target, Teams: teams, PlanHash: hash,
 				Detail: "WARNING: the policy for this gate lets the requester approve their own change"})
 		}
 		return r.SetState(runmodel.RunAwaitingApproval)
@@ -155,7 +160,7 @@ func (e *Engine) startApproval(ctx context.Context, r *runmodel.Run, spec *runbo
 		e.stepDone(ctx, r.ID, spec.ID, runmodel.StepSkipped, func(st *runmodel.StepState, _ *runmodel.Batch) { st.Summary = "dry run: approval not requested" })
 		return
 	}
-	e.openGate(ctx, r.ID, spec, plan, nil, e.gatePolicy(r, spec, ""), "")
+	e.openGate(ctx, r.ID, spec, plan, nil, paramTeams(r.Spec, r.Params), e.gatePolicy(r, spec, ""), "")
 }
 
 // afterGate runs once a gate is approved: re-resolve the plan, and execute
@@ -219,7 +224,7 @@ func (e *Engine) afterGate(ctx context.Context, r *runmodel.Run, spec *runbookmo
 				return err
 			}
 			b.Note(runmodel.JournalEntry{Time: e.opts.Now(), Step: spec.ID, Type: runmodel.JGateDecided, PlanHash: g.PlanHash, Message: "void: the plan changed before execution (" + opmodel.PlanDiff(old, &plan) + ")"})
-			b.AuditLog(runmodel.AuditEntry{Time: e.opts.Now(), Actor: e.opts.BotName, Action: runmodel.ActionApprovalVoidDrift, Step: spec.ID, Target: r.Target, PlanHash: g.PlanHash, Detail: opmodel.PlanDiff(old, &plan)})
+			b.AuditLog(runmodel.AuditEntry{Time: e.opts.Now(), Actor: e.opts.BotName, Action: runmodel.ActionApprovalVoidDrift, Step: spec.ID, Target: r.Target, Teams: g.Teams, PlanHash: g.PlanHash, Detail: opmodel.PlanDiff(old, &plan)})
 			return nil
 		})
 		if err != nil {
@@ -228,7 +233,7 @@ func (e *Engine) afterGate(ctx context.Context, r *runmodel.Run, spec *runbookmo
 		if r2, err := e.opts.Store.GetRun(ctx, r.ID); err == nil {
 			e.out.refreshGate(ctx, r2, r2.Gate)
 		}
-		e.openGate(ctx, r.ID, spec, &plan, st.Args, g.Policy, "the plan changed since it was approved: "+opmodel.PlanDiff(old, &plan))
+		e.openGate(ctx, r.ID, spec, &plan, st.Args, plan.Teams(), g.Policy, "the plan changed since it was approved: "+opmodel.PlanDiff(old, &plan))
 		return
 	}
 	// Right before the destructive call: every counted vote is checked
@@ -261,7 +266,8 @@ func (e *Engine) execute(ctx context.Context, runID string, spec *runbookmodel.S
 		}
 		b.Note(runmodel.JournalEntry{Time: e.opts.Now(), Step: st.ID, Type: runmodel.JIntent, PlanHash: hash, Message: plan.Summary,
 			Intent: &runmodel.IntentData{Op: op.Name, Items: ids, ApprovedBy: userList(approvers)}})
-		b.AuditLog(runmodel.AuditEntry{Time: e.opts.Now(), Actor: r.Requester.ID, Action: runmodel.ActionExecute, Step: st.ID, Target: r.Target, PlanHash: hash,
+		st.Teams = plan.Teams()
+		b.AuditLog(runmodel.AuditEntry{Time: e.opts.Now(), Actor: r.Requester.ID, Action: runmodel.ActionExecute, Step: st.ID, Target: r.Target, Teams: st.Teams, PlanHash: hash,
 			Detail: op.Name + ": " + plan.Summary + " (approved by " + userList(approvers) + ")"})
 		return nil
 	})
@@ -333,7 +339,7 @@ func (e *Engine) reconcile(ctx context.Context, r *runmodel.Run, spec *runbookmo
 			b.Note(runmodel.JournalEntry{Time: e.opts.Now(), Step: spec.ID, Type: runmodel.JReconciled, PlanHash: plan.Hash(), Message: "effect not (fully) visible; handed to a person"})
 			return nil
 		})
-		e.openGate(ctx, r.ID, spec, &plan, st.Args, e.gatePolicy(r, spec, op.Name), reason+"; re-checked, this is what is left to do")
+		e.openGate(ctx, r.ID, spec, &plan, st.Args, plan.Teams(), e.gatePolicy(r, spec, op.Name), reason+"; re-checked, this is what is left to do")
 		return
 	}
 	plan := syntheticPlan(r, spec, op.Name, st.Args, fmt.Sprintf("retry %s %s", op.Name, formatArgs(st.Args)))
@@ -344,7 +350,7 @@ func (e *Engine) reconcile(ctx context.Context, r *runmodel.Run, spec *runbookmo
 		b.Note(runmodel.JournalEntry{Time: e.opts.Now(), Step: spec.ID, Type: runmodel.JReconciled, Message: "write call interrupted; handed to a person"})
 		return nil
 	})
-	e.openGate(ctx, r.ID, spec, plan, st.Args, e.gatePolicy(r, spec, op.Name), reason+"; approve to retry it, reject to stop the run")
+	e.openGate(ctx, r.ID, spec, plan, st.Args, st.Teams, e.gatePolicy(r, spec, op.Name), reason+"; approve to retry it, reject to stop the run")
 }
 
 // checkGateTimers posts the expiry reminder and expires gates.
@@ -369,7 +375,7 @@ func (e *Engine) checkGateTimers(ctx context.Context, r *runmodel.Run, now time.
 			st.FinishedAt = now
 			st.Error = fmt.Sprintf("approval expired after %s with %d of %d approvals", human.Duration(time.Duration(g.Policy.Expires)), len(g.Votes), g.Policy.WithDefaults().Required)
 			b.Note(runmodel.JournalEntry{Time: now, Step: g.StepID, Type: runmodel.JGateDecided, PlanHash: g.PlanHash, Message: "expired"})
-			b.AuditLog(runmodel.AuditEntry{Time: now, Actor: e.opts.BotName, Action: runmodel.ActionApprovalExpired, Step: g.StepID, Target: r.Target, PlanHash: g.PlanHash})
+			b.AuditLog(runmodel.AuditEntry{Time: now, Actor: e.opts.BotName, Action: runmodel.ActionApprovalExpired, Step: g.StepID, Target: r.Target, Teams: g.Teams, PlanHash: g.PlanHash})
 			return e.moves.endRun(r, b, runmodel.RunFailed, st.Error)
 		})
 		if err != nil {

@@ -238,6 +238,9 @@ func renderGate(r *runmodel.Run, g *runmodel.Gate, now time.Time, h hints) chatm
 			b.WriteString("\nℹ️ " + n)
 		}
 		fmt.Fprintf(&b, "\nPlan hash `%s` · target `%s`", short(g.PlanHash), r.Target)
+		if showTeams(r, g) {
+			b.WriteString(" · " + teamsText(g.Teams))
+		}
 	}
 	var btns []chatmodel.Button
 	if g.Decision == runmodel.GatePending {

@@ -227,7 +227,7 @@ func setup(ctx context.Context, sc *Scenario, o Options) (*env, func(), error) {
 	e.store, e.dbPath, e.parent = db, filepath.Join(dir, "groundcrew.db"), ctx
 	e.engOpts = bot.Options{
 		Store: db, Chat: e.chat, Ops: reg, Library: lib, Platform: "scenario", Now: e.clock.Now,
-		Targets:   map[string]bot.TargetInfo{sc.Target: {Vars: sc.Vars, FlyTarget: sc.FlyTarget}},
+		Targets:   map[string]bot.TargetInfo{sc.Target: {Vars: sc.Vars, FlyTarget: sc.FlyTarget, Team: "main"}},
 		Approvals: policy.Config{Default: sc.Policy},
 	}
 	closers = append(closers, e.stop)

@@ -80,7 +80,8 @@ func (p *Provider) opCheckResource() opmodel.Op {
 		Name: "concourse.check_resource", Class: opmodel.ClassWrite,
 		Doc: "Check resources (fly check-resource) and follow each check build to its end; without resource, every resource of the pipeline. " +
 			"A check that errors fails the step with its error.",
-		Args: []opmodel.ArgSpec{argTeam, argPipeline, {Name: "resource", Doc: "resource name or list (default: all)"}},
+		Args:  []opmodel.ArgSpec{argTeam, argPipeline, {Name: "resource", Doc: "resource name or list (default: all)"}},
+		Teams: p.pipelineTeams,
 		Do: func(ctx context.Context, c opmodel.Call) (opmodel.Result, error) {
 			cl, team, pipeline, err := p.pipelineClient(c)
 			if err != nil {
@@ -146,6 +147,7 @@ func (p *Provider) opCheckResourceType() opmodel.Op {
 			{Name: "pipelines", Doc: "list of team/pipeline to check in each"},
 			{Name: "resource_type", Doc: "resource type name (default registry-image)"},
 		},
+		Teams: p.refTeams,
 		Do: func(ctx context.Context, c opmodel.Call) (opmodel.Result, error) {
 			cl, err := p.client(c)
 			if err != nil {

@@ -304,8 +304,9 @@ func (p *Provider) opResourceTypes() opmodel.Op {
 func (p *Provider) opUnpausePipeline() opmodel.Op {
 	return opmodel.Op{
 		Name: "concourse.unpause_pipeline", Class: opmodel.ClassWrite,
-		Doc:  "Unpause a pipeline (fly unpause-pipeline).",
-		Args: []opmodel.ArgSpec{argTeam, argPipeline},
+		Doc:   "Unpause a pipeline (fly unpause-pipeline).",
+		Args:  []opmodel.ArgSpec{argTeam, argPipeline},
+		Teams: p.pipelineTeams,
 		Do: func(ctx context.Context, c opmodel.Call) (opmodel.Result, error) {
 			cl, team, pipeline, err := p.pipelineClient(c)
 			if err != nil {

@@ -163,10 +163,15 @@ func (p *Provider) opWorker() opmodel.Op {
 func workerNames(a opmodel.Args) []string { return a.Strings("name") }
 
 func workerItem(w Worker, now time.Time) opmodel.PlanItem {
+	detail := fmt.Sprintf("%s, %d containers, up %s", w.State, w.ActiveContainers, age(since(now, w.Started())))
+	if w.Team != "" {
+		detail = "team " + w.Team + "'s, " + detail
+	}
 	return opmodel.PlanItem{
 		Kind: "worker", ID: w.Name,
-		Attrs:  map[string]string{"state": w.State, "team": w.Team},
-		Detail: fmt.Sprintf("%s, %d containers, up %s", w.State, w.ActiveContainers, age(since(now, w.Started()))),
+		// A global worker's team is "": the target's policy covers it.
+		Attrs:  map[string]string{"state": w.State, opmodel.AttrTeam: w.Team},
+		Detail: detail,
 	}
 }
 

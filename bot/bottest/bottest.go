@@ -245,7 +245,10 @@ func (c *Clock) Advance(d time.Duration) {
 type World struct {
 	mu      sync.Mutex
 	Workers map[string]string // name → state
-	Calls   map[string]int    // op name → applies/calls
+	// Teams are the Concourse teams of team-owned workers (name → team;
+	// the others are global): fake.prune's plan items carry them.
+	Teams map[string]string
+	Calls map[string]int // op name → applies/calls
 	// ApplyHook runs inside Apply before the change (tests crash here).
 	ApplyHook func(op string)
 	// FailApply makes Apply return this error.
@@ -313,7 +316,13 @@ func (w *World) Ops() []opmodel.Op {
 					Table: &opmodel.Table{Columns: []string{"name", "state"}, Rows: rows},
 					Data:  map[string]any{"workers": all, "stalled": st}}, nil
 			}},
-		{Name: "fake.touch", Class: opmodel.ClassWrite, Args: []opmodel.ArgSpec{{Name: "name"}},
+		{Name: "fake.touch", Class: opmodel.ClassWrite, Args: []opmodel.ArgSpec{{Name: "name"}, {Name: "team"}},
+			Teams: func(_ context.Context, c opmodel.Call) ([]string, error) {
+				if t := c.Args.String("team"); t != "" {
+					return []string{t}, nil
+				}
+				return nil, nil
+			},
 			Do: func(_ context.Context, c opmodel.Call) (opmodel.Result, error) {
 				if w.ApplyHook != nil {
 					w.ApplyHook("fake.touch")
@@ -337,7 +346,11 @@ func (w *World) Ops() []opmodel.Op {
 				}
 				sort.Strings(names)
 				for _, n := range names {
-					p.Items = append(p.Items, opmodel.PlanItem{Kind: "worker", ID: n, Attrs: map[string]string{"state": w.Workers[n]}, Detail: w.Workers[n]})
+					attrs := map[string]string{"state": w.Workers[n]}
+					if t := w.Teams[n]; t != "" {
+						attrs[opmodel.AttrTeam] = t
+					}
+					p.Items = append(p.Items, opmodel.PlanItem{Kind: "worker", ID: n, Attrs: attrs, Detail: w.Workers[n]})
 				}
 				p.Summary = fmt.Sprintf("prune %d worker%s", len(names), map[bool]string{true: "", false: "s"}[len(names) == 1])
 				return p, nil

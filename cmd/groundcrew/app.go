@@ -212,7 +212,7 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 	targets := map[string]bot.TargetInfo{}
 	for _, n := range cfg.TargetNames() {
 		t := cfg.Targets[n]
-		targets[n] = bot.TargetInfo{Vars: t.Vars, FlyTarget: cfg.FlyTargetOf(n), Description: t.Description}
+		targets[n] = bot.TargetInfo{Vars: t.Vars, FlyTarget: cfg.FlyTargetOf(n), Team: t.Team, Description: t.Description}
 	}
 	// The audit head goes to the log at start and after each run, and to
 	// audit.checkpoint_channel on a schedule: outside the store.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,6 +51,11 @@ type Op struct {
 	Do    func(ctx context.Context, c Call) (Result, error)
 	Plan  func(ctx context.Context, c Call) (Plan, error)
 	Apply func(ctx context.Context, c Call, p Plan) (Result, error)
+	// Teams, set on write operations of a provider with teams (Concourse),
+	// returns the teams whose things the call would change, without
+	// changing anything: the engine checks who may act on them before the
+	// call. A destructive operation says it in its plan (PlanItem.Team).
+	Teams func(ctx context.Context, c Call) ([]string, error)
 }
 
 // Call is one invocation of an operation.
@@ -59,6 +65,10 @@ type Call struct {
 	Args   Args
 	RunID  string
 	StepID string
+	// Teams, when not nil, are the only Concourse teams the call may act
+	// on or name (the run's channel is bound to them): operations refuse
+	// another team and never suggest or list one. Nil: every team.
+	Teams []string
 	// Progress, when set, shows how a long call is going in its step
 	// message ("aborting 1,200 / 5,000 · 310/s"). The engine rate-limits
 	// it; operations call Report, which is safe from any goroutine.
@@ -161,6 +171,12 @@ func (a Args) Strings(k string) []string {
 	return nil
 }
 
+// AttrTeam is the attribute of a plan item that names the Concourse team
+// the item belongs to (a pipeline's, a build's, a team worker's); a global
+// worker, a database table have none. It is hashed like every attribute:
+// an approval binds to the teams of its plan.
+const AttrTeam = "team"
+
 // PlanItem is one object a gated operation will touch.
 type PlanItem struct {
 	Kind string `json:"kind"` // "worker", "build", "pipeline", "table"
@@ -172,6 +188,10 @@ type PlanItem struct {
 	// it is not hashed, so a changing age does not void an approval.
 	Detail string `json:"detail,omitempty"`
 }
+
+// Team returns the Concourse team the item belongs to ("" for none: a
+// global worker, a table).
+func (it PlanItem) Team() string { return it.Attrs[AttrTeam] }
 
 // Plan is the resolved effect of a gated call.
 type Plan struct {
@@ -218,6 +238,30 @@ func (p Plan) Hash() string {
 	}{p.Op, p.Target, items})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// Teams returns the Concourse teams the plan's items belong to, sorted,
+// each once ("" not included).
+func (p Plan) Teams() []string {
+	var out []string
+	for _, it := range p.Items {
+		if t := it.Team(); t != "" && !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Teamless reports whether some item of the plan belongs to no team (a
+// global worker, a table): the target's policy, not a team's, covers it.
+func (p Plan) Teamless() bool {
+	for _, it := range p.Items {
+		if it.Team() == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // Empty reports whether the plan touches nothing.

@@ -62,7 +62,10 @@ type Run struct {
 	Vars    map[string]string `json:"vars,omitempty"`
 	// FlyTarget is the target's name in fly's config (templates'
 	// .fly_target); "" in runs stored before it existed: the target's name.
-	FlyTarget    string                 `json:"fly_target,omitempty"`
+	FlyTarget string `json:"fly_target,omitempty"`
+	// Team is the target's configured Concourse team: the team of a
+	// pipeline named without one. "" in runs stored before it existed.
+	Team         string                 `json:"team,omitempty"`
 	Requester    chatmodel.User         `json:"requester"`
 	Conversation chatmodel.Conversation `json:"conversation"`
 	// Root is the run's root message, kept up to date with the status.
@@ -118,7 +121,10 @@ type StepState struct {
 	Message    chatmodel.MessageRef `json:"message,omitzero"`
 	Plan       *opmodel.Plan        `json:"plan,omitempty"`
 	PlanHash   string               `json:"plan_hash,omitempty"`
-	Args       opmodel.Args         `json:"args,omitempty"`
+	// Teams are the Concourse teams whose things the step's change
+	// touches (write and destructive calls; see Gate.Teams).
+	Teams []string     `json:"teams,omitempty"`
+	Args  opmodel.Args `json:"args,omitempty"`
 	// NextPoll and Deadline drive wait steps (and manual step timeouts).
 	NextPoll time.Time `json:"next_poll,omitzero"`
 	Deadline time.Time `json:"deadline,omitzero"`
@@ -141,8 +147,12 @@ type Gate struct {
 	ID     string `json:"id"` // unique per gate ("r-7f3a/prune/2")
 	StepID string `json:"step_id"`
 	// Plan is nil for an explicit approval step with no destructive action after it.
-	Plan        *opmodel.Plan        `json:"plan,omitempty"`
-	PlanHash    string               `json:"plan_hash,omitempty"`
+	Plan     *opmodel.Plan `json:"plan,omitempty"`
+	PlanHash string        `json:"plan_hash,omitempty"`
+	// Teams are the Concourse teams whose things the gated change touches
+	// (its plan's items, or what a write call names), sorted; empty when
+	// none (a global worker, a table, an approval step).
+	Teams       []string             `json:"teams,omitempty"`
 	Policy      Policy               `json:"policy"`
 	Votes       []Vote               `json:"votes,omitempty"`
 	Refusals    []Refusal            `json:"refusals,omitempty"`
@@ -319,16 +329,19 @@ const (
 
 // AuditEntry is one line of the append-only, hash-chained audit log.
 type AuditEntry struct {
-	Seq      uint64      `json:"seq"`
-	Time     time.Time   `json:"time"`
-	Actor    string      `json:"actor"`
-	Action   AuditAction `json:"action"`
-	RunID    string      `json:"run_id,omitempty"`
-	Step     string      `json:"step,omitempty"`
-	Target   string      `json:"target,omitempty"`
-	PlanHash string      `json:"plan_hash,omitempty"`
-	Detail   string      `json:"detail,omitempty"`
-	Via      string      `json:"via,omitempty"`
+	Seq    uint64      `json:"seq"`
+	Time   time.Time   `json:"time"`
+	Actor  string      `json:"actor"`
+	Action AuditAction `json:"action"`
+	RunID  string      `json:"run_id,omitempty"`
+	Step   string      `json:"step,omitempty"`
+	Target string      `json:"target,omitempty"`
+	// Teams are the Concourse teams the action concerns (a gate's, the
+	// teams a run's parameters name).
+	Teams    []string `json:"teams,omitempty"`
+	PlanHash string   `json:"plan_hash,omitempty"`
+	Detail   string   `json:"detail,omitempty"`
+	Via      string   `json:"via,omitempty"`
 	// Prev is the hash of the previous entry; Hash covers this entry and Prev.
 	Prev string `json:"prev"`
 	Hash string `json:"hash"`

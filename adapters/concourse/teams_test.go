@@ -1,0 +1,67 @@
+package concourse
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
+	"github.com/groundcrew/groundcrew/model/opmodel"
+)
+
+// threeTeams is a Concourse of three teams: main (the bot's), payments
+// and platform, each with a pipeline `api` and pending builds, a team
+// worker of payments and a global worker.
+func threeTeams() *concoursesim.World {
+	w := concoursesim.NewWorld().
+		PendingBuilds("main", "api", "deploy", 2).
+		PendingBuilds("payments", "api", "deploy", 2).
+		PendingBuilds("platform", "api", "deploy", 2).
+		AddWorkers(concoursesim.Worker{Name: "pay-worker", Team: "payments", State: concoursesim.StateStalled},
+			concoursesim.Worker{Name: "global-worker", State: concoursesim.StateStalled})
+	for i := range w.Pipelines {
+		w.Pipelines[i].Resources = []concoursesim.Resource{{Name: "repo", Type: "git", Caches: 2}}
+	}
+	return w
+}
+
+func TestTeams_EveryChangeSaysItsTeam(t *testing.T) {
+	e := newProvEnv(t, threeTeams())
+	itemTeams := func(p opmodel.Plan) []string {
+		var out []string
+		for _, it := range p.Items {
+			out = append(out, it.Team())
+		}
+		return out
+	}
+	abort := e.plan(t, "concourse.abort_builds", opmodel.Args{"pipeline": "api", "status": "pending"})
+	assert.Equal(t, []string{"main", "payments", "platform"}, abort.Teams(), "a pipeline of that name in every team")
+	pause := e.plan(t, "concourse.pause_pipeline", opmodel.Args{"pipeline": "payments/api"})
+	assert.Equal(t, []string{"payments"}, itemTeams(pause))
+	clear := e.plan(t, "concourse.clear_resource_cache", opmodel.Args{"pipeline": "api", "team": "platform"})
+	assert.Equal(t, []string{"platform"}, itemTeams(clear))
+	tasks := e.plan(t, "concourse.clear_task_cache", opmodel.Args{"pipeline": "api", "job": "deploy"})
+	assert.Equal(t, []string{"main"}, tasks.Teams(), "the target's team when none is named")
+	prune := e.plan(t, "concourse.prune_worker", opmodel.Args{"name": "pay-worker,global-worker"})
+	assert.Equal(t, []string{"payments", ""}, itemTeams(prune), "a global worker belongs to no team")
+	assert.True(t, prune.Teamless())
+	assert.Contains(t, prune.Items[0].Detail, "team payments's")
+
+	// Write calls say their teams before they run.
+	teams := func(op string, args opmodel.Args) []string {
+		ts, err := e.op(t, op).Teams(context.Background(), opmodel.Call{Target: "infra-prd", Args: args})
+		require.NoError(t, err)
+		return ts
+	}
+	assert.Equal(t, []string{"payments"}, teams("concourse.unpause_pipeline", opmodel.Args{"pipeline": "payments/api"}))
+	assert.Equal(t, []string{"main"}, teams("concourse.check_resource", opmodel.Args{"pipeline": "api"}))
+	assert.Equal(t, []string{"platform"}, teams("concourse.check_resource", opmodel.Args{"pipeline": "api", "team": "platform"}))
+	assert.Equal(t, []string{"main", "payments"}, teams("concourse.check_resource_type", opmodel.Args{"pipelines": "payments/api,main/api"}))
+	for _, op := range e.p.Ops() {
+		if op.Class == opmodel.ClassWrite {
+			assert.NotNil(t, op.Teams, "%s changes things of a team: it must say which", op.Name)
+		}
+	}
+}
