@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -88,17 +89,27 @@ func VerifyTimeout(base time.Duration, n int) time.Duration {
 }
 
 // AbortBuilds sends the abort requests with the per-target concurrency
-// limit and returns one result per id, in order. Outcomes are
+// limit and returns one result per id, in the order of ids. Outcomes are
 // AbortRequested or AbortFailed. When ctx ends, the ids not yet sent fail
 // with ctx's error.
+//
+// The aborts are sent oldest first, whatever the order of ids: the ATC
+// finishes aborted pending builds in id order and stops at the first older
+// pending build that is not aborted and cannot start (a busy serial job),
+// so a build aborted before the older ones stays pending until they are
+// aborted too. Oldest first, builds show aborted while sending goes on.
 func (c *Client) AbortBuilds(ctx context.Context, ids []int, opts AbortOptions) []AbortResult {
 	results := make([]AbortResult, len(ids))
+	order := make([]int, len(ids))
 	for i, id := range ids {
 		results[i] = AbortResult{ID: id}
+		order[i] = i
 	}
+	sort.SliceStable(order, func(a, b int) bool { return ids[order[a]] < ids[order[b]] })
 	start := c.now()
 	var sent atomic.Int64
-	c.forEach(ctx, len(ids), func(ctx context.Context, i int) {
+	c.forEach(ctx, len(order), func(ctx context.Context, k int) {
+		i := order[k]
 		err := c.AbortBuild(ctx, ids[i], opts.Force)
 		if opts.Progress != nil {
 			opts.Progress(AbortProgress{Phase: "sending", Done: int(sent.Add(1)), Total: len(ids), Elapsed: c.now().Sub(start)})
@@ -108,8 +119,8 @@ func (c *Client) AbortBuilds(ctx context.Context, ids []int, opts AbortOptions) 
 			return
 		}
 		results[i].Outcome = AbortRequested
-	}, func(i int, err error) {
-		results[i].Outcome, results[i].Err = AbortFailed, err
+	}, func(k int, err error) {
+		results[order[k]].Outcome, results[order[k]].Err = AbortFailed, err
 	})
 	return results
 }
@@ -308,13 +319,15 @@ func (c *Client) markNotStopped(results []AbortResult, idx []int, cause error) {
 
 // notStoppedWhy says what is true of a build still running after its
 // abort: a pending build was never scheduled (its inputs have no versions
-// yet, or a serial job or max_in_flight holds it) and stays pending until
-// the scheduler looks at its job again; no worker is involved. A started
+// yet, or a serial job or max_in_flight holds it); the ATC finishes a job's
+// aborted pending builds oldest first and stops at the first pending build
+// that is not aborted and cannot start, so it waits for that one or for
+// the scheduler's next look at the job; no worker is involved. A started
 // one is on a worker that does not answer.
 func notStoppedWhy(status string) string {
 	switch status {
 	case StatusPending:
-		return "is still pending: it never started, so no worker is involved; Concourse marks it aborted when its scheduler next looks at the job"
+		return "is still pending: it never started, so no worker is involved; Concourse finishes a job's aborted pending builds oldest first, so it waits behind an older pending build of its job that is not aborted, or for the scheduler's next look at the job"
 	case StatusStarted:
 		return "is still started: its worker does not answer (stalled or gone); Concourse ends it when the worker comes back or is pruned"
 	}

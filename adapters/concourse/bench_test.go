@@ -247,3 +247,137 @@ func BenchmarkAbortSaturated(b *testing.B) {
 	b.Run("adaptive-cap-32", func(b *testing.B) { run(b, nil, 0) })
 	b.Run("adaptive-cap-128", func(b *testing.B) { run(b, nil, 128) })
 }
+
+// BenchmarkAbortInATCOrder measures how long pending builds take to show
+// aborted, not only to be sent: the ATC finishes aborted pending builds in
+// id order and stops at the first older pending build that is not aborted
+// and cannot start (a busy serial job), so the order of the aborts decides
+// when the builds turn aborted. The simulator stands in for the web node
+// as measured (../shared/concourse/README.md): it receives aborts at about
+// 64 a second (15.7 ms per build with a few in flight on Concourse's newest
+// source: WithSaturation(2, 31.4ms)), its scheduler finishes aborted builds
+// at 60 a second (Concourse 8.2.5) a moment (0.5 s) after their abort, in
+// id order. The builds are fresh pending builds of a serial job behind one
+// long started build.
+//
+//	go test -run '^$' -bench AbortInATCOrder -benchtime 1x ./adapters/concourse/
+//
+// Reported: send-s (first abort to last answer), all-aborted-s (to the
+// last build turned aborted), ratio (all-aborted / send; goal ≤ 1.2),
+// requests/build (send and verify, login included). "fly-loop" is the
+// manual's loop: fly abort-build -b ID for each build of `fly builds`
+// (newest first), 3 requests each (info, build, abort), one at a time.
+func BenchmarkAbortInATCOrder(b *testing.B) {
+	env := func(b *testing.B, n int) (*concoursesim.Server, *Client, []int, map[int]BuildScope) {
+		b.Helper()
+		w := concoursesim.NewWorld().RunningWorkers("w", 1).PendingBuilds("main", "queue", "deploy", n)
+		srv, err := concoursesim.New(*w, concoursesim.WithAbortRate(60), concoursesim.WithSaturation(2, 31400*time.Microsecond))
+		if err != nil {
+			b.Fatal(err)
+		}
+		c, err := New(TargetConfig{Name: "bench", URL: srv.URL(), Username: "admin", Password: "admin"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var ids []int
+		scopes := map[int]BuildScope{}
+		for _, bs := range srv.Builds() {
+			if bs.Status == "pending" {
+				ids = append([]int{bs.ID}, ids...) // as a plan lists them: newest first
+				scopes[bs.ID] = BuildScope{Team: bs.Team, Pipeline: bs.Pipeline}
+			}
+		}
+		srv.ResetCalls()
+		return srv, c, ids, scopes
+	}
+	// lastAborted is when the last of ids turned aborted (the simulator
+	// records the scheduler's time of each).
+	lastAborted := func(b *testing.B, srv *concoursesim.Server, ids []int) time.Time {
+		var last time.Time
+		for _, id := range ids {
+			bs, _ := srv.Build(id)
+			if bs.Status != "aborted" {
+				b.Fatalf("build %d is %s", id, bs.Status)
+			}
+			if bs.End.After(last) {
+				last = bs.End
+			}
+		}
+		return last
+	}
+	report := func(b *testing.B, send, all time.Duration, reqs, n int) {
+		b.ReportMetric(send.Seconds()/float64(b.N), "send-s")
+		b.ReportMetric(all.Seconds()/float64(b.N), "all-aborted-s")
+		b.ReportMetric(all.Seconds()/send.Seconds(), "ratio")
+		b.ReportMetric(float64(reqs)/float64(n*b.N), "requests/build")
+		b.ReportMetric(0, "ns/op")
+	}
+	for _, n := range []int{200, 2000} {
+		b.Run(fmt.Sprintf("groundcrew-%d", n), func(b *testing.B) {
+			var send, all time.Duration
+			reqs := 0
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				srv, c, ids, scopes := env(b, n)
+				b.StartTimer()
+				start := time.Now()
+				var sentAt time.Time
+				res, err := c.AbortAndWait(context.Background(), ids, AbortOptions{Timeout: VerifyTimeout(time.Minute, n), Scopes: scopes,
+					Progress: func(p AbortProgress) {
+						if p.Phase == "sending" && p.Done == p.Total {
+							sentAt = time.Now()
+						}
+					}})
+				b.StopTimer()
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, r := range res {
+					if r.Outcome != AbortAborted {
+						b.Fatalf("build %d: %s %v", r.ID, r.Outcome, r.Err)
+					}
+				}
+				send += sentAt.Sub(start)
+				all += lastAborted(b, srv, ids).Sub(start)
+				reqs += len(srv.Calls())
+				srv.Close()
+			}
+			report(b, send, all, reqs, n)
+		})
+	}
+	b.Run("fly-loop-200", func(b *testing.B) {
+		const n = 200
+		var send, all time.Duration
+		reqs := 0
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			srv, c, ids, _ := env(b, n)
+			ctx := context.Background()
+			b.StartTimer()
+			start := time.Now()
+			for _, id := range ids {
+				if _, err := c.Info(ctx); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := c.Build(ctx, id); err != nil {
+					b.Fatal(err)
+				}
+				if err := c.AbortBuild(ctx, id, false); err != nil {
+					b.Fatal(err)
+				}
+			}
+			send += time.Since(start)
+			reqs += len(srv.Calls())
+			for { // the loop does not wait; measure when they all show aborted
+				if srv.CountBuilds("queue")["pending"] == 0 {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			b.StopTimer()
+			all += lastAborted(b, srv, ids).Sub(start)
+			srv.Close()
+		}
+		report(b, send, all, reqs, n)
+	})
+}

@@ -3,6 +3,7 @@ package concourse
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"regexp"
 	"slices"
@@ -217,6 +218,47 @@ func TestAbortBuilds_BoundedConcurrency(t *testing.T) {
 	assert.Less(t, took, 350*time.Millisecond, "requests overlap")
 }
 
+// The ATC finishes aborted pending builds in id order and stops at the
+// first older pending build that is not aborted: AbortBuilds sends the
+// oldest first whatever the order it is given (a plan lists builds newest
+// first), so builds show aborted while sending goes on.
+func TestAbortBuilds_SendsOldestFirst(t *testing.T) {
+	w := concoursesim.NewWorld().RunningWorkers("w", 1).PendingBuilds("main", "queue", "deploy", 40)
+	env := newSimEnv(t, w, []concoursesim.Option{concoursesim.WithAbortDelay(0)}, WithConcurrency(1))
+	var ids []int
+	for _, b := range env.srv.Builds() {
+		if b.Status == "pending" {
+			ids = append([]int{b.ID}, ids...) // newest first, as listed
+		}
+	}
+	require.Len(t, ids, 40)
+	env.srv.ResetCalls()
+	var mu sync.Mutex
+	abortedWhileSending := 0
+	res := env.c.AbortBuilds(context.Background(), ids, AbortOptions{Progress: func(p AbortProgress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if p.Done == len(ids)/2 {
+			abortedWhileSending = env.srv.CountBuilds("queue")["aborted"]
+		}
+	}})
+	require.Len(t, res, len(ids))
+	for i, r := range res {
+		require.Equal(t, ids[i], r.ID, "results in the order given")
+		require.Equal(t, AbortRequested, r.Outcome)
+	}
+	var sent []int
+	for _, c := range env.srv.Calls() {
+		var id int
+		if _, err := fmt.Sscanf(c.Path, "/api/v1/builds/%d/abort", &id); err == nil && c.Method == "PUT" {
+			sent = append(sent, id)
+		}
+	}
+	assert.True(t, slices.IsSorted(sent), "oldest first: %v", sent)
+	assert.Equal(t, len(ids)/2, abortedWhileSending, "half sent, half aborted")
+	assert.Equal(t, len(ids), env.srv.CountBuilds("queue")["aborted"])
+}
+
 func TestAbortBuilds_ContextCancelFailsTheRest(t *testing.T) {
 	env := newSimEnv(t, stuckWorld(), []concoursesim.Option{concoursesim.WithLatency(30 * time.Millisecond)}, WithConcurrency(1))
 	_, err := env.c.Info(context.Background())
@@ -349,6 +391,7 @@ func TestAbortAndWait_VerifiesFromListings(t *testing.T) {
 	w := concoursesim.NewWorld().RunningWorkers("w", 1)
 	w.AddPipeline(concoursesim.Pipeline{Name: "queue", Jobs: []concoursesim.Job{{Name: "deploy", Serial: true}}})
 	w.AddPipeline(concoursesim.Pipeline{Name: "other", Jobs: []concoursesim.Job{{Name: "unit", Serial: true}}})
+	w.AddPipeline(concoursesim.Pipeline{Name: "late", Jobs: []concoursesim.Job{{Name: "unit", Serial: true}}})
 	for k := 0; k < n/100; k++ { // the neighbour's builds interleave with ours
 		w.AddBuilds(concoursesim.Build{Pipeline: "queue", Job: "deploy", Status: "pending", Count: 100},
 			concoursesim.Build{Pipeline: "other", Job: "unit", Status: "pending", Count: 5})
@@ -388,10 +431,12 @@ func TestAbortAndWait_VerifiesFromListings(t *testing.T) {
 	assert.LessOrEqual(t, slices.Max(pauses), 5*time.Second)
 
 	t.Run("builds without a pipeline are read from the list of all builds", func(t *testing.T) {
-		require.NoError(t, env.srv.AddBuilds(concoursesim.Build{Pipeline: "other", Job: "unit", Status: "pending", Count: 3}))
+		// (a job of their own: aborted pending builds behind the neighbour's
+		// older pending ones would stay pending, as on a real ATC)
+		require.NoError(t, env.srv.AddBuilds(concoursesim.Build{Pipeline: "late", Job: "unit", Status: "pending", Count: 3}))
 		var more []int
 		for _, b := range env.srv.Builds() {
-			if b.Pipeline == "other" && b.Status == "pending" && b.ID > ids[len(ids)-1] {
+			if b.Pipeline == "late" && b.Status == "pending" {
 				more = append(more, b.ID)
 			}
 		}

@@ -453,7 +453,7 @@ func (p *Provider) applyAbort(ctx context.Context, c opmodel.Call, pl opmodel.Pl
 		}
 		wait := secondsText(timeout)
 		if len(pending) > 0 {
-			res.Summary += fmt.Sprintf("; %d still pending after %s (%s): never started, so no worker is involved — Concourse marks them aborted when its scheduler next looks at their job",
+			res.Summary += fmt.Sprintf("; %d still pending after %s (%s): never started, so no worker is involved — Concourse finishes a job's aborted pending builds oldest first: they wait behind older pending builds of their job that are not aborted (abort those too: abort-pending), or for its scheduler's next look at the job",
 				len(pending), wait, idList(pending, 5))
 		}
 		if len(started) > 0 {

@@ -387,7 +387,7 @@ func TestOpAbortBuilds_NeverStartedBuildsStayPending(t *testing.T) {
 	pl := e.plan(t, "concourse.abort_builds", args)
 	res, err := e.apply(t, "concourse.abort_builds", args, pl)
 	require.Error(t, err, "nothing could be verified aborted")
-	assert.Equal(t, "aborted 0 of 2 builds; 2 still pending after 0.1 s (10, 11): never started, so no worker is involved — Concourse marks them aborted when its scheduler next looks at their job", res.Summary)
+	assert.Equal(t, "aborted 0 of 2 builds; 2 still pending after 0.1 s (10, 11): never started, so no worker is involved — Concourse finishes a job's aborted pending builds oldest first: they wait behind older pending builds of their job that are not aborted (abort those too: abort-pending), or for its scheduler's next look at the job", res.Summary)
 	assert.NotContains(t, res.Summary, "worker may be gone")
 	assert.NotContains(t, res.Summary, "force")
 	require.Len(t, res.Failed(), 2)

@@ -79,14 +79,18 @@ type Option func(*config)
 // WithClock sets the clock (default: real time).
 func WithClock(c Clock) Option { return func(o *config) { o.clock = c } }
 
-// WithAbortDelay sets how long after PUT …/abort a build becomes aborted
-// (default 500ms; the real server takes "a moment").
+// WithAbortDelay sets how long after PUT …/abort the abort reaches the
+// scheduler (a pending build) or the build (a started one) (default 500ms;
+// the real server takes "a moment").
 func WithAbortDelay(d time.Duration) Option { return func(o *config) { o.abortDelay = d } }
 
-// WithAbortRate makes aborted builds turn aborted at most n per second, one
-// after the other, as a real Concourse 8.2.5 web node does (about 60/s:
-// the scheduler applies the aborts). 0 (the default) applies them all
-// after the abort delay.
+// WithAbortRate makes the scheduler finish aborted pending builds at most n
+// per second, one after the other, as a real Concourse 8.2.5 web node does
+// (about 60/s). 0 (the default) finishes them as soon as their turn comes.
+// Either way a pending build's turn comes in id order: the ATC finishes the
+// aborted pending builds of a job oldest first and stops at the first
+// pending build that is not aborted and cannot start (a busy serial job),
+// as measured on Concourse's newest source.
 func WithAbortRate(n float64) Option { return func(o *config) { o.abortRate = n } }
 
 // WithHeartbeatTTL sets how long after its last heartbeat a running worker

@@ -273,3 +273,99 @@ func TestSim_BuildOnAKilledWorkerErrorsWhenItReturns(t *testing.T) {
 	assert.Contains(t, stream.String(), `"message":"unknown handle"`)
 	assert.Contains(t, stream.String(), "sleeping", "after the lines it had printed")
 }
+
+// The ATC finishes aborted pending builds in id order (measured on
+// Concourse's newest source, ../shared/concourse/README.md): an abort of a
+// pending build only sets its flag; the build starter walks the job's
+// pending builds oldest first, finishes the aborted ones and stops at the
+// first that is not aborted and cannot start (a busy serial job). So 100
+// builds aborted newest first all stay pending until the oldest is aborted.
+func TestSim_AbortedPendingBuildsFinishInIDOrder(t *testing.T) {
+	queue := func() *concoursesim.World {
+		return concoursesim.NewWorld().RunningWorkers("w", 1).PendingBuilds("main", "queue", "deploy", 100)
+	}
+	pendingIDs := func(h *harness) []int {
+		var ids []int
+		for _, b := range h.srv.Builds() {
+			if b.Status == "pending" {
+				ids = append(ids, b.ID)
+			}
+		}
+		return ids
+	}
+	statuses := func(h *harness, ids []int) map[string]int {
+		out := map[string]int{}
+		for _, id := range ids {
+			b, _ := h.srv.Build(id)
+			out[b.Status]++
+		}
+		return out
+	}
+
+	t.Run("aborted newest first, nothing finishes until the oldest is aborted", func(t *testing.T) {
+		h := newHarness(t, *queue(), concoursesim.WithAbortDelay(0))
+		ids := pendingIDs(h)
+		require.Len(t, ids, 100)
+		for k := len(ids) - 1; k >= 1; k-- {
+			h.expect(t, "PUT", "/api/v1/builds/"+itoa(ids[k])+"/abort", "", http.StatusNoContent)
+		}
+		h.clock.Advance(30 * time.Second)
+		assert.Equal(t, map[string]int{"pending": 100}, statuses(h, ids), "behind the oldest pending build, which is not aborted and cannot start")
+		b, _ := h.srv.Build(ids[50])
+		assert.True(t, b.AbortRequested, "the flag is set")
+		h.expect(t, "PUT", "/api/v1/builds/"+itoa(ids[0])+"/abort", "", http.StatusNoContent)
+		h.clock.Advance(time.Millisecond)
+		assert.Equal(t, map[string]int{"aborted": 100}, statuses(h, ids))
+	})
+
+	t.Run("aborted oldest first, each finishes as its abort arrives", func(t *testing.T) {
+		h := newHarness(t, *queue(), concoursesim.WithAbortDelay(0))
+		ids := pendingIDs(h)
+		for k, id := range ids[:50] {
+			h.expect(t, "PUT", "/api/v1/builds/"+itoa(id)+"/abort", "", http.StatusNoContent)
+			h.clock.Advance(time.Millisecond)
+			b, _ := h.srv.Build(id)
+			require.Equal(t, "aborted", b.Status, "build %d (#%d) while the others are still being sent", id, k)
+		}
+		assert.Equal(t, map[string]int{"aborted": 50, "pending": 50}, statuses(h, ids))
+	})
+
+	t.Run("at the scheduler's rate, in id order", func(t *testing.T) {
+		h := newHarness(t, *queue(), concoursesim.WithAbortDelay(0), concoursesim.WithAbortRate(10))
+		ids := pendingIDs(h)
+		for _, id := range ids {
+			h.expect(t, "PUT", "/api/v1/builds/"+itoa(id)+"/abort", "", http.StatusNoContent)
+		}
+		h.clock.Advance(time.Second)
+		got := statuses(h, ids)
+		assert.InDelta(t, 11, got["aborted"], 1, "10 per second")
+		for k, id := range ids {
+			b, _ := h.srv.Build(id)
+			if want := k < got["aborted"]; want != (b.Status == "aborted") {
+				t.Fatalf("build %d is %s: the aborted ones must be the oldest", id, b.Status)
+			}
+		}
+		h.clock.Advance(10 * time.Second)
+		assert.Equal(t, map[string]int{"aborted": 100}, statuses(h, ids))
+	})
+
+	t.Run("a build that can start does not block; one that cannot, does", func(t *testing.T) {
+		w := concoursesim.NewWorld().RunningWorkers("w", 1)
+		w.AddPipeline(concoursesim.Pipeline{Name: "app", Jobs: []concoursesim.Job{{Name: "unit"}, {Name: "held", Paused: true}}})
+		w.AddBuilds(
+			concoursesim.Build{ID: 1, Pipeline: "app", Job: "unit"}, // can start at the next scheduler pass
+			concoursesim.Build{ID: 2, Pipeline: "app", Job: "unit"},
+			concoursesim.Build{ID: 3, Pipeline: "app", Job: "held"}, // paused job: cannot start
+			concoursesim.Build{ID: 4, Pipeline: "app", Job: "held"},
+		)
+		h := newHarness(t, *w, concoursesim.WithAbortDelay(0))
+		h.expect(t, "PUT", "/api/v1/builds/2/abort", "", http.StatusNoContent)
+		h.expect(t, "PUT", "/api/v1/builds/4/abort", "", http.StatusNoContent)
+		h.clock.Advance(time.Second)
+		assert.Equal(t, map[string]int{"pending": 4}, statuses(h, []int{1, 2, 3, 4}), "no scheduler pass yet: build 1 waits, so does 2")
+		h.clock.Advance(10 * time.Second)
+		assert.Equal(t, map[string]int{"started": 1, "aborted": 1, "pending": 2}, statuses(h, []int{1, 2, 3, 4}))
+		b, _ := h.srv.Build(4)
+		assert.Equal(t, "pending", b.Status, "behind build 3 of the paused job")
+	})
+}

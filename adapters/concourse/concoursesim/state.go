@@ -125,8 +125,8 @@ type state struct {
 	workerVersion string
 	cluster       string
 	abortDelay    time.Duration
-	abortRate     float64   // aborts applied per second (0: unlimited)
-	abortNext     time.Time // when the next abort may take effect at abortRate
+	abortRate     float64   // aborted pending builds finished per second (0: unlimited)
+	abortNext     time.Time // when the scheduler may finish the next one at abortRate
 	heartbeatTTL  time.Duration
 	schedInterval time.Duration
 	checkDuration time.Duration
@@ -190,19 +190,10 @@ func (p *simPipeline) job(name string) *simJob {
 	return nil
 }
 
-// abortAt is when an abort requested at now takes effect: after the abort
-// delay and, with an abort rate, after the aborts queued before it.
-func (s *state) abortTime(now time.Time) time.Time {
-	at := now.Add(s.abortDelay)
-	if s.abortRate <= 0 {
-		return at
-	}
-	if at.Before(s.abortNext) {
-		at = s.abortNext
-	}
-	s.abortNext = at.Add(time.Duration(float64(time.Second) / s.abortRate))
-	return at
-}
+// abortTime is when an abort requested at now reaches the ATC's
+// scheduler (a pending build) or build tracker (a started one): after the
+// abort delay. A pending build then still waits its turn: see startPending.
+func (s *state) abortTime(now time.Time) time.Time { return now.Add(s.abortDelay) }
 
 // stuck reports whether a started build is on a worker that cannot make
 // progress (stalled, landed or gone). Landing and retiring workers still
@@ -223,6 +214,9 @@ func (s *state) advance(now time.Time) {
 		}
 	}
 	for _, b := range s.activeSorted() {
+		if b.status != StatusStarted {
+			continue // pending builds are the build starter's, below
+		}
 		if s.stuck(b) {
 			if w, ok := s.workers[b.worker]; !ok || w.state == StateStalled {
 				// its containers died with the worker (SIGKILL): a real
@@ -241,7 +235,7 @@ func (s *state) advance(now time.Time) {
 			s.finish(b, StatusAborted, now)
 			continue
 		}
-		if b.status == StatusStarted && !b.finishAt.IsZero() && !now.Before(b.finishAt) {
+		if !b.finishAt.IsZero() && !now.Before(b.finishAt) {
 			s.finish(b, b.result, now)
 		}
 	}
@@ -254,10 +248,11 @@ func (s *state) advance(now time.Time) {
 			delete(s.workers, name)
 		}
 	}
-	if now.Sub(s.lastSched) >= s.schedInterval {
+	due := now.Sub(s.lastSched) >= s.schedInterval
+	if due {
 		s.lastSched = now
-		s.schedule(now)
 	}
+	s.startPending(now, due)
 }
 
 // activeSorted returns the running builds by ascending id. The slice is
@@ -296,9 +291,15 @@ func (s *state) busyWorkers() map[string]int {
 	return busy
 }
 
-// schedule starts pending builds that are not blocked by a paused
-// pipeline or job, or by the job's max-in-flight (serial) limit.
-func (s *state) schedule(now time.Time) {
+// startPending is the ATC's build starter (atc/scheduler/buildstarter.go):
+// for each job it walks the pending builds oldest first, finishes those
+// whose abort was requested, starts those that can start (on a scheduler
+// pass: due), and stops at the first one that is not aborted and cannot
+// start — a busy serial job, max_in_flight, a paused job or pipeline —
+// so an aborted build newer than that one stays pending (flag set) until
+// it moves. Aborted builds are finished at abortRate at most, one after
+// the other (the scheduler's own pace: about 60/s on Concourse 8.2.5).
+func (s *state) startPending(now time.Time, due bool) {
 	inFlight := map[*simJob]int{}
 	for _, b := range s.active {
 		if b.status == StatusStarted && b.j != nil {
@@ -306,17 +307,41 @@ func (s *state) schedule(now time.Time) {
 		}
 	}
 	busy := s.busyWorkers()
+	stopped := map[*simJob]bool{}
+	cleared := map[*simJob]time.Time{} // when the walk of the job reached this far
 	for _, b := range s.activeSorted() {
-		if b.status != StatusPending || b.abortRequested || b.j == nil || b.p.paused || b.j.paused {
+		if b.status != StatusPending || b.j == nil || stopped[b.j] {
+			continue
+		}
+		if b.abortRequested {
+			if now.Before(b.abortAt) {
+				stopped[b.j] = true // the abort has not reached the scheduler yet
+				continue
+			}
+			at := laterOf(b.abortAt, cleared[b.j])
+			if s.abortRate > 0 {
+				at = laterOf(at, s.abortNext)
+			}
+			if at.After(now) {
+				stopped[b.j] = true // the scheduler gets to it later
+				continue
+			}
+			s.finish(b, StatusAborted, at)
+			if s.abortRate > 0 {
+				s.abortNext = at.Add(time.Duration(float64(time.Second) / s.abortRate))
+			}
+			cleared[b.j] = at
 			continue
 		}
 		limit := b.j.cfg.MaxInFlight
 		if b.j.cfg.Serial {
 			limit = 1
 		}
-		if limit > 0 && inFlight[b.j] >= limit {
+		if !due || b.p.paused || b.j.paused || (limit > 0 && inFlight[b.j] >= limit) {
+			stopped[b.j] = true
 			continue
 		}
+		cleared[b.j] = now
 		w := s.pickWorker(b.team, busy)
 		if w == "" {
 			s.errorNoWorkers(b, now)
@@ -329,6 +354,13 @@ func (s *state) schedule(now time.Time) {
 			b.finishAt = now.Add(d)
 		}
 	}
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 func (s *state) pickWorker(team string, busy map[string]int) string {
