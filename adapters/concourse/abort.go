@@ -327,7 +327,7 @@ func (c *Client) markNotStopped(results []AbortResult, idx []int, cause error) {
 func notStoppedWhy(status string) string {
 	switch status {
 	case StatusPending:
-		return "is still pending: it never started, so no worker is involved; Concourse finishes a job's aborted pending builds oldest first, so it waits behind an older pending build of its job that is not aborted, or for the scheduler's next look at the job"
+		return "is still pending: it never started, so no worker is involved; Concourse finishes a job's aborted pending builds oldest first when its scheduler looks at the job, never past an older pending build that is not aborted"
 	case StatusStarted:
 		return "is still started: its worker does not answer (stalled or gone); Concourse ends it when the worker comes back or is pruned"
 	}
