@@ -65,7 +65,7 @@ var (
 		{"model"},
 		{"internal", "leader", "runbooks", "policy", "delivery"},
 		{"bot", "incident", "digest", "checkpoint"},
-		{"watch", "adapters", "store"},
+		{"watch", "adapters", "store", "web"},
 		{"metrics", "config", "scenario"},
 		{"cmd"},
 	}

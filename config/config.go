@@ -59,6 +59,8 @@ type Config struct {
 	Runbooks []string `yaml:"runbooks"`
 	Log      Log      `yaml:"log"`
 	Audit    Audit    `yaml:"audit"`
+	// Web serves a page for every run and incident (config/web.go).
+	Web Web `yaml:"web"`
 
 	// Path is where the file was read from.
 	Path string `yaml:"-"`
@@ -358,6 +360,7 @@ func (c *Config) validate() Errors {
 		errs = append(errs, &Error{Path: path, Msg: fmt.Sprintf(format, args...)})
 	}
 	c.validateStore(add)
+	errs = append(errs, c.validateWeb()...)
 	if !chatplatform.Known(c.Chat.Platform) {
 		add("chat.platform", "%q is not a platform: use %s", c.Chat.Platform, strings.Join(chatplatform.Names(), ", "))
 	}

@@ -82,6 +82,15 @@ type History interface {
 	SaveDigest(ctx context.Context, key string, rec Record) error
 }
 
+// HistoryKey is the key of a scheduled digest's record in the History.
+func HistoryKey(target, channel, schedule, timezone string) string {
+	return strings.Join([]string{target, channel, schedule, timezone}, "|")
+}
+
+// NowKey is the key of the record of the digests of target asked for
+// with /runbook digest (when no schedule of that target is configured).
+func NowKey(target string) string { return "now:" + target }
+
 // ConfigError is a bad digest schedule, named by its index in the
 // configuration.
 type ConfigError struct {
@@ -299,7 +308,7 @@ func (s *Scheduler) build(ds []Schedule) ([]*digestJob, []string, error) {
 			d.Window = 24 * time.Hour
 		}
 		jobs = append(jobs, &digestJob{index: i, cfg: d, sched: sched, loc: loc,
-			key: strings.Join([]string{d.Target, d.Channel, d.Schedule, d.Timezone}, "|")})
+			key: HistoryKey(d.Target, d.Channel, d.Schedule, d.Timezone)})
 		if !slices.Contains(known, d.Target) {
 			known = append(known, d.Target)
 		}
@@ -612,7 +621,7 @@ func (s *Scheduler) DigestNow(ctx context.Context, target string, to chatmodel.C
 			prev, series = rec.Data, rec.Series
 		}
 	}
-	nowKey := "now:" + target
+	nowKey := NowKey(target)
 	if prev == nil {
 		// no scheduled digest to compare with: compare with the last
 		// on-demand one, so that only the first says "First digest"

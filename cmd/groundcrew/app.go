@@ -69,6 +69,10 @@ type app struct {
 	// now is appOptions.Now: nil is the real clock. Simulators and their
 	// clients read it too, so a demo's world has one clock.
 	now func() time.Time
+	// web are the pages of runs and incidents (nil when web: is not
+	// configured); onListen is appOptions.OnListen.
+	web      *webParts
+	onListen func(addr string)
 }
 
 // appOptions are the parts that differ between serve, demo and tests.
@@ -85,6 +89,12 @@ type appOptions struct {
 	// external: the replica's HTTP server serves a.mux (leader.go); run
 	// does not listen itself.
 	external bool
+	// Web are the pages built by the replica (leader.go), shared by its
+	// terms; nil: newApp builds them when web: is configured.
+	Web *webParts
+	// OnListen, when set, is told the HTTP server's address once it
+	// listens (the demo's links).
+	OnListen func(addr string)
 }
 
 // providers builds the operation registry for the configured targets.
@@ -129,7 +139,7 @@ func (a *app) providers() error {
 // newApp wires store, providers, library, chat and engine from cfg.
 func newApp(cfg *config.Config, o appOptions) (*app, error) {
 	a := &app{cfg: cfg, log: o.Logger, mux: http.NewServeMux(), external: o.external,
-		metrics: metrics.New(metrics.Options{Version: version, Targets: cfg.TargetNames()}), now: o.Now}
+		metrics: metrics.New(metrics.Options{Version: version, Targets: cfg.TargetNames()}), now: o.Now, onListen: o.OnListen}
 	a.health.targets = map[string]targetStatus{}
 	a.reloads.remember(cfg)
 	if a.log == nil {
@@ -177,6 +187,12 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 		a.closers = append(a.closers, func() { _ = db.Close() })
 	}
 	a.db = db
+	a.web = o.Web
+	if a.web == nil {
+		if a.web, err = newWeb(cfg, db, o.Now, a.log); err != nil {
+			return nil, err
+		}
+	}
 
 	in, out := o.In, o.Out
 	if in == nil {
@@ -224,7 +240,11 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 	// from them unwrapped, so no wrapper can hide it.
 	a.caps = bot.CapabilitiesOf(db, a.chat)
 	a.caps.Housekeeper = a.metrics.Housekeeper(db)
-	eng, err := bot.New(bot.Options{Threads: &a.threads, Commands: &a.commands, Store: a.audit.Store(db), Chat: a.chat, Delivery: a.outbox, Capabilities: a.caps, Ops: a.reg, Library: &a.reloads.libs, Targets: targets,
+	var engineStore runmodel.Store = a.audit.Store(db)
+	if a.web != nil {
+		engineStore = publishRuns{Store: engineStore, hub: a.web.hub}
+	}
+	eng, err := bot.New(bot.Options{Threads: &a.threads, Commands: &a.commands, Store: engineStore, Chat: a.chat, Delivery: a.outbox, Capabilities: a.caps, Ops: a.reg, Library: &a.reloads.libs, Targets: targets,
 		Approvals: cfg.Approvals, Platform: cfg.Chat.Platform, GroupTTL: a.groupTTL, Logger: a.log, Now: o.Now, Digests: a.digests, Observer: observers{theRunIndex, a.metrics, runLog{a.log}}})
 	if err != nil {
 		return nil, err
@@ -247,6 +267,9 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 	a.metrics.Outbox(func() ([]runmodel.OutboxItem, error) { return db.ListOutbox(context.Background()) }, now)
 	a.metrics.StoreSize(db.Size)
 	a.routes()
+	if a.web != nil && !a.external && cfg.Web.Listen == "" {
+		a.mux.Handle("/", a.web.pages) // the pages own "/" and what is not routed above
+	}
 	if a.incidents, err = a.newIncidents(db, a.digestSrc, o.Now); err != nil {
 		return nil, err
 	}

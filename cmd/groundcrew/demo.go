@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +19,7 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/adapters/console"
 	"github.com/groundcrew/groundcrew/config"
+	"github.com/groundcrew/groundcrew/internal/secret"
 	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/policy"
 )
@@ -158,6 +161,11 @@ type /help for console commands and /runbook help for the bot.`,
 				Approvals: policy.Config{Default: runmodel.Policy{Approvers: []string{"group:ci-oncall"}, Required: 1, Expires: runmodel.Duration(30 * time.Minute)}},
 				Log:       config.Log{Level: "warn", Format: "text"},
 			}
+			// The pages of the demo's runs, on its HTTP server, opened with
+			// signed links (a key made for this demo only).
+			key := make([]byte, 32)
+			_, _ = rand.Read(key)
+			cfg.Web = config.Web{LinkKey: secret.Secret(hex.EncodeToString(key)), LinkTTL: config.Days(7 * 24 * time.Hour)}
 			script, clock := storyLines(demoStoryStart, demoScript), newStoryClock(demoStoryStart)
 			if alert {
 				script, clock = storyLines(demoAlertStoryStart, demoAlertScript), newStoryClock(demoAlertStoryStart)
@@ -190,7 +198,10 @@ type /help for console commands and /runbook help for the bot.`,
 				},
 				AfterLine: func() { _ = a.eng.WaitIdle(cmd.Context()) },
 			}
-			a, err = newApp(cfg, appOptions{In: in, Out: out, Console: copts, Now: clock.Now, Logger: newLogger(cfg, os.Stderr)})
+			onListen := func(string) {
+				fmt.Fprintf(out, "Pages of the runs and incidents (open while the demo runs; -i keeps it running):\n  %s\n", a.web.links.Site())
+			}
+			a, err = newApp(cfg, appOptions{In: in, Out: out, Console: copts, Now: clock.Now, Logger: newLogger(cfg, os.Stderr), OnListen: onListen})
 			if err != nil {
 				return err
 			}

@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"sort"
@@ -28,6 +29,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/groundcrew/groundcrew/adapters/concourse"
+	"github.com/groundcrew/groundcrew/config"
 	"github.com/groundcrew/groundcrew/internal/httpguard"
 )
 
@@ -130,6 +132,38 @@ func (a *app) serveHTTP(ctx context.Context, g *errgroup.Group) error {
 	srv := httpguard.Server(a.mux)
 	a.log.Info("listening", "addr", addr)
 	serveUntil(ctx, g, srv, ln, 10*time.Second)
+	if a.web != nil {
+		if err := serveWeb(ctx, g, a.cfg, a.web, a.log); err != nil {
+			return err
+		}
+		if a.web.links.Base() == "" {
+			a.web.links.SetBase("http://" + addr) // the demo: its own address
+		}
+	}
+	if a.onListen != nil {
+		a.onListen(addr)
+	}
+	return nil
+}
+
+// serveWeb serves the pages on web.listen when it is set (else they are
+// on server.listen), and ends their live streams when ctx ends, so a
+// shutdown does not wait for them.
+func serveWeb(ctx context.Context, g *errgroup.Group, cfg *config.Config, w *webParts, log *slog.Logger) error {
+	g.Go(func() error {
+		<-ctx.Done()
+		w.pages.Close()
+		return nil
+	})
+	if cfg.Web.Listen == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", cfg.Web.Listen)
+	if err != nil {
+		return fmt.Errorf("web.listen %s: %w", cfg.Web.Listen, err)
+	}
+	log.Info("pages listening", "addr", ln.Addr().String(), "url", cfg.Web.URL)
+	serveUntil(ctx, g, httpguard.Server(w.pages), ln, 10*time.Second)
 	return nil
 }
 

@@ -46,7 +46,11 @@ func (a *app) newIncidents(audit incident.Auditor, src digest.Source, now func()
 		}
 	}
 	obs := a.metrics.AlertPath()
-	m, err := incident.New(incident.Options{Store: a.db, Chat: a.chat, Outbox: a.outbox, Runbooks: &a.reloads.libs, Starter: a.eng, Runs: a.db, Audit: audit, Dedupe: a.db,
+	var st incident.Store = a.db
+	if a.web != nil {
+		st = publishIncidents{Store: st, hub: a.web.hub}
+	}
+	m, err := incident.New(incident.Options{Store: st, Chat: a.chat, Outbox: a.outbox, Runbooks: &a.reloads.libs, Starter: a.eng, Runs: a.db, Audit: audit, Dedupe: a.db,
 		Observer: obs, Silencer: sil, Platform: a.cfg.Chat.Platform, Targets: a.cfg.TargetNames(), Channel: channel, Now: now, Logger: a.log.With("component", "incidents")})
 	if err != nil {
 		return nil, err

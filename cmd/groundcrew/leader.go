@@ -32,6 +32,7 @@ import (
 	"github.com/groundcrew/groundcrew/config"
 	"github.com/groundcrew/groundcrew/internal/httpguard"
 	"github.com/groundcrew/groundcrew/leader"
+	"github.com/groundcrew/groundcrew/web"
 )
 
 // leaderTimings are the lease timings (tests shorten them).
@@ -42,6 +43,9 @@ var leaderTimings = struct{ TTL, Renew, Retry time.Duration }{10 * time.Second, 
 type haServer struct {
 	el  *leader.Elector
 	reg *prometheus.Registry
+	// pages are served by every replica, leader or standby (they read
+	// the store), on server.listen unless web.listen is set.
+	pages http.Handler
 
 	mu  sync.Mutex
 	app *app
@@ -102,6 +106,10 @@ func (h *haServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = enc.Encode(body)
 		return
 	}
+	if h.pages != nil && web.Owns(r.URL.Path) {
+		h.pages.ServeHTTP(w, r)
+		return
+	}
 	if a == nil || !h.el.Leading() {
 		w.Header().Set("Retry-After", "2")
 		http.Error(w, "standby: this groundcrew replica does not lead; "+nonEmpty(h.el.Current(), "another replica")+" does", http.StatusServiceUnavailable)
@@ -131,6 +139,16 @@ func serveHA(ctx context.Context, cfg *config.Config, o appOptions) error {
 		TTL: leaderTimings.TTL, Renew: leaderTimings.Renew, Retry: leaderTimings.Retry,
 		Logger: log.With("component", "leader")})
 	h := &haServer{el: el, reg: reg}
+	wp, err := newWeb(cfg, db, o.Now, log)
+	if err != nil {
+		return err
+	}
+	if wp != nil {
+		o.Web = wp
+		if cfg.Web.Listen == "" {
+			h.pages = wp.pages
+		}
+	}
 
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
@@ -139,6 +157,11 @@ func serveHA(ctx context.Context, cfg *config.Config, o appOptions) error {
 	log.Info("listening", "addr", ln.Addr().String(), "store", db.Path(), "holder", holder)
 	g, gctx := errgroup.WithContext(ctx)
 	serveUntil(gctx, g, httpguard.Server(h), ln, 10*time.Second)
+	if wp != nil {
+		if err := serveWeb(gctx, g, cfg, wp, log); err != nil {
+			return err
+		}
+	}
 	var input *standbyInput
 	if cfg.Chat.Platform == "console" && o.In != nil {
 		out := o.Out

@@ -45,6 +45,7 @@ var restartOnly = map[string]string{
 	"alerts":    "the Alertmanager receiver and its token are set up at start",
 	"log":       "the logger is set up at start",
 	"audit":     "the audit checkpoints are scheduled at start",
+	"web":       "the pages' listener, link key and proxy are set up at start",
 }
 
 // restartChanges lists the keys that need a restart and differ between the

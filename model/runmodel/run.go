@@ -117,10 +117,14 @@ type StepState struct {
 	Text       string               `json:"text,omitempty"` // rendered manual instructions
 	Warn       bool                 `json:"warn,omitempty"`
 	Items      []opmodel.ItemResult `json:"items,omitempty"`
-	Error      string               `json:"error,omitempty"`
-	Message    chatmodel.MessageRef `json:"message,omitzero"`
-	Plan       *opmodel.Plan        `json:"plan,omitempty"`
-	PlanHash   string               `json:"plan_hash,omitempty"`
+	// Progress is how far a long call has got ("aborting 1,200 / 5,000 ·
+	// 310/s"), written every few seconds while the step runs, so the run's
+	// page (on any replica) follows it; "" once the step is done.
+	Progress string               `json:"progress,omitempty"`
+	Error    string               `json:"error,omitempty"`
+	Message  chatmodel.MessageRef `json:"message,omitzero"`
+	Plan     *opmodel.Plan        `json:"plan,omitempty"`
+	PlanHash string               `json:"plan_hash,omitempty"`
 	// Teams are the Concourse teams whose things the step's change
 	// touches (write and destructive calls; see Gate.Teams).
 	Teams []string     `json:"teams,omitempty"`
