@@ -35,16 +35,16 @@ web:
 
 func TestParse_WebErrors(t *testing.T) {
 	cases := map[string]string{
-		"url:\n    https://gc.example.com\n":             "",
-		`{url: "https://gc.example.com", link_key: short}`: "web.link_key: is 5 bytes; a link key needs at least 16",
-		`{link_key: 0123456789abcdef0123}`:                 "web.url: is not set",
-		`{url: "ftp://x", link_key: 0123456789abcdef0123}`: `web.url: "ftp://x" is not an http(s) address`,
-		`{url: "https://gc.example.com"}`:                  "web: has no way in",
-		`{url: "https://gc.example.com", trusted_header: X-Forwarded-User}`:                              "web.trusted_proxies: is empty",
-		`{url: "https://gc.example.com", trusted_proxies: [10.0.0.0/8]}`:                                  "web.trusted_header: is not set",
-		`{url: "https://gc.example.com", trusted_header: X-User, trusted_proxies: [ten.zero]}`:            `web.trusted_proxies[0]: "ten.zero" is not an address or CIDR range`,
-		`{url: "https://gc.example.com", link_key: 0123456789abcdef0123, listen: "127.0.0.1:8080"}`:       "web.listen: is server.listen",
-		`{url: "https://gc.example.com", link_key: 0123456789abcdef0123, link_ttl: 900d}`:                 "web.link_ttl: must be between",
+		"url:\n    https://gc.example.com\n":                                                                                     "",
+		`{url: "https://gc.example.com", link_key: short}`:                                                                       "web.link_key: is 5 bytes; a link key needs at least 16",
+		`{link_key: 0123456789abcdef0123}`:                                                                                       "web.url: is not set",
+		`{url: "ftp://x", link_key: 0123456789abcdef0123}`:                                                                       `web.url: "ftp://x" is not an http(s) address`,
+		`{url: "https://gc.example.com"}`:                                                                                        "web: has no way in",
+		`{url: "https://gc.example.com", trusted_header: X-Forwarded-User}`:                                                      "web.trusted_proxies: is empty",
+		`{url: "https://gc.example.com", trusted_proxies: [10.0.0.0/8]}`:                                                         "web.trusted_header: is not set",
+		`{url: "https://gc.example.com", trusted_header: X-User, trusted_proxies: [ten.zero]}`:                                   `web.trusted_proxies[0]: "ten.zero" is not an address or CIDR range`,
+		`{url: "https://gc.example.com", link_key: 0123456789abcdef0123, listen: "127.0.0.1:8080"}`:                              "web.listen: is server.listen",
+		`{url: "https://gc.example.com", link_key: 0123456789abcdef0123, link_ttl: 900d}`:                                        "web.link_ttl: must be between",
 		`{url: "https://gc.example.com", link_key: 0123456789abcdef0123, trusted_header: "X User", trusted_proxies: [10.0.0.1]}`: `web.trusted_header: "X User" is not a header name`,
 	}
 	for web, want := range cases {

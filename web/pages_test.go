@@ -32,7 +32,7 @@ func TestRunPage_ShowsStepsGateVotesChangesAndAudit(t *testing.T) {
 		"Prune the stalled worker", "prune 1 worker", r.Steps[2].PlanHash, // the gate and its plan hash
 		"<strong>@alice</strong> not counted", "you started this run", // a refused vote, why
 		"<strong>@carol</strong> approved", "by reaction", // who, how
-		"pruned worker-0 (approved by @carol)", // Changes
+		"pruned worker-0 (approved by @carol)",                                           // Changes
 		"approval requested", "covers these entries", "groundcrew audit verify --expect", // audit and head
 		"worker-0",
 	} {
