@@ -520,7 +520,7 @@ func (e *Engine) start(ctx context.Context, ev chatmodel.Event, c Command) error
 	for i := range b.Audit {
 		b.Audit[i].RunID = r.ID
 	}
-	e.out.post(ctx, ev.Conversation, r.ID, chatmodel.RoleRoot, "", renderRoot(r, e.opts.Now()))
+	e.out.post(ctx, ev.Conversation, r.ID, chatmodel.RoleRoot, "", e.out.rootMessage(r))
 	e.work.kick(r.ID)
 	return nil
 }

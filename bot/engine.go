@@ -97,6 +97,10 @@ type Options struct {
 	// dedupe entries and finished runs past the retention (default 1h; the
 	// first pass runs on the first Tick).
 	HousekeepEvery time.Duration
+	// RunLink, when set, gives the address of a run's web page (package
+	// web, signed when it is configured so; "" for none): the run's root
+	// message and its summaries on demand carry it as a link.
+	RunLink func(id string, started time.Time) string
 	// Observer is told of every committed run change (metrics); default: none.
 	Observer runmodel.Observer
 	// Hook, when set, is called at step boundaries with a label such as
@@ -188,6 +192,7 @@ func New(o Options) (*Engine, error) {
 	}
 	e.writes = newDurableWriter(o.Store, d, o.Logger, o.Now)
 	e.out = newPoster(d, o.Capabilities, o.Store, e.writes, o.Logger, o.Now)
+	e.out.runLink = o.RunLink
 	e.hints = e.out.hints
 	e.work = newWorkers(o.Logger, o.OpTimeout, e.advance)
 	e.moves = machine{now: o.Now, bot: o.BotName}

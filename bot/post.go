@@ -55,7 +55,7 @@ func (p *poster) refreshGate(ctx context.Context, r *runmodel.Run, g *runmodel.G
 func (p *poster) refreshRoot(ctx context.Context, r *runmodel.Run) {
 	if r.Root.IsZero() && r.RootPending != "" {
 		// still in the outbox: it is posted with the latest status
-		m := renderRoot(r, p.now())
+		m := p.rootMessage(r)
 		m.RunID, m.Role = r.ID, chatmodel.RoleRoot
 		_ = p.delivery.Update(ctx, delivery.Handle{Pending: r.RootPending}, m, runMeta(r.ID, chatmodel.RoleRoot, ""))
 		return
@@ -63,7 +63,7 @@ func (p *poster) refreshRoot(ctx context.Context, r *runmodel.Run) {
 	if r.Root.IsZero() {
 		return
 	}
-	p.update(ctx, r, r.Root, chatmodel.RoleRoot, "", renderRoot(r, p.now()))
+	p.update(ctx, r, r.Root, chatmodel.RoleRoot, "", p.rootMessage(r))
 }
 
 // end posts the final message and refreshes the root message.

@@ -37,6 +37,8 @@ type poster struct {
 	log      *slog.Logger
 	now      func() time.Time
 	hints    hints
+	// runLink gives a run's page (Options.RunLink), or nil.
+	runLink func(id string, started time.Time) string
 
 	mu sync.Mutex
 	// inFlight are the posts whose message reference is not stored yet;

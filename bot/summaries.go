@@ -45,7 +45,7 @@ func (s *summaries) command(ctx context.Context, ev chatmodel.Event, runID strin
 			s.out.reply(ctx, ev.Conversation, ev.User, "⚠️ Could not read the journal: "+chatmodel.UserMessage(err))
 			return
 		}
-		s.out.plain(ctx, ev.Conversation, summarize(r, j, s.now()))
+		s.out.plain(ctx, ev.Conversation, s.out.withLink(r, summarize(r, j, s.now())))
 		return
 	}
 	thread := ev.Conversation.Thread

@@ -64,8 +64,11 @@ type Options struct {
 	// Channel, when set, is where every incident is posted whatever its
 	// route says (the console has one channel).
 	Channel string
-	Now     func() time.Time
-	Logger  *slog.Logger
+	// Link, when set, gives the address of an incident's web page (package
+	// web; "" for none): the incident's root message carries it.
+	Link   func(id string, opened time.Time) string
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // Manager opens, updates, acknowledges and resolves incidents. It is safe

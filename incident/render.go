@@ -110,6 +110,11 @@ func (m *Manager) render(in *Incident) chatmodel.Message {
 		}
 	}
 	msg.Text = b.String()
+	if m.o.Link != nil {
+		if u := m.o.Link(in.ID, in.OpenedAt); u != "" {
+			msg.Link = &chatmodel.Link{URL: u, Label: "Incident page"}
+		}
+	}
 	return msg
 }
 

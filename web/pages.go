@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/groundcrew/groundcrew/internal/human"
-	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // run serves /runs/<id> and /runs/<id>.md.
@@ -137,5 +136,3 @@ type listView struct {
 	Total                           string
 	Prev, Next                      string
 }
-
-var _ = opmodel.OutcomeFailed

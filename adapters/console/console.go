@@ -209,6 +209,9 @@ func (a *Adapter) Post(_ context.Context, to chatmodel.Conversation, m chatmodel
 	}
 	a.msgs = append(a.msgs, msg)
 	a.printMessage(msg, false)
+	if m.Link != nil {
+		fmt.Fprintf(a.out, "    %s %s\n", a.dim("🔗 "+m.Link.Label+":"), m.Link.URL)
+	}
 	if m.Detail != "" {
 		fmt.Fprintf(a.out, "    %s\n", strings.ReplaceAll(m.Detail, "\n", "\n    "))
 	}

@@ -142,6 +142,9 @@ type rendered struct {
 func render(m chatmodel.Message, update bool) rendered {
 	var r rendered
 	text := toMarkdown(m.Text)
+	if m.Link != nil {
+		text += "\n[" + strings.NewReplacer("[", "(", "]", ")").Replace(m.Link.Label) + "](" + m.Link.URL + ")"
+	}
 	detail := toMarkdown(m.Detail)
 	if utf8.RuneCountInString(text) > maxRunes {
 		if update {

@@ -78,6 +78,13 @@ func render(m chatmodel.Message) (rendered, error) {
 		r.replies = append(r.replies, sectionMessages(chatutil.Split(codeBlock(detail), sectionLimit))...)
 	}
 
+	if m.Link != nil {
+		// the link after the text: <url|label>, the label escaped as
+		// mrkdwn (the URL has no <, > or |: chatmodel.Message.Clean)
+		r.main.blocks = append(r.main.blocks, slackapi.NewContextBlock("",
+			slackapi.NewTextBlockObject(slackapi.MarkdownType, "<"+m.Link.URL+"|"+mrkdwn(m.Link.Label)+">", false, false)))
+	}
+
 	actions, err := actionBlocks(m.Buttons)
 	if err != nil {
 		return rendered{}, err

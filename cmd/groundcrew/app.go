@@ -244,7 +244,11 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 	if a.web != nil {
 		engineStore = publishRuns{Store: engineStore, hub: a.web.hub}
 	}
-	eng, err := bot.New(bot.Options{Threads: &a.threads, Commands: &a.commands, Store: engineStore, Chat: a.chat, Delivery: a.outbox, Capabilities: a.caps, Ops: a.reg, Library: &a.reloads.libs, Targets: targets,
+	var runLink func(string, time.Time) string
+	if a.web != nil {
+		runLink = a.web.links.Run // the run's page, in its root message
+	}
+	eng, err := bot.New(bot.Options{RunLink: runLink, Threads: &a.threads, Commands: &a.commands, Store: engineStore, Chat: a.chat, Delivery: a.outbox, Capabilities: a.caps, Ops: a.reg, Library: &a.reloads.libs, Targets: targets,
 		Approvals: cfg.Approvals, Platform: cfg.Chat.Platform, GroupTTL: a.groupTTL, Logger: a.log, Now: o.Now, Digests: a.digests, Observer: observers{theRunIndex, a.metrics, runLog{a.log}}})
 	if err != nil {
 		return nil, err

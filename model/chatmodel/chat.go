@@ -112,12 +112,23 @@ type Message struct {
 	// complete without them, and an adapter that cannot upload one still
 	// posts the message (and logs why).
 	Files []File `json:"files,omitempty"`
+	// Link, when set, is the address of a page about the message's
+	// subject (its run's or incident's web page): adapters show it as a
+	// link named Label (Slack <url|label>, Mattermost [label](url), the
+	// console the address itself).
+	Link *Link `json:"link,omitempty"`
 	// RunID is the run the message belongs to ("" for none); Role and Step
 	// say which of its messages it is. Adapters may use them (the console
 	// remembers the latest run); they never need to parse Text for them.
 	RunID string      `json:"run_id,omitempty"`
 	Role  MessageRole `json:"role,omitempty"`
 	Step  string      `json:"step,omitempty"`
+}
+
+// Link is a link shown with a message.
+type Link struct {
+	URL   string `json:"url"`
+	Label string `json:"label"`
 }
 
 // MessageRole says which message of a run a message is.

@@ -1,6 +1,10 @@
 package chatmodel
 
-import "github.com/groundcrew/groundcrew/model/textmodel"
+import (
+	"strings"
+
+	"github.com/groundcrew/groundcrew/model/textmodel"
+)
 
 // Clean returns the message with its texts sanitized (see Sanitize).
 func (m Message) Clean() Message {
@@ -24,5 +28,27 @@ func (m Message) Clean() Message {
 		}
 		m.Files = fs
 	}
+	if m.Link != nil {
+		l := *m.Link
+		l.Label = textmodel.Sanitize(l.Label)
+		m.Link = &l
+		if !safeURL(l.URL) {
+			m.Link = nil // a link no chat can show whole is left out, never mangled
+		}
+	}
 	return m
+}
+
+// safeURL reports whether u is an http(s) address of printable ASCII
+// without the characters chat markup gives a meaning to.
+func safeURL(u string) bool {
+	if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") || len(u) > 2000 {
+		return false
+	}
+	for i := 0; i < len(u); i++ {
+		if c := u[i]; c <= ' ' || c >= 0x7f || strings.IndexByte(`<>|()[]\"'`, c) >= 0 {
+			return false
+		}
+	}
+	return true
 }
