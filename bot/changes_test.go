@@ -74,10 +74,10 @@ func TestChanges_WriteWithoutApprovalIsListed(t *testing.T) {
 	sum := h.eng.Summary(r, j)
 	assert.Contains(t, sum.Text, "\nChanges: touched app")
 	assert.NotContains(t, sum.Text, "Changes: none")
-	assert.Contains(t, sum.Detail, "Changes made:\n• touch: touched app")
+	assert.NotContains(t, sum.Detail, "Changes made", "said once, in the summary's text")
 
 	md := bot.RunMarkdown(r, j)
-	assert.Contains(t, md, "- **Changes made:**\n  - touch: touched app\n")
+	assert.Contains(t, md, "- **Changes made:**\n  - Touch the pipeline: touched app\n")
 
 	final, ok := h.chat.Find("finished after")
 	require.True(t, ok, h.chat.Transcript())
@@ -111,11 +111,13 @@ func TestChanges_FailedCallIsListedInThePostedMessages(t *testing.T) {
 	h.react(carol, h.gateRef(), chatmodel.IntentApprove)
 	require.Equal(t, runmodel.RunFailed, h.onlyRun().State, h.chat.Transcript())
 
-	final, ok := h.chat.Find("failed after")
+	final, ok := h.chat.Find("failed at step 3/4 after")
 	require.True(t, ok, h.chat.Transcript())
 	assert.Contains(t, final.Msg.Text, "— attempted prune 1 worker — failed (approved by @carol)")
-	// The error is said once in the final message, not in the change too.
-	assert.Equal(t, 1, strings.Count(final.Msg.Text, "500 Internal Server Error"), final.Msg.Text)
+	// The error is said once, on the step; not in the final message, not
+	// in the change.
+	assert.Equal(t, 1, strings.Count(h.chat.Transcript(), "500 Internal Server Error"), h.chat.Transcript())
+	assert.NotContains(t, final.Msg.Text, "500 Internal Server Error")
 	sum, ok := h.chat.Find("📋 *Summary*")
 	require.True(t, ok)
 	assert.Contains(t, sum.Msg.Text, "\nChanges: attempted prune 1 worker — failed")

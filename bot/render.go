@@ -84,6 +84,10 @@ func stateLine(r *runmodel.Run) string {
 	case runmodel.RunSucceeded:
 		return "✅ succeeded"
 	case runmodel.RunFailed:
+		if st := failedWith(r); st != nil {
+			// The step says the error in full; the status points at it.
+			return "❌ " + stopWords(r, st, false)
+		}
 		return "❌ failed: " + r.Error
 	case runmodel.RunCancelled:
 		return "🚫 " + r.Error
@@ -218,7 +222,7 @@ func renderGate(r *runmodel.Run, g *runmodel.Gate, now time.Time, h hints) chatm
 	case runmodel.GateRejected:
 		icon, verdict = "⛔", "Rejected"
 	case runmodel.GateExpired:
-		icon, verdict = "⌛", "Expired — nothing was done"
+		icon, verdict = "⌛", fmt.Sprintf("Expired after %s with %d of %d approvals — nothing was done", human.Duration(time.Duration(g.Policy.Expires)), len(g.Votes), g.Policy.WithDefaults().Required)
 	case runmodel.GateVoid:
 		icon, verdict = "🚫", "Void — this request no longer applies"
 	}
@@ -318,21 +322,82 @@ func renderPlanItems(p *opmodel.Plan, n int) string {
 // run's journal (for the changes it made).
 func renderFinal(r *runmodel.Run, journal []runmodel.JournalEntry, now time.Time) chatmodel.Message {
 	var b strings.Builder
+	// The error is said in full once, where it happened (the step, its
+	// approval request) or, when it belongs to no step, in the run's
+	// status; the end message only says where the run stopped.
 	verb := map[runmodel.RunState]string{runmodel.RunSucceeded: "finished", runmodel.RunFailed: "failed", runmodel.RunCancelled: "was cancelled"}[r.State]
+	if st := failedWith(r); st != nil && r.State == runmodel.RunFailed {
+		verb = stopWords(r, st, true)
+	} else if by := cancelledBy(r, journal); by != "" {
+		verb += " by " + by
+	}
 	fmt.Fprintf(&b, "%s *%s* on `%s` %s after %s", runIcon(r.State), r.Runbook, r.Target, verb, runDuration(r, now))
 	if changes := changesMade(r, journal); changes != "" {
 		b.WriteString(" — " + changes)
 	} else if !r.DryRun && journal != nil { // nil: the journal could not be read
 		b.WriteString(" — nothing was changed")
 	}
-	if r.Error != "" && r.State != runmodel.RunSucceeded {
-		b.WriteString("\n" + r.Error)
-	}
 	fmt.Fprintf(&b, "\nSummary in the thread · `/runbook summary %s`", r.ID)
 	if fu := followUps(r); len(fu) > 0 && r.State != runmodel.RunSucceeded {
 		b.WriteString(" · follow-up: " + fu[0])
 	}
 	return chatmodel.Message{Text: b.String(), Broadcast: true}
+}
+
+// stepNumber is a step's position in its run: "step 3/9".
+func stepNumber(r *runmodel.Run, st *runmodel.StepState) string {
+	n := 0
+	for i := range r.Steps {
+		if r.Steps[i].ID == st.ID {
+			n = i + 1
+			break
+		}
+	}
+	return fmt.Sprintf("step %d/%d", n, len(r.Steps))
+}
+
+// stepPlace names a step for a pointer to it: "step 3/9 (Prune caascad-…-0)".
+func stepPlace(r *runmodel.Run, st *runmodel.StepState) string {
+	return stepNumber(r, st) + " (" + stepTitle(st) + ")"
+}
+
+// stopWords says where and how a failed run stopped, pointing at the step
+// whose message (or approval request) says why: "failed at step 1/1
+// (Pause nope)", "rejected at step 7/9 (Prune …)". sentence: as the verb
+// of a sentence about the run, and without the title, which the root
+// above already says ("was rejected at step 7/9").
+func stopWords(r *runmodel.Run, st *runmodel.StepState, sentence bool) string {
+	how := "failed"
+	switch {
+	case st.ID == rejectedStep(r):
+		how = "rejected"
+		if sentence {
+			how = "was rejected"
+		}
+	case r.Gate != nil && r.Gate.Decision == runmodel.GateExpired && r.Gate.StepID == st.ID:
+		how = "not approved in time"
+		if sentence {
+			how = "was not approved in time"
+		}
+	}
+	if sentence {
+		return how + " at " + stepNumber(r, st)
+	}
+	return how + " at " + stepPlace(r, st)
+}
+
+// cancelledBy names who cancelled the run, from its journal ("" when it
+// was not cancelled by a person or the journal does not say).
+func cancelledBy(r *runmodel.Run, journal []runmodel.JournalEntry) string {
+	if r.State != runmodel.RunCancelled {
+		return ""
+	}
+	for _, j := range journal {
+		if j.Type == runmodel.JRunCancelled && j.Actor != "" {
+			return journalActor(j, r)
+		}
+	}
+	return ""
 }
 
 // changesMade summarises the write and destructive calls the run made (or

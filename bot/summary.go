@@ -38,13 +38,13 @@ func RunMarkdown(r *runmodel.Run, journal []runmodel.JournalEntry) string {
 	if r.DryRun {
 		b.WriteString("- **Dry run:** nothing was changed\n")
 	}
-	if r.Error != "" {
-		fmt.Fprintf(&b, "- **Reason:** %s\n", r.Error)
+	if r.Error != "" && r.State != runmodel.RunSucceeded {
+		fmt.Fprintf(&b, "- **Reason:** %s\n", whyStopped(r, journal, true))
 	}
 	if cs := RunChanges(r, journal); len(cs) > 0 {
 		b.WriteString("- **Changes made:**\n")
 		for _, c := range cs {
-			fmt.Fprintf(&b, "  - %s: %s\n", mdCell(c.Step), mdCell(c.Text))
+			fmt.Fprintf(&b, "  - %s: %s\n", mdCell(stepName(r, c.Step)), mdCell(c.Text))
 		}
 	} else if !r.DryRun {
 		b.WriteString("- **Changes made:** none\n")
@@ -70,7 +70,7 @@ func RunMarkdown(r *runmodel.Run, journal []runmodel.JournalEntry) string {
 	var votes []string
 	for _, e := range journal {
 		if e.Type == runmodel.JVote || e.Type == runmodel.JVoteRefused || e.Type == runmodel.JVoteVoided || e.Type == runmodel.JGateDecided || e.Type == runmodel.JGateOpened {
-			votes = append(votes, fmt.Sprintf("- %s `%s` %s%s", ts(e.Time), e.Step, mdCell(journalLine(e, r)), hashNote(e.PlanHash)))
+			votes = append(votes, fmt.Sprintf("- %s %s — %s%s", ts(e.Time), mdCell(stepName(r, e.Step)), mdCell(journalLine(e, r)), hashNote(e.PlanHash)))
 		}
 	}
 	if len(votes) > 0 {
@@ -80,9 +80,20 @@ func RunMarkdown(r *runmodel.Run, journal []runmodel.JournalEntry) string {
 	for _, e := range journal {
 		step := ""
 		if e.Step != "" {
-			step = " `" + e.Step + "`"
+			step = " " + mdCell(stepName(r, e.Step)) + " —"
 		}
-		fmt.Fprintf(&b, "- %s%s %s\n", ts(e.Time), step, mdCell(journalLine(e, r)))
+		line := journalLine(e, r)
+		// The error of the step that stopped the run is in the Steps
+		// table; the timeline says when, not again what.
+		if st := failedWith(r); st != nil && r.State == runmodel.RunFailed {
+			switch {
+			case e.Type == runmodel.JStepFailed && e.Step == st.ID && e.Message == st.Error:
+				line = journalWords[e.Type]
+			case e.Type == runmodel.JRunFinished:
+				line = journalWords[e.Type] + ": " + stopWords(r, st, false)
+			}
+		}
+		fmt.Fprintf(&b, "- %s%s %s\n", ts(e.Time), step, mdCell(line))
 	}
 	return b.String()
 }
@@ -149,11 +160,7 @@ func summarize(r *runmodel.Run, journal []runmodel.JournalEntry, now time.Time) 
 		b.WriteString("\nChanges: none")
 	}
 	if r.Error != "" && r.State != runmodel.RunSucceeded {
-		b.WriteString("\nWhy it stopped: ")
-		if st := failedWith(r); st != nil && st.Error == r.Error && st.ID != rejectedStep(r) {
-			b.WriteString(nonEmpty(st.Title, st.ID) + " failed: ")
-		}
-		b.WriteString(r.Error)
+		b.WriteString("\nWhy it stopped: " + whyStopped(r, journal, false))
 	}
 	if fu := followUps(r); len(fu) > 0 {
 		b.WriteString("\nFollow-up: " + strings.Join(fu, " · "))
@@ -178,15 +185,18 @@ func followUps(r *runmodel.Run) []string {
 	return out
 }
 
-// summaryDetail is the long part of a summary: steps, approvals, manual
-// steps, changes and what is still open.
+// summaryDetail is the long part of a summary: steps (with who answered
+// the manual ones, and when), approvals, changes and what is still open.
+// Steps are named by their titles. The error of the step that stopped the
+// run is not said again: "Why it stopped" points at it.
 func summaryDetail(r *runmodel.Run, journal []runmodel.JournalEntry) string {
 	hm := func(t time.Time) string { return t.UTC().Format("15:04") }
+	stop := failedWith(r)
 	var b strings.Builder
 	b.WriteString("Steps:\n")
 	for i := range r.Steps {
 		st := &r.Steps[i]
-		line := fmt.Sprintf("%d. %s %s", i+1, stepIcon(st), nonEmpty(st.Title, st.ID))
+		line := fmt.Sprintf("%d. %s %s", i+1, stepIcon(st), stepTitle(st))
 		if st.Status == runmodel.StepPending {
 			line += " — not run"
 		}
@@ -194,71 +204,57 @@ func summaryDetail(r *runmodel.Run, journal []runmodel.JournalEntry) string {
 			line += " — " + st.Summary
 		}
 		switch {
-		case st.Error != "" && st == failedWith(r) && st.ID == rejectedStep(r):
-			line += " — not done (why: above)"
-		case st.Error != "" && st == failedWith(r):
-			// Said once, under "Why it stopped".
-			line += " — failed (why: above)"
+		case st.Error != "" && st == stop:
+			// Said once, in the thread; "Why it stopped" points at it.
 		case st.Error != "":
 			line += " — " + st.Error
 		}
+		if st.Kind == runbookmodel.KindManual && st.By != nil && st != stop {
+			line += " at " + hm(st.FinishedAt)
+			if st.Status != runmodel.StepFailed { // a failed one's error has the note
+				line += optional(st.Note)
+			}
+		}
 		b.WriteString(line + "\n")
 	}
+	// Approvals, by step: the votes, then what they decided (in a word:
+	// the votes are listed just above).
 	var approvals []string
+	group := ""
 	for _, j := range journal {
+		var line string
 		switch j.Type {
 		case runmodel.JVote, runmodel.JVoteRefused, runmodel.JVoteVoided:
-			approvals = append(approvals, fmt.Sprintf("• %s %s on `%s`: %s (plan %s)", hm(j.Time), journalActor(j, r), j.Step, j.Message, short(j.PlanHash)))
-		case runmodel.JGateDecided, runmodel.JReconciled, runmodel.JGateEscalated:
-			approvals = append(approvals, fmt.Sprintf("• %s `%s` %s (plan %s)", hm(j.Time), j.Step, j.Message, short(j.PlanHash)))
+			words := voteWords(j.Message)
+			if !strings.HasPrefix(words, "'") {
+				words = " " + words
+			}
+			line = fmt.Sprintf("• %s %s%s (plan %s)", hm(j.Time), journalActor(j, r), words, short(j.PlanHash))
+		case runmodel.JGateDecided:
+			line = fmt.Sprintf("• %s → %s", hm(j.Time), decisionWords(j.Message))
+		case runmodel.JReconciled, runmodel.JGateEscalated:
+			line = fmt.Sprintf("• %s %s", hm(j.Time), j.Message)
+		default:
+			continue
 		}
+		if j.Step != group {
+			group = j.Step
+			approvals = append(approvals, "Approvals — "+stepName(r, j.Step)+":")
+		}
+		approvals = append(approvals, line)
 	}
 	if len(approvals) > 0 {
-		b.WriteString("Approvals:\n" + strings.Join(approvals, "\n") + "\n")
+		b.WriteString(strings.Join(approvals, "\n") + "\n")
 	}
-	var manual []string
-	for _, st := range r.Steps {
-		if st.Kind == runbookmodel.KindManual && st.By != nil {
-			verb := map[runmodel.StepStatus]string{runmodel.StepSucceeded: "done", runmodel.StepSkipped: "skipped", runmodel.StepFailed: "marked failed"}[st.Status]
-			manual = append(manual, fmt.Sprintf("• %s — %s by %s at %s%s", nonEmpty(st.Title, st.ID), nonEmpty(verb, st.Status.Human()), st.By.Display(), hm(st.FinishedAt), optional(st.Note)))
-		}
-	}
-	if len(manual) > 0 {
-		b.WriteString("Manual steps:\n" + strings.Join(manual, "\n") + "\n")
-	}
-	if changes := RunChanges(r, journal); len(changes) > 0 {
-		b.WriteString("Changes made:\n")
-		for _, c := range changes {
-			b.WriteString("• " + c.Step + ": " + c.Text + "\n")
-		}
-	}
+	// The changes made are in the summary's text ("Changes: …").
 	if same := RunNoChanges(r, journal); len(same) > 0 {
 		b.WriteString("No change needed:\n")
 		for _, c := range same {
-			b.WriteString("• " + c.Step + ": " + c.Text + "\n")
+			b.WriteString("• " + stepName(r, c.Step) + ": " + c.Text + "\n")
 		}
 	}
 	// A failed step is not "still open": the run has moved past it or
-	// ended. Its error is already on its line under Steps.
-	var failed, notDone []string
-	for _, st := range r.Steps {
-		// In a run that succeeded, failures were handled by the runbook's
-		// branches (a wait that timed out led to the next remedy).
-		if st.Status == runmodel.StepFailed && r.State != runmodel.RunSucceeded {
-			if st.ID == rejectedStep(r) {
-				// Rejected at its gate: not done, nothing left open.
-				notDone = append(notDone, fmt.Sprintf("• %s was not done", nonEmpty(st.Title, st.ID)))
-				continue
-			}
-			failed = append(failed, "• "+nonEmpty(st.Title, st.ID))
-		}
-	}
-	if len(failed) > 0 {
-		b.WriteString("Failed:\n" + strings.Join(failed, "\n") + "\n")
-	}
-	if len(notDone) > 0 {
-		b.WriteString("Not done:\n" + strings.Join(notDone, "\n") + "\n")
-	}
+	// ended, and the Steps above mark it (❌) with its error.
 	if !r.State.Terminal() {
 		b.WriteString("Still open:\n• the run is still " + r.State.Human() + ": " + stateLine(r) + "\n")
 	}
@@ -338,17 +334,21 @@ func incidentSummary(runs []*runmodel.Run, journals map[string][]runmodel.Journa
 			case runmodel.JRunStarted:
 				items = append(items, item{j.Time, fmt.Sprintf("▶ `%s` %s started by %s", r.ID, r.Runbook, r.Requester.Display())})
 			case runmodel.JGateDecided:
-				items = append(items, item{j.Time, fmt.Sprintf("`%s` %s: %s", r.ID, j.Step, j.Message)})
+				items = append(items, item{j.Time, fmt.Sprintf("`%s` %s: %s", r.ID, stepName(r, j.Step), j.Message)})
 			case runmodel.JManualDone:
 				st, note, _ := strings.Cut(j.Message, ": ")
-				items = append(items, item{j.Time, fmt.Sprintf("`%s` %s: %s by %s%s", r.ID, j.Step, nonEmpty(manualWords[runmodel.StepStatus(st)], runmodel.StepStatus(st).Human()), journalActor(j, r), optional(note))})
+				items = append(items, item{j.Time, fmt.Sprintf("`%s` %s: %s by %s%s", r.ID, stepName(r, j.Step), nonEmpty(manualWords[runmodel.StepStatus(st)], runmodel.StepStatus(st).Human()), journalActor(j, r), optional(note))})
 			case runmodel.JOutcome:
 				if j.Outcome == runmodel.CallUnchanged {
 					continue
 				}
-				items = append(items, item{j.Time, fmt.Sprintf("`%s` %s changed: %s", r.ID, j.Step, j.Message)})
+				items = append(items, item{j.Time, fmt.Sprintf("`%s` %s changed: %s", r.ID, stepName(r, j.Step), j.Message)})
 			case runmodel.JRunFinished, runmodel.JRunCancelled:
-				items = append(items, item{j.Time, fmt.Sprintf("%s `%s` %s", runIcon(r.State), r.ID, j.Message)})
+				msg := j.Message
+				if st := failedWith(r); st != nil && r.State == runmodel.RunFailed && j.Type == runmodel.JRunFinished {
+					msg = stopWords(r, st, false) // the step says why, in the run's thread
+				}
+				items = append(items, item{j.Time, fmt.Sprintf("%s `%s` %s", runIcon(r.State), r.ID, msg)})
 			}
 		}
 	}
@@ -380,6 +380,89 @@ func incidentSummary(runs []*runmodel.Run, journals map[string][]runmodel.Journa
 	return chatmodel.Message{Text: b.String(), Detail: strings.TrimRight(d.String(), "\n")}
 }
 
+// whyStopped says why a run that did not succeed stopped, pointing at the
+// step that says it in full — in the thread, or in the Steps and Approvals
+// of the Markdown (markdown) — or, when no step does, in the run's own
+// words.
+func whyStopped(r *runmodel.Run, journal []runmodel.JournalEntry, markdown bool) string {
+	st := failedWith(r)
+	where := map[bool][3]string{
+		false: {"its message says why", "the reason is on its approval request", "their note is on that step"},
+		true:  {"its error is in the Steps table", "the reason is under Approvals", "their note is in the Steps table"},
+	}[markdown]
+	// The step is named by its number: the title is on the step, in the
+	// root's status and in the list of steps.
+	switch {
+	case st != nil && r.State == runmodel.RunFailed && st.ID == rejectedStep(r):
+		var by []chatmodel.User
+		for _, v := range r.Gate.Votes {
+			if !v.Approve {
+				by = append(by, v.User)
+			}
+		}
+		if len(by) > 0 { // the reason is with the vote, under Approvals
+			return fmt.Sprintf("%s was rejected by %s", stepNumber(r, st), userList(by))
+		}
+		return fmt.Sprintf("%s was rejected — %s", stepNumber(r, st), where[1])
+	case st != nil && r.State == runmodel.RunFailed && r.Gate != nil && r.Gate.Decision == runmodel.GateExpired && r.Gate.StepID == st.ID:
+		return stepNumber(r, st) + " was not approved in time"
+	case st != nil && r.State == runmodel.RunFailed && st.Kind == runbookmodel.KindManual && st.By != nil:
+		// A person's answer: who said it failed is the cause.
+		why := fmt.Sprintf("%s marked %s failed", st.By.Display(), stepNumber(r, st))
+		if st.Note != "" {
+			why += " — " + where[2]
+		}
+		return why
+	case st != nil && r.State == runmodel.RunFailed:
+		return fmt.Sprintf("%s failed — %s", stepNumber(r, st), where[0])
+	}
+	if by := cancelledBy(r, journal); by != "" {
+		return "cancelled by " + by // the reason, if given, is in the run's status
+	}
+	return r.Error
+}
+
+// stepName names a step by its title (its id when it has none, or when
+// the run has no such step).
+func stepName(r *runmodel.Run, id string) string {
+	if st := r.Step(id); st != nil {
+		return stepTitle(st)
+	}
+	return id
+}
+
+// voteWords puts a vote's journal message into words, to follow the
+// voter's name: "approve" → "approved", "reject: not now" → "rejected: not
+// now", "approve not counted: …" → "'s approval was not counted: …"; the
+// others after a dash.
+func voteWords(msg string) string {
+	switch {
+	case msg == "approve":
+		return "approved"
+	case msg == "reject" || strings.HasPrefix(msg, "reject: "):
+		return "rejected" + strings.TrimPrefix(msg, "reject")
+	case strings.HasPrefix(msg, "approve: "): // an approval with a note
+		return "approved" + strings.TrimPrefix(msg, "approve")
+	case strings.HasPrefix(msg, "approve not counted: "):
+		return "'s approval was not counted: " + strings.TrimPrefix(msg, "approve not counted: ")
+	case strings.HasPrefix(msg, "reject not counted: "):
+		return "'s rejection was not counted: " + strings.TrimPrefix(msg, "reject not counted: ")
+	}
+	return "— " + msg
+}
+
+// decisionWords says what a gate's votes decided, without the voters (the
+// vote lines name them): "approved by @bob, @carol" → "approved",
+// "rejected by @carol: not now" → "rejected".
+func decisionWords(msg string) string {
+	for _, d := range []string{"approved by ", "rejected by "} {
+		if strings.HasPrefix(msg, d) {
+			return strings.TrimSuffix(d, " by ")
+		}
+	}
+	return msg
+}
+
 // rejectedStep is the step whose gate was rejected, "" when none was.
 func rejectedStep(r *runmodel.Run) string {
 	if r.Gate != nil && r.Gate.Decision == runmodel.GateRejected {
@@ -389,17 +472,27 @@ func rejectedStep(r *runmodel.Run) string {
 }
 
 // failedWith is the failed step whose error the run's error repeats (the
-// step that ended the run), nil when there is none.
+// step that ended the run), nil when there is none. Two failed steps may
+// have the same error ("marked failed by @bob"; the first one's failure
+// led on to the second): the one the run's error names, else the last.
 func failedWith(r *runmodel.Run) *runmodel.StepState {
 	if r.Error == "" {
 		return nil
 	}
-	for i := range r.Steps {
-		if st := &r.Steps[i]; st.Status == runmodel.StepFailed && st.Error != "" && strings.Contains(r.Error, st.Error) {
+	var found *runmodel.StepState
+	for i := len(r.Steps) - 1; i >= 0; i-- {
+		st := &r.Steps[i]
+		if st.Status != runmodel.StepFailed || st.Error == "" || !strings.Contains(r.Error, st.Error) {
+			continue
+		}
+		if strings.HasPrefix(r.Error, "step "+st.ID+" failed") {
 			return st
 		}
+		if found == nil {
+			found = st
+		}
 	}
-	return nil
+	return found
 }
 
 // mentionsApproval reports whether a step's text already says who approved

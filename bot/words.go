@@ -62,6 +62,8 @@ func journalLine(e runmodel.JournalEntry, r *runmodel.Run) string {
 	case runmodel.JRunFinished:
 		st, rest, _ := strings.Cut(msg, ": ")
 		msg = runmodel.RunState(st).Human() + optional(rest)
+	case runmodel.JGateDecided:
+		msg = decisionWords(msg) // the votes, just before, name the voters
 	}
 	if msg == "" {
 		return what

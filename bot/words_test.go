@@ -69,6 +69,6 @@ func TestIncidentTimeline_ManualAnswersInWords(t *testing.T) {
 	j, err := h.db.Journal(h.ctx, r.ID)
 	require.NoError(t, err)
 	inc := h.eng.IncidentSummary([]*runmodel.Run{r}, map[string][]runmodel.JournalEntry{r.ID: j}, nil, nil)
-	assert.Contains(t, inc.Detail, "check: done by @bob")
+	assert.Contains(t, inc.Detail, "Check the worker: done by @bob")
 	assert.NotContains(t, inc.Detail, "check: succeeded")
 }

@@ -74,39 +74,63 @@ func measure(res *Result) noise {
 	return n
 }
 
-// TestMessageBudget plays every built-in scenario tagged main or failure
-// and compares what it posts with the recorded figures.
-func TestMessageBudget(t *testing.T) {
-	all, err := LoadFS(Builtin())
-	require.NoError(t, err)
-	var (
-		mu  sync.Mutex
-		got = map[string]noise{}
-		tag = map[string]string{}
-	)
-	t.Run("play", func(t *testing.T) {
-		for _, sc := range all {
-			kind := ""
-			switch {
-			case sc.HasTag("main"):
-				kind = "main"
-			case sc.HasTag("failure"):
-				kind = "failure"
-			default:
-				continue
-			}
-			t.Run(sc.ID(), func(t *testing.T) {
-				t.Parallel()
-				res := Run(context.Background(), sc, Options{Start: budgetStart})
-				require.True(t, res.Passed(), "%s", res.Report())
-				mu.Lock()
-				got[sc.ID()], tag[sc.ID()] = measure(res), kind
-				mu.Unlock()
-			})
+// played are the results of every built-in scenario, played once for the
+// tests that read what the runs posted (the budget, the error said once).
+var played struct {
+	once sync.Once
+	res  map[string]*Result
+	err  error
+}
+
+// playBuiltin plays every built-in scenario (two at a time: the machine is
+// shared) and returns the results by scenario id.
+func playBuiltin(t *testing.T) map[string]*Result {
+	t.Helper()
+	played.once.Do(func() {
+		all, err := LoadFS(Builtin())
+		if err != nil {
+			played.err = err
+			return
 		}
+		var (
+			mu  sync.Mutex
+			wg  sync.WaitGroup
+			sem = make(chan struct{}, 2)
+		)
+		played.res = map[string]*Result{}
+		for _, sc := range all {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				res := Run(context.Background(), sc, Options{Start: budgetStart})
+				mu.Lock()
+				played.res[sc.ID()] = res
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
 	})
-	if t.Failed() {
-		return
+	require.NoError(t, played.err)
+	return played.res
+}
+
+// TestMessageBudget compares what every built-in scenario tagged main or
+// failure posts with the recorded figures.
+func TestMessageBudget(t *testing.T) {
+	got := map[string]noise{}
+	tag := map[string]string{}
+	for id, res := range playBuiltin(t) {
+		switch {
+		case res.Scenario.HasTag("main"):
+			tag[id] = "main"
+		case res.Scenario.HasTag("failure"):
+			tag[id] = "failure"
+		default:
+			continue
+		}
+		require.True(t, res.Passed(), "%s", res.Report())
+		got[id] = measure(res)
 	}
 	if *update {
 		require.NoError(t, os.WriteFile(budgetFile, []byte(formatBudget(got, tag)), 0o644))
@@ -175,7 +199,7 @@ func change(was, now noise) string {
 		}
 		s := fmt.Sprintf("%s %d → %d", f.what, f.was, f.now)
 		if f.was > 0 {
-			s += fmt.Sprintf(" (%+d%%)", (f.now-f.was)*100/f.was)
+			s += fmt.Sprintf(" (%+.0f%%)", float64(f.now-f.was)*100/float64(f.was))
 		}
 		parts = append(parts, s)
 	}

@@ -62,6 +62,8 @@ type Result struct {
 	// Summary is the end-of-run summary of the latest run (text, then
 	// details), as the engine renders it from the journal.
 	Summary string
+	// Run is the latest run as stored at the end (nil when none started).
+	Run     *runmodel.Run
 	Elapsed time.Duration
 }
 
@@ -130,7 +132,7 @@ func Run(ctx context.Context, sc *Scenario, o Options) *Result {
 	for _, t := range e.chat.Ephemerals() {
 		res.Messages = append(res.Messages, chatmodel.Message{Text: t})
 	}
-	res.Summary = e.summary()
+	res.Run, res.Summary = e.summary()
 	res.Calls = e.rec.Calls()
 	res.Elapsed = time.Since(start)
 	return res
@@ -306,19 +308,19 @@ func (e *env) idle() error {
 	return nil
 }
 
-// summary renders the latest run's summary from the store.
-func (e *env) summary() string {
+// summary reads the latest run and renders its summary from the store.
+func (e *env) summary() (*runmodel.Run, string) {
 	if e.store == nil {
-		return ""
+		return nil, ""
 	}
 	runs, err := e.store.ListRuns(e.ctx, runmodel.RunQuery{Limit: 1})
 	if err != nil || len(runs) == 0 {
-		return ""
+		return nil, ""
 	}
 	j, err := e.store.Journal(e.ctx, runs[0].ID)
 	if err != nil {
-		return ""
+		return runs[0], ""
 	}
 	m := e.eng.Summary(runs[0], j)
-	return m.Text + "\n---\n" + m.Detail + "\n"
+	return runs[0], m.Text + "\n---\n" + m.Detail + "\n"
 }

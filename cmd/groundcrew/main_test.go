@@ -96,7 +96,7 @@ func TestDemoAlert(t *testing.T) {
 	_, sum, ok := strings.Cut(out, "📋 Incident summary — ✅ incident `i-")
 	require.True(t, ok, "the thread's summary is headed by the incident")
 	for _, want := range []string{"resolved after 15 min · acknowledged by @bob", "1 run in this thread", "🚨 opened — FileSystemSpaceFillingUp",
-		"👀 acknowledged — @bob", "started by @bob", "go_ahead: approved by @carol", "✅ resolved — resolved after 15 min"} {
+		"👀 acknowledged — @bob", "started by @bob", "Destroy every container of caascad-ci-workers-infra-infra-prd-0 and restart it?: approved by @carol", "✅ resolved — resolved after 15 min"} {
 		assert.Contains(t, sum, want, "one timeline")
 	}
 	assert.NotContains(t, sum, "✅ Incident `i-", "no second message with the incident's own timeline")
