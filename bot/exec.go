@@ -154,7 +154,7 @@ func (e *Engine) stepDone(ctx context.Context, id, stepID string, status runmode
 		if st == nil || st.ID != stepID {
 			return errRunOver
 		}
-		st.Status, st.FinishedAt = status, e.opts.Now()
+		st.Status, st.FinishedAt, st.Progress = status, e.opts.Now(), ""
 		if set != nil {
 			set(st, b)
 		}

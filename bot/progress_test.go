@@ -1,6 +1,7 @@
 package bot_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -19,8 +20,12 @@ import (
 func TestProgress_EditsTheStepMessageRateLimited(t *testing.T) {
 	w := bottest.NewWorld(map[string]string{"w-0": "stalled", "w-1": "running"})
 	h := newHarness(t, w, nil)
+	var stored []string
 	w.Progress = func(report func(string)) {
 		report("pruning 1 / 3 · 10/s")
+		r, err := h.db.GetRun(context.Background(), h.onlyRun().ID)
+		require.NoError(t, err)
+		stored = append(stored, r.Step("prune").Progress)
 		h.clock.Advance(time.Second)
 		report("pruning 2 / 3 · 10/s") // within the interval: not shown
 		h.clock.Advance(bot.ProgressInterval)
@@ -48,4 +53,6 @@ func TestProgress_EditsTheStepMessageRateLimited(t *testing.T) {
 	assert.Contains(t, all, "⏳ pruning 3 / 3 · 10/s")
 	assert.NotContains(t, posted.Msg.Text, "⏳", "the outcome replaces the progress")
 	assert.Contains(t, posted.Msg.Text, "pruned")
+	assert.Equal(t, []string{"pruning 1 / 3 · 10/s"}, stored, "the progress is stored while the call runs (the run's page reads it)")
+	assert.Empty(t, h.onlyRun().Step("prune").Progress, "and cleared when the step is done")
 }

@@ -241,7 +241,7 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 	a.caps = bot.CapabilitiesOf(db, a.chat)
 	a.caps.Housekeeper = a.metrics.Housekeeper(db)
 	var engineStore runmodel.Store = a.audit.Store(db)
-	if a.web != nil {
+	if a.web != nil && !a.web.notified {
 		engineStore = publishRuns{Store: engineStore, hub: a.web.hub}
 	}
 	var runLink func(string, time.Time) string

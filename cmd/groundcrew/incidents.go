@@ -49,7 +49,9 @@ func (a *app) newIncidents(audit incident.Auditor, src digest.Source, now func()
 	var st incident.Store = a.db
 	var link func(string, time.Time) string
 	if a.web != nil {
-		st = publishIncidents{Store: st, hub: a.web.hub}
+		if !a.web.notified {
+			st = publishIncidents{Store: st, hub: a.web.hub}
+		}
 		link = a.web.links.Incident // the incident's page, in its root message
 	}
 	m, err := incident.New(incident.Options{Link: link, Store: st, Chat: a.chat, Outbox: a.outbox, Runbooks: &a.reloads.libs, Starter: a.eng, Runs: a.db, Audit: audit, Dedupe: a.db,

@@ -144,6 +144,7 @@ func serveHA(ctx context.Context, cfg *config.Config, o appOptions) error {
 		return err
 	}
 	if wp != nil {
+		wp.notified = true
 		o.Web = wp
 		if cfg.Web.Listen == "" {
 			h.pages = wp.pages
@@ -161,6 +162,9 @@ func serveHA(ctx context.Context, cfg *config.Config, o appOptions) error {
 		if err := serveWeb(gctx, g, cfg, wp, log); err != nil {
 			return err
 		}
+		// every replica's pages follow the commits, the leader's
+		// included, through the store's notifications
+		g.Go(func() error { return db.Listen(gctx, wp.hub.Publish, wp.hub.Resync, log.With("component", "web")) })
 	}
 	var input *standbyInput
 	if cfg.Chat.Platform == "console" && o.In != nil {

@@ -40,6 +40,9 @@ type webParts struct {
 	links *web.Links
 	hub   *web.Hub
 	pages *web.Server
+	// notified: the store announces its commits itself (PostgreSQL's
+	// LISTEN/NOTIFY feeds hub); else the writers' stores publish them.
+	notified bool
 }
 
 // newWeb builds the pages of cfg.Web on db, or nil when web: is not

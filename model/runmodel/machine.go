@@ -85,6 +85,9 @@ func (st *StepState) SetStatus(to StepStatus) error {
 		return fmt.Errorf("step %s: %w: %s → %s", st.ID, ErrInvalidTransition, st.Status, to)
 	}
 	st.Status = to
+	if to != StepRunning && to != StepExecuting {
+		st.Progress = "" // how far a call got is said only while it runs
+	}
 	return nil
 }
 

@@ -57,6 +57,9 @@ func putIncident(ctx context.Context, tx pgx.Tx, in *incident.Incident) error {
 		on conflict (key) do update set incident_id = excluded.incident_id`, in.Key, in.ID); err != nil {
 		return fmt.Errorf("writing incident %s: %w", in.ID, err)
 	}
+	if _, err := tx.Exec(ctx, "select pg_notify($1, $2)", ChangesChannel, "incident:"+in.ID); err != nil {
+		return fmt.Errorf("announcing incident %s: %w", in.ID, err)
+	}
 	if !in.Root.IsZero() {
 		if _, err := tx.Exec(ctx, `insert into incident_by_msg (platform, channel, id, incident_id) values ($1, $2, $3, $4)
 			on conflict (platform, channel, id) do update set incident_id = excluded.incident_id`,

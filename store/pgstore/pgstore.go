@@ -356,6 +356,7 @@ func (s *DB) CreateRun(ctx context.Context, r *runmodel.Run, b *runmodel.Batch) 
 		if err := s.writeBatch(ctx, tx, &q, r.ID, 0, b, func(seq int64) error { return s.putRun(&q, r, true, "", seq) }); err != nil {
 			return err
 		}
+		notify(&q, "run", r.ID)
 		return send(ctx, tx, &q, "run "+r.ID)
 	})
 }
@@ -398,6 +399,7 @@ func (s *DB) UpdateRun(ctx context.Context, id string, fn func(*runmodel.Run, *r
 		if err := s.writeBatch(ctx, tx, &q, key, seq, &b, func(seq int64) error { return s.putRun(&q, r, false, ref, seq) }); err != nil {
 			return err
 		}
+		notify(&q, "run", key)
 		if err := send(ctx, tx, &q, "run "+key); err != nil {
 			return err
 		}
