@@ -462,7 +462,7 @@ func (e *Engine) start(ctx context.Context, ev chatmodel.Event, c Command) error
 		e.writes.audit(ctx, runmodel.AuditEntry{Actor: ev.User.ID, Action: runmodel.ActionRunRefused, Target: target, Detail: rb.Name + ": " + why})
 		return &chatmodel.UserError{Msg: fmt.Sprintf("You may not run `%s` on `%s`: %s.", rb.Name, target, why)}
 	}
-	start := policy.Start{Target: target, Runbook: rb.Name}
+	start := policy.Start{Target: target, Runbook: rb.Name, Teams: paramTeams(rb, c.Params)}
 	for _, s := range rb.Steps {
 		op, ok := e.opts.Ops.Get(s.Op)
 		if !ok {
@@ -478,7 +478,7 @@ func (e *Engine) start(ctx context.Context, ev chatmodel.Event, c Command) error
 		return err
 	}
 	if refusal != nil {
-		e.writes.audit(ctx, runmodel.AuditEntry{Actor: ev.User.ID, Action: runmodel.ActionRunRefused, Target: target, Detail: rb.Name + ": " + refusal.Source})
+		e.writes.audit(ctx, runmodel.AuditEntry{Actor: ev.User.ID, Action: runmodel.ActionRunRefused, Target: target, Teams: start.Teams, Detail: rb.Name + ": " + refusal.Source})
 		return &chatmodel.UserError{Msg: refusal.Message(rb.Name, target)}
 	}
 	params, err := runbooks.ValidateParams(rb, c.Params)

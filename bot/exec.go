@@ -326,6 +326,16 @@ func (e *Engine) runWrite(ctx context.Context, r *runmodel.Run, spec *runbookmod
 		e.stepFail(ctx, r.ID, spec.ID, err, nil)
 		return
 	}
+	// Right before the call, asked afresh (after an approval too).
+	refused, err := e.auth.mayChange(chatmodel.Fresh(ctx), r, teams)
+	if err != nil {
+		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("checking who may change the things of %s: %w; nothing was changed", teamsText(teams), err), nil)
+		return
+	}
+	if refused != "" {
+		e.auth.refuse(ctx, r, spec.ID, teams, refused)
+		return
+	}
 	_, err = e.update(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error {
 		st := r.Current()
 		if r.State.Terminal() || st.ID != spec.ID {

@@ -34,15 +34,18 @@ func syntheticPlan(r *runmodel.Run, spec *runbookmodel.Step, op string, args opm
 		Items: []opmodel.PlanItem{{Kind: "step", ID: spec.ID, Attrs: attrs}}}
 }
 
-// gatePolicy is the policy for a gate on step spec calling op.
-func (e *Engine) gatePolicy(r *runmodel.Run, spec *runbookmodel.Step, op string) runmodel.Policy {
-	p := e.set.forRun(r.ID).Resolve(r.Target, r.Runbook, op)
+// gatePolicy is the policy for a gate on step spec calling op ("" for an
+// approval step) whose change touches the things of teams (and, when
+// teamless, things of no team): the configured levels, the teams' own
+// (policy.Config.ResolveTeams), then the runbook's settings and those of
+// an explicit approval step before it (pending), which only narrow it.
+func (e *Engine) gatePolicy(r *runmodel.Run, spec *runbookmodel.Step, op string, teams []string, teamless bool, pending *runmodel.Policy) runmodel.Policy {
+	p := e.set.forRun(r.ID).ResolveTeams(r.Target, r.Runbook, op, teams, teamless)
 	if spec.Approval != nil {
 		p = p.Narrow(spec.Approval.Approvers, spec.Approval.Required, spec.Approval.Expires)
 	}
-	if r.PendingApproval != nil {
-		pa := r.PendingApproval
-		p = p.Narrow(pa.Approvers, pa.Required, time.Duration(pa.Expires))
+	if pending != nil {
+		p = p.Narrow(pending.Approvers, pending.Required, time.Duration(pending.Expires))
 	}
 	return p.WithDefaults()
 }
@@ -81,19 +84,35 @@ func (e *Engine) openActionGate(ctx context.Context, r *runmodel.Run, spec *runb
 		e.stepFail(ctx, r.ID, spec.ID, err, nil)
 		return
 	}
+	refused, err := e.auth.mayChange(ctx, r, teams)
+	if err != nil {
+		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("checking who may change the things of %s: %w", teamsText(teams), err), nil)
+		return
+	}
 	if r.DryRun {
 		e.stepDone(ctx, r.ID, spec.ID, runmodel.StepSkipped, func(st *runmodel.StepState, _ *runmodel.Batch) {
 			st.Args, st.Plan, st.PlanHash, st.Teams = call.Args, plan, plan.Hash(), teams
 			st.Summary = "dry run: would " + plan.Summary
+			if refused != "" {
+				st.Summary += " — not for " + r.Requester.Display() + ": " + refused
+			}
 			st.Detail = renderPlanItems(plan, 1000)
 		})
 		return
 	}
-	e.openGate(ctx, r.ID, spec, plan, call.Args, teams, e.gatePolicy(r, spec, op.Name), reason)
+	if refused != "" {
+		e.auth.refuse(ctx, r, spec.ID, teams, refused)
+		return
+	}
+	teamless := len(teams) == 0
+	if op.Class == opmodel.ClassDestructive {
+		teamless = plan.Teamless()
+	}
+	e.openGate(ctx, r.ID, spec, plan, call.Args, teams, e.gatePolicy(r, spec, op.Name, teams, teamless, r.PendingApproval), r.PendingApproval, reason)
 }
 
 // openGate stores a new gate for the current step and posts it.
-func (e *Engine) openGate(ctx context.Context, runID string, spec *runbookmodel.Step, plan *opmodel.Plan, args opmodel.Args, teams []string, p runmodel.Policy, reason string) {
+func (e *Engine) openGate(ctx context.Context, runID string, spec *runbookmodel.Step, plan *opmodel.Plan, args opmodel.Args, teams []string, p runmodel.Policy, pending *runmodel.Policy, reason string) {
 	now := e.opts.Now()
 	r, err := e.update(ctx, runID, func(r *runmodel.Run, b *runmodel.Batch) error {
 		st := r.Current()
@@ -104,7 +123,7 @@ func (e *Engine) openGate(ctx context.Context, runID string, spec *runbookmodel.
 		hash := plan.Hash()
 		if err := r.OpenGate(&runmodel.Gate{
 			ID: fmt.Sprintf("%s/%s/%d", r.ID, spec.ID, r.GateSeq), StepID: spec.ID, Plan: plan, PlanHash: hash, Teams: teams,
-			Policy: p, RequestedAt: now, ExpiresAt: now.Add(time.Duration(p.Expires)), Reason: reason,
+			Policy: p, StepApproval: pending, RequestedAt: now, ExpiresAt: now.Add(time.Duration(p.Expires)), Reason: reason,
 		}); err != nil {
 			return err
 		}
@@ -160,7 +179,8 @@ func (e *Engine) startApproval(ctx context.Context, r *runmodel.Run, spec *runbo
 		e.stepDone(ctx, r.ID, spec.ID, runmodel.StepSkipped, func(st *runmodel.StepState, _ *runmodel.Batch) { st.Summary = "dry run: approval not requested" })
 		return
 	}
-	e.openGate(ctx, r.ID, spec, plan, nil, paramTeams(r.Spec, r.Params), e.gatePolicy(r, spec, ""), "")
+	teams := paramTeams(r.Spec, r.Params)
+	e.openGate(ctx, r.ID, spec, plan, nil, teams, e.gatePolicy(r, spec, "", teams, len(teams) == 0, r.PendingApproval), r.PendingApproval, "")
 }
 
 // afterGate runs once a gate is approved: re-resolve the plan, and execute
@@ -233,13 +253,25 @@ func (e *Engine) afterGate(ctx context.Context, r *runmodel.Run, spec *runbookmo
 		if r2, err := e.opts.Store.GetRun(ctx, r.ID); err == nil {
 			e.out.refreshGate(ctx, r2, r2.Gate)
 		}
-		e.openGate(ctx, r.ID, spec, &plan, st.Args, plan.Teams(), g.Policy, "the plan changed since it was approved: "+opmodel.PlanDiff(old, &plan))
+		// The policy follows the plan's teams: a team added asks its own.
+		e.openGate(ctx, r.ID, spec, &plan, st.Args, plan.Teams(), e.gatePolicy(r, spec, op.Name, plan.Teams(), plan.Teamless(), g.StepApproval), g.StepApproval,
+			"the plan changed since it was approved: "+opmodel.PlanDiff(old, &plan))
 		return
 	}
 	// Right before the destructive call: every counted vote is checked
-	// again, as the platform says now.
+	// again, as the platform says now, and whether the requester may
+	// still change those teams' things.
 	approvers, ok := e.approvalsStand(ctx, r, spec)
 	if !ok {
+		return
+	}
+	refused, err := e.auth.mayChange(chatmodel.Fresh(ctx), r, plan.Teams())
+	if err != nil {
+		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("checking again who may change the things of %s before executing: %w; nothing was changed", teamsText(plan.Teams()), err), nil)
+		return
+	}
+	if refused != "" {
+		e.auth.refuse(ctx, r, spec.ID, plan.Teams(), refused)
 		return
 	}
 	e.execute(ctx, r.ID, spec, op, call, plan, approvers)
@@ -339,7 +371,7 @@ func (e *Engine) reconcile(ctx context.Context, r *runmodel.Run, spec *runbookmo
 			b.Note(runmodel.JournalEntry{Time: e.opts.Now(), Step: spec.ID, Type: runmodel.JReconciled, PlanHash: plan.Hash(), Message: "effect not (fully) visible; handed to a person"})
 			return nil
 		})
-		e.openGate(ctx, r.ID, spec, &plan, st.Args, plan.Teams(), e.gatePolicy(r, spec, op.Name), reason+"; re-checked, this is what is left to do")
+		e.openGate(ctx, r.ID, spec, &plan, st.Args, plan.Teams(), e.gatePolicy(r, spec, op.Name, plan.Teams(), plan.Teamless(), nil), nil, reason+"; re-checked, this is what is left to do")
 		return
 	}
 	plan := syntheticPlan(r, spec, op.Name, st.Args, fmt.Sprintf("retry %s %s", op.Name, formatArgs(st.Args)))
@@ -350,7 +382,7 @@ func (e *Engine) reconcile(ctx context.Context, r *runmodel.Run, spec *runbookmo
 		b.Note(runmodel.JournalEntry{Time: e.opts.Now(), Step: spec.ID, Type: runmodel.JReconciled, Message: "write call interrupted; handed to a person"})
 		return nil
 	})
-	e.openGate(ctx, r.ID, spec, plan, st.Args, st.Teams, e.gatePolicy(r, spec, op.Name), reason+"; approve to retry it, reject to stop the run")
+	e.openGate(ctx, r.ID, spec, plan, st.Args, st.Teams, e.gatePolicy(r, spec, op.Name, st.Teams, len(st.Teams) == 0, nil), nil, reason+"; approve to retry it, reject to stop the run")
 }
 
 // checkGateTimers posts the expiry reminder and expires gates.

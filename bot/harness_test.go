@@ -99,6 +99,22 @@ steps:
     args: {name: x}
 `
 
+// teamRunbook touches something of the team it is given (a write call).
+const teamRunbook = `
+name: teamtouch
+title: Touch a team's thing
+description: test
+params:
+  - name: team
+    choices: teams
+    required: true
+steps:
+  - id: touch
+    kind: action
+    op: fake.touch
+    args: {name: x, team: "{{ .params.team }}"}
+`
+
 // narrowedRunbook asks for an approval of its own, stricter than the config.
 const narrowedRunbook = `
 name: narrowed
@@ -146,10 +162,11 @@ func (h *harness) start() {
 	reg, err := opmodel.NewRegistry(core.Provider{}, h.world)
 	require.NoError(t, err)
 	lib, err := runbooks.NewLibrary(reg, runbooks.Source{Name: "test", FS: fstest.MapFS{
-		"prune.yaml":    {Data: []byte(pruneRunbook)},
-		"waiter.yaml":   {Data: []byte(waitRunbook)},
-		"toucher.yaml":  {Data: []byte(writeRunbook)},
-		"narrowed.yaml": {Data: []byte(narrowedRunbook)},
+		"prune.yaml":     {Data: []byte(pruneRunbook)},
+		"waiter.yaml":    {Data: []byte(waitRunbook)},
+		"toucher.yaml":   {Data: []byte(writeRunbook)},
+		"narrowed.yaml":  {Data: []byte(narrowedRunbook)},
+		"teamtouch.yaml": {Data: []byte(teamRunbook)},
 	}})
 	require.NoError(t, err)
 	o := bot.Options{Store: db, Chat: h.chat, Ops: reg, Library: lib, Now: h.clock.Now, Platform: "test",

@@ -250,6 +250,9 @@ func renderGate(r *runmodel.Run, g *runmodel.Gate, now time.Time, h hints) chatm
 	if g.Decision == runmodel.GatePending {
 		left := expiresIn(g.ExpiresAt.Sub(now))
 		fmt.Fprintf(&b, "\n%s · expires in %s (%s UTC)", policy.Describe(g.Policy, r.Requester.Display()), human.Duration(left), g.ExpiresAt.UTC().Format("15:04"))
+		for _, l := range policy.TeamLines(g.Policy) {
+			b.WriteString("\n" + l)
+		}
 		if m := Missing(g); m != "" && len(g.Votes) > 0 {
 			fmt.Fprintf(&b, "\nStill needed: %s", m)
 		}

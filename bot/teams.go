@@ -6,11 +6,48 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/groundcrew/groundcrew/model/opmodel"
 	"github.com/groundcrew/groundcrew/model/runbookmodel"
 	"github.com/groundcrew/groundcrew/model/runmodel"
 )
+
+// authority has one concern: whether the person who started a run may
+// change the things of the Concourse teams a step touches, as the run's
+// policy says (approvals.teams.<team>.runners). It is asked before a gate
+// opens, before a write call, and again right before an approved call;
+// a refusal fails the step, says what would allow the change, and is
+// audited. Nothing is changed.
+type authority struct {
+	set    *settings
+	dir    *directory
+	writes *durableWriter
+	now    func() time.Time
+	// fail fails a run's step with a cause (the engine's stepFail).
+	fail func(ctx context.Context, runID, stepID string, cause error)
+}
+
+// mayChange returns why the requester of r may not change the things of
+// teams ("" when they may).
+func (a *authority) mayChange(ctx context.Context, r *runmodel.Run, teams []string) (string, error) {
+	if len(teams) == 0 {
+		return "", nil
+	}
+	ref, err := a.set.forRun(r.ID).MayActOn(ctx, teams, true, r.Requester.ID, a.dir)
+	if err != nil || ref == nil {
+		return "", err
+	}
+	return ref.Reason() + " (one of them may run it)", nil
+}
+
+// refuse fails the step whose change of teams' things the requester may
+// not make, with why, and audits it.
+func (a *authority) refuse(ctx context.Context, r *runmodel.Run, stepID string, teams []string, why string) {
+	a.writes.audit(ctx, runmodel.AuditEntry{Time: a.now(), Actor: r.Requester.ID, Action: runmodel.ActionChangeRefused, RunID: r.ID, Step: stepID,
+		Target: r.Target, Teams: teams, Detail: why})
+	a.fail(ctx, r.ID, stepID, fmt.Errorf("not done: %s may not change the things of %s: %s; nothing was changed", r.Requester.Display(), teamsText(teams), why))
+}
 
 // paramTeams returns the Concourse teams a run's parameters name, sorted:
 // the value of a parameter of teams (`team=payments`), and the team of a
@@ -66,7 +103,7 @@ func callTeams(ctx context.Context, op opmodel.Op, call opmodel.Call, plan *opmo
 // nothing new.
 func showTeams(r *runmodel.Run, g *runmodel.Gate) bool {
 	switch {
-	case len(g.Teams) > 1:
+	case len(g.Teams) > 1, len(g.Policy.Teams) > 0:
 		return true
 	case len(g.Teams) == 1:
 		return r.Team == "" || g.Teams[0] != r.Team

@@ -495,6 +495,10 @@ func (c *Config) Check(ctx context.Context, k policy.Known) (warnings []string, 
 	return warnings, nil
 }
 
+// NamesTeams reports whether the configuration names Concourse teams
+// (approvals.teams), which `config check` asks the live targets about.
+func (c *Config) NamesTeams() bool { return len(c.Approvals.Teams) > 0 }
+
 // SelfApprovalAt lists the policies that let requesters approve their own
 // runs; the binary logs each one loudly at start.
 func (c *Config) SelfApprovalAt() []string { return c.Approvals.SelfApprovalAt() }

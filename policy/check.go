@@ -37,6 +37,10 @@ type Known struct {
 	// Members returns a group's member ids, an error wrapping ErrUnknown
 	// when the group does not exist. Nil when the platform cannot list groups.
 	Members func(ctx context.Context, group string) ([]string, error)
+	// ConcourseTeams returns the Concourse teams of a target as the bot's
+	// account sees them, and whether that is every team (the account is
+	// an admin). Nil: team names are not checked.
+	ConcourseTeams func(ctx context.Context, target string) (teams []string, all bool, err error)
 }
 
 // Problem is one mistake in the policy, at a configuration path.
@@ -97,12 +101,20 @@ func (c Config) Check(ctx context.Context, k Known) []Problem {
 	for _, lvl := range []struct {
 		name string
 		m    map[string]runmodel.Policy
-	}{{"targets", c.Targets}, {"runbooks", c.Runbooks}, {"operations", c.Operations}} {
+	}{{"targets", c.Targets}, {"runbooks", c.Runbooks}, {"operations", c.Operations}, {"teams", c.Teams}} {
 		for _, n := range sortedKeys(lvl.m) {
 			out = append(out, checkValues("approvals."+lvl.name+"."+n, lvl.m[n])...)
 		}
 	}
+	for _, n := range sortedKeys(c.Teams) {
+		if c.Teams[n].SelfApproval {
+			add("approvals.teams."+n+".self_approval", "a team's level can only make its gates stricter: it cannot let requesters approve their own runs (set self_approval at default, targets, runbooks or operations)")
+		}
+	}
 	k = k.cached()
+	for _, t := range sortedKeys(c.Teams) {
+		out = append(out, k.checkTeam(ctx, "approvals.teams."+t, t)...)
+	}
 	out = append(out, c.checkNames(ctx, k)...)
 	out = append(out, c.checkLevels(ctx, k)...)
 	for _, rb := range k.Runbooks {
@@ -129,7 +141,7 @@ func (c Config) each(fn func(path string, p runmodel.Policy)) {
 	for _, lvl := range []struct {
 		name string
 		m    map[string]runmodel.Policy
-	}{{"targets", c.Targets}, {"runbooks", c.Runbooks}, {"operations", c.Operations}} {
+	}{{"targets", c.Targets}, {"runbooks", c.Runbooks}, {"operations", c.Operations}, {"teams", c.Teams}} {
 		for _, n := range sortedKeys(lvl.m) {
 			fn("approvals."+lvl.name+"."+n, lvl.m[n])
 		}
@@ -234,6 +246,54 @@ func (c Config) checkNames(ctx context.Context, k Known) []Problem {
 	return out
 }
 
+// checkTeam checks that team, named at path, is a team of some target: an
+// error (with did-you-mean) when every target that answered lists all its
+// teams and none has it; a warning when the bot's account cannot see it
+// (it has no role on it, so it may exist) or a target did not answer.
+func (k Known) checkTeam(ctx context.Context, path, team string) []Problem {
+	if k.ConcourseTeams == nil || len(k.Targets) == 0 {
+		return nil
+	}
+	var known []string
+	var unseen, failed []string
+	for _, t := range k.Targets {
+		teams, all, err := k.ConcourseTeams(ctx, t)
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("%s (%v)", t, err))
+			continue
+		}
+		if contains(teams, team) {
+			return nil
+		}
+		known = union(known, teams)
+		if !all {
+			unseen = append(unseen, t)
+		}
+	}
+	sort.Strings(known)
+	switch {
+	case len(unseen) > 0:
+		return []Problem{{Path: path, Warning: true, Msg: fmt.Sprintf("the bot's Concourse account cannot see team %q on %s: it has no role on it, or there is no such team%s; groundcrew cannot read or change that team's things there (give the account a role on the team, or check the name)",
+			team, strings.Join(unseen, ", "), teamHint(team, known))}}
+	case len(failed) > 0:
+		return []Problem{{Path: path, Warning: true, Msg: fmt.Sprintf("could not check that team %q exists: %s", team, strings.Join(failed, "; "))}}
+	}
+	msg := fmt.Sprintf("no team %q on %s%s", team, strings.Join(k.Targets, ", "), teamHint(team, known))
+	return []Problem{{Path: path, Msg: msg}}
+}
+
+// teamHint is "; did you mean "x"?" or " (teams: a, b)" for a team name
+// that none of known is.
+func teamHint(team string, known []string) string {
+	if s := textmodel.Suggest(team, known); s != "" {
+		return fmt.Sprintf("; did you mean %q?", s)
+	}
+	if len(known) > 0 && len(known) <= 12 {
+		return " (teams: " + strings.Join(known, ", ") + ")"
+	}
+	return ""
+}
+
 // checkEntry checks one policy entry against the platform.
 func (k Known) checkEntry(ctx context.Context, a string) (Problem, bool) {
 	if g, ok := Group(a); ok {
@@ -329,6 +389,22 @@ func (k Known) cached() Known {
 				seen[entry] = r
 			}
 			return r.id, r.notPerson, r.err
+		}
+	}
+	if k.ConcourseTeams != nil {
+		type res struct {
+			teams []string
+			all   bool
+			err   error
+		}
+		teams, seen := k.ConcourseTeams, map[string]res{}
+		k.ConcourseTeams = func(ctx context.Context, target string) ([]string, bool, error) {
+			r, ok := seen[target]
+			if !ok {
+				r.teams, r.all, r.err = teams(ctx, target)
+				seen[target] = r
+			}
+			return r.teams, r.all, r.err
 		}
 	}
 	if k.Members != nil {
@@ -490,6 +566,31 @@ func (c Config) checkLevels(ctx context.Context, k Known) []Problem {
 				}
 				seen[path+msg] = true
 				out = append(out, Problem{Path: path, Msg: msg})
+			}
+		}
+	}
+	// A team's level applies over all of them, for its things.
+	for _, team := range sortedKeys(c.Teams) {
+		for _, t := range targets {
+			for _, rb := range rbs {
+				for _, op := range ops {
+					if k.approvable(ctx, c.Resolve(t, rb, op), op != "" || otherChanging) != "" {
+						continue // reported above, without the team
+					}
+					p := c.ResolveTeams(t, rb, op, []string{team}, false)
+					who := k.approvable(ctx, p, op != "" || otherChanging)
+					if who == "" {
+						continue
+					}
+					path := "approvals.teams." + team
+					msg := fmt.Sprintf("needs %d approval%s from %s for team %s's things, and %s: every such run would expire; lower required or add approvers",
+						p.Required, plural(p.Required), describeApprovers(p), team, who)
+					if seen[path+msg] {
+						continue
+					}
+					seen[path+msg] = true
+					out = append(out, Problem{Path: path, Msg: msg})
+				}
 			}
 		}
 	}

@@ -49,12 +49,16 @@ func Count(ctx context.Context, p runmodel.Policy, requesterID string, a Approva
 	}
 	id := a.Voter.ID
 	if a.BreakGlass {
-		ok, err := InList(ctx, p.BreakGlass, id, dir)
-		if err != nil {
-			return Standing{}, err
-		}
-		if !ok {
-			return Standing{Why: Reason{kind: whyBreakGlass, list: p.BreakGlass}}, nil
+		// Every list: a change of several teams' things needs someone each
+		// team lets break glass.
+		for _, list := range append([][]string{p.BreakGlass}, p.AlsoBreakGlass...) {
+			ok, err := InList(ctx, list, id, dir)
+			if err != nil {
+				return Standing{}, err
+			}
+			if !ok {
+				return Standing{Why: Reason{kind: whyBreakGlass, list: list, all: p}}, nil
+			}
 		}
 		return Standing{}, nil
 	}
@@ -114,8 +118,19 @@ func (r Reason) ToVoter() string {
 	case whyRequester:
 		return "you started this run; someone else must approve it"
 	case whyNotListed:
+		if t, ok := teamOfList(r.all, r.list, false); ok {
+			return "you are not an approver for team `" + t.Team + "`'s things (`" + t.Source + "`: " + DisplayList(r.list) + ")"
+		}
+		if len(r.all.Teams) > 0 {
+			// Beside teams' own approvers: the target's, for the plan's
+			// things no team's level covers.
+			return "you are not one of the target's approvers (" + DisplayList(r.list) + "), needed for the things of this plan no team's policy covers"
+		}
 		return "you are not an approver for this gate (approvers: " + describeApprovers(r.all) + ")"
 	case whyBreakGlass:
+		if t, ok := teamOfList(r.all, r.list, true); ok {
+			return "only " + DisplayList(r.list) + " may break glass on team `" + t.Team + "`'s things (`" + t.Source + "`)"
+		}
 		return "only " + DisplayList(r.list) + " may break glass"
 	}
 	return ""
@@ -138,6 +153,9 @@ func (r Reason) NoLonger() string {
 	case whyRequester:
 		return "they started this run"
 	case whyNotListed:
+		if t, ok := teamOfList(r.all, r.list, false); ok {
+			return notInList(r.list, r.name) + " (team `" + t.Team + "`'s approvers)"
+		}
 		return notInList(r.list, r.name)
 	case whyBreakGlass:
 		return "no longer one of the break-glass users (" + DisplayList(r.list) + ")"

@@ -60,12 +60,14 @@ func Merge(base, over runmodel.Policy) runmodel.Policy {
 }
 
 // Config is the approval policy configuration: a default, and overrides
-// per target, per runbook and per operation, applied in that order.
+// per target, per runbook and per operation, applied in that order; then,
+// for the things of a Concourse team, that team's level (teams.go).
 type Config struct {
 	Default    runmodel.Policy            `yaml:"default"`
 	Targets    map[string]runmodel.Policy `yaml:"targets"`
 	Runbooks   map[string]runmodel.Policy `yaml:"runbooks"`
 	Operations map[string]runmodel.Policy `yaml:"operations"`
+	Teams      map[string]runmodel.Policy `yaml:"teams"`
 }
 
 // Resolve returns the policy for a gate of runbook on target calling op

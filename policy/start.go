@@ -17,6 +17,9 @@ type Start struct {
 	// Changing is true when the runbook has write or destructive steps:
 	// then `runners` decide, otherwise `read_only_runners`.
 	Changing bool
+	// Teams are the Concourse teams the run names or touches: the runners
+	// of each one's level (approvals.teams.<team>) must allow the user too.
+	Teams []string
 }
 
 // StartRefusal says why someone may not start a run.
@@ -27,15 +30,39 @@ type StartRefusal struct {
 	Allowed []string
 	// Changing is Start.Changing.
 	Changing bool
+	// Team is the Concourse team whose level refused ("" for the others).
+	Team string
 }
 
 // Message is the refusal for the person, naming the refused action.
 func (r *StartRefusal) Message(runbook, target string) string {
-	kind := "read-only runbooks"
-	if r.Changing {
-		kind = "runbooks that change things"
+	if r.Team != "" {
+		return fmt.Sprintf("You may not run `%s` on `%s` for team `%s`: policy `%s` allows only %s to start %s.", runbook, target, r.Team, r.Source, DisplayList(r.Allowed), r.teamKind("that team's"))
 	}
-	return fmt.Sprintf("You may not run `%s` on `%s`: policy `%s` allows only %s to start %s there.", runbook, target, r.Source, DisplayList(r.Allowed), kind)
+	return fmt.Sprintf("You may not run `%s` on `%s`: policy `%s` allows only %s to start %s there.", runbook, target, r.Source, DisplayList(r.Allowed), r.kind())
+}
+
+// Reason says the refusal of a change of a team's things during a run, to
+// the person who started it ("team `payments`'s things may be changed only
+// by runs that … start").
+func (r *StartRefusal) Reason() string {
+	return fmt.Sprintf("policy `%s` allows only %s to start %s", r.Source, DisplayList(r.Allowed), r.teamKind("team `"+r.Team+"`'s"))
+}
+
+// teamKind names the runs a team's runners may start: "runbooks that
+// change <whose> things", "read-only runbooks on <whose> things".
+func (r *StartRefusal) teamKind(whose string) string {
+	if r.Changing {
+		return "runbooks that change " + whose + " things"
+	}
+	return "read-only runbooks on " + whose + " things"
+}
+
+func (r *StartRefusal) kind() string {
+	if r.Changing {
+		return "runbooks that change things"
+	}
+	return "read-only runbooks"
 }
 
 // MayStart decides whether the user with id userID may start s. It returns
@@ -60,6 +87,32 @@ func (c Config) MayStart(ctx context.Context, s Start, userID string, dir Direct
 		}
 		if !ok {
 			return &StartRefusal{Source: src, Allowed: list, Changing: s.Changing}, nil
+		}
+	}
+	return c.MayActOn(ctx, s.Teams, s.Changing, userID, dir)
+}
+
+// MayActOn decides whether the user with id userID may start a run that
+// touches the things of teams (one that changes things when changing):
+// every team whose level sets runners (read_only_runners for a read-only
+// run) must list them. It returns nil when they may, or the refusal of
+// the first team (in order) that does not.
+func (c Config) MayActOn(ctx context.Context, teams []string, changing bool, userID string, dir Directory) (*StartRefusal, error) {
+	field, get := "read_only_runners", func(p runmodel.Policy) []string { return p.ReadOnlyRunners }
+	if changing {
+		field, get = "runners", func(p runmodel.Policy) []string { return p.Runners }
+	}
+	for _, t := range sortedSet(teams) {
+		lvl, ok := c.Teams[t]
+		if !ok || len(get(lvl)) == 0 {
+			continue
+		}
+		in, err := InList(ctx, get(lvl), userID, dir)
+		if err != nil {
+			return nil, fmt.Errorf("checking who may act on team %s: %w", t, err)
+		}
+		if !in {
+			return &StartRefusal{Source: "approvals.teams." + t + "." + field, Allowed: get(lvl), Changing: changing, Team: t}, nil
 		}
 	}
 	return nil, nil

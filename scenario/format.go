@@ -11,8 +11,8 @@ import (
 
 	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/adapters/postgres/pgsim"
-	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/model/textmodel"
+	"github.com/groundcrew/groundcrew/policy"
 )
 
 // DefaultTarget is the target scenarios run on when they name none; its
@@ -47,8 +47,10 @@ type Scenario struct {
 	// Database is the simulated Concourse database (nil: none, so
 	// postgres.* operations fail as on a target without a database).
 	Database *pgsim.DatabaseSpec
-	// Policy is the configured default approval policy (zero: the engine's).
-	Policy runmodel.Policy
+	// Approvals is the configured approval policy: `policy` gives its
+	// default level, `approvals` every level, teams included (zero: the
+	// engine's built-in default).
+	Approvals policy.Config
 	// Groups maps an approver group to its members (user names).
 	Groups map[string][]string
 	// Tick is the clock step used by advance inputs.

@@ -17,6 +17,7 @@ import (
 	"github.com/groundcrew/groundcrew/adapters/postgres/pgsim"
 	"github.com/groundcrew/groundcrew/model/chatmodel"
 	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/policy"
 )
 
 // common holds the settings a file gives all its scenarios and a scenario
@@ -30,6 +31,7 @@ type common struct {
 	WorldFile string                  `yaml:"world_file"`
 	Database  yaml.Node               `yaml:"database"`
 	Policy    *runmodel.Policy        `yaml:"policy"`
+	Approvals *policy.Config          `yaml:"approvals"`
 	Groups    map[string][]string     `yaml:"groups"`
 	Tick      Duration                `yaml:"tick"`
 }
@@ -165,9 +167,16 @@ func (p *parser) scenario(f *fileRaw, sr *scenarioRaw, line int, inputLines []in
 	}
 	switch {
 	case sr.C.Policy != nil:
-		sc.Policy = *sr.C.Policy
+		sc.Approvals = policy.Config{Default: *sr.C.Policy}
+	case sr.C.Approvals != nil:
+		sc.Approvals = *sr.C.Approvals
 	case f.C.Policy != nil:
-		sc.Policy = *f.C.Policy
+		sc.Approvals = policy.Config{Default: *f.C.Policy}
+	case f.C.Approvals != nil:
+		sc.Approvals = *f.C.Approvals
+	}
+	if sr.C.Policy != nil && sr.C.Approvals != nil || f.C.Policy != nil && f.C.Approvals != nil {
+		p.errf(line, "scenario %q: give `policy` (the default level) or `approvals` (every level), not both", sc.Name)
 	}
 	switch {
 	case sr.C.Tick != 0:

@@ -45,7 +45,7 @@ scenarios:
 	assert.Equal(t, time.Minute, a.Tick)
 	assert.Equal(t, scenario.DefaultTarget, a.Target)
 	assert.Equal(t, map[string]string{"zone": "infra-prd", "target": "infra"}, a.Vars, "the demo's vars by default")
-	assert.Equal(t, []string{"carol"}, a.Policy.Approvers)
+	assert.Equal(t, []string{"carol"}, a.Approvals.Default.Approvers)
 	assert.Equal(t, "empty", a.World.Preset)
 	assert.Nil(t, a.Database)
 	assert.True(t, a.HasTag("main"))

@@ -17,7 +17,6 @@ import (
 	"github.com/groundcrew/groundcrew/model/chatmodel"
 	"github.com/groundcrew/groundcrew/model/opmodel"
 	"github.com/groundcrew/groundcrew/model/runmodel"
-	"github.com/groundcrew/groundcrew/policy"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"github.com/groundcrew/groundcrew/store"
 )
@@ -230,7 +229,7 @@ func setup(ctx context.Context, sc *Scenario, o Options) (*env, func(), error) {
 	e.engOpts = bot.Options{
 		Store: db, Chat: e.chat, Ops: reg, Library: lib, Platform: "scenario", Now: e.clock.Now,
 		Targets:   map[string]bot.TargetInfo{sc.Target: {Vars: sc.Vars, FlyTarget: sc.FlyTarget, Team: "main"}},
-		Approvals: policy.Config{Default: sc.Policy},
+		Approvals: sc.Approvals,
 	}
 	closers = append(closers, e.stop)
 	if err := e.start(); err != nil {

@@ -83,7 +83,7 @@ func NewProvider(targets map[string]*Client, opts ProviderOptions) (*Provider, e
 // Ops implements opmodel.Provider.
 func (p *Provider) Ops() []opmodel.Op {
 	return []opmodel.Op{
-		p.opInfo(), p.opWorkers(), p.opWorker(), p.opFindWorker(), p.opBuilds(), p.opBuildEventsScan(),
+		p.opInfo(), p.opTeams(), p.opWorkers(), p.opWorker(), p.opFindWorker(), p.opBuilds(), p.opBuildEventsScan(),
 		p.opPipelines(), p.opJobs(), p.opResources(), p.opResourceTypes(), p.opTSAConnectivity(),
 		p.opCheckResource(), p.opCheckResourceType(), p.opUnpausePipeline(),
 		p.opPruneWorker(), p.opLandWorker(), p.opRetireWorker(), p.opAbortBuilds(),

@@ -80,7 +80,7 @@ func TestProvider_RegistersEveryOperation(t *testing.T) {
 	want := map[string]opmodel.Class{
 		"workers": opmodel.ClassRead, "worker": opmodel.ClassRead, "find_worker": opmodel.ClassRead, "builds": opmodel.ClassRead, "build_events_scan": opmodel.ClassRead,
 		"pipelines": opmodel.ClassRead, "jobs": opmodel.ClassRead, "resources": opmodel.ClassRead, "resource_types": opmodel.ClassRead,
-		"tsa_connectivity": opmodel.ClassRead, "info": opmodel.ClassRead,
+		"tsa_connectivity": opmodel.ClassRead, "info": opmodel.ClassRead, "teams": opmodel.ClassRead,
 		"check_resource": opmodel.ClassWrite, "check_resource_type": opmodel.ClassWrite, "unpause_pipeline": opmodel.ClassWrite,
 		"prune_worker": opmodel.ClassDestructive, "land_worker": opmodel.ClassDestructive, "retire_worker": opmodel.ClassDestructive,
 		"abort_builds": opmodel.ClassDestructive, "pause_pipeline": opmodel.ClassDestructive,

@@ -2,11 +2,91 @@ package concourse
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/groundcrew/groundcrew/model/opmodel"
 )
+
+// Team is an entry of GET /api/v1/teams (atc.Team): its auth config says,
+// per role, which users ("<connector>:<user>", e.g. "local:alice",
+// "github:alice") and groups hold it.
+type Team struct {
+	ID   int                 `json:"id"`
+	Name string              `json:"name"`
+	Auth map[string]RoleAuth `json:"auth"`
+}
+
+// RoleAuth is who holds one role of a team.
+type RoleAuth struct {
+	Users  []string `json:"users"`
+	Groups []string `json:"groups"`
+}
+
+// Teams lists the teams the bot's account can see (GET /api/v1/teams):
+// every team for an admin, else those where it has a role.
+func (c *Client) Teams(ctx context.Context) ([]Team, error) {
+	var ts []Team
+	if err := c.get(ctx, "/api/v1/teams", "list teams", &ts); err != nil {
+		return nil, err
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
+	return ts, nil
+}
+
+// TeamsData is the result of concourse.teams.
+type TeamsData struct {
+	Count int      `json:"count"`
+	Teams []string `json:"teams"`
+	// All is true when the list is every team of the target (the bot's
+	// account is an admin); otherwise it lists the teams where the account
+	// has a role, and others may exist.
+	All bool `json:"all"`
+}
+
+func (p *Provider) opTeams() opmodel.Op {
+	return opmodel.Op{
+		Name: "concourse.teams", Class: opmodel.ClassRead,
+		Doc: "The teams the bot's account can see (fly teams): every team when it is an admin; result.all says so.",
+		Do: func(ctx context.Context, c opmodel.Call) (opmodel.Result, error) {
+			cl, err := p.client(c)
+			if err != nil {
+				return opmodel.Result{}, err
+			}
+			ts, err := cl.Teams(ctx)
+			if err != nil {
+				return opmodel.Result{}, err
+			}
+			data := TeamsData{Teams: []string{}}
+			if cl.cfg.Username != "" {
+				u, err := cl.User(ctx)
+				if err != nil {
+					return opmodel.Result{}, err
+				}
+				data.All = u.IsAdmin
+			}
+			table := &opmodel.Table{Columns: []string{"team"}}
+			for _, t := range ts {
+				if c.Teams != nil && !slices.Contains(c.Teams, t.Name) {
+					continue
+				}
+				data.Teams = append(data.Teams, t.Name)
+				table.Rows = append(table.Rows, []string{t.Name})
+			}
+			data.Count = len(data.Teams)
+			summary := plural(data.Count, "team")
+			if data.Count > 0 && data.Count <= 5 {
+				summary += ": " + strings.Join(data.Teams, ", ")
+			}
+			if !data.All && c.Teams == nil {
+				summary += fmt.Sprintf(" (those where %s has a role)", or(cl.cfg.Username, "the bot"))
+			}
+			return opmodel.Result{Summary: summary, Table: table, Data: data}, nil
+		},
+	}
+}
 
 // pipelineTeams is Op.Teams of a write operation on one pipeline
 // (team=, pipeline=<name> or <team>/<name>): the pipeline's team, the

@@ -65,3 +65,35 @@ func TestTeams_EveryChangeSaysItsTeam(t *testing.T) {
 		}
 	}
 }
+
+func TestOpTeams(t *testing.T) {
+	w := threeTeams()
+	w.Teams = append(w.Teams, "security")
+	e := newProvEnv(t, w)
+	res, err := e.do(t, "concourse.teams", opmodel.Args{})
+	require.NoError(t, err)
+	data := res.Data.(TeamsData)
+	assert.Equal(t, []string{"main", "payments", "platform", "security"}, data.Teams)
+	assert.True(t, data.All, "the bot (admin) sees every team")
+	assert.Equal(t, "4 teams: main, payments, platform, security", res.Summary)
+
+	// A channel scoped to payments: only payments is listed.
+	res, err = e.op(t, "concourse.teams").Do(context.Background(), opmodel.Call{Target: "infra-prd", Teams: []string{"payments"}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"payments"}, res.Data.(TeamsData).Teams)
+}
+
+// The teams' auth config says who holds which role, as atc.Team does.
+func TestClient_TeamsAuth(t *testing.T) {
+	w := threeTeams().AddUser("pam", "pam", map[string]string{"payments": concoursesim.RoleMember}).
+		AddUser("vic", "vic", map[string]string{"payments": concoursesim.RoleViewer, "platform": concoursesim.RoleOwner})
+	e := newProvEnv(t, w)
+	ts, err := e.c.Teams(context.Background())
+	require.NoError(t, err)
+	byName := map[string]Team{}
+	for _, t := range ts {
+		byName[t.Name] = t
+	}
+	assert.Equal(t, map[string]RoleAuth{"member": {Users: []string{"local:pam"}, Groups: []string{}}, "viewer": {Users: []string{"local:vic"}, Groups: []string{}}}, byName["payments"].Auth)
+	assert.Equal(t, []string{"local:admin"}, byName["main"].Auth["owner"].Users)
+}

@@ -219,7 +219,7 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 
 	// The same validation as `config check`, now with the live chat
 	// adapter: names in the policy are looked up on the platform.
-	if err := checkSetup(context.Background(), cfg, a.reg, lib, a.chat, a.log); err != nil {
+	if err := checkSetup(context.Background(), cfg, a.reg, lib, a.chat, teamsOf(a.reg), a.log); err != nil {
 		return nil, err
 	}
 	if a.digests, err = a.newDigestScheduler(o.Now); err != nil {

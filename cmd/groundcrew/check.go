@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/config"
 	"github.com/groundcrew/groundcrew/model/chatmodel"
 	"github.com/groundcrew/groundcrew/model/opmodel"
@@ -25,7 +26,11 @@ import (
 // bot.ErrNotFound (the platform says there is no such user or group) fails,
 // with the adapter's did-you-mean when it has one (an error in the chain
 // with a DidYouMean() string method).
-func checkSetup(ctx context.Context, cfg *config.Config, reg *opmodel.Registry, lib *runbooks.Library, chat chatmodel.Chat, log *slog.Logger) error {
+//
+// live, when not nil, lists a target's Concourse teams as the bot's
+// account sees them (teamsOf): the policy's team names are checked
+// against them.
+func checkSetup(ctx context.Context, cfg *config.Config, reg *opmodel.Registry, lib *runbooks.Library, chat chatmodel.Chat, live teamLister, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	k := policy.Known{Targets: cfg.TargetNames(), Ops: map[string]string{}}
@@ -64,6 +69,7 @@ func checkSetup(ctx context.Context, cfg *config.Config, reg *opmodel.Registry, 
 			return ids, err
 		}
 	}
+	k.ConcourseTeams = live
 	warnings, err := cfg.Check(ctx, k)
 	if log != nil {
 		for _, w := range warnings {
@@ -107,4 +113,52 @@ func targetVarProblems(cfg *config.Config, rbs []*runbookmodel.Runbook) []string
 		}
 	}
 	return out
+}
+
+// teamLister lists a target's Concourse teams as the bot's account sees
+// them, and whether that is every team (the account is an admin).
+type teamLister = func(ctx context.Context, target string) ([]string, bool, error)
+
+// teamsOf lists teams with the registry's concourse.teams operation (nil
+// when it has none).
+func teamsOf(reg *opmodel.Registry) teamLister {
+	op, ok := reg.Get("concourse.teams")
+	if !ok || op.Do == nil {
+		return nil
+	}
+	return func(ctx context.Context, target string) ([]string, bool, error) {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		res, err := op.Do(ctx, opmodel.Call{Target: target})
+		if err != nil {
+			return nil, false, err
+		}
+		data, ok := res.Data.(concourse.TeamsData)
+		if !ok {
+			return nil, false, fmt.Errorf("concourse.teams answered %T", res.Data)
+		}
+		return data.Teams, data.All, nil
+	}
+}
+
+// liveTeams is the team lister of `config check`, which calls no target
+// otherwise: only when the configuration names Concourse teams, it logs
+// in to each target (a simulator target's world is started in process)
+// and lists them. stop releases what it started.
+func liveTeams(cfg *config.Config, log *slog.Logger) (live teamLister, stop func(), err error) {
+	if !cfg.NamesTeams() {
+		return nil, func() {}, nil
+	}
+	a := &app{cfg: cfg, log: log}
+	prov, err := a.concourseProvider()
+	if err != nil {
+		a.close()
+		return nil, func() {}, err
+	}
+	reg, err := opmodel.NewRegistry(prov)
+	if err != nil {
+		a.close()
+		return nil, func() {}, err
+	}
+	return teamsOf(reg), a.close, nil
 }

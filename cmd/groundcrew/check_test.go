@@ -48,6 +48,9 @@ func TestConfigCheckAndServeAgree(t *testing.T) {
 		{"unknown console group", "approvals: {default: {approvers: [group:sre]}}\n", `approvals.default.approvers: no group "sre" on the chat platform`},
 		{"known console group", "approvals: {default: {approvers: [group:sre]}}\n", ""},
 		{"runbook approvers the policy allows", "approvals: {default: {approvers: [alice, bob]}}\nrunbooks: [rb]\n", ""},
+		{"team of the live target", "approvals: {teams: {deploy: {approvers: [alice], required: 1, runners: [bob]}}}\n", ""},
+		{"team typo, asked of the live target", "approvals: {teams: {deplyo: {required: 2}}}\n", `approvals.teams.deplyo: no team "deplyo" on infra-prd; did you mean "deploy"?`},
+		{"a team cannot allow self-approval", "approvals: {teams: {deploy: {self_approval: true}}}\n", "approvals.teams.deploy.self_approval: a team's level can only make its gates stricter"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -164,7 +164,13 @@ func newConfigCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := checkSetup(cmd.Context(), cfg, reg, a, chat, newLogger(cfg, cmd.ErrOrStderr())); err != nil {
+			log := newLogger(cfg, cmd.ErrOrStderr())
+			live, stop, err := liveTeams(cfg, log)
+			if err != nil {
+				problems = append(problems, err)
+			}
+			defer stop()
+			if err := checkSetup(cmd.Context(), cfg, reg, a, chat, live, log); err != nil {
 				problems = append(problems, err)
 			}
 			if err := checkRoutes(cfg, a); err != nil {

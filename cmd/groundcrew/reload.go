@@ -255,7 +255,7 @@ func (a *app) applyReload(ctx context.Context) (string, error) {
 		// reload refuses it, as `config check` and `lint` do.
 		return "", fmt.Errorf("loading runbooks:\n%w", err)
 	}
-	if err := checkSetup(ctx, cfg, a.reg, lib, a.chat, a.log); err != nil {
+	if err := checkSetup(ctx, cfg, a.reg, lib, a.chat, teamsOf(a.reg), a.log); err != nil {
 		return "", err
 	}
 	for _, p := range routeProblems(cfg, lib) {

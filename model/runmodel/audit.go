@@ -29,8 +29,12 @@ const (
 	ActionApprovalVoidDrift AuditAction = "approval_void_drift"
 	ActionBreakGlass        AuditAction = "break_glass"
 	ActionManualRefused     AuditAction = "manual_refused"
-	ActionExecute           AuditAction = "execute"
-	ActionOutcome           AuditAction = "outcome"
+	// ActionChangeRefused is a change a run was about to make (a gate, a
+	// write call, an approved call) refused because the person who
+	// started it may not act on the Concourse teams it touches.
+	ActionChangeRefused AuditAction = "change_refused"
+	ActionExecute       AuditAction = "execute"
+	ActionOutcome       AuditAction = "outcome"
 )
 
 // ActionManual is the audit action of a manual step answered with status

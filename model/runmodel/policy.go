@@ -80,6 +80,25 @@ type Policy struct {
 	// order, After the request was posted. It notifies; it never changes
 	// who may approve or how many approvals are needed.
 	Escalate []Escalation `json:"escalate,omitempty" yaml:"escalate"`
+	// AlsoBreakGlass are further lists a break-glass user must also be in:
+	// a change touching several teams may be overridden only by someone
+	// every team's policy lets break glass. Not configurable.
+	AlsoBreakGlass [][]string `json:"also_break_glass,omitempty" yaml:"-"`
+	// Teams are the Concourse teams whose own policy level
+	// (approvals.teams.<team>) shaped this gate's policy, with what each
+	// asked: shown on the gate, named in refusals. Not configurable.
+	Teams []TeamAsk `json:"teams,omitempty" yaml:"-"`
+}
+
+// TeamAsk is what the policy of one Concourse team asked of a gate whose
+// change touches that team's things.
+type TeamAsk struct {
+	Team string `json:"team"`
+	// Source is the configuration key of the team's level
+	// ("approvals.teams.payments").
+	Source string `json:"source"`
+	// Level is what that level sets (who may start runs left out).
+	Level Policy `json:"level"`
 }
 
 // Escalation is one step of a gate's escalation.

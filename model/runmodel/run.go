@@ -156,16 +156,20 @@ type Gate struct {
 	// Teams are the Concourse teams whose things the gated change touches
 	// (its plan's items, or what a write call names), sorted; empty when
 	// none (a global worker, a table, an approval step).
-	Teams       []string             `json:"teams,omitempty"`
-	Policy      Policy               `json:"policy"`
-	Votes       []Vote               `json:"votes,omitempty"`
-	Refusals    []Refusal            `json:"refusals,omitempty"`
-	Withdrawals []Withdrawal         `json:"withdrawals,omitempty"`
-	RequestedAt time.Time            `json:"requested_at"`
-	ExpiresAt   time.Time            `json:"expires_at"`
-	Message     chatmodel.MessageRef `json:"message,omitzero"`
-	Reason      string               `json:"reason,omitempty"` // why this gate was (re)opened: drift, interrupted
-	Reminded    bool                 `json:"reminded,omitempty"`
+	Teams  []string `json:"teams,omitempty"`
+	Policy Policy   `json:"policy"`
+	// StepApproval is the explicit approval step's settings this gate
+	// carries (Run.PendingApproval when it opened), so a gate asked again
+	// for a changed plan keeps them.
+	StepApproval *Policy              `json:"step_approval,omitempty"`
+	Votes        []Vote               `json:"votes,omitempty"`
+	Refusals     []Refusal            `json:"refusals,omitempty"`
+	Withdrawals  []Withdrawal         `json:"withdrawals,omitempty"`
+	RequestedAt  time.Time            `json:"requested_at"`
+	ExpiresAt    time.Time            `json:"expires_at"`
+	Message      chatmodel.MessageRef `json:"message,omitzero"`
+	Reason       string               `json:"reason,omitempty"` // why this gate was (re)opened: drift, interrupted
+	Reminded     bool                 `json:"reminded,omitempty"`
 	// Escalated counts the policy's escalation steps taken (each once).
 	Escalated int          `json:"escalated,omitempty"`
 	Decision  GateDecision `json:"decision,omitempty"`

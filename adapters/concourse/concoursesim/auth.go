@@ -5,8 +5,10 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -43,6 +45,29 @@ func (a access) teams(st *state) []string {
 		}
 	}
 	return out
+}
+
+// teamAuth is a team's auth config as GET /api/v1/teams presents it
+// (atc.TeamAuth): for each role given to someone, the users that hold it
+// as "<connector>:<user>" (local users here) and the groups (none in the
+// simulator). Admins own main. Callers hold st.mu.
+func (st *state) teamAuth(team string) map[string]map[string][]string {
+	auth := map[string]map[string][]string{}
+	for _, name := range slices.Sorted(maps.Keys(st.users)) {
+		u := st.users[name]
+		role, ok := u.Teams[team]
+		if u.Admin && team == "main" {
+			role, ok = RoleOwner, true
+		}
+		if !ok {
+			continue
+		}
+		if auth[role] == nil {
+			auth[role] = map[string][]string{"users": {}, "groups": {}}
+		}
+		auth[role]["users"] = append(auth[role]["users"], "local:"+u.Name)
+	}
+	return auth
 }
 
 // access resolves the bearer token. Callers hold st.mu.

@@ -243,6 +243,9 @@ func (h *harness) do(t *testing.T, method, path, body, as string) *http.Response
 		req.Header.Set("Authorization", "Bearer "+h.srv.Token(or(as, "admin")))
 	case "bad-token":
 		req.Header.Set("Authorization", "Bearer not-a-token")
+	case "anonymous":
+	default: // another user of the world
+		req.Header.Set("Authorization", "Bearer "+h.srv.Token(as))
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")

@@ -1,7 +1,9 @@
 package concoursesim
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -146,9 +148,9 @@ func handleTeams(c *reqCtx) {
 		return
 	}
 	out := []map[string]any{}
-	for name, id := range c.st.teams {
+	for _, name := range slices.Sorted(maps.Keys(c.st.teams)) {
 		if c.a.authorized(name, RoleViewer) {
-			out = append(out, map[string]any{"id": id, "name": name, "auth": map[string]any{}})
+			out = append(out, map[string]any{"id": c.st.teams[name], "name": name, "auth": c.st.teamAuth(name)})
 		}
 	}
 	writeJSON(c.w, http.StatusOK, out)

@@ -369,3 +369,31 @@ func TestSim_AbortedPendingBuildsFinishInIDOrder(t *testing.T) {
 		assert.Equal(t, "pending", b.Status, "behind build 3 of the paused job")
 	})
 }
+
+// GET /api/v1/teams is atc.Team per team the caller may view (API.md
+// §2.5): id, name and the auth config, role → users ("local:<user>") and
+// groups; an admin sees every team, a member only its own.
+func TestSim_TeamsWithTheirAuth(t *testing.T) {
+	w := concoursesim.NewWorld().AddUser("pam", "pam", map[string]string{"payments": concoursesim.RoleMember}).
+		AddUser("vic", "vic", map[string]string{"payments": concoursesim.RoleViewer, "platform": concoursesim.RoleOwner})
+	h := newHarness(t, *w)
+	var teams []map[string]any
+	h.getJSON(t, "/api/v1/teams", &teams)
+	var names []string
+	for _, tm := range teams {
+		names = append(names, tm["name"].(string))
+		assert.IsType(t, float64(0), tm["id"])
+	}
+	assert.Equal(t, []string{"main", "payments", "platform"}, names)
+	assert.Equal(t, map[string]any{
+		"member": map[string]any{"users": []any{"local:pam"}, "groups": []any{}},
+		"viewer": map[string]any{"users": []any{"local:vic"}, "groups": []any{}},
+	}, teams[1]["auth"])
+
+	resp := h.do(t, "GET", "/api/v1/teams", "", "pam")
+	defer resp.Body.Close()
+	var mine []map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&mine))
+	require.Len(t, mine, 1)
+	assert.Equal(t, "payments", mine[0]["name"])
+}
