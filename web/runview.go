@@ -437,8 +437,12 @@ func (s *Server) buildGates(snap *runSnapshot, v viewer) []gateView {
 			}[e.Action][0], map[runmodel.AuditAction]string{
 				runmodel.ActionApprovalGranted: "ok", runmodel.ActionApprovalRejected: "bad",
 				runmodel.ActionApprovalExpired: "off", runmodel.ActionApprovalVoidDrift: "warn"}[e.Action]
-			if e.Detail != "" {
-				g.Decision += " — " + s.redact(e.Detail)
+			switch d := s.redact(e.Detail); {
+			case d == "":
+			case strings.HasPrefix(d, strings.Fields(g.Decision)[0]):
+				g.Decision = d // "approved by @carol", not "approved — approved by @carol"
+			default:
+				g.Decision += " — " + d
 			}
 		}
 	}

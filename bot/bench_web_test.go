@@ -1,0 +1,144 @@
+package bot_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/store"
+	"github.com/groundcrew/groundcrew/web"
+)
+
+// The web pages on the 100,000-run store (see benchSetup), server time
+// (the handler, from the request to the last byte written; no network):
+// a run's page (goal < 50 ms) and the index (goal < 100 ms).
+//
+//	GROUNDCREW_BENCH_DIR=/tmp/gcbench go test -run '^$' -bench Store100k_Web -benchtime 200x ./bot/
+
+func benchPages(b *testing.B) (*web.Server, *store.DB, *web.Links, time.Time) {
+	benchSetup(b)
+	db, err := store.Open(bench.path, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = db.Close() })
+	now := func() time.Time { return bench.now }
+	signer, _ := web.NewSigner([]byte("0123456789abcdef0123456789abcdef"))
+	links := web.NewLinks("https://gc.example.com", signer, 7*24*time.Hour, now)
+	srv, err := web.New(web.Options{Runs: db, Journals: db, Incidents: db, Digests: db, Links: links, Now: now, // no hub: every request reads the store (no shared snapshot)
+		Targets: []web.Target{{Name: "infra-prd"}},
+		Words: web.Words{Markdown: bot.RunMarkdown, JournalLine: bot.JournalLine, Changes: func(r *runmodel.Run, j []runmodel.JournalEntry) []web.Change {
+			var out []web.Change
+			for _, c := range bot.RunChanges(r, j) {
+				out = append(out, web.Change{Step: c.Step, Text: c.Text})
+			}
+			return out
+		}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return srv, db, links, bench.now
+}
+
+func benchGet(b *testing.B, srv http.Handler, link string) {
+	b.Helper()
+	req := httptest.NewRequest(http.MethodGet, strings.TrimPrefix(link, "https://gc.example.com"), nil)
+	w := httptest.NewRecorder()
+	srv.ServeHTTP(w, req)
+	if w.Code != http.StatusOK {
+		b.Fatalf("%s: %d %s", link, w.Code, w.Body.String()[:min(300, w.Body.Len())])
+	}
+}
+
+func benchMs(b *testing.B, start time.Time) {
+	b.ReportMetric(float64(time.Since(start).Microseconds())/1000/float64(b.N), "ms/page")
+}
+
+// BenchmarkStore100k_WebRunPage: the page of a finished run (steps,
+// gate with its votes, changes, timeline, audit entries and head).
+func BenchmarkStore100k_WebRunPage(b *testing.B) {
+	srv, db, links, _ := benchPages(b)
+	rs, err := db.ListRuns(context.Background(), runmodel.RunQuery{Limit: 20})
+	if err != nil || len(rs) == 0 {
+		b.Fatal(err)
+	}
+	var r *runmodel.Run
+	for _, x := range rs {
+		if x.State.Terminal() {
+			r = x
+			break
+		}
+	}
+	link := links.Run(r.ID, r.CreatedAt)
+	b.ResetTimer()
+	start := time.Now()
+	for b.Loop() {
+		benchGet(b, srv, link)
+	}
+	benchMs(b, start)
+}
+
+// BenchmarkStore100k_WebActiveRunPage: the page of a run at an open gate
+// (the policy, expiry and plan of the gate).
+func BenchmarkStore100k_WebActiveRunPage(b *testing.B) {
+	srv, db, links, _ := benchPages(b)
+	rs, err := db.ListRuns(context.Background(), runmodel.RunQuery{Active: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var r *runmodel.Run
+	for _, x := range rs {
+		if x.State == runmodel.RunAwaitingApproval {
+			r = x
+		}
+	}
+	if r == nil {
+		b.Fatal("no run at a gate")
+	}
+	link := links.Run(r.ID, r.CreatedAt)
+	b.ResetTimer()
+	start := time.Now()
+	for b.Loop() {
+		benchGet(b, srv, link)
+	}
+	benchMs(b, start)
+}
+
+// BenchmarkStore100k_WebIndex: / — open incidents, the 10 active runs,
+// the 50 most recent finished runs.
+func BenchmarkStore100k_WebIndex(b *testing.B) {
+	srv, _, links, _ := benchPages(b)
+	link := links.Site()
+	b.ResetTimer()
+	start := time.Now()
+	for b.Loop() {
+		benchGet(b, srv, link)
+	}
+	benchMs(b, start)
+}
+
+// BenchmarkStore100k_WebIndexFiltered: / filtered by runbook, state and
+// since: a filter most runs match fills its page at once; one that
+// matches nothing reads every run back to since (7 days: ~10,000 runs).
+func BenchmarkStore100k_WebIndexFiltered(b *testing.B) {
+	for _, c := range []struct{ name, q string }{
+		{"matching", "&runbook=prune&state=succeeded&since=7d"},
+		{"nothing-7d", "&runbook=nope&since=7d"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			srv, _, links, _ := benchPages(b)
+			link := links.Site() + c.q
+			b.ResetTimer()
+			start := time.Now()
+			for b.Loop() {
+				benchGet(b, srv, link)
+			}
+			benchMs(b, start)
+		})
+	}
+}
