@@ -61,6 +61,8 @@ type haEnv struct {
 	sim *concoursesim.Server
 	dir string
 	db  *pgstore.DB // unfenced: the test's view of the store
+	// web, when set, is the web: section of every replica's config.
+	web string
 }
 
 func newHAEnv(t *testing.T, dsn string) *haEnv {
@@ -111,7 +113,7 @@ targets:
 approvals:
   default: {approvers: ["group:ci-oncall"], required: 1, expires: 30m}
 log: {level: info, format: text}
-`, addr, h.sim.URL())
+%s`, addr, h.sim.URL(), h.web)
 	path := filepath.Join(h.dir, name+".yaml")
 	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
 	r := &replica{name: name, addr: addr, logf: filepath.Join(h.dir, name+".log"), done: make(chan struct{})}
