@@ -127,9 +127,6 @@ func (s *Server) authorize(r *http.Request, scope string) (viewer, *refusal) {
 	return viewer{}, &refuseNone
 }
 
-// may reports whether v may see a page of scope.
-func (v viewer) may(scope string) bool { return v.Site || (scope != "" && v.Scope == scope) }
-
 // link is the address of a page of scope seen by v: a site viewer's
 // links carry their token (the proxy's none); a run or incident viewer
 // gets a link to a page linked from theirs (the incident of the run's
