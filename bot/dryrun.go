@@ -23,11 +23,11 @@ func (e *Engine) dryRunBranch(ctx context.Context, r *runmodel.Run, spec *runboo
 	if !ok || op.Class != opmodel.ClassDestructive {
 		return false
 	}
-	cond := "only if " + spec.When
+	why := skipReason(spec, env)
 	args, err := runbooks.RenderArgs(spec.Args, env)
 	if err != nil {
 		e.stepDone(ctx, r.ID, spec.ID, runmodel.StepSkipped, func(st *runmodel.StepState, _ *runmodel.Batch) {
-			st.Summary = fmt.Sprintf("dry run: not reached (%s); its plan depends on earlier choices: %v", cond, err)
+			st.Summary = fmt.Sprintf("dry run: not reached (%s); its plan depends on earlier choices: %v", why, err)
 		})
 		return true
 	}
@@ -42,13 +42,13 @@ func (e *Engine) dryRunBranch(ctx context.Context, r *runmodel.Run, spec *runboo
 		st.Args = call.Args
 		switch {
 		case err != nil:
-			st.Summary = fmt.Sprintf("dry run: not reached (%s); its plan could not be resolved: %v", cond, err)
+			st.Summary = fmt.Sprintf("dry run: not reached (%s); its plan could not be resolved: %v", why, err)
 		case p.Empty():
-			st.Summary = fmt.Sprintf("dry run: would do nothing (%s): %s", cond, nonEmpty(p.Summary, "the plan is empty"))
+			st.Summary = fmt.Sprintf("dry run: would do nothing (not reached: %s): %s", why, nonEmpty(p.Summary, "the plan is empty"))
 		default:
 			p.Op, p.Target = op.Name, r.Target
 			st.Plan, st.PlanHash = &p, p.Hash()
-			st.Summary = fmt.Sprintf("dry run: would %s (%s)", p.Summary, cond)
+			st.Summary = fmt.Sprintf("dry run: would %s — not reached: %s", p.Summary, why)
 			st.Detail = renderPlanItems(&p, 1000)
 		}
 	})

@@ -188,6 +188,8 @@ func TestEngine_NothingToDoSkipsTheGate(t *testing.T) {
 	r := h.onlyRun()
 	assert.Equal(t, runmodel.RunSucceeded, r.State, h.chat.Transcript())
 	assert.Equal(t, runmodel.StepSkipped, r.Steps[1].Status, "when: false skips the manual step")
+	assert.Equal(t, "skipped: none of the 1 workers is stalled", r.Steps[1].Summary, "in the words of its because, rendered when skipped")
+	assert.NotContains(t, h.chat.Transcript(), "len(", "never the expression")
 	assert.Contains(t, r.Steps[2].Summary, "nothing to do")
 }
 

@@ -193,7 +193,7 @@ func (e *Engine) startStep(ctx context.Context, r *runmodel.Run, spec *runbookmo
 		}
 		if !ok {
 			e.stepDone(ctx, r.ID, spec.ID, runmodel.StepSkipped, func(st *runmodel.StepState, _ *runmodel.Batch) {
-				st.Summary = "skipped: condition not met (" + spec.When + ")"
+				st.Summary = "skipped: " + skipReason(spec, env)
 				st.Branch = true
 			})
 			return
@@ -239,6 +239,19 @@ func (e *Engine) startStep(ctx context.Context, r *runmodel.Run, spec *runbookmo
 	default:
 		e.runWrite(ctx, r, spec, op, call, nil)
 	}
+}
+
+// skipReason says in words why a step whose when is false is skipped: its
+// because, rendered now (the results of the steps before it are there), or
+// a plain sentence — never the expression, which people should not have to
+// read (`groundcrew lint` warns about a when without because).
+func skipReason(spec *runbookmodel.Step, env runbooks.Env) string {
+	if spec.Because != "" {
+		if s := strings.TrimSpace(runbooks.RenderTitle(spec.Because, env)); s != "" {
+			return s
+		}
+	}
+	return "its condition was not met"
 }
 
 // resolveTitles renders the titles of the steps not started yet — the one

@@ -45,7 +45,9 @@ steps:
     kind: manual
     title: Check the worker
     text: "ssh {{ .params.worker }}"
-    when: len(steps.list.result.stalled) > 0
+    when:
+      if: len(steps.list.result.stalled) > 0
+      because: 'none of the {{ with .steps.list.result.workers }}{{ len . }} {{ end }}workers is stalled'
   - id: prune
     kind: action
     title: Prune

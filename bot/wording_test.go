@@ -10,7 +10,9 @@ import (
 	"github.com/groundcrew/groundcrew/internal/human"
 	"github.com/groundcrew/groundcrew/model/chatmodel"
 	"github.com/groundcrew/groundcrew/model/opmodel"
+	"github.com/groundcrew/groundcrew/model/runbookmodel"
 	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/runbooks"
 )
 
 // A fresh 30 min gate says 30 min, also when edited seconds later.
@@ -127,4 +129,19 @@ func TestManualStep_ChoiceTextKeepsItsMeanings(t *testing.T) {
 	// plain instructions keep the usual meanings
 	r.Steps[0].Text = "ssh to the worker and restart it"
 	assert.Contains(t, renderStep(r, &r.Steps[0], time.Now(), h).Text, "React ✅ when done, ⏭ to skip, ❌ if it failed — or `/runbook done r-1`.")
+}
+
+// A skipped step says why in the words of its because, rendered with the
+// run's state, and never shows its expression; without a because, a plain
+// sentence.
+func TestSkipReason_WordsNotExpressions(t *testing.T) {
+	env := runbooks.NewEnv(map[string]string{"action": "ask"}, nil, "infra-prd", "infra-prd",
+		map[string]runbooks.StepEnv{"worker": {Status: "succeeded", Result: map[string]any{"name": "w-0", "state": "running"}}}, runbooks.RunEnv{})
+	spec := &runbookmodel.Step{ID: "never_back", When: `steps.worker.result.state == "stalled"`,
+		Because: `{{ .steps.worker.result.name | default "the worker" }} is {{ .steps.worker.result.state | default "not stalled" }}, not stalled`}
+	assert.Equal(t, "w-0 is running, not stalled", skipReason(spec, env))
+	spec.Because = ""
+	assert.Equal(t, "its condition was not met", skipReason(spec, env))
+	spec.Because = "   "
+	assert.Equal(t, "its condition was not met", skipReason(spec, env))
 }

@@ -22,6 +22,7 @@ var (
 	paramFields    = []string{"name", "description", "required", "default", "pattern", "enum", "max_length", "allow", "choices"}
 	stepFields     = []string{"id", "kind", "title", "when", "op", "args", "text", "approval", "until", "timeout", "interval", "on_timeout", "goto", "on_failure"}
 	approvalFields = []string{"approvers", "required", "expires"}
+	whenFields     = []string{"if", "because"}
 )
 
 // field is one key/value pair of a YAML mapping.
@@ -37,6 +38,7 @@ func (f fields) has(name string) bool { _, ok := f[name]; return ok }
 // validator needs to place its errors.
 type rawRunbook struct {
 	rb     runbookmodel.Runbook
+	warns  ErrorList
 	root   *yaml.Node
 	fields fields
 	params []*rawParam
@@ -55,6 +57,9 @@ type rawStep struct {
 	args fields
 	// approval are the fields of the approval mapping.
 	approval fields
+	// when is the node of the when expression (the `if` of the mapping
+	// form), because the node of its text (nil when not written).
+	when, because *yaml.Node
 }
 
 // decoder turns YAML nodes into a rawRunbook, collecting errors.
@@ -62,6 +67,9 @@ type decoder struct {
 	file string
 	data []byte
 	errs ErrorList
+	// warns are the problems that do not stop the runbook from loading
+	// (lint reports them).
+	warns ErrorList
 	// typos remembers, per mapping node, the known field names that an
 	// unknown field was probably meant to be, so "no op" is not reported
 	// on top of "unknown field opp; did you mean op?".
@@ -81,6 +89,15 @@ func (d *decoder) errorf(n *yaml.Node, format string, a ...any) {
 		e.Line, e.Column = n.Line, n.Column
 	}
 	d.errs = append(d.errs, e)
+}
+
+// warnf records a warning at n: lint reports it, the runbook still loads.
+func (d *decoder) warnf(n *yaml.Node, format string, a ...any) {
+	e := &Error{File: d.file, Msg: fmt.Sprintf(format, a...), Warning: true}
+	if n != nil {
+		e.Line, e.Column = n.Line, n.Column
+	}
+	d.warns = append(d.warns, e)
 }
 
 // errorAt records an error at an explicit position.

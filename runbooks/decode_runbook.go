@@ -123,7 +123,6 @@ func (d *decoder) steps(r *rawRunbook, n *yaml.Node) {
 			ID:        d.str(f, "id"),
 			Kind:      runbookmodel.Kind(d.str(f, "kind")),
 			Title:     d.str(f, "title"),
-			When:      d.str(f, "when"),
 			Op:        d.str(f, "op"),
 			Text:      d.str(f, "text"),
 			Until:     d.str(f, "until"),
@@ -136,6 +135,9 @@ func (d *decoder) steps(r *rawRunbook, n *yaml.Node) {
 			Column:    item.Column,
 		}
 		rs := &rawStep{node: item, fields: f}
+		if w, ok := f["when"]; ok {
+			s.When, s.Because, rs.when, rs.because = d.when(w.value, where)
+		}
 		if a, ok := f["args"]; ok {
 			s.Args, rs.args = d.args(a.value, where)
 		}
@@ -237,4 +239,32 @@ func (d *decoder) approval(n *yaml.Node, where func() string) (*runbookmodel.App
 		Required:  d.integer(f, "required"),
 		Expires:   d.duration(f, "expires"),
 	}, f
+}
+
+// when decodes a step's condition: an expression, or a mapping with the
+// expression (`if`) and the words a person reads when the step is skipped
+// (`because`). It returns them with their nodes (nil when not written).
+func (d *decoder) when(n *yaml.Node, where func() string) (expr, because string, exprNode, becauseNode *yaml.Node) {
+	n = resolve(n)
+	of := strings.Replace(where(), " in ", " of ", 1)
+	if n.Kind == yaml.SequenceNode {
+		d.errorf(n, "when%s must be an expression or {if: <expression>, because: <why it is skipped>}, not a list", of)
+		return "", "", nil, nil
+	}
+	if n.Kind != yaml.MappingNode || unquotedTemplate(n) {
+		f := fields{"when": field{value: n}}
+		return d.str(f, "when"), "", n, nil
+	}
+	f := d.mapping(n, whenFields, func() string { return " in the when" + of })
+	if fl, ok := f["if"]; ok {
+		exprNode = fl.value
+		expr = d.str(f, "if")
+	} else if !d.misspelled(n, "if") {
+		d.errorf(n, "when%s has no if; write the condition as when: {if: <expression>, because: <why it is skipped>}", of)
+	}
+	if fl, ok := f["because"]; ok {
+		becauseNode = fl.value
+		because = strings.TrimSpace(d.str(f, "because"))
+	}
+	return expr, because, exprNode, becauseNode
 }

@@ -13,19 +13,27 @@ type Error struct {
 	Line   int
 	Column int
 	Msg    string
+	// Warning marks a problem that does not stop the runbook from loading
+	// (`groundcrew lint` reports it and still succeeds).
+	Warning bool
 }
 
-// Error returns "file:line:col: msg" (line and column are left out when unknown).
+// Error returns "file:line:col: msg" (line and column are left out when
+// unknown), with "warning: " before the message of a warning.
 func (e *Error) Error() string {
+	msg := e.Msg
+	if e.Warning {
+		msg = "warning: " + msg
+	}
 	switch {
 	case e.Line > 0 && e.Column > 0:
-		return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Column, e.Msg)
+		return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Column, msg)
 	case e.Line > 0:
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, msg)
 	case e.File != "":
-		return fmt.Sprintf("%s: %s", e.File, e.Msg)
+		return fmt.Sprintf("%s: %s", e.File, msg)
 	}
-	return e.Msg
+	return msg
 }
 
 // ErrorList is every problem found while loading one or more runbooks.

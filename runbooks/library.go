@@ -55,7 +55,7 @@ func NewLibrary(cat Catalog, sources ...Source) (*Library, error) {
 	l := &Library{byName: map[string]*runbookmodel.Runbook{}, broken: map[string]Broken{}}
 	var errs ErrorList
 	for _, src := range sources {
-		rbs, broken, err := loadFS(src.FS, src.Name, cat)
+		rbs, broken, _, err := loadFS(src.FS, src.Name, cat)
 		errs = append(errs, errorsOf(src.Name, err)...)
 		valid := map[string]bool{}
 		for _, rb := range rbs {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -181,4 +182,24 @@ func TestNewLibrary_LaterValidSourceReplacesBroken(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "/b/hello.yaml", rb.Source)
 	assert.Empty(t, lib.BrokenList())
+}
+
+// A when without because loads (it is a warning, not an error), and lint
+// says where and what to write.
+func TestLint_WhenWithoutBecauseWarns(t *testing.T) {
+	src := "name: x\nsteps:\n  - id: a\n    kind: query\n    op: fake.status\n  - id: b\n    kind: query\n    op: fake.status\n    when: steps.a.status == \"failed\"\n"
+	rb, err := Parse("x.yaml", []byte(src), testCatalog())
+	require.NoError(t, err, "a missing because does not stop the runbook from loading")
+	assert.Equal(t, `steps.a.status == "failed"`, rb.Steps[1].When)
+	ok, problems := LintFile("x.yaml", []byte(src), testCatalog())
+	assert.True(t, ok)
+	require.Len(t, problems, 1)
+	assert.True(t, problems[0].Warning)
+	assert.Empty(t, problems.Errors())
+	assert.Equal(t, `x.yaml:9:11: warning: when of step "b" has no because, so the thread would show the expression: say in words why the step is skipped — when: {if: <the expression>, because: <why, e.g. the worker is running, not stalled>}`, problems[0].Error())
+
+	fixed := strings.Replace(src, `when: steps.a.status == "failed"`, `when: {if: steps.a.status == "failed", because: a succeeded}`, 1)
+	ok, problems = LintFile("x.yaml", []byte(fixed), testCatalog())
+	assert.True(t, ok)
+	assert.Empty(t, problems)
 }

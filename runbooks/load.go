@@ -31,7 +31,7 @@ func Parse(file string, data []byte, cat Catalog) (*runbookmodel.Runbook, error)
 	return &r.rb, nil
 }
 
-// parseRaw is Parse returning the YAML nodes too.
+// parseRaw is Parse returning the YAML nodes and the warnings too.
 func parseRaw(file string, data []byte, cat Catalog) (*rawRunbook, ErrorList) {
 	if len(data) > MaxFileSize {
 		return nil, ErrorList{tooLarge(file, int64(len(data)))}
@@ -45,6 +45,8 @@ func parseRaw(file string, data []byte, cat Catalog) (*rawRunbook, ErrorList) {
 	if r != nil {
 		v := &validator{decoder: d, cat: cat, r: r}
 		v.validate()
+		d.warns.Sort()
+		r.warns = d.warns
 	}
 	d.errs.Sort()
 	return r, d.errs
@@ -64,25 +66,26 @@ func (r *rawRunbook) namePos() (int, int) {
 // two files declaring the same runbook name are an error too. The valid
 // runbooks are returned even when other files have errors.
 func LoadFS(fsys fs.FS, cat Catalog) ([]*runbookmodel.Runbook, error) {
-	rbs, _, err := loadFS(fsys, "", cat)
+	rbs, _, _, err := loadFS(fsys, "", cat)
 	return rbs, err
 }
 
 // LoadSource is LoadFS with the source's name joined to the file names in
 // errors and in Runbook.Source ("/etc/groundcrew/runbooks/prune.yaml").
 func LoadSource(src Source, cat Catalog) ([]*runbookmodel.Runbook, error) {
-	rbs, _, err := loadFS(src.FS, src.Name, cat)
+	rbs, _, _, err := loadFS(src.FS, src.Name, cat)
 	return rbs, err
 }
 
 // loadFS is LoadFS with prefix joined to the file names it reports. It
 // also returns the files that do not load, with the runbook name each was
-// meant to define.
-func loadFS(fsys fs.FS, prefix string, cat Catalog) ([]*runbookmodel.Runbook, []Broken, error) {
+// meant to define, and the warnings of those that do.
+func loadFS(fsys fs.FS, prefix string, cat Catalog) ([]*runbookmodel.Runbook, []Broken, ErrorList, error) {
 	var (
 		out    []*runbookmodel.Runbook
 		broken []Broken
 		errs   ErrorList
+		warns  ErrorList
 	)
 	seen := map[string]string{} // runbook name -> file
 	err := fs.WalkDir(fsys, ".", func(p string, de fs.DirEntry, err error) error {
@@ -130,6 +133,7 @@ func loadFS(fsys fs.FS, prefix string, cat Catalog) ([]*runbookmodel.Runbook, []
 			return nil
 		}
 		seen[r.rb.Name] = name
+		warns = append(warns, r.warns...)
 		rb := r.rb
 		out = append(out, &rb)
 		return nil
@@ -138,14 +142,47 @@ func loadFS(fsys fs.FS, prefix string, cat Catalog) ([]*runbookmodel.Runbook, []
 		errs = append(errs, &Error{File: prefix, Msg: fmt.Sprintf("reading: %v", err)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, broken, errs.Err()
+	return out, broken, warns, errs.Err()
 }
 
-// Lint validates every runbook file under fsys and returns all problems
-// (nil when there are none). It backs `groundcrew lint <dir>`.
+// Lint validates every runbook file under fsys and returns all problems,
+// warnings included (nil when there are none).
 func Lint(fsys fs.FS, cat Catalog) ErrorList {
-	_, err := LoadFS(fsys, cat)
-	return errorsOf("", err)
+	_, problems := LintSource(Source{FS: fsys}, cat)
+	return problems
+}
+
+// LintSource validates every runbook file of src: it returns how many
+// runbooks load and every problem — errors (the file does not load) and
+// warnings (Error.Warning: it loads, but people will read less than they
+// should, e.g. a when without because), errors first. It backs `groundcrew
+// lint <dir>`.
+func LintSource(src Source, cat Catalog) (int, ErrorList) {
+	rbs, _, warns, err := loadFS(src.FS, src.Name, cat)
+	return len(rbs), append(errorsOf(src.Name, err), warns...)
+}
+
+// LintFile is LintSource for one file: whether it loads, and its problems.
+func LintFile(file string, data []byte, cat Catalog) (bool, ErrorList) {
+	if len(data) > MaxFileSize {
+		return false, ErrorList{tooLarge(file, int64(len(data)))}
+	}
+	r, errs := parseRaw(file, data, cat)
+	if len(errs) > 0 {
+		return false, errs
+	}
+	return true, r.warns
+}
+
+// Errors returns the problems of l that are not warnings.
+func (l ErrorList) Errors() ErrorList {
+	var out ErrorList
+	for _, e := range l {
+		if !e.Warning {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Broken is a runbook file that does not load. The runbook it was meant to

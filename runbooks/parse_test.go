@@ -211,6 +211,14 @@ func TestParse_BadFiles(t *testing.T) {
 		{"when_later_step", []string{
 			"5:11: when of step \"a\" refers to step \"b\", which comes later (line 7); only earlier steps have results",
 		}},
+		{"when_because", []string{
+			"9:11: when of step \"no_if\" has no if; write the condition as when: {if: <expression>, because: <why it is skipped>}",
+			"13:50: unknown field \"becuase\" in the when of step \"typo\"; did you mean \"because\"?",
+			"17:16: when of step \"empty_if\": the if is empty; write the condition, or drop the when",
+			"23:34: because of step \"bare_result\" shows .steps.find.result.state without a fallback; the step it names may have been skipped too (a dry run, another branch), so its result may not be there: give one, e.g. {{ .steps.find.result.state | default \"unknown\" }}",
+			"28:48: invalid when of step \"bad_expr\": unexpected token EOF",
+			"33:11: when of step \"list\" must be an expression or {if: <expression>, because: <why it is skipped>}, not a list",
+		}},
 		{"when_self", []string{
 			"8:11: when of step \"a\" refers to its own step \"a\"; only earlier steps have results",
 		}},
@@ -294,6 +302,7 @@ func TestParse_Good(t *testing.T) {
 	_, restart := rb.StepByID("restart")
 	assert.Equal(t, runbookmodel.KindManual, restart.Kind)
 	assert.Equal(t, `steps.workers.result.state == "stalled"`, restart.When)
+	assert.Equal(t, `{{ .params.worker }} is {{ .steps.workers.result.state | default "not stalled" }}`, restart.Because)
 	assert.Equal(t, time.Hour, restart.Timeout)
 	assert.Equal(t, "prune", restart.OnFailure)
 	assert.True(t, strings.HasPrefix(restart.Text, "On the worker host"))
@@ -310,6 +319,8 @@ func TestParse_Good(t *testing.T) {
 	assert.Equal(t, &runbookmodel.Approval{Approvers: []string{"alice", "group:oncall"}, Required: 1, Expires: 30 * time.Minute}, gate.Approval)
 
 	_, prune := rb.StepByID("prune")
+	assert.Equal(t, `(steps.back?.status ?? "") != "succeeded" && params.mode in ["soft", "hard"]`, prune.When)
+	assert.Equal(t, "it came back", prune.Because)
 	assert.Equal(t, map[string]any{"name": "{{ .params.worker }}", "force": true}, prune.Args)
 	assert.Equal(t, &runbookmodel.Approval{Required: 2}, prune.Approval)
 	assert.Equal(t, "report", prune.OnFailure)

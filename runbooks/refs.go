@@ -46,8 +46,8 @@ func exprEnv(withResult bool) any {
 func (v *validator) expressions(i int) {
 	s := &v.r.rb.Steps[i]
 	rs := v.r.steps[i]
-	if f, ok := rs.fields["when"]; ok && s.When != "" {
-		v.checkExpr(i, "when", f.value, false)
+	if rs.when != nil && s.When != "" {
+		v.checkExpr(i, "when", rs.when, false)
 	}
 	if f, ok := rs.fields["until"]; ok && s.Until != "" && s.Kind == runbookmodel.KindWait {
 		v.checkExpr(i, "until", f.value, true)

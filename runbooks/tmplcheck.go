@@ -25,6 +25,9 @@ func (v *validator) templates(i int) {
 	if f, ok := rs.fields["text"]; ok && s.Text != "" {
 		v.checkTemplate(i, "text", f.value, s.Kind == runbookmodel.KindWait)
 	}
+	if rs.because != nil && s.Because != "" {
+		v.checkTemplate(i, "because", rs.because, false)
+	}
 	keys := make([]string, 0, len(rs.args))
 	for k := range rs.args {
 		keys = append(keys, k)
@@ -101,6 +104,13 @@ func (v *validator) checkTemplate(i int, what string, n *yaml.Node, withResult b
 			line, col := v.srcPos(n, src, refStart(src, int(ref.pos)))
 			v.errorAt(line, col, "%s shows .%s without a fallback; a title is shown before its step runs (the run's first message, /runbook show), "+
 				"when earlier results are not there yet: give one, e.g. {{ .%s | default \"the worker\" }}", where, strings.Join(ref.path, "."), strings.Join(ref.path, "."))
+		}
+	}
+	if what == "because" && len(v.errs) == before {
+		for _, ref := range resultsWithoutFallback(t) {
+			line, col := v.srcPos(n, src, refStart(src, int(ref.pos)))
+			v.errorAt(line, col, "%s shows .%s without a fallback; the step it names may have been skipped too (a dry run, another branch), "+
+				"so its result may not be there: give one, e.g. {{ .%s | default \"unknown\" }}", where, strings.Join(ref.path, "."), strings.Join(ref.path, "."))
 		}
 	}
 }

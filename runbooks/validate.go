@@ -231,6 +231,32 @@ func (v *validator) step(i int) {
 	v.targets(i)
 	v.expressions(i)
 	v.templates(i)
+	v.because(i)
+}
+
+// because checks that a step's condition says in words why the step is
+// skipped: without it people would read the expression. Its absence is a
+// warning (the runbook loads; `groundcrew lint` reports it).
+func (v *validator) because(i int) {
+	s := &v.r.rb.Steps[i]
+	rs := v.r.steps[i]
+	if rs.when == nil {
+		return
+	}
+	if strings.TrimSpace(s.When) == "" {
+		if rs.because != nil {
+			v.errorf(rs.when, "when of step %s: the if is empty; write the condition, or drop the when", v.stepName(i))
+		}
+		return
+	}
+	if s.Because == "" {
+		at := rs.when
+		if rs.because != nil {
+			at = rs.because
+		}
+		v.warnf(at, "when of step %s has no because, so the thread would show the expression: "+
+			"say in words why the step is skipped — when: {if: <the expression>, because: <why, e.g. the worker is running, not stalled>}", v.stepName(i))
+	}
 }
 
 func kindNames(list []runbookmodel.Kind) string {

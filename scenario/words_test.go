@@ -77,3 +77,27 @@ func stepNumber(r *runmodel.Run, id string) string {
 	}
 	return "?"
 }
+
+// TestBuiltin_SkipsSaidInWords: every step a built-in skips on its own
+// (a when that is false) says why in words — its because — never the
+// expression, never the generic sentence of a runbook without one.
+func TestBuiltin_SkipsSaidInWords(t *testing.T) {
+	skips := 0
+	for id, res := range playBuiltin(t) {
+		if res.Run == nil {
+			continue
+		}
+		for _, st := range res.Run.Steps {
+			if st.Status != runmodel.StepSkipped || st.By != nil || !strings.HasPrefix(st.Summary, "skipped: ") {
+				continue
+			}
+			skips++
+			why := strings.TrimPrefix(st.Summary, "skipped: ")
+			assert.NotEqual(t, "its condition was not met", why, "%s: step %s has no because", id, st.ID)
+			for _, expr := range []string{"steps.", "params.", "==", "!=", "&&", "||", "<no value>", "…"} {
+				assert.NotContains(t, why, expr, "%s: step %s is skipped with %q", id, st.ID, st.Summary)
+			}
+		}
+	}
+	assert.Greater(t, skips, 20, "the built-in scenarios skip steps to check")
+}

@@ -65,7 +65,9 @@ func newLint() *cobra.Command {
 		Use:   "lint [dir|file…]",
 		Short: "Validate runbook files and directories (default: the built-in library)",
 		Long: `Check runbook YAML files, given one by one or as directories (searched
-recursively for *.yaml and *.yml): every error is reported with file:line:column.`,
+recursively for *.yaml and *.yml): every problem is reported with
+file:line:column. Errors make the runbook unavailable (exit status 1);
+warnings do not (a when without because: people would read the expression).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			reg, err := catalog()
 			if err != nil {
@@ -74,11 +76,8 @@ recursively for *.yaml and *.yml): every error is reported with file:line:column
 			var all runbooks.ErrorList
 			n := 0
 			if len(args) == 0 {
-				rbs, err := runbooks.LoadFS(runbooks.Builtin(), reg)
-				if err != nil {
-					return err
-				}
-				n = len(rbs)
+				loaded, problems := runbooks.LintSource(runbooks.BuiltinSource(), reg)
+				n, all = loaded, problems
 			}
 			for _, d := range args {
 				st, err := os.Stat(d)
@@ -90,33 +89,36 @@ recursively for *.yaml and *.yml): every error is reported with file:line:column
 					if err != nil {
 						return err
 					}
-					var errs runbooks.ErrorList
-					if _, err := runbooks.Parse(d, data, reg); errors.As(err, &errs) {
-						all = append(all, errs...)
-					} else if err != nil {
-						return err
-					} else {
+					ok, problems := runbooks.LintFile(d, data, reg)
+					if ok {
 						n++
 					}
+					all = append(all, problems...)
 					continue
 				}
-				rbs, err := runbooks.LoadSource(runbooks.DirSource(strings.TrimSuffix(d, "/")), reg)
-				var errs runbooks.ErrorList
-				if errors.As(err, &errs) {
-					all = append(all, errs...)
-				} else if err != nil {
-					return err
-				}
-				n += len(rbs)
+				loaded, problems := runbooks.LintSource(runbooks.DirSource(strings.TrimSuffix(d, "/")), reg)
+				n += loaded
+				all = append(all, problems...)
 			}
 			if len(all) > 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), all.Error())
-				return &exitError{code: 1, err: fmt.Errorf("%d problem(s) found", len(all))}
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%d runbook(s) OK\n", n)
+			errs, warns := len(all.Errors()), len(all)-len(all.Errors())
+			if errs > 0 {
+				return &exitError{code: 1, err: fmt.Errorf("%d problem(s) found%s", errs, andWarnings(warns))}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%d runbook(s) OK%s\n", n, andWarnings(warns))
 			return nil
 		},
 	}
+}
+
+// andWarnings is ", 2 warning(s)" ("" for none).
+func andWarnings(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d warning(s)", n)
 }
 
 // catalog is the registry of every operation groundcrew knows, for linting

@@ -113,6 +113,7 @@ func TestLint(t *testing.T) {
 	out, err := run(t, "", "lint")
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "runbook(s) OK")
+	assert.NotContains(t, out, "warning", "every built-in says why its steps are skipped")
 
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("name: bad\nsteps:\n  - id: a\n    kind: query\n    opp: concourse.workers\n"), 0o600))
@@ -120,6 +121,14 @@ func TestLint(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, out, "bad.yaml:5:5")
 	assert.Contains(t, out, `did you mean "op"`)
+
+	// A when without because is a warning: reported, and lint succeeds.
+	warn := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(warn, "w.yaml"), []byte("name: w\nsteps:\n  - id: a\n    kind: manual\n    text: t\n    when: params.x != \"\"\nparams: [{name: x, default: \"\"}]\n"), 0o600))
+	out, err = run(t, "", "lint", warn)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, `w.yaml:6:11: warning: when of step "a" has no because`)
+	assert.Contains(t, out, "1 runbook(s) OK, 1 warning(s)")
 }
 
 func TestConfigCheckAndServeScripted(t *testing.T) {

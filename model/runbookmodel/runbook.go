@@ -82,6 +82,11 @@ type Step struct {
 	// When is an expression over params, vars, target and earlier step results;
 	// the step is skipped when it evaluates to false. Empty means always.
 	When string
+	// Because says in words why the step is skipped when When is false —
+	// it completes "skipped: …" ("the worker is running, not stalled") —
+	// so a person never reads the expression. A template, rendered when
+	// the step is skipped. Written `when: {if: <expr>, because: <text>}`.
+	Because string
 	// Op names the operation for query, action and wait steps ("concourse.workers").
 	Op string
 	// Args are the operation arguments. String values are templates.
