@@ -190,7 +190,40 @@ func TestEngine_NothingToDoSkipsTheGate(t *testing.T) {
 	assert.Equal(t, runmodel.StepSkipped, r.Steps[1].Status, "when: false skips the manual step")
 	assert.Equal(t, "skipped: none of the 1 workers is stalled", r.Steps[1].Summary, "in the words of its because, rendered when skipped")
 	assert.NotContains(t, h.chat.Transcript(), "len(", "never the expression")
-	assert.Contains(t, r.Steps[2].Summary, "nothing to do")
+	assert.Equal(t, "nothing to prune", r.Steps[2].Summary)
+	assert.JSONEq(t, `{"nothing_to_do": true, "found": [], "gone": [], "notes": []}`, string(r.Steps[2].Result), "a result the runbook can branch on")
+}
+
+// A worker removed while its gate is open (Concourse's
+// stalled-worker-timeout, or someone else): after the approval nothing is
+// pruned, and the step, the journal, the audit log and the end of the run
+// say what was found of it, by name.
+func TestEngine_ObjectsThatMovedFirstAreSaidByName(t *testing.T) {
+	h := newHarness(t, stalledWorld(), nil)
+	h.cmd(alice, "run prune target=infra-prd worker=w-0")
+	h.react(bob, h.stepRef("check"), chatmodel.IntentApprove)
+	h.world.Remove("w-0")
+	h.react(carol, h.gateRef(), chatmodel.IntentApprove)
+	r := h.onlyRun()
+	require.Equal(t, runmodel.RunSucceeded, r.State, h.chat.Transcript())
+	assert.Zero(t, h.world.CallCount("fake.prune"), "no prune was sent")
+	found := "w-0 is no longer registered: it was removed before the approval"
+	st := r.Step("prune")
+	assert.Equal(t, found+" — nothing to prune", st.Summary)
+	assert.Equal(t, []chatmodel.User{carol}, st.ApprovedBy)
+	assert.JSONEq(t, `{"nothing_to_do": true, "found": [{"kind": "worker", "id": "w-0", "found": "`+found+`", "gone": true}], "gone": ["w-0"], "notes": []}`, string(st.Result))
+	assert.Contains(t, h.chat.Transcript(), found)
+	outcomes := h.journalOf(runmodel.JOutcome)
+	require.Len(t, outcomes, 1)
+	assert.Equal(t, runmodel.CallNotMade, outcomes[0].Outcome)
+	audit := h.auditOf(runmodel.ActionNothingToDo)
+	require.Len(t, audit, 1)
+	assert.Equal(t, "fake.prune: not called, the objects of the approved plan moved first: "+found, audit[0].Detail)
+	assert.Empty(t, h.auditOf(runmodel.ActionExecute))
+	final, ok := h.chat.Find("*prune* on `infra-prd` finished")
+	require.True(t, ok)
+	assert.Contains(t, final.Msg.Text, "nothing was changed ("+found+" — nothing to prune)")
+	assert.Empty(t, bot.RunChanges(r, outcomes))
 }
 
 func TestEngine_Expiry(t *testing.T) {

@@ -66,12 +66,11 @@ func (e *Engine) openActionGate(ctx context.Context, r *runmodel.Run, spec *runb
 		}
 		p.Op, p.Target = op.Name, r.Target
 		if p.Empty() {
+			// Nothing to do is a result too (nothing_to_do: true), so the
+			// runbook can branch on it.
 			e.stepDone(ctx, r.ID, spec.ID, runmodel.StepSucceeded, func(st *runmodel.StepState, _ *runmodel.Batch) {
 				st.Args = call.Args
-				st.Summary = nothingToDo(p.Summary)
-				if len(p.Notes) > 0 {
-					st.Summary += " (" + strings.Join(p.Notes, "; ") + ")"
-				}
+				setResult(st, opmodel.NothingToDo(p, nil))
 			})
 			return
 		}
@@ -219,7 +218,9 @@ func (e *Engine) afterGate(ctx context.Context, r *runmodel.Run, spec *runbookmo
 		return
 	}
 	cctx, done := e.work.callCtx(ctx, r.ID, true)
-	plan, err := op.Plan(cctx, call)
+	// The re-check says what it finds of each approved object it no
+	// longer includes (Plan.Found).
+	plan, err := op.Plan(cctx, opmodel.Call{Target: call.Target, Args: call.Args, RunID: call.RunID, StepID: call.StepID, Approved: g.Plan})
 	done()
 	if err != nil {
 		if ctx.Err() == nil {
@@ -230,8 +231,20 @@ func (e *Engine) afterGate(ctx context.Context, r *runmodel.Run, spec *runbookmo
 	plan.Op, plan.Target = op.Name, r.Target
 	if plan.Hash() != g.PlanHash {
 		if plan.Empty() {
-			e.stepDone(ctx, r.ID, spec.ID, runmodel.StepSucceeded, func(st *runmodel.StepState, _ *runmodel.Batch) {
-				st.Summary = "nothing left to do: the objects of the approved plan changed state before execution"
+			// Every object of the approved plan moved first (Concourse
+			// removed the stalled worker, the builds finished): no call is
+			// made. The step says, per object, what the re-check found;
+			// its result is a no-op the runbook can branch on
+			// (nothing_to_do); the journal (listed under "No change
+			// needed") and the audit log say the same.
+			res := opmodel.NothingToDo(plan, g.Plan)
+			e.stepDone(ctx, r.ID, spec.ID, runmodel.StepSucceeded, func(st *runmodel.StepState, b *runmodel.Batch) {
+				setResult(st, res)
+				st.ApprovedBy = voters(g)
+				now := e.opts.Now()
+				b.Note(runmodel.JournalEntry{Time: now, Step: spec.ID, Type: runmodel.JOutcome, Outcome: runmodel.CallNotMade, PlanHash: g.PlanHash, Message: res.Summary})
+				b.AuditLog(runmodel.AuditEntry{Time: now, Actor: e.opts.BotName, Action: runmodel.ActionNothingToDo, Step: spec.ID, Target: r.Target, Teams: g.Teams, PlanHash: g.PlanHash,
+					Detail: op.Name + ": not called, the objects of the approved plan moved first: " + strings.Join(foundLines(res), "; ")})
 			})
 			return
 		}
@@ -275,6 +288,16 @@ func (e *Engine) afterGate(ctx context.Context, r *runmodel.Run, spec *runbookmo
 		return
 	}
 	e.execute(ctx, r.ID, spec, op, call, plan, approvers)
+}
+
+// foundLines are the reasons of a no-op result's items: what the re-check
+// found of each object.
+func foundLines(res opmodel.Result) []string {
+	out := make([]string, 0, len(res.Items))
+	for _, it := range res.Items {
+		out = append(out, it.Reason)
+	}
+	return out
 }
 
 // execute records intent, applies the exact plan, and records the outcome.
@@ -467,14 +490,4 @@ func (t *gateEdits) due(id string, now time.Time) bool {
 		t.last[id] = now
 	}
 	return due && seen
-}
-
-// nothingToDo is the summary of a step whose plan is empty: the plan's own
-// summary when it already says so ("nothing to prune"), else "nothing to
-// do: " and why.
-func nothingToDo(summary string) string {
-	if strings.HasPrefix(summary, "nothing to ") {
-		return summary
-	}
-	return "nothing to do: " + nonEmpty(summary, "the plan is empty")
 }

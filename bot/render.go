@@ -338,7 +338,7 @@ func renderFinal(r *runmodel.Run, journal []runmodel.JournalEntry, now time.Time
 	if changes := changesMade(r, journal); changes != "" {
 		b.WriteString(" — " + changes)
 	} else if !r.DryRun && journal != nil { // nil: the journal could not be read
-		b.WriteString(" — nothing was changed")
+		b.WriteString(" — nothing was changed" + movedFirst(r, journal))
 	}
 	fmt.Fprintf(&b, "\nSummary in the thread · `/runbook summary %s`", r.ID)
 	if fu := followUps(r); len(fu) > 0 && r.State != runmodel.RunSucceeded {
@@ -433,7 +433,7 @@ func RunChanges(r *runmodel.Run, journal []runmodel.JournalEntry) []Change {
 	var out []Change
 	for _, j := range journal {
 		st := r.Step(j.Step)
-		if st == nil || j.Type == runmodel.JOutcome && (noChange(st) || j.Outcome == runmodel.CallUnchanged) {
+		if st == nil || j.Type == runmodel.JOutcome && (noChange(st) || j.Outcome == runmodel.CallUnchanged || j.Outcome == runmodel.CallNotMade) {
 			continue
 		}
 		var s string
@@ -482,15 +482,32 @@ func noChange(st *runmodel.StepState) bool {
 }
 
 // RunNoChanges lists the write and destructive calls that changed nothing
-// (every item was already as wanted).
+// (every item was already as wanted), and the approved ones not made
+// because their objects moved first (what was found of each).
 func RunNoChanges(r *runmodel.Run, journal []runmodel.JournalEntry) []Change {
 	var out []Change
 	for _, j := range journal {
-		if st := r.Step(j.Step); st != nil && j.Type == runmodel.JOutcome && noChange(st) {
+		if st := r.Step(j.Step); st != nil && j.Type == runmodel.JOutcome && (noChange(st) || j.Outcome == runmodel.CallNotMade) {
 			out = append(out, Change{Step: st.ID, Text: nonEmpty(j.Message, attempted(st))})
 		}
 	}
 	return out
+}
+
+// movedFirst says, in brackets, why approved calls of the run were not
+// made: what the re-check found of their objects ("(w-0 is no longer
+// registered: … — nothing to prune)"); "" when every approved call was made.
+func movedFirst(r *runmodel.Run, journal []runmodel.JournalEntry) string {
+	var out []string
+	for _, j := range journal {
+		if j.Type == runmodel.JOutcome && j.Outcome == runmodel.CallNotMade && r.Step(j.Step) != nil {
+			out = append(out, j.Message)
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return " (" + capList(out, 2) + ")"
 }
 
 // outcomeFailedPrefix starts the journal message of a call that failed

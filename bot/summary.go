@@ -47,7 +47,7 @@ func RunMarkdown(r *runmodel.Run, journal []runmodel.JournalEntry) string {
 			fmt.Fprintf(&b, "  - %s: %s\n", mdCell(stepName(r, c.Step)), mdCell(c.Text))
 		}
 	} else if !r.DryRun {
-		b.WriteString("- **Changes made:** none\n")
+		b.WriteString("- **Changes made:** none" + mdCell(movedFirst(r, journal)) + "\n")
 	}
 	b.WriteString("\n## Steps\n\n| # | Step | Kind | Status | Result |\n|---|---|---|---|---|\n")
 	for i, st := range r.Steps {
@@ -157,7 +157,7 @@ func summarize(r *runmodel.Run, journal []runmodel.JournalEntry, now time.Time) 
 	if c := changesMade(r, journal); c != "" {
 		b.WriteString("\nChanges: " + c)
 	} else if !r.DryRun {
-		b.WriteString("\nChanges: none")
+		b.WriteString("\nChanges: none" + movedFirst(r, journal))
 	}
 	if r.Error != "" && r.State != runmodel.RunSucceeded {
 		b.WriteString("\nWhy it stopped: " + whyStopped(r, journal, false))
@@ -339,7 +339,7 @@ func incidentSummary(runs []*runmodel.Run, journals map[string][]runmodel.Journa
 				st, note, _ := strings.Cut(j.Message, ": ")
 				items = append(items, item{j.Time, fmt.Sprintf("`%s` %s: %s by %s%s", r.ID, stepName(r, j.Step), nonEmpty(manualWords[runmodel.StepStatus(st)], runmodel.StepStatus(st).Human()), journalActor(j, r), optional(note))})
 			case runmodel.JOutcome:
-				if j.Outcome == runmodel.CallUnchanged {
+				if j.Outcome == runmodel.CallUnchanged || j.Outcome == runmodel.CallNotMade {
 					continue
 				}
 				items = append(items, item{j.Time, fmt.Sprintf("`%s` %s changed: %s", r.ID, stepName(r, j.Step), j.Message)})

@@ -81,6 +81,15 @@ func TestSummary_Golden(t *testing.T) {
 			h.react(bob, h.gateRef(), chatmodel.IntentApprove)
 			h.react(carol, h.gateRef(), chatmodel.IntentApprove)
 		}},
+		{"moved-first", stalledWorld, nil, func(h *harness) {
+			// The worker is removed while the gate is open (Concourse's
+			// stalled-worker-timeout): nothing is pruned, and the summary
+			// says what was found, not a change.
+			h.cmd(alice, "run prune target=infra-prd worker=w-0")
+			h.react(bob, h.stepRef("check"), chatmodel.IntentApprove)
+			h.world.Remove("w-0")
+			h.react(carol, h.gateRef(), chatmodel.IntentApprove)
+		}},
 		{"crash-and-resume", stalledWorld, func(o *bot.Options) {
 			var once sync.Once
 			o.Hook = func(p string) {

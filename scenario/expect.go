@@ -221,7 +221,8 @@ func (e *env) checkWorld(w *WorldExpect) []string {
 	}
 	for _, key := range sortedKeys(w.API) {
 		method, p, _ := strings.Cut(key, " ")
-		if got := e.sim.CountCalls(method, strings.TrimSpace(p)); got != w.API[key] {
+		p, by, _ := strings.Cut(p, " by ")
+		if got := e.sim.CountCallsBy(strings.TrimSpace(by), method, strings.TrimSpace(p)); got != w.API[key] {
 			fail("API calls %s: want %d, got %d", key, w.API[key], got)
 		}
 	}

@@ -161,6 +161,38 @@ type WorldAction struct {
 	Fault *FaultSpec `yaml:"fault"`
 	// Database changes the simulated database.
 	Database *DatabaseAction `yaml:"database"`
+	// RemoveWorkers deletes workers as Concourse's own worker collector
+	// does (--stalled-worker-timeout, an ephemeral worker that stopped
+	// heartbeating): no API request is made.
+	RemoveWorkers []string `yaml:"remove_workers"`
+	// FinishBuilds ends every pending or started build of a pipeline (or
+	// one of its jobs) with a status, as someone's fly abort-build loop,
+	// or the builds running to their end, would.
+	FinishBuilds []FinishBuildsSpec `yaml:"finish_builds"`
+	// DestroyPipelines deletes pipelines ("team/pipeline"), as fly
+	// destroy-pipeline does.
+	DestroyPipelines []string `yaml:"destroy_pipelines"`
+	// API makes requests to the Concourse API as another user, as someone
+	// with fly would (fly pause-pipeline, land-worker, abort-build …).
+	API []APICall `yaml:"api"`
+}
+
+// FinishBuildsSpec is one finish_builds entry.
+type FinishBuildsSpec struct {
+	Team     string `yaml:"team"` // default main
+	Pipeline string `yaml:"pipeline"`
+	Job      string `yaml:"job"`    // default: every job
+	Status   string `yaml:"status"` // aborted, succeeded, failed or errored
+}
+
+// APICall is a request someone else sends to the Concourse API.
+type APICall struct {
+	// As is the user (a user of the world; default the world's second
+	// user, so it is not the bot's).
+	As     string `yaml:"as"`
+	Method string `yaml:"method"`
+	Path   string `yaml:"path"`
+	Body   string `yaml:"body"`
 }
 
 // BuildSpec mirrors concoursesim.Build for add_builds.
@@ -190,6 +222,9 @@ type FaultSpec struct {
 type DatabaseAction struct {
 	// Down makes every database operation fail (true) or work again (false).
 	Down *bool `yaml:"down"`
+	// Reap deletes the old logs of these tables (name or "team/pipeline"),
+	// as Concourse's build reaper does: an older_than purge finds nothing.
+	Reap []string `yaml:"reap"`
 }
 
 // Expect is what must hold at a checkpoint or at the end. Empty fields are
@@ -260,8 +295,9 @@ type WorldExpect struct {
 	// ResourceCaches maps "team/pipeline/resource" to its number of cached
 	// versions.
 	ResourceCaches map[string]int `yaml:"resource_caches"`
-	// API maps "METHOD /path" (a trailing * matches a prefix) to how many
-	// such requests the simulator received.
+	// API maps "METHOD /path" (a trailing * matches a prefix), or
+	// "METHOD /path by user", to how many such requests the simulator
+	// received (from that user).
 	API map[string]int `yaml:"api"`
 }
 

@@ -2,6 +2,8 @@ package scenario
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"time"
 
@@ -226,6 +228,80 @@ func (e *env) changeWorld(w *WorldAction) error {
 	}
 	if d := w.Database; d != nil && d.Down != nil {
 		e.db.SetDown(*d.Down)
+	}
+	if d := w.Database; d != nil {
+		for _, t := range d.Reap {
+			if e.db == nil {
+				return fmt.Errorf("world.database.reap: the scenario has no database")
+			}
+			if err := e.db.Reap(t); err != nil {
+				return fmt.Errorf("world.database.reap: %w", err)
+			}
+		}
+	}
+	for _, name := range w.RemoveWorkers {
+		if err := e.sim.RemoveWorker(name); err != nil {
+			return fmt.Errorf("world.remove_workers: %w", err)
+		}
+	}
+	for _, f := range w.FinishBuilds {
+		team := f.Team
+		if team == "" {
+			team = "main"
+		}
+		n, err := e.sim.FinishBuilds(team, f.Pipeline, f.Job, f.Status)
+		if err != nil {
+			return fmt.Errorf("world.finish_builds: %w", err)
+		}
+		if n == 0 {
+			return fmt.Errorf("world.finish_builds: %s/%s has no pending or started build", team, f.Pipeline)
+		}
+	}
+	for _, ref := range w.DestroyPipelines {
+		team, name, ok := strings.Cut(ref, "/")
+		if !ok {
+			team, name = "main", ref
+		}
+		if err := e.sim.DestroyPipeline(team, name); err != nil {
+			return fmt.Errorf("world.destroy_pipelines: %w", err)
+		}
+	}
+	for _, c := range w.API {
+		if err := e.outsideCall(c); err != nil {
+			return fmt.Errorf("world.api %s %s: %w", c.Method, c.Path, err)
+		}
+	}
+	return nil
+}
+
+// outsideCall sends a request to the simulated Concourse as another user
+// (someone with fly), outside the engine. A refused request (4xx, 5xx) is
+// an error: the scenario meant it to happen.
+func (e *env) outsideCall(c APICall) error {
+	as := c.As
+	if as == "" {
+		as = e.outsider
+	}
+	var body io.Reader
+	if c.Body != "" {
+		body = strings.NewReader(c.Body)
+	}
+	req, err := http.NewRequestWithContext(e.ctx, c.Method, e.sim.URL()+c.Path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+e.sim.Token(as))
+	if c.Body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := e.sim.Client().Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("Concourse answered %d to %s: %s", resp.StatusCode, as, strings.TrimSpace(string(msg)))
 	}
 	return nil
 }

@@ -343,6 +343,19 @@ func (p *parser) input(in *Input) {
 		if w.Fault != nil && w.Fault.Status == 0 && w.Fault.Delay == 0 {
 			p.errf(in.Line, "world.fault: set status (e.g. 500) or delay")
 		}
+		for _, f := range w.FinishBuilds {
+			if f.Pipeline == "" {
+				p.errf(in.Line, "world.finish_builds: each entry needs pipeline")
+			}
+			if !contains([]string{"aborted", "succeeded", "failed", "errored"}, f.Status) {
+				p.errf(in.Line, "world.finish_builds: status %q: use aborted, succeeded, failed or errored", f.Status)
+			}
+		}
+		for _, c := range w.API {
+			if c.Method == "" || !strings.HasPrefix(c.Path, "/") {
+				p.errf(in.Line, "world.api: each request needs method and path (/api/v1/…)")
+			}
+		}
 	}
 }
 

@@ -89,6 +89,9 @@ type env struct {
 	engOpts bot.Options
 	// runs are the ids of the runs started, in order.
 	runs []string
+	// outsider is who world.api requests are made as by default: a user
+	// of the world with a role, other than the one the bot logs in as.
+	outsider string
 }
 
 // Run runs one scenario and checks its expectations.
@@ -177,6 +180,13 @@ func setup(ctx context.Context, sc *Scenario, o Options) (*env, func(), error) {
 	user, pass := "admin", "admin"
 	if len(world.Users) > 0 {
 		user, pass = world.Users[0].Name, world.Users[0].Password
+	}
+	e.outsider = user
+	for _, u := range world.Users[min(1, len(world.Users)):] {
+		if u.Admin || len(u.Teams) > 0 {
+			e.outsider = u.Name
+			break
+		}
 	}
 	cl, err := concourse.New(concourse.TargetConfig{Name: sc.Target, URL: sim.URL(), Username: user, Password: pass,
 		TSA: sim.TSAAddr(), Vars: sc.Vars, Workers: sc.Workers, FlyTarget: sc.FlyTarget},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -275,6 +276,75 @@ func (c *Client) verifyRound(ctx context.Context, results []AbortResult, waiting
 		still = append(still, unseen[k])
 	})
 	return still
+}
+
+// BuildsNow reads the builds ids as they are now, from listings as the
+// abort verification does: each scope's (pipeline's) builds between the
+// lowest and highest id, one request per page of up to 500 builds; a build
+// no listing showed is read on its own. A build that no longer exists is
+// absent from the map.
+func (c *Client) BuildsNow(ctx context.Context, ids []int, scopes map[int]BuildScope) (map[int]Build, error) {
+	out := make(map[int]Build, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	groups := map[BuildScope][]int{}
+	var order []BuildScope
+	for _, id := range ids {
+		sc := scopes[id]
+		if sc.Pipeline == "" {
+			sc = BuildScope{}
+		}
+		if _, ok := groups[sc]; !ok {
+			order = append(order, sc)
+		}
+		groups[sc] = append(groups[sc], id)
+	}
+	want := make(map[int]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	for _, sc := range order {
+		g := groups[sc]
+		lo, hi := slices.Min(g), slices.Max(g)
+		err := c.listRange(ctx, sc, lo, hi, func(b Build) {
+			if want[b.ID] {
+				out[b.ID] = b
+			}
+		})
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+	}
+	var unseen []int
+	for _, id := range ids {
+		if _, ok := out[id]; !ok {
+			unseen = append(unseen, id)
+		}
+	}
+	var mu sync.Mutex
+	var firstErr error
+	c.forEach(ctx, len(unseen), func(ctx context.Context, k int) {
+		b, err := c.Build(ctx, unseen[k])
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case err == nil:
+			out[b.ID] = b
+		case !errors.Is(err, ErrNotFound) && firstErr == nil:
+			firstErr = err
+		}
+	}, func(_ int, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if firstErr == nil {
+			firstErr = err
+		}
+	})
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return out, nil
 }
 
 // listRange streams the builds of the scope with ids in [lo, hi], newest

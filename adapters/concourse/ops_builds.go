@@ -295,12 +295,62 @@ func (p *Provider) opAbortBuilds() opmodel.Op {
 			if c.Args.Bool("force") {
 				plan.Notes = append(plan.Notes, "force: builds are marked aborted at once, even if their worker never confirms")
 			}
+			if err := p.buildsFound(ctx, cl, c, &plan); err != nil {
+				return opmodel.Plan{}, err
+			}
 			return plan, nil
 		},
 		Apply: func(ctx context.Context, c opmodel.Call, pl opmodel.Plan) (opmodel.Result, error) {
 			return p.applyAbort(ctx, c, pl)
 		},
 	}
+}
+
+// buildsFound says, for each build of the approved plan (c.Approved) the
+// plan no longer includes, what it is now: "build 812 already finished
+// (succeeded)", "build 812 already aborted", "build 812 started since"
+// (a plan of pending builds only), "build 812 no longer exists". The builds
+// are read from their pipelines' listings (BuildsNow).
+func (p *Provider) buildsFound(ctx context.Context, cl *Client, c opmodel.Call, plan *opmodel.Plan) error {
+	gone := c.Gone(*plan)
+	if len(gone) == 0 {
+		return nil
+	}
+	ids := make([]int, 0, len(gone))
+	scopes := map[int]BuildScope{}
+	for _, it := range gone {
+		n, err := strconv.Atoi(it.ID)
+		if err != nil {
+			continue
+		}
+		ids = append(ids, n)
+		scopes[n] = BuildScope{Team: it.Attrs["team"], Pipeline: it.Attrs["pipeline"]}
+	}
+	now, err := cl.BuildsNow(ctx, ids, scopes)
+	if err != nil {
+		return fmt.Errorf("reading the builds of the approved plan again: %w", err)
+	}
+	for _, it := range gone {
+		n, _ := strconv.Atoi(it.ID)
+		b, ok := now[n]
+		var text string
+		switch {
+		case !ok:
+			text = fmt.Sprintf("build %s no longer exists", it.ID)
+			plan.Found = append(plan.Found, opmodel.Found{Kind: it.Kind, ID: it.ID, Text: text, Gone: true})
+			continue
+		case b.Status == StatusAborted:
+			text = fmt.Sprintf("build %d already aborted", b.ID)
+		case b.Finished():
+			text = fmt.Sprintf("build %d already finished (%s)", b.ID, b.Status)
+		case b.Status == StatusStarted:
+			text = fmt.Sprintf("build %d started since (the plan aborts builds still pending)", b.ID)
+		default:
+			text = fmt.Sprintf("build %d (%s, %s) no longer matches the plan's filter", b.ID, b.Ref(), b.Status)
+		}
+		plan.Found = append(plan.Found, opmodel.Found{Kind: it.Kind, ID: it.ID, Text: text})
+	}
+	return nil
 }
 
 // buildDetail describes a build for a plan: "pipeline/job #n, started 3h12m

@@ -22,6 +22,9 @@ func (p *Provider) opClearResourceCache() opmodel.Op {
 			}
 			team = cl.team(team)
 			rs, err := cl.Resources(ctx, team, pipeline)
+			if errors.Is(err, ErrNotFound) && c.Approved != nil {
+				return allGone(op, cl.Name(), c, team+"/"+pipeline+" no longer exists (deleted or renamed before the approval)"), nil
+			}
 			if err != nil {
 				return opmodel.Plan{}, pipelineNotFound(ctx, cl, team, pipeline, err)
 			}
@@ -38,6 +41,11 @@ func (p *Provider) opClearResourceCache() opmodel.Op {
 			plan := opmodel.Plan{Op: op, Target: cl.Name()}
 			for _, n := range names {
 				r, ok := byName[n]
+				if id := team + "/" + pipeline + "/" + n; !ok && c.Approves("resource", id) {
+					plan.Found = append(plan.Found, opmodel.Found{Kind: "resource", ID: id, Gone: true,
+						Text: fmt.Sprintf("resource %s of %s/%s no longer exists (removed from the pipeline before the approval)", n, team, pipeline)})
+					continue
+				}
 				if !ok {
 					return opmodel.Plan{}, fmt.Errorf("%s: pipeline %s/%s has no resource %q: check the name with concourse.resources", cl.Name(), team, pipeline, n)
 				}
@@ -117,10 +125,16 @@ func (p *Provider) opClearTaskCache() opmodel.Op {
 				return opmodel.Plan{}, errors.New("argument \"job\" is required (see concourse.jobs)")
 			}
 			cfg, err := cl.PipelineConfig(ctx, team, pipeline)
+			if errors.Is(err, ErrNotFound) && c.Approved != nil {
+				return allGone(op, cl.Name(), c, team+"/"+pipeline+" no longer exists (deleted or renamed before the approval)"), nil
+			}
 			if err != nil {
 				return opmodel.Plan{}, pipelineNotFound(ctx, cl, team, pipeline, err)
 			}
 			jc, ok := cfg.Job(job)
+			if !ok && c.Approved != nil {
+				return allGone(op, cl.Name(), c, fmt.Sprintf("job %s of %s/%s no longer exists (removed from the pipeline before the approval)", job, team, pipeline)), nil
+			}
 			if !ok {
 				names := make([]string, 0, len(cfg.Jobs))
 				for _, j := range cfg.Jobs {
@@ -130,6 +144,9 @@ func (p *Provider) opClearTaskCache() opmodel.Op {
 			}
 			steps := jc.TaskSteps()
 			if step := c.Args.String("step"); step != "" {
+				if !contains(steps, step) && c.Approved != nil {
+					return allGone(op, cl.Name(), c, fmt.Sprintf("task step %s of %s/%s/%s no longer exists (the job changed before the approval)", step, team, pipeline, job)), nil
+				}
 				if !contains(steps, step) {
 					return opmodel.Plan{}, fmt.Errorf("%s: job %s/%s/%s has no task step %q; its task steps are: %s", cl.Name(), team, pipeline, job, step, strings.Join(steps, ", "))
 				}
@@ -143,6 +160,10 @@ func (p *Provider) opClearTaskCache() opmodel.Op {
 					Attrs:  map[string]string{"team": team, "pipeline": pipeline, "job": job, "step": s, "cache_path": cachePath},
 					Detail: "task " + s,
 				})
+			}
+			for _, it := range c.Gone(plan) {
+				plan.Found = append(plan.Found, opmodel.Found{Kind: it.Kind, ID: it.ID, Gone: true,
+					Text: fmt.Sprintf("task step %s of %s/%s/%s no longer exists (the job changed before the approval)", it.Attrs["step"], team, pipeline, job)})
 			}
 			plan.Summary = fmt.Sprintf("job %s has no task step: nothing to clear", job)
 			if !plan.Empty() {
@@ -175,4 +196,15 @@ func (p *Provider) opClearTaskCache() opmodel.Op {
 			return res, err
 		},
 	}
+}
+
+// allGone is the plan of a re-check that found the container of every
+// approved object gone (the pipeline, the job): an empty plan saying so of
+// each object.
+func allGone(op, target string, c opmodel.Call, text string) opmodel.Plan {
+	plan := opmodel.Plan{Op: op, Target: target, Summary: "nothing to clear"}
+	for _, it := range c.Gone(plan) {
+		plan.Found = append(plan.Found, opmodel.Found{Kind: it.Kind, ID: it.ID, Text: text, Gone: true})
+	}
+	return plan
 }

@@ -355,16 +355,26 @@ func (p *Provider) opPausePipeline() opmodel.Op {
 				return opmodel.Plan{}, errors.New("argument \"pipeline\" is required (see concourse.pipelines)")
 			}
 			plan := opmodel.Plan{Op: op, Target: cl.Name()}
+			found := func(id, text string) {
+				if c.Approves("pipeline", id) {
+					plan.Found = append(plan.Found, opmodel.Found{Kind: "pipeline", ID: id, Text: text, Gone: strings.Contains(text, "no longer exists")})
+				}
+			}
 			for _, ref := range refs {
 				team, name := splitRef(ref, c.Args.String("team"), cl.Team())
 				pl, err := cl.Pipeline(ctx, team, name)
 				switch {
+				case errors.Is(err, ErrNotFound) && c.Approves("pipeline", cl.team(team)+"/"+name):
+					// deleted or renamed while the approval was asked
+					found(cl.team(team)+"/"+name, cl.team(team)+"/"+name+" no longer exists (deleted or renamed before the approval)")
 				case err != nil:
 					return opmodel.Plan{}, pipelineNotFound(ctx, cl, team, name, err)
 				case pl.Paused:
 					plan.Notes = append(plan.Notes, fmt.Sprintf("%s is already paused (by %s); skipped", pl.Ref(), or(pl.PausedBy, "someone")))
+					found(pl.Ref(), fmt.Sprintf("%s is already paused (by %s)", pl.Ref(), or(pl.PausedBy, "someone")))
 				case pl.Archived:
 					plan.Notes = append(plan.Notes, fmt.Sprintf("%s is archived; skipped", pl.Ref()))
+					found(pl.Ref(), pl.Ref()+" was archived since")
 				default:
 					plan.Items = append(plan.Items, opmodel.PlanItem{Kind: "pipeline", ID: pl.Ref(),
 						Attrs: map[string]string{"team": pl.TeamName, "pipeline": pl.Name}, Detail: "running, public " + yesNo(pl.Public)})

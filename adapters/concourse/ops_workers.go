@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -119,11 +120,37 @@ func (p *Provider) opWorkers() opmodel.Op {
 			}
 			summary := countsLine(byState, WorkerStates)
 			if summary == "" {
-				summary = "no workers registered"
+				summary = noWorkersLine(c.Args.String("name"), want, ws)
 			}
 			return opmodel.Result{Summary: summary, Table: table, Data: data, Warn: byState[WorkerStalled] > 0}, nil
 		},
 	}
+}
+
+// noWorkersLine says that a listing matched no worker, speaking of what
+// was asked only: one worker by name ("worker-1 is not registered",
+// "worker-1 is running, not stalled"), a pattern, states — never "no
+// workers registered" while others are.
+func noWorkersLine(name string, states []string, ws []Worker) string {
+	if name != "" && regexp.QuoteMeta(name) == name {
+		for _, w := range ws {
+			if w.Name == name {
+				return fmt.Sprintf("%s is %s, not %s", name, w.State, strings.Join(states, " or "))
+			}
+		}
+		return name + " is not registered"
+	}
+	if len(ws) == 0 {
+		return "no workers registered"
+	}
+	var what []string
+	if name != "" {
+		what = append(what, "matches "+name)
+	}
+	if len(states) > 0 {
+		what = append(what, "is "+strings.Join(states, " or "))
+	}
+	return fmt.Sprintf("no worker %s (%s registered)", strings.Join(what, " and "), plural(len(ws), "worker"))
 }
 
 func (p *Provider) opWorker() opmodel.Op {
@@ -176,8 +203,10 @@ func workerItem(w Worker, now time.Time) opmodel.PlanItem {
 }
 
 // planWorkers resolves named workers, keeping those accept allows; the
-// others become notes.
-func (p *Provider) planWorkers(ctx context.Context, c opmodel.Call, op string, accept func(Worker) string) (opmodel.Plan, error) {
+// others become notes. When the call re-resolves an approved plan, each
+// approved worker it no longer includes is said in Plan.Found: gone (no
+// longer registered), or as moved says of its state now.
+func (p *Provider) planWorkers(ctx context.Context, c opmodel.Call, op string, accept func(Worker) string, moved func(Worker) string) (opmodel.Plan, error) {
 	cl, err := p.client(c)
 	if err != nil {
 		return opmodel.Plan{}, err
@@ -212,7 +241,22 @@ func (p *Provider) planWorkers(ctx context.Context, c opmodel.Call, op string, a
 		}
 		plan.Items = append(plan.Items, workerItem(w, now))
 	}
+	for _, it := range c.Gone(plan) {
+		f := opmodel.Found{Kind: it.Kind, ID: it.ID, Text: workerGone(it.ID), Gone: true}
+		if w, ok := byName[it.ID]; ok {
+			f.Text, f.Gone = moved(w), false
+		}
+		plan.Found = append(plan.Found, f)
+	}
 	return plan, nil
+}
+
+// workerGone says that a worker of an approved plan is no longer
+// registered when the plan is checked again before executing: someone or
+// something removed it while the approval was asked — Concourse itself
+// when the web node runs with --stalled-worker-timeout (8.3), or a person.
+func workerGone(name string) string {
+	return name + " is no longer registered: it was removed before the approval (Concourse's stalled-worker-timeout or someone else)"
 }
 
 func planItemNames(pl opmodel.Plan) []string {
@@ -238,6 +282,8 @@ func (p *Provider) opPruneWorker() opmodel.Op {
 					return fmt.Sprintf("worker %s is running; Concourse refuses to prune running workers (land it or stop its process first); skipped", w.Name)
 				}
 				return ""
+			}, func(w Worker) string {
+				return w.Name + " is running again: it heartbeats again (Concourse refuses to prune a running worker)"
 			})
 			if err != nil {
 				return pl, err
@@ -278,6 +324,11 @@ func (p *Provider) opLandWorker() opmodel.Op {
 					return fmt.Sprintf("worker %s is retiring; landing it would not help; skipped", w.Name)
 				}
 				return ""
+			}, func(w Worker) string {
+				if w.State == WorkerRetiring {
+					return w.Name + " is retiring now (someone retired it): landing it would not help"
+				}
+				return w.Name + " is already " + w.State
 			})
 			if err != nil {
 				return pl, err
@@ -315,6 +366,8 @@ func (p *Provider) opRetireWorker() opmodel.Op {
 					return fmt.Sprintf("worker %s is already retiring; skipped", w.Name)
 				}
 				return ""
+			}, func(w Worker) string {
+				return w.Name + " is already " + w.State
 			})
 			if err != nil {
 				return pl, err

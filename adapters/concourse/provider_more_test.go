@@ -287,3 +287,20 @@ func TestOps_ResultDataIsTyped(t *testing.T) {
 	assert.Equal(t, []any{"caascad-ci-workers-infra-infra-prd-0"}, d["pruned"])
 	assert.Equal(t, []any{}, d["already_done"], "lists are never null")
 }
+
+// A listing that matches no worker speaks of what was asked, never "no
+// workers registered" while others are (issue 39: "Check that worker-1 is
+// running again — no workers registered" with worker-0 running).
+func TestOpWorkers_NothingMatchedSaysWhatWasAsked(t *testing.T) {
+	ws := []Worker{{Name: "worker-0", State: WorkerRunning}, {Name: "worker-2", State: WorkerLanded}}
+	assert.Equal(t, "worker-1 is not registered", noWorkersLine("worker-1", nil, ws))
+	assert.Equal(t, "worker-0 is running, not stalled", noWorkersLine("worker-0", []string{"stalled"}, ws))
+	assert.Equal(t, "no worker is stalled (2 workers registered)", noWorkersLine("", []string{"stalled"}, ws))
+	assert.Equal(t, "no worker matches ci-.* (2 workers registered)", noWorkersLine("ci-.*", nil, ws))
+	assert.Equal(t, "no workers registered", noWorkersLine("", nil, nil))
+
+	e := newProvEnv(t, concoursesim.NewWorld().RunningWorkers("worker", 1))
+	res, err := e.do(t, "concourse.workers", opmodel.Args{"name": "worker-1"})
+	require.NoError(t, err)
+	assert.Equal(t, "worker-1 is not registered", res.Summary)
+}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -25,9 +26,37 @@ func (p *Provider) purgePlan(ctx context.Context, c opmodel.Call) (opmodel.Plan,
 	action := "planning the purge of " + req.describe()
 	plan, err := d.purgePlan(ctx, req)
 	if err != nil {
-		return opmodel.Plan{}, classify(ctx, err, action, d.where)
+		err = classify(ctx, err, action, d.where)
+		if errors.Is(err, ErrNotFound) && c.Approved != nil {
+			// deleted while the approval was asked: nothing left to purge
+			return PurgeFound(opmodel.Plan{Op: OpPurge, Target: c.Target, Summary: "nothing to purge"}, c, err.Error()), nil
+		}
+		return opmodel.Plan{}, err
 	}
-	return plan, nil
+	return PurgeFound(plan, c, ""), nil
+}
+
+// PurgeFound says, in plan.Found, what a purge's re-check (c.Approved)
+// found of the approved table it no longer includes: gone (why, when not
+// ""), or no log old enough left (Concourse's build reaper, or someone
+// else, deleted them first).
+func PurgeFound(plan opmodel.Plan, c opmodel.Call, why string) opmodel.Plan {
+	for _, it := range c.Gone(plan) {
+		a := it.Attrs
+		label := a["team"] + "/" + a["pipeline"]
+		if a["scope"] == "team" {
+			label = a["team"] + " one-off builds"
+		}
+		text := fmt.Sprintf("%s (%s): no log of a build that ended more than %s days ago is left (Concourse's build reaper or someone else deleted them before the approval)", it.ID, label, a["days"])
+		switch {
+		case why != "":
+			text = fmt.Sprintf("%s (%s) can no longer be purged: %s", it.ID, label, why)
+		case a["mode"] != ModeOlderThan:
+			text = fmt.Sprintf("%s (%s) is no longer in the plan", it.ID, label)
+		}
+		plan.Found = append(plan.Found, opmodel.Found{Kind: it.Kind, ID: it.ID, Text: text, Gone: why != ""})
+	}
+	return plan
 }
 
 func (d *targetDB) purgePlan(ctx context.Context, req purgeRequest) (opmodel.Plan, error) {

@@ -270,6 +270,14 @@ func (w *World) Set(name, state string) {
 	w.mu.Unlock()
 }
 
+// Remove unregisters a worker, as Concourse's stalled-worker-timeout (or
+// someone else's prune) does.
+func (w *World) Remove(name string) {
+	w.mu.Lock()
+	delete(w.Workers, name)
+	w.mu.Unlock()
+}
+
 // State returns a worker's state ("" when gone).
 func (w *World) State(name string) string {
 	w.mu.Lock()
@@ -353,6 +361,16 @@ func (w *World) Ops() []opmodel.Op {
 					p.Items = append(p.Items, opmodel.PlanItem{Kind: "worker", ID: n, Attrs: attrs, Detail: w.Workers[n]})
 				}
 				p.Summary = fmt.Sprintf("prune %d worker%s", len(names), map[bool]string{true: "", false: "s"}[len(names) == 1])
+				if len(names) == 0 {
+					p.Summary = "nothing to prune"
+				}
+				for _, it := range c.Gone(p) {
+					f := opmodel.Found{Kind: it.Kind, ID: it.ID, Text: it.ID + " is no longer registered: it was removed before the approval", Gone: true}
+					if s, ok := w.Workers[it.ID]; ok {
+						f.Text, f.Gone = it.ID+" is "+s+" again", false
+					}
+					p.Found = append(p.Found, f)
+				}
 				return p, nil
 			},
 			Apply: func(_ context.Context, c opmodel.Call, p opmodel.Plan) (opmodel.Result, error) {

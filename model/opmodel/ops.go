@@ -69,6 +69,11 @@ type Call struct {
 	// on or name (the run's channel is bound to them): operations refuse
 	// another team and never suggest or list one. Nil: every team.
 	Teams []string
+	// Approved, when set, is the plan a person approved, and the call is
+	// its re-resolution right before executing it: Plan says in
+	// Plan.Found, for each object of Approved it no longer includes, what
+	// it found instead (Call.Gone lists them).
+	Approved *Plan
 	// Progress, when set, shows how a long call is going in its step
 	// message ("aborting 1,200 / 5,000 · 310/s"). The engine rate-limits
 	// it; operations call Report, which is safe from any goroutine.
@@ -202,6 +207,9 @@ type Plan struct {
 	Summary string `json:"summary"`
 	// Notes are warnings and context for humans. Not hashed.
 	Notes []string `json:"notes,omitempty"`
+	// Found says what a re-resolution (Call.Approved) found of the
+	// approved objects it no longer includes. Not hashed.
+	Found []Found `json:"found,omitempty"`
 }
 
 // Hash is the hex SHA-256 of what the plan binds: op, target and items

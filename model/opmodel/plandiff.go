@@ -7,6 +7,8 @@ import (
 )
 
 // PlanDiff says what changed between two plans, for a drift re-approval.
+// An object no longer included is said as cur found it (Plan.Found), when
+// cur says.
 func PlanDiff(old, cur *Plan) string {
 	key := func(it PlanItem) string { return it.Kind + " " + it.ID }
 	was := map[string]PlanItem{}
@@ -16,6 +18,7 @@ func PlanDiff(old, cur *Plan) string {
 		}
 	}
 	var added, removed, changed []string
+	said := false // a removed object is said as cur found it
 	now := map[string]bool{}
 	for _, it := range cur.Items {
 		k := key(it)
@@ -30,7 +33,11 @@ func PlanDiff(old, cur *Plan) string {
 	}
 	for k, it := range was {
 		if !now[k] {
-			removed = append(removed, "`"+it.ID+"`")
+			if f := cur.FoundOf(it.Kind, it.ID); f != "" {
+				removed, said = append(removed, f), true
+			} else {
+				removed = append(removed, "`"+it.ID+"`")
+			}
 		}
 	}
 	sort.Strings(removed)
@@ -39,7 +46,11 @@ func PlanDiff(old, cur *Plan) string {
 		parts = append(parts, "added "+capList(added, 10))
 	}
 	if len(removed) > 0 {
-		parts = append(parts, "no longer included "+capList(removed, 10))
+		if said {
+			parts = append(parts, "no longer included: "+strings.Join(capped(removed, 10), "; "))
+		} else {
+			parts = append(parts, "no longer included "+capList(removed, 10))
+		}
 	}
 	if len(changed) > 0 {
 		parts = append(parts, "changed "+capList(changed, 10))
@@ -77,6 +88,14 @@ func capList(xs []string, n int) string {
 		return strings.Join(xs, ", ")
 	}
 	return strings.Join(xs[:n], ", ") + fmt.Sprintf(" and %d more", len(xs)-n)
+}
+
+// capped is xs cut to n, with "… and N more" last when cut.
+func capped(xs []string, n int) []string {
+	if len(xs) <= n {
+		return xs
+	}
+	return append(append([]string(nil), xs[:n]...), fmt.Sprintf("… and %d more", len(xs)-n))
 }
 
 func nonEmpty(s, def string) string {

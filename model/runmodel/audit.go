@@ -27,8 +27,12 @@ const (
 	ActionApprovalRejected  AuditAction = "approval_rejected"
 	ActionApprovalExpired   AuditAction = "approval_expired"
 	ActionApprovalVoidDrift AuditAction = "approval_void_drift"
-	ActionBreakGlass        AuditAction = "break_glass"
-	ActionManualRefused     AuditAction = "manual_refused"
+	// ActionNothingToDo is an approved destructive step whose plan,
+	// resolved again right before executing, was empty: the objects had
+	// moved first (Detail says what was found of each); no call was made.
+	ActionNothingToDo   AuditAction = "nothing_to_do"
+	ActionBreakGlass    AuditAction = "break_glass"
+	ActionManualRefused AuditAction = "manual_refused"
 	// ActionChangeRefused is a change a run was about to make (a gate, a
 	// write call, an approved call) refused because the person who
 	// started it may not act on the Concourse teams it touches.

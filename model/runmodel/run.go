@@ -303,6 +303,9 @@ const (
 	CallPartlyFailed CallOutcome = "partly_failed" // some items of the plan did not succeed
 	CallFailed       CallOutcome = "failed"        // the call returned an error; it may have changed part of its plan
 	CallUnchanged    CallOutcome = "unchanged"     // the call returned an error before changing anything (opmodel.ErrUnchanged)
+	// CallNotMade: the approved plan, resolved again right before the
+	// call, was empty (its objects had moved first); the call was not made.
+	CallNotMade CallOutcome = "not_made"
 )
 
 // JournalType says what a journal entry records. Stored as a string;

@@ -197,3 +197,75 @@ func (s *Server) AddBuilds(bs ...Build) error {
 	})
 	return err
 }
+
+// RemoveWorker deletes a worker as Concourse's own worker collector does
+// (a stalled worker past --stalled-worker-timeout, an ephemeral worker that
+// stopped heartbeating): the row is gone, no API request was made.
+func (s *Server) RemoveWorker(name string) error {
+	var err error
+	s.view(func(st *state) {
+		if st.workers[name] == nil {
+			err = fmt.Errorf("simulator: no worker %q", name)
+			return
+		}
+		delete(st.workers, name)
+	})
+	return err
+}
+
+// FinishBuilds ends every pending or started build of team/pipeline (job
+// "" = every job) with status, as if someone aborted them with fly or they
+// ran to the end. It returns how many builds it ended.
+func (s *Server) FinishBuilds(team, pipeline, job, status string) (int, error) {
+	switch status {
+	case StatusSucceeded, StatusFailed, StatusErrored, StatusAborted:
+	default:
+		return 0, fmt.Errorf("simulator: %q is not a finished build status (succeeded, failed, errored, aborted)", status)
+	}
+	n := 0
+	var err error
+	s.view(func(st *state) {
+		p := st.pipeline(team, pipeline)
+		if p == nil {
+			err = fmt.Errorf("simulator: no pipeline %s/%s", team, pipeline)
+			return
+		}
+		for _, b := range st.activeSorted() {
+			if b.p == p && (job == "" || (b.j != nil && b.j.cfg.Name == job)) {
+				st.finish(b, status, st.clock.Now())
+				n++
+			}
+		}
+	})
+	return n, err
+}
+
+// DestroyPipeline deletes a pipeline with its jobs, resources and builds,
+// as fly destroy-pipeline does.
+func (s *Server) DestroyPipeline(team, name string) error {
+	var err error
+	s.view(func(st *state) {
+		p := st.pipeline(team, name)
+		if p == nil {
+			err = fmt.Errorf("simulator: no pipeline %s/%s", team, name)
+			return
+		}
+		for i, x := range st.pipelines {
+			if x == p {
+				st.pipelines = append(st.pipelines[:i], st.pipelines[i+1:]...)
+				break
+			}
+		}
+		kept := st.builds[:0]
+		for _, b := range st.builds {
+			if b.p == p {
+				st.removeActive(b)
+				delete(st.byID, b.id)
+				continue
+			}
+			kept = append(kept, b)
+		}
+		st.builds = kept
+	})
+	return err
+}

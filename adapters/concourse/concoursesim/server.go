@@ -367,8 +367,16 @@ func (s *Server) Calls() []Call {
 // CountCalls counts requests with the method ("" = any) whose path
 // (without query) equals path, or starts with it when path ends with "*".
 func (s *Server) CountCalls(method, path string) int {
+	return s.CountCallsBy("", method, path)
+}
+
+// CountCallsBy is CountCalls of the requests user made ("" = anyone).
+func (s *Server) CountCallsBy(user, method, path string) int {
 	n := 0
 	for _, c := range s.Calls() {
+		if user != "" && c.User != user {
+			continue
+		}
 		p, _, _ := strings.Cut(c.Path, "?")
 		if method != "" && c.Method != method {
 			continue

@@ -176,6 +176,21 @@ func (d *Sim) SetDown(down bool) {
 	d.mu.Unlock()
 }
 
+// Reap deletes the logs old_rows counts from a table (by name or
+// "team/pipeline"), as Concourse's build reaper (or someone's own purge)
+// does: an older_than purge then has nothing left to do.
+func (d *Sim) Reap(key string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t := d.find(key)
+	if t == nil {
+		return fmt.Errorf("simulated database: no build-log table %q", key)
+	}
+	t.Rows -= t.oldRows
+	t.oldRows = 0
+	return nil
+}
+
 // Table returns a table by name ("pipeline_build_events_12") or owner
 // ("team/pipeline").
 func (d *Sim) Table(key string) (postgres.TableSize, bool) {
@@ -322,7 +337,11 @@ func (d *Sim) purgePlan(_ context.Context, c opmodel.Call) (opmodel.Plan, error)
 		}
 	}
 	if t == nil {
-		return opmodel.Plan{}, fmt.Errorf("%w: %s: pipeline %q not found in team %q on %s", errDatabase, postgres.OpPurge, pipeline, team, d.target)
+		err := fmt.Errorf("%w: %s: pipeline %q not found in team %q on %s", errDatabase, postgres.OpPurge, pipeline, team, d.target)
+		if c.Approved != nil {
+			return postgres.PurgeFound(opmodel.Plan{Op: postgres.OpPurge, Target: d.target, Summary: "nothing to purge"}, c, fmt.Sprintf("pipeline %q not found in team %q", pipeline, team)), nil
+		}
+		return opmodel.Plan{}, err
 	}
 	label := t.Team + "/" + t.Pipeline
 	attrs := map[string]string{"scope": t.Kind, "team": t.Team, "mode": mode}
@@ -338,7 +357,7 @@ func (d *Sim) purgePlan(_ context.Context, c opmodel.Call) (opmodel.Plan, error)
 		attrs["days"] = strconv.Itoa(days)
 		if t.oldRows == 0 {
 			plan.Summary = fmt.Sprintf("nothing to purge: no build of %s ended more than %d days ago without being reaped", label, days)
-			return plan, nil
+			return postgres.PurgeFound(plan, c, ""), nil
 		}
 		item.Detail = fmt.Sprintf("logs of builds older than %d days: ~%s rows (table ~%s rows, %s)", days, human.Count(t.oldRows), human.Count(t.Rows), humanBytes(t.Bytes))
 		plan.Summary = fmt.Sprintf("delete the logs of builds older than %d days from %s (%s): ~%s rows", days, t.Table, label, human.Count(t.oldRows))
