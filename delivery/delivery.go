@@ -10,6 +10,14 @@
 // Coalesce are sent at most once per Options.EditEvery per message, the
 // latest state winning, and Drain sends the last ones at shutdown.
 //
+// A chat server that accepts connections and never answers holds nobody
+// up: every chat call has a deadline of its own (Options.CallTimeout); a
+// channel whose posts are failing gets its new posts queued without a try
+// (the queue's probe finds out when chat answers again); and with Run, the
+// queue is posted by the outbox's own goroutine — a caller that must not
+// wait for chat at all (an Alertmanager webhook) posts with Meta.Queue,
+// and the engine's tick only wakes that goroutine.
+//
 // It is built as Alertmanager's notify pipeline is: one stage per concern
 // (sanitise, order, rate limit, coalesce, retry), in one place.
 package delivery
@@ -20,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -34,6 +43,11 @@ const (
 	DefaultMaxBackoff  = 8 * time.Minute
 	DefaultEditEvery   = 3 * time.Second
 	DefaultProbeEvery  = 5 * time.Second
+	// DefaultCallTimeout bounds one chat call (a post with its extra
+	// parts, an edit, an ephemeral answer).
+	DefaultCallTimeout = 20 * time.Second
+	// flushEvery is how often Run looks at the queue when nothing wakes it.
+	flushEvery = time.Second
 )
 
 // ErrGaveUp is returned for a post that can never be delivered (the
@@ -60,6 +74,11 @@ type Options struct {
 	ProbeEvery time.Duration
 	// EditEvery is the least time between two coalesced edits of one message.
 	EditEvery time.Duration
+	// CallTimeout is the deadline of each chat call the outbox makes, of
+	// its own whatever the caller's context says (default
+	// DefaultCallTimeout): a hung chat server fails the call, which is
+	// queued and retried, instead of holding the caller.
+	CallTimeout time.Duration
 }
 
 // Meta says who posts a message and what it is; it is stored with a
@@ -76,6 +95,11 @@ type Meta struct {
 	// Coalesce (edits): at most one edit of the message per EditEvery,
 	// the latest state wins.
 	Coalesce bool
+	// Queue: the caller never waits for chat. The post (or edit) is
+	// stored and posted by the outbox's goroutine (Run), at once when chat
+	// answers; its handle is Pending. Without Run it is tried at once, as
+	// any post (tests, a subsystem used on its own).
+	Queue bool
 }
 
 // Handle names a message: Ref once it is posted, else Pending, the
@@ -141,7 +165,28 @@ type Outbox struct {
 	// pausedUntil: the platform asked to slow down until then.
 	pausedUntil time.Time
 	seq         uint64
+	// running is set while Run posts the queue; wake wakes it.
+	running bool
+	wake    chan struct{}
+	// health is what the last chat calls said (Health).
+	health Health
 }
+
+// Health is what the outbox knows of chat: for /readyz and the logs.
+type Health struct {
+	// LastOK is when chat last took a post or an edit; LastFailure when a
+	// call last failed, with its error.
+	LastOK      time.Time
+	LastFailure time.Time
+	LastErr     string
+	// Waiting is how many posts and edits wait in the queue (given-up
+	// ones not counted), Oldest when the oldest of them first failed.
+	Waiting int
+	Oldest  time.Time
+}
+
+// Failing reports whether chat's last answer was a failure.
+func (h Health) Failing() bool { return h.LastFailure.After(h.LastOK) }
 
 // New returns an Outbox.
 func New(o Options) *Outbox {
@@ -163,11 +208,109 @@ func New(o Options) *Outbox {
 	if o.ProbeEvery <= 0 {
 		o.ProbeEvery = DefaultProbeEvery
 	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
 	if o.Store == nil {
 		o.Store = &memoryStore{items: map[string]runmodel.OutboxItem{}}
 	}
 	return &Outbox{o: o, receivers: map[string]Receiver{}, queue: map[string]runmodel.OutboxItem{}, unsaved: map[string]bool{},
-		delivered: map[string]bool{}, posted: map[string]chatmodel.MessageRef{}, lastEdit: map[string]time.Time{}, probed: map[string]time.Time{}}
+		delivered: map[string]bool{}, posted: map[string]chatmodel.MessageRef{}, lastEdit: map[string]time.Time{}, probed: map[string]time.Time{},
+		wake: make(chan struct{}, 1)}
+}
+
+// Run posts the queue until ctx ends: at once when a post is queued, and
+// every second for the retries that come due. While it runs, Flush only
+// wakes it, so the engine's tick never waits for chat, and Meta.Queue
+// posts are handed to it. It returns nil when ctx ends.
+func (o *Outbox) Run(ctx context.Context) error {
+	o.mu.Lock()
+	o.running = true
+	o.mu.Unlock()
+	defer func() {
+		o.mu.Lock()
+		o.running = false
+		o.mu.Unlock()
+	}()
+	t := time.NewTicker(flushEvery)
+	defer t.Stop()
+	for {
+		o.flush(ctx, false)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-o.wake:
+		case <-t.C:
+		}
+	}
+}
+
+// kick wakes Run (when it runs) to post what was just queued.
+func (o *Outbox) kick() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Running reports whether Run posts the queue.
+func (o *Outbox) Running() bool { return o.background() }
+
+// background reports whether Run posts the queue.
+func (o *Outbox) background() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.running
+}
+
+// call bounds one chat call by CallTimeout.
+func (o *Outbox) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, o.o.CallTimeout)
+}
+
+// Health reports what the outbox knows of chat.
+func (o *Outbox) Health() Health {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	h := o.health
+	for _, it := range o.queue {
+		if it.GaveUp || o.delivered[it.ID] {
+			continue
+		}
+		h.Waiting++
+		if q := it.Queued; !q.IsZero() && (h.Oldest.IsZero() || q.Before(h.Oldest)) {
+			h.Oldest = q
+		}
+	}
+	return h
+}
+
+// answered records a chat call's outcome for Health.
+func (o *Outbox) answered(err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	now := o.o.Now()
+	if err == nil {
+		o.health.LastOK = now
+		return
+	}
+	if _, limited := chatmodel.RetryAfter(err); limited || errors.Is(err, chatmodel.ErrCannotPost) {
+		return // chat answered: it refused this post, or asked to slow down
+	}
+	o.health.LastFailure, o.health.LastErr = now, chatmodel.UserMessage(err)
+}
+
+// failingLocked reports whether posts to channel are failing: one of its
+// queued items failed and is waiting for its retry. A new post then waits
+// in the queue too, instead of trying a chat that does not answer in the
+// caller's goroutine; the queue's probe finds out when it answers again.
+func (o *Outbox) failingLocked(channel string) bool {
+	for _, q := range o.queue {
+		if !q.GaveUp && q.LastErr != "" && channelOf(q) == channel && !o.delivered[q.ID] {
+			return true
+		}
+	}
+	return false
 }
 
 // Register sets the receiver of the sender from. Register every sender
@@ -270,13 +413,17 @@ func (o *Outbox) Post(ctx context.Context, to chatmodel.Conversation, m chatmode
 	it.To, it.Message = to, m
 	o.mu.Lock()
 	it.ID = o.newID("p")
-	wait := o.backlogLocked(it) || o.o.Now().Before(o.pausedUntil)
+	it.Message.PostKey = it.ID
+	wait := o.backlogLocked(it) || o.o.Now().Before(o.pausedUntil) || o.failingLocked(to.Channel) || meta.Queue && o.running
 	o.mu.Unlock()
 	if wait {
 		o.hold(ctx, it)
 		return Handle{Pending: it.ID}, nil
 	}
-	ref, err := o.o.Chat.Post(ctx, to, m)
+	cctx, cancel := o.call(ctx)
+	ref, err := o.o.Chat.Post(cctx, to, it.Message)
+	cancel()
+	o.answered(err)
 	if err != nil {
 		if gaveUp := o.failed(ctx, it, err); gaveUp {
 			return Handle{Pending: it.ID}, fmt.Errorf("%w: %w", ErrGaveUp, err)
@@ -316,6 +463,7 @@ func (o *Outbox) Reply(ctx context.Context, to chatmodel.Conversation, root Hand
 	it.To, it.Message, it.After = to, m.Clean(), root.Pending
 	o.mu.Lock()
 	it.ID = o.newID("p")
+	it.Message.PostKey = it.ID
 	o.mu.Unlock()
 	o.hold(ctx, it)
 	return Handle{Pending: it.ID}, nil
@@ -337,6 +485,7 @@ func (o *Outbox) Update(ctx context.Context, h Handle, m chatmodel.Message, meta
 		o.mu.Unlock()
 		switch {
 		case queued:
+			m.PostKey = q.Message.PostKey
 			q.Message = m
 			o.save(ctx, q)
 			return nil
@@ -354,7 +503,7 @@ func (o *Outbox) Update(ctx context.Context, h Handle, m chatmodel.Message, meta
 	now := o.o.Now()
 	o.mu.Lock()
 	_, pending := o.queue[it.ID]
-	wait := pending || now.Before(o.pausedUntil)
+	wait := pending || now.Before(o.pausedUntil) || o.failingLocked(ref.Channel) || meta.Queue && o.running
 	if meta.Coalesce {
 		if last, ok := o.lastEdit[it.ID]; ok && now.Sub(last) < o.o.EditEvery {
 			wait = true
@@ -380,7 +529,11 @@ func (o *Outbox) Update(ctx context.Context, h Handle, m chatmodel.Message, meta
 	o.mu.Lock()
 	o.lastEdit[it.ID] = now
 	o.mu.Unlock()
-	if err := o.o.Chat.Update(ctx, ref, m); err != nil {
+	cctx, cancel := o.call(ctx)
+	err := o.o.Chat.Update(cctx, ref, m)
+	cancel()
+	o.answered(err)
+	if err != nil {
 		if o.failed(ctx, it, err) {
 			return fmt.Errorf("%w: %w", ErrGaveUp, err)
 		}
@@ -393,6 +546,8 @@ func (o *Outbox) Update(ctx context.Context, h Handle, m chatmodel.Message, meta
 // Ephemeral shows a sanitised message to one person now. It is not queued:
 // it answers what the person just did.
 func (o *Outbox) Ephemeral(ctx context.Context, to chatmodel.Conversation, user chatmodel.User, m chatmodel.Message) error {
+	ctx, cancel := o.call(ctx)
+	defer cancel()
 	return o.o.Chat.Ephemeral(ctx, to, user, m.Clean())
 }
 
@@ -420,6 +575,7 @@ func (o *Outbox) hold(ctx context.Context, it runmodel.OutboxItem) {
 		it.NextTry = o.o.Now()
 	}
 	o.save(ctx, it)
+	o.kick()
 }
 
 // failed queues a failed item for a retry with backoff, or gives it up.
@@ -517,8 +673,15 @@ func (o *Outbox) write(ctx context.Context, it runmodel.OutboxItem, what string,
 }
 
 // Flush tries the queued items that are due, oldest first, keeping the
-// order within each thread. Call it often (the engine's tick does).
-func (o *Outbox) Flush(ctx context.Context) { o.flush(ctx, false) }
+// order within each thread. Call it often (the engine's tick does). While
+// Run runs, it only wakes Run: the caller does not wait for chat.
+func (o *Outbox) Flush(ctx context.Context) {
+	if o.background() {
+		o.kick()
+		return
+	}
+	o.flush(ctx, false)
+}
 
 // Drain sends the edits held back by coalescing now and tries every
 // queued item once (shutdown).
@@ -557,6 +720,7 @@ func (o *Outbox) flush(ctx context.Context, all bool) {
 	blocked := map[string]bool{} // threads whose earlier post is still queued
 	down := map[string]bool{}    // channels that failed in this flush
 	probing := map[string]bool{} // channels probed in this flush
+	up := map[string]bool{}      // channels that took a post in this flush
 	for _, it := range items {
 		if ctx.Err() != nil {
 			return
@@ -618,8 +782,9 @@ func (o *Outbox) flush(ctx context.Context, all bool) {
 			}
 			continue
 		}
-		if probe {
-			// chat is back: the rest of the channel's queue is due now
+		if !up[ch] {
+			// chat answered: the rest of the channel's queue is due now
+			up[ch] = true
 			o.recovered(ch)
 		}
 	}
@@ -633,7 +798,11 @@ func (o *Outbox) try(ctx context.Context, it runmodel.OutboxItem, probe bool) er
 		o.mu.Lock()
 		o.lastEdit[it.ID] = o.o.Now()
 		o.mu.Unlock()
-		if err := o.o.Chat.Update(ctx, it.Update, it.Message.Clean()); err != nil {
+		cctx, cancel := o.call(ctx)
+		err := o.o.Chat.Update(cctx, it.Update, it.Message.Clean())
+		cancel()
+		o.answered(err)
+		if err != nil {
 			o.retryFailed(ctx, it, err, probe)
 			return err
 		}
@@ -644,7 +813,14 @@ func (o *Outbox) try(ctx context.Context, it runmodel.OutboxItem, probe bool) er
 	if r.Posting != nil {
 		finish = r.Posting()
 	}
-	ref, err := o.o.Chat.Post(ctx, it.To, it.Message.Clean())
+	m := it.Message.Clean()
+	if m.PostKey == "" {
+		m.PostKey = it.ID // queued before posts had keys
+	}
+	cctx, cancel := o.call(ctx)
+	ref, err := o.o.Chat.Post(cctx, it.To, m)
+	cancel()
+	o.answered(err)
 	if err != nil {
 		if finish != nil {
 			finish()
@@ -660,6 +836,9 @@ func (o *Outbox) try(ctx context.Context, it runmodel.OutboxItem, probe bool) er
 			children = append(children, q)
 		}
 	}
+	// An edit of the post while it was on its way replaced the queued
+	// message: it becomes an edit of the post now made.
+	cur, queued := o.queue[it.ID]
 	o.mu.Unlock()
 	// replies waiting for this root now know their thread
 	for _, c := range children {
@@ -667,6 +846,11 @@ func (o *Outbox) try(ctx context.Context, it runmodel.OutboxItem, probe bool) er
 		o.save(ctx, c)
 	}
 	o.done(ctx, it)
+	if queued && !reflect.DeepEqual(cur.Message, it.Message) {
+		if err := o.Update(ctx, Handle{Ref: ref}, cur.Message, Meta{From: it.From, Key: it.Key, Queue: true}); err != nil {
+			o.o.Logger.Warn("editing a post changed while it was sent", "from", it.From, "key", it.Key, "err", err)
+		}
+	}
 	if r.Delivered != nil {
 		r.Delivered(ctx, it, ref)
 	}

@@ -27,9 +27,13 @@ type Posted struct {
 
 // Chat is a recording chatmodel.Chat. Fail(n) makes the next n calls fail;
 // Down and Up make every call fail until Up ("chat fails for a while, then
-// recovers"); RateLimit makes the next call answer a RateLimitedError.
+// recovers"); RateLimit makes the next call answer a RateLimitedError;
+// Hang makes every call wait, as a chat server that took the connection
+// and never answers, until Release (or the call's context ends).
 type Chat struct {
 	mu        sync.Mutex
+	hung      chan struct{} // closed by Release; nil when not hanging
+	waiting   int
 	posts     []Posted
 	edits     []Posted
 	failNext  int
@@ -56,6 +60,57 @@ func (c *Chat) RateLimit(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// Hang makes every later call wait until Release, or until the call's
+// context ends (then it fails with the context's error, as an HTTP client
+// whose deadline passed).
+func (c *Chat) Hang() {
+	c.mu.Lock()
+	if c.hung == nil {
+		c.hung = make(chan struct{})
+	}
+	c.mu.Unlock()
+}
+
+// Release ends Hang: the waiting calls go on (and succeed, unless the chat
+// is Down or failing).
+func (c *Chat) Release() {
+	c.mu.Lock()
+	if c.hung != nil {
+		close(c.hung)
+		c.hung = nil
+	}
+	c.mu.Unlock()
+}
+
+// Waiting is how many calls wait in Hang now.
+func (c *Chat) Waiting() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.waiting
+}
+
+// hang waits while the chat hangs (c.mu held; released while waiting).
+func (c *Chat) hang(ctx context.Context) error {
+	for c.hung != nil {
+		ch := c.hung
+		c.waiting++
+		c.mu.Unlock()
+		var err error
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		c.mu.Lock()
+		c.waiting--
+		if err != nil {
+			c.calls++
+			return err
+		}
+	}
+	return nil
+}
+
 func (c *Chat) fail() error {
 	c.calls++
 	switch {
@@ -72,9 +127,12 @@ func (c *Chat) fail() error {
 }
 
 // Post implements chatmodel.Chat.
-func (c *Chat) Post(_ context.Context, to chatmodel.Conversation, m chatmodel.Message) (chatmodel.MessageRef, error) {
+func (c *Chat) Post(ctx context.Context, to chatmodel.Conversation, m chatmodel.Message) (chatmodel.MessageRef, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.hang(ctx); err != nil {
+		return chatmodel.MessageRef{}, err
+	}
 	if err := c.fail(); err != nil {
 		return chatmodel.MessageRef{}, err
 	}
@@ -85,9 +143,12 @@ func (c *Chat) Post(_ context.Context, to chatmodel.Conversation, m chatmodel.Me
 }
 
 // Update implements chatmodel.Chat.
-func (c *Chat) Update(_ context.Context, ref chatmodel.MessageRef, m chatmodel.Message) error {
+func (c *Chat) Update(ctx context.Context, ref chatmodel.MessageRef, m chatmodel.Message) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.hang(ctx); err != nil {
+		return err
+	}
 	if err := c.fail(); err != nil {
 		return err
 	}

@@ -123,6 +123,12 @@ type Message struct {
 	RunID string      `json:"run_id,omitempty"`
 	Role  MessageRole `json:"role,omitempty"`
 	Step  string      `json:"step,omitempty"`
+	// PostKey names one post across its retries (the outbox sets it). A
+	// post whose outcome is unknown (the server took the request and did
+	// not answer in time) is sent again with the same key; an adapter
+	// whose platform can tell (Mattermost's pending_post_id) returns the
+	// post made the first time instead of posting it twice.
+	PostKey string `json:"post_key,omitempty"`
 }
 
 // Link is a link shown with a message.

@@ -16,6 +16,12 @@ var (
 	// succeed as it is (the bot is not in the channel, the channel is
 	// gone): the outbox gives it up instead of retrying.
 	ErrCannotPost = errors.New("cannot post there")
+	// ErrUnreachable is wrapped by chat adapters when the chat server did
+	// not answer at all (the connection refused or reset, no answer
+	// before the call's deadline: a server that hangs). Nothing is wrong
+	// with the request or the configuration; the error's text names the
+	// server and the last error.
+	ErrUnreachable = errors.New("the chat server did not answer")
 )
 
 // UserError is an error whose message is meant for the chat user as is
