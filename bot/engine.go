@@ -213,7 +213,9 @@ func New(o Options) (*Engine, error) {
 // wait polls, the outbox) until ctx ends. It returns nil on cancellation.
 func (e *Engine) Run(ctx context.Context) error {
 	e.work.setContext(ctx)
-	e.dir.resolveNames(ctx, e.set.approvals(), e.opts.Library)
+	// Warming the name cache asks the platform: a chat server that does
+	// not answer must not hold up resuming the runs and the timers.
+	e.work.background(func() { e.dir.resolveNames(ctx, e.set.approvals(), e.opts.Library) })
 	// A store that is briefly away as the process starts (PostgreSQL
 	// restarting under a new leader) delays resuming; it does not end
 	// the process.

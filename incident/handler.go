@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/groundcrew/groundcrew/model/chatmodel"
 	"github.com/groundcrew/groundcrew/model/runmodel"
@@ -131,10 +132,16 @@ func (h *Handler) reply(ctx context.Context, ev chatmodel.Event, text string) {
 	if to.Channel == "" {
 		to.Channel = ev.Message.Channel
 	}
+	// A deadline of its own: a chat that hangs holds this answer no longer.
+	ctx, cancel := context.WithTimeout(ctx, replyTimeout)
+	defer cancel()
 	if err := h.M.o.Chat.Ephemeral(ctx, to, ev.User, chatmodel.Message{Text: text}.Clean()); err != nil {
 		h.M.log.Warn("ephemeral reply failed", "user", ev.User.ID, "err", err)
 	}
 }
+
+// replyTimeout bounds a private answer to a person.
+const replyTimeout = 10 * time.Second
 
 const usage = "Usage: `/runbook incidents [unacked] [target=<target>] [all] [page <n>]` (the open incidents) · `/runbook incidents show <incident>` (its timeline) · `/runbook incidents ack <incident>`"
 

@@ -143,6 +143,9 @@ type Outbox interface {
 	Reply(ctx context.Context, to chatmodel.Conversation, root delivery.Handle, m chatmodel.Message, meta delivery.Meta) (delivery.Handle, error)
 	Update(ctx context.Context, h delivery.Handle, m chatmodel.Message, meta delivery.Meta) error
 	Register(from string, r delivery.Receiver)
+	// Pending lists the queued posts (an incident whose root waits there
+	// is not posted again).
+	Pending(ctx context.Context) []runmodel.OutboxItem
 }
 
 // Thread is the incident thread's conversation.

@@ -338,6 +338,7 @@ func TestAutostartReadOnlyIsADryRun(t *testing.T) {
 	require.NoError(t, err)
 	_, err = f.m.Signal(ctx, s)
 	require.NoError(t, err)
+	f.m.Wait() // it starts in the background: the signal never waits for it
 	require.Len(t, f.start.events, 1, "autostart once per incident")
 	ev := f.start.events[0]
 	assert.Equal(t, "worker-disk-full", ev.Runbook)

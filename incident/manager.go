@@ -79,6 +79,8 @@ type Manager struct {
 
 	mu    sync.Mutex
 	locks map[string]*keyLock
+	// work is the background work in flight (Wait).
+	work sync.WaitGroup
 }
 
 type keyLock struct {
@@ -112,8 +114,9 @@ const (
 	rootKey      = "root:"
 )
 
-// delivered records the reference of a root the outbox posted late (chat
-// was down when the incident opened).
+// delivered records the reference of a root the outbox posted (queued
+// when the incident opened), and starts the route's read-only steps in its
+// thread.
 func (m *Manager) delivered(ctx context.Context, it runmodel.OutboxItem, ref chatmodel.MessageRef) {
 	id, ok := strings.CutPrefix(it.Key, rootKey)
 	if !ok {
@@ -129,10 +132,11 @@ func (m *Manager) delivered(ctx context.Context, it runmodel.OutboxItem, ref cha
 		m.log.Error("recording the incident's message; its buttons and 👀 will not find it", "incident", id, "err", err)
 		return
 	}
-	m.log.Info("incident posted after a chat outage", "incident", id, "title", in.Title, "channel", in.Channel)
+	m.log.Info("incident posted", "incident", id, "title", in.Title, "channel", in.Channel, "queued_for", m.o.Now().Sub(in.OpenedAt).Round(time.Millisecond))
 	if w, ok := m.o.Chat.(chatmodel.ReactionWatcher); ok && in.State == StateOpen {
 		w.WatchReactions(ref)
 	}
+	m.maybeAutostart(in)
 }
 
 // lock serializes the handling of one key (store update, then chat posts).
@@ -266,8 +270,9 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 		m.audit(ctx, in, "", runmodel.ActionIncidentReopened, in.Title)
 	}
 	in = m.publish(ctx, in, what, diff, s.Why)
-	if (what == changeOpened || what == changeReopened) && in.Autostart && !in.Autostarted && in.Runbook != "" {
-		m.autostart(ctx, in)
+	if (what == changeOpened || what == changeReopened) && !in.Root.IsZero() {
+		// A new root is not posted yet: its delivery starts it.
+		m.maybeAutostart(in)
 	}
 	return in, nil
 }
@@ -362,13 +367,15 @@ func (in *Incident) add(e Entry) {
 
 // publish posts the root message (when there is none yet: a new incident,
 // or one whose root was given up) or updates it, and says what changed in
-// the thread — all through the outbox: when chat is down, the messages
-// wait there in order, and go out when it is back (restarts included).
+// the thread — all through the outbox, queued (Meta.Queue): the caller (an
+// Alertmanager webhook, a poll) never waits for chat; the outbox's
+// goroutine posts them in order, at once when chat answers, and when chat
+// is down or hangs they wait in the store (restarts included).
 func (m *Manager) publish(ctx context.Context, in *Incident, what change, diff evidenceDiff, why string) *Incident {
 	root := m.render(in)
 	if in.root().IsZero() {
 		h, err := m.o.Outbox.Post(ctx, chatmodel.Conversation{Platform: in.Platform, Channel: in.Channel}, root,
-			delivery.Meta{From: deliveryFrom, Key: rootKey + in.ID})
+			delivery.Meta{From: deliveryFrom, Key: rootKey + in.ID, Queue: true})
 		if err != nil {
 			m.log.Error("posting incident: chat refused it for good; the next signal tries again", "incident", in.ID, "channel", in.Channel, "err", err)
 			return in
@@ -385,9 +392,7 @@ func (m *Manager) publish(ctx context.Context, in *Incident, what change, diff e
 		} else {
 			in = up
 		}
-		if h.Ref.IsZero() {
-			m.log.Warn("chat is not taking posts: the incident waits in the outbox", "incident", in.ID, "channel", in.Channel)
-		}
+
 		// The root is the summary; its thread says what it leaves out.
 		if text := firingText(in.Evidence); text != "" {
 			m.postThread(ctx, in, chatmodel.Message{Text: text})
@@ -427,7 +432,7 @@ func (m *Manager) edit(ctx context.Context, in *Incident, msg chatmodel.Message)
 	if in.root().IsZero() {
 		return
 	}
-	if err := m.o.Outbox.Update(ctx, in.root(), msg, delivery.Meta{From: deliveryFrom, Key: in.ID, Coalesce: true}); err != nil {
+	if err := m.o.Outbox.Update(ctx, in.root(), msg, delivery.Meta{From: deliveryFrom, Key: in.ID, Coalesce: true, Queue: true}); err != nil {
 		m.log.Warn("updating incident message", "incident", in.ID, "err", err)
 	}
 }
@@ -453,7 +458,7 @@ func (m *Manager) postThread(ctx context.Context, in *Incident, msg chatmodel.Me
 		return
 	}
 	to := chatmodel.Conversation{Platform: in.Platform, Channel: in.Channel}
-	if _, err := m.o.Outbox.Reply(ctx, to, in.root(), msg, delivery.Meta{From: deliveryFrom, Key: in.ID}); err != nil {
+	if _, err := m.o.Outbox.Reply(ctx, to, in.root(), msg, delivery.Meta{From: deliveryFrom, Key: in.ID, Queue: true}); err != nil {
 		m.log.Error("posting in incident thread: chat refused it for good", "incident", in.ID, "err", err)
 	}
 }
@@ -570,11 +575,49 @@ func (m *Manager) Run(ctx context.Context, in *Incident, who chatmodel.User, eve
 	return m.o.Starter.StartRun(ctx, req)
 }
 
-func (m *Manager) autostart(ctx context.Context, in *Incident) {
-	if err := m.Run(ctx, in, BotUser, "", true); err != nil {
-		m.log.Error("autostarting the read-only steps", "incident", in.ID, "err", err)
+// maybeAutostart starts the route's read-only steps (a dry run by
+// @groundcrew) in the incident's thread, once, in the background: starting
+// a run posts to chat, and nobody who signalled the incident waits for
+// that. The thread must exist (the root posted).
+func (m *Manager) maybeAutostart(in *Incident) {
+	if !in.Autostart || in.Autostarted || in.Runbook == "" || in.State != StateOpen || in.Root.IsZero() || m.o.Starter == nil {
+		return
 	}
+	m.background(func(ctx context.Context) {
+		unlock := m.lock(in.Key)
+		cur, err := m.o.Store.GetIncident(ctx, in.ID)
+		unlock()
+		if err != nil || cur.Autostarted || cur.State != StateOpen {
+			return
+		}
+		if err := m.Run(ctx, cur, BotUser, "", true); err != nil {
+			m.log.Error("autostarting the read-only steps", "incident", in.ID, "err", err)
+		}
+	})
 }
+
+// backgroundTimeout bounds the manager's background work (an autostart).
+const backgroundTimeout = 5 * time.Minute
+
+// background runs fn in a goroutine Wait waits for, with a context of its
+// own (not the request's that started it).
+func (m *Manager) background(fn func(ctx context.Context)) {
+	m.work.Add(1)
+	go func() {
+		defer m.work.Done()
+		defer func() {
+			if p := recover(); p != nil {
+				m.log.Error("panic in incident background work", "panic", p)
+			}
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), backgroundTimeout)
+		defer cancel()
+		fn(ctx)
+	}()
+}
+
+// Wait waits for the manager's background work (autostarts) to finish.
+func (m *Manager) Wait() { m.work.Wait() }
 
 // ErrSilenced is returned when an incident already has a silence.
 var ErrSilenced = errors.New("already silenced")
@@ -793,9 +836,15 @@ func (m *Manager) Republish(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listing open incidents: %w", err)
 	}
+	queued := map[string]bool{}
+	for _, it := range m.o.Outbox.Pending(ctx) {
+		if id, ok := strings.CutPrefix(it.Key, rootKey); ok && it.From == deliveryFrom && !it.GaveUp {
+			queued[id] = true
+		}
+	}
 	for _, in := range ins {
-		if !in.root().IsZero() {
-			continue
+		if !in.root().IsZero() || queued[in.ID] {
+			continue // posted, or its root waits in the outbox
 		}
 		unlock := m.lock(in.Key)
 		if cur, err := m.o.Store.GetIncident(ctx, in.ID); err == nil && cur.root().IsZero() && cur.State != StateResolved {
