@@ -130,13 +130,15 @@ func (c *Checkpointer) Post(ctx context.Context) error {
 	if c.posted != nil && *c.posted == h {
 		return nil
 	}
-	posted, err := c.o.Outbox.Post(ctx, chatmodel.Conversation{Platform: c.o.Platform, Channel: c.o.Channel}, Message(h, c.o.Now()), delivery.Meta{From: From, Key: h.String()})
+	// Queued: the checkpoint never waits for chat (serve posts it from the
+	// outbox's goroutine; without one it is tried at once).
+	posted, err := c.o.Outbox.Post(ctx, chatmodel.Conversation{Platform: c.o.Platform, Channel: c.o.Channel}, Message(h, c.o.Now()), delivery.Meta{From: From, Key: h.String(), Queue: true})
 	if err != nil {
 		return fmt.Errorf("posting the audit head to %s: %w", c.o.Channel, err)
 	}
 	c.posted = &h
 	if posted.Ref.IsZero() {
-		c.o.Logger.Warn("audit head queued: chat did not take it; the outbox posts it once it does", "head", h.String(), "channel", c.o.Channel)
+		c.o.Logger.Info("audit head queued for chat: the outbox posts it", "head", h.String(), "channel", c.o.Channel)
 		return nil
 	}
 	c.o.Logger.Info("audit head posted", "head", h.String(), "channel", c.o.Channel)

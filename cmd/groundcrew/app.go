@@ -210,8 +210,8 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 		return nil, err
 	}
 	a.chat, a.console, a.groupTTL = ad.Chat, ad.Console, ad.GroupTTL
-	// Every post of every subsystem goes through one durable outbox (the
-	// engine's tick flushes it; shutdown drains it).
+	// Every post of every subsystem goes through one durable outbox
+	// (posted by its own goroutine, run; shutdown drains it).
 	a.outbox = delivery.New(delivery.Options{Chat: a.chat, Store: db, Logger: a.log.With("component", "delivery"), Now: o.Now})
 	if ad.Handler != nil {
 		a.mux.Handle(ad.Path, ad.Handler)
@@ -296,6 +296,19 @@ func (a *app) close() {
 func (a *app) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	if !a.console {
+		// The outbox posts from a goroutine of its own: nothing that
+		// posts (a webhook, the engine's tick) waits for a chat server
+		// that does not answer. The console never hangs, and keeps its
+		// transcript in the order things happen.
+		g.Go(func() error { return a.outbox.Run(gctx) })
+	}
+	// The endpoints (the Alertmanager webhook first) are served from the
+	// start, whatever chat does.
+	if err := a.serveHTTP(gctx, g); err != nil {
+		return err
+	}
 	// The first checkpoint is posted before anything else runs, so it is
 	// where people expect it (first in a console transcript); the
 	// scheduler posts the next ones.
@@ -304,15 +317,11 @@ func (a *app) run(ctx context.Context) error {
 		a.log.Error("audit checkpoint not posted", "err", err)
 	}
 	pcancel()
-	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return a.eng.Run(gctx) })
 	g.Go(func() error { return a.digests.Run(gctx) })
 	g.Go(func() error { return a.audit.Run(gctx) })
 	g.Go(func() error { return a.incidents.run(gctx) })
 	g.Go(func() error { return a.serveReloads(gctx) })
-	if err := a.serveHTTP(gctx, g); err != nil {
-		return err
-	}
 	if err := a.serveAdmin(gctx, g); err != nil {
 		if !a.console {
 			return err

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/groundcrew/groundcrew/adapters/concourse"
@@ -46,9 +47,30 @@ func checkSetup(ctx context.Context, cfg *config.Config, reg *opmodel.Registry, 
 	if k.Runbooks == nil {
 		k.Runbooks = []*runbookmodel.Runbook{}
 	}
+	// A platform that does not answer is asked once: the other names are
+	// not checked (warnings), instead of each waiting out its deadline
+	// while serve is not serving yet.
+	var unreachable error
+	var mu sync.Mutex
+	ask := func(lookup func() error) error {
+		mu.Lock()
+		down := unreachable
+		mu.Unlock()
+		if down != nil {
+			return fmt.Errorf("not asked: %w to an earlier look-up", chatmodel.ErrUnreachable)
+		}
+		err := lookup()
+		if errors.Is(err, chatmodel.ErrUnreachable) {
+			mu.Lock()
+			unreachable = err
+			mu.Unlock()
+		}
+		return err
+	}
 	if ir, ok := chat.(chatmodel.IdentityResolver); ok {
 		k.User = func(ctx context.Context, name string) (string, string, error) {
-			u, err := ir.ResolveUser(ctx, name)
+			var u chatmodel.User
+			err := ask(func() (err error) { u, err = ir.ResolveUser(ctx, name); return err })
 			if errors.Is(err, chatmodel.ErrNotFound) {
 				// The adapter's error stays in the chain: it may say
 				// which known name is close (did-you-mean).
@@ -62,7 +84,8 @@ func checkSetup(ctx context.Context, cfg *config.Config, reg *opmodel.Registry, 
 	}
 	if gr, ok := chat.(chatmodel.GroupResolver); ok {
 		k.Members = func(ctx context.Context, group string) ([]string, error) {
-			ids, err := gr.GroupMembers(ctx, group)
+			var ids []string
+			err := ask(func() (err error) { ids, err = gr.GroupMembers(ctx, group); return err })
 			if errors.Is(err, chatmodel.ErrNotFound) {
 				return nil, fmt.Errorf("%s: %w: %w", group, policy.ErrUnknown, err)
 			}

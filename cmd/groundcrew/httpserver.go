@@ -4,10 +4,10 @@ package main
 // included):
 //
 //	/healthz  liveness: the process answers (always 200 "ok")
-//	/readyz   readiness: 200 only when the store is open, the chat connection
-//	          is up and the configuration is loaded; per-target reachability
-//	          and login in the JSON body (a target down does not make the bot
-//	          unready)
+//	/readyz   readiness: 200 only when the store is open and the
+//	          configuration is loaded; the chat connection, per-target
+//	          reachability and login in the JSON body (chat or a target down
+//	          does not make the bot unready: it still takes webhooks)
 //	/metrics  Prometheus metrics (package metrics)
 //
 // Chat adapters and other subsystems mount their handlers on a.mux in newApp
@@ -77,18 +77,41 @@ func (a *app) routes() {
 	a.metrics.Ready(func() bool { return a.readiness().Ready })
 }
 
-// chatConnected reports whether the chat connection is up: the adapter runs
-// and, when it can tell, says it is connected.
-func (a *app) chatConnected() bool {
+// chatConnected reports whether the chat connection is up: the adapter runs,
+// says it is connected when it can tell, and chat's last answer to a post
+// or an edit was not a failure (a server that hangs keeps its WebSocket
+// for a while; its posts time out at once).
+func (a *app) chatConnected() bool { return a.chatState() == "ok" }
+
+// chatState is /readyz's chat check: "ok", or what is wrong.
+func (a *app) chatState() string {
 	if !a.health.chatUp.Load() {
-		return false
+		return "not connected"
 	}
-	if c, ok := a.chat.(interface{ Connected() bool }); ok {
-		return c.Connected()
+	if c, ok := a.chat.(interface{ Connected() bool }); ok && !c.Connected() {
+		return "not connected"
 	}
-	return true
+	if a.outbox == nil {
+		return "ok"
+	}
+	h := a.outbox.Health()
+	if !h.Failing() {
+		return "ok"
+	}
+	text := fmt.Sprintf("not answering since %s: %s", h.LastFailure.UTC().Format(time.RFC3339), h.LastErr)
+	if h.Waiting > 0 {
+		text += fmt.Sprintf(" — %d post(s) wait in the outbox", h.Waiting)
+		if !h.Oldest.IsZero() {
+			text += ", the oldest since " + h.Oldest.UTC().Format(time.RFC3339)
+		}
+	}
+	return text
 }
 
+// readiness is /readyz. Chat is reported, and does not make the bot
+// unready: while chat is down or hangs the bot must still be sent the
+// Alertmanager webhook (it stores the incident and queues its posts), and
+// a 503 would take it out of its Service.
 func (a *app) readiness() readyBody {
 	b := readyBody{Ready: true, Checks: map[string]string{"config": "ok", "store": "ok", "chat": "ok"}}
 	if a.cfg == nil {
@@ -99,9 +122,7 @@ func (a *app) readiness() readyBody {
 	} else if err := a.db.Ping(); err != nil {
 		b.Checks["store"], b.Ready = err.Error(), false
 	}
-	if !a.chatConnected() {
-		b.Checks["chat"], b.Ready = "not connected", false
-	}
+	b.Checks["chat"] = a.chatState()
 	a.health.mu.Lock()
 	b.Targets = make(map[string]targetStatus, len(a.health.targets))
 	for k, v := range a.health.targets {

@@ -140,9 +140,10 @@ func TestServe_TargetDownIsStillReady(t *testing.T) {
 	assert.Contains(t, metrics, `groundcrew_api_errors_total{api="concourse",reason="transport",target="down"}`)
 }
 
-// TestReadyz_NotReadyWithoutChat: before the chat adapter runs (and once
-// it stopped) /readyz is 503 and says why.
-func TestReadyz_NotReadyWithoutChat(t *testing.T) {
+// TestReadyz_NotReadyWithoutStore: without the store /readyz is 503 and
+// says why; chat not connected is said too, and does not by itself make
+// the bot unready (it must still be sent the Alertmanager webhook).
+func TestReadyz_NotReadyWithoutStore(t *testing.T) {
 	a := &app{cfg: emptyConfig(), mux: http.NewServeMux()}
 	b := a.readiness()
 	assert.False(t, b.Ready)
