@@ -32,6 +32,14 @@ const (
 // place of a post id (which never has a colon).
 func userScope(user, channel string) string { return "user:" + user + ":" + channel }
 
+// channelScope is what a button of a new post is signed for: its channel.
+// The post's id is the server's to choose, and the buttons are created
+// with the post, in one write; an edit of the post signs them for its id.
+func channelScope(channel string) string { return "channel:" + channel }
+
+// scopeChannel is ctxScope's value for a button signed for its channel.
+const scopeChannel = "channel"
+
 // errBadSignature is returned for a button context that fails verification.
 var errBadSignature = errors.New("button signature does not match")
 
@@ -67,8 +75,11 @@ func (a *Adapter) verifyContext(req model.PostActionIntegrationRequest) (action,
 	str := func(k string) string { s, _ := c[k].(string); return s }
 	action, value, thread = str(ctxAction), str(ctxValue), str(ctxThread)
 	postID := req.PostId
-	if str(ctxScope) == "user" && req.UserId != "" && req.ChannelId != "" {
+	switch {
+	case str(ctxScope) == "user" && req.UserId != "" && req.ChannelId != "":
 		postID = userScope(req.UserId, req.ChannelId)
+	case str(ctxScope) == scopeChannel && req.ChannelId != "":
+		postID = channelScope(req.ChannelId)
 	}
 	got, decErr := hex.DecodeString(str(ctxSig))
 	if postID == "" || action == "" || decErr != nil || len(got) != sha256.Size {

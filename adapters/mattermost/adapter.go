@@ -208,11 +208,13 @@ func (a *Adapter) startOnce(ctx context.Context) error {
 
 	// Permalinks should use the URL people open, which may differ from the
 	// one the bot uses (an internal address). Best effort.
-	if cc, _, err := a.client.GetClientConfig(ctx, ""); err == nil && cc["SiteURL"] != "" {
+	cctx, cancel := context.WithTimeout(ctx, a.callTimeout())
+	if cc, _, err := a.client.GetClientConfig(cctx, ""); err == nil && cc["SiteURL"] != "" {
 		a.mu.Lock()
 		a.siteURL = strings.TrimRight(cc["SiteURL"], "/")
 		a.mu.Unlock()
 	}
+	cancel()
 
 	if a.cfg.team != "" {
 		var team *model.Team

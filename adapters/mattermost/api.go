@@ -27,18 +27,35 @@ type APIError struct {
 	ID         string        // Mattermost's error id ("api.post.create_post.root_id.app_error"), if any
 	RetryAfter time.Duration // from the Retry-After header of a 429
 	Err        error
+	// Server is the server's URL, said when it did not answer.
+	Server string
+	// Timeout is set when the server took the request and did not answer
+	// within the call's deadline (a server that hangs).
+	Timeout time.Duration
 }
 
-// Error implements error.
+// Error implements error. A server that did not answer is said as such,
+// with its URL: nothing is wrong with the request or the configuration.
 func (e *APIError) Error() string {
-	if e.StatusCode == 0 {
+	switch {
+	case e.StatusCode == 0 && e.Timeout > 0:
+		return fmt.Sprintf("%s: mattermost at %s did not answer within %s (%v)", e.Op, e.Server, e.Timeout, e.Err)
+	case e.StatusCode == 0 && e.Server != "":
+		return fmt.Sprintf("%s: mattermost at %s is unreachable: %v", e.Op, e.Server, e.Err)
+	case e.StatusCode == 0:
 		return fmt.Sprintf("%s: %v", e.Op, e.Err)
 	}
 	return fmt.Sprintf("%s: HTTP %d: %v", e.Op, e.StatusCode, e.Err)
 }
 
-// Unwrap returns the underlying error.
-func (e *APIError) Unwrap() error { return e.Err }
+// Unwrap returns the underlying error, and chatmodel.ErrUnreachable when
+// the server did not answer.
+func (e *APIError) Unwrap() []error {
+	if e.StatusCode == 0 && e.Server != "" {
+		return []error{e.Err, chatmodel.ErrUnreachable}
+	}
+	return []error{e.Err}
+}
 
 // Retryable reports whether trying the same call again later may succeed.
 func (e *APIError) Retryable() bool {
@@ -108,6 +125,7 @@ type retryPolicy struct {
 	minWait      time.Duration // wait after a 429 without Retry-After, and first backoff
 	maxWait      time.Duration // cap for any single wait
 	channelSpace time.Duration // minimum gap between two writes to one channel
+	callTimeout  time.Duration // deadline of one try
 }
 
 var defaultRetry = retryPolicy{
@@ -115,11 +133,15 @@ var defaultRetry = retryPolicy{
 	minWait:      500 * time.Millisecond,
 	maxWait:      60 * time.Second,
 	channelSpace: 100 * time.Millisecond,
+	callTimeout:  10 * time.Second,
 }
 
 // call runs fn, retrying on 429 (always: the server refused the request
 // before doing anything) and, for idempotent calls, on transport errors and
-// 5xx. It returns the last error, wrapped in *APIError.
+// 5xx. Each try has a deadline of its own (callTimeout); a try that ran out
+// of it is not repeated here — the server took the request and does not
+// answer, and the caller (the outbox) retries later rather than wait
+// again. It returns the last error, wrapped in *APIError.
 func (a *Adapter) call(ctx context.Context, op string, idempotent bool, fn func(ctx context.Context) (*model.Response, error)) error {
 	var last *APIError
 	wait := a.retry.minWait
@@ -133,13 +155,22 @@ func (a *Adapter) call(ctx context.Context, op string, idempotent bool, fn func(
 			}
 			return fmt.Errorf("%s: %w", op, err)
 		}
-		resp, err := fn(ctx)
+		tctx, cancel := context.WithTimeout(ctx, a.callTimeout())
+		resp, err := fn(tctx)
+		timedOut := err != nil && tctx.Err() != nil && ctx.Err() == nil
+		cancel()
 		if err == nil {
 			return nil
 		}
 		last = apiError(op, resp, err)
+		if last.StatusCode == 0 && ctx.Err() == nil {
+			last.Server = a.cfg.url
+			if timedOut {
+				last.Timeout = a.callTimeout()
+			}
+		}
 		retry := last.StatusCode == http.StatusTooManyRequests ||
-			(idempotent && last.Retryable() && ctx.Err() == nil)
+			(idempotent && last.Retryable() && ctx.Err() == nil && !timedOut)
 		if !retry || attempt >= a.retry.attempts {
 			if last.StatusCode == http.StatusTooManyRequests {
 				return rateLimited(fmt.Errorf("%w: %w", ErrRateLimited, last), last)
@@ -162,6 +193,14 @@ func (a *Adapter) call(ctx context.Context, op string, idempotent bool, fn func(
 	}
 }
 
+// callTimeout is the deadline of one try of a call.
+func (a *Adapter) callTimeout() time.Duration {
+	if a.retry.callTimeout > 0 {
+		return a.retry.callTimeout
+	}
+	return defaultRetry.callTimeout
+}
+
 // rateLimited is the chat vocabulary's typed rate-limit error around err,
 // with the server's Retry-After, so callers (the outbox) can honour it.
 func rateLimited(err error, last *APIError) error {
@@ -175,9 +214,12 @@ type channelQueue struct {
 	lanes map[string]*lane
 }
 
+// lane is one channel's turn: a one-slot semaphore a waiter can give up on
+// when its context ends (a write stuck on a server that hangs holds the
+// lane until its deadline; nobody waits longer than their own).
 type lane struct {
-	mu   sync.Mutex
-	last time.Time
+	turn chan struct{}
+	last time.Time // guarded by holding the turn
 }
 
 // do runs fn while holding the channel's lane, after the minimum spacing.
@@ -189,13 +231,17 @@ func (q *channelQueue) do(ctx context.Context, channel string, space time.Durati
 	}
 	l := q.lanes[channel]
 	if l == nil {
-		l = &lane{}
+		l = &lane{turn: make(chan struct{}, 1)}
 		q.lanes[channel] = l
 	}
 	q.mu.Unlock()
 
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	select {
+	case l.turn <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for an earlier write to channel %s: %w", channel, ctx.Err())
+	}
+	defer func() { <-l.turn }()
 	if d := time.Until(l.last.Add(space)); d > 0 {
 		t := time.NewTimer(d)
 		select {

@@ -58,6 +58,31 @@ type fakeMM struct {
 	userGroups map[string][]string
 	// onPatch, when set, runs (without the lock) before a patch is applied.
 	onPatch func(postID string)
+	// frozen holds every REST request (the WebSocket excepted) until
+	// thaw, as a server stopped with SIGSTOP: the requests are taken
+	// and answered — done — once it runs again, whether the client still
+	// waits or not.
+	frozen chan struct{}
+	// pending maps a pending_post_id to the post created with it, as the
+	// server's 30 s cache does: a second create returns that post.
+	pending map[string]string
+}
+
+// freeze makes the server take requests and not answer them until thaw.
+func (f *fakeMM) freeze() {
+	f.mu.Lock()
+	f.frozen = make(chan struct{})
+	f.mu.Unlock()
+}
+
+// thaw lets the held requests and the next ones through.
+func (f *fakeMM) thaw() {
+	f.mu.Lock()
+	if f.frozen != nil {
+		close(f.frozen)
+		f.frozen = nil
+	}
+	f.mu.Unlock()
 }
 
 type throttle struct {
@@ -95,6 +120,11 @@ func newFakeMM(t *testing.T) *fakeMM {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 			key := r.Method + " " + r.URL.Path
 			f.mu.Lock()
+			if frozen := f.frozen; frozen != nil && r.URL.Path != "/api/v4/websocket" {
+				f.mu.Unlock()
+				<-frozen
+				f.mu.Lock()
+			}
 			f.calls = append(f.calls, key)
 			th, throttled := f.throttle[key]
 			if throttled {
@@ -411,10 +441,20 @@ func (f *fakeMM) createPost(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if id, seen := f.pending[p.PendingPostId]; seen && p.PendingPostId != "" {
+		f.writeJSONLocked(w, f.posts[id])
+		return
+	}
 	p.Id = f.newIDLocked()
 	p.UserId = botID
 	p.CreateAt = time.Now().UnixMilli() + int64(f.seq) // strictly increasing
 	f.posts[p.Id] = &p
+	if p.PendingPostId != "" {
+		if f.pending == nil {
+			f.pending = map[string]string{}
+		}
+		f.pending[p.PendingPostId] = p.Id
+	}
 	f.writeJSONLocked(w, &p)
 }
 

@@ -2,6 +2,8 @@ package mattermost
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -18,10 +20,14 @@ const errIDRootID = "api.post.create_post.root_id.app_error"
 
 // Post implements chatmodel.Chat. The message is posted by the bot account; with
 // to.Thread it is a reply in that thread (a reply's id is mapped to its
-// root). Buttons are added right after creation, because their signature
-// covers the new post's id. Content over Mattermost's size limit goes to
-// extra replies in the thread. Broadcast replies are announced in the
-// channel with a short post linking the thread.
+// root). It is one write, buttons included: a new post's buttons are
+// signed for its channel (its id is the server's to choose); an edit signs
+// them for the post. m.PostKey is sent as Mattermost's pending_post_id:
+// the same post sent again (its first try timed out on a server that took
+// it) within 30 s of the server taking the first is not posted twice.
+// Content over Mattermost's size limit goes to extra replies in the
+// thread. Broadcast replies are announced in the channel with a short
+// post linking the thread.
 func (a *Adapter) Post(ctx context.Context, to chatmodel.Conversation, m chatmodel.Message) (chatmodel.MessageRef, error) {
 	channel, err := a.channelID(ctx, to.Channel)
 	if err != nil {
@@ -31,8 +37,9 @@ func (a *Adapter) Post(ctx context.Context, to chatmodel.Conversation, m chatmod
 		m.Text = a.mentions(ctx, m.Mentions) + m.Text
 	}
 	r := render(m, false)
-	post := &model.Post{ChannelId: channel, RootId: to.Thread, Message: r.message, FileIds: a.uploadFiles(ctx, channel, m.Files)}
-	if atts := a.attachments(r, nil, "", ""); atts != nil {
+	post := &model.Post{ChannelId: channel, RootId: to.Thread, Message: r.message, FileIds: a.uploadFiles(ctx, channel, m.Files),
+		PendingPostId: pendingPostID(m.PostKey)}
+	if atts := a.attachments(r, m.Buttons, channelScope(channel), to.Thread); atts != nil {
 		post.AddProp(model.PostPropsAttachments, atts)
 	}
 	created, err := a.createPost(ctx, post)
@@ -41,27 +48,19 @@ func (a *Adapter) Post(ctx context.Context, to chatmodel.Conversation, m chatmod
 	}
 	ref := chatmodel.MessageRef{Platform: Platform, Channel: channel, ID: created.Id, Thread: created.RootId}
 	a.watches.add(ref, a.now(), true)
-
-	if len(m.Buttons) > 0 && a.buttonsEnabled() {
-		if err := a.patch(ctx, ref, r, m.Buttons); err != nil {
-			// The message is there; users can still react. Posting it again
-			// would duplicate it, so this is logged, not returned.
-			a.log.Error("could not add buttons; users can react instead", "post", ref.ID, "err", err)
-		}
-	}
 	root := created.RootId
 	if root == "" {
 		root = created.Id
 	}
 	for i, part := range r.overflow {
-		if _, err := a.createPost(ctx, &model.Post{ChannelId: channel, RootId: root, Message: part}); err != nil {
+		if _, err := a.createPost(ctx, &model.Post{ChannelId: channel, RootId: root, Message: part, PendingPostId: pendingPostID(partKey(m.PostKey, fmt.Sprint("part", i+1)))}); err != nil {
 			a.log.Error("could not post the rest of a long message", "post", ref.ID, "part", i+1, "of", len(r.overflow), "err", err)
 			break
 		}
 	}
 	if m.Broadcast && created.RootId != "" {
 		link := fmt.Sprintf("%s · [open thread](%s)", firstLine(r.message), a.permalink(created.Id))
-		if _, err := a.createPost(ctx, &model.Post{ChannelId: channel, Message: link}); err != nil {
+		if _, err := a.createPost(ctx, &model.Post{ChannelId: channel, Message: link, PendingPostId: pendingPostID(partKey(m.PostKey, "broadcast"))}); err != nil {
 			a.log.Error("could not announce a thread reply in the channel", "post", ref.ID, "err", err)
 		}
 	}
@@ -194,6 +193,26 @@ func (a *Adapter) releaseFallback(key string) {
 	delete(a.fallbackSent, key)
 }
 
+// pendingPostID is the pending_post_id of a post with key: Mattermost
+// keeps it 30 s, and a second create with it returns the first post.
+// Mattermost's own clients send "<user id>:<ms>"; any string up to the
+// field's size is taken.
+func pendingPostID(key string) string {
+	if key == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte("groundcrew/post/" + key))
+	return "gc:" + hex.EncodeToString(sum[:16])
+}
+
+// partKey is the key of an extra post of the post with key ("" for none).
+func partKey(key, part string) string {
+	if key == "" {
+		return ""
+	}
+	return key + "/" + part
+}
+
 // createPost creates a post through the channel's queue. A RootId that
 // turns out to be a reply is replaced by that reply's root, once.
 func (a *Adapter) createPost(ctx context.Context, post *model.Post) (*model.Post, error) {
@@ -288,23 +307,32 @@ func (a *Adapter) channelID(ctx context.Context, ch string) (string, error) {
 	}
 	a.mu.Lock()
 	id, cached := a.channelIDs[name]
-	teamID := a.teamID
 	a.mu.Unlock()
 	if cached {
 		return id, nil
 	}
-	if teamID == "" {
+	if a.cfg.team == "" {
 		return "", fmt.Errorf("resolving channel %s: chat.mattermost.team must be set to use channel names", ch)
 	}
+	// The team is looked up at start; when the server did not answer then
+	// (it hangs, or is down), it is looked up now, and that error is said.
+	teamID, err := a.team(ctx)
+	if err != nil {
+		return "", fmt.Errorf("resolving channel %s: %w", ch, err)
+	}
 	var c *model.Channel
-	err := a.call(ctx, "looking up channel "+ch, true, func(ctx context.Context) (*model.Response, error) {
+	err = a.call(ctx, "looking up channel "+ch, true, func(ctx context.Context) (*model.Response, error) {
 		var resp *model.Response
 		var err error
 		c, resp, err = a.client.GetChannelByName(ctx, name, teamID, "")
 		return resp, err
 	})
-	if err != nil {
+	switch s := statusOf(err); {
+	case err == nil:
+	case s == http.StatusNotFound || s == http.StatusForbidden:
 		return "", fmt.Errorf("resolving channel %s in team %s (use the channel's URL name and add the bot to it): %w", ch, a.cfg.team, err)
+	default:
+		return "", fmt.Errorf("resolving channel %s in team %s: %w", ch, a.cfg.team, err)
 	}
 	a.mu.Lock()
 	a.channelIDs[name] = c.Id

@@ -3,6 +3,7 @@ package mattermost
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -82,6 +83,10 @@ func TestPost_RefusedForGoodIsSaidSo(t *testing.T) {
 	}
 }
 
+// TestPost_ButtonsAreSignedForThePost: a new post is one write, its
+// buttons included, signed for its channel (its id is the server's to
+// choose); an edit signs them for the post. A context copied to another
+// channel or post does not verify.
 func TestPost_ButtonsAreSignedForThePost(t *testing.T) {
 	f := newFakeMM(t)
 	a := newTestAdapter(t, f, nil)
@@ -95,6 +100,7 @@ func TestPost_ButtonsAreSignedForThePost(t *testing.T) {
 		Buttons: []chatmodel.Button{{Action: "approve", Label: "Approve", Value: "r1/5", Style: "primary"}, {Action: "reject", Label: "Reject", Value: "r1/5", Style: "danger"}},
 	})
 	require.NoError(t, err)
+	assert.Zero(t, f.callCount("PUT /api/v4/posts/"+gate.ID+"/patch"), "one write: the buttons come with the post")
 	p := f.post(gate.ID)
 	require.Len(t, p.Attachments(), 1)
 	acts := p.Attachments()[0].Actions
@@ -105,11 +111,15 @@ func TestPost_ButtonsAreSignedForThePost(t *testing.T) {
 	assert.Equal(t, "danger", acts[1].Style)
 	assert.Equal(t, "http://groundcrew.test:8080/mattermost/action", acts[0].Integration.URL)
 
-	action, value, thread, err := a.verifyContext(model.PostActionIntegrationRequest{PostId: gate.ID, Context: acts[0].Integration.Context})
-	require.NoError(t, err, "the context verifies for this post")
+	action, value, thread, err := a.verifyContext(model.PostActionIntegrationRequest{PostId: gate.ID, ChannelId: channelID, Context: acts[0].Integration.Context})
+	require.NoError(t, err, "the context verifies in its channel")
 	assert.Equal(t, []string{"approve", "r1/5", root.ID}, []string{action, value, thread})
-	_, _, _, err = a.verifyContext(model.PostActionIntegrationRequest{PostId: root.ID, Context: acts[0].Integration.Context})
-	assert.ErrorIs(t, err, errBadSignature)
+	_, _, _, err = a.verifyContext(model.PostActionIntegrationRequest{PostId: gate.ID, ChannelId: "otherchannel00000000000000", Context: acts[0].Integration.Context})
+	assert.ErrorIs(t, err, errBadSignature, "not in another channel")
+	forged := maps.Clone(acts[0].Integration.Context)
+	forged[ctxValue] = "r2/5"
+	_, _, _, err = a.verifyContext(model.PostActionIntegrationRequest{PostId: gate.ID, ChannelId: channelID, Context: forged})
+	assert.ErrorIs(t, err, errBadSignature, "nor for another value")
 
 	// Update keeps buttons signed and replaces the message in place.
 	require.NoError(t, a.Update(ctx, gate, chatmodel.Message{Text: "🔒 1/2 approvals", Buttons: []chatmodel.Button{{Action: "approve", Label: "Approve", Value: "r1/5"}}}))
@@ -117,7 +127,9 @@ func TestPost_ButtonsAreSignedForThePost(t *testing.T) {
 	assert.Equal(t, "🔒 1/2 approvals", p.Message)
 	require.Len(t, p.Attachments()[0].Actions, 1)
 	_, _, _, err = a.verifyContext(model.PostActionIntegrationRequest{PostId: gate.ID, Context: p.Attachments()[0].Actions[0].Integration.Context})
-	assert.NoError(t, err)
+	assert.NoError(t, err, "an edit signs the buttons for the post")
+	_, _, _, err = a.verifyContext(model.PostActionIntegrationRequest{PostId: root.ID, Context: p.Attachments()[0].Actions[0].Integration.Context})
+	assert.ErrorIs(t, err, errBadSignature, "not for another post")
 
 	require.NoError(t, a.Update(ctx, gate, chatmodel.Message{Text: "✅ Approved"}))
 	p = f.post(gate.ID)

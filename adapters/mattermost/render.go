@@ -195,12 +195,17 @@ func buttonStyle(s string) string {
 }
 
 // attachments builds the post's attachments: the detail text and the
-// buttons. Buttons are signed for postID; with no callback URL there are
+// buttons. Buttons are signed for postID (a post's id, or the
+// channelScope of a post being created); with no callback URL there are
 // none (the engine's text tells users to react instead).
 func (a *Adapter) attachments(r rendered, buttons []chatmodel.Button, postID, thread string) []*model.SlackAttachment {
 	var actions []*model.PostAction
 	if a.buttonsEnabled() && postID != "" {
 		for i, btn := range buttons {
+			c := a.signContext(postID, thread, string(btn.Action), btn.Value)
+			if strings.HasPrefix(postID, "channel:") {
+				c[ctxScope] = scopeChannel
+			}
 			actions = append(actions, &model.PostAction{
 				Id:    actionID(i, string(btn.Action)),
 				Type:  model.PostActionTypeButton,
@@ -208,7 +213,7 @@ func (a *Adapter) attachments(r rendered, buttons []chatmodel.Button, postID, th
 				Style: buttonStyle(btn.Style),
 				Integration: &model.PostActionIntegration{
 					URL:     a.cfg.callbackURL + ActionPath,
-					Context: a.signContext(postID, thread, string(btn.Action), btn.Value),
+					Context: c,
 				},
 			})
 		}
