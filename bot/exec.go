@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -290,7 +291,7 @@ func (e *Engine) resolveTitles(ctx context.Context, r *runmodel.Run, env runbook
 
 // runRead runs a read operation: safe to redo, so no intent is recorded.
 func (e *Engine) runRead(ctx context.Context, r *runmodel.Run, spec *runbookmodel.Step, op opmodel.Op, call opmodel.Call) {
-	_, err := e.update(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error {
+	r, err := e.update(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error {
 		st := r.Current()
 		if st.Status != runmodel.StepRunning {
 			b.Note(runmodel.JournalEntry{Time: e.opts.Now(), Step: st.ID, Type: runmodel.JStepStarted, Message: op.Name})
@@ -314,7 +315,37 @@ func (e *Engine) runRead(ctx context.Context, r *runmodel.Run, spec *runbookmode
 		e.stepFail(ctx, r.ID, spec.ID, err, nil)
 		return
 	}
-	e.stepDone(ctx, r.ID, spec.ID, runmodel.StepSucceeded, func(st *runmodel.StepState, _ *runmodel.Batch) { setResult(st, res) })
+	same := sameResult(r, spec.ID, res)
+	e.stepDone(ctx, r.ID, spec.ID, runmodel.StepSucceeded, func(st *runmodel.StepState, _ *runmodel.Batch) {
+		setResult(st, res)
+		if same != nil {
+			// Said once: the earlier step shows the table and the details.
+			noun := cmp.Or(res.Table.Noun, "rows")
+			st.Summary = fmt.Sprintf("the same %d %s as %s above", len(res.Table.Rows), noun, stepNumber(r, same))
+			st.Table, st.Detail = nil, ""
+		}
+	})
+}
+
+// sameResult is the earlier step of r (before step id) whose result shows
+// the same table and the same details as res — a wider scan that found the
+// same builds — or nil. Data is not compared: later steps still read it.
+func sameResult(r *runmodel.Run, id string, res opmodel.Result) *runmodel.StepState {
+	if res.Table == nil || len(res.Table.Rows) == 0 {
+		return nil
+	}
+	for i := range r.Steps {
+		st := &r.Steps[i]
+		if st.ID == id {
+			return nil
+		}
+		if st.Status == runmodel.StepSucceeded && st.Table != nil && st.Detail == res.Detail &&
+			slices.Equal(st.Table.Columns, res.Table.Columns) &&
+			slices.EqualFunc(st.Table.Rows, res.Table.Rows, slices.Equal[[]string]) {
+			return st
+		}
+	}
+	return nil
 }
 
 func setResult(st *runmodel.StepState, res opmodel.Result) {

@@ -187,7 +187,7 @@ func (p *Provider) opBuilds() opmodel.Op {
 			for _, s := range BuildStatuses {
 				byStatus[s] += 0
 			}
-			table := &opmodel.Table{Columns: []string{"team", "pipeline", "builds", "statuses"}}
+			table := &opmodel.Table{Columns: []string{"team", "pipeline", "builds", "statuses"}, Noun: "pipelines"}
 			for _, pg := range g.sorted() {
 				table.Rows = append(table.Rows, []string{pg.Team, pg.Pipeline, strconv.Itoa(pg.Count), countsLine(pg.ByStatus, BuildStatuses)})
 			}

@@ -125,7 +125,7 @@ func (p *Provider) scanBuilds(ctx context.Context, cl *Client, builds []Build, r
 		}
 	}
 	matches := []EventMatchData{}
-	table := &opmodel.Table{Columns: []string{"build", "pipeline/job", "line"}}
+	table := &opmodel.Table{Columns: []string{"build", "pipeline/job", "line"}, Noun: "matches"}
 	var detail strings.Builder
 	for _, h := range all {
 		if len(matches) >= p.opts.MaxItems {
@@ -158,6 +158,9 @@ func (p *Provider) scanBuilds(ctx context.Context, cl *Client, builds []Build, r
 		if len(h) > 0 {
 			matched++
 		}
+	}
+	if len(table.Rows) == matched {
+		table.Noun = "builds" // one line each
 	}
 	what := strings.Join(sts, "/")
 	summary := fmt.Sprintf("%q in %d of %d %s builds", text, matched, len(builds), what)

@@ -124,7 +124,7 @@ func (p *Provider) opPipelines() opmodel.Op {
 			now := p.opts.Now()
 			list := []PipelineData{}
 			paused := []string{}
-			table := &opmodel.Table{Columns: []string{"team", "name", "paused", "public"}}
+			table := &opmodel.Table{Columns: []string{"team", "name", "paused", "public"}, Noun: "pipelines"}
 			for _, pl := range ps {
 				if (pl.Archived && !c.Args.Bool("include_archived")) || !matchRe(re, pl.Name) || (c.Args.Bool("paused") && !pl.Paused) {
 					continue
@@ -171,7 +171,7 @@ func (p *Provider) opJobs() opmodel.Op {
 			list := []JobData{}
 			paused := []string{}
 			lastStatus := map[string]int{}
-			table := &opmodel.Table{Columns: []string{"name", "paused", "status", "next"}}
+			table := &opmodel.Table{Columns: []string{"name", "paused", "status", "next"}, Noun: "jobs"}
 			for _, j := range js {
 				if c.Args.Bool("paused") && !j.Paused {
 					continue
@@ -244,7 +244,7 @@ func (p *Provider) opResources() opmodel.Op {
 			}
 			list, names := []ResourceData{}, []string{}
 			failing := 0
-			table := &opmodel.Table{Columns: []string{"name", "type", "last check"}}
+			table := &opmodel.Table{Columns: []string{"name", "type", "last check"}, Noun: "resources"}
 			for _, r := range rs {
 				status, id := "", 0
 				if r.Build != nil {
@@ -289,7 +289,7 @@ func (p *Provider) opResourceTypes() opmodel.Op {
 				return opmodel.Result{}, pipelineNotFound(ctx, cl, team, pipeline, err)
 			}
 			list, names := []ResourceTypeData{}, []string{}
-			table := &opmodel.Table{Columns: []string{"name", "type"}}
+			table := &opmodel.Table{Columns: []string{"name", "type"}, Noun: "resource types"}
 			for _, rt := range rts {
 				names = append(names, rt.Name)
 				list = append(list, ResourceTypeData{Name: rt.Name, Type: rt.Type})

@@ -100,7 +100,7 @@ func (p *Provider) opWorkers() opmodel.Op {
 			now := p.opts.Now()
 			byState := map[string]int{}
 			data := WorkersData{Target: cl.Name(), Workers: []WorkerData{}, ByState: byState}
-			table := &opmodel.Table{Columns: []string{"name", "state", "containers", "age"}}
+			table := &opmodel.Table{Columns: []string{"name", "state", "containers", "age"}, Noun: "workers"}
 			for _, w := range ws {
 				if !matchRe(re, w.Name) || (len(want) > 0 && !contains(want, w.State)) {
 					continue

@@ -67,7 +67,7 @@ func (p *Provider) opTeams() opmodel.Op {
 				}
 				data.All = u.IsAdmin
 			}
-			table := &opmodel.Table{Columns: []string{"team"}}
+			table := &opmodel.Table{Columns: []string{"team"}, Noun: "teams"}
 			for _, t := range ts {
 				if c.Teams != nil && !slices.Contains(c.Teams, t.Name) {
 					continue

@@ -169,7 +169,7 @@ func sizesResult(s TableSizes) opmodel.Result {
 			humanBytes(s.DatabaseBytes), s.Tables[0].Label(), humanBytes(s.Tables[0].Bytes),
 			humanBytes(s.BuildEventsBytes), plural(int64(s.TableCount), "table", "tables"))
 	}
-	tbl := &opmodel.Table{Columns: []string{"table", "team", "pipeline", "size", "rows"}}
+	tbl := &opmodel.Table{Columns: []string{"table", "team", "pipeline", "size", "rows"}, Noun: "tables"}
 	orphans := 0
 	for _, t := range s.Tables {
 		team, pipeline := t.Team, t.Pipeline

@@ -279,6 +279,11 @@ func (p Plan) Empty() bool { return len(p.Items) == 0 }
 type Table struct {
 	Columns []string   `json:"columns"`
 	Rows    [][]string `json:"rows"`
+	// Noun names what the rows are, in the plural ("builds"): a step whose
+	// table and details are those of an earlier step of the run says "the
+	// same 4 builds as step 1/6 above" instead of posting them again. ""
+	// reads "rows".
+	Noun string `json:"noun,omitempty"`
 }
 
 // ItemResult is the outcome for one object of a bulk operation.

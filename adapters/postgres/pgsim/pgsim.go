@@ -288,7 +288,7 @@ func (d *Sim) sizes(_ context.Context, c opmodel.Call) (opmodel.Result, error) {
 		summary = fmt.Sprintf("database %s; largest: %s %s; build logs %s in %d tables", humanBytes(s.DatabaseBytes),
 			s.Tables[0].Label(), humanBytes(s.Tables[0].Bytes), humanBytes(s.BuildEventsBytes), s.TableCount)
 	}
-	tbl := &opmodel.Table{Columns: []string{"table", "team", "pipeline", "size", "rows"}}
+	tbl := &opmodel.Table{Columns: []string{"table", "team", "pipeline", "size", "rows"}, Noun: "tables"}
 	for _, t := range s.Tables {
 		pipeline := t.Pipeline
 		switch t.Kind {
