@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,9 +34,15 @@ type env struct {
 	links *web.Links
 	hub   *web.Hub
 	now   time.Time
+	// later, when set, is how far the clock moved on while the server runs
+	// (a test sets it with advance, the server reads it with clock).
+	later atomic.Int64
 }
 
-func (e *env) clock() time.Time { return e.now }
+func (e *env) clock() time.Time { return e.now.Add(time.Duration(e.later.Load())) }
+
+// advance moves the server's clock on by d.
+func (e *env) advance(d time.Duration) { e.later.Add(int64(d)) }
 
 func newEnv(t *testing.T, mod ...func(*web.Options)) *env {
 	t.Helper()
@@ -104,6 +111,17 @@ func (e *env) seedRun(t *testing.T, id string, state runmodel.RunState) *runmode
 // seedRunAt is seedRun for a run created at start.
 func (e *env) seedRunAt(t *testing.T, id string, state runmodel.RunState, start time.Time) *runmodel.Run {
 	t.Helper()
+	return e.seedRunWith(t, id, state, start, "")
+}
+
+// seedRunIn is seedRun for a run started in thread.
+func (e *env) seedRunIn(t *testing.T, id string, state runmodel.RunState, thread string) *runmodel.Run {
+	t.Helper()
+	return e.seedRunWith(t, id, state, t0, thread)
+}
+
+func (e *env) seedRunWith(t *testing.T, id string, state runmodel.RunState, start time.Time, thread string) *runmodel.Run {
+	t.Helper()
 	t0 := start
 	ctx := context.Background()
 	alice := chatmodel.User{ID: "alice", Name: "alice"}
@@ -112,7 +130,7 @@ func (e *env) seedRunAt(t *testing.T, id string, state runmodel.RunState, start 
 	hash := plan.Hash()
 	r := &runmodel.Run{ID: id, Runbook: "worker-stalled", Title: "Worker 0 stalled", Target: "infra-prd",
 		Params: map[string]string{"worker": "0"}, Requester: alice, State: state,
-		Conversation: chatmodel.Conversation{Platform: "console", Channel: "ops"},
+		Conversation: chatmodel.Conversation{Platform: "console", Channel: "ops", Thread: thread},
 		CreatedAt:    t0, UpdatedAt: t0.Add(5 * time.Minute),
 		Steps: []runmodel.StepState{
 			{ID: "workers", Kind: runbookmodel.KindQuery, Title: "Workers", Status: runmodel.StepSucceeded, Summary: "3 running, 1 stalled",

@@ -1,11 +1,17 @@
 package web
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"hash/fnv"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/groundcrew/groundcrew/incident"
 	"github.com/groundcrew/groundcrew/internal/human"
@@ -23,7 +29,8 @@ type incidentView struct {
 	EvidenceAsOf                               string
 	Timeline                                   []incidentEntry
 	Runs                                       []runRow
-	MarkdownURL                                string
+	MarkdownURL, EventsURL                     string
+	Live                                       bool
 }
 
 type incidentEntry struct {
@@ -93,11 +100,25 @@ func (s *Server) incident(w http.ResponseWriter, r *http.Request) {
 		s.markdown(w, in.ID, s.redact(incident.Markdown(in, runs, s.o.Now())))
 		return
 	}
+	iv := s.buildIncident(in, runs, v)
+	p := page{Title: "Incident " + in.ID + " — " + in.Title, Viewer: v, Body: iv}
+	if iv.Live && s.o.Changes != nil {
+		p.Live = iv.EventsURL
+	}
+	s.render(w, http.StatusOK, "incident.html", p)
+}
+
+// buildIncident turns an incident and the runs of its thread into its
+// page's view for v.
+func (s *Server) buildIncident(in *incident.Incident, runs []*runmodel.Run, v viewer) incidentView {
 	now := s.o.Now()
 	class, icon := incidentClass(in.State)
+	scope := IncidentScope(in.ID)
 	iv := incidentView{ID: in.ID, Title: s.redact(in.Title), Target: in.Target, State: string(in.State), StateClass: class, Icon: icon,
 		Opened: ts(in.OpenedAt), Resolved: ts(in.ResolvedAt), Duration: human.Duration(in.Duration(now)),
-		Source: s.redact(incident.SourceLine(in)), MarkdownURL: s.link(v, "/incidents/"+in.ID+".md", IncidentScope(in.ID), nil)}
+		Source: s.redact(strings.TrimPrefix(incident.SourceLine(in), "Source: ")), MarkdownURL: s.link(v, "/incidents/"+in.ID+".md", scope, nil),
+		EventsURL: s.link(v, "/incidents/"+in.ID+"/events", scope, nil)}
+	iv.Live = incidentEnded(in, runs, now) == ""
 	if !in.Since.IsZero() && in.Since.Before(in.OpenedAt) {
 		iv.Since = ts(in.Since)
 	}
@@ -121,7 +142,71 @@ func (s *Server) incident(w http.ResponseWriter, r *http.Request) {
 	for _, run := range runs {
 		iv.Runs = append(iv.Runs, s.runRowOf(v, run))
 	}
-	s.render(w, http.StatusOK, "incident.html", page{Title: "Incident " + in.ID + " — " + in.Title, Viewer: v, Body: iv})
+	return iv
+}
+
+// incidentEnded says why an incident's page can no longer change ("" while
+// it can): it is resolved, past the window in which it reopens when its
+// alerts fire again, and no run of its thread is active.
+func incidentEnded(in *incident.Incident, runs []*runmodel.Run, now time.Time) string {
+	if in.State != incident.StateResolved || now.Before(in.ResolvedAt.Add(incident.ReopenWindow)) {
+		return ""
+	}
+	for _, r := range runs {
+		if !r.State.Terminal() {
+			return ""
+		}
+	}
+	return "the incident is resolved"
+}
+
+// incidentEvents serves /incidents/<id>/events: the incident page's body,
+// sent at once and after each change of the incident, of a run of its
+// thread or a run started in its thread, until the incident cannot change
+// any more (incidentEnded).
+func (s *Server) incidentEvents(w http.ResponseWriter, r *http.Request) {
+	id := strings.ToLower(r.PathValue("id"))
+	if s.o.Incidents == nil {
+		http.Error(w, "this bot keeps no incidents", http.StatusNotFound)
+		return
+	}
+	keys := []string{hubKey("incident", id)}
+	s.events(w, r, IncidentScope(id), "incident", keys, func(ctx context.Context, v viewer) (*liveState, error) {
+		in, err := s.o.Incidents.GetIncident(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		runs, err := s.incidentRuns(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		now := s.o.Now()
+		// the version: the incident as stored and its runs' last changes
+		h := fnv.New64a()
+		if err := json.NewEncoder(h).Encode(in); err != nil {
+			return nil, err
+		}
+		st := &liveState{keys: []string{hubKey("incident", id)}, ended: incidentEnded(in, runs, now),
+			body: func() ([]byte, error) {
+				var b bytes.Buffer
+				err := s.tmpl.ExecuteTemplate(&b, "incident-body", s.buildIncident(in, runs, v))
+				return b.Bytes(), err
+			}}
+		if !in.Root.IsZero() {
+			st.keys = append(st.keys, hubKey("thread", in.Root.ID))
+		}
+		for _, run := range runs {
+			fmt.Fprint(h, "|", run.ID, run.UpdatedAt.UnixNano())
+			if !run.State.Terminal() {
+				st.keys = append(st.keys, hubKey("run", run.ID))
+			}
+		}
+		st.version = strconv.FormatUint(h.Sum64(), 36)
+		if reopen := in.ResolvedAt.Add(incident.ReopenWindow); in.State == incident.StateResolved && now.Before(reopen) {
+			st.recheck = reopen // it cannot reopen after: read it once more then
+		}
+		return st, nil
+	})
 }
 
 // incidentRuns are the runs of an incident's thread, oldest first.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -85,21 +86,63 @@ func (h *Hub) generation(kind, id string) uint64 {
 // Subscribe returns a channel signalled after each commit of kind id,
 // and the function that ends the subscription.
 func (h *Hub) Subscribe(kind, id string) (<-chan struct{}, func()) {
-	k := hubKey(kind, id)
-	ch := make(chan struct{}, 1)
+	w := h.watch()
+	w.set([]string{hubKey(kind, id)})
+	return w.C, w.stop
+}
+
+// watcher is one live page's subscription to several keys (an incident,
+// its thread and its runs) on one channel; its set of keys changes as the
+// page's content does.
+type watcher struct {
+	h    *Hub
+	C    chan struct{}
+	keys []string
+}
+
+func (h *Hub) watch() *watcher { return &watcher{h: h, C: make(chan struct{}, 1)} }
+
+// set replaces the keys watched (hubKey values); it reports whether a key
+// was added.
+func (w *watcher) set(keys []string) bool {
+	h := w.h
 	h.mu.Lock()
-	if h.subs[k] == nil {
-		h.subs[k] = map[chan struct{}]struct{}{}
-	}
-	h.subs[k][ch] = struct{}{}
-	h.mu.Unlock()
-	return ch, func() {
-		h.mu.Lock()
-		delete(h.subs[k], ch)
-		if len(h.subs[k]) == 0 {
-			delete(h.subs, k)
+	defer h.mu.Unlock()
+	added := false
+	for _, k := range keys {
+		if !slices.Contains(w.keys, k) {
+			added = true
 		}
-		h.mu.Unlock()
+	}
+	for _, k := range w.keys {
+		if !slices.Contains(keys, k) {
+			h.unsubscribe(k, w.C)
+		}
+	}
+	for _, k := range keys {
+		if h.subs[k] == nil {
+			h.subs[k] = map[chan struct{}]struct{}{}
+		}
+		h.subs[k][w.C] = struct{}{}
+	}
+	w.keys = slices.Clone(keys)
+	return added
+}
+
+// stop ends the subscription.
+func (w *watcher) stop() {
+	w.h.mu.Lock()
+	defer w.h.mu.Unlock()
+	for _, k := range w.keys {
+		w.h.unsubscribe(k, w.C)
+	}
+	w.keys = nil
+}
+
+func (h *Hub) unsubscribe(k string, ch chan struct{}) {
+	delete(h.subs[k], ch)
+	if len(h.subs[k]) == 0 {
+		delete(h.subs, k)
 	}
 }
 
@@ -107,11 +150,13 @@ func (h *Hub) Subscribe(kind, id string) (<-chan struct{}, func()) {
 func (h *Hub) Subscribers() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n := 0
+	seen := map[chan struct{}]bool{}
 	for _, s := range h.subs {
-		n += len(s)
+		for ch := range s {
+			seen[ch] = true
+		}
 	}
-	return n
+	return len(seen)
 }
 
 // RunCommitted implements runmodel.Observer: the engine's commits of a
@@ -186,14 +231,50 @@ func (c *snapshots) get(ctx context.Context, id string) (*runSnapshot, error) {
 // a bulk call's progress lands every 2 s, votes come in bursts.
 const liveDebounce = 300 * time.Millisecond
 
-// runEvents serves /runs/<id>/events: a server-sent event stream of the
-// run's page body, sent at once and after each commit of the run, until
-// the run ends (then an "end" event), the link expires or the client goes.
-// It sets X-Accel-Buffering: no (nginx) and flushes every event; an idle
-// stream gets a comment line every Heartbeat, so proxies keep it open.
+// liveState is one read of a live page: what it shows now and what to
+// wait for before reading it again.
+type liveState struct {
+	// version changes whenever the page's body would (its Last-Event-ID).
+	version string
+	// body renders the page's live part (called only for a new version).
+	body func() ([]byte, error)
+	// keys are the changes (hubKey) after which the page is read again.
+	keys []string
+	// ended, when set, says why the page can no longer change (the end
+	// event's words): the stream stops after sending the body.
+	ended string
+	// recheck, when set, is when to read again without a change (the end
+	// of a resolved incident's reopen window).
+	recheck time.Time
+}
+
+// runEvents serves /runs/<id>/events: the run's page body, sent at once
+// and after each commit of the run, until the run ends.
 func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 	id := strings.ToLower(r.PathValue("id"))
-	v, ref := s.authorize(r, RunScope(id))
+	s.events(w, r, RunScope(id), "run", []string{hubKey("run", id)}, func(ctx context.Context, v viewer) (*liveState, error) {
+		snap, err := s.cache.get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		st := &liveState{version: fmt.Sprint(snap.Run.UpdatedAt.UnixNano()), keys: []string{hubKey("run", id)},
+			body: func() ([]byte, error) { return s.runBody(snap, v) }}
+		if snap.Run.State.Terminal() {
+			st.ended = "the run has ended"
+		}
+		return st, nil
+	})
+}
+
+// events serves the server-sent event stream of a live page of scope: its
+// body (event name) at once and after each change of the keys its last
+// read named, until it can no longer change (then an "end" event), the
+// link expires or the client goes. It sets X-Accel-Buffering: no (nginx)
+// and flushes every event; an idle stream gets a comment line every
+// Heartbeat, so proxies keep it open. keys are watched before the first
+// read (a change during it is not missed).
+func (s *Server) events(w http.ResponseWriter, r *http.Request, scope, name string, keys []string, read func(ctx context.Context, v viewer) (*liveState, error)) {
+	v, ref := s.authorize(r, scope)
 	if ref != nil {
 		http.Error(w, ref.Title, http.StatusForbidden)
 		return
@@ -211,11 +292,12 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	changes, unsubscribe := s.o.Changes.Subscribe("run", id)
-	defer unsubscribe()
-	snap, err := s.cache.get(ctx, id)
+	watch := s.o.Changes.watch()
+	defer watch.stop()
+	watch.set(keys)
+	st, err := read(ctx, v)
 	if err != nil {
-		http.Error(w, "no such run", http.StatusNotFound)
+		http.Error(w, "not found", http.StatusNotFound)
 		return
 	}
 	rc := http.NewResponseController(w)
@@ -243,26 +325,40 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 		defer t.Stop()
 		expire = t.C
 	}
-	for {
-		version := fmt.Sprint(snap.Run.UpdatedAt.UnixNano())
-		if version != sent {
-			body, err := s.runBody(snap, v)
-			if err != nil {
-				s.o.Logger.Error("web: rendering a live update", "run", id, "err", err)
-				return
-			}
-			if !write(sseEvent("run", version, body)) {
-				return
-			}
-			sent = version
+	var recheckTimer *time.Timer
+	defer func() {
+		if recheckTimer != nil {
+			recheckTimer.Stop()
 		}
-		if snap.Run.State.Terminal() {
-			write([]byte("event: end\ndata: finished\n\n"))
+	}()
+	for {
+		if st.version != sent {
+			body, err := st.body()
+			if err != nil {
+				s.o.Logger.Error("web: rendering a live update", "page", scope, "err", err)
+				return
+			}
+			if !write(sseEvent(name, st.version, body)) {
+				return
+			}
+			sent = st.version
+		}
+		if st.ended != "" {
+			write([]byte("event: end\ndata: " + st.ended + "\n\n"))
 			return
+		}
+		again := watch.set(st.keys) // a key added: read once more, its change may have come before
+		if recheckTimer != nil {
+			recheckTimer.Stop()
+		}
+		var recheck <-chan time.Time
+		if !st.recheck.IsZero() {
+			recheckTimer = time.NewTimer(max(st.recheck.Sub(s.o.Now()), 0))
+			recheck = recheckTimer.C
 		}
 		last := time.Now()
 	wait:
-		for {
+		for !again {
 			select {
 			case <-ctx.Done():
 				return
@@ -275,7 +371,9 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 				if !write([]byte(": ping\n\n")) {
 					return
 				}
-			case <-changes:
+			case <-recheck:
+				break wait
+			case <-watch.C:
 				if d := liveDebounce - time.Since(last); d > 0 {
 					select {
 					case <-time.After(d):
@@ -290,15 +388,15 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 			write([]byte("event: expired\ndata: the link has expired\n\n"))
 			return
 		}
-		next, err := s.cache.get(ctx, id)
+		next, err := read(ctx, v)
 		if err != nil {
 			if ctx.Err() == nil {
-				s.o.Logger.Warn("web: reading a run for its live page", "run", id, "err", err)
-				write([]byte("event: problem\ndata: could not read the run; retrying\n\n"))
+				s.o.Logger.Warn("web: reading a live page", "page", scope, "err", err)
+				write([]byte("event: problem\ndata: could not read the page; retrying\n\n"))
 			}
 			return // the client reconnects (retry: 3 s) and reads again
 		}
-		snap = next
+		st = next
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groundcrew/groundcrew/incident"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/web"
 )
@@ -191,4 +193,125 @@ func TestHub_CoalescesABurstIntoOneWakeUp(t *testing.T) {
 	}
 	stop()
 	assert.Equal(t, 0, h.Subscribers())
+}
+
+// openEvents opens the event stream of a page's link.
+func openEvents(t *testing.T, ctx context.Context, ts *httptest.Server, link string) *sse {
+	t.Helper()
+	events := strings.Replace(strings.TrimPrefix(link, "https://gc.example.com"), "?", "/events?", 1)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+events, nil)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	t.Cleanup(func() { resp.Body.Close() })
+	require.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, "no", resp.Header.Get("X-Accel-Buffering"))
+	s := &sse{sc: bufio.NewScanner(resp.Body)}
+	s.sc.Buffer(make([]byte, 1<<20), 1<<20)
+	return s
+}
+
+// nextEvent is the next event that is not a heartbeat.
+func (s *sse) nextEvent(t *testing.T) event {
+	t.Helper()
+	ev := s.next(t)
+	for ev.name == "comment" {
+		ev = s.next(t)
+	}
+	return ev
+}
+
+func TestLive_AnIncidentsPageFollowsTheIncidentAndTheRunsOfItsThread(t *testing.T) {
+	e := newEnv(t, func(o *web.Options) { o.Heartbeat = 100 * time.Millisecond })
+	in := e.seedIncident(t, "i-3f2a9c", "msg-1")
+	ts := httptest.NewServer(e.srv)
+	defer ts.Close()
+	link := e.links.Incident(in.ID, in.OpenedAt)
+	code, _, page := e.get(t, link, outside)
+	require.Equal(t, 200, code)
+	assert.Contains(t, page, `data-events="/incidents/i-3f2a9c/events?t=`, "an open incident's page is live")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s := openEvents(t, ctx, ts, link)
+
+	first := s.nextEvent(t)
+	require.Equal(t, "incident", first.name)
+	assert.Contains(t, first.data, "not yet")
+	assert.Contains(t, first.data, "No run in this incident")
+	assert.Equal(t, 1, e.hub.Subscribers())
+	assert.Equal(t, "comment", s.next(t).name, "nothing changed: only the heartbeat")
+
+	// bob acknowledges
+	_, err := e.db.UpdateIncident(ctx, in.ID, func(x *incident.Incident) error {
+		x.State, x.AckedBy, x.AckedAt = incident.StateAcknowledged, &chatmodel.User{ID: "bob", Name: "bob"}, e.now
+		x.Timeline = append(x.Timeline, incident.Entry{Time: e.now, Kind: "acknowledged", Actor: "bob", Text: "@bob acknowledged"})
+		return nil
+	})
+	require.NoError(t, err)
+	e.hub.Publish("incident", in.ID)
+	ev := s.nextEvent(t)
+	require.Equal(t, "incident", ev.name)
+	assert.Contains(t, ev.data, "bob at 2026-11-29 03:22:00 UTC")
+	assert.NotEqual(t, first.id, ev.id)
+
+	// a run is started in the incident's thread (its creation names the
+	// thread), then moves: the page lists it and follows it
+	r := e.seedRunIn(t, "r-inc0000001", runmodel.RunAwaitingApproval, "msg-1")
+	e.hub.Publish("run", r.ID)
+	e.hub.Publish("thread", "msg-1")
+	ev = s.nextEvent(t)
+	require.Equal(t, "incident", ev.name)
+	assert.Contains(t, ev.data, "r-inc0000001")
+	assert.Contains(t, ev.data, "waiting for approval")
+	_, err = e.db.UpdateRun(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error {
+		r.Gate, r.State = nil, runmodel.RunRunning
+		r.Steps[2].Status = runmodel.StepExecuting
+		r.UpdatedAt = r.UpdatedAt.Add(time.Second)
+		return nil
+	})
+	require.NoError(t, err)
+	e.hub.Publish("run", r.ID)
+	ev = s.nextEvent(t)
+	require.Equal(t, "incident", ev.name)
+	assert.Contains(t, ev.data, "running")
+	assert.NotContains(t, ev.data, "waiting for approval")
+
+	// resolved, the run done: the page can still change while the alert
+	// may fire again (the incident reopens within incident.ReopenWindow)
+	_, err = e.db.UpdateRun(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error {
+		r.State, r.FinishedAt = runmodel.RunSucceeded, e.now
+		r.Steps[2].Status = runmodel.StepSucceeded
+		r.UpdatedAt = r.UpdatedAt.Add(time.Second)
+		return nil
+	})
+	require.NoError(t, err)
+	_, err = e.db.UpdateIncident(ctx, in.ID, func(x *incident.Incident) error {
+		x.State, x.ResolvedAt = incident.StateResolved, e.now
+		x.Timeline = append(x.Timeline, incident.Entry{Time: e.now, Kind: "resolved", Text: "Alertmanager says the alerts are resolved"})
+		return nil
+	})
+	require.NoError(t, err)
+	e.hub.Publish("run", r.ID)
+	e.hub.Publish("incident", in.ID)
+	ev = s.nextEvent(t)
+	require.Equal(t, "incident", ev.name)
+	assert.Contains(t, ev.data, "resolved")
+	assert.Contains(t, ev.data, "succeeded")
+	assert.Equal(t, "comment", s.next(t).name, "within the reopen window the stream stays open")
+
+	// past the reopen window, a change (or a reconnect) ends the stream
+	e.advance(incident.ReopenWindow)
+	e.hub.Publish("incident", in.ID)
+	ev = s.nextEvent(t)
+	assert.Equal(t, "end", ev.name)
+	assert.Equal(t, "the incident is resolved", ev.data)
+	assert.Eventually(t, func() bool { return e.hub.Subscribers() == 0 }, 5*time.Second, 10*time.Millisecond)
+	_, _, page = e.get(t, link, outside)
+	assert.NotContains(t, page, "data-events=", "a page that cannot change is not live")
+
+	// a run's link opens no incident stream
+	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/incidents/"+in.ID+"/events?t="+strings.Split(e.links.Run(r.ID, r.CreatedAt), "t=")[1], nil)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 403, resp.StatusCode)
 }

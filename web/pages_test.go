@@ -197,7 +197,7 @@ func TestIncidentPage_AndItsMarkdown(t *testing.T) {
 	link := e.links.Incident(in.ID, in.OpenedAt)
 	code, _, body := e.get(t, link, outside)
 	require.Equal(t, 200, code, body)
-	for _, want := range []string{"FileSystemSpaceFillingUp", "not yet", "Alertmanager (disk-full)", "6% space left",
+	for _, want := range []string{"FileSystemSpaceFillingUp", "not yet", "<dd>Alertmanager (disk-full)", "6% space left",
 		"/runbook run worker-disk-full target=infra-prd worker=0", "r-inc0000001", "opened"} {
 		assert.Contains(t, body, want)
 	}

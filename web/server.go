@@ -6,8 +6,9 @@
 // read-only, server-rendered with html/template under a strict
 // Content-Security-Policy, bounded in size, and opened with a signed link
 // (HMAC over the page and an expiry) or through an authenticating proxy.
-// A page of an active run follows it live with server-sent events fed by
-// one source of changes per process (Hub).
+// The page of an active run, and of an incident that can still change,
+// follow them live with server-sent events fed by one source of changes
+// per process (Hub).
 //
 // It reads the store through the small interfaces of ports.go and shows
 // the engine's renderings through Words, handed in by the composition
@@ -145,6 +146,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /runs/{id}/events", s.runEvents)
 	s.mux.HandleFunc("GET /runs/{id}/steps/{step}", s.stepList)
 	s.mux.HandleFunc("GET /incidents/{id}", s.incident)
+	s.mux.HandleFunc("GET /incidents/{id}/events", s.incidentEvents)
 	s.mux.HandleFunc("GET /targets/{name}", s.target)
 	s.mux.HandleFunc("GET /targets/{name}/charts/{n}", s.chart)
 	s.mux.Handle("GET /static/", http.HandlerFunc(s.staticFile))

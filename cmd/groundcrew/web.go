@@ -158,6 +158,9 @@ func (s publishRuns) CreateRun(ctx context.Context, r *runmodel.Run, b *runmodel
 	err := s.Store.CreateRun(ctx, r, b)
 	if err == nil {
 		s.hub.Publish("run", r.ID)
+		if r.Conversation.Thread != "" {
+			s.hub.Publish("thread", r.Conversation.Thread) // an incident's page lists the runs of its thread
+		}
 	}
 	return err
 }

@@ -86,7 +86,8 @@ steps:
 `
 
 // TestRunPageInABrowser runs a runbook through the console of a real
-// `groundcrew serve` and reads its page in headless Chromium.
+// `groundcrew serve` and reads its page in headless Chromium, then opens
+// an incident from an Alertmanager webhook and follows its page.
 func TestRunPageInABrowser(t *testing.T) {
 	chromium := os.Getenv("GROUNDCREW_E2E_CHROMIUM")
 	if chromium == "" {
@@ -116,6 +117,15 @@ targets:
 approvals:
   default: {approvers: [group:ci-oncall], required: 1, expires: 30m}
 runbooks: [%[1]s/runbooks]
+alerts:
+  alertmanager: {token: e2e-alert-token}
+  routes:
+    - name: disk-full
+      match: {alertname: FileSystemSpaceFillingUp}
+      target: infra-prd
+      channel: "#ci-ops"
+      runbook: worker-disk-full
+      params: {worker: "0"}
 web:
   url: %[3]s
   link_key_file: %[1]s/link-key
@@ -236,7 +246,59 @@ web:
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+
+	// An incident's page follows the incident: an alert opens it, and the
+	// open page shows bob's acknowledgement, then the resolve, without a
+	// reload.
+	alert(t, base, "firing", dump)
+	incLink := regexp.MustCompile(`🔗 Incident page: (` + regexp.QuoteMeta(base) + `/incidents/(i-[0-9a-z]+)\?t=[0-9a-z-]+)`)
+	waitFor(t, "the incident's root message with its link", 30*time.Second, dump, func() bool { return incLink.MatchString(gcOut.String()) })
+	m = incLink.FindStringSubmatch(gcOut.String())
+	incURL, incID := m[1], m[2]
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1280, 1600), chromedp.Navigate(incURL), chromedp.WaitVisible(`#timeline`)), dump())
+	waitText(t, ctx, `#live-status`, "live", dump)
+	head, err := chromedp.Run(ctx, chromedp.Text(`.head`))
+	require.NoError(t, err)
+	assert.Contains(t, head, "FileSystemSpaceFillingUp")
+	assert.Contains(t, head, "not yet")
+	type_("/as bob", "/runbook incidents ack "+incID)
+	waitText(t, ctx, `.head`, "@bob at", dump)
+	waitText(t, ctx, `#timeline`, "acknowledged", dump)
+	version, err = chromedp.Run(ctx, chromedp.AttributeValue(`#live`, "data-version"))
+	require.NoError(t, err)
+	assert.NotEmpty(t, version.Value, "the acknowledgement came by the live stream, not a reload")
+	alert(t, base, "resolved", dump)
+	waitText(t, ctx, `.head`, "resolved", dump)
+	incShot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(shots, "incident-desktop.png"), incShot, 0o644))
+	if keep := os.Getenv("GROUNDCREW_E2E_SCREENSHOTS"); keep != "" {
+		_ = os.WriteFile(filepath.Join(keep, "incident-desktop.png"), incShot, 0o644)
+	}
 	assert.Empty(t, strings.TrimSpace(logs.String()), "no browser-side errors")
+}
+
+// alert sends Alertmanager's webhook (version 4) for one disk alert.
+func alert(t *testing.T, base, status string, dump func() string) {
+	t.Helper()
+	ends := "0001-01-01T00:00:00Z"
+	if status == "resolved" {
+		ends = time.Now().UTC().Format(time.RFC3339)
+	}
+	body := fmt.Sprintf(`{"version":"4","status":%[1]q,"receiver":"groundcrew","groupKey":"{}:{alertname=\"FileSystemSpaceFillingUp\"}",
+"groupLabels":{"alertname":"FileSystemSpaceFillingUp"},"commonLabels":{"alertname":"FileSystemSpaceFillingUp","instance":"worker-0:9100"},
+"externalURL":"http://alertmanager:9093","alerts":[{"status":%[1]q,"labels":{"alertname":"FileSystemSpaceFillingUp","instance":"worker-0:9100"},
+"annotations":{"summary":"Filesystem /opt/concourse/worker has 6%% space left"},"startsAt":%[2]q,"endsAt":%[3]q,"fingerprint":"3d5e1f2a9b8c7d6e"}]}`,
+		status, time.Now().Add(-3*time.Minute).UTC().Format(time.RFC3339), ends)
+	req, err := http.NewRequest(http.MethodPost, base+"/alertmanager", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer e2e-alert-token")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s\n%s", b, dump())
 }
 
 // waitText waits until the element's text contains want.

@@ -12,7 +12,7 @@ import (
 
 // ChangesChannel is the PostgreSQL notification channel every committed
 // run and incident write announces itself on ("run:<id>",
-// "incident:<id>"). pg_notify inside the write's transaction is delivered
+// "incident:<id>"; a new run also "thread:<thread>", its chat thread). pg_notify inside the write's transaction is delivered
 // only when it commits, in commit order, to every session LISTENing: each
 // replica (the leader and the standbys) learns of the leader's commits
 // with no query while nothing changes and no table or row lock of its

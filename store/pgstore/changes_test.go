@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/groundcrew/groundcrew/incident"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
 	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/store/pgstore"
 	"github.com/groundcrew/groundcrew/store/pgstore/pgtest"
@@ -19,7 +20,8 @@ import (
 
 // TestListen_EveryReplicaHearsTheCommits: a second store on the same
 // database (a standby) hears each committed run and incident write of the
-// first (the leader), and nothing of a write that rolled back.
+// first (the leader), a new run's thread (an incident's page lists the
+// runs of its thread), and nothing of a write that rolled back.
 func TestListen_EveryReplicaHearsTheCommits(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -58,14 +60,18 @@ func TestListen_EveryReplicaHearsTheCommits(t *testing.T) {
 	in := &incident.Incident{ID: "i-listen", Key: "k", State: incident.StateOpen, OpenedAt: now}
 	_, err = leader.UpsertIncident(ctx, "k", func(*incident.Incident) (*incident.Incident, error) { return in, nil })
 	require.NoError(t, err)
+	inThread := &runmodel.Run{ID: "r-listen0002", Runbook: "x", Target: "t", State: runmodel.RunRunning, CreatedAt: now, UpdatedAt: now,
+		Conversation: chatmodel.Conversation{Platform: "slack", Channel: "C1", Thread: "1700000000.000100"}}
+	require.NoError(t, leader.CreateRun(ctx, inThread, nil))
 	assert.Eventually(t, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(got) >= 3
+		return len(got) >= 5
 	}, 10*time.Second, 10*time.Millisecond)
 	time.Sleep(100 * time.Millisecond)
 	mu.Lock()
-	assert.Equal(t, []string{"run:r-listen0001", "run:r-listen0001", "incident:i-listen"}, got, "one per commit, none for the rollback")
+	assert.Equal(t, []string{"run:r-listen0001", "run:r-listen0001", "incident:i-listen", "run:r-listen0002", "thread:1700000000.000100"}, got,
+		"one per commit, none for the rollback")
 	mu.Unlock()
 	cancel()
 	<-done

@@ -357,6 +357,9 @@ func (s *DB) CreateRun(ctx context.Context, r *runmodel.Run, b *runmodel.Batch) 
 			return err
 		}
 		notify(&q, "run", r.ID)
+		if r.Conversation.Thread != "" {
+			notify(&q, "thread", r.Conversation.Thread) // an incident's page lists the runs of its thread
+		}
 		return send(ctx, tx, &q, "run "+r.ID)
 	})
 }

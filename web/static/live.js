@@ -1,6 +1,6 @@
-// groundcrew pages: live updates of a run (server-sent events) and the
-// "copy as Markdown" button. No inline script: the page's CSP allows
-// only this file.
+// groundcrew pages: live updates of a run or an incident (server-sent
+// events) and the "copy as Markdown" button. No inline script: the page's
+// CSP allows only this file.
 (function () {
   "use strict";
   var status = document.getElementById("live-status");
@@ -9,7 +9,7 @@
   if (url && window.EventSource) {
     var es = new EventSource(url);
     var say = function (t) { if (status) { status.textContent = t; } };
-    es.addEventListener("run", function (e) {
+    var update = function (e) {
       // keep what the reader opened or closed
       var state = {};
       main.querySelectorAll("details[id]").forEach(function (d) { state[d.id] = d.open; });
@@ -19,8 +19,10 @@
       });
       main.setAttribute("data-version", e.lastEventId);
       say("live · updated " + new Date().toLocaleTimeString());
-    });
-    es.addEventListener("end", function () { es.close(); say("the run has ended"); });
+    };
+    es.addEventListener("run", update);
+    es.addEventListener("incident", update);
+    es.addEventListener("end", function (e) { es.close(); say(e.data || "no more changes"); });
     es.addEventListener("expired", function () { es.close(); say("live updates stopped: the link has expired"); });
     es.onerror = function () { if (es.readyState !== EventSource.CLOSED) { say("reconnecting…"); } };
   }
