@@ -27,6 +27,12 @@ type Web struct {
 	// key of signed links: at least 16 bytes, random.
 	LinkKey     secret.Secret `yaml:"link_key"`
 	LinkKeyFile string        `yaml:"link_key_file"`
+	// PreviousLinkKey (or previous_link_key_file, or
+	// GROUNDCREW_WEB_PREVIOUS_LINK_KEY) is the key being rotated out: the
+	// links it signed still open (until they expire), none is signed
+	// with it. Remove it once link_ttl has passed since the rotation.
+	PreviousLinkKey     secret.Secret `yaml:"previous_link_key"`
+	PreviousLinkKeyFile string        `yaml:"previous_link_key_file"`
 	// LinkTTL is how long a signed link lasts (default 7d).
 	LinkTTL Days `yaml:"link_ttl"`
 	// TrustedHeader names the header an authenticating proxy sets to the
@@ -44,7 +50,8 @@ const MinLinkKey = 16
 
 // Enabled reports whether the pages are configured.
 func (w Web) Enabled() bool {
-	return w.URL != "" || w.Listen != "" || w.LinkKey.IsSet() || w.LinkKeyFile != "" || w.TrustedHeader != "" || len(w.TrustedProxies) > 0
+	return w.URL != "" || w.Listen != "" || w.LinkKey.IsSet() || w.LinkKeyFile != "" || w.PreviousLinkKey.IsSet() || w.PreviousLinkKeyFile != "" ||
+		w.TrustedHeader != "" || len(w.TrustedProxies) > 0
 }
 
 // validateWeb checks web: and resolves its key.
@@ -62,11 +69,28 @@ func (c *Config) validateWeb() Errors {
 		add("web.link_key", "%v", err)
 	}
 	w.LinkKey, w.LinkKeyFile = key, ""
-	if !w.Enabled() {
+	if w.PreviousLinkKeyFile != "" && !filepath.IsAbs(w.PreviousLinkKeyFile) && c.Path != "" {
+		w.PreviousLinkKeyFile = filepath.Join(filepath.Dir(c.Path), w.PreviousLinkKeyFile)
+	}
+	prev, err := secret.Resolve("web.previous_link_key", w.PreviousLinkKey, w.PreviousLinkKeyFile, EnvKey("web", "previous_link_key"))
+	if err != nil {
+		add("web.previous_link_key", "%v", err)
+	}
+	w.PreviousLinkKey, w.PreviousLinkKeyFile = prev, ""
+	if !w.Enabled() && !prev.IsSet() {
 		return errs
 	}
 	if key.IsSet() && len(key.Value()) < MinLinkKey {
 		add("web.link_key", "is %d bytes; a link key needs at least %d random bytes (head -c 32 /dev/urandom | base64 > link-key)", len(key.Value()), MinLinkKey)
+	}
+	switch {
+	case !prev.IsSet():
+	case !key.IsSet():
+		add("web.previous_link_key", "is set without web.link_key: to rotate, put the new key in link_key_file and the old one in previous_link_key_file")
+	case prev.Value() == key.Value():
+		add("web.previous_link_key", "is the same as web.link_key: nothing is rotated; put a new key in link_key_file (head -c 32 /dev/urandom | base64)")
+	case len(prev.Value()) < MinLinkKey:
+		add("web.previous_link_key", "is %d bytes; a link key has at least %d", len(prev.Value()), MinLinkKey)
 	}
 	switch u, err := url.Parse(w.URL); {
 	case w.URL == "":

@@ -69,7 +69,7 @@ var (
 		Hint: "Ask groundcrew in the run's thread for a fresh one: `/runbook summary <run>` carries a new link."}
 	refuseInvalid = refusal{Title: "This link is not valid",
 		Why:  "Its signature does not match this page: it was changed, cut short when it was copied, or signed with a key that has since changed.",
-		Hint: "Open the link from the chat message again, whole."}
+		Hint: "Open the link from the chat message again, whole. If it still fails, the link key was changed without keeping the old one: ask for a fresh link (`/runbook summary <run>` carries one)."}
 	refuseNone = refusal{Title: "You need a link to see this page",
 		Why:  "Pages are opened from the links groundcrew posts in chat, or through the sign-in proxy.",
 		Hint: "Open the link in the run's or incident's thread."}
@@ -111,7 +111,7 @@ func (s *Server) authorize(r *http.Request, scope string) (viewer, *refusal) {
 		}
 		if errors.Is(err, ErrTokenExpired) {
 			ref := refuseExpired
-			ref.Why = "It was valid until " + exp.UTC().Format("2006-01-02 15:04 UTC") + "; links last " + humanTTL(s.o.Links.TTL()) + "."
+			ref.Why = "It was valid until " + exp.UTC().Format("2006-01-02 15:04 UTC") + "; links last " + HumanTTL(s.o.Links.TTL()) + "."
 			return viewer{}, &ref
 		}
 		return viewer{}, &refuseInvalid
@@ -150,7 +150,8 @@ func (s *Server) link(v viewer, path, scope string, extra map[string]string) str
 	return signedPath(s.o.Links.signer, path, scope, v.Exp, q)
 }
 
-func humanTTL(d time.Duration) string {
+// HumanTTL says a link's lifetime in words ("7 days", "12 h").
+func HumanTTL(d time.Duration) string {
 	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
 		if n := int(d / (24 * time.Hour)); n != 1 {
 			return fmt.Sprintf("%d days", n)

@@ -312,3 +312,49 @@ func TestChatText_RendersTheChatSubsetEscaped(t *testing.T) {
 	assert.Contains(t, body, `<pre class="block"><code>sudo systemctl status &lt;unit&gt; &amp;&amp; echo ok`)
 	assert.NotContains(t, body, "```")
 }
+
+// TestKeyRotation_LinksOfThePreviousKeyStillOpen: after a rotation (a new
+// web.link_key, the old one as web.previous_link_key) the links already
+// in chat open as before; new links are signed with the new key only, and
+// once the previous key is removed the old links are refused.
+func TestKeyRotation_LinksOfThePreviousKeyStillOpen(t *testing.T) {
+	const newKey = "the new key, rotated in 2026-12!"
+	old := newEnv(t)
+	r := old.seedRun(t, "r-done000001", runmodel.RunSucceeded)
+	in := old.seedIncident(t, "i-3f2a9c", "msg-1")
+	oldRun, oldIncident, oldSite := old.links.Run(r.ID, r.CreatedAt), old.links.Incident(in.ID, in.OpenedAt), old.links.Site()
+
+	rotated, err := web.NewSigner([]byte(newKey), []byte(testKey))
+	require.NoError(t, err)
+	assert.Equal(t, 1, rotated.Previous())
+	links := web.NewLinks("https://gc.example.com", rotated, 7*24*time.Hour, old.clock)
+	e := newEnv(t, func(o *web.Options) {
+		o.Runs, o.Journals, o.Incidents, o.Digests = old.db, old.db, old.db, old.db
+		o.Links = links
+	})
+	for _, link := range []string{oldRun, oldIncident, oldSite, strings.Replace(oldRun, "?", ".md?", 1)} {
+		code, _, body := e.get(t, link, outside)
+		assert.Equal(t, 200, code, "%s: %s", link, body)
+	}
+	// an old link past its expiry is said expired, not invalid
+	expired, _ := web.NewSigner([]byte(testKey))
+	code, _, body := e.get(t, "/runs/"+r.ID+"?t="+expired.Sign(web.RunScope(r.ID), old.now.Add(-time.Minute)), outside)
+	assert.Equal(t, 403, code)
+	assert.Contains(t, body, "This link has expired")
+	// new links are signed with the new key
+	newOnly, _ := web.NewSigner([]byte(newKey))
+	fresh := links.Run(r.ID, r.CreatedAt)
+	_, err = newOnly.Verify(web.RunScope(r.ID), fresh[strings.Index(fresh, "t=")+2:], old.now)
+	assert.NoError(t, err, "new links are signed with the new key")
+
+	// the previous key removed: the old links are refused, the new ones open
+	done := newEnv(t, func(o *web.Options) {
+		o.Runs, o.Journals, o.Incidents, o.Digests = old.db, old.db, old.db, old.db
+		o.Links = web.NewLinks("https://gc.example.com", newOnly, 7*24*time.Hour, old.clock)
+	})
+	code, _, body = done.get(t, oldRun, outside)
+	assert.Equal(t, 403, code)
+	assert.Contains(t, body, "This link is not valid")
+	code, _, _ = done.get(t, fresh, outside)
+	assert.Equal(t, 200, code)
+}

@@ -14,7 +14,8 @@ import (
 // A signed link carries a token: the link's expiry and an HMAC-SHA256
 // (truncated to 128 bits) over a scope — the page it opens ("run:r-7f3a…",
 // "incident:i-3f2a…", or "site" for every page) — and that expiry, with
-// the key of web.link_key_file. It is written "<expiry>-<mac>": the expiry
+// the key of web.link_key_file (verified with web.previous_link_key_file
+// too, while a key is being rotated). It is written "<expiry>-<mac>": the expiry
 // in unix seconds, base 36, and the MAC in lower-case base32, so a token is
 // made of [0-9a-z-] only and survives every chat's Markdown and
 // auto-linking. Nothing else is in it: who opened a link is not known (a
@@ -51,24 +52,44 @@ func RunScope(id string) string { return "run:" + strings.ToLower(id) }
 // IncidentScope is the scope of an incident's page.
 func IncidentScope(id string) string { return "incident:" + strings.ToLower(id) }
 
-// Signer signs and verifies link tokens with one key.
+// Signer signs link tokens with one key and verifies them with it and
+// with the previous keys it was given (a key rotation: the links signed
+// before it keep opening until they expire or the previous key is
+// removed).
 type Signer struct {
-	key []byte
+	key      []byte
+	previous [][]byte
 }
 
 // MinKeyBytes is the shortest key a Signer accepts.
 const MinKeyBytes = 16
 
-// NewSigner returns a signer for key (at least MinKeyBytes).
-func NewSigner(key []byte) (*Signer, error) {
+// NewSigner returns a signer for key (at least MinKeyBytes) that also
+// accepts the tokens of the previous keys.
+func NewSigner(key []byte, previous ...[]byte) (*Signer, error) {
 	if len(key) < MinKeyBytes {
 		return nil, fmt.Errorf("the link key has %d bytes; it needs at least %d (e.g. head -c 32 /dev/urandom | base64 > link-key)", len(key), MinKeyBytes)
 	}
-	return &Signer{key: append([]byte(nil), key...)}, nil
+	s := &Signer{key: append([]byte(nil), key...)}
+	for _, p := range previous {
+		if len(p) < MinKeyBytes {
+			return nil, fmt.Errorf("the previous link key has %d bytes; it needs at least %d", len(p), MinKeyBytes)
+		}
+		if hmac.Equal(p, key) {
+			continue // the same key twice: nothing to accept in addition
+		}
+		s.previous = append(s.previous, append([]byte(nil), p...))
+	}
+	return s, nil
 }
 
-func (s *Signer) mac(scope string, exp int64) []byte {
-	m := hmac.New(sha256.New, s.key)
+// Previous is how many previous keys the signer accepts.
+func (s *Signer) Previous() int { return len(s.previous) }
+
+func (s *Signer) mac(scope string, exp int64) []byte { return mac(s.key, scope, exp) }
+
+func mac(key []byte, scope string, exp int64) []byte {
+	m := hmac.New(sha256.New, key)
 	m.Write([]byte("groundcrew web link v1\x00"))
 	m.Write([]byte(scope))
 	m.Write([]byte{0})
@@ -83,15 +104,20 @@ func (s *Signer) Sign(scope string, exp time.Time) string {
 }
 
 // Verify checks tok for scope at now: ErrTokenInvalid when it is not
-// this key's token for scope, ErrTokenExpired (wrapped, with when) when
-// it is but its time is over. The MAC is checked first, so an expired
-// token whose expiry was edited reads as invalid, not expired.
+// the token of this key (or of a previous key) for scope, ErrTokenExpired
+// (wrapped, with when) when it is but its time is over. The MAC is
+// checked first, so an expired token whose expiry was edited reads as
+// invalid, not expired.
 func (s *Signer) Verify(scope, tok string, now time.Time) (time.Time, error) {
-	exp, mac, err := ParseToken(tok)
+	exp, got, err := ParseToken(tok)
 	if err != nil {
 		return time.Time{}, ErrTokenInvalid
 	}
-	if !hmac.Equal(mac, s.mac(scope, exp.Unix())) {
+	ok := hmac.Equal(got, s.mac(scope, exp.Unix()))
+	for _, k := range s.previous {
+		ok = ok || hmac.Equal(got, mac(k, scope, exp.Unix()))
+	}
+	if !ok {
 		return time.Time{}, ErrTokenInvalid
 	}
 	if !now.Before(exp) {

@@ -38,6 +38,26 @@ func TestToken_SignedVerifiesUntilItsExpiry(t *testing.T) {
 	assert.ErrorContains(t, err, "at least 16")
 }
 
+func TestToken_APreviousKeyVerifiesButDoesNotSign(t *testing.T) {
+	old, _ := web.NewSigner([]byte(testKey))
+	s, err := web.NewSigner([]byte("the new key, rotated in 2026-12!"), []byte(testKey))
+	require.NoError(t, err)
+	exp := t0.Add(time.Hour)
+	_, err = s.Verify(web.RunScope("r-1"), old.Sign(web.RunScope("r-1"), exp), t0)
+	assert.NoError(t, err, "a link of the previous key opens")
+	_, err = s.Verify(web.RunScope("r-2"), old.Sign(web.RunScope("r-1"), exp), t0)
+	assert.ErrorIs(t, err, web.ErrTokenInvalid, "for its own page only")
+	_, err = s.Verify(web.RunScope("r-1"), old.Sign(web.RunScope("r-1"), t0), t0)
+	assert.ErrorIs(t, err, web.ErrTokenExpired)
+	_, err = old.Verify(web.RunScope("r-1"), s.Sign(web.RunScope("r-1"), exp), t0)
+	assert.ErrorIs(t, err, web.ErrTokenInvalid, "new links are signed with the new key")
+	_, err = web.NewSigner([]byte(testKey), []byte("short"))
+	assert.ErrorContains(t, err, "previous link key has 5 bytes")
+	same, err := web.NewSigner([]byte(testKey), []byte(testKey))
+	require.NoError(t, err)
+	assert.Equal(t, 0, same.Previous())
+}
+
 func TestLinks_StayTheSameAtEveryEditAndLiveLongEnough(t *testing.T) {
 	now := t0
 	s, _ := web.NewSigner([]byte(testKey))

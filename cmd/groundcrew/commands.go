@@ -187,6 +187,9 @@ func newConfigCmd() *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: %d target(s) (%s), chat %s, %d runbook(s), store %s\n",
 				cfg.Path, len(cfg.Targets), strings.Join(cfg.TargetNames(), ", "), cfg.Chat.Platform, len(a.List()), where)
+			if w := webSummary(cfg); w != "" {
+				fmt.Fprintln(cmd.OutOrStdout(), w)
+			}
 			return nil
 		},
 	})

@@ -145,6 +145,21 @@ targets:
 	out, err := run(t, "", "config", "check", "--config", cfg)
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "is valid: 1 target(s) (infra-prd)")
+	assert.NotContains(t, out, "web pages", "no web: configured")
+
+	// the pages: how they are opened, a key rotation said
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "link-key"), []byte("fedcba9876543210fedcba9876543210\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "old-link-key"), []byte("0123456789abcdef0123456789abcdef\n"), 0o600))
+	withWeb := filepath.Join(dir, "web.yaml")
+	require.NoError(t, os.WriteFile(withWeb, []byte("store: gc.db\nchat: {platform: console}\ntargets:\n  infra-prd: {simulator: {}, vars: {zone: infra-prd, target: infra}}\n"+
+		"web: {url: https://gc.example.com, link_key_file: link-key, previous_link_key_file: old-link-key, link_ttl: 3d}\n"), 0o600))
+	out, err = run(t, "", "config", "check", "--config", withWeb)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "web pages at https://gc.example.com: signed links (valid 3 days); links of web.previous_link_key still open (a key rotation: remove it 3 days after the rotation)")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "old-link-key"), []byte("fedcba9876543210fedcba9876543210\n"), 0o600))
+	out, err = run(t, "", "config", "check", "--config", withWeb)
+	require.Error(t, err)
+	assert.Contains(t, out+err.Error(), "web.previous_link_key: is the same as web.link_key")
 
 	pg := filepath.Join(dir, "pg.yaml")
 	require.NoError(t, os.WriteFile(pg, []byte("store: postgres://gc:s3cret@127.0.0.1:1/gc\nchat: {platform: console}\ntargets:\n  infra-prd: {simulator: {}, vars: {zone: infra-prd, target: infra}}\n"), 0o600))

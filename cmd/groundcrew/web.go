@@ -51,15 +51,11 @@ func newWeb(cfg *config.Config, db webStore, now func() time.Time, log *slog.Log
 	if !cfg.Web.Enabled() {
 		return nil, nil
 	}
-	var signer *web.Signer
-	if cfg.Web.LinkKey.IsSet() {
-		s, err := web.NewSigner([]byte(cfg.Web.LinkKey.Value()))
-		if err != nil {
-			return nil, fmt.Errorf("web.link_key: %w", err)
-		}
-		signer = s
+	links, err := webLinks(cfg, now)
+	if err != nil {
+		return nil, err
 	}
-	p := &webParts{hub: web.NewHub(), links: web.NewLinks(cfg.Web.URL, signer, time.Duration(cfg.Web.LinkTTL), now)}
+	p := &webParts{hub: web.NewHub(), links: links}
 	var targets []web.Target
 	for _, name := range cfg.TargetNames() {
 		t := web.Target{Name: name}
@@ -87,6 +83,49 @@ func newWeb(cfg *config.Config, db webStore, now func() time.Time, log *slog.Log
 	}
 	p.pages = pages
 	return p, nil
+}
+
+// webLinks are the links of cfg.Web: signed with web.link_key (and
+// verified with web.previous_link_key too) when a key is configured.
+func webLinks(cfg *config.Config, now func() time.Time) (*web.Links, error) {
+	var signer *web.Signer
+	if cfg.Web.LinkKey.IsSet() {
+		var previous [][]byte
+		if cfg.Web.PreviousLinkKey.IsSet() {
+			previous = append(previous, []byte(cfg.Web.PreviousLinkKey.Value()))
+		}
+		s, err := web.NewSigner([]byte(cfg.Web.LinkKey.Value()), previous...)
+		if err != nil {
+			return nil, fmt.Errorf("web.link_key: %w", err)
+		}
+		signer = s
+	}
+	return web.NewLinks(cfg.Web.URL, signer, time.Duration(cfg.Web.LinkTTL), now), nil
+}
+
+// webSummary says how the pages of cfg are opened (config check), "" when
+// web: is not configured.
+func webSummary(cfg *config.Config) string {
+	w := cfg.Web
+	if !w.Enabled() {
+		return ""
+	}
+	var ways []string
+	if w.LinkKey.IsSet() {
+		ttl := time.Duration(w.LinkTTL)
+		if ttl <= 0 {
+			ttl = web.DefaultLinkTTL
+		}
+		way := "signed links (valid " + web.HumanTTL(ttl) + ")"
+		if w.PreviousLinkKey.IsSet() {
+			way += "; links of web.previous_link_key still open (a key rotation: remove it " + web.HumanTTL(ttl) + " after the rotation)"
+		}
+		ways = append(ways, way)
+	}
+	if w.TrustedHeader != "" {
+		ways = append(ways, "the proxy's "+w.TrustedHeader+" from "+strings.Join(w.TrustedProxies, ", "))
+	}
+	return "web pages at " + w.URL + ": " + strings.Join(ways, "; and ")
 }
 
 // redactor replaces every configured credential (passwords, tokens,
