@@ -33,6 +33,9 @@ type Capabilities struct {
 	// Forms asks for the missing parameters of `/runbook run` with a
 	// form. Nil: the command is refused with what is missing.
 	Forms chatmodel.FormOpener
+	// Channels turns the channel names bound under `channels:` into ids.
+	// Nil: names are ids (console).
+	Channels chatmodel.ChannelResolver
 }
 
 // CapabilitiesOf returns what store and chat can do beyond the ports. Call
@@ -48,6 +51,7 @@ func CapabilitiesOf(store runmodel.Store, chat chatmodel.Chat) Capabilities {
 	c.Rewatch, _ = chat.(chatmodel.ReactionWatcher)
 	c.Threads, _ = chat.(chatmodel.ThreadReader)
 	c.Forms, _ = chat.(chatmodel.FormOpener)
+	c.Channels, _ = chat.(chatmodel.ChannelResolver)
 	return c
 }
 
@@ -66,6 +70,7 @@ func MissingCapabilities(c Capabilities) []string {
 		{"Identities", c.Identities == nil},
 		{"Rewatch", c.Rewatch == nil},
 		{"Threads", c.Threads == nil},
+		{"Channels", c.Channels == nil},
 	} {
 		if f.nil {
 			out = append(out, f.name)

@@ -325,10 +325,20 @@ func (e *Engine) command(ctx context.Context, ev chatmodel.Event) error {
 		return e.opts.Commands.RunCommand(ctx, ev, *c.Invocation)
 	}
 	switch c.Verb {
-	case VerbHelp:
-		e.out.reply(ctx, ev.Conversation, ev.User, helpText(targetNames(e.opts.Targets), specs, e.hints))
-	case VerbList:
-		e.out.reply(ctx, ev.Conversation, ev.User, listText(e.opts.Library, e.opts.Ops))
+	case VerbHelp, VerbList:
+		// A bound channel is told only of what it may act on.
+		scope, err := e.chans.scope(ctx, e.set.approvals().Channels, ev.Conversation.Channel)
+		if err != nil {
+			scope = policy.Scope{Denied: true}
+		}
+		text := helpText(scope.FilterTargets(targetNames(e.opts.Targets)), specs, e.hints)
+		if c.Verb == VerbList {
+			text = listText(e.opts.Library, e.opts.Ops)
+		}
+		if line := scopeLine(scope, err); line != "" {
+			text = line + "\n" + text
+		}
+		e.out.reply(ctx, ev.Conversation, ev.User, text)
 	case VerbShow:
 		m := chatmodel.Message{Text: showText(e.opts.Library, e.opts.Ops, c.Name)}
 		if _, ok := e.opts.Library.Get(c.Name); ok && e.opts.Capabilities.Forms != nil {
@@ -432,11 +442,25 @@ func (e *Engine) start(ctx context.Context, ev chatmodel.Event, c Command) error
 	}
 	target := c.Params["target"]
 	delete(c.Params, "target")
-	targets := targetNames(e.opts.Targets)
+	// What the channel may act on (channels:): its targets only are offered.
+	scope, err := e.chans.scope(ctx, e.set.approvals().Channels, ev.Conversation.Channel)
+	if err != nil {
+		return err
+	}
+	if scope.Denied {
+		e.writes.audit(ctx, runmodel.AuditEntry{Actor: ev.User.ID, Action: runmodel.ActionRunRefused, Target: target, Detail: rb.Name + ": channel not bound (channels.default: deny)"})
+		return &chatmodel.UserError{Msg: scope.Refusal(target, nil)}
+	}
+	all := targetNames(e.opts.Targets)
+	targets := scope.FilterTargets(all)
+	if target != "" && slices.Contains(all, target) && !scope.AllowsTarget(target) {
+		e.writes.audit(ctx, runmodel.AuditEntry{Actor: ev.User.ID, Action: runmodel.ActionRunRefused, Target: target, Detail: rb.Name + ": channels." + scope.Key + " does not bind this target"})
+		return &chatmodel.UserError{Msg: scope.Refusal(target, nil)}
+	}
 	if forms := e.opts.Capabilities.Forms; forms != nil && !c.DryRun && ev.Kind == chatmodel.EventCommand {
 		// Required parameters missing: ask for them with a form; its
 		// submission is this command typed in full.
-		if f := runForm(rb, target, targets, c.Params, liveChoices(ctx, e), false); f != nil {
+		if f := runForm(rb, target, targets, c.Params, liveChoices(ctx, e, scope), false); f != nil {
 			err := forms.OpenForm(ctx, ev, *f)
 			if err == nil {
 				return nil
@@ -463,6 +487,11 @@ func (e *Engine) start(ctx context.Context, ev chatmodel.Event, c Command) error
 		return &chatmodel.UserError{Msg: fmt.Sprintf("You may not run `%s` on `%s`: %s.", rb.Name, target, why)}
 	}
 	start := policy.Start{Target: target, Runbook: rb.Name, Teams: paramTeams(rb, c.Params)}
+	if why := scope.Refusal(target, start.Teams); why != "" {
+		// Said without the team named: the channel is not told of others.
+		e.writes.audit(ctx, runmodel.AuditEntry{Actor: ev.User.ID, Action: runmodel.ActionRunRefused, Target: target, Teams: start.Teams, Detail: rb.Name + ": channels." + scope.Key + " does not bind the team"})
+		return &chatmodel.UserError{Msg: why}
+	}
 	for _, s := range rb.Steps {
 		op, ok := e.opts.Ops.Get(s.Op)
 		if !ok {
@@ -490,7 +519,7 @@ func (e *Engine) start(ctx context.Context, ev chatmodel.Event, c Command) error
 	}
 	now := e.opts.Now()
 	r := &runmodel.Run{
-		Runbook: rb.Name, Title: rb.Title, Target: target, FlyTarget: cmp.Or(ti.FlyTarget, target), Team: ti.Team, Params: params, Vars: ti.Vars,
+		Runbook: rb.Name, Title: rb.Title, Target: target, FlyTarget: cmp.Or(ti.FlyTarget, target), Team: ti.Team, Scope: scope.Data(), Params: params, Vars: ti.Vars,
 		Requester: ev.User, Conversation: ev.Conversation, State: runmodel.RunRunning, DryRun: c.DryRun,
 		Spec: rb, CreatedAt: now, UpdatedAt: now, AlertInstance: ev.AlertInstance,
 	}

@@ -31,7 +31,7 @@ func (e *Engine) dryRunBranch(ctx context.Context, r *runmodel.Run, spec *runboo
 		})
 		return true
 	}
-	call := opmodel.Call{Target: r.Target, Args: opmodel.Args(args), RunID: r.ID, StepID: spec.ID}
+	call := runCall(r, spec.ID, opmodel.Args(args))
 	cctx, done := e.work.callCtx(ctx, r.ID, true)
 	p, err := op.Plan(cctx, call)
 	done()

@@ -173,6 +173,7 @@ type Engine struct {
 	gateEdits    gateEdits      // how often an open gate's message is edited
 	set          *settings      // the approval policy, swapped by Reload; runs keep theirs
 	auth         *authority     // who may change the things of which Concourse teams
+	chans        *channelIDs    // which binding of channels: a channel has
 }
 
 var _ chatmodel.Handler = (*Engine)(nil)
@@ -202,6 +203,7 @@ func New(o Options) (*Engine, error) {
 	e.summaries = &summaries{store: o.Store, reader: o.Capabilities.Threads, notes: o.Threads, out: e.out, log: o.Logger, now: o.Now}
 	e.dir = directory{log: o.Logger, ttl: o.GroupTTL, now: o.Now, ids: map[string]idEntry{}, members: map[string]groupEntry{},
 		groups: o.Capabilities.Groups, users: o.Capabilities.Identities}
+	e.chans = &channelIDs{resolver: o.Capabilities.Channels, log: o.Logger, ids: map[string]string{}}
 	e.auth = &authority{set: e.set, dir: &e.dir, writes: e.writes, now: o.Now,
 		fail: func(ctx context.Context, runID, stepID string, cause error) {
 			e.stepFail(ctx, runID, stepID, cause, nil)

@@ -229,7 +229,7 @@ func (e *Engine) startStep(ctx context.Context, r *runmodel.Run, spec *runbookmo
 		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("rendering arguments: %w", err), nil)
 		return
 	}
-	call := opmodel.Call{Target: r.Target, Args: opmodel.Args(args), RunID: r.ID, StepID: spec.ID}
+	call := runCall(r, spec.ID, opmodel.Args(args))
 	switch {
 	case spec.Kind == runbookmodel.KindWait:
 		e.startWait(ctx, r, spec, call)
@@ -371,7 +371,7 @@ func (e *Engine) runWrite(ctx context.Context, r *runmodel.Run, spec *runbookmod
 		return
 	}
 	// Right before the call, asked afresh (after an approval too).
-	refused, err := e.auth.mayChange(chatmodel.Fresh(ctx), r, teams)
+	refused, err := e.auth.mayChange(chatmodel.Fresh(ctx), r, teams, len(teams) == 0)
 	if err != nil {
 		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("checking who may change the things of %s: %w; nothing was changed", teamsText(teams), err), nil)
 		return
@@ -514,7 +514,7 @@ func (e *Engine) pollWait(ctx context.Context, r *runmodel.Run) {
 		return
 	}
 	cctx, done := e.work.callCtx(ctx, r.ID, true)
-	res, pollErr := op.Do(cctx, opmodel.Call{Target: r.Target, Args: st.Args, RunID: r.ID, StepID: st.ID})
+	res, pollErr := op.Do(cctx, runCall(r, st.ID, st.Args))
 	done()
 	if ctx.Err() != nil {
 		return

@@ -12,6 +12,7 @@ import (
 	"github.com/groundcrew/groundcrew/model/chatmodel"
 	"github.com/groundcrew/groundcrew/model/opmodel"
 	"github.com/groundcrew/groundcrew/model/runbookmodel"
+	"github.com/groundcrew/groundcrew/policy"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -175,8 +176,13 @@ func runButton(ctx context.Context, e *Engine, ev chatmodel.Event) {
 	if !ok || forms == nil {
 		return
 	}
-	targets := targetNames(e.opts.Targets)
-	f := runForm(rb, "", targets, nil, liveChoices(ctx, e), true)
+	scope, err := e.chans.scope(ctx, e.set.approvals().Channels, ev.Conversation.Channel)
+	if err != nil || scope.Denied {
+		e.out.reply(ctx, ev.Conversation, ev.User, fmt.Sprintf("Could not open the form: %s", cmpErr(err, scope.Refusal("", nil))))
+		return
+	}
+	targets := scope.FilterTargets(targetNames(e.opts.Targets))
+	f := runForm(rb, "", targets, nil, liveChoices(ctx, e, scope), true)
 	if err := forms.OpenForm(ctx, ev, *f); err != nil {
 		e.log.Warn("could not open the form of a run button", "runbook", rb.Name, "err", err)
 		e.out.reply(ctx, ev.Conversation, ev.User, fmt.Sprintf("Could not open the form; type `/runbook run %s …` (see `/runbook show %s`).", rb.Name, rb.Name))
@@ -195,8 +201,10 @@ const choicesTimeout = time.Second
 // registry's read operations (concourse.workers, concourse.pipelines):
 // worker names, pipelines as team/pipeline, teams that have pipelines;
 // an error when the target cannot be read in time. Each operation is
-// called once per target for one form.
-func liveChoices(ctx context.Context, e *Engine) choiceReader {
+// called once per target for one form. Only what the form's channel may
+// act on is read and offered (scope): its teams' pipelines, its teams,
+// the workers of no team or of its teams.
+func liveChoices(ctx context.Context, e *Engine, scope policy.Scope) choiceReader {
 	type read struct {
 		res opmodel.Result
 		err error
@@ -217,7 +225,7 @@ func liveChoices(ctx context.Context, e *Engine) choiceReader {
 		r, seen := memo[opName+"\x00"+target]
 		if !seen {
 			ctx, cancel := context.WithTimeout(ctx, choicesTimeout)
-			r.res, r.err = op.Do(ctx, opmodel.Call{Target: target, Args: opmodel.Args{}})
+			r.res, r.err = op.Do(ctx, opmodel.Call{Target: target, Args: opmodel.Args{}, Teams: scope.CallTeams()})
 			cancel()
 			memo[opName+"\x00"+target] = r
 		}
@@ -252,9 +260,20 @@ func liveChoices(ctx context.Context, e *Engine) choiceReader {
 				return nil, errTooManyChoices
 			}
 		}
+		if p.Choices != runbookmodel.ChoicesWorkers {
+			out = scope.FilterTeams(out) // the operation did; never offer another team's
+		}
 		sort.Strings(out)
 		return out, nil
 	}
+}
+
+// cmpErr is err's message for people, or else msg.
+func cmpErr(err error, msg string) string {
+	if err != nil {
+		return chatmodel.UserMessage(err)
+	}
+	return msg
 }
 
 // FormCheckerOf is the FormChecker of e's run forms (its own type: the
@@ -269,7 +288,7 @@ func FormRefresherOf(e *Engine) chatmodel.FormRefresher { return formChecker{e} 
 // command's runbook for the values entered (values["target"] the target
 // picked), its choices read live from that target, the values still
 // valid kept, what cannot be read said in its Note.
-func (fc formChecker) RefreshForm(ctx context.Context, command string, values map[string]string) (chatmodel.Form, error) {
+func (fc formChecker) RefreshForm(ctx context.Context, in chatmodel.Conversation, command string, values map[string]string) (chatmodel.Form, error) {
 	e := fc.e
 	c, err := Parse(command)
 	if err != nil || c.Verb != VerbRun {
@@ -279,12 +298,22 @@ func (fc formChecker) RefreshForm(ctx context.Context, command string, values ma
 	if !ok {
 		return chatmodel.Form{}, fmt.Errorf("no runbook %q", c.Name)
 	}
+	scope, err := e.chans.scope(ctx, e.set.approvals().Channels, in.Channel)
+	if err != nil {
+		return chatmodel.Form{}, err
+	}
+	if scope.Denied {
+		return chatmodel.Form{}, errors.New(scope.Refusal("", nil))
+	}
 	target := c.Params["target"]
 	given := make(map[string]string, len(values))
 	for k, v := range values {
 		given[k] = strings.TrimSpace(v)
 	}
-	return *runForm(rb, target, targetNames(e.opts.Targets), given, liveChoices(ctx, e), true), nil
+	if !scope.AllowsTarget(given["target"]) {
+		delete(given, "target") // never read another channel's target
+	}
+	return *runForm(rb, target, scope.FilterTargets(targetNames(e.opts.Targets)), given, liveChoices(ctx, e, scope), true), nil
 }
 
 type formChecker struct{ e *Engine }
@@ -294,7 +323,7 @@ type formChecker struct{ e *Engine }
 // must be configured. A problem is returned on its field (keyed by the
 // field's name) only for the fields in values; anything else is left to
 // the engine's answer to the submitted command.
-func (fc formChecker) CheckForm(_ context.Context, command string, values map[string]string) map[string]string {
+func (fc formChecker) CheckForm(ctx context.Context, in chatmodel.Conversation, command string, values map[string]string) map[string]string {
 	e := fc.e
 	c, err := Parse(command)
 	if err != nil || c.Verb != VerbRun {
@@ -312,9 +341,14 @@ func (fc formChecker) CheckForm(_ context.Context, command string, values map[st
 		params[k] = v
 	}
 	errs := map[string]string{}
+	scope, err := e.chans.scope(ctx, e.set.approvals().Channels, in.Channel)
+	if err != nil {
+		return nil // the command's answer says it
+	}
+	targets := scope.FilterTargets(targetNames(e.opts.Targets))
 	if t, given := values["target"]; given && t != "" {
-		if _, ok := e.opts.Targets[t]; !ok {
-			errs["target"] = fmt.Sprintf("Unknown target %q; configured targets: %s.", t, strings.Join(targetNames(e.opts.Targets), ", "))
+		if _, ok := e.opts.Targets[t]; !ok || !scope.AllowsTarget(t) {
+			errs["target"] = fmt.Sprintf("Unknown target %q; targets: %s.", t, strings.Join(targets, ", "))
 		}
 	}
 	delete(params, "target")

@@ -43,16 +43,16 @@ func TestEngine_MissingParametersOpenAForm(t *testing.T) {
 func TestEngine_CheckFormPutsProblemsOnTheirFields(t *testing.T) {
 	h := newHarness(t, stalledWorld(), nil)
 	check := bot.FormCheckerOf(h.eng)
-	errs := check.CheckForm(h.ctx, "run waiter", map[string]string{"worker": "w\u202e0", "target": "infra-prdd"})
+	errs := check.CheckForm(h.ctx, chan1, "run waiter", map[string]string{"worker": "w\u202e0", "target": "infra-prdd"})
 	require.Len(t, errs, 2)
 	assert.Contains(t, errs["worker"], `Parameter "worker": character 2 is U+202E RIGHT-TO-LEFT OVERRIDE`)
 	assert.Contains(t, errs["target"], `Unknown target "infra-prdd"`)
 
-	errs = check.CheckForm(h.ctx, "run waiter target=infra-prd", map[string]string{"worker": ""})
+	errs = check.CheckForm(h.ctx, chan1, "run waiter target=infra-prd", map[string]string{"worker": ""})
 	assert.Equal(t, map[string]string{"worker": `Missing required parameter "worker"; add worker=….`}, errs)
 
-	assert.Nil(t, check.CheckForm(h.ctx, "run waiter target=infra-prd", map[string]string{"worker": "w-0"}))
-	assert.Nil(t, check.CheckForm(h.ctx, "run no-such-runbook", map[string]string{"worker": "w-0"}), "left to the command's answer")
+	assert.Nil(t, check.CheckForm(h.ctx, chan1, "run waiter target=infra-prd", map[string]string{"worker": "w-0"}))
+	assert.Nil(t, check.CheckForm(h.ctx, chan1, "run no-such-runbook", map[string]string{"worker": "w-0"}), "left to the command's answer")
 	runs, err := h.db.ListRuns(h.ctx, runmodel.RunQuery{})
 	require.NoError(t, err)
 	assert.Empty(t, runs)

@@ -83,7 +83,11 @@ func (e *Engine) openActionGate(ctx context.Context, r *runmodel.Run, spec *runb
 		e.stepFail(ctx, r.ID, spec.ID, err, nil)
 		return
 	}
-	refused, err := e.auth.mayChange(ctx, r, teams)
+	teamless := len(teams) == 0
+	if op.Class == opmodel.ClassDestructive {
+		teamless = plan.Teamless()
+	}
+	refused, err := e.auth.mayChange(ctx, r, teams, teamless)
 	if err != nil {
 		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("checking who may change the things of %s: %w", teamsText(teams), err), nil)
 		return
@@ -102,10 +106,6 @@ func (e *Engine) openActionGate(ctx context.Context, r *runmodel.Run, spec *runb
 	if refused != "" {
 		e.auth.refuse(ctx, r, spec.ID, teams, refused)
 		return
-	}
-	teamless := len(teams) == 0
-	if op.Class == opmodel.ClassDestructive {
-		teamless = plan.Teamless()
 	}
 	e.openGate(ctx, r.ID, spec, plan, call.Args, teams, e.gatePolicy(r, spec, op.Name, teams, teamless, r.PendingApproval), r.PendingApproval, reason)
 }
@@ -208,7 +208,7 @@ func (e *Engine) afterGate(ctx context.Context, r *runmodel.Run, spec *runbookmo
 		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("operation %s is not available", spec.Op), nil)
 		return
 	}
-	call := opmodel.Call{Target: r.Target, Args: st.Args, RunID: r.ID, StepID: spec.ID}
+	call := runCall(r, spec.ID, st.Args)
 	if op.Class != opmodel.ClassDestructive {
 		approvers, ok := e.approvalsStand(ctx, r, spec)
 		if !ok {
@@ -278,7 +278,7 @@ func (e *Engine) afterGate(ctx context.Context, r *runmodel.Run, spec *runbookmo
 	if !ok {
 		return
 	}
-	refused, err := e.auth.mayChange(chatmodel.Fresh(ctx), r, plan.Teams())
+	refused, err := e.auth.mayChange(chatmodel.Fresh(ctx), r, plan.Teams(), plan.Teamless())
 	if err != nil {
 		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("checking again who may change the things of %s before executing: %w; nothing was changed", teamsText(plan.Teams()), err), nil)
 		return
@@ -368,7 +368,7 @@ func (e *Engine) reconcile(ctx context.Context, r *runmodel.Run, spec *runbookmo
 		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("interrupted, and operation %s is not available to check it", spec.Op), nil)
 		return
 	}
-	call := opmodel.Call{Target: r.Target, Args: st.Args, RunID: r.ID, StepID: spec.ID}
+	call := runCall(r, spec.ID, st.Args)
 	reason := "groundcrew stopped while this step was executing; it was not repeated automatically"
 	if op.Class == opmodel.ClassDestructive {
 		cctx, done := e.work.callCtx(ctx, r.ID, true)

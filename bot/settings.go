@@ -90,6 +90,7 @@ func (e *Engine) Reload(ctx context.Context, approvals policy.Config) error {
 		ids = append(ids, r.ID)
 	}
 	e.set.swap(approvals, ids, e.opts.Now())
+	e.chans.forget()
 	e.dir.resolveNames(ctx, approvals, e.opts.Library)
 	e.log.Info("approval policy reloaded", "runs_keeping_their_policy", len(ids))
 	return nil

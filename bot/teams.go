@@ -11,6 +11,7 @@ import (
 	"github.com/groundcrew/groundcrew/model/opmodel"
 	"github.com/groundcrew/groundcrew/model/runbookmodel"
 	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/policy"
 )
 
 // authority has one concern: whether the person who started a run may
@@ -29,8 +30,13 @@ type authority struct {
 }
 
 // mayChange returns why the requester of r may not change the things of
-// teams ("" when they may).
-func (a *authority) mayChange(ctx context.Context, r *runmodel.Run, teams []string) (string, error) {
+// teams (and, when teamless, things of no team) from the run's channel
+// ("" when they may): the channel's binding, then the teams' runners. The
+// reason never names a team the channel is not bound to.
+func (a *authority) mayChange(ctx context.Context, r *runmodel.Run, teams []string, teamless bool) (string, error) {
+	if why := policy.ScopeOfRun(r.Scope).ChangeRefusal(teams, teamless); why != "" {
+		return why, nil
+	}
 	if len(teams) == 0 {
 		return "", nil
 	}
@@ -38,7 +44,7 @@ func (a *authority) mayChange(ctx context.Context, r *runmodel.Run, teams []stri
 	if err != nil || ref == nil {
 		return "", err
 	}
-	return ref.Reason() + " (one of them may run it)", nil
+	return fmt.Sprintf("%s may not change the things of %s: %s (one of them may run it)", r.Requester.Display(), teamsText(teams), ref.Reason()), nil
 }
 
 // refuse fails the step whose change of teams' things the requester may
@@ -46,7 +52,17 @@ func (a *authority) mayChange(ctx context.Context, r *runmodel.Run, teams []stri
 func (a *authority) refuse(ctx context.Context, r *runmodel.Run, stepID string, teams []string, why string) {
 	a.writes.audit(ctx, runmodel.AuditEntry{Time: a.now(), Actor: r.Requester.ID, Action: runmodel.ActionChangeRefused, RunID: r.ID, Step: stepID,
 		Target: r.Target, Teams: teams, Detail: why})
-	a.fail(ctx, r.ID, stepID, fmt.Errorf("not done: %s may not change the things of %s: %s; nothing was changed", r.Requester.Display(), teamsText(teams), why))
+	a.fail(ctx, r.ID, stepID, fmt.Errorf("not done: %s; nothing was changed", why))
+}
+
+// runCall is the call of an operation for step stepID of r: the run's
+// target, and the teams the run's channel may act on.
+func runCall(r *runmodel.Run, stepID string, args opmodel.Args) opmodel.Call {
+	c := opmodel.Call{Target: r.Target, Args: args, RunID: r.ID, StepID: stepID}
+	if r.Scope != nil {
+		c.Teams = policy.ScopeOfRun(r.Scope).CallTeams()
+	}
+	return c
 }
 
 // paramTeams returns the Concourse teams a run's parameters name, sorted:

@@ -51,7 +51,10 @@ type Config struct {
 	// Targets are the Concourse instances, by name.
 	Targets   map[string]*Target `yaml:"targets"`
 	Approvals policy.Config      `yaml:"approvals"`
-	Digests   []Digest           `yaml:"digests"`
+	// Channels binds chat channels to the targets and Concourse teams they
+	// may act on (policy.Channels); the loader hands it to the policy.
+	Channels policy.Channels `yaml:"channels"`
+	Digests  []Digest        `yaml:"digests"`
 	// Alerts and Watch open incidents (config/incidents.go).
 	Alerts Alerts       `yaml:"alerts"`
 	Watch  []watch.Rule `yaml:"watch"`
@@ -229,6 +232,7 @@ func Parse(path string, data []byte) (*Config, error) {
 		return nil, decodeErrors(path, data, err)
 	}
 	c.takeStore()
+	c.Approvals.Channels = c.Channels
 	c.applyEnv()
 	c.defaults(filepath.Dir(path))
 	if errs := c.validate(); len(errs) > 0 {
@@ -496,8 +500,18 @@ func (c *Config) Check(ctx context.Context, k policy.Known) (warnings []string, 
 }
 
 // NamesTeams reports whether the configuration names Concourse teams
-// (approvals.teams), which `config check` asks the live targets about.
-func (c *Config) NamesTeams() bool { return len(c.Approvals.Teams) > 0 }
+// (approvals.teams, channels' teams), which `config check` asks the live targets about.
+func (c *Config) NamesTeams() bool {
+	if len(c.Approvals.Teams) > 0 {
+		return true
+	}
+	for _, b := range c.Channels.Bindings {
+		if len(b.Teams) > 0 {
+			return true
+		}
+	}
+	return false
+}
 
 // SelfApprovalAt lists the policies that let requesters approve their own
 // runs; the binary logs each one loudly at start.

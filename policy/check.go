@@ -37,6 +37,10 @@ type Known struct {
 	// Members returns a group's member ids, an error wrapping ErrUnknown
 	// when the group does not exist. Nil when the platform cannot list groups.
 	Members func(ctx context.Context, group string) ([]string, error)
+	// Channel returns the platform id of a channel a binding names
+	// ("#payments-ci"), an error wrapping ErrUnknown when there is no such
+	// channel. Nil: channel names are not checked.
+	Channel func(ctx context.Context, name string) (string, error)
 	// ConcourseTeams returns the Concourse teams of a target as the bot's
 	// account sees them, and whether that is every team (the account is
 	// an admin). Nil: team names are not checked.
@@ -115,6 +119,7 @@ func (c Config) Check(ctx context.Context, k Known) []Problem {
 	for _, t := range sortedKeys(c.Teams) {
 		out = append(out, k.checkTeam(ctx, "approvals.teams."+t, t)...)
 	}
+	out = append(out, c.Channels.check(ctx, k)...)
 	out = append(out, c.checkNames(ctx, k)...)
 	out = append(out, c.checkLevels(ctx, k)...)
 	for _, rb := range k.Runbooks {

@@ -68,6 +68,10 @@ type Config struct {
 	Runbooks   map[string]runmodel.Policy `yaml:"runbooks"`
 	Operations map[string]runmodel.Policy `yaml:"operations"`
 	Teams      map[string]runmodel.Policy `yaml:"teams"`
+	// Channels are the channel bindings (the top-level `channels:` key,
+	// set by the configuration loader): evaluated with the policy, and
+	// swapped with it on a reload.
+	Channels Channels `yaml:"-"`
 }
 
 // Resolve returns the policy for a gate of runbook on target calling op

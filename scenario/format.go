@@ -91,6 +91,9 @@ type Input struct {
 	// As is the chat user who acts (name and id), for run, command, react,
 	// approve, done, skip and fail.
 	As string `yaml:"as"`
+	// In is the channel a run or command is typed in ("#payments-ci";
+	// default the scenario's channel, bound to nothing).
+	In string `yaml:"in"`
 	// Run starts a run: "worker-stalled worker=0" (the text after
 	// "/runbook run").
 	Run string `yaml:"run"`

@@ -26,7 +26,7 @@ func (e *env) apply(in *Input) []string {
 	case "run":
 		err = e.startRun(in)
 	case "command":
-		err = e.command(in.As, in.Command)
+		err = e.command(in.As, in.In, in.Command)
 	case "react":
 		err = e.react(in.As, in.Step, chatutil.IntentOf(in.React), false)
 	case "approve":
@@ -77,7 +77,7 @@ func (e *env) startRun(in *Input) error {
 	for _, r := range runs {
 		before[r.ID] = true
 	}
-	if err := e.handle(chatmodel.Event{Kind: chatmodel.EventCommand, User: user(in.As), Conversation: channel, Text: "run " + in.Run}); err != nil {
+	if err := e.handle(chatmodel.Event{Kind: chatmodel.EventCommand, User: user(in.As), Conversation: typedIn(in.In), Text: "run " + in.Run}); err != nil {
 		return err
 	}
 	runs, err = e.store.ListRuns(e.ctx, runmodel.RunQuery{})
@@ -92,15 +92,24 @@ func (e *env) startRun(in *Input) error {
 	return nil // a refused run is checked by expect (state: none, replies)
 }
 
+// typedIn is the conversation of a command typed in channel ("": the
+// scenario's).
+func typedIn(ch string) chatmodel.Conversation {
+	if ch == "" {
+		return channel
+	}
+	return chatmodel.Conversation{Platform: channel.Platform, Channel: ch}
+}
+
 // command types any /runbook command; {run} is the latest run's id.
-func (e *env) command(as, text string) error {
+func (e *env) command(as, in, text string) error {
 	if strings.Contains(text, "{run}") {
 		if len(e.runs) == 0 {
 			return fmt.Errorf("command %q: {run} names the latest run, but no run was started", text)
 		}
 		text = strings.ReplaceAll(text, "{run}", e.runs[len(e.runs)-1])
 	}
-	return e.handle(chatmodel.Event{Kind: chatmodel.EventCommand, User: user(as), Conversation: channel, Text: text})
+	return e.handle(chatmodel.Event{Kind: chatmodel.EventCommand, User: user(as), Conversation: typedIn(in), Text: text})
 }
 
 // current returns the latest run.

@@ -32,6 +32,7 @@ type common struct {
 	Database  yaml.Node               `yaml:"database"`
 	Policy    *runmodel.Policy        `yaml:"policy"`
 	Approvals *policy.Config          `yaml:"approvals"`
+	Channels  *policy.Channels        `yaml:"channels"`
 	Groups    map[string][]string     `yaml:"groups"`
 	Tick      Duration                `yaml:"tick"`
 }
@@ -174,6 +175,12 @@ func (p *parser) scenario(f *fileRaw, sr *scenarioRaw, line int, inputLines []in
 		sc.Approvals = policy.Config{Default: *f.C.Policy}
 	case f.C.Approvals != nil:
 		sc.Approvals = *f.C.Approvals
+	}
+	switch {
+	case sr.C.Channels != nil:
+		sc.Approvals.Channels = *sr.C.Channels
+	case f.C.Channels != nil:
+		sc.Approvals.Channels = *f.C.Channels
 	}
 	if sr.C.Policy != nil && sr.C.Approvals != nil || f.C.Policy != nil && f.C.Approvals != nil {
 		p.errf(line, "scenario %q: give `policy` (the default level) or `approvals` (every level), not both", sc.Name)
@@ -322,6 +329,9 @@ func (p *parser) input(in *Input) {
 	}
 	if !actorInputs[kind] && in.As != "" {
 		p.errf(in.Line, "%s: `as` does not apply", kind)
+	}
+	if in.In != "" && kind != "run" && kind != "command" {
+		p.errf(in.Line, "%s: `in` (the channel) applies to run and command only", kind)
 	}
 	if in.Step != "" && kind != "react" {
 		p.errf(in.Line, "%s: `step` applies to react only (done/skip/fail name the step themselves)", kind)

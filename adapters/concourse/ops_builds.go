@@ -19,10 +19,12 @@ import (
 type buildQuery struct {
 	filter        BuildFilter
 	pipeline, job *regexp.Regexp
+	// scope is what the run's channel may see (nil: every team).
+	scope scope
 }
 
 func (q buildQuery) keep(b Build) bool {
-	return matchRe(q.pipeline, b.PipelineName) && matchRe(q.job, b.JobName)
+	return matchRe(q.pipeline, b.PipelineName) && matchRe(q.job, b.JobName) && q.scope.allows(b.TeamName)
 }
 
 func (q buildQuery) hasScope() bool {
@@ -39,8 +41,9 @@ var buildFilterArgs = []opmodel.ArgSpec{
 	{Name: "limit", Doc: "stop after this many matching builds (default 50000, like fly builds -c 50000)"},
 }
 
-func (p *Provider) buildQuery(a opmodel.Args, defStatus []string, defSince time.Duration) (buildQuery, error) {
-	var q buildQuery
+func (p *Provider) buildQuery(c opmodel.Call, defStatus []string, defSince time.Duration) (buildQuery, error) {
+	q := buildQuery{scope: scopeOf(c)}
+	a := c.Args
 	var err error
 	if q.pipeline, err = pattern(a, "pipeline"); err != nil {
 		return q, err
@@ -58,6 +61,16 @@ func (p *Provider) buildQuery(a opmodel.Args, defStatus []string, defSince time.
 		return q, err
 	}
 	q.filter.Team = a.String("team")
+	if q.filter.Team != "" && !q.scope.allows(q.filter.Team) {
+		cl, err := p.client(c)
+		if err != nil {
+			return q, err
+		}
+		return q, q.scope.refuse(cl, "team=")
+	}
+	if q.filter.Team == "" && len(q.scope) == 1 {
+		q.filter.Team = q.scope[0] // the channel's one team: its own listing
+	}
 	// a literal pipeline name within an explicit team can use the
 	// pipeline's own (smaller) listing
 	if name := a.String("pipeline"); q.filter.Team != "" && name != "" && regexp.QuoteMeta(name) == name {
@@ -160,7 +173,7 @@ func (p *Provider) opBuilds() opmodel.Op {
 			if err != nil {
 				return opmodel.Result{}, err
 			}
-			q, err := p.buildQuery(c.Args, nil, 0)
+			q, err := p.buildQuery(c, nil, 0)
 			if err != nil {
 				return opmodel.Result{}, err
 			}
@@ -233,7 +246,7 @@ func (p *Provider) opAbortBuilds() opmodel.Op {
 			if err != nil {
 				return opmodel.Plan{}, err
 			}
-			q, err := p.buildQuery(c.Args, []string{StatusPending}, 24*time.Hour)
+			q, err := p.buildQuery(c, []string{StatusPending}, 24*time.Hour)
 			if err != nil {
 				return opmodel.Plan{}, err
 			}
@@ -263,7 +276,7 @@ func (p *Provider) opAbortBuilds() opmodel.Op {
 			}
 			if errors.Is(err, ErrNotFound) && q.filter.Team != "" && c.Args.String("pipeline") != "" {
 				// A plain name in a team is listed by its own endpoint: 404.
-				err = pipelineNotFound(ctx, cl, q.filter.Team, c.Args.String("pipeline"), err)
+				err = pipelineNotFound(ctx, cl, q.filter.Team, c.Args.String("pipeline"), err, q.scope)
 			}
 			if err != nil {
 				return opmodel.Plan{}, err
@@ -398,6 +411,8 @@ func (p *Provider) buildsByID(ctx context.Context, cl *Client, ids []string, q b
 			plan.Notes = append(plan.Notes, fmt.Sprintf("build %d does not exist; skipped", nums[i]))
 		case errs[i] != nil:
 			return nil, errs[i]
+		case !q.scope.allows(b.TeamName):
+			plan.Notes = append(plan.Notes, fmt.Sprintf("build %d belongs to a team the run's channel may not act on; skipped", b.ID))
 		case !b.Running() && !keepFinished:
 			plan.Notes = append(plan.Notes, fmt.Sprintf("build %d is already %s; skipped", b.ID, b.Status))
 		case !q.keep(*b) || (q.filter.Team != "" && b.TeamName != q.filter.Team) || !contains(q.filter.Statuses, b.Status):

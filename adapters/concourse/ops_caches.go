@@ -26,7 +26,7 @@ func (p *Provider) opClearResourceCache() opmodel.Op {
 				return allGone(op, cl.Name(), c, team+"/"+pipeline+" no longer exists (deleted or renamed before the approval)"), nil
 			}
 			if err != nil {
-				return opmodel.Plan{}, pipelineNotFound(ctx, cl, team, pipeline, err)
+				return opmodel.Plan{}, pipelineNotFound(ctx, cl, team, pipeline, err, scopeOf(c))
 			}
 			byName := map[string]Resource{}
 			for _, r := range rs {
@@ -129,7 +129,7 @@ func (p *Provider) opClearTaskCache() opmodel.Op {
 				return allGone(op, cl.Name(), c, team+"/"+pipeline+" no longer exists (deleted or renamed before the approval)"), nil
 			}
 			if err != nil {
-				return opmodel.Plan{}, pipelineNotFound(ctx, cl, team, pipeline, err)
+				return opmodel.Plan{}, pipelineNotFound(ctx, cl, team, pipeline, err, scopeOf(c))
 			}
 			jc, ok := cfg.Job(job)
 			if !ok && c.Approved != nil {

@@ -91,7 +91,7 @@ func (p *Provider) opCheckResource() opmodel.Op {
 			if len(names) == 0 {
 				rs, err := cl.Resources(ctx, team, pipeline)
 				if err != nil {
-					return opmodel.Result{}, pipelineNotFound(ctx, cl, team, pipeline, err)
+					return opmodel.Result{}, pipelineNotFound(ctx, cl, team, pipeline, err, scopeOf(c))
 				}
 				for _, r := range rs {
 					names = append(names, r.Name)
@@ -163,6 +163,12 @@ func (p *Provider) opCheckResourceType() opmodel.Op {
 			}
 			res := opmodel.Result{}
 			data := CheckResourceTypeData{ResourceType: rt, Checked: []string{}, Skipped: []string{}, Failed: []string{}, Checks: []Check{}}
+			sc := scopeOf(c)
+			for _, ref := range refs {
+				if team, _ := splitRef(ref, c.Args.String("team"), cl.Team()); !sc.allows(team) {
+					return opmodel.Result{}, sc.refuse(cl, "a pipeline")
+				}
+			}
 			for i, ref := range refs {
 				team, name := splitRef(ref, c.Args.String("team"), cl.Team())
 				id := team + "/" + name

@@ -40,7 +40,7 @@ func (p *Provider) opBuildEventsScan() opmodel.Op {
 			if err != nil {
 				return opmodel.Result{}, err
 			}
-			q, err := p.buildQuery(c.Args, []string{StatusErrored}, 3*time.Hour)
+			q, err := p.buildQuery(c, []string{StatusErrored}, 3*time.Hour)
 			if err != nil {
 				return opmodel.Result{}, err
 			}

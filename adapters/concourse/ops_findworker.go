@@ -3,6 +3,7 @@ package concourse
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/groundcrew/groundcrew/model/opmodel"
@@ -63,6 +64,8 @@ func (p *Provider) opFindWorker() opmodel.Op {
 			if err != nil {
 				return opmodel.Result{}, err
 			}
+			// Another team's workers are not the run's channel's to see.
+			ws = slices.DeleteFunc(ws, func(w Worker) bool { return !scopeOf(c).worker(w) })
 			now := p.opts.Now()
 			nm := cl.naming
 			out := FoundWorker{Candidates: []string{}}

@@ -39,6 +39,9 @@ func (p *Provider) opInfo() opmodel.Op {
 				}
 				roles := []string{}
 				for team, rs := range u.Teams {
+					if !scopeOf(c).allows(team) {
+						continue // another team is not the run's channel's to see
+					}
 					for _, r := range rs {
 						roles = append(roles, team+"/"+r)
 					}

@@ -114,6 +114,10 @@ func (p *Provider) opPipelines() opmodel.Op {
 				return opmodel.Result{}, err
 			}
 			team := c.Args.String("team")
+			sc := scopeOf(c)
+			if team != "" && !sc.allows(team) {
+				return opmodel.Result{}, sc.refuse(cl, "team=")
+			}
 			if team == "" {
 				team = AllTeams
 			}
@@ -126,7 +130,7 @@ func (p *Provider) opPipelines() opmodel.Op {
 			paused := []string{}
 			table := &opmodel.Table{Columns: []string{"team", "name", "paused", "public"}, Noun: "pipelines"}
 			for _, pl := range ps {
-				if (pl.Archived && !c.Args.Bool("include_archived")) || !matchRe(re, pl.Name) || (c.Args.Bool("paused") && !pl.Paused) {
+				if (pl.Archived && !c.Args.Bool("include_archived")) || !matchRe(re, pl.Name) || (c.Args.Bool("paused") && !pl.Paused) || !sc.allows(pl.TeamName) {
 					continue
 				}
 				list = append(list, p.pipelineData(pl, now))
@@ -166,7 +170,7 @@ func (p *Provider) opJobs() opmodel.Op {
 			}
 			js, err := cl.Jobs(ctx, team, pipeline)
 			if err != nil {
-				return opmodel.Result{}, pipelineNotFound(ctx, cl, team, pipeline, err)
+				return opmodel.Result{}, pipelineNotFound(ctx, cl, team, pipeline, err, scopeOf(c))
 			}
 			list := []JobData{}
 			paused := []string{}
@@ -225,6 +229,9 @@ func (p *Provider) pipelineClient(c opmodel.Call) (*Client, string, string, erro
 	if err != nil {
 		return nil, "", "", err
 	}
+	if sc := scopeOf(c); !sc.allows(cl.team(team)) {
+		return nil, "", "", sc.refuse(cl, "the pipeline")
+	}
 	return cl, team, pipeline, nil
 }
 
@@ -240,7 +247,7 @@ func (p *Provider) opResources() opmodel.Op {
 			}
 			rs, err := cl.Resources(ctx, team, pipeline)
 			if err != nil {
-				return opmodel.Result{}, pipelineNotFound(ctx, cl, team, pipeline, err)
+				return opmodel.Result{}, pipelineNotFound(ctx, cl, team, pipeline, err, scopeOf(c))
 			}
 			list, names := []ResourceData{}, []string{}
 			failing := 0
@@ -286,7 +293,7 @@ func (p *Provider) opResourceTypes() opmodel.Op {
 			}
 			rts, err := cl.ResourceTypes(ctx, team, pipeline)
 			if err != nil {
-				return opmodel.Result{}, pipelineNotFound(ctx, cl, team, pipeline, err)
+				return opmodel.Result{}, pipelineNotFound(ctx, cl, team, pipeline, err, scopeOf(c))
 			}
 			list, names := []ResourceTypeData{}, []string{}
 			table := &opmodel.Table{Columns: []string{"name", "type"}, Noun: "resource types"}
@@ -314,7 +321,7 @@ func (p *Provider) opUnpausePipeline() opmodel.Op {
 			}
 			before, err := cl.Pipeline(ctx, team, pipeline)
 			if err != nil {
-				return opmodel.Result{}, opmodel.Unchanged(pipelineNotFound(ctx, cl, team, pipeline, err))
+				return opmodel.Result{}, opmodel.Unchanged(pipelineNotFound(ctx, cl, team, pipeline, err, scopeOf(c)))
 			}
 			if err := cl.UnpausePipeline(ctx, team, pipeline); err != nil {
 				return opmodel.Result{}, err
@@ -362,13 +369,16 @@ func (p *Provider) opPausePipeline() opmodel.Op {
 			}
 			for _, ref := range refs {
 				team, name := splitRef(ref, c.Args.String("team"), cl.Team())
+				if sc := scopeOf(c); !sc.allows(team) {
+					return opmodel.Plan{}, sc.refuse(cl, "a pipeline")
+				}
 				pl, err := cl.Pipeline(ctx, team, name)
 				switch {
 				case errors.Is(err, ErrNotFound) && c.Approves("pipeline", cl.team(team)+"/"+name):
 					// deleted or renamed while the approval was asked
 					found(cl.team(team)+"/"+name, cl.team(team)+"/"+name+" no longer exists (deleted or renamed before the approval)")
 				case err != nil:
-					return opmodel.Plan{}, pipelineNotFound(ctx, cl, team, name, err)
+					return opmodel.Plan{}, pipelineNotFound(ctx, cl, team, name, err, scopeOf(c))
 				case pl.Paused:
 					plan.Notes = append(plan.Notes, fmt.Sprintf("%s is already paused (by %s); skipped", pl.Ref(), or(pl.PausedBy, "someone")))
 					found(pl.Ref(), fmt.Sprintf("%s is already paused (by %s)", pl.Ref(), or(pl.PausedBy, "someone")))

@@ -101,8 +101,9 @@ func (p *Provider) opWorkers() opmodel.Op {
 			byState := map[string]int{}
 			data := WorkersData{Target: cl.Name(), Workers: []WorkerData{}, ByState: byState}
 			table := &opmodel.Table{Columns: []string{"name", "state", "containers", "age"}, Noun: "workers"}
+			sc := scopeOf(c)
 			for _, w := range ws {
-				if !matchRe(re, w.Name) || (len(want) > 0 && !contains(want, w.State)) {
+				if !matchRe(re, w.Name) || (len(want) > 0 && !contains(want, w.State)) || !sc.worker(w) {
 					continue
 				}
 				byState[w.State]++
@@ -177,6 +178,9 @@ func (p *Provider) opWorker() opmodel.Op {
 			if err != nil {
 				return opmodel.Result{}, err
 			}
+			if sc := scopeOf(c); !sc.worker(w) {
+				return opmodel.Result{}, sc.refuse(cl, "the worker's team:")
+			}
 			now := p.opts.Now()
 			return opmodel.Result{
 				Summary: fmt.Sprintf("%s is %s (%d containers, up %s)", w.Name, w.State, w.ActiveContainers, age(since(now, w.Started()))),
@@ -225,14 +229,19 @@ func (p *Provider) planWorkers(ctx context.Context, c opmodel.Call, op string, a
 	byName := map[string]Worker{}
 	for _, w := range ws {
 		byName[w.Name] = w
-		if all && w.State == WorkerStalled && !contains(names, w.Name) {
+		if all && w.State == WorkerStalled && !contains(names, w.Name) && scopeOf(c).worker(w) {
 			names = append(names, w.Name)
 		}
 	}
+	sc := scopeOf(c)
 	for _, n := range names {
 		w, ok := byName[n]
 		if !ok {
 			plan.Notes = append(plan.Notes, fmt.Sprintf("worker %s is not registered (already pruned or retired?); skipped", n))
+			continue
+		}
+		if !sc.worker(w) {
+			plan.Notes = append(plan.Notes, fmt.Sprintf("worker %s belongs to a team the run's channel may not act on; skipped", n))
 			continue
 		}
 		if why := accept(w); why != "" {

@@ -13,16 +13,29 @@ import (
 // to do: the pipeline of that name in another team, or the closest name (a
 // typo, a prefix), and the fly command that lists them all. Other errors
 // are returned as they are; the result still matches ErrNotFound.
-func pipelineNotFound(ctx context.Context, cl *Client, team, name string, err error) error {
+// sc limits the pipelines hinted at to what the run's channel may see.
+func pipelineNotFound(ctx context.Context, cl *Client, team, name string, err error, sc scope) error {
 	if !errors.Is(err, ErrNotFound) {
 		return err
 	}
 	team = cl.team(team)
 	msg := fmt.Sprintf("%s: pipeline `%s/%s` not found", cl.Name(), team, name)
-	if hint := pipelineHint(ctx, cl, team, name); hint != "" {
+	if hint := pipelineHint(ctx, cl, team, name, sc); hint != "" {
 		msg += "; " + hint
 	}
-	return &pipelineNotFoundError{msg: msg + fmt.Sprintf(" (`fly -t '%s' pipelines -a` lists every pipeline)", cl.FlyTarget())}
+	return &pipelineNotFoundError{msg: msg + listHint(cl, sc)}
+}
+
+// listHint says how to list the pipelines: every one, or (for a channel
+// bound to teams) the team's.
+func listHint(cl *Client, sc scope) string {
+	if len(sc) == 1 {
+		return fmt.Sprintf(" (`fly -t '%s' pipelines -n '%s'` lists the team's pipelines)", cl.FlyTarget(), sc[0])
+	}
+	if sc != nil {
+		return ""
+	}
+	return fmt.Sprintf(" (`fly -t '%s' pipelines -a` lists every pipeline)", cl.FlyTarget())
 }
 
 // pipelineNotFoundError is a pipeline lookup that found nothing; it
@@ -36,7 +49,8 @@ func (e *pipelineNotFoundError) Unwrap() error { return ErrNotFound }
 // same name in another team ("it is in team `deploy`"), else the only
 // pipeline of the team whose name starts with it, else the closest name.
 // "" when nothing is close or the listing fails.
-func pipelineHint(ctx context.Context, cl *Client, team, name string) string {
+// Only pipelines of the teams sc allows are named.
+func pipelineHint(ctx context.Context, cl *Client, team, name string, sc scope) string {
 	ps, err := cl.Pipelines(ctx, AllTeams)
 	if err != nil {
 		return ""
@@ -44,6 +58,9 @@ func pipelineHint(ctx context.Context, cl *Client, team, name string) string {
 	var teams, prefixed, names []string
 	ref := map[string]string{}
 	for _, p := range ps {
+		if !sc.allows(p.TeamName) {
+			continue
+		}
 		if p.Name == name && p.TeamName != team {
 			teams = append(teams, "`"+p.TeamName+"`")
 		}
@@ -74,6 +91,7 @@ func pipelineHint(ctx context.Context, cl *Client, team, name string) string {
 // probably meant and how to list them; "" when one matches, when the
 // filter names no pipeline, or when the listing fails.
 func noPipelineMatches(ctx context.Context, cl *Client, q buildQuery, name string) string {
+	sc := q.scope
 	if q.pipeline == nil || name == "" {
 		return ""
 	}
@@ -82,7 +100,7 @@ func noPipelineMatches(ctx context.Context, cl *Client, q buildQuery, name strin
 		return ""
 	}
 	for _, p := range ps {
-		if (q.filter.Team == "" || p.TeamName == q.filter.Team) && matchRe(q.pipeline, p.Name) {
+		if (q.filter.Team == "" || p.TeamName == q.filter.Team) && sc.allows(p.TeamName) && matchRe(q.pipeline, p.Name) {
 			return ""
 		}
 	}
@@ -90,8 +108,8 @@ func noPipelineMatches(ctx context.Context, cl *Client, q buildQuery, name strin
 	if q.filter.Team != "" {
 		msg += " in team `" + q.filter.Team + "`"
 	}
-	if hint := pipelineHint(ctx, cl, cl.team(q.filter.Team), name); hint != "" {
+	if hint := pipelineHint(ctx, cl, cl.team(q.filter.Team), name, sc); hint != "" {
 		msg += "; " + hint
 	}
-	return msg + fmt.Sprintf(" (`fly -t '%s' pipelines -a` lists every pipeline)", cl.FlyTarget())
+	return msg + listHint(cl, sc)
 }

@@ -10,6 +10,39 @@ import (
 	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
+// scope is what a call may act on and name: the teams of Call.Teams (the
+// run's channel is bound to them), nil for every team. Operations refuse
+// a team outside it, list and suggest nothing of another team, and never
+// name one in a message.
+type scope []string
+
+func scopeOf(c opmodel.Call) scope { return scope(c.Teams) }
+
+// allows reports whether the things of team may be read or changed.
+func (s scope) allows(team string) bool { return s == nil || slices.Contains(s, team) }
+
+// worker reports whether a worker may be seen: a global one, or one of
+// the scope's teams.
+func (s scope) worker(w Worker) bool { return w.Team == "" || s.allows(w.Team) }
+
+// refuse is the error of a call naming (as what: "the pipeline", "team=")
+// a team outside the scope. It says what the channel may act on, not the
+// team named.
+func (s scope) refuse(cl *Client, what string) error {
+	return opmodel.Unchanged(fmt.Errorf("%s: the run's channel may act only on %s; %s names another team", cl.Name(), teamList(s), what))
+}
+
+func teamList(ts []string) string {
+	q := make([]string, len(ts))
+	for i, t := range ts {
+		q[i] = "`" + t + "`"
+	}
+	if len(q) == 1 {
+		return "team " + q[0]
+	}
+	return "teams " + strings.Join(q, ", ")
+}
+
 // Team is an entry of GET /api/v1/teams (atc.Team): its auth config says,
 // per role, which users ("<connector>:<user>", e.g. "local:alice",
 // "github:alice") and groups hold it.

@@ -97,3 +97,90 @@ func TestClient_TeamsAuth(t *testing.T) {
 	assert.Equal(t, map[string]RoleAuth{"member": {Users: []string{"local:pam"}, Groups: []string{}}, "viewer": {Users: []string{"local:vic"}, Groups: []string{}}}, byName["payments"].Auth)
 	assert.Equal(t, []string{"local:admin"}, byName["main"].Auth["owner"].Users)
 }
+
+// A call scoped to a channel's team (Call.Teams) reads, lists, suggests
+// and changes only that team's things, and never names another team.
+func TestTeams_ACallScopedToATeam(t *testing.T) {
+	w := threeTeams().AddWorkers(concoursesim.Worker{Name: "plat-worker", Team: "platform", State: concoursesim.StateStalled})
+	w.AddPipeline(concoursesim.Pipeline{Name: "billing", Team: "platform"}).AddPipeline(concoursesim.Pipeline{Name: "ledger", Team: "payments"})
+	e := newProvEnv(t, w)
+	call := func(args opmodel.Args) opmodel.Call {
+		return opmodel.Call{Target: "infra-prd", Args: args, Teams: []string{"payments"}}
+	}
+	ctx := context.Background()
+	noOther := func(t *testing.T, s string) {
+		t.Helper()
+		assert.NotContains(t, s, "platform")
+		assert.NotContains(t, s, "main/")
+		assert.NotContains(t, s, "`main`")
+	}
+
+	res, err := e.op(t, "concourse.pipelines").Do(ctx, call(opmodel.Args{}))
+	require.NoError(t, err)
+	assert.Equal(t, "2 pipelines", res.Summary)
+	for _, row := range res.Table.Rows {
+		assert.Equal(t, "payments", row[0])
+	}
+	_, err = e.op(t, "concourse.pipelines").Do(ctx, call(opmodel.Args{"team": "platform"}))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the run's channel may act only on team `payments`; team= names another team")
+	noOther(t, err.Error())
+
+	// Plans: only the team's builds; another team's pipeline refused.
+	pl, err := e.op(t, "concourse.abort_builds").Plan(ctx, call(opmodel.Args{"pipeline": "api", "status": "pending"}))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"payments"}, pl.Teams())
+	_, err = e.op(t, "concourse.pause_pipeline").Plan(ctx, call(opmodel.Args{"pipeline": "platform/api"}))
+	require.Error(t, err)
+	noOther(t, err.Error())
+	_, err = e.op(t, "concourse.clear_resource_cache").Plan(ctx, call(opmodel.Args{"pipeline": "api", "team": "platform"}))
+	require.Error(t, err)
+	_, err = e.op(t, "concourse.check_resource_type").Do(ctx, call(opmodel.Args{"pipelines": "payments/api,platform/api"}))
+	require.Error(t, err, "nothing is checked when one of them is another team's")
+	_, err = e.op(t, "concourse.unpause_pipeline").Do(ctx, call(opmodel.Args{"pipeline": "main/api"}))
+	require.Error(t, err)
+
+	// By id: another team's build is skipped without naming it.
+	var platformBuild string
+	all := e.plan(t, "concourse.abort_builds", opmodel.Args{"pipeline": "api", "status": "pending", "team": "platform"})
+	platformBuild = all.Items[0].ID
+	pl, err = e.op(t, "concourse.abort_builds").Plan(ctx, call(opmodel.Args{"ids": platformBuild}))
+	require.NoError(t, err)
+	assert.Empty(t, pl.Items)
+	require.Len(t, pl.Notes, 1)
+	assert.Contains(t, pl.Notes[0], "belongs to a team the run's channel may not act on")
+	noOther(t, pl.Notes[0])
+
+	// Did-you-mean stays within the team: `billing` is platform's.
+	_, err = e.op(t, "concourse.pause_pipeline").Plan(ctx, call(opmodel.Args{"pipeline": "payments/billing"}))
+	require.Error(t, err)
+	noOther(t, err.Error())
+	assert.NotContains(t, err.Error(), "billing`?")
+	_, err = e.op(t, "concourse.pause_pipeline").Plan(ctx, call(opmodel.Args{"pipeline": "payments/ledgr"}))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "did you mean `payments/ledger`?")
+	assert.Contains(t, err.Error(), "pipelines -n 'payments'")
+
+	// Workers: global ones and the team's; another team's are not seen.
+	res, err = e.op(t, "concourse.workers").Do(ctx, call(opmodel.Args{}))
+	require.NoError(t, err)
+	var names []string
+	for _, row := range res.Table.Rows {
+		names = append(names, row[0])
+	}
+	assert.ElementsMatch(t, []string{"global-worker", "pay-worker"}, names)
+	pl, err = e.op(t, "concourse.prune_worker").Plan(ctx, call(opmodel.Args{"all_stalled": true}))
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"global-worker", "pay-worker"}, planItemNames(pl))
+	pl, err = e.op(t, "concourse.prune_worker").Plan(ctx, call(opmodel.Args{"name": "plat-worker"}))
+	require.NoError(t, err)
+	assert.Empty(t, pl.Items)
+	noOther(t, pl.Notes[0])
+
+	res, err = e.op(t, "concourse.teams").Do(ctx, call(opmodel.Args{}))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"payments"}, res.Data.(TeamsData).Teams)
+	res, err = e.op(t, "concourse.info").Do(ctx, call(opmodel.Args{}))
+	require.NoError(t, err)
+	noOther(t, res.Summary)
+}

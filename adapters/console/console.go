@@ -71,6 +71,9 @@ type Adapter struct {
 
 	mu   sync.Mutex
 	user string
+	// channel is where typed commands go (/channel switches it; default
+	// Config.Channel).
+	channel string
 	// down makes posts and edits fail (/chat down): a chat outage, to see
 	// what waits in the outbox and goes out when it is back (/chat up).
 	down    bool
@@ -101,6 +104,8 @@ type message struct {
 	// ref is the engine's id for a message shown again from an earlier
 	// session; reactions to it must name that id.
 	ref string
+	// channel is where it was posted ("": the configured channel).
+	channel string
 }
 
 // id is the message id reactions and button presses carry.
@@ -132,7 +137,7 @@ func New(cfg Config, in io.Reader, out io.Writer, opts Options) *Adapter {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Adapter{cfg: cfg, opts: opts, in: in, out: &syncWriter{w: out}, user: cfg.User,
+	return &Adapter{cfg: cfg, opts: opts, in: in, out: &syncWriter{w: out}, user: cfg.User, channel: cfg.Channel,
 		session: strconv.FormatInt(time.Now().UnixNano(), 36)}
 }
 
@@ -167,15 +172,15 @@ func (a *Adapter) printMessage(m *message, edited bool) {
 		indent, arrow = "    ", "↳ "
 	}
 	tag := fmt.Sprintf("#%d", m.n)
+	if m.channel != "" && m.channel != a.cfg.Channel {
+		tag += " " + m.channel
+	}
 	if edited {
 		tag += " (edited)"
 	}
 	lines := strings.Split(a.render(m.text), "\n")
 	fmt.Fprintf(a.out, "%s%s %s%s\n", indent, a.dim(tag), arrow, lines[0])
-	pad := indent + strings.Repeat(" ", len(fmt.Sprintf("#%d ", m.n))+len([]rune(arrow)))
-	if edited {
-		pad += strings.Repeat(" ", len(" (edited)"))
-	}
+	pad := indent + strings.Repeat(" ", len([]rune(tag))+1+len([]rune(arrow)))
 	for _, l := range lines[1:] {
 		if l == "```" {
 			continue
@@ -203,7 +208,7 @@ func (a *Adapter) Post(_ context.Context, to chatmodel.Conversation, m chatmodel
 	for i := len(m.Mentions) - 1; i >= 0; i-- {
 		text = "@" + m.Mentions[i] + " " + text // console user ids are names
 	}
-	msg := &message{n: len(a.msgs) + 1, thread: to.Thread, text: text, author: "groundcrew", at: a.opts.Now(), buttons: m.Buttons, bot: true}
+	msg := &message{n: len(a.msgs) + 1, thread: to.Thread, text: text, author: "groundcrew", at: a.opts.Now(), buttons: m.Buttons, bot: true, channel: to.Channel}
 	if m.Role == chatmodel.RoleRoot && m.RunID != "" {
 		a.lastRun = m.RunID
 	}
@@ -430,7 +435,7 @@ func (a *Adapter) handleLine(ctx context.Context, h chatmodel.Handler, line stri
 		fmt.Fprintf(a.out, "\n%s %s\n", a.bold(user+">"), textmodel.Sanitize(line))
 	}
 	u := chatmodel.User{ID: user, Name: user}
-	conv := chatmodel.Conversation{Platform: "console", Channel: a.cfg.Channel, Thread: a.currentThread()}
+	conv := chatmodel.Conversation{Platform: "console", Channel: a.currentChannel(), Thread: a.currentThread()}
 	if a.answerForm(ctx, h, line) {
 		return
 	}
@@ -448,6 +453,15 @@ func (a *Adapter) handleLine(ctx context.Context, h chatmodel.Handler, line stri
 		a.user = strings.TrimPrefix(fields[1], "@")
 		a.mu.Unlock()
 		a.say("you are now @%s", strings.TrimPrefix(fields[1], "@"))
+	case fields[0] == "/channel":
+		if len(fields) != 2 {
+			a.say("usage: /channel <#name>   (now in %s)", a.currentChannel())
+			return
+		}
+		a.mu.Lock()
+		a.channel, a.thread = "#"+strings.TrimPrefix(fields[1], "#"), ""
+		a.mu.Unlock()
+		a.say("now typing in %s", a.currentChannel())
 	case fields[0] == "/react" || fields[0] == "/unreact":
 		if len(fields) != 3 {
 			a.say("usage: /react <message #|gate|manual> <emoji>   e.g. /react 7 ✅, /react gate :white_check_mark:")
@@ -500,6 +514,7 @@ var errChatDown = errors.New("console chat is down (/chat down): connection refu
 const consoleHelp = `console commands:
   /runbook <command>        talk to the bot (/runbook help)
   /as <user>                switch user
+  /channel <#name>          type in another channel (channels: bindings)
   /react <#|gate|manual> ✅  react to a message (✅ approve/done, ❌ reject/failed, ⏭ skip); /unreact removes
   :white_check_mark: <#>    same, Slack style
   /press <#|gate|manual> <action>  press a button (approve, reject, done, skip, fail)
@@ -522,6 +537,20 @@ func (a *Adapter) groupsText() string {
 
 func (a *Adapter) say(format string, args ...any) {
 	fmt.Fprintf(a.out, "%s\n", a.dim("  · "+fmt.Sprintf(format, args...)))
+}
+
+func (a *Adapter) currentChannel() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.channel
+}
+
+// channelOf is the channel a message was posted in.
+func (a *Adapter) channelOf(m *message) string {
+	if m.channel != "" {
+		return m.channel
+	}
+	return a.cfg.Channel
 }
 
 func (a *Adapter) currentThread() string {
@@ -576,8 +605,8 @@ func (a *Adapter) react(ctx context.Context, h chatmodel.Handler, u chatmodel.Us
 	}
 	a.say("@%s %s :%s: on #%d", u.Name, verb, emoji, m.n)
 	a.handle(ctx, h, chatmodel.Event{Kind: chatmodel.EventReaction, User: u, Intent: intent, Removed: removed,
-		Conversation: chatmodel.Conversation{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread},
-		Message:      chatmodel.MessageRef{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread, ID: a.id(m)}, Time: a.opts.Now()})
+		Conversation: chatmodel.Conversation{Platform: "console", Channel: a.channelOf(m), Thread: m.thread},
+		Message:      chatmodel.MessageRef{Platform: "console", Channel: a.channelOf(m), Thread: m.thread, ID: a.id(m)}, Time: a.opts.Now()})
 }
 
 func (a *Adapter) press(ctx context.Context, h chatmodel.Handler, u chatmodel.User, ref, action string) {
@@ -602,8 +631,8 @@ func (a *Adapter) press(ctx context.Context, h chatmodel.Handler, u chatmodel.Us
 	}
 	a.say("@%s pressed [%s] on #%d", u.Name, btn.Label, m.n)
 	a.handle(ctx, h, chatmodel.Event{Kind: chatmodel.EventButton, User: u, Intent: btn.Action, Value: btn.Value,
-		Conversation: chatmodel.Conversation{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread},
-		Message:      chatmodel.MessageRef{Platform: "console", Channel: a.cfg.Channel, Thread: m.thread, ID: a.id(m)}, Time: a.opts.Now()})
+		Conversation: chatmodel.Conversation{Platform: "console", Channel: a.channelOf(m), Thread: m.thread},
+		Message:      chatmodel.MessageRef{Platform: "console", Channel: a.channelOf(m), Thread: m.thread, ID: a.id(m)}, Time: a.opts.Now()})
 }
 
 // writeNew writes data to a new file in dir: name, or name-2, name-3, …

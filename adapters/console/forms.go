@@ -151,7 +151,7 @@ func (a *Adapter) checkAnswer(ctx context.Context, cf *consoleForm, name, value 
 		values[k] = v
 	}
 	values[name] = value
-	return c.CheckForm(ctx, cf.form.Command, values)[name]
+	return c.CheckForm(ctx, cf.ev.Conversation, cf.form.Command, values)[name]
 }
 
 // SetFormRefresher makes the questions after the target offer that
@@ -171,7 +171,7 @@ func (a *Adapter) refreshForm(ctx context.Context, cf *consoleForm) {
 	if r == nil {
 		return
 	}
-	f, err := r.RefreshForm(ctx, cf.form.Command, cf.values)
+	f, err := r.RefreshForm(ctx, cf.ev.Conversation, cf.form.Command, cf.values)
 	if err != nil {
 		return
 	}

@@ -167,7 +167,7 @@ func (a *Adapter) refreshDialog(w http.ResponseWriter, r *http.Request, req mode
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	f, err := refresher.RefreshForm(ctx, st.Command, values)
+	f, err := refresher.RefreshForm(ctx, chatmodel.Conversation{Platform: Platform, Channel: req.ChannelId, Thread: st.Thread}, st.Command, values)
 	if err != nil {
 		a.log.Info("a dialog's refresh not answered", "user", req.UserId, "err", err)
 		w.WriteHeader(http.StatusOK)

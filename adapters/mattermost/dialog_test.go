@@ -91,7 +91,7 @@ func TestDialog_OpenAndSubmit(t *testing.T) {
 // a note when it has none.
 type refreshStub struct{ workers map[string][]string }
 
-func (r refreshStub) RefreshForm(_ context.Context, command string, values map[string]string) (chatmodel.Form, error) {
+func (r refreshStub) RefreshForm(_ context.Context, _ chatmodel.Conversation, command string, values map[string]string) (chatmodel.Form, error) {
 	f := chatmodel.Form{Title: "Run worker-stalled", Command: command, Fields: []chatmodel.FormField{
 		{Name: "target", Required: true, Options: []string{"infra-dev", "infra-down"}, Default: values["target"], Refresh: true},
 		{Name: "worker"},
@@ -113,7 +113,7 @@ func TestDialog_TargetChangeRefreshesIt(t *testing.T) {
 	a := newTestAdapter(t, f, nil)
 	a.SetFormRefresher(refreshStub{workers: map[string][]string{"infra-dev": {"dev-w-1", "dev-w-2"}}})
 	rec := newRecorder()
-	form, _ := refreshStub{}.RefreshForm(context.Background(), "run worker-stalled", map[string]string{})
+	form, _ := refreshStub{}.RefreshForm(context.Background(), chatmodel.Conversation{}, "run worker-stalled", map[string]string{})
 	form.Note = ""
 	rec.setReply(func(ctx context.Context, e chatmodel.Event) error { return a.OpenForm(ctx, e, form) })
 	runAdapter(t, a, rec)

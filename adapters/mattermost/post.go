@@ -295,6 +295,19 @@ func (a *Adapter) rootOf(ctx context.Context, postID string) (string, error) {
 	return p.Id, nil
 }
 
+// ChannelID implements chatmodel.ChannelResolver: "#name" (the channel's
+// URL name in the configured team) to its id, an id as it is; a channel
+// the server does not have (or the bot cannot see) wraps
+// chatmodel.ErrNotFound.
+func (a *Adapter) ChannelID(ctx context.Context, nameOrID string) (string, error) {
+	id, err := a.channelID(ctx, nameOrID)
+	var ae *APIError
+	if errors.As(err, &ae) && ae.StatusCode == http.StatusNotFound {
+		return "", fmt.Errorf("mattermost channel %s: %w", nameOrID, chatmodel.ErrNotFound)
+	}
+	return id, err
+}
+
 // channelID resolves "#name" (the channel's URL name in the configured
 // team) to a channel id; anything else is taken as an id.
 func (a *Adapter) channelID(ctx context.Context, ch string) (string, error) {

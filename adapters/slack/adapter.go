@@ -295,6 +295,13 @@ func (a *Adapter) ResolveUser(ctx context.Context, nameOrID string) (chatmodel.U
 	return a.dir.userByName(ctx, name)
 }
 
+// ChannelID implements chatmodel.ChannelResolver: "#name" to the
+// channel's id (from the channels the bot can list), an id as it is; an
+// unknown name wraps chatmodel.ErrNotFound.
+func (a *Adapter) ChannelID(ctx context.Context, nameOrID string) (string, error) {
+	return a.dir.channelID(ctx, nameOrID)
+}
+
 // UserByID implements chatmodel.IdentityResolver: users.info of the id,
 // the look-up that names the user of every event (cached; ctx may ask for
 // a fresh answer with chatmodel.Fresh). An id Slack does not know is

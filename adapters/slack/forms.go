@@ -168,7 +168,7 @@ func (a *Adapter) submissionErrors(ctx context.Context, cb slackapi.InteractionC
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second) // Slack waits 3 s for the answer
 	defer cancel()
-	errs := a.formChecker.CheckForm(ctx, st.Command, values)
+	errs := a.formChecker.CheckForm(ctx, chatmodel.Conversation{Platform: Platform, Channel: st.Channel, Thread: st.Thread}, st.Command, values)
 	out := map[string]string{}
 	for name, msg := range errs {
 		if _, onForm := values[name]; onForm {

@@ -74,7 +74,7 @@ type checkerStub struct {
 	got    chan map[string]string
 }
 
-func (c *checkerStub) CheckForm(_ context.Context, command string, values map[string]string) map[string]string {
+func (c *checkerStub) CheckForm(_ context.Context, _ chatmodel.Conversation, command string, values map[string]string) map[string]string {
 	c.got <- values
 	return c.refuse
 }

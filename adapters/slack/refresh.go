@@ -158,7 +158,7 @@ func (a *Adapter) refreshForm(ctx context.Context, refresher chatmodel.FormRefre
 	}
 	ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
 	defer cancel()
-	f, err := refresher.RefreshForm(ctx, st.Command, values)
+	f, err := refresher.RefreshForm(ctx, chatmodel.Conversation{Platform: Platform, Channel: st.Channel, Thread: st.Thread}, st.Command, values)
 	if err != nil {
 		a.log.Info("slack: a form change not refreshed", "view", cb.View.ID, "user", cb.User.ID, "err", err)
 		return ""

@@ -25,7 +25,7 @@ type targetForms struct {
 	asked   []map[string]string
 }
 
-func (r *targetForms) RefreshForm(_ context.Context, command string, values map[string]string) (chatmodel.Form, error) {
+func (r *targetForms) RefreshForm(_ context.Context, _ chatmodel.Conversation, command string, values map[string]string) (chatmodel.Form, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.asked = append(r.asked, values)

@@ -54,12 +54,34 @@ type Chat struct {
 	// CannotPost names channels the bot is not in: CanPost refuses them
 	// with the message given.
 	CannotPost map[string]string
+	// Channels are the platform's channels by name ("#payments-ci" → id)
+	// for ChannelID; ChannelsErr is what it answers when set (the
+	// platform is down).
+	Channels    map[string]string
+	ChannelsErr error
+}
+
+// ChannelID implements chatmodel.ChannelResolver.
+func (c *Chat) ChannelID(_ context.Context, nameOrID string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ChannelsErr != nil {
+		return "", c.ChannelsErr
+	}
+	if !strings.HasPrefix(nameOrID, "#") {
+		return nameOrID, nil
+	}
+	if id, ok := c.Channels[nameOrID]; ok {
+		return id, nil
+	}
+	return "", fmt.Errorf("channel %s: %w", nameOrID, chatmodel.ErrNotFound)
 }
 
 var (
 	_ chatmodel.Chat             = (*Chat)(nil)
 	_ chatmodel.GroupResolver    = (*Chat)(nil)
 	_ chatmodel.IdentityResolver = (*Chat)(nil)
+	_ chatmodel.ChannelResolver  = (*Chat)(nil)
 )
 
 // ResolveUser implements bot.IdentityResolver over Users.
@@ -256,6 +278,24 @@ type World struct {
 	// Progress, when set, runs inside fake.prune's Apply with the call's
 	// progress reporter (tests of live progress).
 	Progress func(report func(string))
+	// Scoped records the Call.Teams of each operation's last call.
+	Scoped map[string][]string
+}
+
+func (w *World) scoped(op string, c opmodel.Call) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.Scoped == nil {
+		w.Scoped = map[string][]string{}
+	}
+	w.Scoped[op] = c.Teams
+}
+
+// ScopeOf returns the Call.Teams of op's last call.
+func (w *World) ScopeOf(op string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.Scoped[op]
 }
 
 // NewWorld returns a world with the given workers.
@@ -301,6 +341,10 @@ func (w *World) Ops() []opmodel.Op {
 				w.mu.Lock()
 				defer w.mu.Unlock()
 				w.Calls["fake.workers"]++
+				if w.Scoped == nil {
+					w.Scoped = map[string][]string{}
+				}
+				w.Scoped["fake.workers"] = c.Teams
 				var names, stalled []string
 				rows := [][]string{}
 				for n, s := range w.Workers {
@@ -332,6 +376,7 @@ func (w *World) Ops() []opmodel.Op {
 				return nil, nil
 			},
 			Do: func(_ context.Context, c opmodel.Call) (opmodel.Result, error) {
+				w.scoped("fake.touch", c)
 				if w.ApplyHook != nil {
 					w.ApplyHook("fake.touch")
 				}
@@ -342,6 +387,7 @@ func (w *World) Ops() []opmodel.Op {
 			}},
 		{Name: "fake.prune", Class: opmodel.ClassDestructive, Args: []opmodel.ArgSpec{{Name: "name"}},
 			Plan: func(_ context.Context, c opmodel.Call) (opmodel.Plan, error) {
+				w.scoped("fake.prune", c)
 				w.mu.Lock()
 				defer w.mu.Unlock()
 				only := c.Args.String("name")

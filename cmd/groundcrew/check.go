@@ -93,6 +93,15 @@ func checkSetup(ctx context.Context, cfg *config.Config, reg *opmodel.Registry, 
 		}
 	}
 	k.ConcourseTeams = live
+	if cr, ok := chat.(chatmodel.ChannelResolver); ok {
+		k.Channel = func(ctx context.Context, name string) (string, error) {
+			id, err := cr.ChannelID(ctx, name)
+			if errors.Is(err, chatmodel.ErrNotFound) {
+				return "", fmt.Errorf("%s: %w: %w", name, policy.ErrUnknown, err)
+			}
+			return id, err
+		}
+	}
 	warnings, err := cfg.Check(ctx, k)
 	if log != nil {
 		for _, w := range warnings {

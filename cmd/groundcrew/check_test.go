@@ -50,6 +50,10 @@ func TestConfigCheckAndServeAgree(t *testing.T) {
 		{"runbook approvers the policy allows", "approvals: {default: {approvers: [alice, bob]}}\nrunbooks: [rb]\n", ""},
 		{"team of the live target", "approvals: {teams: {deploy: {approvers: [alice], required: 1, runners: [bob]}}}\n", ""},
 		{"team typo, asked of the live target", "approvals: {teams: {deplyo: {required: 2}}}\n", `approvals.teams.deplyo: no team "deplyo" on infra-prd; did you mean "deploy"?`},
+		{"a channel bound to a team of the live target", "channels: {default: deny, \"#deploy-ci\": {targets: [infra-prd], teams: [deploy]}}\n", ""},
+		{"a channel bound to a team that does not exist", "channels: {\"#deploy-ci\": {teams: [deplyo]}}\n", `channels.#deploy-ci.teams: no team "deplyo" on infra-prd; did you mean "deploy"?`},
+		{"a channel bound to a target that does not exist", "channels: {\"#deploy-ci\": {targets: [infra-prod]}}\n", `channels.#deploy-ci.targets: no target "infra-prod"; did you mean "infra-prd"?`},
+		{"channels default neither allow nor deny", "channels: {default: block}\n", `channels.default: "block": use allow`},
 		{"a team cannot allow self-approval", "approvals: {teams: {deploy: {self_approval: true}}}\n", "approvals.teams.deploy.self_approval: a team's level can only make its gates stricter"},
 	}
 	for _, c := range cases {

@@ -150,7 +150,7 @@ func TestServe_FormRefreshReadsThePickedTarget(t *testing.T) {
 	refresh := bot.FormRefresherOf(a.eng)
 	ctx := context.Background()
 
-	f, err := refresh.RefreshForm(ctx, "run worker-stalled", map[string]string{"target": "infra-dev", "worker": "caascad-ci-workers-infra-infra-prd-0"})
+	f, err := refresh.RefreshForm(ctx, chatmodel.Conversation{Platform: "console", Channel: "#ops"}, "run worker-stalled", map[string]string{"target": "infra-dev", "worker": "caascad-ci-workers-infra-infra-prd-0"})
 	require.NoError(t, err)
 	require.Equal(t, "target", f.Fields[0].Name)
 	assert.True(t, f.Fields[0].Refresh)
@@ -161,18 +161,18 @@ func TestServe_FormRefreshReadsThePickedTarget(t *testing.T) {
 	assert.Empty(t, f.Note)
 	assert.Equal(t, "run worker-stalled", f.Command)
 
-	f, err = refresh.RefreshForm(ctx, "run worker-stalled", map[string]string{"target": "infra-dev", "worker": "dev-w-2"})
+	f, err = refresh.RefreshForm(ctx, chatmodel.Conversation{Platform: "console", Channel: "#ops"}, "run worker-stalled", map[string]string{"target": "infra-dev", "worker": "dev-w-2"})
 	require.NoError(t, err)
 	assert.Equal(t, "dev-w-2", fieldNamed(t, f, "worker").Default, "a worker of this target is kept")
 
-	f, err = refresh.RefreshForm(ctx, "run worker-stalled", map[string]string{"target": "infra-down", "worker": "dev-w-2"})
+	f, err = refresh.RefreshForm(ctx, chatmodel.Conversation{Platform: "console", Channel: "#ops"}, "run worker-stalled", map[string]string{"target": "infra-down", "worker": "dev-w-2"})
 	require.NoError(t, err)
 	assert.Empty(t, fieldNamed(t, f, "worker").Options, "free text")
 	assert.Contains(t, f.Note, "Could not read the workers of infra-down (")
 	assert.Contains(t, f.Note, "connection refused")
 	assert.Contains(t, f.Note, "): type worker.")
 
-	_, err = refresh.RefreshForm(ctx, "run no-such-runbook", map[string]string{"target": "infra-dev"})
+	_, err = refresh.RefreshForm(ctx, chatmodel.Conversation{Platform: "console", Channel: "#ops"}, "run no-such-runbook", map[string]string{"target": "infra-dev"})
 	assert.Error(t, err)
 }
 
@@ -185,4 +185,27 @@ func fieldNamed(t *testing.T, f chatmodel.Form, name string) chatmodel.FormField
 	}
 	t.Fatalf("no field %q in %+v", name, f.Fields)
 	return chatmodel.FormField{}
+}
+
+// TestServe_ABoundChannelsFormOffersOnlyItsTeams: in a channel bound to
+// team deploy (channels:), the run form offers only deploy's pipelines and
+// teams, a command naming another team is refused without naming it, and
+// the other channel keeps everything.
+func TestServe_ABoundChannelsFormOffersOnlyItsTeams(t *testing.T) {
+	say, waitFor, out := consoleSessionWith(t, "channels:\n  \"#deploy-ci\": {targets: [infra-prd], teams: [deploy]}\n")
+	say("/channel #deploy-ci")
+	waitFor("now typing in #deploy-ci")
+	say("/runbook run pause-pipeline target=infra-prd")
+	waitFor("pipeline — pipeline name, or team/pipeline (one of: deploy/caascad-alert-prepare)?")
+	say("/cancel")
+	waitFor("form cancelled")
+	say("/runbook run abort-pending team=main pipeline=app")
+	waitFor("This channel (`channels.#deploy-ci`) may act only on team `deploy` on `infra-prd`, and the command names another team: run it in that team's channel.")
+	say("/runbook list")
+	waitFor("📌 This channel acts on team `deploy` on `infra-prd` (`channels.#deploy-ci`).")
+
+	say("/channel #ops")
+	say("/runbook run pause-pipeline target=infra-prd")
+	waitFor("(one of: deploy/caascad-alert-prepare, main/app, main/docs)?")
+	assert.NotContains(t, strings.Split(out.String(), "now typing in #ops")[0], "main/app", "never offered in #deploy-ci")
 }

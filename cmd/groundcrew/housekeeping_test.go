@@ -31,7 +31,7 @@ func TestServe_EngineGetsEveryCapability(t *testing.T) {
 		platform, chat string
 		missing        []string // what the platform cannot do
 	}{
-		{"console", `{platform: console}`, []string{"PostChecker", "Identities", "Rewatch"}},
+		{"console", `{platform: console}`, []string{"PostChecker", "Identities", "Rewatch", "Channels"}},
 		{"slack", `{platform: slack, slack: {bot_token: xoxb-1, app_token: xapp-1}}`, []string{"Rewatch"}},
 		{"mattermost", `{platform: mattermost, mattermost: {url: "http://127.0.0.1:1", bot_token: t, command_token: c}}`, nil},
 	} {

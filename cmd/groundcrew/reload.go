@@ -30,6 +30,7 @@ const ReloadPath = "/-/reload"
 // reloadable are the top-level configuration keys a reload applies.
 var reloadable = map[string]string{
 	"approvals": "new runs use the new policy; runs already started keep theirs",
+	"channels":  "new commands answer to the new bindings; runs already started keep their channel's scope",
 	"digests":   "rescheduled",
 	"watch":     "the rules are polled again from the new list",
 	"runbooks":  "the directories are read again; runs already started keep their runbook",

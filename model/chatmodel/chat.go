@@ -240,6 +240,17 @@ type IdentityResolver interface {
 	UserByID(ctx context.Context, id string) (User, error)
 }
 
+// ChannelResolver is implemented by chat adapters that can turn a
+// channel's name ("#payments-ci") into the platform's channel id, the id
+// events carry. The engine resolves the channels bound under `channels:`
+// with it and compares ids only (a renamed channel keeps its binding; a
+// channel renamed to a bound name does not get it). Without a resolver
+// (console), names are ids. An id is returned as it is; a name the
+// platform does not know wraps ErrNotFound.
+type ChannelResolver interface {
+	ChannelID(ctx context.Context, nameOrID string) (string, error)
+}
+
 // ReactionWatcher is implemented by chat adapters that must be told which
 // messages still wait for reactions (to re-read them after a reconnect);
 // the engine calls it on start for every open gate and manual step.

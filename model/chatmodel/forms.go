@@ -58,17 +58,20 @@ func FormCommand(f Form, values map[string]string) string {
 // parameter validation): for each field that would be refused, the
 // message, so the form shows it on that field and stays open. Nil or
 // empty: nothing to show on a field (the submission goes ahead and the
-// engine answers as it would the command). command is the form's Command.
+// engine answers as it would the command). command is the form's Command;
+// in is where the form was opened (its channel decides which targets and
+// teams may be named there).
 type FormChecker interface {
-	CheckForm(ctx context.Context, command string, values map[string]string) map[string]string
+	CheckForm(ctx context.Context, in Conversation, command string, values map[string]string) map[string]string
 }
 
 // FormRefresher gives a form again for the values entered so far, when a
 // field marked Refresh changed: the live choices of the target picked,
 // the values still valid kept as defaults, and a Note when the target
 // cannot be read. command is the form's Command; the fields are the same
-// as the form opened with. An error means there is nothing to refresh (the
-// runbook is gone): the form stays as it is.
+// as the form opened with; in is where the form was opened (only what its
+// channel may act on is offered). An error means there is nothing to
+// refresh (the runbook is gone): the form stays as it is.
 type FormRefresher interface {
-	RefreshForm(ctx context.Context, command string, values map[string]string) (Form, error)
+	RefreshForm(ctx context.Context, in Conversation, command string, values map[string]string) (Form, error)
 }

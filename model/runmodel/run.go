@@ -63,6 +63,10 @@ type Run struct {
 	// FlyTarget is the target's name in fly's config (templates'
 	// .fly_target); "" in runs stored before it existed: the target's name.
 	FlyTarget string `json:"fly_target,omitempty"`
+	// Scope is what the channel the run was started from may act on
+	// (channels: in groundcrew.yaml), kept for the run's life; nil for a
+	// channel bound to nothing.
+	Scope *ChannelScope `json:"scope,omitempty"`
 	// Team is the target's configured Concourse team: the team of a
 	// pipeline named without one. "" in runs stored before it existed.
 	Team         string                 `json:"team,omitempty"`
@@ -99,6 +103,15 @@ type Run struct {
 	// .run.alert_instance; the find-worker steps refuse a worker on
 	// another machine.
 	AlertInstance string `json:"alert_instance,omitempty"`
+}
+
+// ChannelScope is what a bound channel may act on: its binding's key
+// ("#payments-ci"), targets and Concourse teams (empty: every one). The
+// run's calls read and change only those teams' things.
+type ChannelScope struct {
+	Key     string   `json:"key"`
+	Targets []string `json:"targets,omitempty"`
+	Teams   []string `json:"teams,omitempty"`
 }
 
 // StepState is the state of one step of a run.

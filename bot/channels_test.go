@@ -1,0 +1,120 @@
+package bot_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/groundcrew/groundcrew/bot"
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/policy"
+)
+
+// chan1 (C1) is #payments-ci, bound to team payments on infra-prd; C2 is
+// #ops, unbound.
+func withBindings(def string) func(*bot.Options) {
+	return func(o *bot.Options) {
+		withTargetTeam("main")(o)
+		o.Targets["infra-stg"] = bot.TargetInfo{Team: "main"}
+		o.Approvals = policy.Config{Channels: policy.Channels{Default: def, Bindings: map[string]policy.Binding{
+			"#payments-ci": {Targets: []string{"infra-prd"}, Teams: []string{"payments"}},
+		}}}
+	}
+}
+
+var chan2 = chatmodel.Conversation{Platform: "test", Channel: "C2"}
+
+func channelHarness(t *testing.T, def string) *harness {
+	h := newHarness(t, teamWorld(), withBindings(def))
+	h.chat.Channels = map[string]string{"#payments-ci": "C1", "#ops": "C2"}
+	return h
+}
+
+func (h *harness) cmdIn(conv chatmodel.Conversation, u chatmodel.User, text string) {
+	require.NoError(h.t, h.eng.Handle(h.ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: u, Conversation: conv, Text: text}))
+	h.idle()
+}
+
+func lastReply(h *harness, u chatmodel.User) string {
+	rs := h.chat.Ephemerals(u.ID)
+	if len(rs) == 0 {
+		return ""
+	}
+	return rs[len(rs)-1]
+}
+
+func TestChannels_ABoundChannelNamingAnotherTeamIsRefused(t *testing.T) {
+	h := channelHarness(t, "")
+	h.cmd(alice, "run teamtouch target=infra-prd team=platform")
+	reply := lastReply(h, alice)
+	assert.Contains(t, reply, "This channel (`channels.#payments-ci`) may act only on team `payments` on `infra-prd`, and the command names another team")
+	assert.NotContains(t, reply, "platform", "another team's name is not echoed")
+	h.cmd(alice, "run teamtouch target=infra-stg team=payments")
+	assert.Contains(t, lastReply(h, alice), "may act only on team `payments` on `infra-prd`: run it there")
+	assert.Equal(t, 0, h.world.CallCount("fake.touch"))
+	audit, err := h.db.AuditEntries(h.ctx, "")
+	require.NoError(t, err)
+	require.Len(t, audit, 2)
+	assert.Equal(t, runmodel.ActionRunRefused, audit[0].Action)
+	assert.Equal(t, []string{"platform"}, audit[0].Teams, "the audit names it")
+
+	// Its own team: runs, scoped; the target is the only one it may use.
+	h.cmd(alice, "run teamtouch team=payments")
+	assert.Equal(t, 1, h.world.CallCount("fake.touch"), h.chat.Transcript())
+	assert.Equal(t, []string{"payments"}, h.world.ScopeOf("fake.touch"), "the call is scoped to the channel's teams")
+	r := h.onlyRun()
+	assert.Equal(t, &runmodel.ChannelScope{Key: "#payments-ci", Targets: []string{"infra-prd"}, Teams: []string{"payments"}}, r.Scope)
+
+	// An unbound channel keeps today's behaviour.
+	h.cmdIn(chan2, bob, "run teamtouch target=infra-stg team=platform")
+	assert.Equal(t, 2, h.world.CallCount("fake.touch"), h.chat.Transcript())
+	assert.Nil(t, h.world.ScopeOf("fake.touch"))
+}
+
+// A plan that turns out to touch things of no team (a global worker) or
+// of another team, from a team's channel, is refused before any approval,
+// without naming the other team.
+func TestChannels_APlanBeyondTheChannelsTeamsIsRefused(t *testing.T) {
+	h := channelHarness(t, "")
+	h.cmd(alice, "run prune target=infra-prd")
+	h.react(bob, h.stepRef("check"), chatmodel.IntentDone)
+	r := h.onlyRun()
+	require.Equal(t, runmodel.RunFailed, r.State, h.chat.Transcript())
+	assert.Nil(t, r.Gate)
+	assert.Contains(t, r.Step("prune").Error, "this channel (`channels.#payments-ci`) may change only the things of team `payments` on `infra-prd`; the plan touches another team's and things of no team")
+	assert.NotContains(t, h.chat.Transcript(), "platform")
+	assert.Equal(t, []string{"payments"}, h.world.ScopeOf("fake.prune"))
+	assert.Equal(t, 0, h.world.CallCount("fake.prune"))
+}
+
+func TestChannels_DefaultDenyRefusesUnboundChannels(t *testing.T) {
+	h := channelHarness(t, policy.ChannelsDeny)
+	h.cmdIn(chan2, bob, "run teamtouch target=infra-prd team=payments")
+	assert.Contains(t, lastReply(h, bob), "This channel may not run runbooks: it is not bound under `channels:`")
+	assert.Equal(t, 0, h.world.CallCount("fake.touch"))
+	h.cmdIn(chan2, bob, "list")
+	assert.True(t, strings.HasPrefix(lastReply(h, bob), "⛔ This channel may not run runbooks"), lastReply(h, bob))
+	h.cmd(alice, "list")
+	assert.True(t, strings.HasPrefix(lastReply(h, alice), "📌 This channel acts on team `payments` on `infra-prd` (`channels.#payments-ci`)."), lastReply(h, alice))
+	h.cmd(alice, "help")
+	assert.NotContains(t, lastReply(h, alice), "infra-stg", "help lists only the channel's targets")
+}
+
+// A bound name the platform cannot be asked about now: the command is
+// refused, never run with an unbound channel's rights.
+func TestChannels_UnresolvedBindingFailsClosed(t *testing.T) {
+	h := channelHarness(t, "")
+	h.chat.ChannelsErr = errors.New("slack is down")
+	err := h.eng.Handle(h.ctx, chatmodel.Event{Kind: chatmodel.EventCommand, User: bob, Conversation: chan2, Text: "run teamtouch target=infra-prd team=platform"})
+	require.Error(t, err, "logged by the adapter")
+	h.idle()
+	assert.Contains(t, lastReply(h, bob), "❌ Could not start the run: could not tell whether this channel is bound under channels: (#payments-ci: slack is down); try again in a minute")
+	assert.Equal(t, 0, h.world.CallCount("fake.touch"))
+	h.chat.ChannelsErr = nil
+	h.cmdIn(chan2, bob, "run teamtouch target=infra-prd team=platform")
+	assert.Equal(t, 1, h.world.CallCount("fake.touch"))
+}
