@@ -220,7 +220,9 @@ func (e *Engine) afterGate(ctx context.Context, r *runmodel.Run, spec *runbookmo
 	cctx, done := e.work.callCtx(ctx, r.ID, true)
 	// The re-check says what it finds of each approved object it no
 	// longer includes (Plan.Found).
-	plan, err := op.Plan(cctx, opmodel.Call{Target: call.Target, Args: call.Args, RunID: call.RunID, StepID: call.StepID, Approved: g.Plan})
+	recheck := call // the run's call, scoped to its channel's teams
+	recheck.Approved = g.Plan
+	plan, err := op.Plan(cctx, recheck)
 	done()
 	if err != nil {
 		if ctx.Err() == nil {
@@ -265,6 +267,16 @@ func (e *Engine) afterGate(ctx context.Context, r *runmodel.Run, spec *runbookmo
 		}
 		if r2, err := e.opts.Store.GetRun(ctx, r.ID); err == nil {
 			e.out.refreshGate(ctx, r2, r2.Gate)
+		}
+		// A plan grown to things the requester may not change is not
+		// asked again: the step fails, saying why.
+		if refused, err := e.auth.mayChange(ctx, r, plan.Teams(), plan.Teamless()); err != nil || refused != "" {
+			if err != nil {
+				e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("checking who may change the things of the changed plan: %w; nothing was changed", err), nil)
+				return
+			}
+			e.auth.refuse(ctx, r, spec.ID, plan.Teams(), refused)
+			return
 		}
 		// The policy follows the plan's teams: a team added asks its own.
 		e.openGate(ctx, r.ID, spec, &plan, st.Args, plan.Teams(), e.gatePolicy(r, spec, op.Name, plan.Teams(), plan.Teamless(), g.StepApproval), g.StepApproval,

@@ -177,3 +177,20 @@ func TestTeams_DriftToAnotherTeamAsksItsPolicy(t *testing.T) {
 	assert.Equal(t, [][]string{{"carol"}}, g.Policy.AlsoApprovers)
 	assert.Equal(t, 0, w.CallCount("fake.prune"))
 }
+
+// A plan that grows, before the call, to a team the requester may not act
+// on is not asked again: the step fails, and nothing is changed.
+func TestTeams_DriftToATeamTheRequesterMayNotActOn(t *testing.T) {
+	w := bottest.NewWorld(map[string]string{"w-pay": "stalled", "w-plat": "running"})
+	w.Teams = map[string]string{"w-pay": "payments", "w-plat": "platform"}
+	h := newHarness(t, w, withTeamPolicy(policy.Config{Teams: map[string]runmodel.Policy{"platform": {Runners: []string{"carol"}}}}))
+	h.cmd(alice, "run prune target=infra-prd")
+	h.react(bob, h.stepRef("check"), chatmodel.IntentDone)
+	w.Set("w-plat", "stalled")
+	h.react(bob, h.gateRef(), chatmodel.IntentApprove)
+	r := h.onlyRun()
+	assert.Equal(t, runmodel.RunFailed, r.State, h.chat.Transcript())
+	assert.Equal(t, runmodel.GateVoid, r.Gate.Decision)
+	assert.Contains(t, r.Step("prune").Error, "policy `approvals.teams.platform.runners` allows only @carol")
+	assert.Equal(t, 0, w.CallCount("fake.prune"))
+}
