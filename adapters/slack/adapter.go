@@ -127,7 +127,11 @@ func New(cfg Config, opts Options) (*Adapter, error) {
 		responses: map[string]*responseURL{},
 	}
 	a.api = a.newAPI()
-	a.retry = newRetrier(log)
+	server := opts.APIURL
+	if server == "" {
+		server = slackapi.APIURL
+	}
+	a.retry = newRetrier(log, server)
 	a.lanes = newLanes(opts.PostInterval, a.retry)
 	a.dir = newDirectory(a.api, a.retry, cfg.UsergroupCacheTTL, opts.Now, log)
 	return a, nil

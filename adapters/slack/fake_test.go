@@ -76,6 +76,9 @@ type fakeSlack struct {
 	// infoStatus an HTTP status it answers with instead.
 	infoErr    obj
 	infoStatus int
+	// hung methods take the request and answer only once the channel is
+	// closed (a Slack that hangs).
+	hung map[string]chan struct{}
 	// responses are the JSON bodies POSTed to the response_url
 	// (responseURL()).
 	responses []slackapi.WebhookMessage
@@ -244,6 +247,27 @@ func chanOf(id, name string) slackapi.Channel {
 
 func (f *fakeSlack) url() string { return f.srv.GetAPIURL() }
 
+// hang makes method take requests and not answer them until the returned
+// func is called.
+func (f *fakeSlack) hang(method string) (release func()) {
+	ch := make(chan struct{})
+	f.mu.Lock()
+	if f.hung == nil {
+		f.hung = map[string]chan struct{}{}
+	}
+	f.hung[method] = ch
+	f.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			f.mu.Lock()
+			delete(f.hung, method)
+			f.mu.Unlock()
+			close(ch)
+		})
+	}
+}
+
 // responseURL is the fake's response_url endpoint.
 func (f *fakeSlack) responseURL() string { return f.srv.GetAPIURL() + "response" }
 
@@ -274,6 +298,11 @@ func (f *fakeSlack) wrap(method string, h func(http.ResponseWriter, *http.Reques
 			}
 			w.WriteHeader(http.StatusTooManyRequests)
 			return
+		}
+		if ch := f.hung[method]; ch != nil {
+			f.mu.Unlock()
+			<-ch
+			f.mu.Lock()
 		}
 		if method == "conversations.info" && f.infoStatus != 0 {
 			call.Status = f.infoStatus

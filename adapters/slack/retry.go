@@ -44,9 +44,37 @@ type retrier struct {
 	log *slog.Logger
 	// sleep waits d or until ctx ends; tests replace it to record waits.
 	sleep func(ctx context.Context, d time.Duration) error
+	// timeout is the deadline of one try (callTimeout by default); server
+	// names the Web API in errors.
+	timeout time.Duration
+	server  string
 }
 
-func newRetrier(log *slog.Logger) *retrier { return &retrier{log: log, sleep: sleepCtx} }
+// callTimeout is the deadline of one Web API try: a Slack that takes the
+// request and does not answer holds the caller no longer.
+const callTimeout = 10 * time.Second
+
+func newRetrier(log *slog.Logger, server string) *retrier {
+	return &retrier{log: log, sleep: sleepCtx, timeout: callTimeout, server: server}
+}
+
+// unreachableError is a call Slack did not answer: no answer within the
+// try's deadline, or no connection. Nothing is wrong with the request or
+// the configuration.
+type unreachableError struct {
+	method, server string
+	timeout        time.Duration // set when the try ran out of its deadline
+	err            error
+}
+
+func (e *unreachableError) Error() string {
+	if e.timeout > 0 {
+		return fmt.Sprintf("%s: slack at %s did not answer within %s (%v)", e.method, e.server, e.timeout, e.err)
+	}
+	return fmt.Sprintf("%s: slack at %s is unreachable: %v", e.method, e.server, e.err)
+}
+
+func (e *unreachableError) Unwrap() []error { return []error{e.err, chatmodel.ErrUnreachable} }
 
 // sleepCtx waits d or until ctx ends.
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -63,16 +91,36 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // do runs fn under policy p, honouring every 429 Retry-After. method names
 // the call in logs. When ctx ends while waiting out a 429, the error is a
 // *chatmodel.RateLimitedError carrying the wait Slack asked for.
+//
+// Each try has a deadline of its own (r.timeout). A try that ran out of it
+// is not repeated (Slack took the request and does not answer: the caller
+// — the outbox — retries later), except under retryForever; it and a
+// failed connection are said as such, wrapping chatmodel.ErrUnreachable.
 func (r *retrier) do(ctx context.Context, method string, p retryPolicy, fn func(context.Context) error) error {
 	backoff := 500 * time.Millisecond
 	tries := 0
 	for {
-		err := fn(ctx)
+		timeout := r.timeout
+		if timeout <= 0 {
+			timeout = callTimeout
+		}
+		tctx, cancel := context.WithTimeout(ctx, timeout)
+		err := fn(tctx)
+		timedOut := err != nil && tctx.Err() != nil && ctx.Err() == nil
+		cancel()
 		if err == nil {
 			return nil
 		}
 		if ctx.Err() != nil {
 			return err
+		}
+		if timedOut {
+			err = &unreachableError{method: method, server: r.server, timeout: timeout, err: err}
+			if p != retryForever {
+				return err
+			}
+		} else if unreachable(err) {
+			err = &unreachableError{method: method, server: r.server, err: err}
 		}
 		if wait, ok := rateLimitWait(err); ok {
 			r.log.Warn("slack: rate limited, waiting", "method", method, "retry_after", wait)
@@ -81,7 +129,7 @@ func (r *retrier) do(ctx context.Context, method string, p retryPolicy, fn func(
 			}
 			continue
 		}
-		if p == retryRateLimitOnly || !transient(err) || (p == retryTransient && tries >= transientRetries) {
+		if p == retryRateLimitOnly || !(transient(err) || timedOut) || (p == retryTransient && tries >= transientRetries) {
 			return err
 		}
 		tries++
@@ -91,6 +139,12 @@ func (r *retrier) do(ctx context.Context, method string, p retryPolicy, fn func(
 		}
 		backoff = min(backoff*2, maxBackoff)
 	}
+}
+
+// unreachable reports whether err is a failed connection (no answer).
+func unreachable(err error) bool {
+	_, ok := errors.AsType[net.Error](err)
+	return ok
 }
 
 // rateLimitWait reports whether err is a 429 and how long to wait.
