@@ -14,6 +14,17 @@ import (
 type Alerts struct {
 	Alertmanager AlertmanagerConfig         `yaml:"alertmanager"`
 	Routes       []alertmanager.RouteConfig `yaml:"routes"`
+	Silences     SilencesConfig             `yaml:"silences"`
+}
+
+// SilencesConfig is what becomes of the silences groundcrew makes from an
+// incident (its "Silence 1 h" button).
+type SilencesConfig struct {
+	// KeepAfterResolve keeps an incident's silence when the incident
+	// resolves (its root then says it is still in force, until when, and
+	// offers to expire it). By default it is expired with the incident,
+	// so the alerts notify again if they fire again.
+	KeepAfterResolve bool `yaml:"keep_after_resolve"`
 }
 
 // AlertmanagerConfig is how Alertmanager reaches groundcrew (POST

@@ -198,3 +198,35 @@ func texts(ps []deliverytest.Posted) []string {
 	}
 	return out
 }
+
+// TestRetriedNotificationCountsOnce: Alertmanager sends a notification
+// again when it got no answer in time (the webhook of a groundcrew whose
+// chat hung, before): the same body twice is one notification; another
+// body is another.
+func TestRetriedNotificationCountsOnce(t *testing.T) {
+	r := newHungRig(t)
+	ctx := context.Background()
+	r.notify(t, "firing", "DiskFull", "worker-0")
+	r.notify(t, "firing", "DiskFull", "worker-0") // the retry
+	open, err := r.m.Open(ctx)
+	require.NoError(t, err)
+	require.Len(t, open, 1)
+	assert.Equal(t, 1, open[0].Notifications)
+	r.notify(t, "firing", "DiskFull", "worker-0", "worker-2")
+	got, err := r.db.GetIncident(ctx, open[0].ID)
+	require.NoError(t, err)
+	assert.Equal(t, 2, got.Notifications)
+	require.Eventually(t, func() bool { return len(r.out.Pending(ctx)) == 0 }, 5*time.Second, 10*time.Millisecond)
+	latest := ""
+	for _, p := range r.chat.Posts() {
+		if p.Ref.ID == got.Root.ID {
+			latest = p.Message.Text
+		}
+	}
+	for _, e := range r.chat.Edits() {
+		if e.Ref.ID == got.Root.ID {
+			latest = e.Message.Text
+		}
+	}
+	assert.Contains(t, latest, "· 2 notifications")
+}

@@ -93,15 +93,27 @@ type Incident struct {
 	Params    map[string]string `json:"params,omitempty"`
 	Autostart bool              `json:"autostart,omitempty"`
 	// Silence are the label matchers a "silence for 1 h" would use (alerts only).
-	Silence       map[string]string `json:"silence,omitempty"`
-	Notifications int               `json:"notifications"`
-	Since         time.Time         `json:"since,omitzero"` // when the condition started (startsAt)
-	OpenedAt      time.Time         `json:"opened_at"`
-	UpdatedAt     time.Time         `json:"updated_at"`
-	AckedAt       time.Time         `json:"acked_at,omitzero"`
-	AckedBy       *chatmodel.User   `json:"acked_by,omitempty"`
-	ResolvedAt    time.Time         `json:"resolved_at,omitzero"`
-	Timeline      []Entry           `json:"timeline,omitempty"`
+	Silence map[string]string `json:"silence,omitempty"`
+	// Notifications counts the source's deliveries (Alertmanager's
+	// notifications, a watch's polls); a retried delivery counts once,
+	// and what groundcrew found out itself (ResolvedByCheck) not at all.
+	Notifications int `json:"notifications"`
+	// LastDelivery identifies the last delivery counted (Signal.Delivery),
+	// LastDeliveryAt when it came: the same again within RetryWindow is
+	// its retry.
+	LastDelivery   string    `json:"last_delivery,omitempty"`
+	LastDeliveryAt time.Time `json:"last_delivery_at,omitzero"`
+	// ResolvedByCheck is set when groundcrew found the resolution by
+	// asking the source (Alertmanager's API while a silence lasted), not
+	// by being notified.
+	ResolvedByCheck bool            `json:"resolved_by_check,omitempty"`
+	Since           time.Time       `json:"since,omitzero"` // when the condition started (startsAt)
+	OpenedAt        time.Time       `json:"opened_at"`
+	UpdatedAt       time.Time       `json:"updated_at"`
+	AckedAt         time.Time       `json:"acked_at,omitzero"`
+	AckedBy         *chatmodel.User `json:"acked_by,omitempty"`
+	ResolvedAt      time.Time       `json:"resolved_at,omitzero"`
+	Timeline        []Entry         `json:"timeline,omitempty"`
 	// Autostarted is set once the route's read-only autostart was requested.
 	Autostarted bool `json:"autostarted,omitempty"`
 	// The incident's silence in Alertmanager (one at most): its id, until
@@ -110,6 +122,12 @@ type Incident struct {
 	SilenceID     string          `json:"silence_id,omitempty"`
 	SilencedUntil time.Time       `json:"silenced_until,omitzero"`
 	SilencedBy    *chatmodel.User `json:"silenced_by,omitempty"`
+	// A resolved incident's silence is expired (Options.KeepSilences
+	// unset); until that is done SilenceID stays. SilenceKept: it is kept
+	// by configuration; SilenceExpireErr: expiring it failed (the root
+	// says the silence is still in force and offers to expire it).
+	SilenceKept      bool   `json:"silence_kept,omitempty"`
+	SilenceExpireErr string `json:"silence_expire_error,omitempty"`
 	// ReopenedAt is when the incident last opened again; its age counts
 	// from then (or from a Since after the previous resolve).
 	ReopenedAt time.Time `json:"reopened_at,omitzero"`
@@ -128,6 +146,7 @@ func (in *Incident) Silenced(now time.Time) bool {
 
 func (in *Incident) clearSilence() {
 	in.SilenceID, in.SilencedUntil, in.SilencedBy = "", time.Time{}, nil
+	in.SilenceKept, in.SilenceExpireErr = false, ""
 }
 
 // root is the root message as the outbox names it.
@@ -211,7 +230,19 @@ type Signal struct {
 	// for (0 counts as 1): a watch opens an incident after Polls polls in
 	// a row, and its header says so.
 	Observations int
+	// Delivery identifies the delivery this signal came in (a hash of
+	// Alertmanager's notification): a retry of the same delivery within
+	// RetryWindow is not counted again, and changes nothing.
+	Delivery string
+	// Checked is set when groundcrew found this out itself (asking
+	// Alertmanager's API while a silence lasts): it is not a notification.
+	Checked bool
 }
+
+// RetryWindow is how long a delivery that comes again unchanged is the
+// retry of the first (Alertmanager sends a notification again at its next
+// group_interval when it did not get an answer in time).
+const RetryWindow = 15 * time.Minute
 
 // observations is how many notifications s counts for.
 func observations(s Signal) int { return max(1, s.Observations) }

@@ -166,7 +166,7 @@ func TestSignalOpensOneIncidentAndResolves(t *testing.T) {
 	require.True(t, ok, f.chat.Transcript())
 	assert.Equal(t, in.Root.ID, msg.To.Thread)
 	root, _ = f.chat.Find("incident `" + in.ID + "`")
-	assert.Contains(t, root.Msg.Text, "resolved after 25 min")
+	assert.Contains(t, root.Msg.Text, "resolved at 04:25 UTC after 25 min")
 	assert.Empty(t, root.Msg.Buttons)
 	open, err := f.m.Open(ctx)
 	require.NoError(t, err)
@@ -357,6 +357,8 @@ type silencer struct {
 	expired []string
 	firing  int
 	err     error
+	// expireErr, when set, is what Expire answers.
+	expireErr error
 }
 
 func (s *silencer) Silence(_ context.Context, m map[string]string, d time.Duration, by, _ string) (string, error) {
@@ -370,6 +372,9 @@ func (s *silencer) Silence(_ context.Context, m map[string]string, d time.Durati
 func (s *silencer) Expire(_ context.Context, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.expireErr != nil {
+		return s.expireErr
+	}
 	s.expired = append(s.expired, id)
 	return nil
 }
@@ -523,12 +528,16 @@ func TestSilencedIncidentResolvesAndReopens(t *testing.T) {
 	sil.firing = 0
 	f.clock.Advance(2 * time.Minute)
 	require.NoError(t, f.m.CheckSilences(ctx))
+	f.m.Wait() // the silence is expired in the background
 	got, _ = f.db.GetIncident(ctx, in.ID)
 	assert.Equal(t, incident.StateResolved, got.State)
 	assert.Empty(t, got.SilenceID)
+	assert.Equal(t, []string{"sil-2"}, sil.expired, "the silence ends with the incident")
 	res, ok := f.chat.Find("✅ Resolved after")
 	require.True(t, ok)
 	assert.Contains(t, res.Msg.Text, "Alertmanager has no firing alert for it any more")
+	_, ok = f.chat.Find("🔔 Silence `sil-2` expired with the incident: Alertmanager notifies again if these alerts fire.")
+	assert.True(t, ok, "said in the thread")
 }
 
 // noRunbooks is an engine library without runbooks.
@@ -812,7 +821,7 @@ func TestIncidentChangesAreLogged(t *testing.T) {
 }
 
 // TestAcknowledgedAfterCountsFromWhenItStarted: an alert that started
-// firing 11 min before groundcrew heard of it shows "open for 11 min"; the
+// firing 11 min before groundcrew heard of it shows "open since 03:49"; the
 // acknowledgement says the same clock ("11 min after it started"), not
 // "16 s after it opened".
 func TestAcknowledgedAfterCountsFromWhenItStarted(t *testing.T) {
@@ -826,13 +835,13 @@ func TestAcknowledgedAfterCountsFromWhenItStarted(t *testing.T) {
 	_, _, err = f.m.Acknowledge(ctx, in.ID, chatmodel.User{ID: "U2", Name: "bob"}, "reaction")
 	require.NoError(t, err)
 	root, _ := f.chat.Find("incident `" + in.ID + "`")
-	assert.Contains(t, root.Msg.Text, "open for 11 min")
+	assert.Contains(t, root.Msg.Text, "open since 03:49 UTC", "an absolute time: the root stays true however long it is read")
 	_, ok := f.chat.Find("👀 @bob acknowledged — 11 min after it started.")
 	assert.True(t, ok, "the acknowledgement counts from when the alert started")
 	got, err := f.db.GetIncident(ctx, in.ID)
 	require.NoError(t, err)
 	assert.Contains(t, f.m.TimelineText(got), "04:00 opened — FileSystemSpaceFillingUp (firing since 03:49)",
-		"the timeline says when the alert started, so 'open for 11 min' next to an opening at 04:00 reads true")
+		"the timeline says when the alert started, so 'open since 03:49' next to an opening at 04:00 reads true")
 }
 
 type openedCounter struct{ by map[string]int }
@@ -856,7 +865,7 @@ func TestOpenedIncidentsAreCounted(t *testing.T) {
 	assert.Equal(t, map[string]int{"open": 1}, n)
 }
 
-// TestReopenedCountsFromTheReopening: after a reopen, "open for …" and
+// TestReopenedCountsFromTheReopening: after a reopen, "open since …" and
 // "N min after it started" counted from the first opening (the alert's old
 // startsAt); they count from the reopening, which the status says.
 func TestReopenedCountsFromTheReopening(t *testing.T) {
@@ -876,7 +885,7 @@ func TestReopenedCountsFromTheReopening(t *testing.T) {
 	_, _, err = f.m.Acknowledge(ctx, in.ID, chatmodel.User{ID: "U2", Name: "bob"}, "reaction")
 	require.NoError(t, err)
 	root := f.root(t, in.ID)
-	assert.Contains(t, root.Text, "open for 2 min (reopened 04:31)")
+	assert.Contains(t, root.Text, "open again since 04:31 UTC")
 	_, ok := f.chat.Find("👀 @bob acknowledged — 2 min after it started.")
 	assert.True(t, ok, "counted from the reopening")
 }

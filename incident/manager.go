@@ -47,6 +47,11 @@ type Options struct {
 	Audit   Auditor             // optional
 	// Silencer, when set, adds a "silence 1 h" button to alert incidents.
 	Silencer Silencer
+	// KeepSilences keeps the silence of an incident that resolved
+	// (alerts.silences.keep_after_resolve): its root says it is still in
+	// force and offers to expire it. By default it is expired with the
+	// incident, so the alerts notify again if they fire again.
+	KeepSilences bool
 	// Dedupe, when set, drops redelivered button presses (a second silence).
 	Dedupe runmodel.Dedupe
 	// Observer, when set, counts the incidents opened (metrics).
@@ -195,8 +200,15 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 	keys := s.EvidenceKeys[:min(len(s.EvidenceKeys), len(s.Evidence))]
 	var what change
 	var diff evidenceDiff
+	var expire string // the silence to expire now the incident resolved
 	in, err := m.o.Store.UpsertIncident(ctx, s.Key, func(cur *Incident) (*Incident, error) {
-		what, diff = changeNone, evidenceDiff{}
+		what, diff, expire = changeNone, evidenceDiff{}, ""
+		// A delivery that comes again unchanged soon is its retry (the
+		// first got no answer in time): counted once, it changes nothing.
+		retry := s.Delivery != "" && cur != nil && cur.LastDelivery == s.Delivery && now.Sub(cur.LastDeliveryAt) < RetryWindow
+		if s.Delivery != "" && cur != nil && !retry {
+			cur.LastDelivery, cur.LastDeliveryAt = s.Delivery, now
+		}
 		switch {
 		case !s.Firing && (cur == nil || cur.State == StateResolved):
 			return nil, nil // resolved and nothing open: nothing to do
@@ -204,8 +216,17 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 			what = changeResolved
 			cur.State, cur.ResolvedAt, cur.UpdatedAt = StateResolved, now, now
 			cur.Alerts = 0
-			cur.clearSilence()
-			cur.Notifications++
+			cur.ResolvedByCheck = s.Checked
+			if !s.Checked && !retry {
+				cur.Notifications++
+			}
+			switch {
+			case cur.SilenceID == "":
+			case m.o.KeepSilences:
+				cur.SilenceKept = true
+			default:
+				expire = cur.SilenceID // ended with the incident, below
+			}
 			if len(s.Evidence) > 0 {
 				cur.Evidence, cur.EvidenceKeys = s.Evidence, keys
 			}
@@ -217,6 +238,9 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 				Channel: s.Channel, Platform: m.o.Platform, State: StateOpen, Evidence: s.Evidence, EvidenceKeys: keys, Alerts: s.Alerts,
 				Runbook: s.Runbook, Params: s.Params, Autostart: s.Autostart, Silence: s.Silence,
 				Notifications: observations(s), Since: s.Since, OpenedAt: now, UpdatedAt: now, Instance: s.Instance}
+			if s.Delivery != "" {
+				in.LastDelivery, in.LastDeliveryAt = s.Delivery, now
+			}
 			if cur != nil {
 				in.add(Entry{Time: now, Kind: "opened", Text: "previous incident " + cur.ID})
 			}
@@ -229,12 +253,19 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 			// Its age counts from the reopening, not the first opening.
 			cur.SinceAfter, cur.ReopenedAt = cur.ResolvedAt, now
 			cur.State, cur.ResolvedAt, cur.AckedAt, cur.AckedBy = StateOpen, time.Time{}, time.Time{}, nil
+			cur.ResolvedByCheck = false
+			if !cur.Silenced(now) {
+				cur.clearSilence() // a kept silence that ended meanwhile
+			}
+			cur.SilenceKept, cur.SilenceExpireErr = false, "" // open again: CheckSilences watches it
 			cur.Evidence, cur.EvidenceKeys, cur.UpdatedAt = s.Evidence, keys, now
 			cur.Notifications += observations(s)
 			cur.Since, cur.OpenedAt = time.Time{}, now
 			cur.refresh(s)
 			cur.add(Entry{Time: now, Kind: "reopened", Text: againSummary(cur, diff), Evidence: s.Evidence})
 			return cur, nil
+		case retry:
+			return nil, nil
 		default:
 			cur.Notifications++
 			cur.refresh(s)
@@ -270,6 +301,9 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 		m.audit(ctx, in, "", runmodel.ActionIncidentReopened, in.Title)
 	}
 	in = m.publish(ctx, in, what, diff, s.Why)
+	if expire != "" {
+		m.expireAtResolve(in, expire)
+	}
 	if (what == changeOpened || what == changeReopened) && !in.Root.IsZero() {
 		// A new root is not posted yet: its delivery starts it.
 		m.maybeAutostart(in)
@@ -702,6 +736,73 @@ func (m *Manager) ExpireSilence(ctx context.Context, in *Incident, who chatmodel
 	return nil
 }
 
+// expireTries are the waits before each try to expire a resolved
+// incident's silence (Alertmanager briefly away).
+var expireTries = []time.Duration{0, 2 * time.Second, 8 * time.Second}
+
+// expireAtResolve expires the silence groundcrew made for an incident that
+// resolved, in the background (the resolve may come in Alertmanager's own
+// webhook, which does not wait for its API), and says so in the thread.
+// When Alertmanager refuses every try, the root says the silence is still
+// in force and offers to expire it.
+func (m *Manager) expireAtResolve(in *Incident, id string) {
+	m.background(func(ctx context.Context) {
+		var err error
+		for _, wait := range expireTries {
+			if !sleep(ctx, wait) {
+				return
+			}
+			if err = m.o.Silencer.Expire(ctx, id); err == nil {
+				break
+			}
+			m.log.Warn("expiring the silence of a resolved incident", "incident", in.ID, "silence", id, "err", err)
+		}
+		unlock := m.lock(in.Key)
+		now := m.o.Now()
+		cur, uerr := m.o.Store.UpdateIncident(ctx, in.ID, func(x *Incident) error {
+			if x.SilenceID != id {
+				return nil // expired or replaced meanwhile
+			}
+			if err != nil {
+				x.SilenceExpireErr = oneLine(err.Error(), 200)
+				return nil
+			}
+			x.clearSilence()
+			x.UpdatedAt = now
+			x.add(Entry{Time: now, Kind: "unsilenced", Text: fmt.Sprintf("silence %s expired: the incident resolved", id)})
+			return nil
+		})
+		unlock()
+		if uerr != nil {
+			m.log.Error("recording the end of a resolved incident's silence", "incident", in.ID, "silence", id, "err", uerr)
+			return
+		}
+		m.updateRoot(ctx, cur)
+		if err != nil {
+			m.log.Error("the silence of a resolved incident is still in force", "incident", in.ID, "silence", id, "until", cur.SilencedUntil, "err", err)
+			m.postThread(ctx, cur, chatmodel.Message{Text: fmt.Sprintf("⚠️ The silence `%s` could not be expired (%s): it is still in force until %s — press 🔔 Expire silence, or expire it in Alertmanager.",
+				id, oneLine(err.Error(), 200), hm(cur.SilencedUntil))})
+			return
+		}
+		m.audit(ctx, cur, "", runmodel.ActionIncidentUnsilenced, id+" (resolved)")
+		m.postThread(ctx, cur, chatmodel.Message{Text: fmt.Sprintf("🔔 Silence `%s` expired with the incident: Alertmanager notifies again if these alerts fire.", id)})
+	})
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
 // SilenceCheckEvery is how often WatchSilences asks Alertmanager about
 // the silenced incidents.
 const SilenceCheckEvery = 15 * time.Second
@@ -752,8 +853,8 @@ func (m *Manager) CheckSilences(ctx context.Context) error {
 			continue
 		}
 		if n == 0 {
-			_, err := m.Signal(ctx, Signal{Key: in.Key, Source: in.Source, Firing: false,
-				Why: "Alertmanager has no firing alert for it any more (it sends no resolve while a silence lasts)."})
+			_, err := m.Signal(ctx, Signal{Key: in.Key, Source: in.Source, Firing: false, Checked: true,
+				Why: "Alertmanager has no firing alert for it any more (groundcrew asked it: it sends no resolve while a silence lasts)."})
 			if err != nil && first == nil {
 				first = err
 			}

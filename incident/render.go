@@ -55,19 +55,31 @@ func (m *Manager) render(in *Incident) chatmodel.Message {
 		where = " on `" + in.Target + "`"
 	}
 	fmt.Fprintf(&b, "%s *%s*%s — incident `%s`\n", stateIcon(in.State), in.Title, where, in.ID)
+	// Times are absolute: a root is read long after it was written.
 	switch in.State {
 	case StateOpen:
-		fmt.Fprintf(&b, "Status: open for %s%s · not acknowledged", human.Duration(in.Duration(now)), reopened(in))
+		fmt.Fprintf(&b, "Status: %s · not acknowledged", openSince(in, now))
 	case StateAcknowledged:
-		fmt.Fprintf(&b, "Status: acknowledged by %s · open for %s%s", in.AckedBy.Display(), human.Duration(in.Duration(now)), reopened(in))
+		fmt.Fprintf(&b, "Status: acknowledged by %s · %s", in.AckedBy.Display(), openSince(in, now))
 	case StateResolved:
-		fmt.Fprintf(&b, "Status: resolved after %s", human.Duration(in.Duration(now)))
+		fmt.Fprintf(&b, "Status: resolved %s after %s", at(in.ResolvedAt, now), human.Duration(in.Duration(now)))
+		if in.ResolvedByCheck {
+			b.WriteString(" (found by asking Alertmanager: it sends no resolve while a silence lasts)")
+		}
 		if in.AckedBy != nil {
 			fmt.Fprintf(&b, " · acknowledged by %s", in.AckedBy.Display())
 		}
 	}
-	if in.State != StateResolved && in.SilenceID != "" {
+	switch {
+	case in.SilenceID == "":
+	case in.State != StateResolved:
 		fmt.Fprintf(&b, " · 🔕 silenced until %s by %s", hm(in.SilencedUntil), in.SilencedBy.Display())
+	case in.SilenceExpireErr != "":
+		fmt.Fprintf(&b, "\n⚠️ Its silence `%s` is still in force until %s: it could not be expired (%s)", in.SilenceID, hm(in.SilencedUntil), in.SilenceExpireErr)
+	case in.SilenceKept:
+		fmt.Fprintf(&b, "\n🔕 Its silence `%s` (by %s) is still in force until %s: kept after the resolution (alerts.silences.keep_after_resolve) — Alertmanager tells nobody if these alerts fire again before then", in.SilenceID, in.SilencedBy.Display(), hm(in.SilencedUntil))
+	default:
+		fmt.Fprintf(&b, "\n🔕 Its silence `%s` ends with it (being expired)", in.SilenceID)
 	}
 	b.WriteString("\n" + sourceLine(in))
 	ev := splitEvidence(in.Evidence, nil)
@@ -91,6 +103,9 @@ func (m *Manager) render(in *Incident) chatmodel.Message {
 		b.WriteString("\n" + w)
 	}
 	msg := chatmodel.Message{}
+	if in.State == StateResolved && m.o.Silencer != nil && in.SilenceID != "" && (in.SilenceKept || in.SilenceExpireErr != "") {
+		msg.Buttons = append(msg.Buttons, chatmodel.Button{Action: ActionUnsilence, Label: "🔔 Expire silence", Value: in.ID})
+	}
 	if in.State != StateResolved {
 		if cmd := in.Command(); cmd != "" {
 			fmt.Fprintf(&b, "\nSuggested: `%s`", cmd)
@@ -118,13 +133,24 @@ func (m *Manager) render(in *Incident) chatmodel.Message {
 	return msg
 }
 
-// reopened says when a reopened incident opened again (its age counts
-// from then).
-func reopened(in *Incident) string {
-	if in.ReopenedAt.IsZero() {
-		return ""
+// openSince says since when the incident is open, as a time of day
+// ("open since 04:10 UTC", "open again since 04:40 UTC" once reopened: its
+// age counts from then), with the day when that is not within the last
+// 20 hours.
+func openSince(in *Incident, now time.Time) string {
+	if !in.ReopenedAt.IsZero() {
+		return "open again since " + at(started(in), now)[len("at "):]
 	}
-	return " (reopened " + in.ReopenedAt.UTC().Format("15:04") + ")"
+	return "open since " + at(started(in), now)[len("at "):]
+}
+
+// at is t as people read it in a message that stays: "at 04:10 UTC", or
+// "at Mar 1 04:10 UTC" when it is not within the 20 hours before now.
+func at(t, now time.Time) string {
+	if d := now.Sub(t); d < 20*time.Hour && d > -time.Hour {
+		return "at " + hm(t)
+	}
+	return "at " + t.UTC().Format("Jan 2 15:04") + " UTC"
 }
 
 func sourceLine(in *Incident) string {
@@ -304,8 +330,12 @@ func (m *Manager) ListText(ins []*Incident, f ListFilter, runs func(*Incident) [
 		default:
 			state = "not acknowledged, open for " + human.Duration(in.Duration(now))
 		}
-		if in.State != StateResolved && in.SilenceID != "" {
+		switch {
+		case in.SilenceID == "":
+		case in.State != StateResolved:
 			state += ", 🔕 silenced until " + hm(in.SilencedUntil) + " by " + in.SilencedBy.Display()
+		case now.Before(in.SilencedUntil):
+			state += ", 🔕 its silence is still in force until " + hm(in.SilencedUntil)
 		}
 		if in.State != StateResolved && in.Root.IsZero() {
 			state += " · ⏳ not in chat yet: its thread waits in the outbox until chat takes posts"

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -198,14 +199,28 @@ func (rc *Receiver) Handle(ctx context.Context, m *Message) error {
 		parts[route] = append(parts[route], a)
 	}
 	rc.recordUnrouted(ctx, m, unrouted)
+	delivery := deliveryID(m)
 	var errs []error
 	for _, r := range order {
 		s := rc.signal(m, r, parts[r])
+		s.Delivery = delivery
 		if _, err := rc.o.Sink.Signal(ctx, s); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// deliveryID identifies a notification by its content: Alertmanager sends
+// the same notification again (the same alerts, statuses and times) when
+// it got no answer in time, and the incident counts it once.
+func deliveryID(m *Message) string {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:12])
 }
 
 // signal builds the signal of one route's part of a group.

@@ -55,7 +55,7 @@ func (a *app) newIncidents(audit incident.Auditor, src digest.Source, now func()
 		link = a.web.links.Incident // the incident's page, in its root message
 	}
 	m, err := incident.New(incident.Options{Link: link, Store: st, Chat: a.chat, Outbox: a.outbox, Runbooks: &a.reloads.libs, Starter: a.eng, Runs: a.db, Audit: audit, Dedupe: a.db,
-		Observer: obs, Silencer: sil, Platform: a.cfg.Chat.Platform, Targets: a.cfg.TargetNames(), Channel: channel, Now: now, Logger: a.log.With("component", "incidents")})
+		Observer: obs, Silencer: sil, KeepSilences: a.cfg.Alerts.Silences.KeepAfterResolve, Platform: a.cfg.Chat.Platform, Targets: a.cfg.TargetNames(), Channel: channel, Now: now, Logger: a.log.With("component", "incidents")})
 	if err != nil {
 		return nil, err
 	}

@@ -104,7 +104,7 @@ func TestDemoAlert(t *testing.T) {
 	// resolves 12 min later (04:24), 15 min after it started.
 	assert.Contains(t, out, "# 04:12. For 3 minutes Prometheus")
 	assertStoryTimes(t, out, "04:09", "04:43")
-	for _, want := range []string{"Status: open for 3 min", "04:12 🚨 opened — FileSystemSpaceFillingUp · instance=caascad-ci-workers-infra-infra-prd-0:9100 (firing since 04:09)", "04:24 ✅ resolved — resolved after 15 min", "expires in 30 min (04:42 UTC)"} {
+	for _, want := range []string{"Status: open since 04:09 UTC", "04:12 🚨 opened — FileSystemSpaceFillingUp · instance=caascad-ci-workers-infra-infra-prd-0:9100 (firing since 04:09)", "04:24 ✅ resolved — resolved after 15 min", "expires in 30 min (04:42 UTC)"} {
 		assert.Contains(t, out, want)
 	}
 }
