@@ -215,7 +215,7 @@ func (e *Engine) startStep(ctx context.Context, r *runmodel.Run, spec *runbookmo
 	}
 	if spec.Text != "" {
 		// A note on a query/action/wait step is shown with it.
-		if text, err := runbooks.Render(spec.Text, env); err == nil {
+		if text, err := runbooks.RenderInstructions(spec.Text, env); err == nil {
 			_, _ = e.update(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error {
 				if st := r.Current(); st != nil && st.ID == spec.ID {
 					st.Text = text
@@ -449,7 +449,7 @@ func (e *Engine) noteOutcome(ctx context.Context, runID, stepID string, op opmod
 
 // startManual posts instructions and waits for a person.
 func (e *Engine) startManual(ctx context.Context, r *runmodel.Run, spec *runbookmodel.Step, env runbooks.Env) {
-	text, err := runbooks.Render(spec.Text, env)
+	text, err := runbooks.RenderInstructions(spec.Text, env)
 	if err != nil {
 		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("rendering instructions: %w", err), nil)
 		return

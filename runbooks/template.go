@@ -123,6 +123,7 @@ var templateFuncs = template.FuncMap{
 	"quote":    shellQuote,
 	"duration": tmplDuration,
 	"len":      tmplLen,
+	"unset":    tmplUnset,
 }
 
 // tmplJoin joins a list with sep: {{ .steps.w.result.names | join ", " }}.

@@ -31,7 +31,7 @@ func TestVarsUsed_BuiltinRunbooks(t *testing.T) {
 	for _, rb := range rbs {
 		byName[rb.Name] = rb
 	}
-	assert.Equal(t, []string{"target", "zone"}, VarsUsed(byName["worker-stalled"]), "cloud has a default")
+	assert.Equal(t, []string{"cloud", "target", "zone"}, VarsUsed(byName["worker-stalled"]), "cloud has no default: a guessed cloud gives commands that cannot work")
 	assert.Equal(t, []string{"zone"}, VarsUsed(byName["web-restart"]))
 	assert.Empty(t, VarsUsed(byName["abort-pending"]))
 	_, err = fs.Stat(Builtin(), "worker-stalled.yaml")

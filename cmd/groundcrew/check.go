@@ -140,7 +140,7 @@ func targetVarProblems(cfg *config.Config, rbs []*runbookmodel.Runbook) []string
 		for _, v := range vars {
 			rbNames := users[v]
 			sort.Strings(rbNames)
-			out = append(out, fmt.Sprintf("targets.%s.vars.%s is not set; used by %s (their steps will say %s)",
+			out = append(out, fmt.Sprintf("targets.%s.vars.%s is not set; used by %s (their text says %s, and a command that needs it is not shown)",
 				name, v, strings.Join(rbNames, ", "), runbooks.MissingVar(v)))
 		}
 	}

@@ -111,6 +111,8 @@ func TestConfigCheckNamesMissingTargetVars(t *testing.T) {
 	assert.Contains(t, out, "targets.lab.vars.zone is not set; used by ")
 	assert.Contains(t, out, "worker-stalled")
 	assert.Contains(t, out, "<zone: not set in the target's vars>")
-	assert.NotContains(t, out, "targets.infra-prd.vars")
+	assert.NotContains(t, out, "targets.infra-prd.vars.zone")
+	assert.Contains(t, out, "targets.infra-prd.vars.cloud is not set; used by worker-disk-resize, worker-rebuild, worker-stalled (their text says <cloud: not set in the target's vars>, and a command that needs it is not shown)",
+		"the cloud has no default: a guessed one gives commands that cannot work")
 	assert.Contains(t, out, "is valid", "a missing var is a warning")
 }

@@ -155,7 +155,7 @@ type /help for console commands and /runbook help for the bot.`,
 					Users: []string{"alice", "bob", "carol"}, Groups: map[string][]string{"ci-oncall": {"alice", "bob", "carol"}}}},
 				Targets: map[string]*config.Target{"infra-prd": {
 					Simulator: &config.Simulator{}, Team: "main",
-					Vars:    map[string]string{"zone": "infra-prd", "target": "infra"},
+					Vars:    map[string]string{"zone": "infra-prd", "target": "infra", "cloud": "fe"},
 					Workers: concourse.ManualWorkerNaming(),
 				}},
 				Approvals: policy.Config{Default: runmodel.Policy{Approvers: []string{"group:ci-oncall"}, Required: 1, Expires: runmodel.Duration(30 * time.Minute)}},
