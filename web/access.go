@@ -72,7 +72,7 @@ var (
 		Hint: "Open the link from the chat message again, whole. If it still fails, the link key was changed without keeping the old one: ask for a fresh link (`/runbook summary <run>` carries one)."}
 	refuseNone = refusal{Title: "You need a link to see this page",
 		Why:  "Pages are opened from the links groundcrew posts in chat, or through the sign-in proxy.",
-		Hint: "Open the link in the run's or incident's thread."}
+		Hint: "Open the link in the run's or incident's thread. Operators: `groundcrew web link` prints a link to every page."}
 	refuseUntrusted = refusal{Title: "Not signed in",
 		Why:  "This request did not come through the sign-in proxy (its address is not one of web.trusted_proxies), so its user header is not believed.",
 		Hint: "Open the page through the proxy's address, or with a link from chat."}

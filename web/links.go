@@ -92,6 +92,16 @@ func (l *Links) Site() string {
 	return l.link("/", ScopeSite, l.expiryOrZero(time.Time{}))
 }
 
+// Make is the address of path opened with a token for scope valid until
+// exp (`groundcrew web link`: a link asked for by hand, from now). It is
+// "" when the pages' address is not known, and unsigned without a key.
+func (l *Links) Make(path, scope string, exp time.Time) string {
+	if l.signer == nil {
+		exp = time.Time{}
+	}
+	return l.link(path, scope, exp)
+}
+
 func (l *Links) expiryOrZero(start time.Time) time.Time {
 	if l == nil || l.signer == nil {
 		return time.Time{}

@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/groundcrew/groundcrew/incident"
 	"github.com/groundcrew/groundcrew/internal/httpguard"
 	"github.com/groundcrew/groundcrew/model/chatmodel"
 	"github.com/groundcrew/groundcrew/model/runmodel"
@@ -38,6 +39,7 @@ type storeReader interface {
 	VerifyAudit(ctx context.Context) (int, error)
 	AuditHead(ctx context.Context) (runmodel.AuditHead, error)
 	VerifyAuditHead(ctx context.Context, want runmodel.AuditHead) error
+	GetIncident(ctx context.Context, id string) (*incident.Incident, error)
 	Path() string
 }
 
@@ -97,6 +99,13 @@ func adminHandler(db storeReader, release func() error) http.Handler {
 	handle("get_run", func(ctx context.Context, q adminRequest) (any, int, error) {
 		r, err := db.GetRun(ctx, q.ID)
 		return r, 0, err
+	})
+	handle("get_incident", func(ctx context.Context, q adminRequest) (any, int, error) {
+		in, err := db.GetIncident(ctx, q.ID)
+		if errors.Is(err, incident.ErrNotFound) {
+			err = fmt.Errorf("%w: %w", err, chatmodel.ErrNotFound)
+		}
+		return in, 0, err
 	})
 	handle("journal", func(ctx context.Context, q adminRequest) (any, int, error) {
 		j, err := db.Journal(ctx, q.ID)
@@ -282,6 +291,16 @@ func (c *adminClient) GetRun(ctx context.Context, id string) (*runmodel.Run, err
 	var r *runmodel.Run
 	_, err := c.call(ctx, "get_run", adminRequest{ID: id}, &r)
 	return r, err
+}
+
+// GetIncident implements storeReader; an unknown id is incident.ErrNotFound.
+func (c *adminClient) GetIncident(ctx context.Context, id string) (*incident.Incident, error) {
+	var in *incident.Incident
+	_, err := c.call(ctx, "get_incident", adminRequest{ID: id}, &in)
+	if errors.Is(err, chatmodel.ErrNotFound) {
+		return nil, fmt.Errorf("incident %s: %w", id, incident.ErrNotFound)
+	}
+	return in, err
 }
 
 func (c *adminClient) Journal(ctx context.Context, runID string) ([]runmodel.JournalEntry, error) {

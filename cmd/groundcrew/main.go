@@ -59,7 +59,7 @@ Start with:  groundcrew demo`,
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringP("config", "c", "", "config file (default $"+config.EnvConfig+" or ./groundcrew.yaml)")
-	root.AddCommand(newServe(), newDemo(), newLint(), newTestCmd(), newSimCmd(), newConfigCmd(), newRuns(), newAudit(), newStoreCmd())
+	root.AddCommand(newServe(), newDemo(), newLint(), newTestCmd(), newSimCmd(), newConfigCmd(), newRuns(), newAudit(), newStoreCmd(), newWebCmd())
 	return root
 }
 
