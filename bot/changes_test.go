@@ -118,9 +118,9 @@ func TestChanges_FailedCallIsListedInThePostedMessages(t *testing.T) {
 	// in the change.
 	assert.Equal(t, 1, strings.Count(h.chat.Transcript(), "500 Internal Server Error"), h.chat.Transcript())
 	assert.NotContains(t, final.Msg.Text, "500 Internal Server Error")
-	sum, ok := h.chat.Find("📋 *Summary*")
-	require.True(t, ok)
-	assert.Contains(t, sum.Msg.Text, "\nChanges: attempted prune 1 worker — failed")
+	j0, err := h.db.Journal(h.ctx, h.onlyRun().ID)
+	require.NoError(t, err)
+	assert.Contains(t, h.eng.Summary(h.onlyRun(), j0).Text, "\nChanges: attempted prune 1 worker — failed", "/runbook summary")
 
 	j, err := h.db.Journal(h.ctx, h.onlyRun().ID)
 	require.NoError(t, err)

@@ -66,12 +66,13 @@ func (p *poster) refreshRoot(ctx context.Context, r *runmodel.Run) {
 	p.update(ctx, r, r.Root, chatmodel.RoleRoot, "", p.rootMessage(r))
 }
 
-// end posts the final message and refreshes the root message.
+// end posts the final message — the run's summary — and refreshes the
+// root message.
 func (p *poster) end(ctx context.Context, r *runmodel.Run) {
 	p.refreshRoot(ctx, r)
 	j, err := p.store.Journal(ctx, r.ID)
-	if err == nil {
-		p.thread(ctx, r, chatmodel.RoleSummary, "", summarize(r, j, p.now()))
+	if err != nil {
+		j = nil
 	}
 	p.thread(ctx, r, chatmodel.RoleFinal, "", renderFinal(r, j, p.now()))
 }

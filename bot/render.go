@@ -174,9 +174,7 @@ func renderStep(r *runmodel.Run, st *runmodel.StepState, now time.Time, h hints)
 		if st.Note != "" && st.Kind == runbookmodel.KindManual {
 			b.WriteString("\nNote: " + st.Note)
 		}
-		if len(st.ApprovedBy) > 0 && !mentionsApproval(st.Summary) {
-			b.WriteString("\nApproved by " + userList(st.ApprovedBy))
-		}
+		// Who approved is on the approval request, just above.
 		if failed := (opmodel.Result{Items: st.Items}).Failed(); len(failed) > 0 {
 			var ids []string
 			for _, f := range failed {
@@ -321,8 +319,11 @@ func renderPlanItems(p *opmodel.Plan, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// renderFinal renders the message posted when a run ends; journal is the
-// run's journal (for the changes it made).
+// renderFinal renders the message posted when a run ends — its summary:
+// how it ended, what it changed, how its steps ended, and the details (the
+// steps, the approvals) one tap away. journal is the run's journal (nil
+// when it could not be read). `/runbook summary` posts the same facts
+// again, on their own.
 func renderFinal(r *runmodel.Run, journal []runmodel.JournalEntry, now time.Time) chatmodel.Message {
 	var b strings.Builder
 	// The error is said in full once, where it happened (the step, its
@@ -340,11 +341,15 @@ func renderFinal(r *runmodel.Run, journal []runmodel.JournalEntry, now time.Time
 	} else if !r.DryRun && journal != nil { // nil: the journal could not be read
 		b.WriteString(" — nothing was changed" + movedFirst(r, journal))
 	}
-	fmt.Fprintf(&b, "\nSummary in the thread · `/runbook summary %s`", r.ID)
-	if fu := followUps(r); len(fu) > 0 && r.State != runmodel.RunSucceeded {
-		b.WriteString(" · follow-up: " + fu[0])
+	fmt.Fprintf(&b, "\n%s · `/runbook summary %s`", stepCounts(r), r.ID)
+	if fu := followUps(r); len(fu) > 0 {
+		b.WriteString("\nFollow-up: " + strings.Join(fu, " · "))
 	}
-	return chatmodel.Message{Text: b.String(), Broadcast: true}
+	m := chatmodel.Message{Text: b.String(), Broadcast: true}
+	if journal != nil { // nil: the journal could not be read
+		m.Detail = summaryDetail(r, journal)
+	}
+	return m
 }
 
 // stepNumber is a step's position in its run: "step 3/9".

@@ -129,6 +129,24 @@ func (e *Engine) Summary(r *runmodel.Run, journal []runmodel.JournalEntry) chatm
 func summarize(r *runmodel.Run, journal []runmodel.JournalEntry, now time.Time) chatmodel.Message {
 	var b strings.Builder
 	fmt.Fprintf(&b, "📋 *Summary* of `%s` — %s on `%s`: %s %s after %s\n", r.ID, r.Runbook, r.Target, runIcon(r.State), r.State.Human(), human.Duration(r.Duration(now)))
+	fmt.Fprintf(&b, "Started by %s · %s", r.Requester.Display(), stepCounts(r))
+	if c := changesMade(r, journal); c != "" {
+		b.WriteString("\nChanges: " + c)
+	} else if !r.DryRun {
+		b.WriteString("\nChanges: none" + movedFirst(r, journal))
+	}
+	if r.Error != "" && r.State != runmodel.RunSucceeded {
+		b.WriteString("\nWhy it stopped: " + whyStopped(r, journal, false))
+	}
+	if fu := followUps(r); len(fu) > 0 {
+		b.WriteString("\nFollow-up: " + strings.Join(fu, " · "))
+	}
+	return chatmodel.Message{Text: b.String(), Detail: summaryDetail(r, journal)}
+}
+
+// stepCounts says how many steps the run has and how they ended: "4
+// steps: 2 succeeded, 1 failed, 1 not run" (" · dry run, nothing changed").
+func stepCounts(r *runmodel.Run) string {
 	counts := map[runmodel.StepStatus]int{}
 	for _, st := range r.Steps {
 		if st.Status == runmodel.StepFailed && strings.HasPrefix(st.Error, "timed out") {
@@ -147,25 +165,14 @@ func summarize(r *runmodel.Run, journal []runmodel.JournalEntry, now time.Time) 
 			cs = append(cs, fmt.Sprintf("%d %s", counts[s], label))
 		}
 	}
-	fmt.Fprintf(&b, "Started by %s · %d step%s", r.Requester.Display(), len(r.Steps), plural(len(r.Steps)))
+	out := fmt.Sprintf("%d step%s", len(r.Steps), plural(len(r.Steps)))
 	if len(cs) > 0 {
-		b.WriteString(": " + strings.Join(cs, ", "))
+		out += ": " + strings.Join(cs, ", ")
 	}
 	if r.DryRun {
-		b.WriteString(" · dry run, nothing changed")
+		out += " · dry run, nothing changed"
 	}
-	if c := changesMade(r, journal); c != "" {
-		b.WriteString("\nChanges: " + c)
-	} else if !r.DryRun {
-		b.WriteString("\nChanges: none" + movedFirst(r, journal))
-	}
-	if r.Error != "" && r.State != runmodel.RunSucceeded {
-		b.WriteString("\nWhy it stopped: " + whyStopped(r, journal, false))
-	}
-	if fu := followUps(r); len(fu) > 0 {
-		b.WriteString("\nFollow-up: " + strings.Join(fu, " · "))
-	}
-	return chatmodel.Message{Text: b.String(), Detail: summaryDetail(r, journal)}
+	return out
 }
 
 // followUps renders the runbook's follow_up suggestions as commands.

@@ -137,13 +137,21 @@ func TestSummary_PostedAtTheEndAndOnDemand(t *testing.T) {
 	h.cmd(alice, "run prune target=infra-prd worker=w-0")
 	h.react(bob, h.stepRef("check"), chatmodel.IntentApprove)
 	h.react(carol, h.gateRef(), chatmodel.IntentApprove)
-	s, ok := h.chat.Find("📋 *Summary*")
+	// The end message is the summary: one message, not a summary and an
+	// end message saying the same changes.
+	s, ok := h.chat.Find("finished after")
 	require.True(t, ok)
 	assert.Equal(t, h.onlyRun().Root.ID, s.To.Thread, "the summary goes in the run's thread")
+	assert.Contains(t, s.Msg.Text, "4 steps: 4 succeeded · `/runbook summary "+h.onlyRun().ID+"`")
 	assert.Contains(t, s.Msg.Detail, "Check the worker — done by @bob at 03:00")
+	_, twice := h.chat.Find("📋 *Summary*")
+	assert.False(t, twice, "no separate summary at the end:\n%s", h.chat.Transcript())
 	n := len(h.chat.Posts())
 	h.cmd(bob, "summary "+h.onlyRun().ID)
 	assert.Len(t, h.chat.Posts(), n+1)
+	got, ok := h.chat.Find("📋 *Summary*")
+	require.True(t, ok, "on demand")
+	assert.Contains(t, got.Msg.Text, "Changes: pruned 1 worker(s) (approved by @carol)")
 	h.cmd(bob, "summary")
 	assert.Contains(t, last(h.chat.Ephemerals(bob.ID)), "inside the incident thread")
 }

@@ -94,7 +94,7 @@ func TestTitles_RenderedWhenTheStepStarts(t *testing.T) {
 	r = h.onlyRun()
 	require.Equal(t, runmodel.RunSucceeded, r.State, h.chat.Transcript())
 
-	summary, ok := h.chat.Find("*Summary* of")
+	summary, ok := h.chat.Find("finished after")
 	require.True(t, ok, h.chat.Transcript())
 	assert.Contains(t, summary.Msg.Detail, "2. ✅ Check w-0 — done by @bob")
 	assert.Contains(t, summary.Msg.Detail, "4. ✅ Still stalled: w-1 — done by @bob")

@@ -77,7 +77,7 @@ targets:
 	_, err = io.WriteString(w, "/runbook run list-workers target=infra-prd\n/runbook run postgres-build-logs-full target=infra-prd\n")
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		return strings.Count(out.String(), "Summary in the thread") >= 2 && strings.Contains(logs.String(), "target unhealthy")
+		return strings.Count(out.String(), "`/runbook summary r-") >= 2 && strings.Contains(logs.String(), "target unhealthy")
 	}, 20*time.Second, 20*time.Millisecond)
 	require.NoError(t, w.Close())
 	<-done

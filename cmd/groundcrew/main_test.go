@@ -48,7 +48,7 @@ func TestDemo(t *testing.T) {
 	// carol approves at 03:33 and the gate expires 30 min later.
 	assert.Contains(t, out, "# 03:12. alice is on call.")
 	assertStoryTimes(t, out, "03:12", "04:03")
-	for _, want := range []string{"done by @bob at 03:12", "approved 03:33", "expires in 30 min (04:03 UTC)", "up 38d", "succeeded after 21 min"} {
+	for _, want := range []string{"done by @bob at 03:12", "approved 03:33", "expires in 30 min (04:03 UTC)", "up 38d", "finished after 21 min — pruned 1 worker"} {
 		assert.Contains(t, out, want)
 	}
 }

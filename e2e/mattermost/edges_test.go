@@ -85,7 +85,7 @@ func TestGroundcrewChatEdges(t *testing.T) {
 	waitRoot(ctx, t, carol, root.Id, "succeeded")
 	eventually(t, 30*time.Second, "the run summary naming dave's refused vote", func() bool {
 		txt := threadText(ctx, t, carol, root.Id)
-		return strings.Contains(txt, "Summary") && strings.Contains(txt, "@dave's approval was not counted")
+		return strings.Contains(txt, "`/runbook summary r-") && strings.Contains(txt, "@dave's approval was not counted")
 	}, func() string { return threadText(ctx, t, carol, root.Id) })
 	txt := threadText(ctx, t, carol, root.Id)
 	assert.NotContains(t, txt, dave.User.Id, "dave is never shown by raw id:\n%s", txt)

@@ -445,7 +445,7 @@ func TestGroundcrewWorkerStalled(t *testing.T) {
 		waitPruned(ctx, t, sim, carol, root.Id, worker)
 		waitRoot(ctx, t, carol, root.Id, "succeeded")
 		eventually(t, 30*time.Second, "the run summary in the thread", func() bool {
-			return strings.Contains(threadText(ctx, t, carol, root.Id), "Summary")
+			return strings.Contains(threadText(ctx, t, carol, root.Id), "`/runbook summary r-")
 		}, func() string { return threadText(ctx, t, carol, root.Id) })
 		txt := threadText(ctx, t, carol, root.Id)
 		t.Logf("the thread:\n%s", txt)
@@ -480,7 +480,7 @@ func TestGroundcrewWorkerStalled(t *testing.T) {
 		assert.Contains(t, p.Message, "@dave", "the gate message, edited in place, names the approver")
 		assert.Empty(t, p.Attachments(), "no buttons left on a decided gate")
 		eventually(t, 30*time.Second, "the run summary in the thread", func() bool {
-			return strings.Contains(threadText(ctx, t, carol, root.Id), "Summary")
+			return strings.Contains(threadText(ctx, t, carol, root.Id), "`/runbook summary r-")
 		})
 	})
 
