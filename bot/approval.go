@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -45,6 +46,8 @@ const staleGroupLimit = 24 * time.Hour
 // policies become platform ids through its IdentityResolver (without one,
 // names are ids), group members through its GroupResolver; both cached.
 type directory struct {
+	// roles says Concourse roles (authority: concourse); nil: none.
+	roles   policy.Roles
 	log     *slog.Logger
 	users   chatmodel.IdentityResolver
 	groups  chatmodel.GroupResolver
@@ -180,4 +183,14 @@ func (d *directory) resolveNames(ctx context.Context, approvals policy.Config, l
 			}
 		}
 	}
+}
+
+// Role implements policy.Roles for the policy's checks (Count): the
+// wiring's Roles, which caches for a minute and is asked afresh under
+// chatmodel.Fresh (the re-check before a call).
+func (d *directory) Role(ctx context.Context, target, team string, u chatmodel.User) (string, error) {
+	if d.roles == nil {
+		return "", fmt.Errorf("the Concourse roles of %s cannot be looked up: no role source is configured", target)
+	}
+	return d.roles.Role(ctx, target, team, u)
 }

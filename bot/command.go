@@ -510,6 +510,23 @@ func (e *Engine) start(ctx context.Context, ev chatmodel.Event, c Command) error
 		e.writes.audit(ctx, runmodel.AuditEntry{Actor: ev.User.ID, Action: runmodel.ActionRunRefused, Target: target, Teams: start.Teams, Detail: rb.Name + ": " + refusal.Source})
 		return &chatmodel.UserError{Msg: refusal.Message(rb.Name, target)}
 	}
+	if ti.Authority == AuthorityConcourse && len(start.Teams) > 0 {
+		// Concourse's own roles: a viewer may read a team's things; to
+		// change them, at least pipeline-operator (each change asks its own
+		// role again when it is made).
+		need := policy.RoleViewer
+		if start.Changing {
+			need = policy.RolePipelineOperator
+		}
+		why, err := policy.NeedRole(ctx, runmodel.RoleCheck{Target: target, Role: need, Teams: start.Teams}, ev.User, e.opts.Roles)
+		if err != nil {
+			return err
+		}
+		if why != "" {
+			e.writes.audit(ctx, runmodel.AuditEntry{Actor: ev.User.ID, Action: runmodel.ActionRunRefused, Target: target, Teams: start.Teams, Detail: rb.Name + ": " + why})
+			return &chatmodel.UserError{Msg: fmt.Sprintf("You may not run `%s` on `%s`: %s.", rb.Name, target, why)}
+		}
+	}
 	params, err := runbooks.ValidateParams(rb, c.Params)
 	if err != nil {
 		return &chatmodel.UserError{Msg: err.Error() + fmt.Sprintf(". See `/runbook show %s`.", rb.Name)}

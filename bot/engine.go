@@ -36,6 +36,10 @@ type Library interface {
 	BrokenList() []runbooks.Broken
 }
 
+// AuthorityConcourse is TargetInfo.Authority when Concourse's own roles
+// decide too.
+const AuthorityConcourse = "concourse"
+
 // TargetInfo is what the engine knows of a Concourse target.
 type TargetInfo struct {
 	// Vars are template variables for manual steps (zone, target kind…).
@@ -47,6 +51,9 @@ type TargetInfo struct {
 	// Team is the target's configured Concourse team (default "main"):
 	// the team of a pipeline named without one.
 	Team string
+	// Authority is "concourse" when a person's own Concourse role on the
+	// team decides too (Options.Roles says it); "" for chat groups only.
+	Authority string
 	// Description is shown in /runbook help.
 	Description string
 }
@@ -101,6 +108,10 @@ type Options struct {
 	// web, signed when it is configured so; "" for none): the run's root
 	// message and its summaries on demand carry it as a link.
 	RunLink func(id string, started time.Time) string
+	// Roles says the Concourse role of a chat user on a team, for the
+	// targets whose Authority is "concourse" (nil: none is; a target
+	// asking for it refuses every change, saying why).
+	Roles policy.Roles
 	// Observer is told of every committed run change (metrics); default: none.
 	Observer runmodel.Observer
 	// Hook, when set, is called at step boundaries with a label such as
@@ -204,7 +215,12 @@ func New(o Options) (*Engine, error) {
 	e.dir = directory{log: o.Logger, ttl: o.GroupTTL, now: o.Now, ids: map[string]idEntry{}, members: map[string]groupEntry{},
 		groups: o.Capabilities.Groups, users: o.Capabilities.Identities}
 	e.chans = &channelIDs{resolver: o.Capabilities.Channels, log: o.Logger, ids: map[string]string{}}
-	e.auth = &authority{set: e.set, dir: &e.dir, writes: e.writes, now: o.Now,
+	concourse := map[string]bool{}
+	for n, t := range o.Targets {
+		concourse[n] = t.Authority == AuthorityConcourse
+	}
+	e.dir.roles = o.Roles
+	e.auth = &authority{set: e.set, dir: &e.dir, writes: e.writes, now: o.Now, concourse: concourse, roles: o.Roles,
 		fail: func(ctx context.Context, runID, stepID string, cause error) {
 			e.stepFail(ctx, runID, stepID, cause, nil)
 		}}

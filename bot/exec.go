@@ -371,7 +371,7 @@ func (e *Engine) runWrite(ctx context.Context, r *runmodel.Run, spec *runbookmod
 		return
 	}
 	// Right before the call, asked afresh (after an approval too).
-	refused, err := e.auth.mayChange(chatmodel.Fresh(ctx), r, teams, len(teams) == 0)
+	refused, err := e.auth.mayChange(chatmodel.Fresh(ctx), r, op, teams, len(teams) == 0)
 	if err != nil {
 		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("checking who may change the things of %s: %w; nothing was changed", teamsText(teams), err), nil)
 		return

@@ -41,6 +41,9 @@ func syntheticPlan(r *runmodel.Run, spec *runbookmodel.Step, op string, args opm
 // an explicit approval step before it (pending), which only narrow it.
 func (e *Engine) gatePolicy(r *runmodel.Run, spec *runbookmodel.Step, op string, teams []string, teamless bool, pending *runmodel.Policy) runmodel.Policy {
 	p := e.set.forRun(r.ID).ResolveTeams(r.Target, r.Runbook, op, teams, teamless)
+	if o, ok := e.opts.Ops.Get(op); ok {
+		p.Roles = e.auth.roleCheck(r.Target, o, teams, teamless)
+	}
 	if spec.Approval != nil {
 		p = p.Narrow(spec.Approval.Approvers, spec.Approval.Required, spec.Approval.Expires)
 	}
@@ -87,7 +90,7 @@ func (e *Engine) openActionGate(ctx context.Context, r *runmodel.Run, spec *runb
 	if op.Class == opmodel.ClassDestructive {
 		teamless = plan.Teamless()
 	}
-	refused, err := e.auth.mayChange(ctx, r, teams, teamless)
+	refused, err := e.auth.mayChange(ctx, r, op, teams, teamless)
 	if err != nil {
 		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("checking who may change the things of %s: %w", teamsText(teams), err), nil)
 		return
@@ -270,7 +273,7 @@ func (e *Engine) afterGate(ctx context.Context, r *runmodel.Run, spec *runbookmo
 		}
 		// A plan grown to things the requester may not change is not
 		// asked again: the step fails, saying why.
-		if refused, err := e.auth.mayChange(ctx, r, plan.Teams(), plan.Teamless()); err != nil || refused != "" {
+		if refused, err := e.auth.mayChange(ctx, r, op, plan.Teams(), plan.Teamless()); err != nil || refused != "" {
 			if err != nil {
 				e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("checking who may change the things of the changed plan: %w; nothing was changed", err), nil)
 				return
@@ -290,7 +293,7 @@ func (e *Engine) afterGate(ctx context.Context, r *runmodel.Run, spec *runbookmo
 	if !ok {
 		return
 	}
-	refused, err := e.auth.mayChange(chatmodel.Fresh(ctx), r, plan.Teams(), plan.Teamless())
+	refused, err := e.auth.mayChange(chatmodel.Fresh(ctx), r, op, plan.Teams(), plan.Teamless())
 	if err != nil {
 		e.stepFail(ctx, r.ID, spec.ID, fmt.Errorf("checking again who may change the things of %s before executing: %w; nothing was changed", teamsText(plan.Teams()), err), nil)
 		return

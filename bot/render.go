@@ -251,6 +251,9 @@ func renderGate(r *runmodel.Run, g *runmodel.Gate, now time.Time, h hints) chatm
 		for _, l := range policy.TeamLines(g.Policy) {
 			b.WriteString("\n" + l)
 		}
+		if l := policy.RoleLine(g.Policy); l != "" {
+			b.WriteString("\n" + l)
+		}
 		if m := Missing(g); m != "" && len(g.Votes) > 0 {
 			fmt.Fprintf(&b, "\nStill needed: %s", m)
 		}

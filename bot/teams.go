@@ -21,10 +21,14 @@ import (
 // a refusal fails the step, says what would allow the change, and is
 // audited. Nothing is changed.
 type authority struct {
-	set    *settings
-	dir    *directory
-	writes *durableWriter
-	now    func() time.Time
+	set *settings
+	dir *directory
+	// concourse are the targets whose authority is Concourse: the
+	// person's own role on the team decides too (roles says it).
+	concourse map[string]bool
+	roles     policy.Roles
+	writes    *durableWriter
+	now       func() time.Time
 	// fail fails a run's step with a cause (the engine's stepFail).
 	fail func(ctx context.Context, runID, stepID string, cause error)
 }
@@ -33,18 +37,37 @@ type authority struct {
 // teams (and, when teamless, things of no team) from the run's channel
 // ("" when they may): the channel's binding, then the teams' runners. The
 // reason never names a team the channel is not bound to.
-func (a *authority) mayChange(ctx context.Context, r *runmodel.Run, teams []string, teamless bool) (string, error) {
+func (a *authority) mayChange(ctx context.Context, r *runmodel.Run, op opmodel.Op, teams []string, teamless bool) (string, error) {
 	if why := policy.ScopeOfRun(r.Scope).ChangeRefusal(teams, teamless); why != "" {
 		return why, nil
 	}
-	if len(teams) == 0 {
-		return "", nil
+	if len(teams) > 0 {
+		ref, err := a.set.forRun(r.ID).MayActOn(ctx, teams, true, r.Requester.ID, a.dir)
+		if err != nil {
+			return "", err
+		}
+		if ref != nil {
+			return fmt.Sprintf("%s may not change the things of %s: %s (one of them may run it)", r.Requester.Display(), teamsText(teams), ref.Reason()), nil
+		}
 	}
-	ref, err := a.set.forRun(r.ID).MayActOn(ctx, teams, true, r.Requester.ID, a.dir)
-	if err != nil || ref == nil {
-		return "", err
+	if c := a.roleCheck(r.Target, op, teams, teamless); c != nil {
+		return policy.NeedRole(ctx, *c, r.Requester, a.roles)
 	}
-	return fmt.Sprintf("%s may not change the things of %s: %s (one of them may run it)", r.Requester.Display(), teamsText(teams), ref.Reason()), nil
+	return "", nil
+}
+
+// roleCheck is the Concourse role a change by op of the things of teams
+// (and, when teamless, of things of no team: an admin's) needs on target,
+// when its authority is Concourse; nil otherwise.
+func (a *authority) roleCheck(target string, op opmodel.Op, teams []string, teamless bool) *runmodel.RoleCheck {
+	if !a.concourse[target] || op.TeamRole == "" {
+		return nil
+	}
+	c := &runmodel.RoleCheck{Target: target, Role: op.TeamRole, Teams: append([]string(nil), teams...)}
+	if teamless || len(teams) == 0 {
+		c.Teams = append(c.Teams, "")
+	}
+	return c
 }
 
 // refuse fails the step whose change of teams' things the requester may

@@ -54,7 +54,11 @@ type Config struct {
 	// Channels binds chat channels to the targets and Concourse teams they
 	// may act on (policy.Channels); the loader hands it to the policy.
 	Channels policy.Channels `yaml:"channels"`
-	Digests  []Digest        `yaml:"digests"`
+	// Users maps chat users (their name or platform id) to their Concourse
+	// identities, as the teams' auth config names users ("local:alice",
+	// "github:alice"), for the targets whose authority is concourse.
+	Users   map[string]Identities `yaml:"users"`
+	Digests []Digest              `yaml:"digests"`
 	// Alerts and Watch open incidents (config/incidents.go).
 	Alerts Alerts       `yaml:"alerts"`
 	Watch  []watch.Rule `yaml:"watch"`
@@ -125,6 +129,28 @@ type Target struct {
 	// Simulator runs an in-process Concourse simulator for this target
 	// instead of connecting to URL (demo, runbook tests, training).
 	Simulator *Simulator `yaml:"simulator"`
+	// Authority is "concourse" when a person's own Concourse role on a
+	// team decides too, besides the policy (their identity from users:
+	// or their verified e-mail); "" (the default): the policy alone.
+	Authority string `yaml:"authority"`
+}
+
+// Identities are one chat user's Concourse identities: one
+// "<connector>:<user>" or a list of them.
+type Identities []string
+
+// UnmarshalYAML implements yaml.Unmarshaler: a string or a list.
+func (ids *Identities) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*ids = Identities{n.Value}
+		return nil
+	}
+	var list []string
+	if err := n.Decode(&list); err != nil {
+		return fmt.Errorf("line %d: a Concourse identity (\"local:alice\") or a list of them: %v", n.Line, err)
+	}
+	*ids = list
+	return nil
 }
 
 // Database is a target's Concourse PostgreSQL database.
@@ -427,6 +453,18 @@ func (c *Config) validate() Errors {
 				add(p+".simulator.world", "%v", err)
 			}
 		}
+		switch t.Authority {
+		case "", AuthorityConcourse:
+		default:
+			add(p+".authority", "%q: leave it out (the policy alone decides) or write concourse (a person's Concourse role on the team decides too)", t.Authority)
+		}
+	}
+	for _, name := range sortedKeys(c.Users) {
+		for _, id := range c.Users[name] {
+			if conn, user, ok := strings.Cut(id, ":"); !ok || strings.TrimSpace(conn) == "" || strings.TrimSpace(user) == "" {
+				add("users."+name, "%q is not a Concourse identity: write <connector>:<user> as the team's auth names it (local:alice, github:alice, oidc:alice@example.com)", id)
+			}
+		}
 	}
 	for i, d := range c.Digests {
 		p := fmt.Sprintf("digests[%d]", i)
@@ -486,7 +524,33 @@ func (c *Config) validate() Errors {
 // platform could not answer come back as warnings.
 func (c *Config) Check(ctx context.Context, k policy.Known) (warnings []string, err error) {
 	var errs Errors
-	for _, p := range c.Approvals.Check(ctx, k) {
+	problems := c.Approvals.Check(ctx, k)
+	if k.User != nil {
+		// users: names chat users the platform knows (ids pass as they are).
+		for _, name := range sortedKeys(c.Users) {
+			if _, _, err := k.User(ctx, name); errors.Is(err, policy.ErrUnknown) {
+				problems = append(problems, policy.Problem{Path: "users." + name, Msg: fmt.Sprintf("no user %q on the chat platform: users: maps chat users (their name or id) to Concourse identities", name)})
+			} else if err != nil {
+				problems = append(problems, policy.Problem{Path: "users." + name, Warning: true, Msg: fmt.Sprintf("could not look up user %q: %v", name, err)})
+			}
+		}
+	}
+	if c.ConcourseAuthority() && len(c.Users) == 0 {
+		problems = append(problems, policy.Problem{Path: "users", Warning: true,
+			Msg: "a target's authority is concourse but users: maps no chat user to a Concourse identity: only people whose chat platform gives a verified e-mail the teams' auth lists can act there"})
+	}
+	for _, name := range c.TargetNames() {
+		if t := c.Targets[name]; t == nil || t.Authority != AuthorityConcourse || k.ConcourseTeams == nil {
+			continue
+		}
+		if _, all, err := k.ConcourseTeams(ctx, name); err == nil && !all {
+			problems = append(problems, policy.Problem{Path: "targets." + name + ".authority", Warning: true,
+				Msg: "the bot's Concourse account is not an admin: it cannot read the auth of teams where it has no role, so their people are refused there (log in as an owner of team main)"})
+		} else if err != nil {
+			problems = append(problems, policy.Problem{Path: "targets." + name + ".authority", Warning: true, Msg: fmt.Sprintf("could not read the teams' auth: %v", err)})
+		}
+	}
+	for _, p := range problems {
 		if p.Warning {
 			warnings = append(warnings, p.String())
 			continue
@@ -499,10 +563,42 @@ func (c *Config) Check(ctx context.Context, k policy.Known) (warnings []string, 
 	return warnings, nil
 }
 
+// AuthorityConcourse is Target.Authority when Concourse's roles decide too.
+const AuthorityConcourse = "concourse"
+
+// ConcourseAuthority reports whether some target's authority is Concourse.
+func (c *Config) ConcourseAuthority() bool {
+	for _, t := range c.Targets {
+		if t != nil && t.Authority == AuthorityConcourse {
+			return true
+		}
+	}
+	return false
+}
+
+// UserIdentities is users: as a map of chat user to Concourse identities.
+func (c *Config) UserIdentities() map[string][]string {
+	out := make(map[string][]string, len(c.Users))
+	for k, v := range c.Users {
+		out[k] = append([]string(nil), v...)
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // NamesTeams reports whether the configuration names Concourse teams
-// (approvals.teams, channels' teams), which `config check` asks the live targets about.
+// (approvals.teams, channels' teams) or reads their auth (authority:
+// concourse), which `config check` asks the live targets about.
 func (c *Config) NamesTeams() bool {
-	if len(c.Approvals.Teams) > 0 {
+	if len(c.Approvals.Teams) > 0 || c.ConcourseAuthority() {
 		return true
 	}
 	for _, b := range c.Channels.Bindings {

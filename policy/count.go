@@ -60,7 +60,8 @@ func Count(ctx context.Context, p runmodel.Policy, requesterID string, a Approva
 				return Standing{Why: Reason{kind: whyBreakGlass, list: list, all: p}}, nil
 			}
 		}
-		return Standing{}, nil
+		// Breaking glass overrides the approvals, not Concourse's roles.
+		return roleStanding(ctx, p, a.Voter, dir, Standing{})
 	}
 	if !p.SelfApproval && id == requesterID {
 		return Standing{Why: Reason{kind: whyRequester}}, nil
@@ -81,7 +82,25 @@ func Count(ctx context.Context, p runmodel.Policy, requesterID string, a Approva
 	if err != nil {
 		return Standing{}, err
 	}
-	return Standing{Groups: groups}, nil
+	return roleStanding(ctx, p, a.Voter, dir, Standing{Groups: groups})
+}
+
+// roleStanding is ok unless the gate asks for a Concourse role (authority:
+// concourse) the voter does not hold on each team the change touches, as
+// Concourse's own auth config says.
+func roleStanding(ctx context.Context, p runmodel.Policy, voter chatmodel.User, dir Directory, ok Standing) (Standing, error) {
+	if p.Roles == nil {
+		return ok, nil
+	}
+	roles, _ := dir.(Roles)
+	why, err := NeedRole(ctx, *p.Roles, voter, roles)
+	if err != nil {
+		return Standing{}, err
+	}
+	if why != "" {
+		return Standing{Why: Reason{kind: whyRole, toVoter: why}}, nil
+	}
+	return ok, nil
 }
 
 // Reason is why an approval does not count. It is said two ways: to the
@@ -104,6 +123,7 @@ const (
 	whyRequester  reasonKind = "requester"   // started the run
 	whyNotListed  reasonKind = "not-listed"  // not in an approver list
 	whyBreakGlass reasonKind = "break-glass" // not a break-glass user
+	whyRole       reasonKind = "role"        // no Concourse role for the change (authority: concourse)
 )
 
 // IsZero reports whether there is no reason (the approval counts).
@@ -127,6 +147,8 @@ func (r Reason) ToVoter() string {
 			return "you are not one of the target's approvers (" + DisplayList(r.list) + "), needed for the things of this plan no team's policy covers"
 		}
 		return "you are not an approver for this gate (approvers: " + describeApprovers(r.all) + ")"
+	case whyRole:
+		return r.toVoter
 	case whyBreakGlass:
 		if t, ok := teamOfList(r.all, r.list, true); ok {
 			return "only " + DisplayList(r.list) + " may break glass on team `" + t.Team + "`'s things (`" + t.Source + "`)"
@@ -152,6 +174,8 @@ func (r Reason) NoLonger() string {
 		return "the platform no longer knows the account"
 	case whyRequester:
 		return "they started this run"
+	case whyRole:
+		return r.toVoter
 	case whyNotListed:
 		if t, ok := teamOfList(r.all, r.list, false); ok {
 			return notInList(r.list, r.name) + " (team `" + t.Team + "`'s approvers)"

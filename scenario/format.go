@@ -53,6 +53,12 @@ type Scenario struct {
 	Approvals policy.Config
 	// Groups maps an approver group to its members (user names).
 	Groups map[string][]string
+	// Authority is the target's authority: "concourse" when the people's
+	// Concourse roles (from the world's teams' auth) decide too.
+	Authority string
+	// Users maps chat users to their Concourse identities ("local:pam"),
+	// as users: in groundcrew.yaml.
+	Users map[string][]string
 	// Tick is the clock step used by advance inputs.
 	Tick time.Duration
 

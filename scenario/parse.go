@@ -33,6 +33,8 @@ type common struct {
 	Policy    *runmodel.Policy        `yaml:"policy"`
 	Approvals *policy.Config          `yaml:"approvals"`
 	Channels  *policy.Channels        `yaml:"channels"`
+	Authority string                  `yaml:"authority"`
+	Users     map[string][]string     `yaml:"users"`
 	Groups    map[string][]string     `yaml:"groups"`
 	Tick      Duration                `yaml:"tick"`
 }
@@ -175,6 +177,13 @@ func (p *parser) scenario(f *fileRaw, sr *scenarioRaw, line int, inputLines []in
 		sc.Approvals = policy.Config{Default: *f.C.Policy}
 	case f.C.Approvals != nil:
 		sc.Approvals = *f.C.Approvals
+	}
+	sc.Authority, sc.Users = cmp.Or(sr.C.Authority, f.C.Authority), sr.C.Users
+	if sc.Users == nil {
+		sc.Users = f.C.Users
+	}
+	if sc.Authority != "" && sc.Authority != "concourse" {
+		p.errf(line, "scenario %q: authority %q: leave it out or write concourse", sc.Name, sc.Authority)
 	}
 	switch {
 	case sr.C.Channels != nil:

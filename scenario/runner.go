@@ -238,8 +238,12 @@ func setup(ctx context.Context, sc *Scenario, o Options) (*env, func(), error) {
 	e.store, e.dbPath, e.parent = db, filepath.Join(dir, "groundcrew.db"), ctx
 	e.engOpts = bot.Options{
 		Store: db, Chat: e.chat, Ops: reg, Library: lib, Platform: "scenario", Now: e.clock.Now,
-		Targets:   map[string]bot.TargetInfo{sc.Target: {Vars: sc.Vars, FlyTarget: sc.FlyTarget, Team: "main"}},
+		Targets:   map[string]bot.TargetInfo{sc.Target: {Vars: sc.Vars, FlyTarget: sc.FlyTarget, Team: "main", Authority: sc.Authority}},
 		Approvals: sc.Approvals,
+	}
+	if sc.Authority == bot.AuthorityConcourse {
+		// The people's roles, read from the simulator's teams' auth.
+		e.engOpts.Roles = concourse.NewPersonRoles(concourse.NewRoleBook(map[string]*concourse.Client{sc.Target: cl}, time.Minute, e.clock.Now), sc.Users, nil)
 	}
 	closers = append(closers, e.stop)
 	if err := e.start(); err != nil {

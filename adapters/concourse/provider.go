@@ -82,13 +82,17 @@ func NewProvider(targets map[string]*Client, opts ProviderOptions) (*Provider, e
 
 // Ops implements opmodel.Provider.
 func (p *Provider) Ops() []opmodel.Op {
-	return []opmodel.Op{
+	ops := []opmodel.Op{
 		p.opInfo(), p.opTeams(), p.opWorkers(), p.opWorker(), p.opFindWorker(), p.opBuilds(), p.opBuildEventsScan(),
 		p.opPipelines(), p.opJobs(), p.opResources(), p.opResourceTypes(), p.opTSAConnectivity(),
 		p.opCheckResource(), p.opCheckResourceType(), p.opUnpausePipeline(),
 		p.opPruneWorker(), p.opLandWorker(), p.opRetireWorker(), p.opAbortBuilds(),
 		p.opPausePipeline(), p.opClearResourceCache(), p.opClearTaskCache(),
 	}
+	for i := range ops {
+		ops[i].TeamRole = teamRoles[ops[i].Name]
+	}
+	return ops
 }
 
 // client returns the client of the call's target.

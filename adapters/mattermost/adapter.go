@@ -385,6 +385,9 @@ type cachedUser struct {
 	name    string
 	bot     bool
 	deleted bool
+	// email is the user's e-mail when the server says it is verified ("":
+	// none, not verified, or hidden from the bot by the privacy settings).
+	email string
 }
 
 // user is the engine's view of a cached user.
@@ -400,7 +403,22 @@ func (u cachedUser) user(id string) chatmodel.User {
 }
 
 func userOf(u *model.User) cachedUser {
-	return cachedUser{name: u.Username, bot: u.IsBot, deleted: u.DeleteAt != 0, at: time.Now()}
+	cu := cachedUser{name: u.Username, bot: u.IsBot, deleted: u.DeleteAt != 0, at: time.Now()}
+	if u.EmailVerified {
+		cu.email = u.Email
+	}
+	return cu
+}
+
+// VerifiedEmail implements chatmodel.EmailResolver: the user's e-mail when
+// the server says it is verified (the bot sees it when it is an admin or
+// the privacy settings show e-mails), "" otherwise.
+func (a *Adapter) VerifiedEmail(ctx context.Context, userID string) (string, error) {
+	us, err := a.lookupUsers(ctx, []string{userID})
+	if err != nil {
+		return "", err
+	}
+	return us[userID].email, nil
 }
 
 // userName returns the username of a user id, cached; "" if unknown.

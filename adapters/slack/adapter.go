@@ -299,6 +299,13 @@ func (a *Adapter) ResolveUser(ctx context.Context, nameOrID string) (chatmodel.U
 	return a.dir.userByName(ctx, name)
 }
 
+// VerifiedEmail implements chatmodel.EmailResolver: the address the
+// account signs in with (needs the users:read.email scope; "" without it,
+// and for Slack Connect users of another organisation).
+func (a *Adapter) VerifiedEmail(ctx context.Context, userID string) (string, error) {
+	return a.dir.email(ctx, userID)
+}
+
 // ChannelID implements chatmodel.ChannelResolver: "#name" to the
 // channel's id (from the channels the bot can list), an id as it is; an
 // unknown name wraps chatmodel.ErrNotFound.

@@ -43,6 +43,7 @@ type directory struct {
 	channels      map[string]string // name (without #, lower case) -> id
 	channelsAt    time.Time
 	users         map[string]cached[chatmodel.User]
+	emails        map[string]string // user id -> the e-mail the account signs in with (users:read.email), "" for none
 	names         map[string]string // handle (lower case) -> user id
 	namesAt       time.Time
 	groupIDs      map[string]string // handle (lower case) -> id
@@ -60,6 +61,7 @@ func newDirectory(api *slackapi.Client, retry *retrier, ttl time.Duration, now f
 		api: api, retry: retry, ttl: ttl, now: now, log: log,
 		channels: map[string]string{},
 		users:    map[string]cached[chatmodel.User]{},
+		emails:   map[string]string{},
 		names:    map[string]string{},
 		groupIDs: map[string]string{},
 	}
@@ -167,8 +169,15 @@ func (d *directory) user(ctx context.Context, id string) (chatmodel.User, error)
 		default:
 			out = userOf(u)
 		}
+		email := ""
+		if u != nil && err == nil && !u.IsStranger {
+			// A member's sign-in address (Slack confirms it); a Slack
+			// Connect user's belongs to another organisation.
+			email = u.Profile.Email
+		}
 		d.mu.Lock()
 		d.users[id] = cached[chatmodel.User]{v: out, at: d.now()}
+		d.emails[id] = email
 		d.mu.Unlock()
 		return out, nil
 	})
@@ -364,4 +373,15 @@ func scopeHint(err error) string {
 		return " (usergroups need a paid Slack plan: list approvers by user instead)"
 	}
 	return ""
+}
+
+// email returns the e-mail of a user id (read with the user, cached as
+// it is; "" without the users:read.email scope).
+func (d *directory) email(ctx context.Context, id string) (string, error) {
+	if _, err := d.user(ctx, id); err != nil {
+		return "", err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.emails[id], nil
 }

@@ -280,6 +280,9 @@ type World struct {
 	Progress func(report func(string))
 	// Scoped records the Call.Teams of each operation's last call.
 	Scoped map[string][]string
+	// TeamRoles sets the Concourse role each operation asks (op name →
+	// Op.TeamRole), for tests of authority: concourse.
+	TeamRoles map[string]string
 }
 
 func (w *World) scoped(op string, c opmodel.Call) {
@@ -335,6 +338,14 @@ func (w *World) CallCount(op string) int {
 // Ops implements bot.Provider: fake.workers (read), fake.touch (write),
 // fake.prune (destructive: prune non-running workers, optionally only `name`).
 func (w *World) Ops() []opmodel.Op {
+	ops := w.ops()
+	for i := range ops {
+		ops[i].TeamRole = w.TeamRoles[ops[i].Name]
+	}
+	return ops
+}
+
+func (w *World) ops() []opmodel.Op {
 	return []opmodel.Op{
 		{Name: "fake.workers", Class: opmodel.ClassRead, Args: []opmodel.ArgSpec{{Name: "state"}},
 			Do: func(_ context.Context, c opmodel.Call) (opmodel.Result, error) {

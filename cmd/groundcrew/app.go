@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/groundcrew/groundcrew/adapters/chatplatform"
+	"github.com/groundcrew/groundcrew/adapters/concourse"
 	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
 	"github.com/groundcrew/groundcrew/adapters/console"
 	"github.com/groundcrew/groundcrew/adapters/core"
@@ -26,6 +27,7 @@ import (
 	"github.com/groundcrew/groundcrew/model/chatmodel"
 	"github.com/groundcrew/groundcrew/model/opmodel"
 	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/policy"
 	"github.com/groundcrew/groundcrew/runbooks"
 	"golang.org/x/sync/errgroup"
 )
@@ -55,8 +57,11 @@ type app struct {
 	digests  *digest.Scheduler
 	audit    *checkpoint.Checkpointer
 	closers  []func()
-	metrics  *metrics.Metrics
-	health   health
+	// concourse are the targets' Concourse clients (the role book reads
+	// the teams' auth with them).
+	concourse map[string]*concourse.Client
+	metrics   *metrics.Metrics
+	health    health
 	// httpAddr is where the HTTP server listens, once run started it.
 	httpAddr atomic.Pointer[string]
 	// incidents: alerts and watch rules (incidents.go).
@@ -228,7 +233,14 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 	targets := map[string]bot.TargetInfo{}
 	for _, n := range cfg.TargetNames() {
 		t := cfg.Targets[n]
-		targets[n] = bot.TargetInfo{Vars: t.Vars, FlyTarget: cfg.FlyTargetOf(n), Team: t.Team, Description: t.Description}
+		targets[n] = bot.TargetInfo{Vars: t.Vars, FlyTarget: cfg.FlyTargetOf(n), Team: t.Team, Description: t.Description, Authority: t.Authority}
+	}
+	var roles policy.Roles
+	if cfg.ConcourseAuthority() {
+		// authority: concourse — the person's role on the team, read from
+		// Concourse's teams' auth (kept a minute; asked afresh before a call).
+		emails, _ := a.chat.(chatmodel.EmailResolver)
+		roles = concourse.NewPersonRoles(concourse.NewRoleBook(a.concourse, time.Minute, o.Now), cfg.UserIdentities(), emails)
 	}
 	// The audit head goes to the log at start and after each run, and to
 	// audit.checkpoint_channel on a schedule: outside the store.
@@ -249,7 +261,7 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 		runLink = a.web.links.Run // the run's page, in its root message
 	}
 	eng, err := bot.New(bot.Options{RunLink: runLink, Threads: &a.threads, Commands: &a.commands, Store: engineStore, Chat: a.chat, Delivery: a.outbox, Capabilities: a.caps, Ops: a.reg, Library: &a.reloads.libs, Targets: targets,
-		Approvals: cfg.Approvals, Platform: cfg.Chat.Platform, GroupTTL: a.groupTTL, Logger: a.log, Now: o.Now, Digests: a.digests, Observer: observers{theRunIndex, a.metrics, runLog{a.log}}})
+		Approvals: cfg.Approvals, Roles: roles, Platform: cfg.Chat.Platform, GroupTTL: a.groupTTL, Logger: a.log, Now: o.Now, Digests: a.digests, Observer: observers{theRunIndex, a.metrics, runLog{a.log}}})
 	if err != nil {
 		return nil, err
 	}

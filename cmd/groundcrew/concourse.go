@@ -69,6 +69,7 @@ func (a *app) concourseProvider() (opmodel.Provider, error) {
 		}
 		clients[name] = c
 	}
+	a.concourse = clients
 	if len(clients) == 0 {
 		c, err := concourse.New(concourse.TargetConfig{Name: "none", URL: "http://127.0.0.1:1"})
 		if err != nil {

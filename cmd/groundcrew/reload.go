@@ -47,6 +47,7 @@ var restartOnly = map[string]string{
 	"log":       "the logger is set up at start",
 	"audit":     "the audit checkpoints are scheduled at start",
 	"web":       "the pages' listener, link key and proxy are set up at start",
+	"users":     "the Concourse identities of chat users are read at start (authority: concourse)",
 }
 
 // restartChanges lists the keys that need a restart and differ between the

@@ -251,6 +251,15 @@ type ChannelResolver interface {
 	ChannelID(ctx context.Context, nameOrID string) (string, error)
 }
 
+// EmailResolver is implemented by chat adapters that can say a user's
+// e-mail address as the platform vouches for it (Mattermost: verified;
+// Slack: the address the account signs in with). It returns "" when the
+// platform has none it vouches for. groundcrew matches it against the
+// users of a Concourse team's auth config (authority: concourse).
+type EmailResolver interface {
+	VerifiedEmail(ctx context.Context, userID string) (string, error)
+}
+
 // ReactionWatcher is implemented by chat adapters that must be told which
 // messages still wait for reactions (to re-read them after a reconnect);
 // the engine calls it on start for every open gate and manual step.

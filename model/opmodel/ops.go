@@ -51,6 +51,11 @@ type Op struct {
 	Do    func(ctx context.Context, c Call) (Result, error)
 	Plan  func(ctx context.Context, c Call) (Plan, error)
 	Apply func(ctx context.Context, c Call, p Plan) (Result, error)
+	// TeamRole is the Concourse role (owner, member, pipeline-operator,
+	// viewer) a person needs on the team of what the call changes, on a
+	// target whose authority is Concourse: what Concourse itself asks for
+	// the same change; "" when Concourse roles do not apply.
+	TeamRole string
 	// Teams, set on write operations of a provider with teams (Concourse),
 	// returns the teams whose things the call would change, without
 	// changing anything: the engine checks who may act on them before the

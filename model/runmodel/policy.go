@@ -88,6 +88,19 @@ type Policy struct {
 	// (approvals.teams.<team>) shaped this gate's policy, with what each
 	// asked: shown on the gate, named in refusals. Not configurable.
 	Teams []TeamAsk `json:"teams,omitempty" yaml:"-"`
+	// Roles, on a target whose authority is Concourse, asks that every
+	// approver hold a Concourse role on each team the change touches. Not
+	// configurable: set from the target and the operation.
+	Roles *RoleCheck `json:"roles,omitempty" yaml:"-"`
+}
+
+// RoleCheck asks for a Concourse role (authority: concourse): on Target,
+// at least Role on each of Teams; a team "" stands for things of no team
+// (a global worker), which only a Concourse admin may change.
+type RoleCheck struct {
+	Target string   `json:"target"`
+	Role   string   `json:"role"`
+	Teams  []string `json:"teams"`
 }
 
 // TeamAsk is what the policy of one Concourse team asked of a gate whose

@@ -269,3 +269,31 @@ func (s *Server) DestroyPipeline(team, name string) error {
 	})
 	return err
 }
+
+// SetRole gives user role on team (fly set-team, as an operator would),
+// or takes their role away with role "": the teams' auth config (GET
+// /api/v1/teams) and what the user may do change at once.
+func (s *Server) SetRole(user, team, role string) error {
+	if role != "" && roleRank[role] == 0 {
+		return fmt.Errorf("no role %q (owner, member, pipeline-operator, viewer)", role)
+	}
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	u, ok := s.st.users[user]
+	if !ok {
+		return fmt.Errorf("no user %q", user)
+	}
+	teams := map[string]string{}
+	for t, r := range u.Teams {
+		teams[t] = r
+	}
+	if role == "" {
+		delete(teams, team)
+	} else {
+		teams[team] = role
+		s.st.addTeam(team)
+	}
+	u.Teams = teams
+	s.st.users[user] = u
+	return nil
+}
