@@ -1,6 +1,7 @@
 package bot_test
 
 import (
+	"github.com/groundcrew/groundcrew/bot/bottest"
 	"testing"
 	"time"
 
@@ -331,4 +332,24 @@ func TestEngine_VoteCastTwoWaysCountsTheSameAtTheRecheck(t *testing.T) {
 			assert.Equal(t, "@bob, @carol", intents[0].Intent.ApprovedBy)
 		})
 	}
+}
+
+// A cancel stops the manual step it waited on: its message no longer asks
+// for an answer (no buttons, no "React ✅"), it says it was cancelled.
+func TestEngine_CancelEditsTheWaitingStep(t *testing.T) {
+	h := newHarness(t, stalledWorld(), nil)
+	h.cmd(alice, "run prune target=infra-prd worker=w-0")
+	ref := h.stepRef("check")
+	h.cmd(alice, "cancel "+h.onlyRun().ID+" not needed")
+	require.Equal(t, runmodel.RunCancelled, h.onlyRun().State)
+	var step bottest.Posted
+	for _, p := range h.chat.Posts() {
+		if p.Ref == ref {
+			step = p
+		}
+	}
+	require.Positive(t, step.Edits, h.chat.Transcript())
+	assert.Empty(t, step.Msg.Buttons, "a cancelled step asks nothing")
+	assert.Contains(t, step.Msg.Text, "🚫 *Check the worker*")
+	assert.NotContains(t, step.Msg.Text, "React")
 }

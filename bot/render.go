@@ -178,6 +178,10 @@ func renderStep(r *runmodel.Run, st *runmodel.StepState, now time.Time, h hints)
 		if failed := (opmodel.Result{Items: st.Items}).Failed(); len(failed) > 0 {
 			var ids []string
 			for _, f := range failed {
+				if f.Reason == "" || strings.Contains(st.Error, f.Reason) {
+					ids = append(ids, fmt.Sprintf("`%s`", f.ID)) // the error above says why
+					continue
+				}
 				ids = append(ids, fmt.Sprintf("`%s` (%s)", f.ID, f.Reason))
 			}
 			b.WriteString("\nDid not succeed: " + capList(ids, 10))
@@ -349,7 +353,9 @@ func renderFinal(r *runmodel.Run, journal []runmodel.JournalEntry, now time.Time
 		b.WriteString("\nFollow-up: " + strings.Join(fu, " · "))
 	}
 	m := chatmodel.Message{Text: b.String(), Broadcast: true}
-	if journal != nil { // nil: the journal could not be read
+	// The details list the steps and the votes: for a run of one step they
+	// would only repeat its message and its approval request, just above.
+	if journal != nil && len(r.Steps) > 1 { // nil: the journal could not be read
 		m.Detail = summaryDetail(r, journal)
 	}
 	return m

@@ -332,15 +332,18 @@ func (e *Engine) cancel(ctx context.Context, runID string, conv chatmodel.Conver
 		return
 	}
 	now := e.opts.Now()
+	stopped := "" // the step the cancel stopped: its message must not ask for an answer any more
 	r, err := e.update(ctx, runID, func(r *runmodel.Run, b *runmodel.Batch) error {
 		if r.State.Terminal() {
 			return fmt.Errorf("run %s already %s", r.ID, r.State)
 		}
+		stopped = ""
 		if st := r.Current(); st != nil && !st.Status.Done() && st.Status != runmodel.StepExecuting {
 			if err := st.SetStatus(runmodel.StepCancelled); err != nil {
 				return err
 			}
 			st.FinishedAt = now
+			stopped = st.ID
 		}
 		b.Note(runmodel.JournalEntry{Time: now, Type: runmodel.JRunCancelled, Actor: user.ID, ActorName: user.Name, Message: reason})
 		b.AuditLog(runmodel.AuditEntry{Time: now, Actor: user.ID, Action: runmodel.ActionCancel, Target: r.Target, Detail: reason})
@@ -353,6 +356,9 @@ func (e *Engine) cancel(ctx context.Context, runID string, conv chatmodel.Conver
 	e.work.cancel(runID)
 	if r.Gate != nil {
 		e.out.refreshGate(ctx, r, r.Gate)
+	}
+	if st := r.Step(stopped); st != nil && !st.Message.IsZero() {
+		e.out.step(ctx, r, stopped)
 	}
 	e.out.end(ctx, r)
 }

@@ -145,3 +145,38 @@ func TestSkipReason_WordsNotExpressions(t *testing.T) {
 	spec.Because = "   "
 	assert.Equal(t, "its condition was not met", skipReason(spec, env))
 }
+
+// An item that did not succeed for the reason the step's error already
+// gives is listed by id, not with that reason again.
+func TestStep_FailedItemReasonSaidOnce(t *testing.T) {
+	why := "infra-prd: build 200 is still pending: it never started"
+	r := &runmodel.Run{ID: "r-1", Runbook: "abort-build", Target: "infra-prd", State: runmodel.RunFailed,
+		Steps: []runmodel.StepState{{ID: "abort", Title: "Abort build 200", Status: runmodel.StepFailed,
+			Error: "infra-prd: no build could be aborted: " + why,
+			Items: []opmodel.ItemResult{{ID: "200", Outcome: opmodel.OutcomeFailed, Reason: why}, {ID: "201", Outcome: opmodel.OutcomeFailed, Reason: "gone"}}}}}
+	text := renderStep(r, &r.Steps[0], time.Now(), hints{}).Text
+	assert.Equal(t, 1, strings.Count(text, why), text)
+	assert.Contains(t, text, "Did not succeed: `200`, `201` (gone)")
+}
+
+// runs show (Markdown, a post-mortem document) says a failed step's error
+// once, in the Steps table; the Reason and the timeline point at it.
+func TestRunMarkdown_ErrorSaidOnce(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	msg := "resolving the plan: infra-prd: pipeline `main/nope` not found"
+	r := &runmodel.Run{ID: "r-1", Runbook: "pause-pipeline", Target: "infra-prd", Requester: chatmodel.User{ID: "U1", Name: "alice"},
+		State: runmodel.RunFailed, CreatedAt: now, FinishedAt: now, Error: "step pause failed: " + msg,
+		Steps: []runmodel.StepState{{ID: "pause", Title: "Pause nope", Kind: "action", Status: runmodel.StepFailed, Error: msg}}}
+	j := []runmodel.JournalEntry{
+		{Time: now, Type: runmodel.JRunStarted},
+		{Time: now, Step: "pause", Type: runmodel.JStepFailed, Message: msg},
+		{Time: now, Type: runmodel.JRunFinished, Message: "failed: step pause failed: " + msg},
+	}
+	md := RunMarkdown(r, j)
+	assert.Equal(t, 1, strings.Count(md, msg), md)
+	assert.Contains(t, md, "- **Reason:** step 1/1 failed — its error is in the Steps table\n")
+	assert.Contains(t, md, "| 1 | Pause nope | action | failed | "+mdCell(msg)+" |")
+	assert.Contains(t, md, "Z Pause nope — step failed\n")
+	assert.Contains(t, md, "Z run finished: failed at step 1/1 (Pause nope)\n")
+	assert.NotContains(t, md, "`pause`", "steps by title, never by id")
+}
