@@ -98,11 +98,11 @@ type Incident struct {
 	// notifications, a watch's polls); a retried delivery counts once,
 	// and what groundcrew found out itself (ResolvedByCheck) not at all.
 	Notifications int `json:"notifications"`
-	// LastDelivery identifies the last delivery counted (Signal.Delivery),
-	// LastDeliveryAt when it came: the same again within RetryWindow is
-	// its retry.
-	LastDelivery   string    `json:"last_delivery,omitempty"`
-	LastDeliveryAt time.Time `json:"last_delivery_at,omitzero"`
+	// LastDelivery identifies the last delivery counted (Signal.Delivery);
+	// LastUnanswered is set when the source gave up waiting for the answer
+	// to it (Manager.Unanswered): the same delivery again is its retry.
+	LastDelivery   string `json:"last_delivery,omitempty"`
+	LastUnanswered bool   `json:"last_unanswered,omitempty"`
 	// ResolvedByCheck is set when groundcrew found the resolution by
 	// asking the source (Alertmanager's API while a silence lasted), not
 	// by being notified.
@@ -231,18 +231,15 @@ type Signal struct {
 	// a row, and its header says so.
 	Observations int
 	// Delivery identifies the delivery this signal came in (a hash of
-	// Alertmanager's notification): a retry of the same delivery within
-	// RetryWindow is not counted again, and changes nothing.
+	// Alertmanager's notification): when the source gave up waiting for
+	// the answer to it (Manager.Unanswered), the same delivery again is its
+	// retry — not counted again, and it changes nothing.
 	Delivery string
 	// Checked is set when groundcrew found this out itself (asking
 	// Alertmanager's API while a silence lasts): it is not a notification.
 	Checked bool
 }
 
-// RetryWindow is how long a delivery that comes again unchanged is the
-// retry of the first (Alertmanager sends a notification again at its next
-// group_interval when it did not get an answer in time).
-const RetryWindow = 15 * time.Minute
 
 // observations is how many notifications s counts for.
 func observations(s Signal) int { return max(1, s.Observations) }

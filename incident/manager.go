@@ -201,13 +201,15 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 	var what change
 	var diff evidenceDiff
 	var expire string // the silence to expire now the incident resolved
+	var retried bool  // a retry of the last delivery: nothing to say
 	in, err := m.o.Store.UpsertIncident(ctx, s.Key, func(cur *Incident) (*Incident, error) {
-		what, diff, expire = changeNone, evidenceDiff{}, ""
-		// A delivery that comes again unchanged soon is its retry (the
-		// first got no answer in time): counted once, it changes nothing.
-		retry := s.Delivery != "" && cur != nil && cur.LastDelivery == s.Delivery && now.Sub(cur.LastDeliveryAt) < RetryWindow
-		if s.Delivery != "" && cur != nil && !retry {
-			cur.LastDelivery, cur.LastDeliveryAt = s.Delivery, now
+		what, diff, expire, retried = changeNone, evidenceDiff{}, "", false
+		// The same delivery again, when the source gave up waiting for
+		// our answer to it, is its retry: counted once, it changes
+		// nothing. (The same content otherwise is a repeat: counted.)
+		retry := s.Delivery != "" && cur != nil && cur.LastDelivery == s.Delivery && cur.LastUnanswered
+		if s.Delivery != "" && cur != nil {
+			cur.LastDelivery, cur.LastUnanswered = s.Delivery, false
 		}
 		switch {
 		case !s.Firing && (cur == nil || cur.State == StateResolved):
@@ -238,9 +240,7 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 				Channel: s.Channel, Platform: m.o.Platform, State: StateOpen, Evidence: s.Evidence, EvidenceKeys: keys, Alerts: s.Alerts,
 				Runbook: s.Runbook, Params: s.Params, Autostart: s.Autostart, Silence: s.Silence,
 				Notifications: observations(s), Since: s.Since, OpenedAt: now, UpdatedAt: now, Instance: s.Instance}
-			if s.Delivery != "" {
-				in.LastDelivery, in.LastDeliveryAt = s.Delivery, now
-			}
+			in.LastDelivery = s.Delivery
 			if cur != nil {
 				in.add(Entry{Time: now, Kind: "opened", Text: "previous incident " + cur.ID})
 			}
@@ -265,7 +265,8 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 			cur.add(Entry{Time: now, Kind: "reopened", Text: againSummary(cur, diff), Evidence: s.Evidence})
 			return cur, nil
 		case retry:
-			return nil, nil
+			retried = true
+			return cur, nil // the flag cleared; nothing else
 		default:
 			cur.Notifications++
 			cur.refresh(s)
@@ -286,8 +287,8 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 	if err != nil {
 		return nil, fmt.Errorf("recording incident %s: %w", s.Key, err)
 	}
-	if in == nil {
-		return nil, nil
+	if in == nil || what == changeNone && retried {
+		return in, nil
 	}
 	switch what {
 	case changeOpened:
@@ -309,6 +310,25 @@ func (m *Manager) Signal(ctx context.Context, s Signal) (*Incident, error) {
 		m.maybeAutostart(in)
 	}
 	return in, nil
+}
+
+// Unanswered records that the source gave up waiting for the answer to
+// delivery (Alertmanager's webhook timed out before groundcrew answered):
+// when it sends it again, that is its retry, not a new notification.
+func (m *Manager) Unanswered(ctx context.Context, key, delivery string) error {
+	if delivery == "" {
+		return nil
+	}
+	unlock := m.lock(key)
+	defer unlock()
+	_, err := m.o.Store.UpsertIncident(ctx, key, func(cur *Incident) (*Incident, error) {
+		if cur == nil || cur.LastDelivery != delivery || cur.LastUnanswered {
+			return nil, nil
+		}
+		cur.LastUnanswered = true
+		return cur, nil
+	})
+	return err
 }
 
 // checkParams empties the suggested parameters the engine would refuse

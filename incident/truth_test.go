@@ -16,9 +16,10 @@ import (
 )
 
 // TestRootCountsDeliveries: the root said "3 notifications" for two
-// deliveries and a retry of the one that timed out. A delivery that comes
-// again unchanged soon is its retry: counted once, and nothing is edited
-// for it; a changed one, or the same after RetryWindow (a repeat), counts.
+// deliveries and a retry of the one that timed out. A delivery
+// Alertmanager gave up waiting for (Unanswered) and sends again is its
+// retry: counted once, nothing edited for it. The same content otherwise
+// is a repeat (repeat_interval): counted.
 func TestRootCountsDeliveries(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -26,22 +27,26 @@ func TestRootCountsDeliveries(t *testing.T) {
 	first.Delivery = "d1"
 	in, err := f.m.Signal(ctx, first)
 	require.NoError(t, err)
-	f.clock.Advance(10 * time.Second) // Alertmanager's retry at its next group_interval
-	again, err := f.m.Signal(ctx, first)
+	require.NoError(t, f.m.Unanswered(ctx, first.Key, "d1")) // Alertmanager timed out
+	f.clock.Advance(10 * time.Second)                        // its retry at the next group_interval
+	_, err = f.m.Signal(ctx, first)
 	require.NoError(t, err)
-	assert.Nil(t, again, "a retry changes nothing")
-	assert.Equal(t, 0, f.chat.Posts()[0].Edits, "and edits nothing")
+	assert.Equal(t, 0, f.chat.Posts()[0].Edits, "a retry edits nothing")
+	assert.Contains(t, f.root(t, in.ID).Text, "· 1 notification")
+
+	f.clock.Advance(time.Minute)
+	_, err = f.m.Signal(ctx, first) // answered last time: a repeat
+	require.NoError(t, err)
+	assert.Contains(t, f.root(t, in.ID).Text, "· 2 notifications", "a repeat is a notification")
 	second := diskSignal(true, "a", "b")
 	second.Delivery = "d2"
-	f.clock.Advance(time.Minute)
 	_, err = f.m.Signal(ctx, second)
 	require.NoError(t, err)
-	assert.Contains(t, f.root(t, in.ID).Text, "· 2 notifications", "two deliveries and a retry are two notifications")
-
-	f.clock.Advance(incident.RetryWindow + time.Minute)
-	_, err = f.m.Signal(ctx, second) // the same alerts, repeated much later
+	assert.Contains(t, f.root(t, in.ID).Text, "· 3 notifications")
+	require.NoError(t, f.m.Unanswered(ctx, first.Key, "d1"), "not the last delivery: nothing to do")
+	_, err = f.m.Signal(ctx, first)
 	require.NoError(t, err)
-	assert.Contains(t, f.root(t, in.ID).Text, "· 3 notifications", "a repeat is a notification")
+	assert.Contains(t, f.root(t, in.ID).Text, "· 4 notifications")
 }
 
 // TestResolutionFoundByPollingIsSaidSo: after a silence the root said "2

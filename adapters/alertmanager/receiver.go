@@ -29,6 +29,10 @@ const Path = "/alertmanager"
 // Sink takes the signals (the incident manager).
 type Sink interface {
 	Signal(ctx context.Context, s incident.Signal) (*incident.Incident, error)
+	// Unanswered is told when Alertmanager gave up waiting for the answer
+	// to a delivery: it will send it again, and that is not a new
+	// notification.
+	Unanswered(ctx context.Context, key, delivery string) error
 }
 
 // Auditor records alerts that match no route.
@@ -159,6 +163,12 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "could not record the notification; retry", http.StatusInternalServerError)
 		return
 	}
+	if req.Context().Err() != nil {
+		// Alertmanager gave up waiting (its timeout) before the answer:
+		// it sends this notification again, which is its retry.
+		rc.log.Warn("alertmanager gave up waiting for the answer to a notification (recorded; its retry will not count again)", "group", msg.GroupKey)
+		rc.unanswered(msg)
+	}
 	rc.o.Observer.AlertmanagerNotification(OutcomeOK)
 	w.WriteHeader(http.StatusOK)
 	_, _ = io.WriteString(w, "ok\n")
@@ -211,6 +221,40 @@ func (rc *Receiver) Handle(ctx context.Context, m *Message) error {
 	return errors.Join(errs...)
 }
 
+// unanswered tells the sink that Alertmanager will send msg again.
+func (rc *Receiver) unanswered(msg *Message) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	delivery := deliveryID(msg)
+	for _, key := range rc.keys(msg) {
+		if err := rc.o.Sink.Unanswered(ctx, key, delivery); err != nil {
+			rc.log.Warn("recording an unanswered notification", "group", msg.GroupKey, "err", err)
+		}
+	}
+}
+
+// keys are the incident keys a notification's signals have.
+func (rc *Receiver) keys(m *Message) []string {
+	seen := map[*Route]bool{}
+	var out []string
+	for _, a := range m.Alerts {
+		for _, r := range rc.o.Routes {
+			if r.Matches(a.Labels) {
+				if !seen[r] {
+					seen[r] = true
+					out = append(out, signalKey(m, r))
+				}
+				break
+			}
+		}
+	}
+	return out
+}
+
+func signalKey(m *Message, r *Route) string {
+	return "alertmanager:" + m.Receiver + ":" + m.GroupKey + ":" + r.Name
+}
+
 // deliveryID identifies a notification by its content: Alertmanager sends
 // the same notification again (the same alerts, statuses and times) when
 // it got no answer in time, and the incident counts it once.
@@ -232,7 +276,7 @@ func (rc *Receiver) signal(m *Message, r *Route, alerts []Alert) incident.Signal
 		}
 	}
 	s := incident.Signal{
-		Key:    "alertmanager:" + m.Receiver + ":" + m.GroupKey + ":" + r.Name,
+		Key:    signalKey(m, r),
 		Source: incident.Source{Kind: incident.SourceAlert, Name: r.Name, Ref: m.GroupKey},
 		// Alerts Alertmanager left out (max_alerts) may be firing: a
 		// group whose status is firing stays open.

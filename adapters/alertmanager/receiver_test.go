@@ -31,6 +31,8 @@ type sink struct {
 	err     error
 }
 
+func (s *sink) Unanswered(context.Context, string, string) error { return nil }
+
 func (s *sink) Signal(_ context.Context, sig incident.Signal) (*incident.Incident, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
