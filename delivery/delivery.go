@@ -297,7 +297,7 @@ func (o *Outbox) answered(err error) {
 	if _, limited := chatmodel.RetryAfter(err); limited || errors.Is(err, chatmodel.ErrCannotPost) {
 		return // chat answered: it refused this post, or asked to slow down
 	}
-	o.health.LastFailure, o.health.LastErr = now, chatmodel.UserMessage(err)
+	o.health.LastFailure, o.health.LastErr = now, err.Error()
 }
 
 // failingLocked reports whether posts to channel are failing: one of its

@@ -7,6 +7,8 @@
 # Environment:
 #   GROUNDCREW_E2E_MATTERMOST_BINARY  use this server binary instead of building
 #   GROUNDCREW_E2E_MMCTL              use this mmctl binary instead of building
+#   GROUNDCREW_E2E_ALERTMANAGER_BINARY use this Alertmanager (TestHungMattermost…; default:
+#                                     e2e/alertmanager's cached build, built when missing)
 #   GROUNDCREW_E2E_POSTGRES           admin DSN (default postgres://postgres@127.0.0.1:5432/postgres)
 #   GROUNDCREW_E2E_VERBOSE=1          print the adapter's debug log
 set -euo pipefail
