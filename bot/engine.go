@@ -117,6 +117,11 @@ type Options struct {
 	// Hook, when set, is called at step boundaries with a label such as
 	// "before-apply:prune"; tests use it to simulate crashes.
 	Hook func(point string)
+	// Lease, when set, fences the calls that change the outside world: a
+	// write or destructive call is made only while this process surely
+	// holds the leader lease, in a context that ends when it would lapse
+	// (fence.go). Set by serve with a PostgreSQL store; nil alone on bbolt.
+	Lease opmodel.Lease
 }
 
 func (o *Options) validate() error {
@@ -182,6 +187,7 @@ type Engine struct {
 	summaries    *summaries     // /runbook summary: a run's or a whole thread's
 	dir          directory      // user ids and group members for the approval policy
 	gateEdits    gateEdits      // how often an open gate's message is edited
+	fence        fence          // outside calls only while the leader lease surely holds
 	set          *settings      // the approval policy, swapped by Reload; runs keep theirs
 	auth         *authority     // who may change the things of which Concourse teams
 	chans        *channelIDs    // which binding of channels: a channel has
@@ -209,6 +215,7 @@ func New(o Options) (*Engine, error) {
 	e.hints = e.out.hints
 	e.work = newWorkers(o.Logger, o.OpTimeout, e.advance)
 	e.moves = machine{now: o.Now, bot: o.BotName}
+	e.fence = fence{lease: o.Lease, log: o.Logger, poll: 50 * time.Millisecond}
 	e.tickFailing = &failing{what: "listing active runs"}
 	e.housekeeping = &housekeeping{store: o.Capabilities.Housekeeper, log: o.Logger, every: o.HousekeepEvery}
 	e.summaries = &summaries{store: o.Store, reader: o.Capabilities.Threads, notes: o.Threads, out: e.out, log: o.Logger, now: o.Now}

@@ -398,6 +398,12 @@ func (e *Engine) runWrite(ctx context.Context, r *runmodel.Run, spec *runbookmod
 	}
 	e.hook("before-call:" + spec.ID)
 	cctx, done := e.work.callCtx(context.WithoutCancel(ctx), r.ID, false)
+	cctx, release, err := e.fence.hold(ctx, cctx, r.ID, spec.ID, op.Name)
+	if err != nil {
+		done()
+		return // nothing sent; the step keeps its intent for the leader to reconcile
+	}
+	defer release()
 	var stop func()
 	call.Progress, stop = e.out.progress(ctx, r.ID, spec.ID)
 	res, err := op.Do(cctx, call)

@@ -348,8 +348,15 @@ func (e *Engine) execute(ctx context.Context, runID string, spec *runbookmodel.S
 		e.out.step(ctx, r, spec.ID)
 	}
 	e.hook("before-apply:" + spec.ID)
-	// A destructive call is never interrupted half-way by a cancel.
+	// A destructive call is never interrupted half-way by a cancel; it is
+	// when this process may no longer hold the leader lease (fence).
 	cctx, done := e.work.callCtx(context.WithoutCancel(ctx), runID, false)
+	cctx, release, err := e.fence.hold(ctx, cctx, runID, spec.ID, op.Name)
+	if err != nil {
+		done()
+		return // nothing sent; the step keeps its intent for the leader to reconcile
+	}
+	defer release()
 	var stop func()
 	call.Progress, stop = e.out.progress(ctx, runID, spec.ID)
 	res, err := op.Apply(cctx, call, plan)

@@ -52,6 +52,11 @@ type Options struct {
 	Renew time.Duration
 	// Retry is how often a standby tries to take the lease (default 500 ms).
 	Retry time.Duration
+	// Margin is taken off the lease for the calls it fences (default
+	// TTL/5): HeldUntil is the start of the last successful renewal + TTL
+	// − Margin. It covers what the store's clock and this one may drift
+	// apart and a request's way to the server.
+	Margin time.Duration
 	// OnEpoch is called with the epoch when this process starts leading and
 	// with 0 the instant it stops (before the work is told to stop).
 	OnEpoch func(epoch int64)
@@ -65,8 +70,11 @@ type Elector struct {
 	o       Options
 	leading atomic.Bool
 	epoch   atomic.Int64
-	gauge   prometheus.Gauge
-	changes prometheus.Counter
+	// heldFrom is when the last successful acquisition or renewal of the
+	// lease started (with its monotonic reading); nil while not leading.
+	heldFrom atomic.Pointer[time.Time]
+	gauge    prometheus.Gauge
+	changes  prometheus.Counter
 
 	mu      sync.Mutex
 	current string // the holder last seen (standby)
@@ -83,6 +91,9 @@ func New(o Options) *Elector {
 	}
 	if o.Retry <= 0 {
 		o.Retry = 500 * time.Millisecond
+	}
+	if o.Margin <= 0 {
+		o.Margin = o.TTL / 5
 	}
 	if o.OnEpoch == nil {
 		o.OnEpoch = func(int64) {}
@@ -108,6 +119,26 @@ func (e *Elector) Leading() bool { return e.leading.Load() }
 // Epoch is the epoch held (0 on a standby).
 func (e *Elector) Epoch() int64 { return e.epoch.Load() }
 
+// HeldUntil implements opmodel.Lease: the instant until which this
+// process surely holds the lease, on the monotonic clock — the start of
+// its last successful renewal (or acquisition) + TTL − Margin. The store
+// counts the lease from when the renewal reached it, which is later, so a
+// standby cannot take it before. Zero while this process does not lead.
+func (e *Elector) HeldUntil() time.Time {
+	from := e.heldFrom.Load()
+	if from == nil {
+		return time.Time{}
+	}
+	return from.Add(e.o.TTL - e.o.Margin)
+}
+
+// CallTimeout implements opmodel.Lease: the least HeldUntil leaves ahead
+// between two renewals, with one renewal late: TTL − Margin − 2 × Renew
+// (4 s with the defaults), and at least Renew.
+func (e *Elector) CallTimeout() time.Duration {
+	return max(e.o.TTL-e.o.Margin-2*e.o.Renew, e.o.Renew)
+}
+
 // Holder is this process's name in the lease.
 func (e *Elector) Holder() string { return e.o.Holder }
 
@@ -130,6 +161,7 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context) error)
 		if ctx.Err() != nil {
 			return nil
 		}
+		asked := time.Now() // the lease counts from a moment after this
 		epoch, ok, cur, err := e.o.Lease.Acquire(ctx, e.o.Holder, e.o.TTL)
 		switch {
 		case err != nil && ctx.Err() == nil:
@@ -147,7 +179,7 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context) error)
 			lastErr = ""
 		case err == nil && ok:
 			lastErr = ""
-			if err := e.term(ctx, epoch, lead); err != nil {
+			if err := e.term(ctx, epoch, asked, lead); err != nil {
 				return err
 			}
 			continue
@@ -166,8 +198,9 @@ type errLost struct{ why string }
 func (e errLost) Error() string { return e.why }
 
 // term is one term as leader.
-func (e *Elector) term(ctx context.Context, epoch int64, lead func(ctx context.Context) error) error {
+func (e *Elector) term(ctx context.Context, epoch int64, asked time.Time, lead func(ctx context.Context) error) error {
 	log := e.o.Logger.With("holder", e.o.Holder, "epoch", epoch)
+	e.heldFrom.Store(&asked)
 	e.epoch.Store(epoch)
 	e.o.OnEpoch(epoch)
 	e.leading.Store(true)
@@ -183,6 +216,7 @@ func (e *Elector) term(ctx context.Context, epoch int64, lead func(ctx context.C
 	var lost atomic.Pointer[errLost]
 	stepDown := func(why string) {
 		if lost.CompareAndSwap(nil, &errLost{why}) {
+			e.heldFrom.Store(nil) // outside calls are refused from here on
 			e.epoch.Store(0)
 			e.o.OnEpoch(0) // writes are refused from here on
 			e.leading.Store(false)
@@ -200,7 +234,7 @@ func (e *Elector) term(ctx context.Context, epoch int64, lead func(ctx context.C
 	renewed := make(chan struct{})
 	go func() {
 		defer close(renewed)
-		e.renew(renewCtx, epoch, stepDown)
+		e.renew(renewCtx, epoch, asked, stepDown)
 	}()
 	err := lead(leadCtx)
 	stopRenew()
@@ -211,6 +245,7 @@ func (e *Elector) term(ctx context.Context, epoch int64, lead func(ctx context.C
 		log.Info("standby: the work of the leader stopped", "why", l.why)
 		return nil
 	}
+	e.heldFrom.Store(nil)
 	e.epoch.Store(0)
 	e.o.OnEpoch(0)
 	e.leading.Store(false)
@@ -234,10 +269,11 @@ func (e *Elector) term(ctx context.Context, epoch int64, lead func(ctx context.C
 
 // renew renews the lease every Renew until ctx ends, and steps down when
 // the lease is taken over or could not be renewed before it expired.
-func (e *Elector) renew(ctx context.Context, epoch int64, stepDown func(string)) {
+func (e *Elector) renew(ctx context.Context, epoch int64, held time.Time, stepDown func(string)) {
 	t := time.NewTicker(e.o.Renew)
 	defer t.Stop()
-	held := time.Now() // the lease is valid until held + TTL at the latest
+	// held: the lease is valid until held + TTL at the least (the store
+	// counts from when the acquisition or renewal reached it).
 	for {
 		select {
 		case <-ctx.Done():
@@ -262,6 +298,7 @@ func (e *Elector) renew(ctx context.Context, epoch int64, stepDown func(string))
 			return
 		default:
 			held = start
+			e.heldFrom.Store(&start)
 		}
 	}
 }

@@ -222,3 +222,33 @@ func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Fatalf("no metric %s", name)
 	return 0
 }
+
+// TestElector_HeldUntil (#35.3): the lease fences outside calls on this
+// process's monotonic clock: it is surely held until the start of the last
+// successful renewal + TTL − margin, which moves on with every renewal,
+// stops moving when renewals fail (before the store lets a standby take
+// over), and is zero the instant this process steps down.
+func TestElector_HeldUntil(t *testing.T) {
+	dsn := pgtest.NewDatabase(t, nil)
+	var sa *stallable
+	a := start(t, dsn, "a", func(l pgstore.Lease) leader.Lease { sa = &stallable{Lease: l}; return sa })
+	assert.True(t, a.el.HeldUntil().IsZero(), "a standby holds nothing")
+	waitLeading(t, a, 3*time.Second)
+	// TTL 1 s, margin TTL/5, renew every 200 ms.
+	left := time.Until(a.el.HeldUntil())
+	assert.Greater(t, left, 300*time.Millisecond)
+	assert.LessOrEqual(t, left, 800*time.Millisecond, "TTL − margin at most")
+	assert.Equal(t, 400*time.Millisecond, a.el.CallTimeout(), "TTL − margin − 2 × renew")
+	first := a.el.HeldUntil()
+	require.Eventually(t, func() bool { return a.el.HeldUntil().After(first) }, time.Second, 10*time.Millisecond, "renewals move it on")
+
+	sa.stalled.Store(true)
+	stalled := a.el.HeldUntil()
+	time.Sleep(300 * time.Millisecond)
+	assert.False(t, a.el.HeldUntil().After(stalled), "a renewal that does not come moves nothing")
+	require.Eventually(t, func() bool { return !a.el.Leading() }, 2*time.Second, 10*time.Millisecond)
+	assert.True(t, a.el.HeldUntil().IsZero(), "stepped down: no call may go out")
+	b := start(t, dsn, "b", nil)
+	waitLeading(t, b, 3*time.Second)
+	assert.True(t, stalled.Before(time.Now()), "a's calls stopped before b led")
+}

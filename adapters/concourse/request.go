@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
 // request is one API call.
@@ -129,6 +131,18 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, context.C
 		if !r.stream && c.timeout > 0 {
 			actx, cancel = context.WithTimeout(ctx, c.timeout)
 		}
+		if !idempotent {
+			// A change is sent only while this process surely holds the
+			// leader lease for longer than the request may take, and the
+			// request ends when the lease would (opmodel.Guard; no-op
+			// unless the call is fenced).
+			gctx, gcancel, err := opmodel.Guard(actx, c.timeout)
+			if err != nil {
+				cancel()
+				return nil, nil, fmt.Errorf("%s: %s: not sent: %w", c.cfg.Name, r.action, err)
+			}
+			actx, cancel = gctx, chainCancel(gcancel, cancel)
+		}
 		req, err := c.newRequest(actx, r, tok)
 		if err != nil {
 			cancel()
@@ -178,6 +192,11 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, context.C
 		return resp, cancel, nil
 	}
 	return nil, nil, lastErr
+}
+
+// chainCancel calls both cancels.
+func chainCancel(a, b context.CancelFunc) context.CancelFunc {
+	return func() { a(); b() }
 }
 
 func (c *Client) newRequest(ctx context.Context, r request, tok string) (*http.Request, error) {

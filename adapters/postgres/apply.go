@@ -230,7 +230,7 @@ func (d *targetDB) truncate(ctx context.Context, s purgeScope, ident string) (Pu
 	if err := tx.QueryRow(ctx, `SELECT pg_total_relation_size(to_regclass($1))`, ident).Scan(&t.BytesAfter); err != nil {
 		return t, err
 	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := d.commit(ctx, tx); err != nil {
 		return t, err
 	}
 	t.RowsEstimated = true
@@ -337,7 +337,7 @@ func (d *targetDB) reapBatch(ctx context.Context, s purgeScope, ident string, cu
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := d.commit(ctx, tx); err != nil {
 		return 0, 0, 0, err
 	}
 	return upd.RowsAffected(), del.RowsAffected(), ids[len(ids)-1], nil

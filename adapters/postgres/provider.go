@@ -204,6 +204,19 @@ func (d *targetDB) begin(ctx context.Context, access pgx.TxAccessMode) (pgx.Tx, 
 	return tx, nil
 }
 
+// commit commits a transaction that changes the database right after
+// checking that this process still surely holds the leader lease, if the
+// call is fenced (opmodel.Guard): a leader paused past its lease rolls
+// its change back rather than commit it after the new leader looked.
+func (d *targetDB) commit(ctx context.Context, tx pgx.Tx) error {
+	gctx, cancel, err := opmodel.Guard(ctx, d.cfg.StatementTimeout)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return tx.Commit(gctx)
+}
+
 // rollback ends a transaction that failed or is done reading. It uses a
 // fresh context so a cancelled call still releases its locks at once.
 func rollback(tx pgx.Tx) {

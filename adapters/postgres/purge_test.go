@@ -358,3 +358,34 @@ func TestPurge_Permission(t *testing.T) {
 	assert.Contains(t, err.Error(), fmt.Sprintf(`user %q may not TRUNCATE %s; use the database user Concourse itself connects as`,
 		role, eventsTable(KindPipeline, w.demo)))
 }
+
+// lapsedLease is a leader lease that lapsed 5 s ago (a leader woken from
+// a pause past it).
+type lapsedLease struct{}
+
+func (lapsedLease) HeldUntil() time.Time       { return time.Now().Add(-5 * time.Second) }
+func (lapsedLease) CallTimeout() time.Duration { return 4 * time.Second }
+
+// TestPurge_FencedRollsBack (#35.3): a purge made under a lease that
+// lapsed is rolled back, not committed: nothing is deleted, and the
+// result says why.
+func TestPurge_FencedRollsBack(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := w.provider(t, DatabaseConfig{})
+	op := opByName(t, p, OpPurge)
+	ctx := context.Background()
+	demoTable := eventsTable(KindPipeline, w.demo)
+	plan, err := op.Plan(ctx, call(opmodel.Args{"team": "main", "pipeline": "demo"}))
+	require.NoError(t, err)
+	res, err := op.Apply(opmodel.WithLease(ctx, lapsedLease{}), call(opmodel.Args{"team": "main", "pipeline": "demo"}), plan)
+	if err == nil {
+		require.Len(t, res.Items, 1)
+		assert.Equal(t, opmodel.OutcomeFailed, res.Items[0].Outcome)
+		assert.Contains(t, res.Items[0].Reason, "the leader lease lapsed")
+	} else {
+		assert.ErrorIs(t, err, opmodel.ErrLeaseLapsed)
+	}
+	assert.Equal(t, w.demoRows, w.count(t, demoTable, ""), "nothing deleted")
+	assert.Equal(t, []string{"", ""}, w.reapTimes(t, w.demoOld[:2]...), "no build marked reaped")
+}

@@ -100,7 +100,15 @@ type appOptions struct {
 	// OnListen, when set, is told the HTTP server's address once it
 	// listens (the demo's links).
 	OnListen func(addr string)
+	// Lease fences the engine's outside calls: the leader lease of this
+	// replica (leader.go); nil alone on bbolt.
+	Lease opmodel.Lease
 }
+
+// engineHook is the engine's step-boundary hook (bot.Options.Hook): nil,
+// except in the failover tests' replicas, which pause themselves at a
+// chosen point (ha_test.go).
+var engineHook func(point string)
 
 // providers builds the operation registry for the configured targets.
 func (a *app) providers() error {
@@ -261,7 +269,8 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 		runLink = a.web.links.Run // the run's page, in its root message
 	}
 	eng, err := bot.New(bot.Options{RunLink: runLink, Threads: &a.threads, Commands: &a.commands, Store: engineStore, Chat: a.chat, Delivery: a.outbox, Capabilities: a.caps, Ops: a.reg, Library: &a.reloads.libs, Targets: targets,
-		Approvals: cfg.Approvals, Roles: roles, Platform: cfg.Chat.Platform, GroupTTL: a.groupTTL, Logger: a.log, Now: o.Now, Digests: a.digests, Observer: observers{theRunIndex, a.metrics, runLog{a.log}}})
+		Approvals: cfg.Approvals, Roles: roles, Platform: cfg.Chat.Platform, GroupTTL: a.groupTTL, Logger: a.log, Now: o.Now, Digests: a.digests, Observer: observers{theRunIndex, a.metrics, runLog{a.log}},
+		Lease: o.Lease, Hook: engineHook})
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -43,6 +44,30 @@ func TestHAChild(t *testing.T) {
 		t.Skip("a replica started by the failover tests")
 	}
 	leaderTimings.TTL, leaderTimings.Renew, leaderTimings.Retry = haTTL, 500*time.Millisecond, 200*time.Millisecond
+	if at := os.Getenv("GROUNDCREW_HA_PAUSE_AT"); at != "" {
+		// The first time the engine reaches the point, the replica says so
+		// and waits for the file GROUNDCREW_HA_RESUME: the test stops the
+		// whole process (SIGSTOP) meanwhile — a GC pause or a frozen VM
+		// at that instant — and creates the file before SIGCONT. (A
+		// process cannot stop itself at an exact point: the thread that
+		// sends itself SIGSTOP runs on for a moment.)
+		resume := os.Getenv("GROUNDCREW_HA_RESUME")
+		var once sync.Once
+		engineHook = func(point string) {
+			if point == at {
+				once.Do(func() {
+					fmt.Fprintln(os.Stderr, "test: paused at "+point)
+					for {
+						if _, err := os.Stat(resume); err == nil {
+							break
+						}
+						time.Sleep(5 * time.Millisecond)
+					}
+					fmt.Fprintln(os.Stderr, "test: going on from "+point)
+				})
+			}
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	root := newRoot()
@@ -98,7 +123,7 @@ func freePort(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func (h *haEnv) start(name string) *replica {
+func (h *haEnv) start(name string, env ...string) *replica {
 	t := h.t
 	addr := freePort(t)
 	require.NoError(t, os.WriteFile(filepath.Join(h.dir, "dsn"), []byte(h.dsn+"\n"), 0o600))
@@ -120,7 +145,7 @@ log: {level: info, format: text}
 	logf, err := os.Create(r.logf)
 	require.NoError(t, err)
 	r.cmd = exec.Command(os.Args[0], "-test.run=^TestHAChild$", "-test.v=false")
-	r.cmd.Env = append(os.Environ(), "GROUNDCREW_HA_CHILD=1", "GROUNDCREW_CONFIG="+path, "GROUNDCREW_STORE_DSN=")
+	r.cmd.Env = append(append(os.Environ(), "GROUNDCREW_HA_CHILD=1", "GROUNDCREW_CONFIG="+path, "GROUNDCREW_STORE_DSN="), env...)
 	r.cmd.Stdout, r.cmd.Stderr = logf, logf
 	r.stdin, err = r.cmd.StdinPipe()
 	require.NoError(t, err)
@@ -325,6 +350,58 @@ func TestFailover_PausedLeaderIsFenced(t *testing.T) {
 	n, err := h.db.VerifyAudit(context.Background())
 	require.NoError(t, err, "the audit chain is one chain")
 	assert.Positive(t, n)
+}
+
+// TestFailover_PausedBetweenIntentAndCall (#35.3): the leader journals the
+// intent of the prune and stops (SIGSTOP) right before the call, for
+// longer than its lease. The standby takes over and reconciles the step
+// (the worker is still stalled: a person is asked again). When the old
+// leader wakes, it sends nothing: no request reaches the simulator, and
+// its log says why. The approval asked again on the new leader prunes
+// once.
+func TestFailover_PausedBetweenIntentAndCall(t *testing.T) {
+	h := newHAEnv(t, "")
+	resume := filepath.Join(h.dir, "resume")
+	a := h.start("a", "GROUNDCREW_HA_PAUSE_AT=before-apply:prune", "GROUNDCREW_HA_RESUME="+resume)
+	waitRole(t, a, "leader", 30*time.Second)
+	b := h.start("b")
+	waitRole(t, b, "standby", 30*time.Second)
+	a.say(t, "/runbook run prune-stalled target=infra-prd worker=caascad-ci-workers-infra-infra-prd-0")
+	run := h.waitRun("at its gate", 30*time.Second, atGate)
+	a.say(t, "/as carol", "/runbook approve "+run.ID)
+	require.Eventually(t, func() bool { return strings.Contains(a.log(), "test: paused at before-apply:prune") }, 20*time.Second, 5*time.Millisecond,
+		"a reaches the point between the intent and the call:\n%s", tail(a.log(), 20))
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGSTOP))
+	calls := len(h.sim.Calls())
+
+	took := waitRole(t, b, "leader", 15*time.Second)
+	t.Logf("standby led %s after the leader stopped (lease %s)", took.Round(time.Millisecond), haTTL)
+	reconciled := h.waitRun("reconciled by the new leader", 30*time.Second, func(r *runmodel.Run) bool {
+		return atGate(r) && strings.Contains(r.Gate.Reason, "was not repeated automatically")
+	})
+	require.NoError(t, os.WriteFile(resume, nil, 0o600))
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGCONT))
+	waitRole(t, a, "standby", 10*time.Second)
+	time.Sleep(time.Second) // what a does when it wakes up has had time to reach the simulator
+	assert.Zero(t, h.prunes(), "no prune from the old leader")
+	for _, c := range h.sim.Calls()[calls:] {
+		assert.NotEqual(t, "PUT", c.Method, "no request that changes Concourse reached the simulator after a stopped: %+v", c)
+	}
+	require.Eventually(t, func() bool { return strings.Contains(a.log(), "not calling concourse.prune_worker") }, 10*time.Second, 20*time.Millisecond,
+		"the old leader says why it sends nothing:\n%s", tail(a.log(), 20))
+	log := a.log()
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "not calling") {
+			t.Logf("the old leader: %s", l)
+		}
+	}
+	assert.Contains(t, log, "this process does not surely hold the leader lease; nothing was sent")
+	// Woken, it finds the lease lapsed, or (when the elector's clock check
+	// ran first) itself stepped down for that reason.
+	assert.Regexp(t, `why="(the leader lease lapsed [0-9.]+m?s ago \(this process was paused or cut off from the store\)|this process does not lead any more \(it stepped down\))`, log)
+	assert.Regexp(t, `stepping down: lost the leader lease".*why="the lease was not renewed for [0-9.]+s \(paused or cut off from the store\)"`, log)
+
+	h.approveOnce(t, b, reconciled.ID)
 }
 
 func TestFailover_SIGTERMHandsOver(t *testing.T) {

@@ -195,6 +195,7 @@ func serveHA(ctx context.Context, cfg *config.Config, o appOptions) error {
 // leadTerm builds the app and runs it until lctx ends.
 func leadTerm(lctx context.Context, cfg *config.Config, o appOptions, h *haServer, log *slog.Logger) error {
 	o.external = true
+	o.Lease = h.el // a write or destructive call only while the lease surely holds
 	a, err := newApp(cfg, o)
 	if err != nil {
 		if lctx.Err() != nil {
