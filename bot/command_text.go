@@ -214,6 +214,16 @@ func statusText(ctx context.Context, store runmodel.Store, id string, now time.T
 		}
 		b.WriteString(line + "\n")
 	}
+	if g := r.Gate; r.State == runmodel.RunAwaitingApproval && g != nil && g.Decision == runmodel.GatePending && g.Plan != nil {
+		// what the open request would do, and what may happen meanwhile
+		// ("Concourse removes worker-1 by itself before 14:32 UTC")
+		b.WriteString("🔒 Plan: " + g.Plan.Summary + "\n")
+		for _, n := range g.Plan.Notes {
+			if !strings.Contains(g.Plan.Summary, n) {
+				b.WriteString("ℹ️ " + n + "\n")
+			}
+		}
+	}
 	if at, ok := reloaded(r.ID); ok {
 		fmt.Fprintf(&b, "ℹ️ The configuration was reloaded at %s UTC: this run keeps the runbook and approval policy it started with; new runs use the new ones.\n", at.UTC().Format("15:04"))
 	}

@@ -182,6 +182,9 @@ func (e *Engine) stepDone(ctx context.Context, id, stepID string, status runmode
 // startStep begins the step at the cursor.
 func (e *Engine) startStep(ctx context.Context, r *runmodel.Run, spec *runbookmodel.Step) {
 	env := runEnv(r)
+	if run, ok := env[runbooks.EnvRun].(map[string]any); ok {
+		run["now"] = e.opts.Now().Unix() // run.now: when the step starts
+	}
 	e.resolveTitles(ctx, r, env)
 	if spec.When != "" {
 		ok, err := runbooks.EvalBool(spec.When, env)

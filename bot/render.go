@@ -241,7 +241,9 @@ func renderGate(r *runmodel.Run, g *runmodel.Gate, now time.Time, h hints) chatm
 			b.WriteString("\n" + renderPlanItems(g.Plan, planInline))
 		}
 		for _, n := range g.Plan.Notes {
-			b.WriteString("\nℹ️ " + n)
+			if !strings.Contains(g.Plan.Summary, n) { // said once
+				b.WriteString("\nℹ️ " + n)
+			}
 		}
 		fmt.Fprintf(&b, "\nPlan hash `%s` · target `%s`", short(g.PlanHash), r.Target)
 		if showTeams(r, g) {

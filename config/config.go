@@ -133,6 +133,12 @@ type Target struct {
 	// team decides too, besides the policy (their identity from users:
 	// or their verified e-mail); "" (the default): the policy alone.
 	Authority string `yaml:"authority"`
+	// StalledWorkerTimeout is the web node's --stalled-worker-timeout
+	// (Concourse 8.3): Concourse removes a worker stalled longer than that
+	// by itself. 0 or absent: never (Concourse's default). Gates, status,
+	// digests and watch rules say when it will; worker-stalled offers to
+	// wait for it when it is near.
+	StalledWorkerTimeout time.Duration `yaml:"stalled_worker_timeout"`
 }
 
 // Identities are one chat user's Concourse identities: one
@@ -425,6 +431,9 @@ func (c *Config) validate() Errors {
 		if t.Username != "" && !pw.IsSet() && t.Simulator == nil {
 			add(p+".password", "username %q has no password: set password_file (or %s)", t.Username, EnvKey("target", name, "password"))
 		}
+		if t.StalledWorkerTimeout < 0 {
+			add(p+".stalled_worker_timeout", "%s is negative: give the web node's --stalled-worker-timeout (10m), or leave it out when the web node never removes stalled workers by itself", t.StalledWorkerTimeout)
+		}
 		if t.MaxInFlight < 0 || t.MaxInFlight > concourse.MaxMaxInFlight {
 			add(p+".max_in_flight", "%d is out of range: use 1 to %d requests in flight (or leave it out for the default %d)",
 				t.MaxInFlight, concourse.MaxMaxInFlight, concourse.DefaultMaxInFlight)
@@ -618,7 +627,7 @@ func (c *Config) ConcourseTarget(name string) concourse.TargetConfig {
 	t := c.Targets[name]
 	return concourse.TargetConfig{Name: name, URL: t.URL, Team: t.Team, Username: t.Username, Password: t.Password.Value(),
 		CACert: t.CACert, InsecureSkipVerify: t.Insecure, TSA: t.TSA, Vars: t.Vars, Workers: t.Workers,
-		MaxInFlight: t.MaxInFlight, FlyTarget: c.FlyTargetOf(name)}
+		MaxInFlight: t.MaxInFlight, FlyTarget: c.FlyTargetOf(name), StalledWorkerTimeout: t.StalledWorkerTimeout}
 }
 
 // DatabaseConfig returns the PostgreSQL config of a target, if any.

@@ -64,6 +64,11 @@ type StalledWorker struct {
 	Since time.Time `json:"since"`
 	// New is set when the previous digest saw the worker in another state.
 	New bool `json:"new,omitempty"`
+	// AutoRemove says when Concourse removes the worker by itself (the
+	// target's stalled_worker_timeout, an ephemeral worker): "Concourse
+	// removes worker-1 by itself before 14:32 UTC unless it heartbeats
+	// again"; "" when it does not.
+	AutoRemove string `json:"auto_remove,omitempty"`
 }
 
 // BuildFigures describe the builds of the window.

@@ -231,7 +231,11 @@ func renderDigestDetail(cur Data, prev *Data, now time.Time) string {
 		if !s.Since.IsZero() {
 			seen = "; first seen stalled " + when(s.Since)
 		}
-		line("• `%s` %s — %d containers%s", s.Name, stalledFor(s, cur.At, now), s.Containers, seen)
+		auto := ""
+		if s.AutoRemove != "" {
+			auto = "; " + s.AutoRemove
+		}
+		line("• `%s` %s — %d containers%s%s", s.Name, stalledFor(s, cur.At, now), s.Containers, seen, auto)
 	}
 	if w.MaxWorker != "" {
 		if isStalled(w, w.MaxWorker) {

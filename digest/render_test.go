@@ -343,3 +343,13 @@ func TestRender_StalledWorkerIsNotBusiestAndMeansAgree(t *testing.T) {
 	d.Workers.MaxWorker = "w-2"
 	assert.Contains(t, Render("infra-prd", d, nil, digestMon).Detail, "busiest: `w-2`")
 }
+
+// A stalled worker Concourse removes by itself (the target's
+// stalled_worker_timeout) says when, on its line of the digest.
+func TestRender_StalledWorkerConcourseRemovesByItself(t *testing.T) {
+	d := sickDigest(digestMon)
+	d.Workers.Stalled[0].AutoRemove = "Concourse removes caascad-ci-workers-infra-infra-prd-0 by itself before 09:30 UTC unless it heartbeats again"
+	m := Render("infra-prd", d, nil, digestMon)
+	assert.Contains(t, m.Text+m.Detail, "236 containers; first seen stalled")
+	assert.Contains(t, m.Text+m.Detail, "; Concourse removes caascad-ci-workers-infra-infra-prd-0 by itself before 09:30 UTC unless it heartbeats again")
+}

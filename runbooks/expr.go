@@ -19,7 +19,7 @@ import (
 //	target  string             the Concourse target the run acts on
 //	steps   map[string]any     per finished step id: {"status", "summary", "result"}
 //	result  any                wait steps only: the latest result of the polled op
-//	run     map[string]any     {"id", "requester"}
+//	run     map[string]any     {"id", "requester", "dry_run", "alert_instance", "now"}
 //
 // Step results are JSON-decoded (map[string]any, []any, float64, string,
 // bool, nil), so expressions see the same shape after a restart.
@@ -124,8 +124,12 @@ type StepEnv struct {
 }
 
 // RunEnv is what expressions and templates see of the run (run.id,
-// run.requester, run.dry_run, run.alert_instance).
+// run.requester, run.dry_run, run.alert_instance, run.now).
 type RunEnv struct {
+	// Now is when the step is evaluated (run.now: unix seconds on the
+	// engine's clock; 0 outside a running step), to compare with times a
+	// result gives (auto_remove_at).
+	Now       int64
 	ID        string
 	Requester string
 	DryRun    bool
@@ -151,6 +155,6 @@ func NewEnv(params, vars map[string]string, target, flyTarget string, steps map[
 	}
 	return Env{
 		EnvParams: ps, EnvVars: vs, EnvTarget: target, EnvFlyTarget: flyTarget, EnvSteps: ss,
-		EnvRun: map[string]any{"id": run.ID, "requester": run.Requester, "dry_run": run.DryRun, "alert_instance": run.AlertInstance},
+		EnvRun: map[string]any{"id": run.ID, "requester": run.Requester, "dry_run": run.DryRun, "alert_instance": run.AlertInstance, "now": run.Now},
 	}
 }

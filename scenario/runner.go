@@ -189,7 +189,9 @@ func setup(ctx context.Context, sc *Scenario, o Options) (*env, func(), error) {
 		}
 	}
 	cl, err := concourse.New(concourse.TargetConfig{Name: sc.Target, URL: sim.URL(), Username: user, Password: pass,
-		TSA: sim.TSAAddr(), Vars: sc.Vars, Workers: sc.Workers, FlyTarget: sc.FlyTarget},
+		TSA: sim.TSAAddr(), Vars: sc.Vars, Workers: sc.Workers, FlyTarget: sc.FlyTarget,
+		// the target is configured as its web node runs
+		StalledWorkerTimeout: world.StalledWorkerTimeout.D()},
 		concourse.WithClock(e.clock.Now),
 		concourse.WithRetry(concourse.RetryPolicy{Attempts: 2, BaseDelay: 5 * time.Millisecond, MaxDelay: 20 * time.Millisecond}),
 		concourse.WithPollInterval(10*time.Millisecond))

@@ -461,6 +461,10 @@ func (w *Watcher) evaluate(rs *ruleState, d digest.Data, now time.Time, found ma
 		s := sig("worker_stalled", sw.Name, "Worker stalled")
 		s.Since = since
 		s.Evidence = []string{fmt.Sprintf("`%s` stalled for ≥ %s, %d containers", sw.Name, roundMin(r.WorkerStalledFor), sw.Containers)}
+		if sw.AutoRemove != "" {
+			// the target's stalled_worker_timeout: a prune may not be needed
+			s.Evidence = append(s.Evidence, sw.AutoRemove)
+		}
 		// the digest's fix: one situation, one first suggestion
 		fix := digest.StalledWorkerFix(sw.Name, sw.Ref)
 		s.Runbook, s.Params = fix.Runbook, fix.ParamMap()

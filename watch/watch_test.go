@@ -334,3 +334,19 @@ func TestSuggestedRunbooksTakeTheirParams(t *testing.T) {
 		}
 	}
 }
+
+// A worker Concourse removes by itself (the target's
+// stalled_worker_timeout) says so in its incident: a prune may not be
+// needed.
+func TestStalledWorkerSaysWhenConcourseRemovesIt(t *testing.T) {
+	w, src, sk, clk := newWatcher(t, watch.Rule{Target: "infra-prd", Channel: "#ci-ops", WorkerStalledFor: time.Minute})
+	d := stalled("worker-1")
+	d.Workers.Stalled[0].AutoRemove = "Concourse removes worker-1 by itself before 04:32 UTC unless it heartbeats again"
+	src.data = d
+	for range 4 {
+		require.NoError(t, w.Poll(context.Background(), 0))
+		clk.t = clk.t.Add(time.Minute)
+	}
+	require.Len(t, sk.signals, 1)
+	assert.Contains(t, sk.signals[0].Evidence, "Concourse removes worker-1 by itself before 04:32 UTC unless it heartbeats again")
+}

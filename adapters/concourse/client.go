@@ -37,6 +37,9 @@ type Client struct {
 	expiry time.Time // of token, on the client's clock
 	gen    int       // incremented on every login
 	naming *naming   // worker IDs ↔ names and hosts
+	// memory remembers what the worker lists showed (since when a worker
+	// is stalled), shared by the target's clients (WithWorkerMemory).
+	memory *WorkerMemory
 }
 
 // RetryPolicy bounds the retries of idempotent GETs.
@@ -114,6 +117,7 @@ func New(cfg TargetConfig, opts ...Option) (*Client, error) {
 		now:     time.Now,
 		lim:     newAdaptiveLimiter(cfg.MaxInFlight),
 		poll:    time.Second,
+		memory:  NewWorkerMemory(),
 	}
 	for _, o := range opts {
 		o(c)

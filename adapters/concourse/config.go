@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // TargetConfig describes one Concourse instance the bot acts on. The config
@@ -44,6 +45,10 @@ type TargetConfig struct {
 	// Workers says how worker IDs map to names and hosts (templates over
 	// vars); see WorkerNaming.
 	Workers WorkerNaming `yaml:"workers" json:"workers,omitempty"`
+	// StalledWorkerTimeout is the web node's --stalled-worker-timeout
+	// (Concourse 8.3): the ATC removes a worker stalled longer than that by
+	// itself. 0 (Concourse's default) means never.
+	StalledWorkerTimeout time.Duration `yaml:"stalled_worker_timeout" json:"stalled_worker_timeout,omitempty"`
 }
 
 const redacted = "[redacted]"
@@ -107,6 +112,9 @@ func (c TargetConfig) withDefaults() (TargetConfig, *url.URL, error) {
 	}
 	if c.MaxInFlight < 0 || c.MaxInFlight > MaxMaxInFlight {
 		return c, nil, fmt.Errorf("target %q: max_in_flight %d is out of range: use 1 to %d (0 for the default %d)", c.Name, c.MaxInFlight, MaxMaxInFlight, DefaultMaxInFlight)
+	}
+	if c.StalledWorkerTimeout < 0 {
+		return c, nil, fmt.Errorf("target %q: stalled_worker_timeout %s is negative: give the web node's --stalled-worker-timeout (0 or absent: it never removes stalled workers by itself)", c.Name, c.StalledWorkerTimeout)
 	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = DefaultMaxInFlight

@@ -109,7 +109,7 @@ func (s *DigestSource) Collect(ctx context.Context, target string, window time.D
 	if err != nil {
 		return d, err
 	}
-	d.Workers = workerFigures(ws, c.naming)
+	d.Workers = workerFigures(ws, c)
 
 	dbc := make(chan *digest.DBFigures, 1)
 	go func() { dbc <- s.tables(ctx, target) }()
@@ -157,7 +157,8 @@ func (s *DigestSource) tables(ctx context.Context, target string) *digest.DBFigu
 	return &db
 }
 
-func workerFigures(ws []Worker, nm *naming) digest.WorkerFigures {
+func workerFigures(ws []Worker, c *Client) digest.WorkerFigures {
+	nm, now := c.naming, c.now()
 	f := digest.WorkerFigures{ByState: map[string]int{}, Names: make([]string, 0, len(ws))}
 	total := 0
 	for _, w := range ws {
@@ -168,7 +169,8 @@ func workerFigures(ws []Worker, nm *naming) digest.WorkerFigures {
 			f.ContainersMax, f.MaxWorker = w.ActiveContainers, w.Name
 		}
 		if w.State == WorkerStalled {
-			f.Stalled = append(f.Stalled, digest.StalledWorker{Name: w.Name, Containers: w.ActiveContainers, Ref: nm.Ref(w.Name)})
+			f.Stalled = append(f.Stalled, digest.StalledWorker{Name: w.Name, Containers: w.ActiveContainers, Ref: nm.Ref(w.Name),
+				AutoRemove: c.AutoRemoval(w, now).Text})
 		}
 	}
 	human.Sort(f.Names)

@@ -308,3 +308,19 @@ func TestDigest_LoginRefused(t *testing.T) {
 	assert.Contains(t, text, "check password_file")
 	assert.NotContains(t, text, "web-restart")
 }
+
+// With the target's stalled_worker_timeout a digest says, for each stalled
+// worker, when Concourse removes it by itself.
+func TestDigestSource_SaysWhenConcourseRemovesAStalledWorker(t *testing.T) {
+	env := newDigestEnv(t, concoursesim.DemoWorld())
+	c, err := New(TargetConfig{Name: "infra-prd", URL: env.srv.URL(), Username: "admin", Password: "admin",
+		Workers: ManualWorkerNaming(), Vars: map[string]string{"target": "infra", "zone": "infra-prd"}, StalledWorkerTimeout: time.Hour},
+		WithClock(env.clock.Now))
+	require.NoError(t, err)
+	env.c = c
+	d, err := env.source(t, DigestOptions{}).Collect(context.Background(), "infra-prd", 24*time.Hour, nil)
+	require.NoError(t, err)
+	require.Len(t, d.Workers.Stalled, 1)
+	assert.Equal(t, "Concourse removes caascad-ci-workers-infra-infra-prd-0 by itself before "+
+		clockUTC(digestStart.Add(time.Hour+30*time.Second))+" unless it heartbeats again", d.Workers.Stalled[0].AutoRemove)
+}

@@ -156,6 +156,9 @@ func foundSummary(f FoundWorker) string {
 		fmt.Fprintf(&b, " is %s (%d containers, up %s)", f.State, f.Containers, f.Age)
 	}
 	fmt.Fprintf(&b, " · worker=%s", f.Ref)
+	if f.AutoRemove != "" {
+		b.WriteString("; " + f.AutoRemove)
+	}
 	return b.String()
 }
 

@@ -35,6 +35,18 @@ type WorkerData struct {
 	Age        string   `json:"age"`
 	// Exists is false for a worker that is not registered.
 	Exists bool `json:"exists"`
+	// Ephemeral workers are removed by Concourse itself soon after they
+	// stop heartbeating.
+	Ephemeral bool `json:"ephemeral"`
+	// AutoRemove says what Concourse does to the worker by itself
+	// ("Concourse removes worker-1 by itself before 14:32 UTC unless it
+	// heartbeats again": the target's stalled_worker_timeout, or an
+	// ephemeral worker), "" when nothing. AutoRemoveAt is that time (unix
+	// seconds, 0 when none) and AutoRemoveInSeconds how far it is (0 when
+	// none, negative when it has passed).
+	AutoRemove          string `json:"auto_remove"`
+	AutoRemoveAt        int64  `json:"auto_remove_at"`
+	AutoRemoveInSeconds int64  `json:"auto_remove_in_seconds"`
 }
 
 // WorkersData is the result of concourse.workers.
@@ -68,11 +80,19 @@ func (d *WorkersData) names(state string) *[]string {
 
 func (p *Provider) workerData(cl *Client, w Worker, now time.Time) WorkerData {
 	d := since(now, w.Started())
-	return WorkerData{
+	wd := WorkerData{
 		Name: w.Name, ID: cl.naming.IDOf(w.Name), Ref: cl.naming.Ref(w.Name), State: w.State, Team: w.Team,
 		Containers: w.ActiveContainers, Volumes: w.ActiveVolumes, Platform: w.Platform, Tags: listOrEmpty(w.Tags),
-		Version: w.Version, StartTime: w.StartTime, AgeSeconds: seconds(d), Age: age(d), Exists: true,
+		Version: w.Version, StartTime: w.StartTime, AgeSeconds: seconds(d), Age: age(d), Exists: true, Ephemeral: w.Ephemeral,
 	}
+	if ar := cl.AutoRemoval(w, now); ar.Text != "" {
+		wd.AutoRemove = ar.Text
+		if !ar.Before.IsZero() {
+			wd.AutoRemoveAt = ar.Before.Unix()
+			wd.AutoRemoveInSeconds = int64(ar.Before.Sub(now).Round(time.Second) / time.Second)
+		}
+	}
+	return wd
 }
 
 func (p *Provider) opWorkers() opmodel.Op {
@@ -123,7 +143,13 @@ func (p *Provider) opWorkers() opmodel.Op {
 			if summary == "" {
 				summary = noWorkersLine(c.Args.String("name"), want, ws)
 			}
-			return opmodel.Result{Summary: summary, Table: table, Data: data, Warn: byState[WorkerStalled] > 0}, nil
+			var auto []string
+			for _, w := range data.Workers {
+				if w.AutoRemove != "" && w.State == WorkerStalled {
+					auto = append(auto, w.AutoRemove)
+				}
+			}
+			return opmodel.Result{Summary: summary, Table: table, Data: data, Warn: byState[WorkerStalled] > 0, Detail: strings.Join(auto, "\n")}, nil
 		},
 	}
 }
@@ -182,6 +208,8 @@ func (p *Provider) opWorker() opmodel.Op {
 				return opmodel.Result{}, sc.refuse(cl, "the worker's team:")
 			}
 			now := p.opts.Now()
+			// (what Concourse does by itself is in the data, auto_remove:
+			// a wait polls this every 30 s and need not repeat it)
 			return opmodel.Result{
 				Summary: fmt.Sprintf("%s is %s (%d containers, up %s)", w.Name, w.State, w.ActiveContainers, age(since(now, w.Started()))),
 				Data:    p.workerData(cl, w, now), Warn: w.State == WorkerStalled,
@@ -249,9 +277,12 @@ func (p *Provider) planWorkers(ctx context.Context, c opmodel.Call, op string, a
 			continue
 		}
 		plan.Items = append(plan.Items, workerItem(w, now))
+		if ar := cl.AutoRemoval(w, now); ar.Text != "" {
+			plan.Notes = append(plan.Notes, ar.Text)
+		}
 	}
 	for _, it := range c.Gone(plan) {
-		f := opmodel.Found{Kind: it.Kind, ID: it.ID, Text: workerGone(it.ID), Gone: true}
+		f := opmodel.Found{Kind: it.Kind, ID: it.ID, Text: cl.workerGone(it.ID), Gone: true}
 		if w, ok := byName[it.ID]; ok {
 			f.Text, f.Gone = moved(w), false
 		}
@@ -260,12 +291,16 @@ func (p *Provider) planWorkers(ctx context.Context, c opmodel.Call, op string, a
 	return plan, nil
 }
 
-// workerGone says that a worker of an approved plan is no longer
-// registered when the plan is checked again before executing: someone or
-// something removed it while the approval was asked — Concourse itself
-// when the web node runs with --stalled-worker-timeout (8.3), or a person.
-func workerGone(name string) string {
-	return name + " is no longer registered: it was removed before the approval (Concourse's stalled-worker-timeout or someone else)"
+// autoRemovalNotes are the notes of a worker plan that say when Concourse
+// removes a worker by itself.
+func autoRemovalNotes(pl opmodel.Plan) []string {
+	var out []string
+	for _, n := range pl.Notes {
+		if strings.HasPrefix(n, "Concourse removes ") || strings.HasPrefix(n, "Concourse should have removed ") {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func planItemNames(pl opmodel.Plan) []string {
@@ -300,6 +335,11 @@ func (p *Provider) opPruneWorker() opmodel.Op {
 			pl.Summary = "nothing to prune"
 			if !pl.Empty() {
 				pl.Summary = fmt.Sprintf("prune %s: %s", plural(len(pl.Items), "worker"), strings.Join(planItemNames(pl), ", "))
+				// what Concourse does by itself meanwhile, where the request
+				// is listed (the gate, /runbook status, escalations)
+				if auto := autoRemovalNotes(pl); len(auto) == 1 && len(pl.Items) == 1 {
+					pl.Summary += " — " + auto[0]
+				}
 			}
 			return pl, nil
 		},

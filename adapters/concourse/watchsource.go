@@ -80,7 +80,7 @@ func (s *WatchSource) Collect(ctx context.Context, target string, window time.Du
 	if err != nil {
 		return d, err
 	}
-	d.Workers = workerFigures(ws, c.naming)
+	d.Workers = workerFigures(ws, c)
 	dbc := make(chan *digest.DBFigures, 1)
 	go func() { dbc <- s.ds.tables(ctx, target) }()
 

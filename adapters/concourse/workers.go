@@ -30,6 +30,7 @@ func (c *Client) Workers(ctx context.Context) ([]Worker, error) {
 		return nil, err
 	}
 	slices.SortFunc(ws, func(a, b Worker) int { return human.Compare(a.Name, b.Name) }) // worker-9 before worker-10
+	c.memory.observe(ws, c.now())
 	return ws, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +35,10 @@ import (
 
 // app is the wired bot.
 type app struct {
+	// workerMemory is each target's concourse.WorkerMemory, shared by its
+	// clients (concourseOptions); memMu guards the map.
+	memMu        sync.Mutex
+	workerMemory map[string]*concourse.WorkerMemory
 	// threads lets the engine ask the incidents, wired after it, about a thread.
 	threads lateNotes
 	// commands lets the engine hand the incidents, wired after it, their commands.

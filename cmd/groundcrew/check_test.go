@@ -116,3 +116,21 @@ func TestConfigCheckNamesMissingTargetVars(t *testing.T) {
 		"the cloud has no default: a guessed one gives commands that cannot work")
 	assert.Contains(t, out, "is valid", "a missing var is a warning")
 }
+
+// config check explains stalled_worker_timeout: what the bot does with a
+// target's value, and what it assumes of a target without one.
+func TestConfigCheckExplainsStalledWorkerTimeout(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "groundcrew.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("chat: {platform: console}\ntargets:\n  lab: {url: http://127.0.0.1:1}\n"+
+		"  infra-prd: {url: http://127.0.0.1:1, stalled_worker_timeout: 10m}\n"), 0o600))
+	out, err := run(t, "", "config", "check", "--config", cfg)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "targets.infra-prd.stalled_worker_timeout 10m0s: Concourse removes a worker stalled longer than that by itself (the web node's --stalled-worker-timeout, Concourse 8.3)")
+	assert.Contains(t, out, "stalled_worker_timeout is not set for lab: the bot assumes the web node never removes stalled workers by itself")
+
+	require.NoError(t, os.WriteFile(cfg, []byte("chat: {platform: console}\ntargets:\n  lab: {url: http://127.0.0.1:1, stalled_worker_timeout: -5m}\n"), 0o600))
+	out, err = run(t, "", "config", "check", "--config", cfg)
+	require.Error(t, err)
+	assert.Contains(t, err.Error()+out, "targets.lab.stalled_worker_timeout: -5m0s is negative")
+}

@@ -190,10 +190,36 @@ func newConfigCmd() *cobra.Command {
 			if w := webSummary(cfg); w != "" {
 				fmt.Fprintln(cmd.OutOrStdout(), w)
 			}
+			for _, l := range stalledTimeoutLines(cfg) {
+				fmt.Fprintln(cmd.OutOrStdout(), l)
+			}
 			return nil
 		},
 	})
 	return c
+}
+
+// stalledTimeoutLines explains targets.<t>.stalled_worker_timeout for
+// config check: what the bot does with each target's value, and what a
+// target without one is assumed to do.
+func stalledTimeoutLines(cfg *config.Config) []string {
+	var out, unset []string
+	for _, name := range cfg.TargetNames() {
+		d := cfg.Targets[name].StalledWorkerTimeout
+		if d <= 0 {
+			unset = append(unset, name)
+			continue
+		}
+		out = append(out, fmt.Sprintf("targets.%s.stalled_worker_timeout %s: Concourse removes a worker stalled longer than that by itself "+
+			"(the web node's --stalled-worker-timeout, Concourse 8.3); gates, /runbook status, digests and watch rules say when, "+
+			"worker-stalled offers to wait for it when it is near, and a prune it made unnecessary is not sent", name, d))
+	}
+	if len(unset) > 0 {
+		out = append(out, fmt.Sprintf("stalled_worker_timeout is not set for %s: the bot assumes the web node never removes stalled workers by itself "+
+			"(--stalled-worker-timeout 0s, Concourse's default); if yours sets it (8.3+), give the same value here, e.g. stalled_worker_timeout: 10m",
+			strings.Join(unset, ", ")))
+	}
+	return out
 }
 
 // newAppForCheck loads the runbook library the configuration asks for. With

@@ -29,6 +29,10 @@ func (a *app) startSimulators() error {
 		if err != nil {
 			return fmt.Errorf("targets.%s.simulator.world: %w", name, err)
 		}
+		if w.StalledWorkerTimeout == 0 {
+			// the simulated web node runs as the target says its web node does
+			w.StalledWorkerTimeout = concoursesim.Duration(t.StalledWorkerTimeout)
+		}
 		opts := []concoursesim.Option{concoursesim.WithTSA(), concoursesim.WithAbortRate(60), concoursesim.WithWorkerCacheLag(time.Second)}
 		if a.now != nil {
 			opts = append(opts, concoursesim.WithClock(clockFunc(a.now)))
@@ -83,7 +87,20 @@ func (a *app) concourseProvider() (opmodel.Provider, error) {
 // concourseOptions are the client options of every Concourse client of
 // target: its requests are counted in the metrics.
 func (a *app) concourseOptions(target string) []concourse.Option {
-	var opts []concourse.Option
+	// The target's clients (operations, digests, watch rules, pages)
+	// share what their worker lists showed: since when a worker is
+	// stalled, so each says the same time Concourse removes it by itself.
+	a.memMu.Lock()
+	if a.workerMemory == nil {
+		a.workerMemory = map[string]*concourse.WorkerMemory{}
+	}
+	mem := a.workerMemory[target]
+	if mem == nil {
+		mem = concourse.NewWorkerMemory()
+		a.workerMemory[target] = mem
+	}
+	a.memMu.Unlock()
+	opts := []concourse.Option{concourse.WithWorkerMemory(mem)}
 	if a.now != nil {
 		opts = append(opts, concourse.WithClock(a.now))
 	}

@@ -157,6 +157,10 @@ type /help for console commands and /runbook help for the bot.`,
 					Simulator: &config.Simulator{}, Team: "main",
 					Vars:    map[string]string{"zone": "infra-prd", "target": "infra", "cloud": "fe"},
 					Workers: concourse.ManualWorkerNaming(),
+					// the simulated web node runs with --stalled-worker-timeout 45m
+					// (Concourse 8.3): the gate says when it removes the stalled
+					// worker by itself; /clock +30m at the gate lets it do so first
+					StalledWorkerTimeout: 45 * time.Minute,
 				}},
 				Approvals: policy.Config{Default: runmodel.Policy{Approvers: []string{"group:ci-oncall"}, Required: 1, Expires: runmodel.Duration(30 * time.Minute)}},
 				Log:       config.Log{Level: "warn", Format: "text"},

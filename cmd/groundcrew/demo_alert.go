@@ -47,6 +47,8 @@ var demoAlertScript = []string{
 
 // demoAlertConfig adds the receiver and a route to the demo config.
 func demoAlertConfig(cfg *config.Config) {
+	// the disk-full story is not about stalled workers removed by Concourse
+	cfg.Targets["infra-prd"].StalledWorkerTimeout = 0
 	cfg.Alerts = config.Alerts{
 		Alertmanager: config.AlertmanagerConfig{Token: demoAlertToken},
 		Routes: []alertmanager.RouteConfig{{

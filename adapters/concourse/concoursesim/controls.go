@@ -167,7 +167,7 @@ func (s *Server) ResumeHeartbeat(name string) {
 				version: st.workerVersion, start: now, addr: "10.0.4.99:7777", baggageclaim: "http://10.0.4.99:7788"}
 			return
 		}
-		w.hbStopped = time.Time{}
+		w.hbStopped, w.stalledSince = time.Time{}, time.Time{}
 		if w.state == StateStalled {
 			w.state = StateRunning
 		}

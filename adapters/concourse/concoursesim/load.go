@@ -20,6 +20,8 @@ func (s *state) load(w World, now time.Time) error {
 	s.workers, s.byID, s.active = map[string]*simWorker{}, map[int]*simBuild{}, nil
 	s.nextBuildID, s.nextPipelineID, s.nextJobID = 1, 1, 1
 	s.lastSched = now
+	s.gcStart = now
+	s.stalledTimeout = w.StalledWorkerTimeout.D()
 	s.addTeam("main")
 	users := w.Users
 	if len(users) == 0 {
@@ -51,6 +53,10 @@ func (s *state) load(w World, now time.Time) error {
 		}
 		if wk.NoHeartbeat {
 			sw.hbStopped = now
+		}
+		sw.ephemeral = wk.Ephemeral
+		if sw.state == StateStalled {
+			sw.stalledSince = now.Add(-wk.StalledFor.D())
 		}
 		if wk.Team != "" {
 			s.addTeam(wk.Team)

@@ -30,7 +30,7 @@ func presentWorker(w *simWorker) apiWorker {
 	return apiWorker{
 		Addr: w.addr, BaggageclaimURL: w.baggageclaim, ActiveContainers: w.containers,
 		ActiveVolumes: w.volumes, Platform: w.platform, Tags: w.tags, Team: w.team, Name: w.name,
-		Version: w.version, StartTime: unix(w.start), State: w.state,
+		Version: w.version, StartTime: unix(w.start), State: w.state, Ephemeral: w.ephemeral,
 	}
 }
 

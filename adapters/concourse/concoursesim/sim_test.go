@@ -397,3 +397,58 @@ func TestSim_TeamsWithTheirAuth(t *testing.T) {
 	require.Len(t, mine, 1)
 	assert.Equal(t, "payments", mine[0]["name"])
 }
+
+// With --stalled-worker-timeout (Concourse 8.3) the ATC deletes a worker
+// stalled longer than the timeout by itself, at the worker collector's next
+// pass (every 30 s): measured with 2m, a worker killed at 12:32:40 stalled
+// at 12:33:36 and was deleted at 12:36:06 (../shared/concourse/README.md).
+// An ephemeral worker is deleted when its heartbeat expires, never stalled.
+func TestSim_TheATCRemovesWorkersByItself(t *testing.T) {
+	w := concoursesim.NewWorld().RunningWorkers("w", 3)
+	w.StalledWorkerTimeout = concoursesim.Duration(2 * time.Minute)
+	w.Workers[2].Ephemeral = true
+	h := newHarness(t, *w)
+	require.NoError(t, h.srv.StopHeartbeat("w-0"))
+	require.NoError(t, h.srv.StopHeartbeat("w-2"))
+	h.clock.Advance(45 * time.Second)
+	_, ok := h.srv.Worker("w-2")
+	assert.True(t, ok, "an ephemeral worker lives out its heartbeat TTL")
+	h.clock.Advance(16 * time.Second)
+	st, ok := h.srv.Worker("w-0")
+	require.True(t, ok)
+	assert.Equal(t, "stalled", st.State)
+	_, ok = h.srv.Worker("w-2")
+	assert.False(t, ok, "an ephemeral worker is deleted at the collector's pass, never listed stalled")
+
+	h.clock.Advance(time.Minute + 58*time.Second) // 2m59s after the heartbeat stopped: stalled 1m59s
+	_, ok = h.srv.Worker("w-0")
+	assert.True(t, ok, "stalled for less than the timeout")
+	h.clock.Advance(31 * time.Second) // stalled 2m30s: the collector's pass after the timeout
+	_, ok = h.srv.Worker("w-0")
+	assert.False(t, ok, "deleted by the ATC itself")
+	var ws []struct{ Name string }
+	h.getJSON(t, "/api/v1/workers", &ws)
+	assert.Len(t, ws, 1, "only w-1 is listed")
+	resp := h.do(t, "PUT", "/api/v1/workers/w-0/prune", "", "admin")
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "a prune of it answers 404")
+
+	t.Run("no timeout: a stalled worker stays", func(t *testing.T) {
+		h := newHarness(t, *concoursesim.NewWorld().StalledWorker("w-0"))
+		h.clock.Advance(24 * time.Hour)
+		_, ok := h.srv.Worker("w-0")
+		assert.True(t, ok)
+	})
+	t.Run("a worker stalled before the start counts from then", func(t *testing.T) {
+		w := concoursesim.NewWorld()
+		w.StalledWorkerTimeout = concoursesim.Duration(10 * time.Minute)
+		w.AddWorkers(concoursesim.Worker{Name: "w-0", State: "stalled", StalledFor: concoursesim.Duration(9 * time.Minute)})
+		h := newHarness(t, *w)
+		h.clock.Advance(30 * time.Second)
+		_, ok := h.srv.Worker("w-0")
+		assert.True(t, ok)
+		h.clock.Advance(60 * time.Second)
+		_, ok = h.srv.Worker("w-0")
+		assert.False(t, ok)
+	})
+}

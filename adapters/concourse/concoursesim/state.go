@@ -51,6 +51,8 @@ type simWorker struct {
 	containers, volumes                  int
 	addr, baggageclaim                   string
 	hbStopped                            time.Time // zero: heartbeating
+	stalledSince                         time.Time // when it stalled (stalled_since)
+	ephemeral                            bool
 }
 
 type simPipeline struct {
@@ -128,9 +130,13 @@ type state struct {
 	abortRate     float64   // aborted pending builds finished per second (0: unlimited)
 	abortNext     time.Time // when the scheduler may finish the next one at abortRate
 	heartbeatTTL  time.Duration
-	schedInterval time.Duration
-	checkDuration time.Duration
-	tokenTTL      time.Duration
+	// stalledTimeout is --stalled-worker-timeout (0: never); the worker
+	// collector passes every gcInterval from gcStart.
+	stalledTimeout time.Duration
+	gcStart        time.Time
+	schedInterval  time.Duration
+	checkDuration  time.Duration
+	tokenTTL       time.Duration
 	// workerCacheLag is how long GET /api/v1/workers still lists a pruned
 	// worker (the web node's worker cache, atc/db/worker_cache.go).
 	workerCacheLag time.Duration
@@ -208,9 +214,27 @@ func (s *state) stuck(b *simBuild) bool {
 
 // advance applies every transition due at now.
 func (s *state) advance(now time.Time) {
-	for _, w := range s.workers {
+	for name, w := range s.workers {
 		if w.state == StateRunning && !w.hbStopped.IsZero() && now.After(w.hbStopped.Add(s.heartbeatTTL)) {
-			w.state = StateStalled
+			expired := w.hbStopped.Add(s.heartbeatTTL)
+			if w.ephemeral {
+				// the collector deletes an ephemeral worker whose heartbeat
+				// expired at its next pass; it is never listed stalled
+				if !now.Before(s.gcAfter(expired)) {
+					delete(s.workers, name)
+				}
+				continue
+			}
+			w.state, w.stalledSince = StateStalled, expired
+		}
+		if w.state == StateStalled && (w.ephemeral || s.stalledTimeout > 0) {
+			due := w.stalledSince
+			if !w.ephemeral {
+				due = due.Add(s.stalledTimeout)
+			}
+			if !now.Before(s.gcAfter(due)) {
+				delete(s.workers, name) // DeleteStalledWorkers (--stalled-worker-timeout)
+			}
 		}
 	}
 	for _, b := range s.activeSorted() {
@@ -253,6 +277,18 @@ func (s *state) advance(now time.Time) {
 		s.lastSched = now
 	}
 	s.startPending(now, due)
+}
+
+// gcInterval is the worker collector's pass interval (--gc-interval).
+const gcInterval = 30 * time.Second
+
+// gcAfter is the first pass of the worker collector at or after t.
+func (s *state) gcAfter(t time.Time) time.Time {
+	if !t.After(s.gcStart) {
+		return s.gcStart
+	}
+	n := (t.Sub(s.gcStart) + gcInterval - 1) / gcInterval
+	return s.gcStart.Add(n * gcInterval)
 }
 
 // activeSorted returns the running builds by ascending id. The slice is

@@ -26,10 +26,14 @@ type World struct {
 	Users []User `yaml:"users,omitempty" json:"users,omitempty"`
 	// Teams lists teams; teams named by users and pipelines exist anyway,
 	// and "main" always does.
-	Teams     []string   `yaml:"teams,omitempty" json:"teams,omitempty"`
-	Workers   []Worker   `yaml:"workers,omitempty" json:"workers,omitempty"`
-	Pipelines []Pipeline `yaml:"pipelines,omitempty" json:"pipelines,omitempty"`
-	Builds    []Build    `yaml:"builds,omitempty" json:"builds,omitempty"`
+	Teams []string `yaml:"teams,omitempty" json:"teams,omitempty"`
+	// StalledWorkerTimeout is the web node's --stalled-worker-timeout
+	// (Concourse 8.3): the worker collector deletes a worker stalled longer
+	// than that, at its next pass (every 30 s). 0 (the default) never.
+	StalledWorkerTimeout Duration   `yaml:"stalled_worker_timeout,omitempty" json:"stalled_worker_timeout,omitempty"`
+	Workers              []Worker   `yaml:"workers,omitempty" json:"workers,omitempty"`
+	Pipelines            []Pipeline `yaml:"pipelines,omitempty" json:"pipelines,omitempty"`
+	Builds               []Build    `yaml:"builds,omitempty" json:"builds,omitempty"`
 }
 
 // Roles, strongest first. A stronger role satisfies a weaker requirement.
@@ -80,6 +84,12 @@ type Worker struct {
 	// NoHeartbeat makes a running worker stop heartbeating at start: it
 	// becomes stalled once the heartbeat TTL passes.
 	NoHeartbeat bool `yaml:"no_heartbeat,omitempty" json:"no_heartbeat,omitempty"`
+	// Ephemeral workers (concourse worker --ephemeral) are deleted by the
+	// worker collector once their heartbeat expires, never listed stalled.
+	Ephemeral bool `yaml:"ephemeral,omitempty" json:"ephemeral,omitempty"`
+	// StalledFor is how long a stalled worker has been stalled at start
+	// (for StalledWorkerTimeout). Default 0: it stalled just now.
+	StalledFor Duration `yaml:"stalled_for,omitempty" json:"stalled_for,omitempty"`
 }
 
 // Pipeline is a pipeline with its jobs and resources.
