@@ -30,8 +30,9 @@ import (
 //
 // builds, once, a store with GROUNDCREW_BENCH_RUNS (default 100,000)
 // finished runs — clones of a real prune run with its journal, audit
-// entries and message index — plus 10 runs waiting for a person (5 at a
-// manual step, 5 at an approval gate). With GROUNDCREW_BENCH_DIR set, the
+// entries and message index; one in 1,000 of runbook worker-stalled, one
+// in 500 on target ocb-client, one in 97 failed — plus 10 runs waiting for
+// a person (5 at a manual step, 5 at an approval gate). With GROUNDCREW_BENCH_DIR set, the
 // store is built there once and kept for the next runs (a minute saved at
 // 100,000 runs); the benchmarks that delete from it work on a copy.
 
@@ -77,7 +78,7 @@ func buildBenchStore() {
 	}
 	keep := os.Getenv("GROUNDCREW_BENCH_DIR")
 	if keep != "" {
-		keep = filepath.Join(keep, strconv.Itoa(n))
+		keep = filepath.Join(keep, strconv.Itoa(n)+benchFill)
 		bench = benchStore{path: filepath.Join(keep, "gc.db"), runs: n}
 		if raw, err := os.ReadFile(filepath.Join(keep, "now")); err == nil {
 			if bench.now, err = time.Parse(time.RFC3339Nano, string(raw)); err == nil {
@@ -111,6 +112,10 @@ func buildBenchStore() {
 		db.Close()
 	}
 }
+
+// benchFill names what fillBenchStore puts in a store (a kept store of
+// another fill is not reused).
+const benchFill = "-mixed"
 
 func fillBenchStore(path string, n int, now *time.Time) error {
 	ctx := context.Background()
@@ -166,6 +171,17 @@ func fillBenchStore(path string, n int, now *time.Time) error {
 		r.UpdatedAt = r.CreatedAt.Add(tmpl.UpdatedAt.Sub(tmpl.CreatedAt))
 		r.FinishedAt = r.CreatedAt.Add(tmpl.FinishedAt.Sub(tmpl.CreatedAt))
 		r.Root = chatmodel.MessageRef{Platform: "test", Channel: "C1", ID: fmt.Sprintf("b%d-root", i)}
+		// a few runs of another runbook, on another target, failed: what
+		// the filters of the pages' index find among the others
+		if i%1000 == 7 {
+			r.Runbook = "worker-stalled"
+		}
+		if i%500 == 3 {
+			r.Target = "ocb-client"
+		}
+		if i%97 == 0 {
+			r.State = runmodel.RunFailed
+		}
 		b := &runmodel.Batch{Journal: append([]runmodel.JournalEntry(nil), journal...)}
 		for _, a := range audit {
 			a.RunID = r.ID

@@ -122,12 +122,19 @@ func BenchmarkStore100k_WebIndex(b *testing.B) {
 	benchMs(b, start)
 }
 
-// BenchmarkStore100k_WebIndexFiltered: / filtered by runbook, state and
-// since: a filter most runs match fills its page at once; one that
-// matches nothing reads every run back to since (7 days: ~10,000 runs).
+// BenchmarkStore100k_WebIndexFiltered: / filtered by runbook, target,
+// state and since. The store's indexes of runs by runbook, target and
+// state give the runs that match without reading the others: a filter
+// that matches few runs (100 of 100,000: the runbook worker-stalled; 2:
+// target ocb-client and failed) or none costs about what one that
+// matches most does.
 func BenchmarkStore100k_WebIndexFiltered(b *testing.B) {
 	for _, c := range []struct{ name, q string }{
 		{"matching", "&runbook=prune&state=succeeded&since=7d"},
+		{"few-7d", "&runbook=worker-stalled&since=7d"},
+		{"few", "&runbook=worker-stalled"},
+		{"two-target-and-state", "&target=ocb-client&state=failed"},
+		{"nothing", "&runbook=nope"},
 		{"nothing-7d", "&runbook=nope&since=7d"},
 	} {
 		b.Run(c.name, func(b *testing.B) {

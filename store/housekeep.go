@@ -190,6 +190,9 @@ func forgetEvents(tx *bolt.Tx, cutoff time.Time, stop func() bool) (n int, err e
 // find its index entries, not the whole run.
 type runEnd struct {
 	ID           string            `json:"id"`
+	Runbook      string            `json:"runbook"`
+	Target       string            `json:"target"`
+	CreatedAt    time.Time         `json:"created_at"`
 	State        runmodel.RunState `json:"state"`
 	UpdatedAt    time.Time         `json:"updated_at"`
 	FinishedAt   time.Time         `json:"finished_at"`
@@ -289,13 +292,16 @@ func pruneRuns(tx *bolt.Tx, cands []candidate, cutoff time.Time, stop func() boo
 	return runs, msgs, done, nil
 }
 
-// deleteRun deletes a run and its journal, thread and message index
-// entries; it returns how many message references it deleted.
+// deleteRun deletes a run and its journal, thread, filter and message
+// index entries; it returns how many message references it deleted.
 func deleteRun(tx *bolt.Tx, id string, r runEnd) (int, error) {
 	if err := tx.Bucket(bRuns).Delete(runKey(id)); err != nil {
 		return 0, err
 	}
 	if err := tx.Bucket(bActive).Delete(runKey(id)); err != nil {
+		return 0, err
+	}
+	if err := deleteIndexes(tx, indexed{ID: strings.ToLower(id), Runbook: r.Runbook, Target: r.Target, State: r.State, CreatedAt: r.CreatedAt}); err != nil {
 		return 0, err
 	}
 	for _, th := range []string{r.Conversation.Thread, r.Root.ID} {

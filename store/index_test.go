@@ -199,3 +199,98 @@ func TestSpecs_StoredOnce(t *testing.T) {
 		return nil
 	}))
 }
+
+// The filter indexes (runbook, target, state) hold one entry per run: a
+// state change moves the run's state entry, an update that changes none
+// of them writes none, and a run deleted by retention leaves none behind.
+func TestFilterIndexes_OneEntryPerRunThroughChangesAndRetention(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "gc.db"), Options{Retention: time.Hour, NoSync: true})
+	require.NoError(t, err)
+	defer db.Close()
+	ctx := context.Background()
+	for i := range 6 {
+		r := &runmodel.Run{ID: fmt.Sprintf("R-%d", i), Runbook: "prune", Target: "infra-prd", State: runmodel.RunRunning,
+			CreatedAt: t0.Add(time.Duration(i) * time.Minute), UpdatedAt: t0}
+		require.NoError(t, db.CreateRun(ctx, r, nil))
+	}
+	for i := range 6 {
+		_, err := db.UpdateRun(ctx, fmt.Sprintf("r-%d", i), func(r *runmodel.Run, _ *runmodel.Batch) error {
+			r.State = runmodel.RunAwaitingApproval
+			return nil
+		})
+		require.NoError(t, err)
+		_, err = db.UpdateRun(ctx, fmt.Sprintf("r-%d", i), func(r *runmodel.Run, _ *runmodel.Batch) error {
+			r.State, r.FinishedAt, r.UpdatedAt = runmodel.RunFailed, t0, t0
+			if i%2 == 0 {
+				r.FinishedAt, r.UpdatedAt = t0.Add(48*time.Hour), t0.Add(48*time.Hour)
+			}
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	for _, b := range [][]byte{bRunsByRunbook, bRunsByTarget, bRunsByState} {
+		assert.Equal(t, 6, keyCount(t, db, b), "%s: one entry per run", b)
+	}
+	failed, err := db.ListRuns(ctx, runmodel.RunQuery{States: []runmodel.RunState{runmodel.RunFailed}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"r-5", "r-4", "r-3", "r-2", "r-1", "r-0"}, ids(failed))
+
+	res, err := db.Housekeep(ctx, t0.Add(47*time.Hour))
+	require.NoError(t, err)
+	assert.Equal(t, 3, res.Runs)
+	for _, b := range [][]byte{bRunsByRunbook, bRunsByTarget, bRunsByState} {
+		assert.Equal(t, 3, keyCount(t, db, b), "%s: the deleted runs' entries are gone", b)
+	}
+	rest, err := db.ListRuns(ctx, runmodel.RunQuery{Runbook: "prune", Target: "infra-prd", States: []runmodel.RunState{runmodel.RunFailed}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"r-4", "r-2", "r-0"}, ids(rest))
+}
+
+// Opening a schema 6 store builds the filter indexes of the runs stored.
+func TestMigrate7_FilterIndexes(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "gc.db")
+	db, err := Open(p, Options{})
+	require.NoError(t, err)
+	ctx := context.Background()
+	for i := range 4 {
+		r, b := finishedRun(fmt.Sprintf("r-%d", i), t0.Add(time.Duration(i)*time.Minute))
+		if i%2 == 1 {
+			r.Runbook = "abort-pending"
+		}
+		require.NoError(t, db.CreateRun(ctx, r, b))
+	}
+	require.NoError(t, db.db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bRunsByRunbook, bRunsByTarget, bRunsByState} {
+			if err := tx.DeleteBucket(b); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bMeta).Put([]byte("schema_version"), []byte("6"))
+	}))
+	require.NoError(t, db.Close())
+
+	db, err = Open(p, Options{})
+	require.NoError(t, err)
+	defer db.Close()
+	for _, b := range [][]byte{bRunsByRunbook, bRunsByTarget, bRunsByState} {
+		assert.Equal(t, 4, keyCount(t, db, b), "%s", b)
+	}
+	got, err := db.ListRuns(ctx, runmodel.RunQuery{Runbook: "abort-pending"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"r-3", "r-1"}, ids(got))
+}
+
+func TestLeadFields_ReadsTheFieldsBeforeTheSteps(t *testing.T) {
+	r := &runmodel.Run{ID: "r-1", Runbook: "prune", Target: "infra-prd", State: runmodel.RunFailed, Title: "x",
+		Params: map[string]string{"worker": "w-0"}, Steps: []runmodel.StepState{{ID: "s", Summary: "{\"state\": \"fake\"}"}}}
+	raw, err := json.Marshal(storedRun{Run: r, SpecRef: "abc"})
+	require.NoError(t, err)
+	f, err := leadFields(raw)
+	require.NoError(t, err)
+	assert.Equal(t, runLead{Runbook: "prune", Target: "infra-prd", State: runmodel.RunFailed}, f)
+	f, err = leadFields([]byte(`{"id":"r-2","runbook":"x"}`))
+	require.NoError(t, err)
+	assert.Equal(t, runLead{Runbook: "x"}, f, "a run stored without some of them")
+	_, err = leadFields([]byte(`[]`))
+	assert.Error(t, err)
+}

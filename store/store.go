@@ -62,12 +62,19 @@ var (
 	// bAuditByRun indexes the audit log by run (key: run id, NUL, 8-byte
 	// sequence number), so a run's entries are read without the others.
 	bAuditByRun = []byte("audit_by_run")
+	// bRunsByRunbook, bRunsByTarget and bRunsByState index the runs by
+	// runbook, target and state (key: the value, NUL, the run's
+	// runs-by-time key; no value), so a listing filtered by them reads the
+	// runs that match, not every run back to since (listIndexed).
+	bRunsByRunbook = []byte("runs_by_runbook")
+	bRunsByTarget  = []byte("runs_by_target")
+	bRunsByState   = []byte("runs_by_state")
 )
 
 var allBuckets = [][]byte{bMeta, bRuns, bRunsByTime, bJournal, bAudit, bMessages, bEvents, bOutbox, bDigests, bKV}
 
 // SchemaVersion is the version this binary writes.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // DefaultRetention is how long finished runs are kept (Options.Retention).
 const DefaultRetention = 400 * 24 * time.Hour
@@ -323,6 +330,8 @@ var migrations = []migration{
 			return ar.Put(auditRunKey(e.RunID, k), nil)
 		})
 	}},
+	// 7: the runs indexed by runbook, target and state.
+	{6, 7, migrateFilterIndexes},
 }
 
 // auditRunKey is the key of an audit entry (its 8-byte sequence number)
@@ -386,7 +395,7 @@ func (s *DB) CreateRun(_ context.Context, r *runmodel.Run, b *runmodel.Batch) er
 		if runs.Get(runKey(r.ID)) != nil {
 			return fmt.Errorf("run %s: %w", r.ID, runmodel.ErrExists)
 		}
-		if err := s.putRun(tx, r); err != nil {
+		if err := s.putRun(tx, r, nil); err != nil {
 			return err
 		}
 		key := timeKey(r.CreatedAt, r.ID)
@@ -406,7 +415,10 @@ type storedRun struct {
 	SpecRef string `json:"spec_ref,omitempty"`
 }
 
-func (s *DB) putRun(tx *bolt.Tx, r *runmodel.Run) error {
+func (s *DB) putRun(tx *bolt.Tx, r *runmodel.Run, was *indexed) error {
+	if err := putIndexes(tx, indexedOf(r), was); err != nil {
+		return fmt.Errorf("indexing run %s: %w", r.ID, err)
+	}
 	cp := *r
 	st := storedRun{Run: &cp}
 	if r.Spec != nil {
@@ -463,11 +475,12 @@ func (s *DB) UpdateRun(_ context.Context, id string, fn func(*runmodel.Run, *run
 		if err != nil {
 			return err
 		}
+		was := indexedOf(r)
 		var b runmodel.Batch
 		if err := fn(r, &b); err != nil {
 			return err
 		}
-		if err := s.putRun(tx, r); err != nil {
+		if err := s.putRun(tx, r, &was); err != nil {
 			return err
 		}
 		if err := writeBatch(tx, strings.ToLower(strings.TrimSpace(id)), &b); err != nil {
@@ -567,9 +580,10 @@ func runMatches(r *runmodel.Run, q runmodel.RunQuery) bool {
 }
 
 // ListRuns implements runmodel.Runs; most recent first. A query for active runs
-// reads only the index of active runs, one for a thread the thread index;
-// the others walk the runs by time from q.After on, decoding each run once
-// and stopping at q.Since or q.Limit.
+// reads only the index of active runs, one for a thread the thread index,
+// one filtered by runbook, target or one state the indexes of those
+// (listIndexed); the others walk the runs by time from q.After on,
+// decoding each run once and stopping at q.Since or q.Limit.
 func (s *DB) ListRuns(_ context.Context, q runmodel.RunQuery) ([]*runmodel.Run, error) {
 	var out []*runmodel.Run
 	if q.Active {
@@ -577,6 +591,9 @@ func (s *DB) ListRuns(_ context.Context, q runmodel.RunQuery) ([]*runmodel.Run, 
 	}
 	if q.Thread != "" {
 		return s.listThread(q)
+	}
+	if ix := filterIndexes(q); len(ix) > 0 {
+		return s.listIndexed(q, ix)
 	}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bRunsByTime).Cursor()

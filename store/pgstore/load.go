@@ -67,7 +67,7 @@ func (s *DB) Load(ctx context.Context, fn func(l *Loader) error) (Counts, error)
 			return fmt.Errorf("the target store is not empty (%s): copy only into a new database", c)
 		}
 		l := &Loader{s: s, tx: tx, ctx: ctx, rows: map[string][][]any{}, specs: map[string]bool{}, cols: map[string][]string{
-			"runs":            {"id", "created_at", "state", "active", "ended_at", "thread", "root_id", "spec_ref", "journal_seq", "data"},
+			"runs":            {"id", "created_at", "state", "active", "ended_at", "thread", "root_id", "spec_ref", "journal_seq", "data", "runbook", "target"},
 			"specs":           {"ref", "data"},
 			"journal":         {"run_id", "seq", "data"},
 			"audit":           {"seq", "run_id", "data"},
@@ -179,7 +179,7 @@ func (l *Loader) Run(r *runmodel.Run, journal []runmodel.JournalEntry) error {
 	}
 	l.counts.Runs++
 	l.counts.Journal += int64(len(journal))
-	return l.add("runs", cp.ID, r.CreatedAt, string(r.State), !r.State.Terminal(), ended, r.Conversation.Thread, r.Root.ID, st.SpecRef, seq, data)
+	return l.add("runs", cp.ID, r.CreatedAt, string(r.State), !r.State.Terminal(), ended, r.Conversation.Thread, r.Root.ID, st.SpecRef, seq, data, r.Runbook, r.Target)
 }
 
 // Message copies a message index entry.

@@ -298,13 +298,13 @@ func (s *DB) putRun(q *pgx.Batch, r *runmodel.Run, insert bool, loadedRef string
 		ended = r.UpdatedAt
 	}
 	if insert {
-		q.Queue(`insert into runs (id, created_at, state, active, ended_at, thread, root_id, spec_ref, journal_seq, data)
-			values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-			r.ID, r.CreatedAt, string(r.State), !r.State.Terminal(), ended, r.Conversation.Thread, r.Root.ID, st.SpecRef, journalSeq, data)
+		q.Queue(`insert into runs (id, created_at, state, active, ended_at, thread, root_id, spec_ref, journal_seq, data, runbook, target)
+			values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			r.ID, r.CreatedAt, string(r.State), !r.State.Terminal(), ended, r.Conversation.Thread, r.Root.ID, st.SpecRef, journalSeq, data, r.Runbook, r.Target)
 	} else {
-		q.Queue(`update runs set state = $2, active = $3, ended_at = $4, thread = $5, root_id = $6, spec_ref = $7, journal_seq = $8, data = $9
-			where id = $1`,
-			r.ID, string(r.State), !r.State.Terminal(), ended, r.Conversation.Thread, r.Root.ID, st.SpecRef, journalSeq, data)
+		q.Queue(`update runs set state = $2, active = $3, ended_at = $4, thread = $5, root_id = $6, spec_ref = $7, journal_seq = $8, data = $9,
+			runbook = $10, target = $11 where id = $1`,
+			r.ID, string(r.State), !r.State.Terminal(), ended, r.Conversation.Thread, r.Root.ID, st.SpecRef, journalSeq, data, r.Runbook, r.Target)
 	}
 	return nil
 }
@@ -496,19 +496,22 @@ func (s *DB) ListRuns(ctx context.Context, q runmodel.RunQuery) ([]*runmodel.Run
 		}
 		where = append(where, "state = any("+arg(states)+")")
 	}
+	if q.Runbook != "" {
+		where = append(where, "runbook = "+arg(q.Runbook))
+	}
+	if q.Target != "" {
+		where = append(where, "target = "+arg(q.Target))
+	}
 	if q.After.ID != "" {
 		at, id := arg(q.After.CreatedAt), arg(strings.ToLower(q.After.ID))
 		where = append(where, "(created_at < "+at+" or (created_at = "+at+" and id collate \"C\" < "+id+"))")
 	}
-	// Runbook and target are in the run's JSON: they are matched after
-	// decoding, so the limit is applied then.
-	inGo := q.Runbook != "" || q.Target != ""
 	sql := "select id, data from runs"
 	if len(where) > 0 {
 		sql += " where " + strings.Join(where, " and ")
 	}
 	sql += " order by created_at desc, id collate \"C\" desc"
-	if q.Limit > 0 && !inGo {
+	if q.Limit > 0 {
 		sql += " limit " + arg(q.Limit)
 	}
 	rows, err := s.pool.Query(ctx, sql, args...)
@@ -538,13 +541,7 @@ func (s *DB) ListRuns(ctx context.Context, q runmodel.RunQuery) ([]*runmodel.Run
 		if err != nil {
 			return nil, err
 		}
-		if (q.Runbook != "" && run.Runbook != q.Runbook) || (q.Target != "" && run.Target != q.Target) {
-			continue
-		}
 		out = append(out, run)
-		if q.Limit > 0 && len(out) >= q.Limit {
-			break
-		}
 	}
 	if len(out) == 0 {
 		return nil, nil

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -140,4 +141,35 @@ func TestFence_TakeoverWaitsForTheWriteInFlight(t *testing.T) {
 	require.NoError(t, <-took)
 	_, err = db.UpdateRun(ctx, "r-1", func(*runmodel.Run, *runmodel.Batch) error { return nil })
 	assert.ErrorIs(t, err, pgstore.ErrFenced, "after the takeover the old leader writes nothing")
+}
+
+// TestMigrate3_RunFilterColumns: opening a schema 2 store fills the runs'
+// runbook and target columns from their JSON (a NUL in another field
+// included), so the filtered listings find the runs stored before.
+func TestMigrate3_RunFilterColumns(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.NewDatabase(t, nil)
+	db, err := pgstore.Open(ctx, dsn, pgstore.Options{})
+	require.NoError(t, err)
+	now := time.Now()
+	for i, rb := range []string{"prune", "abort-pending", "prune"} {
+		r := &runmodel.Run{ID: fmt.Sprintf("r-%d", i), Runbook: rb, Target: "infra-prd", Title: "a \x00 in the title",
+			State: runmodel.RunSucceeded, CreatedAt: now.Add(time.Duration(i) * time.Second), UpdatedAt: now}
+		require.NoError(t, db.CreateRun(ctx, r, nil))
+	}
+	_, err = db.Pool().Exec(ctx, "drop index runs_by_state; alter table runs drop column runbook, drop column target; update groundcrew_schema_version set version = 2")
+	require.NoError(t, err)
+	db.Close()
+
+	db, err = pgstore.Open(ctx, dsn, pgstore.Options{})
+	require.NoError(t, err)
+	defer db.Close()
+	got, err := db.ListRuns(ctx, runmodel.RunQuery{Runbook: "prune", Target: "infra-prd"})
+	require.NoError(t, err)
+	var ids []string
+	for _, r := range got {
+		ids = append(ids, r.ID)
+	}
+	assert.Equal(t, []string{"r-2", "r-0"}, ids)
+	assert.Equal(t, "a \x00 in the title", got[0].Title)
 }

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -818,4 +820,105 @@ func testAuditPages(t *testing.T, open Open) {
 	require.NoError(t, err)
 	require.Len(t, rest, 2)
 	assert.Equal(t, uint64(6), rest[0].Seq)
+}
+
+// testListFilteredAgreesWithTheWholeListing: a listing filtered by
+// runbook, target, state and since (the filters a store may answer from
+// an index) selects, in the same order, exactly the runs of the whole
+// listing that match — after runs changed state, runs created in the same
+// second, and finished runs deleted by retention — and reads page by page
+// the same runs.
+func testListFilteredAgreesWithTheWholeListing(t *testing.T, open Open) {
+	s := open(t, Options{Retention: 24 * time.Hour})
+	rng := rand.New(rand.NewPCG(7, 34))
+	runbooks := []string{"worker-stalled", "prune", "abort-pending", "rare"}
+	targets := []string{"infra-prd", "ocb", "ci"}
+	states := []runmodel.RunState{runmodel.RunSucceeded, runmodel.RunFailed, runmodel.RunCancelled, runmodel.RunRunning, runmodel.RunAwaitingApproval}
+	const n = 160
+	for i := range n {
+		// two runs a minute, some within the same second
+		r := newRun(fmt.Sprintf("r-%03d", i), t0.Add(time.Duration(i/2)*time.Minute+time.Duration(rng.IntN(2))*time.Second))
+		r.Runbook = runbooks[rng.IntN(len(runbooks)-1)]
+		if i%40 == 7 {
+			r.Runbook = "rare"
+		}
+		r.Target = targets[rng.IntN(len(targets))]
+		r.State = runmodel.RunRunning
+		r.Conversation.Thread = ""
+		require.NoError(t, s.CreateRun(ctx(), r, nil))
+	}
+	// most runs end, some at once, some after a wait; some end long ago
+	now := t0.Add(40 * 24 * time.Hour)
+	for i := range n {
+		st := states[rng.IntN(len(states))]
+		_, err := s.UpdateRun(ctx(), fmt.Sprintf("r-%03d", i), func(r *runmodel.Run, _ *runmodel.Batch) error {
+			if st == runmodel.RunAwaitingApproval {
+				r.State = st
+				return nil
+			}
+			r.State, r.FinishedAt, r.UpdatedAt = runmodel.RunAwaitingApproval, r.CreatedAt, r.CreatedAt
+			return nil
+		})
+		require.NoError(t, err)
+		if st == runmodel.RunAwaitingApproval || st == runmodel.RunRunning {
+			continue
+		}
+		_, err = s.UpdateRun(ctx(), fmt.Sprintf("r-%03d", i), func(r *runmodel.Run, _ *runmodel.Batch) error {
+			r.State, r.FinishedAt, r.UpdatedAt = st, r.CreatedAt.Add(time.Minute), r.CreatedAt.Add(time.Minute)
+			if i >= n/2 {
+				r.FinishedAt, r.UpdatedAt = now, now // the recent half is kept
+			}
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	res, err := s.Housekeep(ctx(), now.Add(time.Hour))
+	require.NoError(t, err)
+	require.Positive(t, res.Runs, "retention deleted the runs that ended long ago")
+
+	all, err := s.ListRuns(ctx(), runmodel.RunQuery{})
+	require.NoError(t, err)
+	finished := []runmodel.RunState{runmodel.RunSucceeded, runmodel.RunFailed, runmodel.RunCancelled}
+	queries := []runmodel.RunQuery{
+		{Runbook: "rare"},
+		{Runbook: "prune"},
+		{Target: "ocb"},
+		{States: []runmodel.RunState{runmodel.RunFailed}},
+		{States: []runmodel.RunState{runmodel.RunAwaitingApproval}},
+		{Runbook: "prune", Target: "infra-prd"},
+		{Runbook: "worker-stalled", States: []runmodel.RunState{runmodel.RunCancelled}},
+		{Runbook: "abort-pending", Target: "ci", States: []runmodel.RunState{runmodel.RunSucceeded}},
+		{Runbook: "prune", States: finished},
+		{Target: "infra-prd", States: finished, Since: t0.Add(50 * time.Minute)},
+		{Runbook: "rare", Target: "ocb", States: []runmodel.RunState{runmodel.RunFailed}, Since: t0.Add(time.Hour)},
+		{Runbook: "nothing-of-that-name"},
+	}
+	for _, q := range queries {
+		want := []string{}
+		for _, r := range all {
+			if (q.Runbook == "" || r.Runbook == q.Runbook) && (q.Target == "" || r.Target == q.Target) &&
+				(len(q.States) == 0 || slices.Contains(q.States, r.State)) && (q.Since.IsZero() || !r.CreatedAt.Before(q.Since)) {
+				want = append(want, r.ID)
+			}
+		}
+		got, err := s.ListRuns(ctx(), q)
+		require.NoError(t, err)
+		assert.Equal(t, want, ids(got), "%+v", q)
+		// page by page, 3 at a time
+		paged := []string{}
+		page := q
+		page.Limit = 3
+		for range n {
+			rs, err := s.ListRuns(ctx(), page)
+			require.NoError(t, err)
+			if len(rs) == 0 {
+				break
+			}
+			assert.LessOrEqual(t, len(rs), 3)
+			paged = append(paged, ids(rs)...)
+			last := rs[len(rs)-1]
+			page.After = runmodel.RunCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+		}
+		assert.Equal(t, want, paged, "%+v page by page", q)
+	}
 }

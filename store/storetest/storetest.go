@@ -62,6 +62,7 @@ var Cases = []Case{
 	{"Runs/SpecRoundTrip", testSpecRoundTrip},
 	{"Runs/ListOrderLimitSince", testListOrder},
 	{"Runs/ListFiltersAndPages", testListFiltersAndPages},
+	{"Runs/ListFilteredAgreesWithTheWholeListing", testListFilteredAgreesWithTheWholeListing},
 	{"Runs/ListActive", testListActive},
 	{"Runs/ListThread", testListThread},
 	{"Runs/RunByMessage", testRunByMessage},
