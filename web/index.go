@@ -14,6 +14,7 @@ import (
 	"github.com/groundcrew/groundcrew/incident"
 	"github.com/groundcrew/groundcrew/internal/human"
 	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/model/textmodel"
 )
 
 // indexView is the index: what needs people now, then what finished.
@@ -28,8 +29,10 @@ type indexView struct {
 	Newest       string
 	Filter       filterView
 	FilterError  string
-	Targets      []linkView
-	Token        string
+	// Runbooks and TargetNames are the names the filter form suggests.
+	Runbooks, TargetNames []string
+	Targets               []linkView
+	Token                 string
 }
 
 type incidentRow struct {
@@ -65,7 +68,11 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q, fv, err := finishedQuery(r.URL.Query(), s.o.Now())
+	if err == nil {
+		err = s.knownNames(ctx, fv)
+	}
 	iv.Filter = fv
+	iv.Runbooks, iv.TargetNames = s.runbookNames(), s.targetNames()
 	if err != nil {
 		iv.FilterError = err.Error()
 	} else {
@@ -162,6 +169,48 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+func (s *Server) runbookNames() []string {
+	if s.o.Runbooks == nil {
+		return nil
+	}
+	return s.o.Runbooks()
+}
+
+func (s *Server) targetNames() []string {
+	out := make([]string, 0, len(s.o.Targets))
+	for _, t := range s.o.Targets {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+// knownNames refuses a filter naming a runbook or a target that is
+// neither configured nor the runbook or target of any run kept (a runbook
+// removed from the library, a target no longer configured: their runs
+// are still listed), with the closest known name. Whether a run has it is
+// one look-up in the store's index of that filter.
+func (s *Server) knownNames(ctx context.Context, fv filterView) error {
+	check := func(what, name string, known []string, q runmodel.RunQuery) error {
+		if name == "" || known == nil || slices.Contains(known, name) {
+			return nil
+		}
+		q.Limit = 1
+		runs, err := s.o.Runs.ListRuns(ctx, q)
+		if err != nil || len(runs) > 0 {
+			return nil // a store error is said by the listing itself
+		}
+		msg := fmt.Sprintf("There is no %s %q, and no run of one.", what, name)
+		if sug := textmodel.Suggest(name, known); sug != "" {
+			return fmt.Errorf("%s Did you mean %q?", msg, sug)
+		}
+		return fmt.Errorf("%s The %ss are: %s.", msg, what, strings.Join(known, ", "))
+	}
+	if err := check("runbook", fv.Runbook, s.runbookNames(), runmodel.RunQuery{Runbook: fv.Runbook}); err != nil {
+		return err
+	}
+	return check("target", fv.Target, s.targetNames(), runmodel.RunQuery{Target: fv.Target})
 }
 
 // finishedQuery reads the filters of the finished runs.

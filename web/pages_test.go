@@ -358,3 +358,32 @@ func TestKeyRotation_LinksOfThePreviousKeyStillOpen(t *testing.T) {
 	code, _, _ = done.get(t, fresh, outside)
 	assert.Equal(t, 200, code)
 }
+
+// TestIndex_AFilterNamingNothingKnownIsRefused: a runbook or target that
+// is neither configured nor any run's is refused with the closest name; a
+// runbook removed from the library still lists its runs.
+func TestIndex_AFilterNamingNothingKnownIsRefused(t *testing.T) {
+	e := newEnv(t, func(o *web.Options) {
+		o.Runbooks = func() []string { return []string{"worker-disk-full", "prune-stalled"} }
+	})
+	e.seedRun(t, "r-done000001", runmodel.RunSucceeded) // a worker-stalled run: that runbook is no longer in the library
+	get := func(q string) string {
+		t.Helper()
+		code, _, body := e.get(t, "/?"+q, "10.0.0.1:1", "X-Forwarded-User", "carol")
+		require.Equal(t, 200, code, body)
+		return body
+	}
+	body := get("runbook=worker-disk-ful&since=7d")
+	assert.Contains(t, body, "There is no runbook &#34;worker-disk-ful&#34;, and no run of one. Did you mean &#34;worker-disk-full&#34;?")
+	assert.NotContains(t, body, "No finished run matches")
+	body = get("runbook=zzz")
+	assert.Contains(t, body, "There is no runbook &#34;zzz&#34;, and no run of one. The runbooks are: worker-disk-full, prune-stalled.")
+	body = get("target=infra-prod")
+	assert.Contains(t, body, "There is no target &#34;infra-prod&#34;, and no run of one. Did you mean &#34;infra-prd&#34;?")
+	body = get("runbook=worker-stalled")
+	assert.NotContains(t, body, "There is no runbook")
+	assert.Contains(t, body, "r-done000001", "the runs of a runbook no longer in the library are listed")
+	body = get("runbook=worker-disk-full&target=infra-prd")
+	assert.Contains(t, body, "No finished run matches.")
+	assert.Contains(t, body, `<option value="prune-stalled">`, "the form suggests the names")
+}

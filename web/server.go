@@ -47,7 +47,11 @@ type Options struct {
 	Incidents Incidents // optional
 	Digests   Digests   // optional
 	Targets   []Target
-	Words     Words
+	// Runbooks, when set, names the runbooks of the library (it may
+	// change at a reload): a filter of the index naming none of them, nor
+	// any run's, is refused with a did-you-mean.
+	Runbooks func() []string
+	Words    Words
 	// Links makes (and its signer verifies) the signed links; its base is
 	// the pages' external address.
 	Links *Links

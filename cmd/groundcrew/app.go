@@ -211,6 +211,14 @@ func newApp(cfg *config.Config, o appOptions) (*app, error) {
 			return nil, err
 		}
 	}
+	a.web.setRunbooks(func() []string {
+		lib := a.reloads.libs.lib()
+		names := lib.Names()
+		for _, b := range lib.BrokenList() {
+			names = append(names, b.Name)
+		}
+		return names
+	})
 
 	in, out := o.In, o.Out
 	if in == nil {

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/groundcrew/groundcrew/bot"
@@ -43,6 +44,16 @@ type webParts struct {
 	// notified: the store announces its commits itself (PostgreSQL's
 	// LISTEN/NOTIFY feeds hub); else the writers' stores publish them.
 	notified bool
+	// runbooks names the library's runbooks, once the app loaded it (the
+	// index's filter refuses a name that is no runbook's, nor any run's).
+	runbooks atomic.Pointer[func() []string]
+}
+
+// setRunbooks tells the pages the names of the library's runbooks.
+func (p *webParts) setRunbooks(names func() []string) {
+	if p != nil {
+		p.runbooks.Store(&names)
+	}
 }
 
 // newWeb builds the pages of cfg.Web on db, or nil when web: is not
@@ -76,6 +87,12 @@ func newWeb(cfg *config.Config, db webStore, now func() time.Time, log *slog.Log
 			}
 			return out
 		}},
+		Runbooks: func() []string {
+			if names := p.runbooks.Load(); names != nil {
+				return (*names)()
+			}
+			return nil
+		},
 		Links: p.links, Proxy: web.Proxy{Header: cfg.Web.TrustedHeader, From: cfg.Web.Proxies}, Changes: p.hub,
 		Redact: redactor(cfg), Now: now, Logger: log.With("component", "web")})
 	if err != nil {
