@@ -207,7 +207,7 @@ func TestEngine_ObjectsThatMovedFirstAreSaidByName(t *testing.T) {
 	r := h.onlyRun()
 	require.Equal(t, runmodel.RunSucceeded, r.State, h.chat.Transcript())
 	assert.Zero(t, h.world.CallCount("fake.prune"), "no prune was sent")
-	found := "w-0 is no longer registered: it was removed before the approval"
+	found := "w-0 is no longer registered: it was removed while the approval was asked"
 	st := r.Step("prune")
 	assert.Equal(t, found+" — nothing to prune", st.Summary)
 	assert.Equal(t, []chatmodel.User{carol}, st.ApprovedBy)
@@ -482,4 +482,39 @@ func TestEngine_OutboxRetriesAreBounded(t *testing.T) {
 	h.cmd(alice, "status "+r.ID)
 	eph := h.chat.Ephemerals(alice.ID)
 	assert.Contains(t, eph[len(eph)-1], "could not be posted")
+}
+
+// A request nobody answers, whose objects moved first meanwhile, does not
+// fail the run for want of an approval nothing needed: before it expires
+// the plan is resolved again, and the step says what was found.
+func TestEngine_ExpiryWhenTheWorldMovedFirst(t *testing.T) {
+	h := newHarness(t, stalledWorld(), func(o *bot.Options) {
+		o.Approvals.Default = runmodel.Policy{Expires: runmodel.Duration(30 * time.Minute)}
+	})
+	h.cmd(alice, "run prune target=infra-prd worker=w-0")
+	h.react(bob, h.stepRef("check"), chatmodel.IntentApprove)
+	h.world.Remove("w-0")
+	h.clock.Advance(31 * time.Minute)
+	h.tick()
+	h.idle()
+	r := h.onlyRun()
+	require.Equal(t, runmodel.RunSucceeded, r.State, h.chat.Transcript())
+	assert.Zero(t, h.world.CallCount("fake.prune"))
+	assert.Equal(t, "w-0 is no longer registered: it was removed while the approval was asked — nothing to prune", r.Step("prune").Summary)
+	assert.Empty(t, h.auditOf(runmodel.ActionApprovalExpired))
+	require.Len(t, h.auditOf(runmodel.ActionNothingToDo), 1)
+	assert.NotContains(t, h.chat.Transcript(), "Expired after")
+	assert.Contains(t, h.chat.Transcript(), "Void — this request no longer applies")
+
+	t.Run("the objects are still there: it expires", func(t *testing.T) {
+		h := newHarness(t, stalledWorld(), func(o *bot.Options) {
+			o.Approvals.Default = runmodel.Policy{Expires: runmodel.Duration(30 * time.Minute)}
+		})
+		h.cmd(alice, "run prune target=infra-prd worker=w-0")
+		h.react(bob, h.stepRef("check"), chatmodel.IntentApprove)
+		h.clock.Advance(31 * time.Minute)
+		h.tick()
+		assert.Equal(t, runmodel.RunFailed, h.onlyRun().State)
+		assert.Len(t, h.auditOf(runmodel.ActionApprovalExpired), 1)
+	})
 }

@@ -437,6 +437,50 @@ func (e *Engine) checkGateTimers(ctx context.Context, r *runmodel.Run, now time.
 		return
 	}
 	if !now.Before(g.ExpiresAt) {
+		// Before the request expires, its plan is resolved again: when the
+		// world made it moot while nobody answered (Concourse removed the
+		// stalled worker by itself), the step says so and the run goes on,
+		// rather than failing for want of an approval nothing needed.
+		if spec := r.Spec.Steps[r.Cursor]; r.Cursor < len(r.Spec.Steps) && spec.Kind == runbookmodel.KindAction && g.Plan != nil {
+			if op, ok := e.opts.Ops.Get(spec.Op); ok && op.Class == opmodel.ClassDestructive {
+				cctx, done := e.work.callCtx(ctx, r.ID, true)
+				plan, err := op.Plan(cctx, opmodel.Call{Target: r.Target, Args: r.Current().Args, RunID: r.ID, StepID: spec.ID, Approved: g.Plan})
+				done()
+				if err == nil && plan.Empty() {
+					res := opmodel.NothingToDo(plan, g.Plan)
+					r2, err := e.update(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error {
+						if r.Gate == nil || r.Gate.ID != g.ID || r.Gate.Decision != runmodel.GatePending {
+							return errRunOver
+						}
+						if err := r.Gate.SetDecision(runmodel.GateVoid); err != nil {
+							return err
+						}
+						r.NoteGateDecided(now)
+						st := r.Current()
+						st.Status, st.FinishedAt = runmodel.StepSucceeded, now
+						setResult(st, res)
+						b.Note(runmodel.JournalEntry{Time: now, Step: g.StepID, Type: runmodel.JGateDecided, PlanHash: g.PlanHash,
+							Message: "void: nothing left to do when the request expired (" + strings.Join(foundLines(res), "; ") + ")"})
+						b.Note(runmodel.JournalEntry{Time: now, Step: g.StepID, Type: runmodel.JOutcome, Outcome: runmodel.CallNotMade, PlanHash: g.PlanHash, Message: res.Summary})
+						b.Note(runmodel.JournalEntry{Time: now, Step: st.ID, Type: runmodel.JStepDone, Message: st.Summary})
+						b.AuditLog(runmodel.AuditEntry{Time: now, Actor: e.opts.BotName, Action: runmodel.ActionNothingToDo, Step: g.StepID, Target: r.Target, Teams: g.Teams, PlanHash: g.PlanHash,
+							Detail: op.Name + ": not called, the objects of the plan moved first, while the request waited: " + strings.Join(foundLines(res), "; ")})
+						return e.moves.moveOn(r, b, true)
+					})
+					if err != nil {
+						return
+					}
+					e.out.refreshGate(ctx, r2, r2.Gate)
+					e.out.step(ctx, r2, g.StepID)
+					if r2.State.Terminal() {
+						e.out.end(ctx, r2)
+					} else {
+						e.work.kick(r2.ID)
+					}
+					return
+				}
+			}
+		}
 		r2, err := e.update(ctx, r.ID, func(r *runmodel.Run, b *runmodel.Batch) error {
 			if r.Gate == nil || r.Gate.ID != g.ID || r.Gate.Decision != runmodel.GatePending {
 				return errRunOver

@@ -141,12 +141,12 @@ func (c *Client) workerGone(name string) string {
 	seen, ok := c.memory.get(name)
 	switch {
 	case ok && seen.ephemeral:
-		return name + " is no longer registered: it was removed before the approval (it is ephemeral: Concourse removes those about a minute after they stop heartbeating; or someone else)"
+		return name + " is no longer registered: it was removed while the approval was asked (it is ephemeral: Concourse removes those about a minute after they stop heartbeating; or someone else)"
 	case c.cfg.StalledWorkerTimeout > 0:
-		return fmt.Sprintf("%s is no longer registered: it was removed before the approval (Concourse's stalled-worker-timeout of %s on %s, or someone else)",
+		return fmt.Sprintf("%s is no longer registered: it was removed while the approval was asked (Concourse's stalled-worker-timeout of %s on %s, or someone else)",
 			name, shortDuration(c.cfg.StalledWorkerTimeout), c.cfg.Name)
 	}
-	return name + " is no longer registered: it was removed before the approval (Concourse's stalled-worker-timeout or someone else)"
+	return name + " is no longer registered: it was removed while the approval was asked (Concourse's stalled-worker-timeout or someone else)"
 }
 
 // clockUTC is a bound as people read it in a message that stays true:

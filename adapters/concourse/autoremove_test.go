@@ -56,7 +56,7 @@ func TestAutoRemoval_SaidWhereTheWorkerIs(t *testing.T) {
 	t.Run("the ATC removed it: the re-check names the timeout", func(t *testing.T) {
 		require.NoError(t, e.srv.RemoveWorker("worker-9"))
 		re := e.recheck(t, "concourse.prune_worker", opmodel.Args{"name": "worker-9"}, pl)
-		assert.Equal(t, "worker-9 is no longer registered: it was removed before the approval (Concourse's stalled-worker-timeout of 10m on infra-prd, or someone else)", re.FoundOf("worker", "worker-9"))
+		assert.Equal(t, "worker-9 is no longer registered: it was removed while the approval was asked (Concourse's stalled-worker-timeout of 10m on infra-prd, or someone else)", re.FoundOf("worker", "worker-9"))
 	})
 	t.Run("overdue: the configured timeout may not be the web node's", func(t *testing.T) {
 		e := provEnvWith(t, concoursesim.NewWorld().StalledWorker("worker-1"), 5*time.Minute)
@@ -87,7 +87,7 @@ func TestAutoRemoval_SaidWhereTheWorkerIs(t *testing.T) {
 		require.NoError(t, e.srv.StopHeartbeat("eph-1"))
 		e.clock.Advance(2 * time.Minute)
 		re := e.recheck(t, "concourse.land_worker", opmodel.Args{"name": "eph-1"}, pl)
-		assert.Equal(t, "eph-1 is no longer registered: it was removed before the approval (it is ephemeral: Concourse removes those about a minute after they stop heartbeating; or someone else)", re.FoundOf("worker", "eph-1"))
+		assert.Equal(t, "eph-1 is no longer registered: it was removed while the approval was asked (it is ephemeral: Concourse removes those about a minute after they stop heartbeating; or someone else)", re.FoundOf("worker", "eph-1"))
 	})
 }
 

@@ -36,8 +36,8 @@ func TestDestructiveOps_SayWhatMovedFirst(t *testing.T) {
 		assert.True(t, pl.Empty())
 		assert.Equal(t, "nothing to prune", pl.Summary)
 		assert.Equal(t, []opmodel.Found{{Kind: "worker", ID: "worker-1",
-			Text: "worker-1 is no longer registered: it was removed before the approval (Concourse's stalled-worker-timeout or someone else)", Gone: true}}, pl.Found)
-		assert.Equal(t, "worker-1 is no longer registered: it was removed before the approval (Concourse's stalled-worker-timeout or someone else) — nothing to prune",
+			Text: "worker-1 is no longer registered: it was removed while the approval was asked (Concourse's stalled-worker-timeout or someone else)", Gone: true}}, pl.Found)
+		assert.Equal(t, "worker-1 is no longer registered: it was removed while the approval was asked (Concourse's stalled-worker-timeout or someone else) — nothing to prune",
 			opmodel.NothingToDo(pl, &approved).Summary)
 	})
 	t.Run("prune: the worker heartbeats again", func(t *testing.T) {
@@ -110,7 +110,7 @@ func TestDestructiveOps_SayWhatMovedFirst(t *testing.T) {
 		pl := e.recheck(t, "concourse.pause_pipeline", args, approved)
 		assert.True(t, pl.Empty())
 		assert.Equal(t, "main/app is already paused (by admin)", pl.FoundOf("pipeline", "main/app"))
-		assert.Equal(t, "main/docs no longer exists (deleted or renamed before the approval)", pl.FoundOf("pipeline", "main/docs"))
+		assert.Equal(t, "main/docs no longer exists (deleted or renamed while the approval was asked)", pl.FoundOf("pipeline", "main/docs"))
 	})
 	t.Run("clear caches: the pipeline was destroyed", func(t *testing.T) {
 		w := concoursesim.NewWorld()
@@ -124,9 +124,9 @@ func TestDestructiveOps_SayWhatMovedFirst(t *testing.T) {
 		require.NoError(t, e.srv.DestroyPipeline("main", "app"))
 		rp := e.recheck(t, "concourse.clear_resource_cache", rargs, ra)
 		assert.True(t, rp.Empty())
-		assert.Equal(t, "main/app no longer exists (deleted or renamed before the approval) — nothing to clear", opmodel.NothingToDo(rp, &ra).Summary, "said once for both resources")
+		assert.Equal(t, "main/app no longer exists (deleted or renamed while the approval was asked) — nothing to clear", opmodel.NothingToDo(rp, &ra).Summary, "said once for both resources")
 		tp := e.recheck(t, "concourse.clear_task_cache", targs, ta)
-		assert.Equal(t, "main/app no longer exists (deleted or renamed before the approval)", tp.FoundOf("task_cache", "main/app/unit/test"))
+		assert.Equal(t, "main/app no longer exists (deleted or renamed while the approval was asked)", tp.FoundOf("task_cache", "main/app/unit/test"))
 	})
 	t.Run("without an approved plan, a missing object is still an error", func(t *testing.T) {
 		e := newProvEnv(t, concoursesim.NewWorld())

@@ -23,7 +23,7 @@ func (p *Provider) opClearResourceCache() opmodel.Op {
 			team = cl.team(team)
 			rs, err := cl.Resources(ctx, team, pipeline)
 			if errors.Is(err, ErrNotFound) && c.Approved != nil {
-				return allGone(op, cl.Name(), c, team+"/"+pipeline+" no longer exists (deleted or renamed before the approval)"), nil
+				return allGone(op, cl.Name(), c, team+"/"+pipeline+" no longer exists (deleted or renamed while the approval was asked)"), nil
 			}
 			if err != nil {
 				return opmodel.Plan{}, pipelineNotFound(ctx, cl, team, pipeline, err, scopeOf(c))
@@ -43,7 +43,7 @@ func (p *Provider) opClearResourceCache() opmodel.Op {
 				r, ok := byName[n]
 				if id := team + "/" + pipeline + "/" + n; !ok && c.Approves("resource", id) {
 					plan.Found = append(plan.Found, opmodel.Found{Kind: "resource", ID: id, Gone: true,
-						Text: fmt.Sprintf("resource %s of %s/%s no longer exists (removed from the pipeline before the approval)", n, team, pipeline)})
+						Text: fmt.Sprintf("resource %s of %s/%s no longer exists (removed from the pipeline while the approval was asked)", n, team, pipeline)})
 					continue
 				}
 				if !ok {
@@ -126,14 +126,14 @@ func (p *Provider) opClearTaskCache() opmodel.Op {
 			}
 			cfg, err := cl.PipelineConfig(ctx, team, pipeline)
 			if errors.Is(err, ErrNotFound) && c.Approved != nil {
-				return allGone(op, cl.Name(), c, team+"/"+pipeline+" no longer exists (deleted or renamed before the approval)"), nil
+				return allGone(op, cl.Name(), c, team+"/"+pipeline+" no longer exists (deleted or renamed while the approval was asked)"), nil
 			}
 			if err != nil {
 				return opmodel.Plan{}, pipelineNotFound(ctx, cl, team, pipeline, err, scopeOf(c))
 			}
 			jc, ok := cfg.Job(job)
 			if !ok && c.Approved != nil {
-				return allGone(op, cl.Name(), c, fmt.Sprintf("job %s of %s/%s no longer exists (removed from the pipeline before the approval)", job, team, pipeline)), nil
+				return allGone(op, cl.Name(), c, fmt.Sprintf("job %s of %s/%s no longer exists (removed from the pipeline while the approval was asked)", job, team, pipeline)), nil
 			}
 			if !ok {
 				names := make([]string, 0, len(cfg.Jobs))
@@ -145,7 +145,7 @@ func (p *Provider) opClearTaskCache() opmodel.Op {
 			steps := jc.TaskSteps()
 			if step := c.Args.String("step"); step != "" {
 				if !contains(steps, step) && c.Approved != nil {
-					return allGone(op, cl.Name(), c, fmt.Sprintf("task step %s of %s/%s/%s no longer exists (the job changed before the approval)", step, team, pipeline, job)), nil
+					return allGone(op, cl.Name(), c, fmt.Sprintf("task step %s of %s/%s/%s no longer exists (the job changed while the approval was asked)", step, team, pipeline, job)), nil
 				}
 				if !contains(steps, step) {
 					return opmodel.Plan{}, fmt.Errorf("%s: job %s/%s/%s has no task step %q; its task steps are: %s", cl.Name(), team, pipeline, job, step, strings.Join(steps, ", "))
@@ -163,7 +163,7 @@ func (p *Provider) opClearTaskCache() opmodel.Op {
 			}
 			for _, it := range c.Gone(plan) {
 				plan.Found = append(plan.Found, opmodel.Found{Kind: it.Kind, ID: it.ID, Gone: true,
-					Text: fmt.Sprintf("task step %s of %s/%s/%s no longer exists (the job changed before the approval)", it.Attrs["step"], team, pipeline, job)})
+					Text: fmt.Sprintf("task step %s of %s/%s/%s no longer exists (the job changed while the approval was asked)", it.Attrs["step"], team, pipeline, job)})
 			}
 			plan.Summary = fmt.Sprintf("job %s has no task step: nothing to clear", job)
 			if !plan.Empty() {

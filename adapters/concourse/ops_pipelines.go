@@ -376,7 +376,7 @@ func (p *Provider) opPausePipeline() opmodel.Op {
 				switch {
 				case errors.Is(err, ErrNotFound) && c.Approves("pipeline", cl.team(team)+"/"+name):
 					// deleted or renamed while the approval was asked
-					found(cl.team(team)+"/"+name, cl.team(team)+"/"+name+" no longer exists (deleted or renamed before the approval)")
+					found(cl.team(team)+"/"+name, cl.team(team)+"/"+name+" no longer exists (deleted or renamed while the approval was asked)")
 				case err != nil:
 					return opmodel.Plan{}, pipelineNotFound(ctx, cl, team, name, err, scopeOf(c))
 				case pl.Paused:

@@ -47,7 +47,7 @@ func PurgeFound(plan opmodel.Plan, c opmodel.Call, why string) opmodel.Plan {
 		if a["scope"] == "team" {
 			label = a["team"] + " one-off builds"
 		}
-		text := fmt.Sprintf("%s (%s): its logs older than %s days were deleted before the approval (Concourse's build reaper or someone else)", it.ID, label, a["days"])
+		text := fmt.Sprintf("%s (%s): its logs older than %s days were deleted while the approval was asked (Concourse's build reaper or someone else)", it.ID, label, a["days"])
 		switch {
 		case why != "":
 			text = fmt.Sprintf("%s (%s) can no longer be purged: %s", it.ID, label, why)

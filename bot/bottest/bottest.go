@@ -422,7 +422,7 @@ func (w *World) ops() []opmodel.Op {
 					p.Summary = "nothing to prune"
 				}
 				for _, it := range c.Gone(p) {
-					f := opmodel.Found{Kind: it.Kind, ID: it.ID, Text: it.ID + " is no longer registered: it was removed before the approval", Gone: true}
+					f := opmodel.Found{Kind: it.Kind, ID: it.ID, Text: it.ID + " is no longer registered: it was removed while the approval was asked", Gone: true}
 					if s, ok := w.Workers[it.ID]; ok {
 						f.Text, f.Gone = it.ID+" is "+s+" again", false
 					}

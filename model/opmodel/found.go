@@ -10,7 +10,7 @@ import (
 // first (Concourse removed the stalled worker, the build finished, someone
 // paused the pipeline). Text says it in one sentence that names the object
 // and the cause as far as it is known: "worker-1 is no longer registered:
-// it was removed before the approval (Concourse's stalled-worker-timeout
+// it was removed while the approval was asked (Concourse's stalled-worker-timeout
 // or someone else)", "build 812 already finished (succeeded)", "main/app
 // is already paused (by alice)".
 type Found struct {

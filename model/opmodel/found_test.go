@@ -9,9 +9,9 @@ import (
 func TestNothingToDo_SaysWhatWasFoundOfEachApprovedObject(t *testing.T) {
 	approved := &Plan{Items: []PlanItem{{Kind: "worker", ID: "worker-1", Attrs: map[string]string{"state": "stalled"}}}}
 	cur := Plan{Summary: "nothing to prune", Found: []Found{{Kind: "worker", ID: "worker-1",
-		Text: "worker-1 is no longer registered: it was removed before the approval (Concourse's stalled-worker-timeout or someone else)"}}}
+		Text: "worker-1 is no longer registered: it was removed while the approval was asked (Concourse's stalled-worker-timeout or someone else)"}}}
 	res := NothingToDo(cur, approved)
-	assert.Equal(t, "worker-1 is no longer registered: it was removed before the approval (Concourse's stalled-worker-timeout or someone else) — nothing to prune", res.Summary)
+	assert.Equal(t, "worker-1 is no longer registered: it was removed while the approval was asked (Concourse's stalled-worker-timeout or someone else) — nothing to prune", res.Summary)
 	assert.Equal(t, []ItemResult{{ID: "worker-1", Outcome: OutcomeAlreadyDone, Reason: cur.Found[0].Text}}, res.Items)
 	d := res.Data.(NothingToDoData)
 	assert.True(t, d.NothingToDo)
