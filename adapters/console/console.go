@@ -337,13 +337,23 @@ func (a *Adapter) ReadThread(_ context.Context, c chatmodel.Conversation) ([]cha
 }
 
 // Run implements the adapter's receive loop: one line per command until
-// end of input or ctx ends. It returns nil at end of input.
+// end of input or ctx ends. It returns nil at end of input. A line is read
+// only once the one before it was handled (no read-ahead), so what reads
+// the input (serve's replicas: cmd/groundcrew/standbyinput.go) knows when
+// a line is taken to be run.
 func (a *Adapter) Run(ctx context.Context, h chatmodel.Handler) error {
 	lines := make(chan string)
+	next := make(chan struct{}, 1)
 	errc := make(chan error, 1)
+	next <- struct{}{}
 	go func() {
 		rd := bufio.NewReaderSize(a.in, 64*1024)
 		for n := 1; ; n++ {
+			select {
+			case <-next:
+			case <-ctx.Done():
+				return
+			}
 			line, long, err := readLine(rd, MaxLineBytes)
 			if long {
 				// Refused, never fatal: the rest of the input still counts.
@@ -372,6 +382,9 @@ func (a *Adapter) Run(ctx context.Context, h chatmodel.Handler) error {
 			if !ok {
 				return <-errc
 			}
+			if ctx.Err() != nil {
+				return nil // this session ended while the line was read: it is not run
+			}
 			if n, ok := strings.CutPrefix(line, longLine); ok {
 				a.say("⚠️ input line %s is longer than %d KiB, the limit for one line; it was ignored", n, MaxLineBytes>>10)
 			} else {
@@ -380,6 +393,7 @@ func (a *Adapter) Run(ctx context.Context, h chatmodel.Handler) error {
 			if a.opts.AfterLine != nil {
 				a.opts.AfterLine()
 			}
+			next <- struct{}{}
 		}
 	}
 }

@@ -44,6 +44,7 @@ func TestHAChild(t *testing.T) {
 		t.Skip("a replica started by the failover tests")
 	}
 	leaderTimings.TTL, leaderTimings.Renew, leaderTimings.Retry = haTTL, 500*time.Millisecond, 200*time.Millisecond
+	storeBackoff.First, storeBackoff.Max = 100*time.Millisecond, time.Second
 	if at := os.Getenv("GROUNDCREW_HA_PAUSE_AT"); at != "" {
 		// The first time the engine reaches the point, the replica says so
 		// and waits for the file GROUNDCREW_HA_RESUME: the test stops the

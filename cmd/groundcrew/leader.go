@@ -39,16 +39,33 @@ import (
 var leaderTimings = struct{ TTL, Renew, Retry time.Duration }{10 * time.Second, 2 * time.Second, 500 * time.Millisecond}
 
 // haServer is the HTTP server of a replica: its own routes, and the
-// current leader app's while there is one.
+// current leader app's while there is one. It serves from the start,
+// before the store answers (starting: /readyz says why it is not ready).
 type haServer struct {
-	el  *leader.Elector
-	reg *prometheus.Registry
+	holder string
+	reg    *prometheus.Registry
+
+	mu sync.Mutex
+	el *leader.Elector // nil while the store is awaited
 	// pages are served by every replica, leader or standby (they read
 	// the store), on server.listen unless web.listen is set.
 	pages http.Handler
+	app   *app
+	wait  storeWait
+}
 
-	mu  sync.Mutex
-	app *app
+// storeWait is the store awaited at start: since when, and its last error.
+type storeWait struct {
+	since time.Time
+	err   error
+}
+
+// say is /readyz's store check while the store is awaited.
+func (w storeWait) say() string {
+	if w.err == nil {
+		return "connecting to the store (PostgreSQL)"
+	}
+	return fmt.Sprintf("waiting for the store (PostgreSQL) for %s, retrying: %v", time.Since(w.since).Round(time.Second), w.err)
 }
 
 func (h *haServer) current() *app {
@@ -63,6 +80,44 @@ func (h *haServer) set(a *app) {
 	h.mu.Unlock()
 }
 
+// waiting records why the store does not answer yet (openPostgresWaiting).
+func (h *haServer) waiting(since time.Time, err error) {
+	h.mu.Lock()
+	h.wait = storeWait{since: since, err: err}
+	h.mu.Unlock()
+}
+
+// started: the store answers; el elects, pages (optional) are served.
+func (h *haServer) started(el *leader.Elector, pages http.Handler) {
+	h.mu.Lock()
+	h.el, h.pages = el, pages
+	h.mu.Unlock()
+}
+
+func (h *haServer) state() (*leader.Elector, http.Handler, *app, storeWait) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.el, h.pages, h.app, h.wait
+}
+
+// leaderName is who leads as this replica last saw it ("" while it
+// waits for the store, or when nobody leads).
+func (h *haServer) leaderName() string {
+	if el, _, _, _ := h.state(); el != nil {
+		return el.Current()
+	}
+	return ""
+}
+
+// heldUntil is until when this replica surely holds the leader lease
+// (zero while it does not lead, or waits for the store).
+func (h *haServer) heldUntil() time.Time {
+	if el, _, _, _ := h.state(); el != nil {
+		return el.HeldUntil()
+	}
+	return time.Time{}
+}
+
 // haReady is /readyz of a replica: the app's checks plus the role.
 type haReady struct {
 	Role   string `json:"role"`
@@ -73,7 +128,7 @@ type haReady struct {
 }
 
 func (h *haServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	a := h.current()
+	el, pages, a, wait := h.state()
 	switch r.URL.Path {
 	case "/healthz":
 		fmt.Fprintln(w, "ok")
@@ -86,17 +141,24 @@ func (h *haServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		promhttp.HandlerFor(gs, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 		return
 	case "/readyz":
-		body := haReady{Role: "standby", Holder: h.el.Holder(), Leader: h.el.Current()}
-		body.Ready = false
-		body.Checks = map[string]string{"leader": "standby: " + h.el.Current() + " leads"}
-		if h.el.Current() == "" {
-			body.Checks["leader"] = "standby: no replica leads now, or the lease cannot be read"
+		var body haReady
+		switch {
+		case el == nil:
+			body = haReady{Role: "starting", Holder: h.holder}
+			body.Checks = map[string]string{"store": wait.say()}
+		default:
+			body = haReady{Role: "standby", Holder: h.holder, Leader: el.Current()}
+			body.Checks = map[string]string{"leader": "standby: " + el.Current() + " leads"}
+			if el.Current() == "" {
+				body.Checks["leader"] = "standby: no replica leads now, or the lease cannot be read"
+			}
+			if a != nil && el.Leading() {
+				body.Role, body.Epoch, body.Leader = "leader", el.Epoch(), el.Holder()
+				body.readyBody = a.readiness()
+				body.Checks["leader"] = "ok"
+			}
 		}
-		if a != nil && h.el.Leading() {
-			body.Role, body.Epoch, body.Leader = "leader", h.el.Epoch(), h.el.Holder()
-			body.readyBody = a.readiness()
-			body.Checks["leader"] = "ok"
-		}
+		body.Ready = body.Ready && el != nil
 		w.Header().Set("Content-Type", "application/json")
 		if !body.Ready {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -106,65 +168,57 @@ func (h *haServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = enc.Encode(body)
 		return
 	}
-	if h.pages != nil && web.Owns(r.URL.Path) {
-		h.pages.ServeHTTP(w, r)
+	if pages != nil && web.Owns(r.URL.Path) {
+		pages.ServeHTTP(w, r)
 		return
 	}
-	if a == nil || !h.el.Leading() {
+	if el == nil {
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "starting: this groundcrew replica waits for its store: "+wait.say(), http.StatusServiceUnavailable)
+		return
+	}
+	if a == nil || !el.Leading() {
 		w.Header().Set("Retry-After", "2")
-		http.Error(w, "standby: this groundcrew replica does not lead; "+nonEmpty(h.el.Current(), "another replica")+" does", http.StatusServiceUnavailable)
+		http.Error(w, "standby: this groundcrew replica does not lead; "+nonEmpty(el.Current(), "another replica")+" does", http.StatusServiceUnavailable)
 		return
 	}
 	a.mux.ServeHTTP(w, r)
 }
 
 // serveHA runs serve with a PostgreSQL store: HTTP always, the app while
-// this replica leads. It returns when ctx ends, after handing over.
+// this replica leads. It serves /healthz and /readyz from the start; a
+// store that does not answer yet is waited for (openPostgresWaiting) —
+// on Kubernetes a crash loop would only delay it — while one that refuses
+// this configuration ends serve with why. It returns when ctx ends, after
+// handing over.
 func serveHA(ctx context.Context, cfg *config.Config, o appOptions) error {
 	log := o.Logger
 	if log == nil {
 		log = newLogger(cfg, os.Stderr)
 		o.Logger = log
 	}
-	db, err := openPostgres(cfg, true)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	o.Store = db
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	host, _ := os.Hostname()
 	holder := fmt.Sprintf("%s/%d", nonEmpty(host, "groundcrew"), os.Getpid())
 	reg := prometheus.NewRegistry()
-	el := leader.New(leader.Options{Lease: db.Lease(), Holder: holder, OnEpoch: db.SetEpoch, Registerer: reg,
-		TTL: leaderTimings.TTL, Renew: leaderTimings.Renew, Retry: leaderTimings.Retry,
-		Logger: log.With("component", "leader")})
-	h := &haServer{el: el, reg: reg}
-	wp, err := newWeb(cfg, db, o.Now, log)
-	if err != nil {
-		return err
-	}
-	if wp != nil {
-		wp.notified = true
-		o.Web = wp
-		if cfg.Web.Listen == "" {
-			h.pages = wp.pages
-		}
-	}
+	h := &haServer{holder: holder, reg: reg}
 
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return fmt.Errorf("server.listen %s: %w", cfg.Server.Listen, err)
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "store", db.Path(), "holder", holder)
+	log.Info("listening", "addr", ln.Addr().String(), "holder", holder)
 	g, gctx := errgroup.WithContext(ctx)
 	serveUntil(gctx, g, httpguard.Server(h), ln, 10*time.Second)
-	if wp != nil {
-		if err := serveWeb(gctx, g, cfg, wp, log); err != nil {
-			return err
+	stop := func(err error) error { // before the elector runs
+		cancel()
+		_ = g.Wait()
+		_ = ln.Close()
+		if errors.Is(err, context.Canceled) {
+			return nil
 		}
-		// every replica's pages follow the commits, the leader's
-		// included, through the store's notifications
-		g.Go(func() error { return db.Listen(gctx, wp.hub.Publish, wp.hub.Resync, log.With("component", "web")) })
+		return err
 	}
 	var input *standbyInput
 	if cfg.Chat.Platform == "console" && o.In != nil {
@@ -172,8 +226,40 @@ func serveHA(ctx context.Context, cfg *config.Config, o appOptions) error {
 		if out == nil {
 			out = os.Stdout
 		}
-		input = newStandbyInput(o.In, out, el.Current)
+		// Read at once: a line typed while the store is awaited is
+		// answered then, never run later.
+		input = newStandbyInput(o.In, out, h.leaderName, h.heldUntil)
 		go input.pump()
+	}
+	db, err := openPostgresWaiting(gctx, cfg.StorePostgres.DSN.Value(), time.Duration(cfg.Retention), log, h.waiting)
+	if err != nil {
+		return stop(err)
+	}
+	defer db.Close()
+	o.Store = db
+	el := leader.New(leader.Options{Lease: db.Lease(), Holder: holder, OnEpoch: db.SetEpoch, Registerer: reg,
+		TTL: leaderTimings.TTL, Renew: leaderTimings.Renew, Retry: leaderTimings.Retry,
+		Logger: log.With("component", "leader")})
+	wp, err := newWeb(cfg, db, o.Now, log)
+	if err != nil {
+		return stop(err)
+	}
+	var pages http.Handler
+	if wp != nil {
+		wp.notified = true
+		o.Web = wp
+		if cfg.Web.Listen == "" {
+			pages = wp.pages
+		}
+	}
+	h.started(el, pages)
+	if wp != nil {
+		if err := serveWeb(gctx, g, cfg, wp, log); err != nil {
+			return stop(err)
+		}
+		// every replica's pages follow the commits, the leader's
+		// included, through the store's notifications
+		g.Go(func() error { return db.Listen(gctx, wp.hub.Publish, wp.hub.Resync, log.With("component", "web")) })
 	}
 	g.Go(func() error {
 		defer func() { _ = ln.Close() }()
@@ -182,7 +268,7 @@ func serveHA(ctx context.Context, cfg *config.Config, o appOptions) error {
 			if input != nil {
 				to.In = input.term(lctx)
 			}
-			return leadTerm(lctx, cfg, to, h, log)
+			return leadTerm(lctx, cfg, to, el, h, log)
 		})
 	})
 	err = g.Wait()
@@ -193,9 +279,9 @@ func serveHA(ctx context.Context, cfg *config.Config, o appOptions) error {
 }
 
 // leadTerm builds the app and runs it until lctx ends.
-func leadTerm(lctx context.Context, cfg *config.Config, o appOptions, h *haServer, log *slog.Logger) error {
+func leadTerm(lctx context.Context, cfg *config.Config, o appOptions, el *leader.Elector, h *haServer, log *slog.Logger) error {
 	o.external = true
-	o.Lease = h.el // a write or destructive call only while the lease surely holds
+	o.Lease = el // a write or destructive call only while the lease surely holds
 	a, err := newApp(cfg, o)
 	if err != nil {
 		if lctx.Err() != nil {

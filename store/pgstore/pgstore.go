@@ -129,7 +129,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	s := &DB{pool: pool{pgxPool}, eventTTL: opts.EventTTL, retention: opts.Retention, fenced: opts.Fenced, specs: newSpecCache()}
 	if err := s.migrate(ctx); err != nil {
 		pgxPool.Close()
-		return nil, fmt.Errorf("opening the store %s: %w", Redact(dsn), err)
+		return nil, fmt.Errorf("opening the store %s: %w", Redact(dsn), connectError(err))
 	}
 	return s, nil
 }
