@@ -389,6 +389,9 @@ func (w *Watcher) Poll(ctx context.Context, i int) error {
 			s := c.Last
 			s.Firing = false
 			s.Evidence = nil
+			if name, ok := strings.CutPrefix(key, Key(r.Target, "worker_stalled", "")+":"); ok && rs.prev != nil {
+				s.Why = stalledCleared(name, rs.prev.Workers)
+			}
 			if _, err := w.o.Sink.Signal(ctx, s); err != nil {
 				errs = append(errs, err)
 				continue
@@ -413,6 +416,18 @@ func (w *Watcher) Poll(ctx context.Context, i int) error {
 		errs = append(errs, fmt.Errorf("%w %s: %w", ErrUnreadable, r.Target, err))
 	}
 	return errors.Join(errs...)
+}
+
+// stalledCleared says why a stalled worker's incident resolves: the worker
+// is listed in another state, or no longer at all — removed by Concourse
+// itself (--stalled-worker-timeout, an ephemeral worker) or by someone.
+func stalledCleared(name string, w digest.WorkerFigures) string {
+	for _, n := range w.Names {
+		if n == name {
+			return fmt.Sprintf("`%s` is no longer stalled.", name)
+		}
+	}
+	return fmt.Sprintf("`%s` is no longer registered: Concourse removed it by itself (stalled-worker-timeout, or it was ephemeral) or someone pruned it.", name)
 }
 
 var loginRe = regexp.MustCompile(`(?i)\b401\b|unauthori[sz]ed|login|password|forbidden|\b403\b`)

@@ -350,3 +350,30 @@ func TestStalledWorkerSaysWhenConcourseRemovesIt(t *testing.T) {
 	require.Len(t, sk.signals, 1)
 	assert.Contains(t, sk.signals[0].Evidence, "Concourse removes worker-1 by itself before 04:32 UTC unless it heartbeats again")
 }
+
+// A stalled worker's incident says why it resolves: back in another state,
+// or no longer registered (Concourse's stalled-worker-timeout, or a prune).
+func TestStalledWorkerResolvesSayingWhy(t *testing.T) {
+	for _, c := range []struct {
+		names []string
+		want  string
+	}{
+		{nil, "`worker-1` is no longer registered: Concourse removed it by itself (stalled-worker-timeout, or it was ephemeral) or someone pruned it."},
+		{[]string{"worker-0", "worker-1"}, "`worker-1` is no longer stalled."},
+	} {
+		w, src, sk, clk := newWatcher(t, watch.Rule{Target: "infra-prd", Channel: "#ci-ops", WorkerStalledFor: time.Minute})
+		src.data = stalled("worker-1")
+		for range 4 {
+			require.NoError(t, w.Poll(context.Background(), 0))
+			clk.t = clk.t.Add(time.Minute)
+		}
+		require.Len(t, sk.signals, 1)
+		src.data = stalled()
+		src.data.Workers.Names = c.names
+		require.NoError(t, w.Poll(context.Background(), 0))
+		require.NoError(t, w.Poll(context.Background(), 0))
+		require.Len(t, sk.signals, 2)
+		assert.False(t, sk.signals[1].Firing)
+		assert.Equal(t, c.want, sk.signals[1].Why)
+	}
+}
