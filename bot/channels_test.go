@@ -98,6 +98,7 @@ func TestChannels_DefaultDenyRefusesUnboundChannels(t *testing.T) {
 	assert.Equal(t, 0, h.world.CallCount("fake.touch"))
 	h.cmdIn(chan2, bob, "list")
 	assert.True(t, strings.HasPrefix(lastReply(h, bob), "⛔ This channel may not run runbooks"), lastReply(h, bob))
+	assert.NotContains(t, lastReply(h, bob), "`prune`", "it may run none: none is listed")
 	h.cmd(alice, "list")
 	assert.True(t, strings.HasPrefix(lastReply(h, alice), "📌 This channel acts on team `payments` on `infra-prd` (`channels.#payments-ci`)."), lastReply(h, alice))
 	h.cmd(alice, "help")

@@ -332,17 +332,27 @@ func (e *Engine) command(ctx context.Context, ev chatmodel.Event) error {
 			scope = policy.Scope{Denied: true}
 		}
 		text := helpText(scope.FilterTargets(targetNames(e.opts.Targets)), specs, e.hints)
-		if c.Verb == VerbList {
-			text = listText(e.opts.Library, e.opts.Ops)
+		switch {
+		case c.Verb == VerbList && scope.Denied:
+			text = "" // it may run none
+		case c.Verb == VerbList:
+			text = listText(e.opts.Library, e.opts.Ops, e.offers.of(ctx, scope, e.opts.Library.List()))
 		}
 		if line := scopeLine(scope, err); line != "" {
-			text = line + "\n" + text
+			text = strings.TrimSuffix(line+"\n"+text, "\n")
 		}
 		e.out.reply(ctx, ev.Conversation, ev.User, text)
 	case VerbShow:
-		m := chatmodel.Message{Text: showText(e.opts.Library, e.opts.Ops, c.Name)}
-		if _, ok := e.opts.Library.Get(c.Name); ok && e.opts.Capabilities.Forms != nil {
-			m.Buttons = []chatmodel.Button{{Action: chatmodel.IntentRun, Label: "▶ Run", Value: c.Name, Style: "primary"}}
+		scope, err := e.chans.scope(ctx, e.set.approvals().Channels, ev.Conversation.Channel)
+		if err != nil {
+			scope = policy.Scope{Denied: true}
+		}
+		offer := e.offers.of(ctx, scope, e.opts.Library.List())
+		m := chatmodel.Message{Text: showText(e.opts.Library, e.opts.Ops, c.Name, offer)}
+		if hidden, _ := offer.Hidden(c.Name); !hidden && !scope.Denied {
+			if _, ok := e.opts.Library.Get(c.Name); ok && e.opts.Capabilities.Forms != nil {
+				m.Buttons = []chatmodel.Button{{Action: chatmodel.IntentRun, Label: "▶ Run", Value: c.Name, Style: "primary"}}
+			}
 		}
 		e.out.replyMessage(ctx, ev.Conversation, ev.User, m)
 	case VerbStatus:
@@ -438,7 +448,9 @@ func (e *Engine) start(ctx context.Context, ev chatmodel.Event, c Command) error
 		return &chatmodel.UserError{Msg: brokenText(br)}
 	}
 	if !ok {
-		return &chatmodel.UserError{Msg: noRunbookText(e.opts.Library, c.Name) + " See `/runbook list`."}
+		// Suggested: only what the channel may run.
+		scope, _ := e.chans.scope(ctx, e.set.approvals().Channels, ev.Conversation.Channel)
+		return &chatmodel.UserError{Msg: noRunbookText(e.opts.Library, c.Name, e.offers.of(ctx, scope, e.opts.Library.List())) + " See `/runbook list`."}
 	}
 	target := c.Params["target"]
 	delete(c.Params, "target")
@@ -457,10 +469,22 @@ func (e *Engine) start(ctx context.Context, ev chatmodel.Event, c Command) error
 		e.writes.audit(ctx, runmodel.AuditEntry{Actor: ev.User.ID, Action: runmodel.ActionRunRefused, Target: target, Detail: rb.Name + ": channels." + scope.Key + " does not bind this target"})
 		return &chatmodel.UserError{Msg: scope.Refusal(target, nil)}
 	}
+	if _, known := e.opts.Targets[target]; !c.DryRun && (target == "" || known) {
+		// A runbook every change of which the channel would be refused
+		// (its teams own no worker there) is not started: a dry run is.
+		on := scope
+		if target != "" {
+			on.Targets = []string{target}
+		}
+		if hidden, why := e.offers.of(ctx, on, []*runbookmodel.Runbook{rb}).Hidden(rb.Name); hidden {
+			e.writes.audit(ctx, runmodel.AuditEntry{Actor: ev.User.ID, Action: runmodel.ActionRunRefused, Target: target, Detail: rb.Name + ": not offered in channels." + scope.Key})
+			return &chatmodel.UserError{Msg: fmt.Sprintf("`%s` does not run in this channel: it %s. `/runbook run %s --dry-run` shows what it would do.", rb.Name, why, rb.Name)}
+		}
+	}
 	if forms := e.opts.Capabilities.Forms; forms != nil && !c.DryRun && ev.Kind == chatmodel.EventCommand {
 		// Required parameters missing: ask for them with a form; its
 		// submission is this command typed in full.
-		if f := runForm(rb, target, targets, c.Params, liveChoices(ctx, e, scope), false); f != nil {
+		if f := runForm(rb, target, targets, c.Params, liveChoices(ctx, e, scope, changesWorkers(rb, e.opts.Ops)), false); f != nil {
 			err := forms.OpenForm(ctx, ev, *f)
 			if err == nil {
 				return nil

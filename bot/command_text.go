@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -36,9 +37,10 @@ func helpText(targets []string, specs []chatmodel.CommandSpec, h hints) string {
 	return b.String()
 }
 
-// listText is /runbook list.
-func listText(lib Library, ops *opmodel.Registry) string {
-	rbs := lib.List()
+// listText is /runbook list in a channel offered offer: the runbooks it
+// may run, and one line on those it is not offered.
+func listText(lib Library, ops *opmodel.Registry, offer offering) string {
+	rbs := slices.DeleteFunc(lib.List(), func(rb *runbookmodel.Runbook) bool { h, _ := offer.Hidden(rb.Name); return h })
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%d runbooks* — `/runbook show <name>` for details\n", len(rbs))
 	for _, rb := range rbs {
@@ -56,6 +58,9 @@ func listText(lib Library, ops *opmodel.Registry) string {
 		fmt.Fprintf(&b, "• `%s` ⚠️ broken — `%s` does not load; unavailable until it is fixed\n", br.Name, br.File)
 	}
 	b.WriteString("🔒 = needs an approval (destructive or approval steps)")
+	if line := offer.Line(); line != "" {
+		b.WriteString("\n" + line)
+	}
 	return b.String()
 }
 
@@ -105,11 +110,12 @@ func showEnv(rb *runbookmodel.Runbook) runbooks.Env {
 // noRunbookText answers a runbook name that names nothing, with the
 // closest name among the runbooks and the broken ones (said broken: the
 // person may well mean it, and should learn why it does not run).
-func noRunbookText(lib Library, name string) string {
+func noRunbookText(lib Library, name string, offer offering) string {
 	var names []string
 	for _, r := range lib.List() {
 		names = append(names, r.Name)
 	}
+	names = offer.Offered(names) // suggest only what the channel may run
 	for _, b := range lib.BrokenList() {
 		names = append(names, b.Name)
 	}
@@ -123,14 +129,14 @@ func noRunbookText(lib Library, name string) string {
 	return msg
 }
 
-// showText is /runbook show name.
-func showText(lib Library, ops *opmodel.Registry, name string) string {
+// showText is /runbook show name in a channel offered offer.
+func showText(lib Library, ops *opmodel.Registry, name string, offer offering) string {
 	rb, ok := lib.Get(name)
 	if br, broken := lib.Broken(name); !ok && broken {
 		return "⚠️ " + brokenText(br)
 	}
 	if !ok {
-		return noRunbookText(lib, name)
+		return noRunbookText(lib, name, offer)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%s* — %s\n%s\n", rb.Name, rb.Title, strings.TrimSpace(rb.Description))
@@ -163,6 +169,9 @@ func showText(lib Library, ops *opmodel.Registry, name string) string {
 		fmt.Fprintf(&b, "%d. %s (%s%s)\n", i+1, nonEmpty(runbooks.RenderTitle(s.Title, env), s.ID), s.Kind, mark)
 	}
 	fmt.Fprintf(&b, "Source: %s", rb.Source)
+	if hidden, why := offer.Hidden(rb.Name); hidden {
+		fmt.Fprintf(&b, "\n🙈 Not offered in this channel: it %s.", why)
+	}
 	return b.String()
 }
 

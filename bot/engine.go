@@ -191,6 +191,7 @@ type Engine struct {
 	set          *settings      // the approval policy, swapped by Reload; runs keep theirs
 	auth         *authority     // who may change the things of which Concourse teams
 	chans        *channelIDs    // which binding of channels: a channel has
+	offers       *offers        // which runbooks a channel is offered
 }
 
 var _ chatmodel.Handler = (*Engine)(nil)
@@ -222,6 +223,7 @@ func New(o Options) (*Engine, error) {
 	e.dir = directory{log: o.Logger, ttl: o.GroupTTL, now: o.Now, ids: map[string]idEntry{}, members: map[string]groupEntry{},
 		groups: o.Capabilities.Groups, users: o.Capabilities.Identities}
 	e.chans = &channelIDs{resolver: o.Capabilities.Channels, log: o.Logger, ids: map[string]string{}}
+	e.offers = &offers{ops: o.Ops, log: o.Logger, targets: func() []string { return targetNames(o.Targets) }}
 	concourse := map[string]bool{}
 	for n, t := range o.Targets {
 		concourse[n] = t.Authority == AuthorityConcourse

@@ -181,8 +181,12 @@ func runButton(ctx context.Context, e *Engine, ev chatmodel.Event) {
 		e.out.reply(ctx, ev.Conversation, ev.User, fmt.Sprintf("Could not open the form: %s", cmpErr(err, scope.Refusal("", nil))))
 		return
 	}
+	if hidden, why := e.offers.of(ctx, scope, []*runbookmodel.Runbook{rb}).Hidden(rb.Name); hidden {
+		e.out.reply(ctx, ev.Conversation, ev.User, fmt.Sprintf("`%s` does not run in this channel: it %s.", rb.Name, why))
+		return
+	}
 	targets := scope.FilterTargets(targetNames(e.opts.Targets))
-	f := runForm(rb, "", targets, nil, liveChoices(ctx, e, scope), true)
+	f := runForm(rb, "", targets, nil, liveChoices(ctx, e, scope, changesWorkers(rb, e.opts.Ops)), true)
 	if err := forms.OpenForm(ctx, ev, *f); err != nil {
 		e.log.Warn("could not open the form of a run button", "runbook", rb.Name, "err", err)
 		e.out.reply(ctx, ev.Conversation, ev.User, fmt.Sprintf("Could not open the form; type `/runbook run %s …` (see `/runbook show %s`).", rb.Name, rb.Name))
@@ -203,8 +207,10 @@ const choicesTimeout = time.Second
 // an error when the target cannot be read in time. Each operation is
 // called once per target for one form. Only what the form's channel may
 // act on is read and offered (scope): its teams' pipelines, its teams,
-// the workers of no team or of its teams.
-func liveChoices(ctx context.Context, e *Engine, scope policy.Scope) choiceReader {
+// the workers of no team or of its teams — only its teams' own for a
+// runbook that changes workers (ownWorkers): a global worker is no team's,
+// and the run would be refused it.
+func liveChoices(ctx context.Context, e *Engine, scope policy.Scope, ownWorkers bool) choiceReader {
 	type read struct {
 		res opmodel.Result
 		err error
@@ -225,7 +231,11 @@ func liveChoices(ctx context.Context, e *Engine, scope policy.Scope) choiceReade
 		r, seen := memo[opName+"\x00"+target]
 		if !seen {
 			ctx, cancel := context.WithTimeout(ctx, choicesTimeout)
-			r.res, r.err = op.Do(ctx, opmodel.Call{Target: target, Args: opmodel.Args{}, Teams: scope.CallTeams()})
+			args := opmodel.Args{}
+			if ownWorkers && opName == "concourse.workers" && len(scope.Teams) > 0 {
+				args["team"] = scope.CallTeams()
+			}
+			r.res, r.err = op.Do(ctx, opmodel.Call{Target: target, Args: args, Teams: scope.CallTeams()})
 			cancel()
 			memo[opName+"\x00"+target] = r
 		}
@@ -313,7 +323,7 @@ func (fc formChecker) RefreshForm(ctx context.Context, in chatmodel.Conversation
 	if !scope.AllowsTarget(given["target"]) {
 		delete(given, "target") // never read another channel's target
 	}
-	return *runForm(rb, target, scope.FilterTargets(targetNames(e.opts.Targets)), given, liveChoices(ctx, e, scope), true), nil
+	return *runForm(rb, target, scope.FilterTargets(targetNames(e.opts.Targets)), given, liveChoices(ctx, e, scope, changesWorkers(rb, e.opts.Ops)), true), nil
 }
 
 type formChecker struct{ e *Engine }

@@ -36,6 +36,7 @@ params:
   - name: worker
     description: only this worker
     default: ""
+    choices: workers
 steps:
   - id: list
     kind: query

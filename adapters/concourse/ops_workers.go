@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -102,6 +103,7 @@ func (p *Provider) opWorkers() opmodel.Op {
 		Args: []opmodel.ArgSpec{
 			{Name: "state", Doc: "only workers in these states (running, stalled, landing, landed, retiring)"},
 			{Name: "name", Doc: "only workers whose name matches this regular expression (anchored)"},
+			{Name: "team", Doc: "only the workers these teams own (team workers; one or a list): a global worker is no team's"},
 		},
 		Do: func(ctx context.Context, c opmodel.Call) (opmodel.Result, error) {
 			cl, err := p.client(c)
@@ -112,6 +114,13 @@ func (p *Provider) opWorkers() opmodel.Op {
 			if err != nil {
 				return opmodel.Result{}, err
 			}
+			sc := scopeOf(c)
+			teams := c.Args.Strings("team")
+			for _, t := range teams {
+				if !sc.allows(t) {
+					return opmodel.Result{}, sc.refuse(cl, "team=")
+				}
+			}
 			want := c.Args.Strings("state")
 			ws, err := cl.Workers(ctx)
 			if err != nil {
@@ -121,9 +130,8 @@ func (p *Provider) opWorkers() opmodel.Op {
 			byState := map[string]int{}
 			data := WorkersData{Target: cl.Name(), Workers: []WorkerData{}, ByState: byState}
 			table := &opmodel.Table{Columns: []string{"name", "state", "containers", "age"}, Noun: "workers"}
-			sc := scopeOf(c)
 			for _, w := range ws {
-				if !matchRe(re, w.Name) || (len(want) > 0 && !contains(want, w.State)) || !sc.worker(w) {
+				if !matchRe(re, w.Name) || (len(want) > 0 && !contains(want, w.State)) || !sc.worker(w) || (len(teams) > 0 && !contains(teams, w.Team)) {
 					continue
 				}
 				byState[w.State]++
@@ -141,7 +149,13 @@ func (p *Provider) opWorkers() opmodel.Op {
 			}
 			summary := countsLine(byState, WorkerStates)
 			if summary == "" {
-				summary = noWorkersLine(c.Args.String("name"), want, ws)
+				// Of the workers the call may see: another team's are
+				// neither named nor counted.
+				seen := slices.DeleteFunc(ws, func(w Worker) bool { return !sc.worker(w) || (len(teams) > 0 && !contains(teams, w.Team)) })
+				summary = noWorkersLine(c.Args.String("name"), want, seen)
+				if len(teams) > 0 && len(seen) == 0 {
+					summary = "no worker of " + teamList(teams)
+				}
 			}
 			var auto []string
 			for _, w := range data.Workers {
@@ -255,13 +269,24 @@ func (p *Provider) planWorkers(ctx context.Context, c opmodel.Call, op string, a
 	now := p.opts.Now()
 	plan := opmodel.Plan{Op: op, Target: cl.Name()}
 	byName := map[string]Worker{}
+	sc := scopeOf(c)
+	global := 0
 	for _, w := range ws {
 		byName[w.Name] = w
-		if all && w.State == WorkerStalled && !contains(names, w.Name) && scopeOf(c).worker(w) {
-			names = append(names, w.Name)
+		if !all || w.State != WorkerStalled || contains(names, w.Name) || !sc.worker(w) {
+			continue
 		}
+		if sc != nil && w.Team == "" {
+			// A call scoped to teams changes only their own workers: a
+			// global worker is no team's.
+			global++
+			continue
+		}
+		names = append(names, w.Name)
 	}
-	sc := scopeOf(c)
+	if global > 0 {
+		plan.Notes = append(plan.Notes, fmt.Sprintf("%s of no team (global) not included: the run's channel may change only the workers of %s", plural(global, "stalled worker"), teamList(sc)))
+	}
 	for _, n := range names {
 		w, ok := byName[n]
 		if !ok {

@@ -91,6 +91,7 @@ func (p *Provider) Ops() []opmodel.Op {
 	}
 	for i := range ops {
 		ops[i].TeamRole = teamRoles[ops[i].Name]
+		ops[i].Owner = changeOwners[ops[i].Name]
 	}
 	return ops
 }

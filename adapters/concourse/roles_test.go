@@ -95,8 +95,10 @@ func TestTeamRoles(t *testing.T) {
 	for _, op := range e.p.Ops() {
 		if op.Class == "read" {
 			assert.Empty(t, op.TeamRole, op.Name)
+			assert.Empty(t, op.Owner, op.Name)
 			continue
 		}
 		assert.NotEmpty(t, op.TeamRole, "%s changes a team's things: which Concourse role does it need?", op.Name)
+		assert.NotEmpty(t, op.Owner, "%s changes things: whose can they be (opmodel.Owner)?", op.Name)
 	}
 }

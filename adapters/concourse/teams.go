@@ -43,6 +43,22 @@ func teamList(ts []string) string {
 	return "teams " + strings.Join(q, ", ")
 }
 
+// changeOwners says whose things each changing operation can change
+// (opmodel.Op.Owner): a build, a pipeline or its caches are always a
+// team's; a worker is a team's own or global (no team's).
+var changeOwners = map[string]opmodel.Owner{
+	"concourse.abort_builds":         opmodel.OwnerTeam,
+	"concourse.pause_pipeline":       opmodel.OwnerTeam,
+	"concourse.unpause_pipeline":     opmodel.OwnerTeam,
+	"concourse.check_resource":       opmodel.OwnerTeam,
+	"concourse.check_resource_type":  opmodel.OwnerTeam,
+	"concourse.clear_resource_cache": opmodel.OwnerTeam,
+	"concourse.clear_task_cache":     opmodel.OwnerTeam,
+	"concourse.prune_worker":         opmodel.OwnerWorker,
+	"concourse.land_worker":          opmodel.OwnerWorker,
+	"concourse.retire_worker":        opmodel.OwnerWorker,
+}
+
 // Team is an entry of GET /api/v1/teams (atc.Team): its auth config says,
 // per role, which users ("<connector>:<user>", e.g. "local:alice",
 // "github:alice") and groups hold it.

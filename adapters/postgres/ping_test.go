@@ -29,6 +29,8 @@ func TestOps_Registry(t *testing.T) {
 		OpTableSizes: opmodel.ClassRead,
 		OpPurge:      opmodel.ClassDestructive,
 	}, classes)
+	purge, _ := reg.Get(OpPurge)
+	assert.Equal(t, opmodel.OwnerTeam, purge.Owner, "a pipeline's or a team's logs are always the team's")
 	info, ok := reg.Lookup(OpPurge)
 	require.True(t, ok)
 	assert.Equal(t, "team", info.Args[0].Name)

@@ -121,7 +121,9 @@ func (p *Provider) Ops() []opmodel.Op {
 			// database; a team's member may set and destroy its pipelines
 			// (and their logs), so groundcrew asks that.
 			TeamRole: "member",
-			Doc:      "Purge one pipeline's build logs: TRUNCATE its pipeline_build_events table, or delete the logs of builds older than N days as Concourse's reaper does.",
+			// A pipeline's or a team's build logs: always a team's.
+			Owner: opmodel.OwnerTeam,
+			Doc:   "Purge one pipeline's build logs: TRUNCATE its pipeline_build_events table, or delete the logs of builds older than N days as Concourse's reaper does.",
 			Args: []opmodel.ArgSpec{
 				{Name: "team", Doc: "team name", Required: true},
 				{Name: "pipeline", Doc: "pipeline name (resolved to its id; required unless one_off is true)"},

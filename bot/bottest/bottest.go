@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -283,6 +284,33 @@ type World struct {
 	// TeamRoles sets the Concourse role each operation asks (op name →
 	// Op.TeamRole), for tests of authority: concourse.
 	TeamRoles map[string]string
+	// WorkersDown makes WorkersOp fail (a target that cannot be read).
+	WorkersDown error
+}
+
+// WorkersOp is the world's workers as concourse.workers lists them for
+// what a channel is offered: the workers a call may see (its teams' and
+// global ones), and with team= only those teams' own.
+func (w *World) WorkersOp() opmodel.Op {
+	return opmodel.Op{Name: "concourse.workers", Class: opmodel.ClassRead, Args: []opmodel.ArgSpec{{Name: "team"}},
+		Do: func(_ context.Context, c opmodel.Call) (opmodel.Result, error) {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.Calls["concourse.workers"]++
+			if w.WorkersDown != nil {
+				return opmodel.Result{}, w.WorkersDown
+			}
+			teams := c.Args.Strings("team")
+			rows := [][]string{}
+			for n := range w.Workers {
+				t := w.Teams[n]
+				if (c.Teams != nil && t != "" && !slices.Contains(c.Teams, t)) || (len(teams) > 0 && !slices.Contains(teams, t)) {
+					continue
+				}
+				rows = append(rows, []string{n})
+			}
+			return opmodel.Result{Table: &opmodel.Table{Columns: []string{"name"}, Rows: rows}}, nil
+		}}
 }
 
 func (w *World) scoped(op string, c opmodel.Call) {
@@ -379,7 +407,7 @@ func (w *World) ops() []opmodel.Op {
 					Table: &opmodel.Table{Columns: []string{"name", "state"}, Rows: rows},
 					Data:  map[string]any{"workers": all, "stalled": st}}, nil
 			}},
-		{Name: "fake.touch", Class: opmodel.ClassWrite, Args: []opmodel.ArgSpec{{Name: "name"}, {Name: "team"}},
+		{Name: "fake.touch", Class: opmodel.ClassWrite, Args: []opmodel.ArgSpec{{Name: "name"}, {Name: "team"}}, Owner: opmodel.OwnerTeam,
 			Teams: func(_ context.Context, c opmodel.Call) ([]string, error) {
 				if t := c.Args.String("team"); t != "" {
 					return []string{t}, nil
@@ -396,7 +424,7 @@ func (w *World) ops() []opmodel.Op {
 				w.Calls["fake.touch"]++
 				return opmodel.Result{Summary: "touched " + c.Args.String("name")}, nil
 			}},
-		{Name: "fake.prune", Class: opmodel.ClassDestructive, Args: []opmodel.ArgSpec{{Name: "name"}},
+		{Name: "fake.prune", Class: opmodel.ClassDestructive, Args: []opmodel.ArgSpec{{Name: "name"}}, Owner: opmodel.OwnerWorker,
 			Plan: func(_ context.Context, c opmodel.Call) (opmodel.Plan, error) {
 				w.scoped("fake.prune", c)
 				w.mu.Lock()

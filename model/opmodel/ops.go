@@ -61,7 +61,27 @@ type Op struct {
 	// changing anything: the engine checks who may act on them before the
 	// call. A destructive operation says it in its plan (PlanItem.Team).
 	Teams func(ctx context.Context, c Call) ([]string, error)
+	// Owner, set on write and destructive operations of a provider with
+	// teams, says whose things the operation can change, known before any
+	// call: a channel bound to teams is offered only the runbooks whose
+	// changes can be its teams' ("" is not said: offered).
+	Owner Owner
 }
+
+// Owner says whose things a changing operation can change.
+type Owner string
+
+// Owners of the things an operation changes.
+const (
+	// OwnerTeam: always one team's (a build, a pipeline, a cache, a
+	// pipeline's build logs).
+	OwnerTeam Owner = "team"
+	// OwnerWorker: a worker, a team's own (a team worker) or no team's (a
+	// global worker): a team without workers of its own has none to change.
+	OwnerWorker Owner = "worker"
+	// OwnerNone: never a team's (the whole target's things).
+	OwnerNone Owner = "none"
+)
 
 // Call is one invocation of an operation.
 type Call struct {

@@ -238,7 +238,7 @@ func (d *Sim) Ops() []opmodel.Op {
 		{Name: postgres.OpPing, Class: opmodel.ClassRead, Doc: "Simulated: connect to the target's Concourse database.", Do: d.ping},
 		{Name: postgres.OpTableSizes, Class: opmodel.ClassRead, Doc: "Simulated: largest build-log tables by team and pipeline.",
 			Args: []opmodel.ArgSpec{{Name: "top"}, {Name: "kind"}}, Do: d.sizes},
-		{Name: postgres.OpPurge, Class: opmodel.ClassDestructive, TeamRole: "member", Doc: "Simulated: purge one pipeline's build logs.",
+		{Name: postgres.OpPurge, Class: opmodel.ClassDestructive, TeamRole: "member", Owner: opmodel.OwnerTeam, Doc: "Simulated: purge one pipeline's build logs.",
 			Args: []opmodel.ArgSpec{{Name: "team", Required: true}, {Name: "pipeline"}, {Name: "instance_vars"}, {Name: "one_off"}, {Name: "mode"}, {Name: "days"}},
 			Plan: d.purgePlan, Apply: d.purgeApply},
 	}
