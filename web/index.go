@@ -68,13 +68,12 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q, fv, err := finishedQuery(r.URL.Query(), s.o.Now())
-	if err == nil {
-		err = s.knownNames(ctx, fv)
-	}
 	iv.Filter = fv
 	iv.Runbooks, iv.TargetNames = s.runbookNames(), s.targetNames()
 	if err != nil {
 		iv.FilterError = err.Error()
+	} else if unknown := s.unknownName(ctx, fv); unknown != "" {
+		iv.FilterError = unknown
 	} else {
 		q.Limit = runsPageSize + 1
 		runs, err := s.o.Runs.ListRuns(ctx, q)
@@ -186,29 +185,30 @@ func (s *Server) targetNames() []string {
 	return out
 }
 
-// knownNames refuses a filter naming a runbook or a target that is
-// neither configured nor the runbook or target of any run kept (a runbook
-// removed from the library, a target no longer configured: their runs
-// are still listed), with the closest known name. Whether a run has it is
-// one look-up in the store's index of that filter.
-func (s *Server) knownNames(ctx context.Context, fv filterView) error {
-	check := func(what, name string, known []string, q runmodel.RunQuery) error {
+// unknownName says why a filter naming a runbook or a target that is
+// neither configured nor the runbook or target of any run kept is refused
+// ("" when it is not), with the closest known name. A runbook removed from
+// the library, a target no longer configured: their runs are still
+// listed. Whether a run has it is one look-up in the store's index of
+// that filter.
+func (s *Server) unknownName(ctx context.Context, fv filterView) string {
+	check := func(what, name string, known []string, q runmodel.RunQuery) string {
 		if name == "" || known == nil || slices.Contains(known, name) {
-			return nil
+			return ""
 		}
 		q.Limit = 1
 		runs, err := s.o.Runs.ListRuns(ctx, q)
 		if err != nil || len(runs) > 0 {
-			return nil // a store error is said by the listing itself
+			return "" // a store error is said by the listing itself
 		}
 		msg := fmt.Sprintf("There is no %s %q, and no run of one.", what, name)
 		if sug := textmodel.Suggest(name, known); sug != "" {
-			return fmt.Errorf("%s Did you mean %q?", msg, sug)
+			return fmt.Sprintf("%s Did you mean %q?", msg, sug)
 		}
-		return fmt.Errorf("%s The %ss are: %s.", msg, what, strings.Join(known, ", "))
+		return fmt.Sprintf("%s The %ss are: %s.", msg, what, strings.Join(known, ", "))
 	}
-	if err := check("runbook", fv.Runbook, s.runbookNames(), runmodel.RunQuery{Runbook: fv.Runbook}); err != nil {
-		return err
+	if why := check("runbook", fv.Runbook, s.runbookNames(), runmodel.RunQuery{Runbook: fv.Runbook}); why != "" {
+		return why
 	}
 	return check("target", fv.Target, s.targetNames(), runmodel.RunQuery{Target: fv.Target})
 }
