@@ -310,7 +310,7 @@ func (e *env) outsideCall(c APICall) error {
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	if resp.StatusCode >= 300 {
-		return fmt.Errorf("Concourse answered %d to %s: %s", resp.StatusCode, as, strings.TrimSpace(string(msg)))
+		return fmt.Errorf("the simulated Concourse answered %d to %s: %s", resp.StatusCode, as, strings.TrimSpace(string(msg)))
 	}
 	return nil
 }
