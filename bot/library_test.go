@@ -50,7 +50,7 @@ func TestBrokenOverride_IsUnavailableNotReplaced(t *testing.T) {
 	msg := replies[len(replies)-1]
 	assert.Contains(t, msg, "`prune` is unavailable")
 	assert.Contains(t, msg, "/etc/groundcrew/runbooks/prune.yaml")
-	assert.Contains(t, msg, `First error: 25:5: unknown field "opp"`)
+	assert.Contains(t, msg, `First error: 26:5: unknown field "opp"`)
 	assert.Contains(t, msg, "`groundcrew lint /etc/groundcrew/runbooks`")
 
 	h.cmd(alice, "show prune")
