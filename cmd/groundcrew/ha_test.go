@@ -344,6 +344,11 @@ func TestFailover_PausedLeaderIsFenced(t *testing.T) {
 	time.Sleep(time.Second) // what a does when it wakes up has had time to fail
 	assert.Equal(t, 1, h.prunes(), "no call is made twice")
 	assert.Contains(t, a.log(), "stepping down", "the old leader steps down")
+	// The lines typed on it while it was stopped are answered, never run
+	// (#35.4): its lease had lapsed when it read them.
+	require.Eventually(t, func() bool { return strings.Contains(a.log(), "⏸ Not run: /runbook approve "+run.ID) }, 5*time.Second, 20*time.Millisecond, tail(a.log(), 20))
+	assert.Contains(t, a.log(), "⏸ Not run: /as bob — ") // its lease may have lapsed, or its term ended first
+	assert.NotContains(t, a.log(), "you are now @bob")
 	assert.Equal(t, "leader", b.role())
 	got, err := h.db.GetRun(context.Background(), run.ID)
 	require.NoError(t, err)

@@ -55,7 +55,7 @@ type targetStatus struct {
 type readyBody struct {
 	Ready   bool                    `json:"ready"`
 	Checks  map[string]string       `json:"checks"`
-	Targets map[string]targetStatus `json:"targets"`
+	Targets map[string]targetStatus `json:"targets,omitempty"`
 }
 
 // routes mounts the health and metrics endpoints.

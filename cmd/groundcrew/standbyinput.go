@@ -25,6 +25,10 @@ import (
 // older one is answered and dropped.
 const staleLine = time.Minute
 
+// mayNotLead answers a line read, or taken to be run, when this replica's
+// lease may have lapsed.
+const mayNotLead = "this replica may no longer lead (it was paused or cut off from the store, and its leader lease may have lapsed); type it again where the leader runs"
+
 // maxQueuedLines bounds the lines waiting for a busy term; more are
 // answered and dropped.
 const maxQueuedLines = 1000
@@ -134,7 +138,7 @@ func (s *standbyInput) admit(c chunk) *termQueue {
 		s.refuseStandby(c.b)
 		return nil
 	case !s.holds(c.read):
-		s.refuse(c.b, "this replica may no longer lead (it was paused or cut off from the store, and its leader lease may have lapsed); type it again where the leader runs")
+		s.refuse(c.b, mayNotLead)
 		return nil
 	case !q.push(c):
 		s.refuse(c.b, fmt.Sprintf("%d lines already wait to be run; type it again in a moment", maxQueuedLines))
@@ -233,10 +237,17 @@ func (t *termInput) Read(p []byte) (int, error) {
 			return 0, io.EOF
 		}
 		if c.first {
-			t.drop = false
-			if age := t.s.now().Sub(c.read); age > staleLine {
-				t.drop = true
+			now := t.s.now()
+			t.drop = true
+			switch age := now.Sub(c.read); {
+			case !t.s.holds(now):
+				// Read before a pause, taken after it: the lease may
+				// have lapsed meanwhile, and another replica may lead.
+				t.s.refuse(c.b, mayNotLead)
+			case age > staleLine:
 				t.s.refuse(c.b, "it was typed "+human.Duration(age.Round(time.Second))+" ago and waited too long (the limit is a minute); type it again if it still applies")
+			default:
+				t.drop = false
 			}
 		}
 		if !t.drop {

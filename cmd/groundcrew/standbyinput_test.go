@@ -142,6 +142,27 @@ func TestStandbyInput_NeverLateWithinATerm(t *testing.T) {
 	answered("/runbook approve r-3", "this replica may no longer lead (it was paused or cut off from the store")
 	lapsed.Store(false)
 
+	// Read while the lease held, taken after it lapsed (the process was
+	// stopped in between): answered, not run.
+	say("/runbook approve r-5")
+	require.Eventually(t, func() bool { s.cur.mu.Lock(); defer s.cur.mu.Unlock(); return len(s.cur.q) == 1 }, 5*time.Second, 5*time.Millisecond)
+	lapsed.Store(true)
+	got := make(chan string, 1)
+	go func() {
+		buf := make([]byte, 256)
+		n, _ := term2.Read(buf)
+		got <- string(buf[:n])
+	}()
+	answered("/runbook approve r-5", "this replica may no longer lead")
+	lapsed.Store(false)
+	say("/runbook help")
+	select {
+	case l := <-got:
+		assert.Equal(t, "/runbook help\n", l, "the next line typed while it holds the lease runs")
+	case <-time.After(5 * time.Second):
+		t.Fatal("nothing read")
+	}
+
 	// A line that waited more than a minute for the term to take it is
 	// answered when its turn comes; the next, fresh one runs.
 	say("/runbook approve r-4")

@@ -68,7 +68,7 @@ func openPostgresCtx(ctx context.Context, dsn string, retention time.Duration, f
 // storeBackoff is how long serve waits between two tries of a store that
 // does not answer: doubling from the first, up to the last (tests shorten
 // it).
-var storeBackoff = struct{ First, Max time.Duration }{time.Second, 30 * time.Second}
+var storeBackoff = struct{ First, Max time.Duration }{time.Second, 10 * time.Second}
 
 // storeLogEvery is how often a store still awaited is logged again
 // (tests shorten it).

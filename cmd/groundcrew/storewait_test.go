@@ -133,6 +133,7 @@ func TestServe_RefusedStoreExits(t *testing.T) {
 			assert.Contains(t, log, tc.says)
 			assert.NotContains(t, log, "waiting for it", "no retry")
 			assert.Equal(t, 1, strings.Count(log, "SQLSTATE"), "said once:\n%s", log)
+			assert.NotContains(t, log, "tls error", "sslmode=prefer: the refused TLS try is no news")
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -18,7 +19,8 @@ var ErrRefused = errors.New("the database refused the connection")
 // connError is a failed connection said once. pgx tries each address,
 // and under sslmode=prefer each again without TLS, and lists every
 // attempt: the same failure twice ("connection refused", the same
-// FATAL), one line each. Unwrap keeps pgx's error for errors.As.
+// FATAL), or a TLS refusal before the answer that matters, one line each.
+// Unwrap keeps pgx's error for errors.As.
 type connError struct {
 	msg     string
 	err     error
@@ -46,6 +48,11 @@ func connectError(err error) error {
 			continue
 		}
 		kept = append(kept, line)
+	}
+	if len(kept) > 1 {
+		// Under sslmode=prefer a server without TLS refuses it and pgx
+		// tries again without: what that try says is the news.
+		kept = slices.DeleteFunc(kept, func(l string) bool { return strings.HasSuffix(l, "tls error: server refused TLS connection") })
 	}
 	msg := fmt.Sprintf("failed to connect to `user=%s database=%s`: %s", ce.Config.User, ce.Config.Database, strings.Join(kept, "; "))
 	var pe *pgconn.PgError
