@@ -305,7 +305,9 @@ func (e *Engine) Tick(ctx context.Context) {
 	runs, err := e.opts.Store.ListRuns(ctx, runmodel.RunQuery{Active: true})
 	now := e.opts.Now()
 	if err != nil {
-		e.tickFailing.fail(e.log, now, err)
+		if ctx.Err() == nil { // not the engine stopping (a replica stepping down)
+			e.tickFailing.fail(e.log, now, err)
+		}
 		return
 	}
 	e.tickFailing.ok(e.log, now)

@@ -82,7 +82,7 @@ func (e *Engine) update(ctx context.Context, id string, fn func(*runmodel.Run, *
 	if err == nil && batch != nil {
 		e.opts.Observer.RunCommitted(r, batch)
 	}
-	if err != nil && !errors.Is(err, errRunOver) {
+	if err != nil && !errors.Is(err, errRunOver) && ctx.Err() == nil { // not the engine stopping
 		e.log.Error("updating run", "run", id, "err", err)
 	}
 	return r, err

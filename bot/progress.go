@@ -57,6 +57,9 @@ func (p *poster) progress(ctx context.Context, runID, stepID string) (report fun
 			return
 		}
 		if err != nil {
+			if ctx.Err() != nil {
+				return // the engine stops (a replica stepping down)
+			}
 			// the call goes on; its outcome is stored as always
 			p.log.Warn("progress not stored (the message is edited all the same)", "run", runID, "step", stepID, "err", err)
 			if r, err = p.store.GetRun(ctx, runID); err != nil {
