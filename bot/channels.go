@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 	"github.com/groundcrew/groundcrew/policy"
 )
 
@@ -64,6 +65,17 @@ func (c *channelIDs) scope(ctx context.Context, bindings policy.Channels, channe
 		return policy.Scope{}, fmt.Errorf("could not tell whether this channel is bound under channels: (%w); try again in a minute", failed)
 	}
 	return s, nil
+}
+
+// sees returns which runs the channel with platform id channel is shown
+// (policy.Scope.SeesRun); when its binding cannot be told now, only the
+// runs started in it.
+func (c *channelIDs) sees(ctx context.Context, bindings policy.Channels, channel string) func(*runmodel.Run) bool {
+	s, err := c.scope(ctx, bindings, channel)
+	if err != nil {
+		return func(r *runmodel.Run) bool { return r.Conversation.Channel == channel }
+	}
+	return func(r *runmodel.Run) bool { return s.SeesRun(r, channel) }
 }
 
 // forget drops the resolved ids (a reload may bind other names).

@@ -119,3 +119,87 @@ func TestChannels_UnresolvedBindingFailsClosed(t *testing.T) {
 	h.cmdIn(chan2, bob, "run teamtouch target=infra-prd team=platform")
 	assert.Equal(t, 1, h.world.CallCount("fake.touch"))
 }
+
+// Where an operator looks at a run — its status, its summary, the
+// post-mortem Markdown — says the channel binding it was scoped to and
+// the teams its changes concern; a run of one team from an unbound
+// channel says nothing new.
+func TestChannels_ARunSaysItsBindingAndTeams(t *testing.T) {
+	h := channelHarness(t, "")
+	h.cmd(alice, "run teamtouch team=payments")
+	r := h.onlyRun()
+	require.Equal(t, runmodel.RunSucceeded, r.State, h.chat.Transcript())
+	assert.Equal(t, []string{"payments"}, r.Teams())
+	want := "📌 `#payments-ci` (bound to team `payments` on `infra-prd`) · changes of team `payments`"
+	h.cmd(alice, "status "+r.ID)
+	assert.Contains(t, lastReply(h, alice), "\n"+want+"\n")
+	h.cmd(alice, "summary "+r.ID)
+	sum, ok := h.chat.Find("📋 *Summary*")
+	require.True(t, ok, h.chat.Transcript())
+	assert.Contains(t, sum.Msg.Text, "\n"+want)
+	j, err := h.db.Journal(h.ctx, r.ID)
+	require.NoError(t, err)
+	md := bot.RunMarkdown(r, j)
+	assert.Contains(t, md, "- **Channel:** `#payments-ci`, bound to team `payments` on `infra-prd`: the run read and changed only that\n")
+	assert.Contains(t, md, "- **Teams:** `payments` (whose things its changes concern)\n")
+
+	// Unbound, the target's own team: nothing new anywhere.
+	h.cmdIn(chan2, bob, "run teamtouch target=infra-stg team=main")
+	runs := h.runs()
+	var own *runmodel.Run
+	for _, x := range runs {
+		if x.ID != r.ID {
+			own = x
+		}
+	}
+	require.NotNil(t, own)
+	h.cmdIn(chan2, bob, "status "+own.ID)
+	assert.NotContains(t, lastReply(h, bob), "📌")
+	// Another team than the target's own, unbound: status says it; the
+	// chat summary leaves it to its changes.
+	h.cmdIn(chan2, bob, "run teamtouch target=infra-stg team=platform")
+	var other *runmodel.Run
+	for _, x := range h.runs() {
+		if x.ID != r.ID && x.ID != own.ID {
+			other = x
+		}
+	}
+	require.NotNil(t, other)
+	h.cmdIn(chan2, bob, "status "+other.ID)
+	assert.Contains(t, lastReply(h, bob), "\n📌 changes of team `platform`\n")
+}
+
+// A channel bound to teams is shown its own runs only: another channel's
+// run of every team (or of no team yet) is counted, never named, in
+// `/runbook status`, and its status and summary are not shown there.
+func TestChannels_ABoundChannelIsShownItsOwnRuns(t *testing.T) {
+	h := channelHarness(t, "")
+	h.cmdIn(chan2, bob, "run prune target=infra-prd")
+	h.cmd(alice, "run prune worker=w-pay")
+	var mine, other string
+	for _, r := range h.runs() {
+		if r.Requester.ID == bob.ID {
+			other = r.ID
+		} else {
+			mine = r.ID
+		}
+	}
+	require.NotEmpty(t, mine, h.chat.Transcript())
+	require.NotEmpty(t, other)
+
+	h.cmd(alice, "status")
+	st := lastReply(h, alice)
+	assert.Contains(t, st, "*1 active run*")
+	assert.Contains(t, st, mine)
+	assert.NotContains(t, st, other)
+	assert.Contains(t, st, "1 other active run is not this channel's (other teams or targets).")
+	h.cmd(alice, "status "+other)
+	assert.Equal(t, "Run `"+other+"` is not this channel's: it acts on another team's things or another target. Follow it where it was started.", lastReply(h, alice))
+	h.cmd(alice, "summary "+other)
+	assert.Contains(t, lastReply(h, alice), "is not this channel's")
+
+	// The unbound channel sees both.
+	h.cmdIn(chan2, bob, "status")
+	assert.Contains(t, lastReply(h, bob), mine)
+	assert.Contains(t, lastReply(h, bob), other)
+}

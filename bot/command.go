@@ -356,7 +356,7 @@ func (e *Engine) command(ctx context.Context, ev chatmodel.Event) error {
 		}
 		e.out.replyMessage(ctx, ev.Conversation, ev.User, m)
 	case VerbStatus:
-		e.out.reply(ctx, ev.Conversation, ev.User, statusText(ctx, e.opts.Store, c.Name, e.opts.Now(), e.writes.failures, e.set.reloadedAt))
+		e.out.reply(ctx, ev.Conversation, ev.User, statusText(ctx, e.opts.Store, c.Name, e.opts.Now(), e.chans.sees(ctx, e.set.approvals().Channels, ev.Conversation.Channel), e.writes.failures, e.set.reloadedAt))
 	case VerbRun:
 		if err := e.start(ctx, ev, c); err != nil {
 			return replyStartError(ctx, e.out, ev, err)
@@ -376,7 +376,7 @@ func (e *Engine) command(ctx context.Context, ev chatmodel.Event) error {
 	case VerbCancel:
 		e.cancel(ctx, c.Name, ev.Conversation, ev.User, c.Rest)
 	case VerbSummary:
-		e.summaries.command(ctx, ev, c.Name, c.Rest == "thread")
+		e.summaries.command(ctx, ev, c.Name, c.Rest == "thread", e.chans.sees(ctx, e.set.approvals().Channels, ev.Conversation.Channel))
 	case VerbDigest:
 		if e.opts.Digests == nil {
 			e.out.reply(ctx, ev.Conversation, ev.User, "Digests are not available in this setup.")

@@ -14,6 +14,7 @@ import (
 	"github.com/groundcrew/groundcrew/model/opmodel"
 	"github.com/groundcrew/groundcrew/model/runbookmodel"
 	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/policy"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -175,17 +176,24 @@ func showText(lib Library, ops *opmodel.Registry, name string, offer offering) s
 	return b.String()
 }
 
-// statusText is /runbook status [id] at time now; failedWrites names the
-// run's store writes that failed; reloaded says when the configuration was
-// reloaded under a run (it keeps its runbook and policy).
-func statusText(ctx context.Context, store runmodel.Store, id string, now time.Time, failedWrites func(runID string) []string, reloaded func(runID string) (time.Time, bool)) string {
+// statusText is /runbook status [id] at time now, in a channel shown the
+// runs sees says (a channel bound to teams: its own runs); failedWrites
+// names the run's store writes that failed; reloaded says when the
+// configuration was reloaded under a run (it keeps its runbook and policy).
+func statusText(ctx context.Context, store runmodel.Store, id string, now time.Time, sees func(*runmodel.Run) bool, failedWrites func(runID string) []string, reloaded func(runID string) (time.Time, bool)) string {
 	if id == "" {
-		runs, err := store.ListRuns(ctx, runmodel.RunQuery{Active: true})
+		all, err := store.ListRuns(ctx, runmodel.RunQuery{Active: true})
 		if err != nil {
 			return "Could not list runs: " + chatmodel.UserMessage(err)
 		}
+		runs := slices.DeleteFunc(all, func(r *runmodel.Run) bool { return !sees(r) })
+		others := ""
+		if n := len(all) - len(runs); n > 0 {
+			// Counted, never named: they would name other teams' things.
+			others = fmt.Sprintf("%d other active run%s %s not this channel's (other teams or targets).", n, plural(n), map[bool]string{true: "is", false: "are"}[n == 1])
+		}
 		if len(runs) == 0 {
-			return "No active runs. Start one with `/runbook run <runbook>`."
+			return strings.TrimSpace("No active runs. Start one with `/runbook run <runbook>`. " + others)
 		}
 		sort.Slice(runs, func(i, j int) bool { return runs[i].CreatedAt.Before(runs[j].CreatedAt) })
 		var b strings.Builder
@@ -198,6 +206,9 @@ func statusText(ctx context.Context, store runmodel.Store, id string, now time.T
 			fmt.Fprintf(&b, "• `%s` %s on `%s` by %s — %s%s%s\n", r.ID, r.Runbook, r.Target, r.Requester.Display(), stateLine(r), kept, nextAction(r))
 		}
 		b.WriteString(openGatesText(runs, now))
+		if others != "" {
+			b.WriteString(others)
+		}
 		return strings.TrimRight(b.String(), "\n")
 	}
 	r, err := store.GetRun(ctx, id)
@@ -207,8 +218,14 @@ func statusText(ctx context.Context, store runmodel.Store, id string, now time.T
 		}
 		return "Could not read the run: " + chatmodel.UserMessage(err)
 	}
+	if !sees(r) {
+		return notThisChannels(id)
+	}
 	var b strings.Builder
 	b.WriteString(renderRoot(r, now).Text + "\n")
+	if s := policy.RunScope(r); s != "" {
+		b.WriteString("📌 " + s + "\n")
+	}
 	for i := range r.Steps {
 		st := &r.Steps[i]
 		line := fmt.Sprintf("%d. %s %s", i+1, stepIcon(st), nonEmpty(st.Title, st.ID))
@@ -244,6 +261,12 @@ func statusText(ctx context.Context, store runmodel.Store, id string, now time.T
 		b.WriteString(strings.TrimPrefix(n, " "))
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// notThisChannels answers a run a bound channel is not shown, without
+// a word of it.
+func notThisChannels(id string) string {
+	return fmt.Sprintf("Run `%s` is not this channel's: it acts on another team's things or another target. Follow it where it was started.", id)
 }
 
 // openGatesText lists the open approval requests of runs, oldest first,

@@ -23,13 +23,18 @@ type summaries struct {
 	now    func() time.Time
 }
 
-// command posts a run summary, or the incident summary of the thread.
-func (s *summaries) command(ctx context.Context, ev chatmodel.Event, runID string, wholeThread bool) {
+// command posts a run summary, or the incident summary of the thread, of
+// a run the channel sees (a channel bound to teams: its own).
+func (s *summaries) command(ctx context.Context, ev chatmodel.Event, runID string, wholeThread bool, sees func(*runmodel.Run) bool) {
 	if wholeThread {
 		// Slack cannot run slash commands inside threads: name a run of
 		// the incident thread instead.
 		r, ok := s.out.runFor(ctx, runID, ev.Conversation, ev.User)
 		if !ok {
+			return
+		}
+		if !sees(r) {
+			s.out.reply(ctx, ev.Conversation, ev.User, notThisChannels(r.ID))
 			return
 		}
 		ev.Conversation = threadOf(r)
@@ -38,6 +43,10 @@ func (s *summaries) command(ctx context.Context, ev chatmodel.Event, runID strin
 	if runID != "" {
 		r, ok := s.out.runFor(ctx, runID, ev.Conversation, ev.User)
 		if !ok {
+			return
+		}
+		if !sees(r) {
+			s.out.reply(ctx, ev.Conversation, ev.User, notThisChannels(r.ID))
 			return
 		}
 		j, err := s.store.Journal(ctx, r.ID)

@@ -10,6 +10,7 @@ import (
 	"github.com/groundcrew/groundcrew/model/chatmodel"
 	"github.com/groundcrew/groundcrew/model/runbookmodel"
 	"github.com/groundcrew/groundcrew/model/runmodel"
+	"github.com/groundcrew/groundcrew/policy"
 	"github.com/groundcrew/groundcrew/runbooks"
 )
 
@@ -23,6 +24,12 @@ func RunMarkdown(r *runmodel.Run, journal []runmodel.JournalEntry) string {
 	fmt.Fprintf(&b, "- **Runbook:** %s (%s)\n", r.Runbook, r.Title)
 	fmt.Fprintf(&b, "- **Target:** %s\n", r.Target)
 	fmt.Fprintf(&b, "- **Started by:** %s at %s\n", r.Requester.Display(), ts(r.CreatedAt))
+	if r.Scope != nil {
+		fmt.Fprintf(&b, "- **Channel:** `%s`, bound to %s: the run read and changed only that\n", r.Scope.Key, policy.ScopeOfRun(r.Scope).What())
+	}
+	if teams := r.Teams(); len(teams) > 0 {
+		fmt.Fprintf(&b, "- **Teams:** %s (whose things its changes concern)\n", strings.Join(quoteAll(teams), ", "))
+	}
 	if len(r.Params) > 0 {
 		var ps []string
 		for k, v := range r.Params {
@@ -130,6 +137,12 @@ func summarize(r *runmodel.Run, journal []runmodel.JournalEntry, now time.Time) 
 	var b strings.Builder
 	fmt.Fprintf(&b, "📋 *Summary* of `%s` — %s on `%s`: %s %s after %s\n", r.ID, r.Runbook, r.Target, runIcon(r.State), r.State.Human(), human.Duration(r.Duration(now)))
 	fmt.Fprintf(&b, "Started by %s · %s", r.Requester.Display(), stepCounts(r))
+	if r.Scope != nil || len(r.Teams()) > 1 {
+		// Where it was scoped, and whose things: said when a channel's
+		// binding scoped it or it concerned several teams (the changes
+		// below name a single team's pipelines already).
+		b.WriteString("\n📌 " + policy.RunScope(r))
+	}
 	if c := changesMade(r, journal); c != "" {
 		b.WriteString("\nChanges: " + c)
 	} else if !r.DryRun {

@@ -139,6 +139,65 @@ func ScopeOfRun(d *runmodel.ChannelScope) Scope {
 	return Scope{Key: d.Key, Targets: slices.Clone(d.Targets), Teams: slices.Clone(d.Teams)}
 }
 
+// SeesRun reports whether a channel with this scope is shown run r (in
+// `/runbook status` and summaries): an unbound channel sees every run; a
+// bound one the runs started in it (channel is its platform id) and those
+// on its targets whose teams are all its own — a run scoped to its teams,
+// or one whose changes concern only them. A run of every team, or of no
+// team yet, is not a team's channel's to read: it would name others.
+func (s Scope) SeesRun(r *runmodel.Run, channel string) bool {
+	switch {
+	case s.Denied:
+		return false
+	case !s.Bound():
+		return true
+	case r.Conversation.Channel == channel:
+		return true
+	case !s.AllowsTarget(r.Target):
+		return false
+	case len(s.Teams) == 0:
+		return true
+	}
+	teams := r.Teams()
+	if r.Scope != nil {
+		if len(r.Scope.Teams) == 0 {
+			return false
+		}
+		teams = append(teams, r.Scope.Teams...)
+	}
+	if len(teams) == 0 {
+		return false
+	}
+	for _, t := range teams {
+		if !s.AllowsTeam(t) {
+			return false
+		}
+	}
+	return true
+}
+
+// RunScope says, in a run's status, summary and page, the channel
+// binding the run is scoped to and the teams its changes concern:
+// "`#payments-ci` (bound to team `payments` on `infra-prd`) · changes of
+// team `payments`". It is "" when neither is worth saying: a run from an
+// unbound channel whose changes concern no team or only the target's own
+// (a one-team installation sees nothing new).
+func RunScope(r *runmodel.Run) string {
+	var parts []string
+	if r.Scope != nil {
+		parts = append(parts, fmt.Sprintf("`%s` (bound to %s)", r.Scope.Key, ScopeOfRun(r.Scope).What()))
+	}
+	teams := r.Teams()
+	if len(teams) > 1 || len(teams) == 1 && (r.Scope != nil || r.Team == "" || teams[0] != r.Team) {
+		what := "team `" + teams[0] + "`"
+		if len(teams) > 1 {
+			what = "teams " + codeList(teams)
+		}
+		parts = append(parts, "changes of "+what)
+	}
+	return strings.Join(parts, " · ")
+}
+
 // Bound reports whether the channel has a binding.
 func (s Scope) Bound() bool { return s.Key != "" }
 

@@ -9,6 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
+
+	"github.com/groundcrew/groundcrew/model/chatmodel"
+	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
 func parseChannels(t *testing.T, src string) Channels {
@@ -134,4 +137,47 @@ func TestChannels_Check(t *testing.T) {
 		`channels.#typo.targets: no target "infra-prod"; did you mean "infra-prd"?`,
 		`channels.#typo: no channel #typo on the chat platform (use the channel's name with # or its id, and add the bot to it)`,
 	}, msgs)
+}
+
+func TestRunScope(t *testing.T) {
+	run := func(scope *runmodel.ChannelScope, team string, teams ...[]string) *runmodel.Run {
+		r := &runmodel.Run{Team: team, Scope: scope}
+		for _, ts := range teams {
+			r.Steps = append(r.Steps, runmodel.StepState{Teams: ts})
+		}
+		return r
+	}
+	bound := &runmodel.ChannelScope{Key: "#payments-ci", Targets: []string{"infra-prd"}, Teams: []string{"payments"}}
+	assert.Equal(t, "`#payments-ci` (bound to team `payments` on `infra-prd`) · changes of team `payments`", RunScope(run(bound, "main", []string{"payments"}, nil)))
+	assert.Equal(t, "`#payments-ci` (bound to team `payments` on `infra-prd`)", RunScope(run(bound, "main")), "no change said a team")
+	assert.Equal(t, "", RunScope(run(nil, "main", []string{"main"})), "one team, the target's own: nothing new")
+	assert.Equal(t, "changes of team `deploy`", RunScope(run(nil, "main", []string{"deploy"})))
+	assert.Equal(t, "changes of teams `main`, `payments`", RunScope(run(nil, "main", []string{"payments", ""}, []string{"main"})))
+}
+
+func TestScope_SeesRun(t *testing.T) {
+	pay := Scope{Key: "#payments-ci", Targets: []string{"infra-prd"}, Teams: []string{"payments"}}
+	run := func(channel, target string, scope *runmodel.ChannelScope, teams ...string) *runmodel.Run {
+		return &runmodel.Run{Target: target, Scope: scope, Conversation: chatmodel.Conversation{Channel: channel},
+			Steps: []runmodel.StepState{{Teams: teams}}}
+	}
+	for _, c := range []struct {
+		name string
+		s    Scope
+		r    *runmodel.Run
+		want bool
+	}{
+		{"unbound sees all", Scope{}, run("C2", "infra-stg", nil, "platform"), true},
+		{"denied sees none", Scope{Denied: true}, run("C2", "infra-prd", nil), false},
+		{"its own channel's run", pay, run("C1", "infra-stg", nil, "platform"), true},
+		{"a run of its team from elsewhere", pay, run("C2", "infra-prd", nil, "payments"), true},
+		{"scoped to its team elsewhere", pay, run("C9", "infra-prd", &runmodel.ChannelScope{Key: "#pay2", Teams: []string{"payments"}}), true},
+		{"another team's", pay, run("C2", "infra-prd", nil, "payments", "platform"), false},
+		{"of no team yet", pay, run("C2", "infra-prd", nil), false},
+		{"scoped to every team", pay, run("C9", "infra-prd", &runmodel.ChannelScope{Key: "#ops"}, "payments"), false},
+		{"another target", pay, run("C2", "infra-stg", nil, "payments"), false},
+		{"targets-only binding", Scope{Key: "#stg", Targets: []string{"infra-stg"}}, run("C2", "infra-stg", nil), true},
+	} {
+		assert.Equal(t, c.want, c.s.SeesRun(c.r, "C1"), c.name)
+	}
 }

@@ -120,7 +120,7 @@ func (e *env) seedRunIn(t *testing.T, id string, state runmodel.RunState, thread
 	return e.seedRunWith(t, id, state, t0, thread)
 }
 
-func (e *env) seedRunWith(t *testing.T, id string, state runmodel.RunState, start time.Time, thread string) *runmodel.Run {
+func (e *env) seedRunWith(t *testing.T, id string, state runmodel.RunState, start time.Time, thread string, mod ...func(*runmodel.Run)) *runmodel.Run {
 	t.Helper()
 	t0 := start
 	ctx := context.Background()
@@ -149,6 +149,9 @@ func (e *env) seedRunWith(t *testing.T, id string, state runmodel.RunState, star
 			ExpiresAt: t0.Add(32 * time.Minute), Policy: runmodel.Policy{Approvers: []string{"group:ci-oncall"}, Required: 1}}
 	} else {
 		r.FinishedAt = t0.Add(5 * time.Minute)
+	}
+	for _, m := range mod {
+		m(r)
 	}
 	var b runmodel.Batch
 	b.Note(runmodel.JournalEntry{Time: t0, Type: runmodel.JRunStarted, Actor: "alice"})

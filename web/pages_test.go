@@ -42,6 +42,25 @@ func TestRunPage_ShowsStepsGateVotesChangesAndAudit(t *testing.T) {
 	assert.NotContains(t, body, "<script>", "no inline script")
 }
 
+// A run from a bound channel says its binding and the teams its changes
+// concern; a run of none says neither.
+func TestRunPage_SaysTheChannelBindingAndTheTeams(t *testing.T) {
+	e := newEnv(t)
+	plain := e.seedRun(t, "r-plain00001", runmodel.RunSucceeded)
+	_, _, body := e.get(t, e.links.Run(plain.ID, plain.CreatedAt), outside)
+	assert.NotContains(t, body, "<dt>Channel</dt>")
+	assert.NotContains(t, body, "<dt>Teams</dt>")
+
+	r := e.seedRunWith(t, "r-bound00001", runmodel.RunSucceeded, t0, "", func(r *runmodel.Run) {
+		r.Scope = &runmodel.ChannelScope{Key: "#payments-ci", Targets: []string{"infra-prd"}, Teams: []string{"payments"}}
+		r.Steps[2].Teams = []string{"payments"}
+	})
+	code, _, body := e.get(t, e.links.Run(r.ID, r.CreatedAt), outside)
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, "<dt>Channel</dt><dd><code>#payments-ci</code>, bound to team <code>payments</code> on <code>infra-prd</code>")
+	assert.Contains(t, body, "<dt>Teams</dt><dd><code>payments</code>")
+}
+
 func TestRunPage_OpenGateSaysWhatItNeedsAndIsLive(t *testing.T) {
 	e := newEnv(t)
 	r := e.seedRun(t, "r-open000001", runmodel.RunAwaitingApproval)

@@ -39,19 +39,24 @@ type runView struct {
 	Error                                 string
 	Params                                []kv
 	AlertInstance                         string
-	Steps                                 []stepView
-	Gates                                 []gateView
-	Changes                               []Change
-	NoChanges                             bool
-	Timeline                              []lineView
-	TimelineCut                           int
-	Audit                                 []auditView
-	AuditCut                              int
-	Head                                  string
-	HeadCovers                            bool
-	Version                               string
-	Incident                              *linkView
-	MarkdownURL, EventsURL                string
+	// Channel is the binding the run is scoped to ("#payments-ci") and
+	// ChannelScope what it binds ("team `payments` on `infra-prd`");
+	// Teams are the teams whose things its changes concern.
+	Channel, ChannelScope  string
+	Teams                  []string
+	Steps                  []stepView
+	Gates                  []gateView
+	Changes                []Change
+	NoChanges              bool
+	Timeline               []lineView
+	TimelineCut            int
+	Audit                  []auditView
+	AuditCut               int
+	Head                   string
+	HeadCovers             bool
+	Version                string
+	Incident               *linkView
+	MarkdownURL, EventsURL string
 }
 
 type kv struct{ K, V string }
@@ -241,6 +246,10 @@ func (s *Server) buildRun(snap *runSnapshot, v viewer) runView {
 	if r.ApprovalWait >= time.Second {
 		rv.ApprovalWait = human.Duration(r.ApprovalWait)
 	}
+	if r.Scope != nil {
+		rv.Channel, rv.ChannelScope = r.Scope.Key, policy.ScopeOfRun(r.Scope).What()
+	}
+	rv.Teams = r.Teams()
 	for k, val := range r.Params {
 		rv.Params = append(rv.Params, kv{k, red(val)})
 	}

@@ -354,7 +354,11 @@ func newRuns() *cobra.Command {
 				if changes == nil {
 					changes = []bot.Change{}
 				}
-				return enc.Encode(map[string]any{"run": r, "changes": changes, "journal": j, "audit": audit})
+				teams := r.Teams()
+				if teams == nil {
+					teams = []string{}
+				}
+				return enc.Encode(map[string]any{"run": r, "changes": changes, "teams": teams, "journal": j, "audit": audit})
 			case "markdown", "md":
 				fmt.Fprint(cmd.OutOrStdout(), bot.RunMarkdown(r, j))
 				return nil

@@ -203,6 +203,8 @@ func TestServe_ABoundChannelsFormOffersOnlyItsTeams(t *testing.T) {
 	waitFor("This channel (`channels.#deploy-ci`) may act only on team `deploy` on `infra-prd`, and the command names another team: run it in that team's channel.")
 	say("/runbook list")
 	waitFor("📌 This channel acts on team `deploy` on `infra-prd` (`channels.#deploy-ci`).")
+	waitFor("🙈 Not offered here: `prune-stalled`, `worker-lifecycle`, `worker-rebuild`, `worker-stalled` change only workers, and team `deploy` owns no worker on `infra-prd` (a global worker is no team's): run them from a channel bound to every team.")
+	assert.NotContains(t, out.String(), "• `worker-stalled`", "not listed there")
 
 	say("/channel #ops")
 	say("/runbook run pause-pipeline target=infra-prd")

@@ -3,6 +3,7 @@ package runmodel
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/groundcrew/groundcrew/model/chatmodel"
@@ -257,6 +258,22 @@ func (r *Run) Step(id string) *StepState {
 		}
 	}
 	return nil
+}
+
+// Teams are the Concourse teams whose things the run's changes concern
+// (planned, asked for, made or refused: its steps' Teams), sorted; nil
+// when none says a team.
+func (r *Run) Teams() []string {
+	var out []string
+	for _, st := range r.Steps {
+		for _, t := range st.Teams {
+			if t != "" && !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Duration is how long the run has been going (or went).
