@@ -68,12 +68,6 @@ func (w storeWait) say() string {
 	return fmt.Sprintf("waiting for the store (PostgreSQL) for %s, retrying: %v", time.Since(w.since).Round(time.Second), w.err)
 }
 
-func (h *haServer) current() *app {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.app
-}
-
 func (h *haServer) set(a *app) {
 	h.mu.Lock()
 	h.app = a
