@@ -1,8 +1,10 @@
 package bot_test
 
 import (
+	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -202,4 +204,35 @@ func TestChannels_ABoundChannelIsShownItsOwnRuns(t *testing.T) {
 	h.cmdIn(chan2, bob, "status")
 	assert.Contains(t, lastReply(h, bob), mine)
 	assert.Contains(t, lastReply(h, bob), other)
+}
+
+type digestRecorder struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (d *digestRecorder) DigestNow(_ context.Context, target string, teams []string, _ chatmodel.Conversation) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.calls = append(d.calls, target+" "+strings.Join(teams, ","))
+	return nil
+}
+
+// /runbook digest in a channel bound to teams is a digest of its target
+// and teams only; another target is refused.
+func TestChannels_ADigestAskedInABoundChannelIsOfItsTeams(t *testing.T) {
+	rec := &digestRecorder{}
+	h := newHarness(t, teamWorld(), func(o *bot.Options) {
+		withBindings("")(o)
+		o.Digests = rec
+	})
+	h.chat.Channels = map[string]string{"#payments-ci": "C1", "#ops": "C2"}
+	h.cmd(alice, "digest")
+	h.cmd(alice, "digest infra-stg")
+	assert.Contains(t, lastReply(h, alice), "may act only on team `payments` on `infra-prd`")
+	h.cmdIn(chan2, bob, "digest infra-stg")
+	h.idle()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	assert.Equal(t, []string{"infra-prd payments", "infra-stg "}, rec.calls)
 }

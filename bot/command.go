@@ -382,12 +382,30 @@ func (e *Engine) command(ctx context.Context, ev chatmodel.Event) error {
 			e.out.reply(ctx, ev.Conversation, ev.User, "Digests are not available in this setup.")
 			return nil
 		}
+		// A bound channel's digest is of its targets and teams only.
+		scope, err := e.chans.scope(ctx, e.set.approvals().Channels, ev.Conversation.Channel)
+		target := c.Name
+		switch {
+		case err != nil:
+			e.out.reply(ctx, ev.Conversation, ev.User, "⚠️ "+chatmodel.UserMessage(err))
+			return nil
+		case scope.Denied || target != "" && !scope.AllowsTarget(target):
+			e.out.reply(ctx, ev.Conversation, ev.User, "⚠️ "+scope.Refusal(target, nil))
+			return nil
+		case target == "" && scope.Bound():
+			if ts := scope.FilterTargets(targetNames(e.opts.Targets)); len(ts) == 1 {
+				target = ts[0]
+			} else if len(ts) > 1 {
+				e.out.reply(ctx, ev.Conversation, ev.User, fmt.Sprintf("Usage: `/runbook digest <target>` (targets: %s)", strings.Join(ts, ", ")))
+				return nil
+			}
+		}
 		e.out.reply(ctx, ev.Conversation, ev.User, "⏳ Collecting the digest…")
 		e.work.background(func() {
 			// Collecting takes seconds: do it outside the event.
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
 			defer cancel()
-			if err := e.opts.Digests.DigestNow(dctx, c.Name, ev.Conversation); err != nil {
+			if err := e.opts.Digests.DigestNow(dctx, target, scope.CallTeams(), ev.Conversation); err != nil {
 				var ue *chatmodel.UserError
 				if errors.As(err, &ue) {
 					e.out.reply(dctx, ev.Conversation, ev.User, "⚠️ "+ue.Msg)

@@ -90,8 +90,10 @@ type Options struct {
 	// them. The engine never type-asserts Store or Chat.
 	Capabilities Capabilities
 	// Digests posts health digests on demand (/runbook digest); optional.
+	// teams, when not nil, are the only teams the digest may cover (the
+	// command's channel is bound to them).
 	Digests interface {
-		DigestNow(ctx context.Context, target string, to chatmodel.Conversation) error
+		DigestNow(ctx context.Context, target string, teams []string, to chatmodel.Conversation) error
 	}
 	// Threads adds what other subsystems know of a thread (an incident's
 	// heading and timeline) to its summary; optional.

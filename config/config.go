@@ -483,6 +483,9 @@ func (c *Config) validate() Errors {
 		if d.Channel == "" {
 			add(p+".channel", "is required (e.g. \"#ci-ops\")")
 		}
+		if msg := c.postProblem(d.Channel, d.Target, "its digest"); msg != "" {
+			add(p+".channel", "%s", msg)
+		}
 		if d.Timezone != "" {
 			if _, err := time.LoadLocation(d.Timezone); err != nil {
 				add(p+".timezone", "%q is not a time zone (e.g. Europe/Paris): %v", d.Timezone, err)
@@ -544,6 +547,7 @@ func (c *Config) Check(ctx context.Context, k policy.Known) (warnings []string, 
 			}
 		}
 	}
+	problems = append(problems, c.postChannelProblems(ctx, k)...)
 	if c.ConcourseAuthority() && len(c.Users) == 0 {
 		problems = append(problems, policy.Problem{Path: "users", Warning: true,
 			Msg: "a target's authority is concourse but users: maps no chat user to a Concourse identity: only people whose chat platform gives a verified e-mail the teams' auth lists can act there"})
@@ -600,6 +604,38 @@ func sortedKeys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// postChannelProblems refuses a digest's or watch rule's channel written
+// otherwise than the binding of the same channel ("#payments-ci" bound as
+// its id): what the bot posts there on its own is scoped by the binding
+// written the same way, so it would cover every team.
+func (c *Config) postChannelProblems(ctx context.Context, k policy.Known) []policy.Problem {
+	if k.Channel == nil || len(c.Channels.Bindings) == 0 {
+		return nil
+	}
+	bound := map[string]string{} // channel id → binding key
+	for _, key := range c.Channels.Keys() {
+		if id, err := k.Channel(ctx, key); err == nil && id != "" {
+			bound[id] = key
+		}
+	}
+	var out []policy.Problem
+	check := func(path, channel string) {
+		if channel == "" || c.Channels.PostScope(channel).Bound() {
+			return
+		}
+		if id, err := k.Channel(ctx, channel); err == nil && bound[id] != "" {
+			out = append(out, policy.Problem{Path: path, Msg: fmt.Sprintf("%s is the channel bound as `channels.%s`: write it the same way (%q), so what is posted there covers only what the binding allows", channel, bound[id], bound[id])})
+		}
+	}
+	for i, d := range c.Digests {
+		check(fmt.Sprintf("digests[%d].channel", i), d.Channel)
+	}
+	for i, w := range c.Watch {
+		check(fmt.Sprintf("watch[%d].channel", i), w.Channel)
+	}
 	return out
 }
 

@@ -116,6 +116,9 @@ func (c *Config) validateIncidents() Errors {
 			}
 			add(strings.TrimSuffix(p+"."+field, "."), "%s", msg)
 		}
+		if msg := c.postProblem(w.Channel, w.Target, "its incidents"); msg != "" {
+			add(p+".channel", "%s", msg)
+		}
 		if w.BuildLogsBytes > 0 {
 			if t := c.Targets[w.Target]; t != nil && t.Database == nil && t.Simulator == nil {
 				add(p+".build_logs_bytes", "target %q has no database configured (targets.%s.database)", w.Target, w.Target)
@@ -123,4 +126,17 @@ func (c *Config) validateIncidents() Errors {
 		}
 	}
 	return errs
+}
+
+// postProblem says why channel, bound under channels:, may not be posted
+// what the bot finds on target on its own (what: "its digest", "its
+// incidents"); "" when it may. A channel bound to teams gets only their
+// figures (digest.Schedule.Teams, watch.Rule.Teams); one not bound to the
+// target would be shown what it may not act on.
+func (c *Config) postProblem(channel, target, what string) string {
+	s := c.Channels.PostScope(channel)
+	if !s.Bound() || s.AllowsTarget(target) {
+		return ""
+	}
+	return fmt.Sprintf("%s is bound to %s only (`channels.%s`), not to %q: %s would show what the channel may not act on; post them to a channel bound to that target, or bind it there", channel, strings.Join(s.Targets, ", "), channel, target, what)
 }

@@ -1,12 +1,14 @@
 package config
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/groundcrew/groundcrew/policy"
 	"github.com/groundcrew/groundcrew/watch"
 )
 
@@ -88,4 +90,44 @@ alerts:
 	_, err := Load(p)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `line 8: unknown key "matches" in alerts.routes[]; did you mean "match"?`)
+}
+
+// A digest or a watch rule posting to a channel bound to other targets
+// is refused (it would show what the channel may not act on); one
+// written otherwise than its binding (its name, bound by id) too, when
+// the platform says they are the same channel.
+func TestParse_PostingIntoABoundChannel(t *testing.T) {
+	dir := t.TempDir()
+	p := write(t, dir, "groundcrew.yaml", incidentsBase+`
+channels:
+  "#stg-ci": {targets: [infra-stg]}
+  C0PAY: {teams: [payments]}
+digests:
+  - {target: infra-prd, channel: "#stg-ci", schedule: "0 8 * * *"}
+watch:
+  - {target: infra-prd, channel: "#stg-ci", pending_builds: 10}
+`)
+	_, err := Load(p)
+	require.Error(t, err)
+	for _, want := range []string{
+		"digests[0].channel: #stg-ci is bound to infra-stg only (`channels.#stg-ci`), not to \"infra-prd\": its digest would show what the channel may not act on",
+		"watch[0].channel: #stg-ci is bound to infra-stg only",
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+
+	p = write(t, dir, "groundcrew.yaml", incidentsBase+`
+channels:
+  C0PAY: {teams: [payments]}
+digests:
+  - {target: infra-prd, channel: "#payments-ci", schedule: "0 8 * * *"}
+  - {target: infra-prd, channel: C0PAY, schedule: "0 8 * * *"}
+`)
+	cfg, err := Load(p)
+	require.NoError(t, err)
+	ids := map[string]string{"#payments-ci": "C0PAY", "C0PAY": "C0PAY"}
+	_, err = cfg.Check(context.Background(), policy.Known{Targets: cfg.TargetNames(), Channel: func(_ context.Context, name string) (string, error) { return ids[name], nil }})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "digests[0].channel: #payments-ci is the channel bound as `channels.C0PAY`: write it the same way (\"C0PAY\"), so what is posted there covers only what the binding allows")
+	assert.NotContains(t, err.Error(), "digests[1]")
 }

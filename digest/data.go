@@ -7,13 +7,18 @@ import (
 )
 
 // Source collects the health figures of one Concourse target for a
-// digest. Builds are counted over the window ending now. prev is the data
-// of the previous digest of the same schedule (nil for the first one);
-// sources may use it to bound their work, and the scheduler derives ages,
-// missing workers and trends from it itself. An error means the target
-// could not be read at all: the digest then says so, with the error.
+// digest. Builds are counted over the window ending now. teams, when not
+// nil, are the only Concourse teams whose things the figures may cover
+// (the digest is posted to a channel bound to them: channels: in
+// groundcrew.yaml): their builds, pipelines and database tables, the
+// workers they own and the global ones; nothing of another team is
+// counted or named. prev is the data of the previous digest of the same
+// schedule (nil for the first one); sources may use it to bound their
+// work, and the scheduler derives ages, missing workers and trends from
+// it itself. An error means the target could not be read at all: the
+// digest then says so, with the error.
 type Source interface {
-	Collect(ctx context.Context, target string, window time.Duration, prev *Data) (Data, error)
+	Collect(ctx context.Context, target string, teams []string, window time.Duration, prev *Data) (Data, error)
 }
 
 // Data is a digest's figures for one target. Sources fill the facts;
@@ -21,6 +26,8 @@ type Source interface {
 // stalled, which workers disappeared). It is stored as JSON.
 type Data struct {
 	Target string `json:"target"`
+	// Teams are the only teams whose things the figures cover (nil: all).
+	Teams []string `json:"teams,omitempty"`
 	// At is when the figures were collected.
 	At     time.Time     `json:"at"`
 	Window time.Duration `json:"window"`
@@ -56,6 +63,8 @@ type WorkerFigures struct {
 type StalledWorker struct {
 	Name       string `json:"name"`
 	Containers int    `json:"containers"`
+	// Team is the team that owns it ("" for a global worker).
+	Team string `json:"team,omitempty"`
 	// Ref is what to type after worker= to address exactly this worker (its
 	// ID under the target's naming, else its name); empty means the name.
 	Ref string `json:"ref,omitempty"`

@@ -101,7 +101,7 @@ func Render(target string, cur Data, prev *Data, now time.Time) chatmodel.Messag
 		if cur.LoginRefused {
 			verdict = "login refused"
 		}
-		fmt.Fprintf(&b, "🔴 *Health digest* `%s` · %s — %s\n%s", target, when(now), verdict, cur.Err)
+		fmt.Fprintf(&b, "🔴 *Health digest* `%s`%s · %s — %s\n%s", target, teamsOf(cur.Teams), when(now), verdict, cur.Err)
 		for _, s := range Suggestions(target, cur, now) {
 			fmt.Fprintf(&b, "\nIf Concourse web is down → `%s`", s.Command)
 		}
@@ -127,7 +127,7 @@ func Render(target string, cur Data, prev *Data, now time.Time) chatmodel.Messag
 	if len(w.Stalled) > 0 || bf.ImageFetch > 0 || (len(w.Names) > 0 && w.ByState[workerRunning] == 0) {
 		icon = "🔴"
 	}
-	fmt.Fprintf(&b, "%s *Health digest* `%s` · %s — %s\n", icon, target, when(now), verdict)
+	fmt.Fprintf(&b, "%s *Health digest* `%s`%s · %s — %s\n", icon, target, teamsOf(cur.Teams), when(now), verdict)
 
 	var states []string
 	for _, s := range orderedStates(w.ByState, digestWorkerStates) {
@@ -191,6 +191,10 @@ func Render(target string, cur Data, prev *Data, now time.Time) chatmodel.Messag
 	if len(sugg) > 0 {
 		b.WriteString("\nSuggested:")
 		for _, s := range sugg {
+			if s.Command == "" {
+				fmt.Fprintf(&b, "\n• %s", s.Problem)
+				continue
+			}
 			fmt.Fprintf(&b, "\n• %s → `%s`", s.Problem, s.Command)
 			if s.Alternative != "" {
 				fmt.Fprintf(&b, " (or `%s`, %s)", s.Alternative, s.AltWhy)
@@ -203,6 +207,18 @@ func Render(target string, cur Data, prev *Data, now time.Time) chatmodel.Messag
 		b.WriteString("\nFirst digest: no trends yet · details in the thread.")
 	}
 	return chatmodel.Message{Text: b.String(), Detail: renderDigestDetail(cur, prev, now)}
+}
+
+// teamsOf says which teams a digest covers (" · team `payments`"; ""
+// for every team).
+func teamsOf(teams []string) string {
+	switch len(teams) {
+	case 0:
+		return ""
+	case 1:
+		return " · team `" + teams[0] + "`"
+	}
+	return " · teams " + codeList(teams, len(teams))
 }
 
 func isStalled(w WorkerFigures, name string) bool {

@@ -353,3 +353,19 @@ func TestRender_StalledWorkerConcourseRemovesByItself(t *testing.T) {
 	assert.Contains(t, m.Text+m.Detail, "236 containers; first seen stalled")
 	assert.Contains(t, m.Text+m.Detail, "; Concourse removes caascad-ci-workers-infra-infra-prd-0 by itself before 09:30 UTC unless it heartbeats again")
 }
+
+// A digest of some teams: a stalled global worker is said without a
+// command (their channel may not change it); their own worker gets one.
+func TestRender_ADigestOfSomeTeams(t *testing.T) {
+	now := time.Date(2025, 3, 10, 8, 0, 0, 0, time.UTC)
+	d := Data{Target: "infra-prd", Teams: []string{"payments"}, At: now, Window: 24 * time.Hour,
+		Workers: WorkerFigures{ByState: map[string]int{"stalled": 2}, Names: []string{"global-0", "pay-0"},
+			Stalled: []StalledWorker{{Name: "global-0"}, {Name: "pay-0", Team: "payments"}}}}
+	m := Render("infra-prd", d, nil, now)
+	assert.Contains(t, m.Text, "🔴 *Health digest* `infra-prd` · team `payments` · Mon 08:00 UTC — 2 problems")
+	assert.Contains(t, m.Text, "\n• `global-0` is stalled — a global worker: a channel bound to every team acts on it\n")
+	assert.Contains(t, m.Text, "• `pay-0` is stalled → `/runbook run")
+	d.Teams = nil
+	m = Render("infra-prd", d, nil, now)
+	assert.Contains(t, m.Text, "• `global-0` is stalled → `/runbook run", "every team's digest: a command")
+}

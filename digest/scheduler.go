@@ -33,6 +33,9 @@ type Schedule struct {
 	// CatchUp is how late a digest missed while the bot was down may still
 	// be posted (default: one period of the schedule).
 	CatchUp time.Duration
+	// Teams, when not nil, are the only Concourse teams the digest covers:
+	// its channel is bound to them (channels:).
+	Teams []string
 }
 
 // State is the state of a schedule's latest settled fire time.
@@ -83,13 +86,23 @@ type History interface {
 }
 
 // HistoryKey is the key of a scheduled digest's record in the History.
-func HistoryKey(target, channel, schedule, timezone string) string {
-	return strings.Join([]string{target, channel, schedule, timezone}, "|")
+// A digest of some teams only (teams) has its own: its figures are not
+// compared with those of every team.
+func HistoryKey(target, channel, schedule, timezone string, teams ...string) string {
+	return strings.Join([]string{target, channel, schedule, timezone}, "|") + teamsKey(teams)
 }
 
 // NowKey is the key of the record of the digests of target asked for
-// with /runbook digest (when no schedule of that target is configured).
-func NowKey(target string) string { return "now:" + target }
+// with /runbook digest (when no schedule of that target is configured),
+// for some teams only (teams) or every team.
+func NowKey(target string, teams ...string) string { return "now:" + target + teamsKey(teams) }
+
+func teamsKey(teams []string) string {
+	if len(teams) == 0 {
+		return ""
+	}
+	return "|teams=" + strings.Join(teams, ",")
+}
 
 // ConfigError is a bad digest schedule, named by its index in the
 // configuration.
@@ -308,7 +321,7 @@ func (s *Scheduler) build(ds []Schedule) ([]*digestJob, []string, error) {
 			d.Window = 24 * time.Hour
 		}
 		jobs = append(jobs, &digestJob{index: i, cfg: d, sched: sched, loc: loc,
-			key: HistoryKey(d.Target, d.Channel, d.Schedule, d.Timezone)})
+			key: HistoryKey(d.Target, d.Channel, d.Schedule, d.Timezone, d.Teams...)})
 		if !slices.Contains(known, d.Target) {
 			known = append(known, d.Target)
 		}
@@ -504,7 +517,7 @@ func (s *Scheduler) evaluate(ctx context.Context, j *digestJob, now time.Time) {
 // post collects, renders and posts the digest of fire, recording the
 // intent first and the outcome after.
 func (s *Scheduler) post(ctx context.Context, log *slog.Logger, j *digestJob, rec Record, fire, now time.Time) {
-	data := s.collect(ctx, j.cfg.Target, j.cfg.Window, rec.Data, now)
+	data := s.collect(ctx, j.cfg.Target, j.cfg.Teams, j.cfg.Window, rec.Data, now)
 	if ctx.Err() != nil {
 		return
 	}
@@ -569,15 +582,16 @@ func (s *Scheduler) attachChart(log *slog.Logger, msg *chatmodel.Message, target
 	msg.Files = append(msg.Files, *f)
 }
 
-// collect reads the target; an error becomes a digest that says so.
-func (s *Scheduler) collect(ctx context.Context, target string, window time.Duration, prev *Data, now time.Time) Data {
+// collect reads the target (the things of teams only, when not nil); an
+// error becomes a digest that says so.
+func (s *Scheduler) collect(ctx context.Context, target string, teams []string, window time.Duration, prev *Data, now time.Time) Data {
 	cctx, cancel := context.WithTimeout(ctx, s.o.CollectTimeout)
 	defer cancel()
-	data, err := s.o.Source.Collect(cctx, target, window, prev)
+	data, err := s.o.Source.Collect(cctx, target, teams, window, prev)
 	if err != nil {
 		data = Data{Err: chatmodel.UserMessage(err), LoginRefused: loginRefused(err)}
 	}
-	data.Target, data.Window = target, window
+	data.Target, data.Teams, data.Window = target, slices.Clone(teams), window
 	if data.At.IsZero() {
 		data.At = now
 	}
@@ -586,12 +600,14 @@ func (s *Scheduler) collect(ctx context.Context, target string, window time.Dura
 }
 
 // DigestNow collects target's digest at once and posts it to `to` (the
-// conversation of a `/runbook digest` command). Trends compare with the
-// last scheduled digest of the target (of the same channel when there is
-// one), else with the last on-demand digest of the target, which is kept
-// for that (key "now:<target>"). target may be empty when only one target is
-// known. Unknown targets give a *UserError.
-func (s *Scheduler) DigestNow(ctx context.Context, target string, to chatmodel.Conversation) error {
+// conversation of a `/runbook digest` command), of the things of teams
+// only when not nil (the command's channel is bound to them). Trends
+// compare with the last scheduled digest of the target of the same teams
+// (of the same channel when there is one), else with the last on-demand
+// digest of the target and teams, which is kept for that (key
+// "now:<target>"). target may be empty when only one target is known.
+// Unknown targets give a *UserError.
+func (s *Scheduler) DigestNow(ctx context.Context, target string, teams []string, to chatmodel.Conversation) error {
 	jobs, targets := s.current()
 	if target == "" {
 		if len(targets) != 1 {
@@ -607,7 +623,7 @@ func (s *Scheduler) DigestNow(ctx context.Context, target string, to chatmodel.C
 	var series []Point
 	var best *digestJob
 	for _, j := range jobs {
-		if j.cfg.Target == target && (best == nil || j.cfg.Channel == to.Channel && best.cfg.Channel != to.Channel) {
+		if j.cfg.Target == target && slices.Equal(j.cfg.Teams, teams) && (best == nil || j.cfg.Channel == to.Channel && best.cfg.Channel != to.Channel) {
 			best = j
 		}
 	}
@@ -621,7 +637,7 @@ func (s *Scheduler) DigestNow(ctx context.Context, target string, to chatmodel.C
 			prev, series = rec.Data, rec.Series
 		}
 	}
-	nowKey := NowKey(target)
+	nowKey := NowKey(target, teams...)
 	if prev == nil {
 		// no scheduled digest to compare with: compare with the last
 		// on-demand one, so that only the first says "First digest"
@@ -634,7 +650,7 @@ func (s *Scheduler) DigestNow(ctx context.Context, target string, to chatmodel.C
 		}
 	}
 	now := s.o.Now()
-	data := s.collect(ctx, target, window, prev, now)
+	data := s.collect(ctx, target, teams, window, prev, now)
 	msg := Render(target, data, prev, now.In(loc))
 	if data.Err == "" {
 		s.attachChart(s.log.With("target", target), &msg, target, appendPoint(series, PointOf(data)), now)

@@ -36,12 +36,14 @@ type fakeSource struct {
 	err   error
 	pend  int
 	calls int
+	teams [][]string // of each collection
 }
 
-func (s *fakeSource) Collect(_ context.Context, target string, window time.Duration, _ *digest.Data) (digest.Data, error) {
+func (s *fakeSource) Collect(_ context.Context, target string, teams []string, window time.Duration, _ *digest.Data) (digest.Data, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
+	s.teams = append(s.teams, teams)
 	if s.err != nil {
 		return digest.Data{}, s.err
 	}
@@ -427,18 +429,18 @@ func TestScheduler_DigestNow(t *testing.T) {
 	before := env.hist.only(t)
 
 	to := chatmodel.Conversation{Platform: "console", Channel: "#incident", Thread: "t1"}
-	require.NoError(t, s.DigestNow(ctx, "", to), "the only target is the default")
+	require.NoError(t, s.DigestNow(ctx, "", nil, to), "the only target is the default")
 	require.Len(t, env.chat.Posts(), 1)
 	assert.Equal(t, to, env.chat.Posts()[0].To)
 	assert.Equal(t, before, env.hist.only(t), "on-demand digests leave the schedule alone")
 
-	err := s.DigestNow(ctx, "infra-prod", to)
+	err := s.DigestNow(ctx, "infra-prod", nil, to)
 	var ue *chatmodel.UserError
 	require.ErrorAs(t, err, &ue)
 	assert.Equal(t, `Unknown target "infra-prod". Targets: infra-prd`, ue.Msg)
 
 	env.chat.FailPosts = 1
-	require.NoError(t, s.DigestNow(ctx, "infra-prd", to), "a digest chat did not take is queued")
+	require.NoError(t, s.DigestNow(ctx, "infra-prd", nil, to), "a digest chat did not take is queued")
 	require.Len(t, env.chat.Posts(), 1)
 	env.set(at(10, 7, 1))
 	s.Tick(ctx)
@@ -501,7 +503,7 @@ func TestScheduler_DigestNowWithoutScheduleHasTrends(t *testing.T) {
 	ctx := context.Background()
 	to := chatmodel.Conversation{Platform: "console", Channel: "#ops"}
 	for range 3 {
-		require.NoError(t, s.DigestNow(ctx, "infra-prd", to))
+		require.NoError(t, s.DigestNow(ctx, "infra-prd", nil, to))
 		env.set(env.clock.Now().Add(time.Minute))
 	}
 	posts := env.chat.Posts()
@@ -511,4 +513,32 @@ func TestScheduler_DigestNowWithoutScheduleHasTrends(t *testing.T) {
 		assert.NotContains(t, p.Msg.Text, "First digest")
 		assert.Contains(t, p.Msg.Text, "Trends vs the digest of")
 	}
+}
+
+// A digest posted to a channel bound to teams (Schedule.Teams) collects
+// only theirs, says so, and keeps a history of its own; /runbook digest
+// from such a channel compares with the same teams' digest only.
+func TestScheduler_ADigestOfSomeTeams(t *testing.T) {
+	env := newSchedEnv(at(10, 7, 0))
+	env.d.Channel, env.d.Teams = "#payments-ci", []string{"payments"}
+	ctx := context.Background()
+	s := env.start(t, nil)
+	s.Tick(ctx)
+	env.set(at(10, 8, 0))
+	s.Tick(ctx)
+	require.Len(t, env.chat.Posts(), 1)
+	assert.Contains(t, env.chat.Posts()[0].Msg.Text, "*Health digest* `infra-prd` · team `payments` ·")
+	assert.Equal(t, [][]string{{"payments"}}, env.src.teams)
+	_, ok := env.hist.recs[digest.HistoryKey("infra-prd", "#payments-ci", "0 8 * * *", "Europe/Paris", "payments")]
+	assert.True(t, ok, "a history of its own")
+	assert.NotEqual(t, digest.HistoryKey("infra-prd", "#payments-ci", "0 8 * * *", "Europe/Paris"), digest.HistoryKey("infra-prd", "#payments-ci", "0 8 * * *", "Europe/Paris", "payments"))
+	assert.Equal(t, "infra-prd|#ci-ops|0 8 * * *|Europe/Paris", digest.HistoryKey("infra-prd", "#ci-ops", "0 8 * * *", "Europe/Paris"), "an unscoped key is unchanged")
+
+	to := chatmodel.Conversation{Platform: "console", Channel: "#ops"}
+	require.NoError(t, s.DigestNow(ctx, "infra-prd", nil, to))
+	assert.Contains(t, env.chat.Posts()[1].Msg.Text, "First digest", "every team's is not compared with payments'")
+	assert.NotContains(t, env.chat.Posts()[1].Msg.Text, "team `payments`")
+	require.NoError(t, s.DigestNow(ctx, "infra-prd", []string{"payments"}, to))
+	assert.Contains(t, env.chat.Posts()[2].Msg.Text, "Trends vs the digest of", "compared with payments' scheduled digest")
+	assert.Equal(t, []string{"payments"}, env.src.teams[len(env.src.teams)-1])
 }

@@ -138,6 +138,12 @@ func Suggestions(target string, cur Data, now time.Time) []Suggestion {
 		return out
 	}
 	for _, w := range cur.Workers.Stalled {
+		if len(cur.Teams) > 0 && w.Team == "" {
+			// A digest of some teams: a global worker is no team's, and
+			// their channel may not change it; said, without a command.
+			out = append(out, Suggestion{Problem: fmt.Sprintf("`%s` %s — a global worker: a channel bound to every team acts on it", w.Name, stalledFor(w, cur.At, now))})
+			continue
+		}
 		// the source's ref addresses exactly this worker; without one the
 		// full name does (a trailing number may be another worker's ID)
 		addFix(fmt.Sprintf("`%s` %s", w.Name, stalledFor(w, cur.At, now)), StalledWorkerFix(w.Name, w.Ref))

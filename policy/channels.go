@@ -92,6 +92,18 @@ func (c Channels) Keys() []string {
 	return out
 }
 
+// PostScope is the scope of what the bot posts on its own into channel
+// (a digest, a watch rule's incidents), as written in the configuration:
+// the binding whose key is written the same ("#payments-ci" or the id);
+// unbound otherwise. `config check` refuses a channel written otherwise
+// than its binding.
+func (c Channels) PostScope(channel string) Scope {
+	if b, ok := c.Bindings[channel]; ok {
+		return Scope{Key: channel, Targets: sortedSet(b.Targets), Teams: sortedSet(b.Teams)}
+	}
+	return Scope{}
+}
+
 // Configured reports whether any channel rule is set.
 func (c Channels) Configured() bool { return len(c.Bindings) > 0 || c.Default == ChannelsDeny }
 

@@ -57,7 +57,7 @@ func TestDigestHistory_RoundTrip(t *testing.T) {
 // fixedSource reports the same healthy target every time.
 type fixedSource struct{}
 
-func (fixedSource) Collect(context.Context, string, time.Duration, *digest.Data) (digest.Data, error) {
+func (fixedSource) Collect(context.Context, string, []string, time.Duration, *digest.Data) (digest.Data, error) {
 	return digest.Data{Workers: digest.WorkerFigures{ByState: map[string]int{"running": 1}, Names: []string{"w-0"}}}, nil
 }
 

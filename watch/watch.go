@@ -45,6 +45,12 @@ type Rule struct {
 	OldestPending time.Duration `yaml:"oldest_pending"`
 	// BuildLogsBytes opens one when the build-log tables are larger.
 	BuildLogsBytes ByteSize `yaml:"build_logs_bytes"`
+	// Teams, when not nil, are the only Concourse teams the rule watches:
+	// its channel is bound to them (channels:, set by the configuration,
+	// not written in the rule). Its polls count their builds and tables,
+	// its worker incidents are of their own workers, and its incidents'
+	// keys are its own.
+	Teams []string `yaml:"-"`
 }
 
 // DefaultEvery is the default poll period.
@@ -271,14 +277,23 @@ func (w *Watcher) Run(ctx context.Context) error {
 	return nil
 }
 
-// Key is the incident key of a rule's object.
-func Key(target, cond, object string) string {
-	k := "watch:" + target + ":" + cond
+// Key is the incident key of a rule's object. A rule of some teams only
+// (teams) has keys of its own, "watch:infra-prd[payments]:pending_builds":
+// its figures are not every team's, and its incidents go to its channel.
+func Key(target, cond, object string, teams ...string) string {
+	k := "watch:" + target
+	if len(teams) > 0 {
+		k += "[" + strings.Join(teams, ",") + "]"
+	}
+	k += ":" + cond
 	if object != "" {
 		k += ":" + object
 	}
 	return k
 }
+
+// prefix is what the keys of rule r's incidents start with.
+func prefix(r Rule) string { return strings.TrimSuffix(Key(r.Target, "", "", r.Teams...), ":") + ":" }
 
 // seed marks the keys of open watch incidents active, so that a condition
 // that cleared while the bot was down still resolves its incident.
@@ -325,7 +340,7 @@ func (w *Watcher) seed(ctx context.Context) error {
 			if c := rs.conds[in.Key]; c != nil && c.Active {
 				continue // the saved state knows it
 			}
-			if strings.HasPrefix(in.Key, Key(rs.rule.Target, "", "")) {
+			if strings.HasPrefix(in.Key, prefix(rs.rule)) {
 				rs.conds[in.Key] = &cond{Active: true, Last: incident.Signal{Key: in.Key, Source: in.Source, Title: in.Title, Target: in.Target, Channel: in.Channel}}
 			}
 		}
@@ -343,13 +358,13 @@ func (w *Watcher) Poll(ctx context.Context, i int) error {
 	}
 	rs := w.rules[i]
 	r := rs.rule
-	data, err := w.o.Source.Collect(ctx, r.Target, window, rs.prev)
+	data, err := w.o.Source.Collect(ctx, r.Target, r.Teams, window, rs.prev)
 	if err == nil && data.Err != "" {
 		err = errors.New(data.Err)
 	}
 	now := w.o.Now()
 	found := map[string]incident.Signal{}
-	unreachable := Key(r.Target, "unreachable", "")
+	unreachable := Key(r.Target, "unreachable", "", r.Teams...)
 	if err != nil {
 		found[unreachable] = w.unreachable(r, err)
 	} else {
@@ -389,7 +404,7 @@ func (w *Watcher) Poll(ctx context.Context, i int) error {
 			s := c.Last
 			s.Firing = false
 			s.Evidence = nil
-			if name, ok := strings.CutPrefix(key, Key(r.Target, "worker_stalled", "")+":"); ok && rs.prev != nil {
+			if name, ok := strings.CutPrefix(key, Key(r.Target, "worker_stalled", "", r.Teams...)+":"); ok && rs.prev != nil {
 				s.Why = stalledCleared(name, rs.prev.Workers)
 			}
 			if _, err := w.o.Sink.Signal(ctx, s); err != nil {
@@ -433,7 +448,7 @@ func stalledCleared(name string, w digest.WorkerFigures) string {
 var loginRe = regexp.MustCompile(`(?i)\b401\b|unauthori[sz]ed|login|password|forbidden|\b403\b`)
 
 func (w *Watcher) unreachable(r Rule, err error) incident.Signal {
-	s := incident.Signal{Key: Key(r.Target, "unreachable", ""), Source: incident.Source{Kind: incident.SourceWatch, Name: "unreachable", Ref: r.Target},
+	s := incident.Signal{Key: Key(r.Target, "unreachable", "", r.Teams...), Source: incident.Source{Kind: incident.SourceWatch, Name: "unreachable", Ref: r.Target},
 		Target: r.Target, Channel: r.Channel}
 	// The line names the target once (the client's errors start with it).
 	msg := strings.TrimPrefix(oneLine(err.Error()), r.Target+": ")
@@ -455,12 +470,17 @@ func (w *Watcher) unreachable(r Rule, err error) incident.Signal {
 func (w *Watcher) evaluate(rs *ruleState, d digest.Data, now time.Time, found map[string]incident.Signal) {
 	r := rs.rule
 	sig := func(cond, object, title string) incident.Signal {
-		return incident.Signal{Key: Key(r.Target, cond, object), Source: incident.Source{Kind: incident.SourceWatch, Name: cond, Ref: object},
+		return incident.Signal{Key: Key(r.Target, cond, object, r.Teams...), Source: incident.Source{Kind: incident.SourceWatch, Name: cond, Ref: object},
 			Target: r.Target, Channel: r.Channel, Title: title}
 	}
 	// Stalled workers, by name.
 	stalled := map[string]bool{}
 	for _, sw := range d.Workers.Stalled {
+		if len(r.Teams) > 0 && sw.Team == "" {
+			// A rule of some teams alerts on what their channel may act
+			// on: a global worker is no team's (the digest shows it).
+			continue
+		}
 		stalled[sw.Name] = true
 		since, ok := rs.stalledSince[sw.Name]
 		if !ok {

@@ -26,12 +26,14 @@ type source struct {
 	data  digest.Data
 	err   error
 	calls int
+	teams []string // of the last collection
 }
 
-func (s *source) Collect(_ context.Context, target string, _ time.Duration, _ *digest.Data) (digest.Data, error) {
+func (s *source) Collect(_ context.Context, target string, teams []string, _ time.Duration, _ *digest.Data) (digest.Data, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
+	s.teams = teams
 	d := s.data
 	d.Target = target
 	return d, s.err
@@ -376,4 +378,35 @@ func TestStalledWorkerResolvesSayingWhy(t *testing.T) {
 		assert.False(t, sk.signals[1].Firing)
 		assert.Equal(t, c.want, sk.signals[1].Why)
 	}
+}
+
+// A rule posting to a channel bound to teams (Rule.Teams) polls only
+// theirs, opens incidents of its own keys, and alerts on their own
+// workers, not on a global one (no team's: their channel may not act on
+// it).
+func TestARuleOfSomeTeams(t *testing.T) {
+	w, src, sk, clk := newWatcher(t, watch.Rule{Target: "infra-prd", Channel: "#payments-ci", Teams: []string{"payments"}, WorkerStalledFor: time.Minute, PendingBuilds: 10})
+	ctx := context.Background()
+	src.data = stalled("global-0")
+	src.data.Workers.Stalled = append(src.data.Workers.Stalled, digest.StalledWorker{Name: "pay-0", Team: "payments"})
+	src.data.Builds.ByStatus["pending"] = 20
+	for range 3 {
+		require.NoError(t, w.Poll(ctx, 0))
+		clk.t = clk.t.Add(time.Minute)
+	}
+	assert.Equal(t, []string{"payments"}, src.teams)
+	var keys []string
+	for _, s := range sk.signals {
+		keys = append(keys, s.Key)
+		assert.Equal(t, "#payments-ci", s.Channel)
+	}
+	assert.ElementsMatch(t, []string{"watch:infra-prd[payments]:worker_stalled:pay-0", "watch:infra-prd[payments]:pending_builds"}, keys)
+
+	// Its open incidents are its own after a restart; another scope's are not.
+	w2, err := watch.New(watch.Options{Rules: []watch.Rule{{Target: "infra-prd", Channel: "#ci-ops", PendingBuilds: 10}}, Source: src, Sink: &sink{open: []*incident.Incident{
+		{Key: "watch:infra-prd[payments]:pending_builds", Source: incident.Source{Kind: incident.SourceWatch}}}}, Now: time.Now})
+	require.NoError(t, err)
+	src.data = stalled()
+	require.NoError(t, w2.Poll(ctx, 0))
+	assert.Empty(t, w2.Keys(0), "every team's rule does not take over payments' incident")
 }

@@ -105,7 +105,7 @@ func digestBenchCollect(b *testing.B, src *DigestSource, wantBuilds int) {
 	b.ResetTimer()
 	for b.Loop() {
 		var err error
-		peak := digestPeakHeap(func() { d, err = src.Collect(ctx, "infra-prd", 24*time.Hour, nil) })
+		peak := digestPeakHeap(func() { d, err = src.Collect(ctx, "infra-prd", nil, 24*time.Hour, nil) })
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -94,8 +95,10 @@ func NewDigestSource(clients map[string]*Client, o DigestOptions) (*DigestSource
 
 // Collect implements digest.Source. It fails only when the workers
 // cannot be listed (the target is unreachable or refuses the bot); other
-// parts that fail become notes of a partial digest.
-func (s *DigestSource) Collect(ctx context.Context, target string, window time.Duration, _ *digest.Data) (digest.Data, error) {
+// parts that fail become notes of a partial digest. With teams, only
+// their builds, paused pipelines and build-log tables are counted, and
+// their own workers and the global ones (what a call scoped to them sees).
+func (s *DigestSource) Collect(ctx context.Context, target string, teams []string, window time.Duration, _ *digest.Data) (digest.Data, error) {
 	c, ok := s.clients[target]
 	if !ok {
 		return digest.Data{}, fmt.Errorf("digest of %q: %w", target, chatmodel.ErrNotConfigured)
@@ -104,23 +107,25 @@ func (s *DigestSource) Collect(ctx context.Context, target string, window time.D
 		window = 24 * time.Hour
 	}
 	now := s.o.Now()
-	d := digest.Data{Target: target, At: now, Window: window}
+	sc := scope(teams)
+	d := digest.Data{Target: target, Teams: teams, At: now, Window: window}
 	ws, err := c.Workers(ctx)
 	if err != nil {
 		return d, err
 	}
-	d.Workers = workerFigures(ws, c)
+	d.Workers = workerFigures(ws, c, sc)
 
 	dbc := make(chan *digest.DBFigures, 1)
-	go func() { dbc <- s.tables(ctx, target) }()
+	go func() { dbc <- s.tables(ctx, target, sc) }()
 
 	if ps, err := c.Pipelines(ctx, AllTeams); err != nil {
 		d.Notes = append(d.Notes, "paused pipelines not read: "+err.Error())
 	} else {
-		d.Paused = pausedPipelines(ps)
+		d.Paused = pausedPipelines(ps, sc)
 	}
 
 	agg := s.newBuildAgg(ctx, c)
+	agg.scope = sc
 	err = c.EachBuild(ctx, BuildFilter{Since: now.Add(-window), PageSize: s.o.PageSize}, agg.add)
 	d.Builds = agg.finish()
 	if err != nil {
@@ -143,7 +148,10 @@ func plural1(n int) string {
 	return "s"
 }
 
-func (s *DigestSource) tables(ctx context.Context, target string) *digest.DBFigures {
+// tables reads the database figures: with a scope, only its teams'
+// build-log tables are listed (the sizes of the whole database name no
+// team and stay).
+func (s *DigestSource) tables(ctx context.Context, target string, sc scope) *digest.DBFigures {
 	if s.o.Tables == nil {
 		return nil
 	}
@@ -154,11 +162,16 @@ func (s *DigestSource) tables(ctx context.Context, target string) *digest.DBFigu
 	case err != nil:
 		return &digest.DBFigures{Err: err.Error()}
 	}
+	if sc != nil {
+		db.Tables = slices.DeleteFunc(db.Tables, func(t digest.DBTable) bool { return t.Team == "" || !sc.allows(t.Team) })
+	}
 	return &db
 }
 
-func workerFigures(ws []Worker, c *Client) digest.WorkerFigures {
+// workerFigures are the figures of the workers a scope sees (nil: all).
+func workerFigures(ws []Worker, c *Client, sc scope) digest.WorkerFigures {
 	nm, now := c.naming, c.now()
+	ws = slices.DeleteFunc(slices.Clone(ws), func(w Worker) bool { return !sc.worker(w) })
 	f := digest.WorkerFigures{ByState: map[string]int{}, Names: make([]string, 0, len(ws))}
 	total := 0
 	for _, w := range ws {
@@ -169,7 +182,7 @@ func workerFigures(ws []Worker, c *Client) digest.WorkerFigures {
 			f.ContainersMax, f.MaxWorker = w.ActiveContainers, w.Name
 		}
 		if w.State == WorkerStalled {
-			f.Stalled = append(f.Stalled, digest.StalledWorker{Name: w.Name, Containers: w.ActiveContainers, Ref: nm.Ref(w.Name),
+			f.Stalled = append(f.Stalled, digest.StalledWorker{Name: w.Name, Containers: w.ActiveContainers, Ref: nm.Ref(w.Name), Team: w.Team,
 				AutoRemove: c.AutoRemoval(w, now).Text})
 		}
 	}
@@ -180,10 +193,10 @@ func workerFigures(ws []Worker, c *Client) digest.WorkerFigures {
 	return f
 }
 
-func pausedPipelines(ps []Pipeline) []digest.PausedPipeline {
+func pausedPipelines(ps []Pipeline, sc scope) []digest.PausedPipeline {
 	var out []digest.PausedPipeline
 	for _, p := range ps {
-		if !p.Paused || p.Archived {
+		if !p.Paused || p.Archived || !sc.allows(p.TeamName) {
 			continue
 		}
 		pp := digest.PausedPipeline{Team: p.TeamName, Name: p.Name, By: p.PausedBy}
@@ -200,6 +213,8 @@ type pipeKey struct{ team, pipeline string }
 // buildAgg aggregates a stream of builds, newest first, and scans the
 // errored ones in the background.
 type buildAgg struct {
+	// scope: only its teams' builds are counted (nil: all).
+	scope     scope
 	top       int
 	byStatus  map[string]int
 	pending   map[pipeKey]int
@@ -262,8 +277,14 @@ func (s *DigestSource) newBuildAgg(ctx context.Context, c *Client) *buildAgg {
 // add is the EachBuild callback. It never blocks: the scan queue holds
 // every id that will ever be queued.
 func (a *buildAgg) add(b Build) error {
-	a.byStatus[b.Status]++
 	a.maxID = max(a.maxID, b.ID)
+	if !a.scope.allows(b.TeamName) {
+		// Not counted; its id and start still bound when the scope's
+		// oldest pending build was queued (ids grow with creation).
+		a.bound(b)
+		return nil
+	}
+	a.byStatus[b.Status]++
 	key := pipeKey{b.TeamName, b.PipelineName}
 	if key.pipeline == "" {
 		key.pipeline = "(one-off)"
@@ -290,13 +311,19 @@ func (a *buildAgg) add(b Build) error {
 			a.ids <- scanItem{id: b.ID, key: key}
 		}
 	}
+	a.bound(b)
+	return nil
+}
+
+// bound notes b's id and start time: the lowest seen so far bound when an
+// older pending build was queued.
+func (a *buildAgg) bound(b Build) {
 	if a.minID == 0 || b.ID < a.minID {
 		a.minID = b.ID
 	}
 	if b.StartTime > 0 && (a.minStart == 0 || b.StartTime < a.minStart) {
 		a.minStart = b.StartTime
 	}
-	return nil
 }
 
 // finish waits for the scans and returns the figures.

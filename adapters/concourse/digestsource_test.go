@@ -50,7 +50,7 @@ func (e *digestEnv) source(t testing.TB, o DigestOptions) *DigestSource {
 
 func TestDigestSource_DemoWorld(t *testing.T) {
 	env := newDigestEnv(t, concoursesim.DemoWorld())
-	d, err := env.source(t, DigestOptions{}).Collect(context.Background(), "infra-prd", 24*time.Hour, nil)
+	d, err := env.source(t, DigestOptions{}).Collect(context.Background(), "infra-prd", nil, 24*time.Hour, nil)
 	require.NoError(t, err)
 
 	assert.Equal(t, digestStart, d.At)
@@ -86,7 +86,7 @@ func TestDigestSource_ScanIsCapped(t *testing.T) {
 		ErroredBuilds("main", "app", "unit", 6, ImageFetchFailed).
 		ErroredBuilds("main", "app", "lint", 3, "task errored")
 	env := newDigestEnv(t, w)
-	d, err := env.source(t, DigestOptions{ScanLimit: 4, ScanConcurrency: 2}).Collect(context.Background(), "infra-prd", 24*time.Hour, nil)
+	d, err := env.source(t, DigestOptions{ScanLimit: 4, ScanConcurrency: 2}).Collect(context.Background(), "infra-prd", nil, 24*time.Hour, nil)
 	require.NoError(t, err)
 	assert.Equal(t, 9, d.Builds.Count("errored"))
 	assert.Equal(t, 4, d.Builds.Scanned, "only the newest ScanLimit errored builds are read")
@@ -101,7 +101,7 @@ func TestDigestSource_PausedAndPartial(t *testing.T) {
 		AddPipeline(concoursesim.Pipeline{Name: "old", Paused: true, Jobs: []concoursesim.Job{{Name: "j"}}}).
 		AddPipeline(concoursesim.Pipeline{Name: "gone", Paused: true, Archived: true})
 	env := newDigestEnv(t, w)
-	d, err := env.source(t, DigestOptions{}).Collect(context.Background(), "infra-prd", time.Hour, nil)
+	d, err := env.source(t, DigestOptions{}).Collect(context.Background(), "infra-prd", nil, time.Hour, nil)
 	require.NoError(t, err)
 	require.Len(t, d.Paused, 1, "archived pipelines are not reported")
 	assert.Equal(t, "old", d.Paused[0].Name)
@@ -109,7 +109,7 @@ func TestDigestSource_PausedAndPartial(t *testing.T) {
 	assert.Equal(t, digestStart.Add(-time.Hour), d.Paused[0].Since.UTC())
 
 	env.srv.InjectFault(concoursesim.Fault{Path: "/api/v1/pipelines", Status: http.StatusBadGateway, Times: 2})
-	d, err = env.source(t, DigestOptions{}).Collect(context.Background(), "infra-prd", time.Hour, nil)
+	d, err = env.source(t, DigestOptions{}).Collect(context.Background(), "infra-prd", nil, time.Hour, nil)
 	require.NoError(t, err, "a part that fails is a note, not a failed digest")
 	require.Len(t, d.Notes, 1)
 	assert.Contains(t, d.Notes[0], "paused pipelines not read")
@@ -133,7 +133,7 @@ func TestDigestSource_Tables(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, err := env.source(t, DigestOptions{Tables: tt.tables}).Collect(context.Background(), "infra-prd", time.Hour, nil)
+			d, err := env.source(t, DigestOptions{Tables: tt.tables}).Collect(context.Background(), "infra-prd", nil, time.Hour, nil)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, d.DB)
 		})
@@ -144,11 +144,11 @@ func TestDigestSource_Unreachable(t *testing.T) {
 	env := newDigestEnv(t, concoursesim.DemoWorld())
 	env.srv.Close()
 	src := env.source(t, DigestOptions{})
-	_, err := src.Collect(context.Background(), "infra-prd", time.Hour, nil)
+	_, err := src.Collect(context.Background(), "infra-prd", nil, time.Hour, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "infra-prd")
 
-	_, err = src.Collect(context.Background(), "nope", time.Hour, nil)
+	_, err = src.Collect(context.Background(), "nope", nil, time.Hour, nil)
 	assert.ErrorIs(t, err, chatmodel.ErrNotConfigured)
 }
 
@@ -251,7 +251,7 @@ func TestDigest_OnSimulator(t *testing.T) {
 	assert.Contains(t, msg.Detail, "caascad-ci-workers-infra-infra-prd-0")
 
 	env.srv.Close()
-	require.NoError(t, sched.DigestNow(ctx, "infra-prd", chatmodel.Conversation{Channel: "#ops"}))
+	require.NoError(t, sched.DigestNow(ctx, "infra-prd", nil, chatmodel.Conversation{Channel: "#ops"}))
 	last := chat.Posts()[1]
 	assert.Equal(t, "#ops", last.To.Channel)
 	assert.Contains(t, last.Msg.Text, "unreachable")
@@ -279,7 +279,7 @@ func TestDigest_SuggestsTheExactWorker(t *testing.T) {
 		require.NoError(t, err)
 		src, err := NewDigestSource(map[string]*Client{"infra-prd": c}, DigestOptions{Now: clock.Now})
 		require.NoError(t, err)
-		d, err := src.Collect(context.Background(), "infra-prd", time.Hour, nil)
+		d, err := src.Collect(context.Background(), "infra-prd", nil, time.Hour, nil)
 		require.NoError(t, err)
 		s := digest.Suggestions("infra-prd", d, clock.Now())
 		require.NotEmpty(t, s)
@@ -301,7 +301,7 @@ func TestDigest_LoginRefused(t *testing.T) {
 	chat := &bottest.Chat{}
 	sched, err := digest.NewScheduler(digest.Options{Source: src, History: &memHistory{}, Chat: chat, Now: clock.Now, Targets: []string{"infra-prd"}})
 	require.NoError(t, err)
-	require.NoError(t, sched.DigestNow(context.Background(), "infra-prd", chatmodel.Conversation{Channel: "#ops"}))
+	require.NoError(t, sched.DigestNow(context.Background(), "infra-prd", nil, chatmodel.Conversation{Channel: "#ops"}))
 	text := chat.Posts()[0].Msg.Text
 	assert.Contains(t, text, "login refused")
 	assert.Contains(t, text, "login failed for target infra-prd as user groundcrew")
@@ -318,7 +318,7 @@ func TestDigestSource_SaysWhenConcourseRemovesAStalledWorker(t *testing.T) {
 		WithClock(env.clock.Now))
 	require.NoError(t, err)
 	env.c = c
-	d, err := env.source(t, DigestOptions{}).Collect(context.Background(), "infra-prd", 24*time.Hour, nil)
+	d, err := env.source(t, DigestOptions{}).Collect(context.Background(), "infra-prd", nil, 24*time.Hour, nil)
 	require.NoError(t, err)
 	require.Len(t, d.Workers.Stalled, 1)
 	assert.Equal(t, "Concourse removes caascad-ci-workers-infra-infra-prd-0 by itself before "+

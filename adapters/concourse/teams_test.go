@@ -2,12 +2,15 @@ package concourse
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/groundcrew/groundcrew/adapters/concourse/concoursesim"
+	"github.com/groundcrew/groundcrew/digest"
 	"github.com/groundcrew/groundcrew/model/opmodel"
 )
 
@@ -207,4 +210,48 @@ func TestTeams_ACallScopedToATeam(t *testing.T) {
 	res, err = e.op(t, "concourse.info").Do(ctx, call(opmodel.Args{}))
 	require.NoError(t, err)
 	noOther(t, res.Summary)
+}
+
+// A digest or a watch poll of some teams (its channel is bound to them)
+// counts only their builds and paused pipelines and sees their own
+// workers and the global ones; nothing of another team is counted or
+// named. The watch's cache is shared by every scope.
+func TestTeams_DigestAndWatchOfSomeTeams(t *testing.T) {
+	w := threeTeams().AddWorkers(concoursesim.Worker{Name: "plat-worker", Team: "platform", State: concoursesim.StateStalled})
+	w.AddPipeline(concoursesim.Pipeline{Name: "billing", Team: "platform", Paused: true}).AddPipeline(concoursesim.Pipeline{Name: "ledger", Team: "payments", Paused: true})
+	env := newDigestEnv(t, w)
+	ctx := context.Background()
+	noOther := func(t *testing.T, d any) {
+		t.Helper()
+		b, err := json.Marshal(d)
+		require.NoError(t, err)
+		assert.NotContains(t, string(b), "platform")
+		assert.NotContains(t, string(b), "plat-worker")
+		assert.NotContains(t, string(b), `"main"`)
+	}
+	for name, src := range map[string]digest.Source{"digest": env.source(t, DigestOptions{}), "watch": NewWatchSource(env.source(t, DigestOptions{}))} {
+		t.Run(name, func(t *testing.T) {
+			all, err := src.Collect(ctx, "infra-prd", nil, 24*time.Hour, nil)
+			require.NoError(t, err)
+			assert.Equal(t, 6, all.Builds.Count("pending"))
+
+			d, err := src.Collect(ctx, "infra-prd", []string{"payments"}, 24*time.Hour, nil)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"payments"}, d.Teams)
+			assert.Equal(t, 2, d.Builds.Count("pending"))
+			require.NotEmpty(t, d.Builds.PendingByPipeline)
+			assert.Equal(t, "payments/api", d.Builds.PendingByPipeline[0].Ref())
+			assert.ElementsMatch(t, []string{"global-worker", "pay-worker"}, d.Workers.Names)
+			teams := map[string]string{}
+			for _, s := range d.Workers.Stalled {
+				teams[s.Name] = s.Team
+			}
+			assert.Equal(t, map[string]string{"global-worker": "", "pay-worker": "payments"}, teams)
+			if name == "digest" {
+				require.Len(t, d.Paused, 1)
+				assert.Equal(t, "ledger", d.Paused[0].Name)
+			}
+			noOther(t, d)
+		})
+	}
 }

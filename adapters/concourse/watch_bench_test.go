@@ -95,7 +95,7 @@ func BenchmarkWatch20Targets(b *testing.B) {
 		}
 		// what every poll cost before: the digest's whole-window collection
 		t0 := time.Now()
-		if _, err := ds.Collect(ctx, "t00", 24*time.Hour, nil); err != nil {
+		if _, err := ds.Collect(ctx, "t00", nil, 24*time.Hour, nil); err != nil {
 			b.Fatal(err)
 		}
 		full := time.Since(t0)

@@ -65,8 +65,10 @@ func (s *WatchSource) cache(target string) *watchCache {
 
 // Collect implements digest.Source. Like the digest's, it fails only when
 // the workers cannot be listed; a build listing that fails is a note, and
-// the next poll reads what this one missed.
-func (s *WatchSource) Collect(ctx context.Context, target string, window time.Duration, _ *digest.Data) (digest.Data, error) {
+// the next poll reads what this one missed. The cache of a target is
+// shared by the rules of every scope: teams only filter what a poll
+// returns.
+func (s *WatchSource) Collect(ctx context.Context, target string, teams []string, window time.Duration, _ *digest.Data) (digest.Data, error) {
 	c, ok := s.ds.clients[target]
 	if !ok {
 		return digest.Data{}, fmt.Errorf("watch of %q: %w", target, chatmodel.ErrNotConfigured)
@@ -75,14 +77,15 @@ func (s *WatchSource) Collect(ctx context.Context, target string, window time.Du
 		window = 24 * time.Hour
 	}
 	now := s.ds.o.Now()
-	d := digest.Data{Target: target, At: now, Window: window}
+	sc := scope(teams)
+	d := digest.Data{Target: target, Teams: teams, At: now, Window: window}
 	ws, err := c.Workers(ctx)
 	if err != nil {
 		return d, err
 	}
-	d.Workers = workerFigures(ws, c)
+	d.Workers = workerFigures(ws, c, sc)
 	dbc := make(chan *digest.DBFigures, 1)
-	go func() { dbc <- s.ds.tables(ctx, target) }()
+	go func() { dbc <- s.ds.tables(ctx, target, sc) }()
 
 	wc := s.cache(target)
 	wc.mu.Lock()
@@ -94,7 +97,7 @@ func (s *WatchSource) Collect(ctx context.Context, target string, window time.Du
 		}
 		d.Notes = append(d.Notes, "builds only partly read: "+err.Error())
 	}
-	d.Builds = wc.figures(s.ds.o.Top)
+	d.Builds = wc.figures(s.ds.o.Top, sc)
 	wc.mu.Unlock()
 	d.DB = <-dbc
 	return d, ctx.Err()
@@ -209,11 +212,14 @@ func buildKey(b Build) pipeKey {
 }
 
 // figures are the build figures the watch evaluates.
-func (wc *watchCache) figures(top int) digest.BuildFigures {
+func (wc *watchCache) figures(top int, sc scope) digest.BuildFigures {
 	f := digest.BuildFigures{ByStatus: map[string]int{}, MaxID: wc.maxID}
 	byPipe := map[pipeKey]int{}
 	var oldestBy int64
 	for id, pb := range wc.pending {
+		if !sc.allows(pb.key.team) {
+			continue
+		}
 		f.ByStatus[StatusPending]++
 		byPipe[pb.key]++
 		if f.OldestPendingID == 0 || id < f.OldestPendingID {

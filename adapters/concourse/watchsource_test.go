@@ -24,7 +24,7 @@ func TestWatchSource_CollectsIncrementally(t *testing.T) {
 	src := NewWatchSource(env.source(t, DigestOptions{PageSize: 500}))
 	ctx := context.Background()
 
-	d, err := src.Collect(ctx, "infra-prd", 24*time.Hour, nil)
+	d, err := src.Collect(ctx, "infra-prd", nil, 24*time.Hour, nil)
 	require.NoError(t, err)
 	assert.Equal(t, 40, d.Builds.Count("pending"))
 	require.NotEmpty(t, d.Builds.PendingByPipeline)
@@ -44,7 +44,7 @@ func TestWatchSource_CollectsIncrementally(t *testing.T) {
 	}
 	env.clock.Advance(time.Second)
 	env.srv.ResetCalls()
-	d, err = src.Collect(ctx, "infra-prd", 24*time.Hour, nil)
+	d, err = src.Collect(ctx, "infra-prd", nil, 24*time.Hour, nil)
 	require.NoError(t, err)
 	assert.Equal(t, 35, d.Builds.Count("pending"))
 	assert.Equal(t, 1, env.srv.CountCalls("GET", "/api/v1/builds"), "one page of new builds")

@@ -37,12 +37,10 @@ func (a *app) newDigestScheduler(now func() time.Time) (*digest.Scheduler, error
 	}
 	// the watch rules poll the same targets, incrementally (only what changed)
 	a.digestSrc = concourse.NewWatchSource(src)
-	ds := make([]digest.Schedule, 0, len(a.cfg.Digests))
 	for _, d := range a.cfg.Digests {
 		a.metrics.ExpectDigests(d.Target)
-		ds = append(ds, digest.Schedule{Target: d.Target, Channel: d.Channel, Schedule: d.Schedule,
-			Timezone: d.Timezone, Window: d.Window, CatchUp: d.CatchUp})
 	}
+	ds := digestSchedules(a.cfg)
 	s, err := digest.NewScheduler(digest.Options{
 		Digests: ds, Source: src, History: a.db, Outbox: a.outbox, Platform: a.cfg.Chat.Platform,
 		Targets: a.cfg.TargetNames(), Now: now, Logger: a.log.With("component", "digests"), Observer: a.metrics,

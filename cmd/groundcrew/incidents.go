@@ -38,8 +38,11 @@ func (a *app) newIncidents(audit incident.Auditor, src digest.Source, now func()
 		sil = &alertmanager.Silencer{URL: u, Now: now}
 	}
 	channel := ""
-	if a.console {
-		// The console has one channel: every incident goes there.
+	if a.console && len(a.cfg.Channels.Bindings) == 0 {
+		// The console has one channel: every incident goes there. With
+		// channels bound (channels:), /channel types in the others, and
+		// an incident goes to its rule's channel, as on a chat platform:
+		// its binding decides what may be run from it.
 		channel = a.cfg.Chat.Console.Channel
 		if channel == "" {
 			channel = "#ops"
@@ -80,7 +83,7 @@ func (a *app) newIncidents(audit incident.Auditor, src digest.Source, now func()
 		}
 		a.mux.Handle(alertmanager.Path, rc)
 	}
-	w, err := a.newWatcher(a.cfg.Watch, src, m)
+	w, err := a.newWatcher(a.cfg, src, m)
 	if err != nil {
 		return nil, err
 	}

@@ -109,3 +109,27 @@ func TestSimulatorWorldWithoutUsersLogsInAsAdmin(t *testing.T) {
 	_, err = c.Workers(context.Background())
 	require.NoError(t, err, "an operation on the simulator works")
 }
+
+// What the bot posts on its own into a channel bound to teams covers only
+// theirs: its digests and its watch rules get the binding's teams.
+func TestDigestsAndWatchPostedIntoABoundChannelAreOfItsTeams(t *testing.T) {
+	cfg := writeConfig(t, `
+chat: {platform: console}
+channels:
+  "#payments-ci": {teams: [payments]}
+digests:
+  - {target: infra-prd, channel: "#payments-ci", schedule: "0 8 * * *"}
+  - {target: infra-prd, channel: "#ci-ops", schedule: "0 8 * * *"}
+watch:
+  - {target: infra-prd, channel: "#payments-ci", pending_builds: 10}
+  - {target: infra-prd, channel: "#ci-ops", pending_builds: 10}
+`)
+	ds := digestSchedules(cfg)
+	require.Len(t, ds, 2)
+	assert.Equal(t, []string{"payments"}, ds[0].Teams)
+	assert.Nil(t, ds[1].Teams)
+	rules := watchRules(cfg)
+	require.Len(t, rules, 2)
+	assert.Equal(t, []string{"payments"}, rules[0].Teams)
+	assert.Nil(t, rules[1].Teams)
+}

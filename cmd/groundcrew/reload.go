@@ -188,18 +188,31 @@ func loadLibrary(a *app, cfg *config.Config) (*runbooks.Library, error) {
 	return runbooks.NewLibrary(a.reg, sources...)
 }
 
-// digestSchedules are cfg's digests as the scheduler takes them.
+// digestSchedules are cfg's digests as the scheduler takes them: a digest
+// posted to a channel bound to teams covers only theirs.
 func digestSchedules(cfg *config.Config) []digest.Schedule {
 	ds := make([]digest.Schedule, 0, len(cfg.Digests))
 	for _, d := range cfg.Digests {
 		ds = append(ds, digest.Schedule{Target: d.Target, Channel: d.Channel, Schedule: d.Schedule,
-			Timezone: d.Timezone, Window: d.Window, CatchUp: d.CatchUp})
+			Timezone: d.Timezone, Window: d.Window, CatchUp: d.CatchUp, Teams: cfg.Channels.PostScope(d.Channel).CallTeams()})
 	}
 	return ds
 }
 
-// newWatcher builds the watcher of rules (nil: none).
-func (a *app) newWatcher(rules []watch.Rule, src digest.Source, sink watch.Sink) (*watch.Watcher, error) {
+// watchRules are cfg's watch rules: a rule posting to a channel bound to
+// teams watches only theirs.
+func watchRules(cfg *config.Config) []watch.Rule {
+	rules := make([]watch.Rule, 0, len(cfg.Watch))
+	for _, r := range cfg.Watch {
+		r.Teams = cfg.Channels.PostScope(r.Channel).CallTeams()
+		rules = append(rules, r)
+	}
+	return rules
+}
+
+// newWatcher builds the watcher of cfg's rules (nil: none).
+func (a *app) newWatcher(cfg *config.Config, src digest.Source, sink watch.Sink) (*watch.Watcher, error) {
+	rules := watchRules(cfg)
 	if len(rules) == 0 {
 		return nil, nil
 	}
@@ -263,7 +276,7 @@ func (a *app) applyReload(ctx context.Context) (string, error) {
 	for _, p := range routeProblems(cfg, lib) {
 		a.log.Error("alert route: its incidents offer a command that will fail", "problem", p)
 	}
-	w, err := a.newWatcher(cfg.Watch, a.digestSrc, a.incidents.m)
+	w, err := a.newWatcher(cfg, a.digestSrc, a.incidents.m)
 	if err != nil {
 		return "", err
 	}

@@ -70,10 +70,13 @@ func newWeb(cfg *config.Config, db webStore, now func() time.Time, log *slog.Log
 	var targets []web.Target
 	for _, name := range cfg.TargetNames() {
 		t := web.Target{Name: name}
-		for _, d := range cfg.Digests {
+		for _, d := range digestSchedules(cfg) {
 			if d.Target == name {
-				t.Digests = append(t.Digests, web.DigestRef{Key: digest.HistoryKey(d.Target, d.Channel, d.Schedule, d.Timezone),
-					Label: strings.TrimSpace(d.Channel + " at " + d.Schedule + " " + d.Timezone)})
+				label := strings.TrimSpace(d.Channel + " at " + d.Schedule + " " + d.Timezone)
+				if len(d.Teams) > 0 {
+					label += " (teams " + strings.Join(d.Teams, ", ") + ")"
+				}
+				t.Digests = append(t.Digests, web.DigestRef{Key: digest.HistoryKey(d.Target, d.Channel, d.Schedule, d.Timezone, d.Teams...), Label: label})
 			}
 		}
 		t.Digests = append(t.Digests, web.DigestRef{Key: digest.NowKey(name), Label: "asked for with /runbook digest " + name})
