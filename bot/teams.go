@@ -42,7 +42,7 @@ func (a *authority) mayChange(ctx context.Context, r *runmodel.Run, op opmodel.O
 		return why, nil
 	}
 	if len(teams) > 0 {
-		ref, err := a.set.forRun(r.ID).MayActOn(ctx, teams, true, r.Requester.ID, a.dir)
+		ref, err := a.set.forRun(r.ID).MayActOn(ctx, r.Target, teams, true, r.Requester.ID, a.dir)
 		if err != nil {
 			return "", err
 		}

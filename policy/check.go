@@ -116,8 +116,28 @@ func (c Config) Check(ctx context.Context, k Known) []Problem {
 		}
 	}
 	k = k.cached()
-	for _, t := range sortedKeys(c.Teams) {
-		out = append(out, k.checkTeam(ctx, "approvals.teams."+t, t)...)
+	for _, key := range sortedKeys(c.Teams) {
+		path := "approvals.teams." + key
+		target, team, one := strings.Cut(key, "/")
+		if !one {
+			out = append(out, k.checkTeam(ctx, path, key)...)
+			continue
+		}
+		// <target>/<team>: the team's level on that target only.
+		switch {
+		case strings.TrimSpace(target) == "" || strings.TrimSpace(team) == "" || strings.Contains(team, "/"):
+			add(path, "is not a team nor <target>/<team> (a team's level on one target, e.g. \"infra-prd/payments\")")
+		case k.Targets != nil && !contains(k.Targets, target):
+			msg := fmt.Sprintf("no target %q (a key <target>/<team> is a team's level on one target)", target)
+			if s := textmodel.Suggest(target, k.Targets); s != "" {
+				msg += fmt.Sprintf("; did you mean %q?", TargetTeamKey(s, team))
+			}
+			add(path, "%s", msg)
+		default:
+			kt := k
+			kt.Targets = []string{target}
+			out = append(out, kt.checkTeam(ctx, path, team)...)
+		}
 	}
 	out = append(out, c.Channels.check(ctx, k)...)
 	out = append(out, c.checkNames(ctx, k)...)
@@ -574,9 +594,14 @@ func (c Config) checkLevels(ctx context.Context, k Known) []Problem {
 			}
 		}
 	}
-	// A team's level applies over all of them, for its things.
-	for _, team := range sortedKeys(c.Teams) {
-		for _, t := range targets {
+	// A team's level applies over all of them, for its things (a
+	// <target>/<team> key on its target only).
+	for _, key := range sortedKeys(c.Teams) {
+		team, on := key, targets
+		if t, tm, ok := strings.Cut(key, "/"); ok {
+			team, on = tm, []string{t}
+		}
+		for _, t := range on {
 			for _, rb := range rbs {
 				for _, op := range ops {
 					if k.approvable(ctx, c.Resolve(t, rb, op), op != "" || otherChanging) != "" {
@@ -587,7 +612,7 @@ func (c Config) checkLevels(ctx context.Context, k Known) []Problem {
 					if who == "" {
 						continue
 					}
-					path := "approvals.teams." + team
+					path := "approvals.teams." + key
 					msg := fmt.Sprintf("needs %d approval%s from %s for team %s's things, and %s: every such run would expire; lower required or add approvers",
 						p.Required, plural(p.Required), describeApprovers(p), team, who)
 					if seen[path+msg] {

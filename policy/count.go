@@ -139,7 +139,7 @@ func (r Reason) ToVoter() string {
 		return "you started this run; someone else must approve it"
 	case whyNotListed:
 		if t, ok := teamOfList(r.all, r.list, false); ok {
-			return "you are not an approver for team `" + t.Team + "`'s things (`" + t.Source + "`: " + DisplayList(r.list) + ")"
+			return "you are not an approver for team `" + t.Team + "`'s things (" + codeSources(t.Source) + ": " + DisplayList(r.list) + ")"
 		}
 		if len(r.all.Teams) > 0 {
 			// Beside teams' own approvers: the target's, for the plan's
@@ -151,7 +151,7 @@ func (r Reason) ToVoter() string {
 		return r.toVoter
 	case whyBreakGlass:
 		if t, ok := teamOfList(r.all, r.list, true); ok {
-			return "only " + DisplayList(r.list) + " may break glass on team `" + t.Team + "`'s things (`" + t.Source + "`)"
+			return "only " + DisplayList(r.list) + " may break glass on team `" + t.Team + "`'s things (" + codeSources(t.Source) + ")"
 		}
 		return "only " + DisplayList(r.list) + " may break glass"
 	}

@@ -89,30 +89,31 @@ func (c Config) MayStart(ctx context.Context, s Start, userID string, dir Direct
 			return &StartRefusal{Source: src, Allowed: list, Changing: s.Changing}, nil
 		}
 	}
-	return c.MayActOn(ctx, s.Teams, s.Changing, userID, dir)
+	return c.MayActOn(ctx, s.Target, s.Teams, s.Changing, userID, dir)
 }
 
-// MayActOn decides whether the user with id userID may start a run that
-// touches the things of teams (one that changes things when changing):
-// every team whose level sets runners (read_only_runners for a read-only
-// run) must list them. It returns nil when they may, or the refusal of
-// the first team (in order) that does not.
-func (c Config) MayActOn(ctx context.Context, teams []string, changing bool, userID string, dir Directory) (*StartRefusal, error) {
+// MayActOn decides whether the user with id userID may start a run on
+// target that touches the things of teams (one that changes things when
+// changing): every team whose level on target (TeamLevel) sets runners
+// (read_only_runners for a read-only run) must list them. It returns nil
+// when they may, or the refusal of the first team (in order) that does
+// not.
+func (c Config) MayActOn(ctx context.Context, target string, teams []string, changing bool, userID string, dir Directory) (*StartRefusal, error) {
 	field, get := "read_only_runners", func(p runmodel.Policy) []string { return p.ReadOnlyRunners }
 	if changing {
 		field, get = "runners", func(p runmodel.Policy) []string { return p.Runners }
 	}
 	for _, t := range sortedSet(teams) {
-		lvl, ok := c.Teams[t]
-		if !ok || len(get(lvl)) == 0 {
+		src, list := c.teamKeySetting(target, t, get)
+		if len(list) == 0 {
 			continue
 		}
-		in, err := InList(ctx, get(lvl), userID, dir)
+		in, err := InList(ctx, list, userID, dir)
 		if err != nil {
 			return nil, fmt.Errorf("checking who may act on team %s: %w", t, err)
 		}
 		if !in {
-			return &StartRefusal{Source: "approvals.teams." + t + "." + field, Allowed: get(lvl), Changing: changing, Team: t}, nil
+			return &StartRefusal{Source: src + "." + field, Allowed: list, Changing: changing, Team: t}, nil
 		}
 	}
 	return nil, nil

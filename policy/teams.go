@@ -29,6 +29,44 @@ import (
 // required groups of all of them are needed, the largest count, the
 // shortest expiry, and break glass only by someone every team allows.
 
+// TargetTeamKey is the key of a team's level on one target only
+// (approvals.teams."infra-prd/payments"): a Concourse team name has no
+// "/", so the key cannot be a team's.
+func TargetTeamKey(target, team string) string { return target + "/" + team }
+
+// TeamLevel returns the level of team's things on target: the team's
+// level on every target (approvals.teams.<team>), then its level on that
+// target (approvals.teams.<target>/<team>), merged field by field — the
+// target's form sets only the fields it names, over the team's. src says
+// which keys it comes from ("approvals.teams.payments",
+// "approvals.teams.infra-prd/payments", or both joined by " + "); ok is
+// false when neither is configured.
+func (c Config) TeamLevel(target, team string) (lvl runmodel.Policy, src string, ok bool) {
+	all, hasAll := c.Teams[team]
+	one, hasOne := c.Teams[TargetTeamKey(target, team)]
+	switch {
+	case hasAll && hasOne:
+		return Merge(all, one), "approvals.teams." + team + " + approvals.teams." + TargetTeamKey(target, team), true
+	case hasOne:
+		return one, "approvals.teams." + TargetTeamKey(target, team), true
+	case hasAll:
+		return all, "approvals.teams." + team, true
+	}
+	return runmodel.Policy{}, "", false
+}
+
+// teamKeySetting returns the key of the most specific level of team on
+// target that sets a field (get), and its list: the target's form first.
+func (c Config) teamKeySetting(target, team string, get func(runmodel.Policy) []string) (string, []string) {
+	if p, ok := c.Teams[TargetTeamKey(target, team)]; ok && len(get(p)) > 0 {
+		return "approvals.teams." + TargetTeamKey(target, team), get(p)
+	}
+	if p, ok := c.Teams[team]; ok && len(get(p)) > 0 {
+		return "approvals.teams." + team, get(p)
+	}
+	return "", nil
+}
+
 // ResolveTeams returns the policy of a gate of runbook on target calling
 // op ("" for an approval step) whose change touches the things of teams
 // and, when teamless, things of no team. Without teams it is Resolve.
@@ -38,14 +76,14 @@ func (c Config) ResolveTeams(target, runbook, op string, teams []string, teamles
 	var asks []runmodel.TeamAsk
 	plain := teamless || len(teams) == 0 // something the target's policy covers as it is
 	for _, t := range sortedSet(teams) {
-		lvl, ok := c.Teams[t]
+		lvl, src, ok := c.TeamLevel(target, t)
 		if !ok {
 			plain = true
 			continue
 		}
 		each = append(each, teamLevel(base, lvl))
 		lvl.Runners, lvl.ReadOnlyRunners = nil, nil
-		asks = append(asks, runmodel.TeamAsk{Team: t, Source: "approvals.teams." + t, Level: lvl})
+		asks = append(asks, runmodel.TeamAsk{Team: t, Source: src, Level: lvl})
 	}
 	if plain {
 		each = append([]runmodel.Policy{base}, each...)
@@ -177,7 +215,7 @@ func sortedSet(xs []string) []string {
 func TeamLines(p runmodel.Policy) []string {
 	var out []string
 	for _, a := range p.Teams {
-		out = append(out, fmt.Sprintf("Team `%s` (`%s`): %s", a.Team, a.Source, describeLevel(a.Level)))
+		out = append(out, fmt.Sprintf("Team `%s` (%s): %s", a.Team, codeSources(a.Source), describeLevel(a.Level)))
 	}
 	return out
 }
@@ -234,4 +272,10 @@ func shortDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// codeSources shows a team level's source keys as code: "`approvals.teams.payments`
+// + `approvals.teams.infra-prd/payments`".
+func codeSources(src string) string {
+	return "`" + strings.ReplaceAll(src, " + ", "` + `") + "`"
 }

@@ -184,10 +184,10 @@ func TestMayStart_TeamRunners(t *testing.T) {
 	assert.Nil(t, r, "platform sets no runners")
 
 	// Read-only runs: read_only_runners.
-	r, err = c.MayActOn(ctx, []string{"payments"}, false, "U3", teamDir)
+	r, err = c.MayActOn(ctx, "infra-prd", []string{"payments"}, false, "U3", teamDir)
 	require.NoError(t, err)
 	assert.Nil(t, r)
-	r, err = c.MayActOn(ctx, []string{"payments"}, false, "U2", teamDir)
+	r, err = c.MayActOn(ctx, "infra-prd", []string{"payments"}, false, "U2", teamDir)
 	require.NoError(t, err)
 	require.NotNil(t, r)
 	assert.Equal(t, "policy `approvals.teams.payments.read_only_runners` allows only @payments, @ci-oncall to start read-only runbooks on team `payments`'s things", r.Reason())
@@ -231,3 +231,61 @@ func TestCheck_Teams(t *testing.T) {
 }
 
 func checkWith(k Known, cfg Config) []Problem { return cfg.Check(context.Background(), k) }
+
+// approvals.teams.<target>/<team> is a team's level on one target only,
+// merged field by field over approvals.teams.<team> (it sets only the
+// fields it names), there and nowhere else: in the gate, its runners, and
+// what config check asks of it.
+func TestTeamLevelOnOneTarget(t *testing.T) {
+	ctx := context.Background()
+	c := Config{Default: runmodel.Policy{Approvers: []string{"group:ci-oncall"}}, Teams: map[string]runmodel.Policy{
+		"payments":           {Approvers: []string{"group:payments-leads"}, Runners: []string{"group:payments"}, Expires: runmodel.Duration(20 * time.Minute)},
+		"infra-prd/payments": {Required: 2, Runners: []string{"dave"}},
+		"infra-stg/platform": {RequireGroups: []string{"group:sre"}},
+	}}
+	lvl, src, ok := c.TeamLevel("infra-prd", "payments")
+	require.True(t, ok)
+	assert.Equal(t, "approvals.teams.payments + approvals.teams.infra-prd/payments", src)
+	assert.Equal(t, runmodel.Policy{Approvers: []string{"group:payments-leads"}, Runners: []string{"dave"}, Expires: runmodel.Duration(20 * time.Minute), Required: 2}, lvl,
+		"field by field: the target's form sets required and runners; approvers and expires stay the team's")
+
+	prd := c.ResolveTeams("infra-prd", "abort-pending", "concourse.abort_builds", []string{"payments"}, false)
+	assert.Equal(t, 2, prd.Required)
+	assert.Equal(t, []string{"group:payments-leads"}, prd.Approvers)
+	assert.Equal(t, runmodel.Duration(20*time.Minute), prd.Expires)
+	require.Len(t, prd.Teams, 1)
+	assert.Equal(t, "approvals.teams.payments + approvals.teams.infra-prd/payments", prd.Teams[0].Source)
+	stg := c.ResolveTeams("infra-stg", "abort-pending", "concourse.abort_builds", []string{"payments"}, false)
+	assert.Equal(t, 1, stg.Required, "another target: the team's level alone")
+	assert.Equal(t, "approvals.teams.payments", stg.Teams[0].Source)
+	plat := c.ResolveTeams("infra-stg", "abort-pending", "concourse.abort_builds", []string{"platform"}, false)
+	assert.Equal(t, []string{"group:sre"}, plat.RequireGroups)
+	assert.Equal(t, "approvals.teams.infra-stg/platform", plat.Teams[0].Source)
+	assert.Empty(t, c.ResolveTeams("infra-prd", "abort-pending", "concourse.abort_builds", []string{"platform"}, false).Teams, "platform has no level on infra-prd")
+
+	// Runners: the target's form, where it sets them.
+	r, err := c.MayActOn(ctx, "infra-prd", []string{"payments"}, true, "U1", teamDir)
+	require.NoError(t, err)
+	require.NotNil(t, r, "alice is payments but not dave")
+	assert.Equal(t, "approvals.teams.infra-prd/payments.runners", r.Source)
+	r, err = c.MayActOn(ctx, "infra-stg", []string{"payments"}, true, "U1", teamDir)
+	require.NoError(t, err)
+	assert.Nil(t, r, "on infra-stg the team's runners: @payments")
+
+	// config check: the target must be configured, the team must exist there.
+	live := map[string][]string{"infra-prd": {"main", "payments", "platform"}, "infra-stg": {"main", "payments"}}
+	k := Known{Targets: []string{"infra-prd", "infra-stg"},
+		ConcourseTeams: func(_ context.Context, target string) ([]string, bool, error) { return live[target], true, nil }}
+	check := func(key string) []Problem {
+		return Config{Teams: map[string]runmodel.Policy{key: {Required: 2}}}.Check(ctx, k)
+	}
+	assert.Empty(t, check("infra-prd/payments"))
+	assert.Equal(t, []Problem{{Path: "approvals.teams.infra-prod/payments", Msg: `no target "infra-prod" (a key <target>/<team> is a team's level on one target); did you mean "infra-prd/payments"?`}}, check("infra-prod/payments"))
+	assert.Equal(t, []Problem{{Path: "approvals.teams.infra-stg/platform", Msg: `no team "platform" on infra-stg (teams: main, payments)`}}, check("infra-stg/platform"))
+	ps := check("infra-prd/")
+	require.Len(t, ps, 1)
+	assert.Contains(t, ps[0].Msg, "is not a team nor <target>/<team>")
+	ps = Config{Teams: map[string]runmodel.Policy{"infra-prd/payments": {SelfApproval: true}}}.Check(ctx, k)
+	require.Len(t, ps, 1)
+	assert.Equal(t, "approvals.teams.infra-prd/payments.self_approval", ps[0].Path)
+}
