@@ -321,7 +321,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, scope, name stri
 	defer heartbeat.Stop()
 	var expire <-chan time.Time
 	if !v.Exp.IsZero() {
-		t := time.NewTimer(time.Until(v.Exp) + time.Second) // the link's own clock may differ: checked below too
+		t := time.NewTimer(v.Exp.Sub(s.o.Now()) + time.Second) // on the pages' clock (Options.Now), as the token was checked
 		defer t.Stop()
 		expire = t.C
 	}
