@@ -240,7 +240,6 @@ type Signal struct {
 	Checked bool
 }
 
-
 // observations is how many notifications s counts for.
 func observations(s Signal) int { return max(1, s.Observations) }
 
