@@ -24,7 +24,8 @@ type hangingChat struct {
 	*bottest.Chat
 	mu      sync.Mutex
 	hung    chan struct{}
-	waiting int
+	waiting int // calls waiting on the hung server now
+	tried   int // calls that reached it while it hung
 }
 
 func (c *hangingChat) hang() {
@@ -45,10 +46,19 @@ func (c *hangingChat) release() {
 func (c *hangingChat) wait(ctx context.Context) error {
 	c.mu.Lock()
 	ch := c.hung
+	if ch != nil {
+		c.tried++
+		c.waiting++
+	}
 	c.mu.Unlock()
 	if ch == nil {
 		return nil
 	}
+	defer func() {
+		c.mu.Lock()
+		c.waiting--
+		c.mu.Unlock()
+	}()
 	select {
 	case <-ch:
 		return nil
@@ -132,5 +142,10 @@ func TestHungChat_EngineKeepsWorking(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, roots, "the root once:\n%s", hc.Transcript())
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	assert.Positive(t, hc.tried, "the hung server was called")
+	assert.Less(t, hc.tried, len(hc.Posts()), "after a call failed, the posts were queued without a try each")
+	assert.Zero(t, hc.waiting, "no call is left waiting")
 	assert.True(t, strings.Contains(hc.Transcript(), "touched x"), hc.Transcript())
 }
