@@ -5,9 +5,13 @@ import (
 	"github.com/groundcrew/groundcrew/model/runmodel"
 )
 
-// JournalLine says a journal entry in words, as summaries and `groundcrew
-// runs show` say it (the run's web page shows its timeline with it).
-func JournalLine(e runmodel.JournalEntry, r *runmodel.Run) string { return journalLine(e, r) }
+// JournalLine says a journal entry in words, as the timeline of `groundcrew
+// runs show` says it below the run's steps (the run's web page shows its
+// timeline with it): the error of the step that stopped the run is said on
+// that step, not again.
+func JournalLine(e runmodel.JournalEntry, r *runmodel.Run) string {
+	return timelineLine(e, r, failedWith(r))
+}
 
 // withLink adds the run's page to m, when there is one (Options.RunLink).
 func (p *poster) withLink(r *runmodel.Run, m chatmodel.Message) chatmodel.Message {

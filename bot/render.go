@@ -405,6 +405,19 @@ func stopWords(r *runmodel.Run, st *runmodel.StepState, sentence bool) string {
 	return how + " at " + stepPlace(r, st)
 }
 
+// RunStopped says where a failed run stopped, for a page that shows the
+// steps below it: the step whose error ended the run and the words that
+// point at it ("failed at step 1/1 (Pause nope)"), as the run's status in
+// chat says it. ok is false when the run did not fail at a step (its
+// error, if any, belongs to no step and is said as it is).
+func RunStopped(r *runmodel.Run) (step, words string, ok bool) {
+	st := failedWith(r)
+	if st == nil || r.State != runmodel.RunFailed {
+		return "", "", false
+	}
+	return st.ID, stopWords(r, st, false), true
+}
+
 // cancelledBy names who cancelled the run, from its journal ("" when it
 // was not cancelled by a person or the journal does not say).
 func cancelledBy(r *runmodel.Run, journal []runmodel.JournalEntry) string {

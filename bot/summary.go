@@ -84,25 +84,31 @@ func RunMarkdown(r *runmodel.Run, journal []runmodel.JournalEntry) string {
 		b.WriteString("\n## Approvals\n\n" + strings.Join(votes, "\n") + "\n")
 	}
 	b.WriteString("\n## Timeline\n\n")
+	stop := failedWith(r)
 	for _, e := range journal {
 		step := ""
 		if e.Step != "" {
 			step = " " + mdCell(stepName(r, e.Step)) + " —"
 		}
-		line := journalLine(e, r)
-		// The error of the step that stopped the run is in the Steps
-		// table; the timeline says when, not again what.
-		if st := failedWith(r); st != nil && r.State == runmodel.RunFailed {
-			switch {
-			case e.Type == runmodel.JStepFailed && e.Step == st.ID && e.Message == st.Error:
-				line = journalWords[e.Type]
-			case e.Type == runmodel.JRunFinished:
-				line = journalWords[e.Type] + ": " + stopWords(r, st, false)
-			}
-		}
-		fmt.Fprintf(&b, "- %s%s %s\n", ts(e.Time), step, mdCell(line))
+		fmt.Fprintf(&b, "- %s%s %s\n", ts(e.Time), step, mdCell(timelineLine(e, r, stop)))
 	}
 	return b.String()
+}
+
+// timelineLine is a journal entry in words, in a timeline shown below the
+// run's steps (`runs show`, the run's page): the error of the step that
+// stopped the run (stop, from failedWith) is on that step; the timeline
+// says when, not again what.
+func timelineLine(e runmodel.JournalEntry, r *runmodel.Run, stop *runmodel.StepState) string {
+	if stop != nil && r.State == runmodel.RunFailed {
+		switch {
+		case e.Type == runmodel.JStepFailed && e.Step == stop.ID && e.Message == stop.Error:
+			return journalWords[e.Type]
+		case e.Type == runmodel.JRunFinished:
+			return journalWords[e.Type] + ": " + stopWords(r, stop, false)
+		}
+	}
+	return journalLine(e, r)
 }
 
 func hashNote(h string) string {

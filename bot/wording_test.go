@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/groundcrew/groundcrew/internal/human"
 	"github.com/groundcrew/groundcrew/model/chatmodel"
@@ -179,4 +180,35 @@ func TestRunMarkdown_ErrorSaidOnce(t *testing.T) {
 	assert.Contains(t, md, "Z Pause nope — step failed\n")
 	assert.Contains(t, md, "Z run finished: failed at step 1/1 (Pause nope)\n")
 	assert.NotContains(t, md, "`pause`", "steps by title, never by id")
+}
+
+// A page that shows a failed run's steps points at the step that ended it,
+// as the run's status in chat does; an error of no step is said as it is.
+func TestRunStopped_PointsAtTheStep(t *testing.T) {
+	msg := "resolving the plan: infra-prd: pipeline `main/nope` not found"
+	r := &runmodel.Run{ID: "r-1", State: runmodel.RunFailed, Error: "step pause failed: " + msg,
+		Steps: []runmodel.StepState{{ID: "pause", Title: "Pause nope", Status: runmodel.StepFailed, Error: msg}}}
+	step, words, ok := RunStopped(r)
+	require.True(t, ok)
+	assert.Equal(t, "pause", step)
+	assert.Equal(t, "failed at step 1/1 (Pause nope)", words)
+	assert.NotContains(t, words, msg, "the step says the error")
+
+	r.Steps[0].Status, r.Steps[0].Error, r.Error = runmodel.StepSucceeded, "", "the store could not be read"
+	_, _, ok = RunStopped(r)
+	assert.False(t, ok, "an error of no step")
+	r.State, r.Error = runmodel.RunCancelled, "cancelled by @alice"
+	_, _, ok = RunStopped(r)
+	assert.False(t, ok)
+}
+
+// The run page's timeline (JournalLine) says when the step failed and
+// where the run stopped, not the step's error again: the page shows it on
+// the step.
+func TestJournalLine_StepErrorOnTheStepOnly(t *testing.T) {
+	msg := "resolving the plan: infra-prd: pipeline `main/nope` not found"
+	r := &runmodel.Run{ID: "r-1", State: runmodel.RunFailed, Error: "step pause failed: " + msg,
+		Steps: []runmodel.StepState{{ID: "pause", Title: "Pause nope", Status: runmodel.StepFailed, Error: msg}}}
+	assert.Equal(t, "step failed", JournalLine(runmodel.JournalEntry{Step: "pause", Type: runmodel.JStepFailed, Message: msg}, r))
+	assert.Equal(t, "run finished: failed at step 1/1 (Pause nope)", JournalLine(runmodel.JournalEntry{Type: runmodel.JRunFinished, Message: "failed: step pause failed: " + msg}, r))
 }

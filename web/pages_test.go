@@ -61,6 +61,35 @@ func TestRunPage_SaysTheChannelBindingAndTheTeams(t *testing.T) {
 	assert.Contains(t, body, "<dt>Teams</dt><dd><code>payments</code>")
 }
 
+// A run that failed at a step says its error once, on the step; the top
+// of the page points at that step, as the run's status in chat does. An
+// error of no step is said at the top.
+func TestRunPage_AFailedRunPointsAtItsStep(t *testing.T) {
+	e := newEnv(t, func(o *web.Options) {
+		o.Words.Stopped = func(r *runmodel.Run) (string, string, bool) {
+			if r.Steps[2].Status != runmodel.StepFailed {
+				return "", "", false
+			}
+			return "prune", "failed at step 3/3 (Prune the stalled worker)", true
+		}
+	})
+	msg := "infra-prd: worker `worker-0` could not be pruned: 403 Forbidden"
+	r := e.seedRunWith(t, "r-failed0001", runmodel.RunFailed, t0, "", func(r *runmodel.Run) {
+		r.Error = "step prune failed: " + msg
+		r.Steps[2].Status, r.Steps[2].Summary, r.Steps[2].Error = runmodel.StepFailed, "", msg
+	})
+	code, _, body := e.get(t, e.links.Run(r.ID, r.CreatedAt), outside)
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, 1, strings.Count(body, "could not be pruned"), "the error once, on its step:\n%s", body)
+	assert.Contains(t, body, `<p class="error">❌ <a href="#step-prune">failed at step 3/3 (Prune the stalled worker)</a></p>`)
+	assert.Contains(t, body, `id="step-prune"`, "the anchor it points at")
+
+	other := e.seedRunWith(t, "r-failed0002", runmodel.RunFailed, t0, "", func(r *runmodel.Run) { r.Error = "the store could not be read" })
+	_, _, body = e.get(t, e.links.Run(other.ID, other.CreatedAt), outside)
+	assert.Contains(t, body, `<p class="error">the store could not be read</p>`, "an error of no step, at the top")
+	assert.NotContains(t, body, "failed at step")
+}
+
 func TestRunPage_OpenGateSaysWhatItNeedsAndIsLive(t *testing.T) {
 	e := newEnv(t)
 	r := e.seedRun(t, "r-open000001", runmodel.RunAwaitingApproval)

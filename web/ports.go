@@ -57,6 +57,11 @@ type Words struct {
 	Changes func(r *runmodel.Run, journal []runmodel.JournalEntry) []Change
 	// JournalLine is one journal entry in words.
 	JournalLine func(e runmodel.JournalEntry, r *runmodel.Run) string
+	// Stopped points at the step a failed run stopped at, whose error the
+	// page shows on that step (bot.RunStopped): the step's id and the
+	// words, in the engine's Markdown ("failed at step 1/1 (Pause nope)").
+	// ok is false when the run's error belongs to no step.
+	Stopped func(r *runmodel.Run) (step, words string, ok bool)
 }
 
 // Target is a configured target and its digests.

@@ -37,8 +37,11 @@ type runView struct {
 	Duration, ApprovalWait                string
 	DryRun, Live                          bool
 	Error                                 string
-	Params                                []kv
-	AlertInstance                         string
+	// StoppedAt points at the step a failed run stopped at (the step
+	// shows the error), in place of Error.
+	StoppedAt     *stopView
+	Params        []kv
+	AlertInstance string
 	// Channel is the binding the run is scoped to ("#payments-ci") and
 	// ChannelScope what it binds ("team `payments` on `infra-prd`");
 	// Teams are the teams whose things its changes concern.
@@ -60,6 +63,9 @@ type runView struct {
 }
 
 type kv struct{ K, V string }
+
+// stopView is where a failed run stopped: the words and the step's anchor.
+type stopView struct{ Words, Step string }
 
 type linkView struct{ Text, URL string }
 
@@ -243,6 +249,12 @@ func (s *Server) buildRun(snap *runSnapshot, v viewer) runView {
 		State: r.State.Human(), StateClass: class, Icon: icon, Started: ts(r.CreatedAt), Finished: ts(r.FinishedAt),
 		Duration: human.Duration(r.Duration(now)), DryRun: r.DryRun, Live: !r.State.Terminal(), Error: red(r.Error),
 		AlertInstance: r.AlertInstance, Version: fmt.Sprint(r.UpdatedAt.UnixNano())}
+	if s.o.Words.Stopped != nil {
+		if step, words, ok := s.o.Words.Stopped(r); ok {
+			// The step says the error in full; the top points at it.
+			rv.Error, rv.StoppedAt = "", &stopView{Words: red(words), Step: step}
+		}
+	}
 	if r.ApprovalWait >= time.Second {
 		rv.ApprovalWait = human.Duration(r.ApprovalWait)
 	}

@@ -83,7 +83,7 @@ func newWeb(cfg *config.Config, db webStore, now func() time.Time, log *slog.Log
 		targets = append(targets, t)
 	}
 	pages, err := web.New(web.Options{Runs: db, Journals: db, Incidents: db, Digests: db, Targets: targets,
-		Words: web.Words{Markdown: bot.RunMarkdown, JournalLine: bot.JournalLine, Changes: func(r *runmodel.Run, j []runmodel.JournalEntry) []web.Change {
+		Words: web.Words{Markdown: bot.RunMarkdown, JournalLine: bot.JournalLine, Stopped: bot.RunStopped, Changes: func(r *runmodel.Run, j []runmodel.JournalEntry) []web.Change {
 			var out []web.Change
 			for _, c := range bot.RunChanges(r, j) {
 				out = append(out, web.Change{Step: c.Step, Text: c.Text})
