@@ -1,11 +1,15 @@
 package runbooks
 
 import (
+	"fmt"
 	"reflect"
 	"regexp"
 	"strings"
 	"sync"
 	"text/template"
+	"text/template/parse"
+
+	"github.com/groundcrew/groundcrew/model/textmodel"
 )
 
 // Step titles are rendered when their step starts, against the run's state
@@ -15,9 +19,6 @@ import (
 // fallback: `{{ .steps.worker.result.name | default "the worker" }}` reads
 // "the worker" until the worker step has run. Load-time validation
 // requires that fallback (checkTitleFallbacks).
-
-// lenientTemplates caches titles parsed with missingkey=zero.
-var lenientTemplates sync.Map // string -> *template.Template
 
 // noValue is what text/template prints for a missing value.
 const noValue = "<no value>"
@@ -29,12 +30,22 @@ var templateAction = regexp.MustCompile(`\{\{-?\s*(.*?)\s*-?\}\}`)
 // never fails and never shows "<no value>". A step result that is not
 // there yet is empty, so `default` gives the title's fallback; a title that
 // still cannot be rendered shows "…" in place of each of its {{ }}.
+//
+// What a title prints from outside — a parameter someone typed, a name
+// Concourse gave — reads as itself in chat: a value with Markdown in it
+// (`pipeline=.*`) is shown as a code span (textmodel.Literal), unless the
+// author put it in one already.
 func RenderTitle(text string, env Env) string {
 	if !strings.Contains(text, "{{") {
 		return text
 	}
-	if out, err := Render(text, env); err == nil && !strings.Contains(out, noValue) && !strings.Contains(out, missingVarMark) {
-		return oneLine(out)
+	if t, err := titleTemplate(text, false); err == nil {
+		var b strings.Builder
+		if err := t.Execute(&b, map[string]any(withMissingVars(text, env))); err == nil {
+			if out := b.String(); !strings.Contains(out, noValue) && !strings.Contains(out, missingVarMark) {
+				return oneLine(out)
+			}
+		}
 	}
 	if out, ok := renderLenient(text, env); ok {
 		return oneLine(out)
@@ -42,10 +53,87 @@ func RenderTitle(text string, env Env) string {
 	return oneLine(templateAction.ReplaceAllString(text, "…"))
 }
 
+// titleTemplates caches parsed titles, strict and lenient.
+var titleTemplates sync.Map // titleKey -> *template.Template
+
+type titleKey struct {
+	text    string
+	lenient bool
+}
+
+// literalFunc is the function every printing action of a title ends with.
+const literalFunc = "literal"
+
+// titleTemplate parses a title and makes each action that prints a value
+// end with `| literal`, except inside a code span the title's own text
+// opens (`{{ .params.worker }}` between backticks stays as it is).
+func titleTemplate(text string, lenient bool) (*template.Template, error) {
+	key := titleKey{text, lenient}
+	if t, ok := titleTemplates.Load(key); ok {
+		return t.(*template.Template), nil
+	}
+	t := template.New("").Funcs(templateFuncs).Funcs(template.FuncMap{literalFunc: literal})
+	if lenient {
+		t = t.Option("missingkey=zero").Funcs(lenientFuncs)
+	} else {
+		t = t.Option("missingkey=error")
+	}
+	t, err := t.Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	inCode := false
+	markLiterals(t.Tree, t.Tree.Root, &inCode)
+	titleTemplates.Store(key, t)
+	return t, nil
+}
+
+// literal is textmodel.Literal for any printed value; a missing one
+// prints as text/template prints it, which RenderTitle looks for.
+func literal(v any) string {
+	if v == nil {
+		return noValue
+	}
+	return textmodel.Literal(fmt.Sprint(v))
+}
+
+// markLiterals walks a title's nodes in order, tracking whether the text
+// so far has opened a code span.
+func markLiterals(tree *parse.Tree, list *parse.ListNode, inCode *bool) {
+	if list == nil {
+		return
+	}
+	for _, n := range list.Nodes {
+		switch n := n.(type) {
+		case *parse.TextNode:
+			if strings.Count(string(n.Text), "`")%2 == 1 {
+				*inCode = !*inCode
+			}
+		case *parse.ActionNode:
+			if len(n.Pipe.Decl) == 0 && !*inCode {
+				id := parse.NewIdentifier(literalFunc).SetTree(tree).SetPos(n.Pos)
+				n.Pipe.Cmds = append(n.Pipe.Cmds, &parse.CommandNode{NodeType: parse.NodeCommand, Pos: n.Pos, Args: []parse.Node{id}})
+			}
+		case *parse.IfNode:
+			markBranch(tree, &n.BranchNode, inCode)
+		case *parse.WithNode:
+			markBranch(tree, &n.BranchNode, inCode)
+		case *parse.RangeNode:
+			markBranch(tree, &n.BranchNode, inCode)
+		}
+	}
+}
+
+func markBranch(tree *parse.Tree, b *parse.BranchNode, inCode *bool) {
+	other := *inCode
+	markLiterals(tree, b.List, inCode)
+	markLiterals(tree, b.ElseList, &other)
+}
+
 // renderLenient renders text with missing map keys read as nil and the
 // results of steps that have none yet read as empty maps.
 func renderLenient(text string, env Env) (string, bool) {
-	t, err := lenientTemplate(text)
+	t, err := titleTemplate(text, true)
 	if err != nil {
 		return "", false
 	}
@@ -79,18 +167,6 @@ func renderLenient(text string, env Env) (string, bool) {
 		return "", false
 	}
 	return out, true
-}
-
-func lenientTemplate(text string) (*template.Template, error) {
-	if t, ok := lenientTemplates.Load(text); ok {
-		return t.(*template.Template), nil
-	}
-	t, err := template.New("").Option("missingkey=zero").Funcs(templateFuncs).Funcs(lenientFuncs).Parse(text)
-	if err != nil {
-		return nil, err
-	}
-	lenientTemplates.Store(text, t)
-	return t, nil
 }
 
 // oneLine joins the lines of a rendered title and trims it.

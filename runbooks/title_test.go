@@ -43,3 +43,21 @@ func TestRenderTitle(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderTitle_ValuesReadAsThemselves: a value with Markdown in it is
+// shown as a code span wherever the title goes (chat, pages), so that
+// `pipeline=.*` or `*prod*` is not read as emphasis; plain names and a
+// value the author put between backticks stay as they are.
+func TestRenderTitle_ValuesReadAsThemselves(t *testing.T) {
+	env := func(pipeline string) Env {
+		return Env{EnvParams: map[string]any{"pipeline": pipeline, "team": "main", "since": "24h"}, EnvTarget: "infra-prd", EnvVars: map[string]any{},
+			EnvSteps: map[string]any{"pending": map[string]any{"status": "succeeded", "result": map[string]any{"by_pipeline": []any{map[string]any{"team": "main", "pipeline": "_tmp_"}}}}}}
+	}
+	abort := "Abort the pending builds of {{ if .params.team }}{{ .params.team }}/{{ end }}{{ .params.pipeline }} (last {{ .params.since }})"
+	assert.Equal(t, "Abort the pending builds of main/`.*` (last 24h)", RenderTitle(abort, env(".*")))
+	assert.Equal(t, "Abort the pending builds of main/`*prod*` (last 24h)", RenderTitle(abort, env("*prod*")))
+	assert.Equal(t, "Abort the pending builds of main/deploy_prod (last 24h)", RenderTitle(abort, env("deploy_prod")))
+	assert.Equal(t, "Clear `.*` now", RenderTitle("Clear `{{ .params.pipeline }}` now", env(".*")), "the author's code span")
+	assert.Equal(t, "Pause `_tmp_` then `.*`", RenderTitle("Pause {{ with index .steps.pending.result.by_pipeline 0 }}{{ .pipeline }}{{ end }} then {{ .params.pipeline }}", env(".*")))
+	assert.Equal(t, "Pause the heaviest", RenderTitle(`Pause {{ .steps.pending.result.name | default "the heaviest" }}`, env(".*")))
+}

@@ -84,31 +84,10 @@ alerts:
 `, dir, gcPort, token, amURL)), 0o600))
 
 	gc := startGroundcrew(t, gcBin, dir, gcURL, "/chat down")
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "alertmanager.yml"), []byte(fmt.Sprintf(`
-route:
-  receiver: groundcrew
-  group_by: [alertname, instance]
-  group_wait: 1s
-  group_interval: 5s
-  repeat_interval: 1m
-receivers:
-  - name: groundcrew
-    webhook_configs:
-      - url: "%s/alertmanager"
-        send_resolved: true
-        http_config:
-          authorization: {type: Bearer, credentials_file: "%s"}
-`, gcURL, token)), 0o600))
-	amOut := &output{}
-	am := exec.Command(amBin, "--config.file="+filepath.Join(dir, "alertmanager.yml"), "--storage.path="+filepath.Join(dir, "am-data"),
-		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", amPort), "--cluster.listen-address=", "--log.level=debug")
-	am.Stdout, am.Stderr = amOut, amOut
-	require.NoError(t, am.Start())
-	defer func() { _ = am.Process.Kill(); _ = am.Wait() }()
+	amOut := startAlertmanager(t, amBin, dir, amPort, gcURL, token, "  group_by: [alertname, instance]\n  group_wait: 1s\n  group_interval: 5s\n  repeat_interval: 1m")
 	dump := func() string {
 		return "--- groundcrew stdout\n" + gc.out.String() + "\n--- groundcrew stderr\n" + gc.err.String() + "\n--- alertmanager\n" + amOut.String()
 	}
-	waitFor(t, "Alertmanager /-/ready", 30*time.Second, dump, func() bool { return httpOK(amURL + "/-/ready") })
 
 	outageStart := time.Now()
 	host := "caascad-ci-workers-infra-infra-prd-0:9100"

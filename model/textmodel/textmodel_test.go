@@ -59,3 +59,22 @@ func FuzzSanitize(f *testing.F) {
 		}
 	})
 }
+
+func TestLiteral(t *testing.T) {
+	for in, want := range map[string]string{
+		"":              "",
+		"deploy":        "deploy",
+		"my_pipeline":   "my_pipeline",
+		"caascad-ci-0":  "caascad-ci-0",
+		".*":            "`.*`",
+		"*prod*":        "`*prod*`",
+		"_tmp_":         "`_tmp_`",
+		"a _b":          "`a _b`",
+		"~x~":           "`~x~`",
+		"[x](http://e)": "`[x](http://e)`",
+		"a`b":           "`` a`b ``",
+		"a``b*":         "``` a``b* ```",
+	} {
+		assert.Equal(t, want, textmodel.Literal(in), in)
+	}
+}

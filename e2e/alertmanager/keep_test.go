@@ -1,0 +1,110 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// startAlertmanager starts a real Alertmanager on amPort whose one
+// receiver is groundcrew's webhook, with the route given (YAML, indented
+// under route:); it returns its output.
+func startAlertmanager(t *testing.T, amBin, dir string, amPort int, gcURL, token, route string) *output {
+	t.Helper()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "alertmanager.yml"), []byte(fmt.Sprintf(`
+route:
+  receiver: groundcrew
+%s
+receivers:
+  - name: groundcrew
+    webhook_configs:
+      - url: "%s/alertmanager"
+        send_resolved: true
+        http_config:
+          authorization: {type: Bearer, credentials_file: "%s"}
+`, route, gcURL, token)), 0o600))
+	amOut := &output{}
+	am := exec.Command(amBin, "--config.file="+filepath.Join(dir, "alertmanager.yml"), "--storage.path="+filepath.Join(dir, "am-data"),
+		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", amPort), "--cluster.listen-address=", "--log.level=debug")
+	am.Stdout, am.Stderr = amOut, amOut
+	require.NoError(t, am.Start())
+	t.Cleanup(func() { _ = am.Process.Kill(); _ = am.Wait() })
+	waitFor(t, "Alertmanager /-/ready", 30*time.Second, amOut.String, func() bool {
+		return httpOK(fmt.Sprintf("http://127.0.0.1:%d/-/ready", amPort))
+	})
+	return amOut
+}
+
+// TestSilenceKeptAfterResolve: with alerts.silences.keep_after_resolve
+// the silence made from the incident outlives it in a real Alertmanager;
+// the resolved root says it is still in force and until when, and its
+// "Expire silence" button expires it there.
+func TestSilenceKeptAfterResolve(t *testing.T) {
+	amBin, dir, gcBin := setup(t)
+	gcPort, amPort := freePort(t), freePort(t)
+	gcURL, amURL := fmt.Sprintf("http://127.0.0.1:%d", gcPort), fmt.Sprintf("http://127.0.0.1:%d", amPort)
+	token := filepath.Join(dir, "am-token")
+	require.NoError(t, os.WriteFile(token, []byte("e2e-token\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "groundcrew.yaml"), []byte(fmt.Sprintf(`
+store: %s/gc.db
+server: {listen: "127.0.0.1:%d"}
+chat: {platform: console}
+targets:
+  infra-prd: {simulator: {}}
+alerts:
+  alertmanager: {token_file: %s, url: "%s"}
+  silences: {keep_after_resolve: true}
+  routes:
+    - match: {alertname: "FileSystemSpaceFillingUp"}
+      target: infra-prd
+      channel: "#ci-ops"
+      runbook: worker-disk-full
+      params: {worker: "{{ .labels.instance | shortHost }}"}
+`, dir, gcPort, token, amURL)), 0o600))
+	gc := startGroundcrew(t, gcBin, dir, gcURL, "/as carol")
+	amOut := startAlertmanager(t, amBin, dir, amPort, gcURL, token, "  group_by: [alertname]\n  group_wait: 1s\n  group_interval: 2s\n  repeat_interval: 1h")
+	dump := func() string {
+		return "--- groundcrew stdout\n" + gc.out.String() + "\n--- groundcrew stderr\n" + gc.err.String() + "\n--- alertmanager\n" + amOut.String()
+	}
+
+	start := time.Now().UTC()
+	disk := func(ends time.Time) []alert {
+		return []alert{{Labels: map[string]string{"alertname": "FileSystemSpaceFillingUp", "instance": "caascad-ci-workers-infra-infra-prd-0:9100", "mountpoint": "/opt/concourse/worker"},
+			Annotations: map[string]string{"summary": "Filesystem has 8% space left"}, StartsAt: start, EndsAt: ends}}
+	}
+	postAlerts(t, amURL, disk(start.Add(time.Hour)))
+	waitFor(t, "the incident's Silence button", 30*time.Second, dump, func() bool { return strings.Contains(gc.out.String(), "[🔕 Silence 1 h]") })
+	gc.say(t, "/press 1 incident_silence")
+	waitFor(t, "the silence", 20*time.Second, dump, func() bool { return strings.Contains(gc.out.String(), "🔕 @carol silenced these alerts for 1 h") })
+	silenceID := regexp.MustCompile("@carol silenced these alerts for 1 h[^`]*`([^`]+)`").FindStringSubmatch(gc.out.String())[1]
+
+	// The alert ends; Alertmanager sends nothing for it (it is muted), and
+	// groundcrew finds it gone through the API.
+	postAlerts(t, amURL, disk(time.Now().UTC().Add(-time.Second)))
+	waitFor(t, "the incident to resolve", 60*time.Second, dump, func() bool { return strings.Contains(gc.out.String(), "✅ Resolved after") })
+	waitFor(t, "the resolved root to say the silence is kept", 20*time.Second, dump, func() bool {
+		return strings.Contains(gc.out.String(), "🔕 Its silence `"+silenceID+"` (by @carol) is still in force until")
+	})
+	assert.NotContains(t, gc.out.String(), "expired with the incident")
+	assert.Equal(t, "active", getSilence(t, amURL, silenceID).Status.State, "kept after the resolution")
+	waitFor(t, "the resolved root's Expire silence button", 20*time.Second, dump, func() bool {
+		_, after, _ := strings.Cut(gc.out.String(), "✅ Resolved after")
+		return strings.Contains(after, "[🔔 Expire silence]")
+	})
+
+	// Its button still expires it, in Alertmanager.
+	gc.say(t, "/as bob", "/press 1 incident_unsilence")
+	waitFor(t, "the silence to expire", 20*time.Second, dump, func() bool {
+		return strings.Contains(gc.out.String(), "🔔 @bob expired the silence `"+silenceID+"`")
+	})
+	assert.Equal(t, "expired", getSilence(t, amURL, silenceID).Status.State)
+	assert.Equal(t, 0, activeSilences(t, amURL))
+}
