@@ -175,7 +175,7 @@ func renderStep(r *runmodel.Run, st *runmodel.StepState, now time.Time, h hints)
 			b.WriteString("\nNote: " + st.Note)
 		}
 		// Who approved is on the approval request, just above.
-		if failed := (opmodel.Result{Items: st.Items}).Failed(); len(failed) > 0 {
+		if failed := (opmodel.Result{Items: st.Items}).Failed(); len(failed) > 0 && !namesAll(st.Summary, failed) {
 			var ids []string
 			for _, f := range failed {
 				if f.Reason == "" || strings.Contains(st.Error, f.Reason) {
@@ -194,6 +194,25 @@ func renderStep(r *runmodel.Run, st *runmodel.StepState, now time.Time, h hints)
 		b.WriteString(note)
 	}
 	return chatmodel.Message{Text: b.String(), Buttons: btns}
+}
+
+// namesAll reports whether a step's summary already names every item
+// that did not succeed ("1 still pending after 60 s (102): …"): then a
+// "Did not succeed" line would only say them again.
+func namesAll(summary string, failed []opmodel.ItemResult) bool {
+	if summary == "" {
+		return false
+	}
+	words := map[string]bool{}
+	for _, w := range strings.Fields(summary) {
+		words[strings.Trim(w, "()[],;:.`'\"")] = true
+	}
+	for _, f := range failed {
+		if !words[f.ID] {
+			return false
+		}
+	}
+	return true
 }
 
 func nonZero(d, def time.Duration) time.Duration {
@@ -236,9 +255,13 @@ func renderGate(r *runmodel.Run, g *runmodel.Gate, now time.Time, h hints) chatm
 		b.WriteString("\n" + alertLine(r))
 	}
 	if g.Plan != nil {
-		fmt.Fprintf(&b, "\nPlan: %s", g.Plan.Summary)
-		if len(g.Plan.Items) > 0 && g.Plan.Op != "approval" {
-			b.WriteString("\n" + renderPlanItems(g.Plan, planInline))
+		if one, ok := oneItemPlan(g.Plan); ok {
+			fmt.Fprintf(&b, "\nPlan: %s", one)
+		} else {
+			fmt.Fprintf(&b, "\nPlan: %s", g.Plan.Summary)
+			if len(g.Plan.Items) > 0 && g.Plan.Op != "approval" {
+				b.WriteString("\n" + renderPlanItems(g.Plan, planInline))
+			}
 		}
 		for _, n := range g.Plan.Notes {
 			if !strings.Contains(g.Plan.Summary, n) { // said once
@@ -312,6 +335,23 @@ func expiresIn(left time.Duration) time.Duration {
 }
 
 // renderPlanItems lists plan items, at most n, one per line.
+// oneItemPlan says a plan of one item whose summary names it in one line:
+// "pause 1 pipeline: main/app (running, public no)", not the name again
+// on a line of its own under the step's title that said it already.
+func oneItemPlan(p *opmodel.Plan) (string, bool) {
+	if len(p.Items) != 1 || p.Op == "approval" {
+		return "", false
+	}
+	it := p.Items[0]
+	if it.ID == "" || strings.Count(p.Summary, it.ID) != 1 {
+		return "", false
+	}
+	if it.Detail == "" {
+		return p.Summary, true
+	}
+	return strings.Replace(p.Summary, it.ID, it.ID+" ("+it.Detail+")", 1), true
+}
+
 func renderPlanItems(p *opmodel.Plan, n int) string {
 	var lines []string
 	for i, it := range p.Items {

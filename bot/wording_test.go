@@ -158,6 +158,15 @@ func TestStep_FailedItemReasonSaidOnce(t *testing.T) {
 	text := renderStep(r, &r.Steps[0], time.Now(), hints{}).Text
 	assert.Equal(t, 1, strings.Count(text, why), text)
 	assert.Contains(t, text, "Did not succeed: `200`, `201` (gone)")
+
+	// A summary that names every item that did not succeed is not
+	// followed by their list again.
+	r.Steps[0].Summary = "aborted 0 of 2 builds; 1 still pending after 60 s (200): never started; 1 failed (201)"
+	text = renderStep(r, &r.Steps[0], time.Now(), hints{}).Text
+	assert.NotContains(t, text, "Did not succeed", text)
+	r.Steps[0].Summary = "aborted 0 of 2 builds; 1 still pending after 60 s (200): never started"
+	text = renderStep(r, &r.Steps[0], time.Now(), hints{}).Text
+	assert.Contains(t, text, "Did not succeed: `200`, `201` (gone)", "201 is not in the summary")
 }
 
 // runs show (Markdown, a post-mortem document) says a failed step's error
@@ -211,4 +220,21 @@ func TestJournalLine_StepErrorOnTheStepOnly(t *testing.T) {
 		Steps: []runmodel.StepState{{ID: "pause", Title: "Pause nope", Status: runmodel.StepFailed, Error: msg}}}
 	assert.Equal(t, "step failed", JournalLine(runmodel.JournalEntry{Step: "pause", Type: runmodel.JStepFailed, Message: msg}, r))
 	assert.Equal(t, "run finished: failed at step 1/1 (Pause nope)", JournalLine(runmodel.JournalEntry{Type: runmodel.JRunFinished, Message: "failed: step pause failed: " + msg}, r))
+}
+
+// A gate of one item whose plan summary names it says it once, with its
+// detail, not again on a line of its own; a summary that does not name
+// the item keeps the item's line.
+func TestGate_OneItemSaidOnce(t *testing.T) {
+	r := &runmodel.Run{ID: "r-1", Runbook: "pause-pipeline", Target: "infra-prd", Requester: chatmodel.User{ID: "U1", Name: "alice"},
+		Steps: []runmodel.StepState{{ID: "pause", Title: "Pause main/app", Status: runmodel.StepGated}}}
+	g := &runmodel.Gate{ID: "g", StepID: "pause", Decision: runmodel.GatePending, ExpiresAt: time.Now().Add(time.Hour),
+		Plan: &opmodel.Plan{Op: "pause-pipelines", Summary: "pause 1 pipeline: main/app", Items: []opmodel.PlanItem{{Kind: "pipeline", ID: "main/app", Detail: "running, public no"}}}}
+	text := renderGate(r, g, time.Now(), hints{}).Text
+	assert.Contains(t, text, "\nPlan: pause 1 pipeline: main/app (running, public no)\n")
+	assert.Equal(t, 2, strings.Count(text, "main/app"), "the title and the plan: "+text)
+
+	g.Plan = &opmodel.Plan{Op: "abort-builds", Summary: "abort 1 build of main/app (1 pending)", Items: []opmodel.PlanItem{{Kind: "build", ID: "102", Detail: "main/app/unit #60, pending"}}}
+	text = renderGate(r, g, time.Now(), hints{}).Text
+	assert.Contains(t, text, "\nPlan: abort 1 build of main/app (1 pending)\n• build `102` — main/app/unit #60, pending")
 }

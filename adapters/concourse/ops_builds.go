@@ -537,9 +537,36 @@ func (p *Provider) applyAbort(ctx context.Context, c opmodel.Call, pl opmodel.Pl
 		return res, fmt.Errorf("%s: abort interrupted: %w", cl.Name(), werr)
 	}
 	if len(ids) > 0 && counts[AbortAborted]+counts[AbortAlreadyFinished] == 0 {
+		if len(failedIDs) == 0 {
+			// The summary says why each is still running: the error
+			// names what is true, not the why again.
+			return res, fmt.Errorf("%s: no build could be aborted: %s", cl.Name(), stillRunning(results))
+		}
 		return res, fmt.Errorf("%s: no build could be aborted: %s", cl.Name(), res.Failed()[0].Reason)
 	}
 	return res, nil
+}
+
+// stillRunning says in a few words which builds an abort did not stop:
+// "build 200 is still pending", "3 builds are still pending or started".
+func stillRunning(results []AbortResult) string {
+	var ids []int
+	states := map[string]bool{}
+	for _, r := range results {
+		if r.Outcome == AbortNotStopped {
+			ids = append(ids, r.ID)
+			states[orUnknown(r.Status)] = true
+		}
+	}
+	names := make([]string, 0, len(states))
+	for s := range states {
+		names = append(names, s)
+	}
+	sort.Strings(names)
+	if len(ids) == 1 {
+		return fmt.Sprintf("build %d is still %s", ids[0], names[0])
+	}
+	return fmt.Sprintf("%d builds are still %s", len(ids), strings.Join(names, " or "))
 }
 
 // abortProgressLine renders a bulk abort's progress for the step message:
