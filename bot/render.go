@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/groundcrew/groundcrew/internal/human"
@@ -343,13 +344,40 @@ func oneItemPlan(p *opmodel.Plan) (string, bool) {
 		return "", false
 	}
 	it := p.Items[0]
-	if it.ID == "" || strings.Count(p.Summary, it.ID) != 1 {
+	at := wordAt(p.Summary, it.ID)
+	if at < 0 {
 		return "", false
 	}
 	if it.Detail == "" {
 		return p.Summary, true
 	}
-	return strings.Replace(p.Summary, it.ID, it.ID+" ("+it.Detail+")", 1), true
+	end := at + len(it.ID)
+	return p.Summary[:end] + " (" + it.Detail + ")" + p.Summary[end:], true
+}
+
+// wordAt is the index of the first occurrence of word in s that is a
+// whole name (not a part of a longer one: "1" is not in "abort 1021"), or -1.
+func wordAt(s, word string) int {
+	if word == "" {
+		return -1
+	}
+	inName := func(r rune) bool {
+		return unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("-_./", r)
+	}
+	for from := 0; from < len(s); {
+		i := strings.Index(s[from:], word)
+		if i < 0 {
+			return -1
+		}
+		i += from
+		before, _ := utf8.DecodeLastRuneInString(s[:i])
+		after, _ := utf8.DecodeRuneInString(s[i+len(word):])
+		if (i == 0 || !inName(before)) && (i+len(word) == len(s) || !inName(after) || after == '.' && i+len(word)+1 == len(s)) {
+			return i
+		}
+		from = i + 1
+	}
+	return -1
 }
 
 func renderPlanItems(p *opmodel.Plan, n int) string {

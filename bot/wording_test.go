@@ -238,3 +238,12 @@ func TestGate_OneItemSaidOnce(t *testing.T) {
 	text = renderGate(r, g, time.Now(), hints{}).Text
 	assert.Contains(t, text, "\nPlan: abort 1 build of main/app (1 pending)\n• build `102` — main/app/unit #60, pending")
 }
+
+func TestWordAt(t *testing.T) {
+	assert.Equal(t, -1, wordAt("abort 1021 builds", "1"))
+	assert.Equal(t, 6, wordAt("abort 1 build", "1"))
+	assert.Equal(t, 16, wordAt("prune 1 worker: w-0 — Concourse removes w-0", "w-0"))
+	assert.Equal(t, -1, wordAt("pause main/app-2", "main/app"))
+	assert.Equal(t, 6, wordAt("pause main/app.", "main/app"))
+	assert.Equal(t, -1, wordAt("", "x"))
+}
