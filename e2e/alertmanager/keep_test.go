@@ -96,7 +96,7 @@ alerts:
 	assert.NotContains(t, gc.out.String(), "expired with the incident")
 	assert.Equal(t, "active", getSilence(t, amURL, silenceID).Status.State, "kept after the resolution")
 	waitFor(t, "the resolved root's Expire silence button", 20*time.Second, dump, func() bool {
-		_, after, _ := strings.Cut(gc.out.String(), "✅ Resolved after")
+		_, after, _ := strings.Cut(gc.out.String(), "Status: resolved at")
 		return strings.Contains(after, "[🔔 Expire silence]")
 	})
 

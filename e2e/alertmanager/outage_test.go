@@ -102,7 +102,9 @@ alerts:
 	}
 	postAlerts(t, amURL, disk("/opt/concourse/worker", "/opt/concourse/worker/volumes"))
 	waitFor(t, "the notification while chat is down", 30*time.Second, dump, func() bool {
-		return strings.Contains(gc.err.String(), "the incident waits in the outbox")
+		// the incident is opened and its root queued (the webhook never
+		// waits for chat)
+		return strings.Contains(gc.err.String(), `msg="incident opened"`) && strings.Contains(gc.err.String(), "key=root:i-")
 	})
 	// The group changes (a third file system) while chat is still down.
 	postAlerts(t, amURL, disk("/opt/concourse/worker", "/opt/concourse/worker/volumes", "/var/lib/docker"))
