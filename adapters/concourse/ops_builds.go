@@ -208,9 +208,8 @@ func (p *Provider) opBuilds() opmodel.Op {
 			if count > 0 {
 				summary += fmt.Sprintf(" (%s) in %s", countsLine(byStatus, BuildStatuses), plural(len(g), "pipeline"))
 			}
-			if !q.filter.Since.IsZero() {
-				summary += " since " + age(now.Sub(q.filter.Since)) + " ago"
-			}
+			// The window is the step's to say (its title: "Builds of the
+			// last 4h"), not again here.
 			return opmodel.Result{
 				Summary: summary, Table: table,
 				Data: BuildsData{

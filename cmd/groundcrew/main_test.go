@@ -34,7 +34,7 @@ func TestDemo(t *testing.T) {
 		`ssh -t "cloud@bst.infra-prd.caascad.com" ssh "caascad-ci-workers-infra-infra-prd-0.infra-prd.caascad.com"`,
 		"timed out after 21 min",
 		"Approval needed — Prune the stalled worker",
-		"• worker `caascad-ci-workers-infra-infra-prd-0` — stalled, 236 containers",
+		"Plan: prune 1 worker: caascad-ci-workers-infra-infra-prd-0 (stalled, 236 containers, up 38d)",
 		"@alice — not counted: you started this run",
 		"Approved by @carol",
 		"✅ worker-stalled on `infra-prd` finished",
