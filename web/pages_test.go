@@ -435,3 +435,16 @@ func TestIndex_AFilterNamingNothingKnownIsRefused(t *testing.T) {
 	assert.Contains(t, body, "No finished run matches.")
 	assert.Contains(t, body, `<option value="prune-stalled">`, "the form suggests the names")
 }
+
+// A step title's code span (a value with Markdown in it, as chat shows
+// it) is rendered as code on the page, escaped.
+func TestRunPage_TitlesRenderTheirCodeSpans(t *testing.T) {
+	e := newEnv(t)
+	r := e.seedRunWith(t, "r-titles0001", runmodel.RunSucceeded, t0, "", func(r *runmodel.Run) {
+		r.Steps[0].Title = "Abort the pending builds of main/`.*<b>` (last 24h)"
+	})
+	code, _, body := e.get(t, e.links.Run(r.ID, r.CreatedAt), outside)
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, "Abort the pending builds of main/<code>.*&lt;b&gt;</code> (last 24h)")
+	assert.NotContains(t, body, "<b>")
+}
