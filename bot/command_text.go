@@ -101,6 +101,9 @@ func showEnv(rb *runbookmodel.Runbook) runbooks.Env {
 	params, steps := map[string]string{}, map[string]runbooks.StepEnv{}
 	for _, p := range rb.Params {
 		params[p.Name] = p.Default
+		if p.Required && p.Default == "" {
+			params[p.Name] = "<" + p.Name + ">" // "Resources of <pipeline>", not "Resources of"
+		}
 	}
 	for _, s := range rb.Steps {
 		steps[s.ID] = runbooks.StepEnv{Status: string(runmodel.StepPending)}

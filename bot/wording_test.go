@@ -247,3 +247,12 @@ func TestWordAt(t *testing.T) {
 	assert.Equal(t, 6, wordAt("pause main/app.", "main/app"))
 	assert.Equal(t, -1, wordAt("", "x"))
 }
+
+// /runbook show names a required parameter that has no default by its
+// name: "Resources of <pipeline>", not "Resources of".
+func TestShow_ARequiredParameterIsNamed(t *testing.T) {
+	rb := &runbookmodel.Runbook{Name: "caches", Params: []runbookmodel.Param{
+		{Name: "pipeline", Required: true}, {Name: "team"}, {Name: "since", Default: "24h"}},
+		Steps: []runbookmodel.Step{{ID: "r", Title: "Resources of {{ with .params.team }}{{ . }}/{{ end }}{{ .params.pipeline }} (last {{ .params.since }})"}}}
+	assert.Equal(t, "Resources of <pipeline> (last 24h)", runbooks.RenderTitle(rb.Steps[0].Title, showEnv(rb)))
+}
