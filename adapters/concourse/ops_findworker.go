@@ -157,7 +157,8 @@ func foundSummary(f FoundWorker) string {
 	}
 	fmt.Fprintf(&b, " · worker=%s", f.Ref)
 	if f.AutoRemove != "" {
-		b.WriteString("; " + f.AutoRemove)
+		// named just before: "…; Concourse removes it by itself before …"
+		b.WriteString("; " + strings.Replace(f.AutoRemove, " "+f.Name+" ", " it ", 1))
 	}
 	return b.String()
 }
