@@ -92,27 +92,9 @@ func postAlerts(t *testing.T, amURL string, alerts []alert) {
 // repeat notifications update it without a second thread, and the
 // resolved notification resolves it.
 func TestAlertmanagerOpensDedupesAndResolves(t *testing.T) {
-	amBin, dir, gcBin := setup(t)
-
-	gcPort, amPort := freePort(t), freePort(t)
-	gcURL, amURL := fmt.Sprintf("http://127.0.0.1:%d", gcPort), fmt.Sprintf("http://127.0.0.1:%d", amPort)
-	token := filepath.Join(dir, "am-token")
-	require.NoError(t, os.WriteFile(token, []byte("e2e-token\n"), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "groundcrew.yaml"), []byte(fmt.Sprintf(`
-store: %s/gc.db
-server: {listen: "127.0.0.1:%d"}
-chat: {platform: console}
-targets:
-  infra-prd: {simulator: {}}
-alerts:
-  alertmanager: {token_file: %s, url: "%s"}
-  routes:
-    - match: {alertname: "FileSystemSpace(FillingUp|AlmostOutOfSpace)", mountpoint: "/opt/concourse/worker.*"}
-      target: infra-prd
-      channel: "#ci-ops"
-      runbook: worker-disk-full
-      params: {worker: "{{ .labels.instance | shortHost }}"}
-`, dir, gcPort, token, amURL)), 0o600))
+	e := newEnv(t, `{alertname: "FileSystemSpace(FillingUp|AlmostOutOfSpace)", mountpoint: "/opt/concourse/worker.*"}`, "")
+	amBin, dir, gcBin, amPort, token := e.amBin, e.dir, e.gcBin, e.amPort, e.token
+	gcURL, amURL := e.gcURL, e.amURL
 
 	// groundcrew serve with the console: stdin stays open until the end.
 	gcOut, gcErr := &output{}, &output{}

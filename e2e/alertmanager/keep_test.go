@@ -43,17 +43,27 @@ receivers:
 	return amOut
 }
 
-// TestSilenceKeptAfterResolve: with alerts.silences.keep_after_resolve
-// the silence made from the incident outlives it in a real Alertmanager;
-// the resolved root says it is still in force and until when, and its
-// "Expire silence" button expires it there.
-func TestSilenceKeptAfterResolve(t *testing.T) {
-	amBin, dir, gcBin := setup(t)
-	gcPort, amPort := freePort(t), freePort(t)
-	gcURL, amURL := fmt.Sprintf("http://127.0.0.1:%d", gcPort), fmt.Sprintf("http://127.0.0.1:%d", amPort)
-	token := filepath.Join(dir, "am-token")
-	require.NoError(t, os.WriteFile(token, []byte("e2e-token\n"), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "groundcrew.yaml"), []byte(fmt.Sprintf(`
+// e2eEnv is one test's groundcrew and Alertmanager: their binaries,
+// directory, ports and the webhook's token file.
+type e2eEnv struct {
+	amBin, dir, gcBin   string
+	gcPort, amPort      int
+	gcURL, amURL, token string
+}
+
+// newEnv builds groundcrew (setup), picks the ports and writes the token
+// and groundcrew.yaml: console chat, a simulated infra-prd, and one
+// Alertmanager route of disk alerts matching match (a YAML flow map) to
+// worker-disk-full in #ci-ops; alerts are more lines under alerts:.
+func newEnv(t *testing.T, match, alerts string) *e2eEnv {
+	t.Helper()
+	e := &e2eEnv{}
+	e.amBin, e.dir, e.gcBin = setup(t)
+	e.gcPort, e.amPort = freePort(t), freePort(t)
+	e.gcURL, e.amURL = fmt.Sprintf("http://127.0.0.1:%d", e.gcPort), fmt.Sprintf("http://127.0.0.1:%d", e.amPort)
+	e.token = filepath.Join(e.dir, "am-token")
+	require.NoError(t, os.WriteFile(e.token, []byte("e2e-token\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(e.dir, "groundcrew.yaml"), []byte(fmt.Sprintf(`
 store: %s/gc.db
 server: {listen: "127.0.0.1:%d"}
 chat: {platform: console}
@@ -61,16 +71,26 @@ targets:
   infra-prd: {simulator: {}}
 alerts:
   alertmanager: {token_file: %s, url: "%s"}
-  silences: {keep_after_resolve: true}
+%s
   routes:
-    - match: {alertname: "FileSystemSpaceFillingUp"}
+    - match: %s
       target: infra-prd
       channel: "#ci-ops"
       runbook: worker-disk-full
       params: {worker: "{{ .labels.instance | shortHost }}"}
-`, dir, gcPort, token, amURL)), 0o600))
-	gc := startGroundcrew(t, gcBin, dir, gcURL, "/as carol")
-	amOut := startAlertmanager(t, amBin, dir, amPort, gcURL, token, "  group_by: [alertname]\n  group_wait: 1s\n  group_interval: 2s\n  repeat_interval: 1h")
+`, e.dir, e.gcPort, e.token, e.amURL, alerts, match)), 0o600))
+	return e
+}
+
+// TestSilenceKeptAfterResolve: with alerts.silences.keep_after_resolve
+// the silence made from the incident outlives it in a real Alertmanager;
+// the resolved root says it is still in force and until when, and its
+// "Expire silence" button expires it there.
+func TestSilenceKeptAfterResolve(t *testing.T) {
+	e := newEnv(t, `{alertname: "FileSystemSpaceFillingUp"}`, "  silences: {keep_after_resolve: true}")
+	gcURL, amURL := e.gcURL, e.amURL
+	gc := startGroundcrew(t, e.gcBin, e.dir, gcURL, "/as carol")
+	amOut := startAlertmanager(t, e.amBin, e.dir, e.amPort, gcURL, e.token, "  group_by: [alertname]\n  group_wait: 1s\n  group_interval: 2s\n  repeat_interval: 1h")
 	dump := func() string {
 		return "--- groundcrew stdout\n" + gc.out.String() + "\n--- groundcrew stderr\n" + gc.err.String() + "\n--- alertmanager\n" + amOut.String()
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -61,27 +60,9 @@ func startGroundcrew(t *testing.T, bin, dir, url string, first ...string) *gcPro
 // and in order. Then a storm of 100 groups × 10 alerts opens 100
 // incidents, each titled with its instance.
 func TestChatOutageStormAndRestarts(t *testing.T) {
-	amBin, dir, gcBin := setup(t)
-
-	gcPort, amPort := freePort(t), freePort(t)
-	gcURL, amURL := fmt.Sprintf("http://127.0.0.1:%d", gcPort), fmt.Sprintf("http://127.0.0.1:%d", amPort)
-	token := filepath.Join(dir, "am-token")
-	require.NoError(t, os.WriteFile(token, []byte("e2e-token\n"), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "groundcrew.yaml"), []byte(fmt.Sprintf(`
-store: %s/gc.db
-server: {listen: "127.0.0.1:%d"}
-chat: {platform: console}
-targets:
-  infra-prd: {simulator: {}}
-alerts:
-  alertmanager: {token_file: %s, url: "%s"}
-  routes:
-    - match: {alertname: "FileSystemSpace(FillingUp|AlmostOutOfSpace)"}
-      target: infra-prd
-      channel: "#ci-ops"
-      runbook: worker-disk-full
-      params: {worker: "{{ .labels.instance | shortHost }}"}
-`, dir, gcPort, token, amURL)), 0o600))
+	e := newEnv(t, `{alertname: "FileSystemSpace(FillingUp|AlmostOutOfSpace)"}`, "")
+	amBin, dir, gcBin, amPort, token := e.amBin, e.dir, e.gcBin, e.amPort, e.token
+	gcURL, amURL := e.gcURL, e.amURL
 
 	gc := startGroundcrew(t, gcBin, dir, gcURL, "/chat down")
 	amOut := startAlertmanager(t, amBin, dir, amPort, gcURL, token, "  group_by: [alertname, instance]\n  group_wait: 1s\n  group_interval: 5s\n  repeat_interval: 1m")
