@@ -55,7 +55,13 @@ func benchGet(b *testing.B, srv http.Handler, link string) {
 	}
 }
 
-func benchMs(b *testing.B, start time.Time) {
+// benchPage times the page at link, in ms a page.
+func benchPage(b *testing.B, srv http.Handler, link string) {
+	b.Helper()
+	start := time.Now()
+	for b.Loop() {
+		benchGet(b, srv, link)
+	}
 	b.ReportMetric(float64(time.Since(start).Microseconds())/1000/float64(b.N), "ms/page")
 }
 
@@ -75,12 +81,7 @@ func BenchmarkStore100k_WebRunPage(b *testing.B) {
 		}
 	}
 	link := links.Run(r.ID, r.CreatedAt)
-	b.ResetTimer()
-	start := time.Now()
-	for b.Loop() {
-		benchGet(b, srv, link)
-	}
-	benchMs(b, start)
+	benchPage(b, srv, link)
 }
 
 // BenchmarkStore100k_WebActiveRunPage: the page of a run at an open gate
@@ -101,12 +102,7 @@ func BenchmarkStore100k_WebActiveRunPage(b *testing.B) {
 		b.Fatal("no run at a gate")
 	}
 	link := links.Run(r.ID, r.CreatedAt)
-	b.ResetTimer()
-	start := time.Now()
-	for b.Loop() {
-		benchGet(b, srv, link)
-	}
-	benchMs(b, start)
+	benchPage(b, srv, link)
 }
 
 // BenchmarkStore100k_WebIndex: / — open incidents, the 10 active runs,
@@ -114,12 +110,7 @@ func BenchmarkStore100k_WebActiveRunPage(b *testing.B) {
 func BenchmarkStore100k_WebIndex(b *testing.B) {
 	srv, _, links, _ := benchPages(b)
 	link := links.Site()
-	b.ResetTimer()
-	start := time.Now()
-	for b.Loop() {
-		benchGet(b, srv, link)
-	}
-	benchMs(b, start)
+	benchPage(b, srv, link)
 }
 
 // BenchmarkStore100k_WebIndexFiltered: / filtered by runbook, target,
@@ -140,12 +131,7 @@ func BenchmarkStore100k_WebIndexFiltered(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			srv, _, links, _ := benchPages(b)
 			link := links.Site() + c.q
-			b.ResetTimer()
-			start := time.Now()
-			for b.Loop() {
-				benchGet(b, srv, link)
-			}
-			benchMs(b, start)
+			benchPage(b, srv, link)
 		})
 	}
 }

@@ -54,15 +54,9 @@ func TestRootCountsDeliveries(t *testing.T) {
 // groundcrew's own poll. The poll is not a notification; the root says
 // how the resolution was found.
 func TestResolutionFoundByPollingIsSaidSo(t *testing.T) {
-	f := newFixture(t)
-	sil := &silencer{firing: 1}
-	f.silencer(t, sil, false)
+	f, sil := silencingFixture(t, false)
 	ctx := context.Background()
-	s := diskSignal(true, "a")
-	s.Silence = map[string]string{"alertname": "FileSystemSpaceFillingUp"}
-	in, err := f.m.Signal(ctx, s)
-	require.NoError(t, err)
-	f.press(t, chatmodel.User{ID: "U3", Name: "carol"}, incident.ActionSilence, in.ID)
+	in := f.silenced(t)
 	sil.setFiring(0)
 	f.clock.Advance(5 * time.Minute)
 	require.NoError(t, f.m.CheckSilences(ctx))
@@ -77,15 +71,11 @@ func TestResolutionFoundByPollingIsSaidSo(t *testing.T) {
 // and nothing said a silence was in force. Now it is expired when the
 // incident resolves, and the thread says so.
 func TestSilenceEndsWithItsIncident(t *testing.T) {
-	f := newFixture(t)
-	sil := &silencer{firing: 1}
-	f.silencer(t, sil, false)
+	f, sil := silencingFixture(t, false)
 	ctx := context.Background()
 	in := f.silenced(t)
 	f.clock.Advance(3 * time.Minute)
-	_, err := f.m.Signal(ctx, diskSignal(false)) // Alertmanager's resolve (a silence made after it fired)
-	require.NoError(t, err)
-	f.m.Wait()
+	f.resolved(t) // Alertmanager's resolve (a silence made after it fired)
 	assert.Equal(t, []string{"sil-1"}, sil.expiredIDs())
 	got, err := f.db.GetIncident(ctx, in.ID)
 	require.NoError(t, err)
@@ -102,15 +92,10 @@ func TestSilenceEndsWithItsIncident(t *testing.T) {
 // stays; the resolved root says it is still in force, until when, and
 // offers to expire it, which works on the resolved incident.
 func TestSilenceKeptAfterResolveIsSaid(t *testing.T) {
-	f := newFixture(t)
-	sil := &silencer{firing: 1}
-	f.silencer(t, sil, true)
-	ctx := context.Background()
+	f, sil := silencingFixture(t, true)
 	in := f.silenced(t)
 	f.clock.Advance(3 * time.Minute)
-	_, err := f.m.Signal(ctx, diskSignal(false))
-	require.NoError(t, err)
-	f.m.Wait()
+	f.resolved(t)
 	assert.Empty(t, sil.expiredIDs(), "kept")
 	root := f.root(t, in.ID)
 	assert.Contains(t, root.Text, "🔕 Its silence `sil-1` (by @carol) is still in force until 05:00 UTC: kept after the resolution (alerts.silences.keep_after_resolve)")
@@ -129,16 +114,11 @@ func TestSilenceKeptAfterResolveIsSaid(t *testing.T) {
 // silence: the thread and the root say it is still in force and until
 // when, and the root offers the button.
 func TestSilenceThatCannotBeExpiredIsSaid(t *testing.T) {
-	f := newFixture(t)
-	sil := &silencer{firing: 1}
-	f.silencer(t, sil, false)
-	ctx := context.Background()
+	f, sil := silencingFixture(t, false)
 	in := f.silenced(t)
 	sil.failExpire(errors.New("503 Service Unavailable"))
 	defer incident.SetExpireTries([]time.Duration{0, time.Millisecond})()
-	_, err := f.m.Signal(ctx, diskSignal(false))
-	require.NoError(t, err)
-	f.m.Wait()
+	f.resolved(t)
 	root := f.root(t, in.ID)
 	assert.Contains(t, root.Text, "⚠️ Its silence `sil-1` is still in force until 05:00 UTC: it could not be expired (503 Service Unavailable)")
 	assert.Equal(t, []chatmodel.Intent{incident.ActionUnsilence}, actions(root))
@@ -150,9 +130,7 @@ func TestSilenceThatCannotBeExpiredIsSaid(t *testing.T) {
 // at the same moment: one silence; the other is told, privately, who
 // silenced and until when.
 func TestSecondSilencePressIsAnsweredPrivately(t *testing.T) {
-	f := newFixture(t)
-	sil := &silencer{firing: 1}
-	f.silencer(t, sil, false)
+	f, sil := silencingFixture(t, false)
 	ctx := context.Background()
 	s := diskSignal(true, "a")
 	s.Silence = map[string]string{"alertname": "FileSystemSpaceFillingUp"}
@@ -174,6 +152,25 @@ func TestSecondSilencePressIsAnsweredPrivately(t *testing.T) {
 	}
 	answers := strings.Join(f.chat.Ephemerals(loser.ID), "\n")
 	assert.Contains(t, answers, "is already silenced until 05:00 UTC by "+got.SilencedBy.Display())
+}
+
+// silencingFixture is a fixture whose manager silences through a fake
+// Alertmanager with one alert firing; keep is keep_after_resolve.
+func silencingFixture(t *testing.T, keep bool) (*fixture, *silencer) {
+	t.Helper()
+	f := newFixture(t)
+	sil := &silencer{firing: 1}
+	f.silencer(t, sil, keep)
+	return f, sil
+}
+
+// resolved sends Alertmanager's resolve of the disk alerts and waits for
+// what the manager does in the background (expiring the silence).
+func (f *fixture) resolved(t *testing.T) {
+	t.Helper()
+	_, err := f.m.Signal(context.Background(), diskSignal(false))
+	require.NoError(t, err)
+	f.m.Wait()
 }
 
 // silencer replaces the fixture's manager by one with sil.

@@ -133,7 +133,24 @@ func writeGroundcrewConfig(t *testing.T, w *world, sim *concoursesim.Server, app
 	dir := t.TempDir()
 	port := freePort(t)
 	listen = fmt.Sprintf("127.0.0.1:%d", port)
-	cfg := fmt.Sprintf(`store: %s
+	cfg := mattermostConfig(w, dir, listen, sim.URL(), sim.TSAAddr()) + `    vars: {target: infra, zone: infra-prd}
+    workers:
+      name: "caascad-ci-workers-{{.vars.target}}-{{.vars.zone}}-{{.id}}"
+      host: "{{.name}}.{{.vars.zone}}.caascad.com"
+      jump: 'ssh -t "cloud@bst.{{.vars.zone}}.caascad.com"'
+`
+	cfgPath = filepath.Join(dir, "groundcrew.yaml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg+approvals), 0o600))
+	return cfgPath, listen
+}
+
+// mattermostConfig is the start of a groundcrew config in the e2e world:
+// the store in dir, the address to listen on, the bot on Mattermost (team
+// ops, signed actions, the slash command registered) and the target at
+// url/tsa with groundcrew's account. More of the target's keys may follow
+// (indented by 4), then the config's other sections.
+func mattermostConfig(w *world, dir, listen, url, tsa string) string {
+	return fmt.Sprintf(`store: %s
 server: {listen: "%s"}
 log: {level: debug}
 chat:
@@ -152,15 +169,7 @@ targets:
     team: main
     username: groundcrew
     password: groundcrew-pass
-    vars: {target: infra, zone: infra-prd}
-    workers:
-      name: "caascad-ci-workers-{{.vars.target}}-{{.vars.zone}}-{{.id}}"
-      host: "{{.name}}.{{.vars.zone}}.caascad.com"
-      jump: 'ssh -t "cloud@bst.{{.vars.zone}}.caascad.com"'
-`, filepath.Join(dir, "groundcrew.db"), listen, w.Server.URL, w.BotToken, listen, targetName, sim.URL(), sim.TSAAddr())
-	cfgPath = filepath.Join(dir, "groundcrew.yaml")
-	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg+approvals), 0o600))
-	return cfgPath, listen
+`, filepath.Join(dir, "groundcrew.db"), listen, w.Server.URL, w.BotToken, listen, targetName, url, tsa)
 }
 
 // startGroundcrewWith starts `groundcrew serve` on a config written by

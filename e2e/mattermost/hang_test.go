@@ -210,26 +210,7 @@ func writeAlertsConfig(t *testing.T, w *world, simURL, simTSA, amURL, tokenFile 
 	t.Helper()
 	dir := t.TempDir()
 	listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	cfg := fmt.Sprintf(`store: %s
-server: {listen: "%s"}
-log: {level: debug}
-chat:
-  platform: mattermost
-  mattermost:
-    url: %s
-    bot_token: %s
-    action_hmac_key: e2e-action-key-0123456789abcdef
-    team: ops
-    callback_url: http://%s
-    register_command: true
-targets:
-  %s:
-    url: %s
-    tsa: %s
-    team: main
-    username: groundcrew
-    password: groundcrew-pass
-alerts:
+	cfg := mattermostConfig(w, dir, listen, simURL, simTSA) + fmt.Sprintf(`alerts:
   alertmanager: {token_file: %s, url: "%s"}
   silences: {keep_after_resolve: %t}
   routes:
@@ -237,7 +218,7 @@ alerts:
       match: {alertname: "DiskFull"}
       target: %s
       channel: "#ci-ops"
-`, filepath.Join(dir, "groundcrew.db"), listen, w.Server.URL, w.BotToken, listen, targetName, simURL, simTSA, tokenFile, amURL, keep, targetName)
+`, tokenFile, amURL, keep, targetName)
 	cfgPath = filepath.Join(dir, "groundcrew.yaml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o600))
 	return cfgPath, listen
